@@ -1,0 +1,260 @@
+/*
+Copyright 2026 The KubeStellar Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Well-known names the controller puts on the objects it manages.
+const (
+	// PolicyLabel is set on every BindingPolicy generated for a StagedBindingPolicy
+	// and holds the StagedBindingPolicy's name.
+	PolicyLabel = "community.kubestellar.io/staged-binding-policy"
+
+	// StageLabel is set on every generated BindingPolicy and holds the stage's name.
+	StageLabel = "community.kubestellar.io/stage"
+
+	// CleanupFinalizer makes the controller delete the generated BindingPolicies
+	// before a StagedBindingPolicy goes away, even where no garbage collector runs.
+	CleanupFinalizer = "community.kubestellar.io/cleanup-binding-policies"
+
+	// bindingPolicyInfix joins the policy name and the stage name in the name
+	// of a generated BindingPolicy.
+	bindingPolicyInfix = ".stage."
+)
+
+// BindingPolicyName returns the name of the BindingPolicy generated for one
+// stage of a StagedBindingPolicy: "<policy>.stage.<stage>".
+func BindingPolicyName(policy, stage string) string {
+	return policy + bindingPolicyInfix + stage
+}
+
+// StagedBindingPolicy places a KubeStellar workload stage by stage: it keeps
+// one BindingPolicy for its active stage and moves to the next stage when the
+// active stage's condition holds for the CombinedStatus of every selected
+// workload object.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=sbp,categories=kubestellar
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Active Stage",type=string,JSONPath=`.status.activeStage`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.spec.stages.all(s, size(self.metadata.name) + size(s.name) <= 246)",message="the policy name plus a stage name must not exceed 246 characters, so that the generated BindingPolicy name <policy>.stage.<stage> is a valid object name"
+type StagedBindingPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec says what to place and the stages to place it through.
+	Spec StagedBindingPolicySpec `json:"spec"`
+
+	// Status reports where the rollout is.
+	// +optional
+	Status StagedBindingPolicyStatus `json:"status,omitempty"`
+}
+
+// StagedBindingPolicySpec is the desired rollout.
+type StagedBindingPolicySpec struct {
+	// Downsync selects the workload objects to place, exactly as in a
+	// KubeStellar BindingPolicy. It applies to every stage.
+	// +optional
+	Downsync []ksv1alpha1.DownsyncPolicyClause `json:"downsync,omitempty"`
+
+	// Stages are placed one after the other, in this order.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=map
+	// +listMapKey=name
+	Stages []Stage `json:"stages"`
+}
+
+// Stage is one step of a rollout: where to place the workload and when that
+// step is done.
+type Stage struct {
+	// Name identifies the stage. It is a DNS label and unique in the policy.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// ClusterSelectors select the clusters of this stage, exactly as in a
+	// KubeStellar BindingPolicy: a cluster is selected when it matches any of them.
+	// +kubebuilder:validation:MinItems=1
+	ClusterSelectors []metav1.LabelSelector `json:"clusterSelectors"`
+
+	// Filter is a CEL expression over each workload object clause of the
+	// stage's Binding, with root `downsyncClause` (group, version, resource,
+	// namespace, name, ...). Only objects it is true for are checked by
+	// Condition. No filter means every object.
+	// +kubebuilder:validation:MaxLength=4096
+	// +optional
+	Filter string `json:"filter,omitempty"`
+
+	// Condition is a CEL expression over the CombinedStatus of each filtered
+	// object, with root `obj` (also available as `combinedStatus`). The stage
+	// is done when it is true for every filtered object. A stage without a
+	// condition is done as soon as its Binding is in place.
+	// +kubebuilder:validation:MaxLength=4096
+	// +optional
+	Condition string `json:"condition,omitempty"`
+}
+
+// RolloutPhase summarises a StagedBindingPolicy's rollout.
+// +kubebuilder:validation:Enum=Pending;Progressing;Completed;Blocked
+type RolloutPhase string
+
+// The phases of a rollout.
+const (
+	// RolloutPending means nothing has been placed yet.
+	RolloutPending RolloutPhase = "Pending"
+	// RolloutProgressing means a stage is placed and the rollout goes on.
+	RolloutProgressing RolloutPhase = "Progressing"
+	// RolloutCompleted means the final stage is placed and its condition holds.
+	RolloutCompleted RolloutPhase = "Completed"
+	// RolloutBlocked means an error in the spec stops the rollout until it is fixed.
+	RolloutBlocked RolloutPhase = "Blocked"
+)
+
+// StagePhase is where one stage is in the rollout.
+// +kubebuilder:validation:Enum=Pending;Active;Succeeded
+type StagePhase string
+
+// The phases of a stage.
+const (
+	// StagePending means the stage has not been reached yet.
+	StagePending StagePhase = "Pending"
+	// StageActive means the stage's BindingPolicy is placed and its condition is awaited.
+	StageActive StagePhase = "Active"
+	// StageSucceeded means the stage's condition held.
+	StageSucceeded StagePhase = "Succeeded"
+)
+
+// Condition types of a StagedBindingPolicy.
+const (
+	// ConditionReady is true when the active stage's BindingPolicy is in place
+	// and matches the spec, and every expression of the spec compiles.
+	ConditionReady = "Ready"
+	// ConditionProgressing is true while the rollout moves on towards its final stage.
+	ConditionProgressing = "Progressing"
+	// ConditionCompleted is true when the final stage is placed and its condition holds.
+	ConditionCompleted = "Completed"
+)
+
+// Condition reasons of a StagedBindingPolicy.
+const (
+	// ReasonBindingPolicyInSync means the active stage's BindingPolicy matches the spec.
+	ReasonBindingPolicyInSync = "BindingPolicyInSync"
+	// ReasonBindingPolicyPending means the active stage's BindingPolicy is being created or updated.
+	ReasonBindingPolicyPending = "BindingPolicyPending"
+	// ReasonInvalidExpression means a filter or condition does not compile.
+	ReasonInvalidExpression = "InvalidExpression"
+	// ReasonBindingPolicyConflict means a BindingPolicy with the active stage's
+	// name exists and belongs to someone else.
+	ReasonBindingPolicyConflict = "BindingPolicyConflict"
+	// ReasonEvaluationError means a filter or condition failed while being evaluated.
+	ReasonEvaluationError = "EvaluationError"
+	// ReasonWaitingForBinding means KubeStellar has not yet resolved the active
+	// stage's BindingPolicy into a Binding.
+	ReasonWaitingForBinding = "WaitingForBinding"
+	// ReasonWaitingForStatus means a filtered object has no CombinedStatus yet.
+	ReasonWaitingForStatus = "WaitingForStatus"
+	// ReasonConditionNotMet means the active stage's condition is false for some object.
+	ReasonConditionNotMet = "ConditionNotMet"
+	// ReasonNoObjectsSelected means the stage's filter selects no workload object,
+	// so its condition cannot hold.
+	ReasonNoObjectsSelected = "NoObjectsSelected"
+	// ReasonStageAdvanced means the rollout just moved to the next stage.
+	ReasonStageAdvanced = "StageAdvanced"
+	// ReasonRolloutCompleted means the final stage is placed and its condition holds.
+	ReasonRolloutCompleted = "RolloutCompleted"
+	// ReasonStagesRemaining means the final stage has not been reached yet.
+	ReasonStagesRemaining = "StagesRemaining"
+	// ReasonFinalConditionNotMet means the final stage is active and its condition does not hold yet.
+	ReasonFinalConditionNotMet = "FinalConditionNotMet"
+	// ReasonDeleting means the policy is being deleted.
+	ReasonDeleting = "Deleting"
+)
+
+// StagedBindingPolicyStatus reports where a rollout is. All the rollout's
+// state lives here, so a restarted controller resumes exactly where it was.
+type StagedBindingPolicyStatus struct {
+	// ObservedGeneration is the spec generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// ActiveStage is the name of the stage whose BindingPolicy is placed.
+	// +optional
+	ActiveStage string `json:"activeStage,omitempty"`
+
+	// Phase summarises the rollout.
+	// +optional
+	Phase RolloutPhase `json:"phase,omitempty"`
+
+	// Conditions are Ready, Progressing and Completed.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Stages has one record per stage of the spec, in the same order.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Stages []StageStatus `json:"stages,omitempty"`
+}
+
+// StageStatus is the record of one stage.
+type StageStatus struct {
+	// Name is the stage's name.
+	Name string `json:"name"`
+
+	// Phase is Pending, Active or Succeeded.
+	Phase StagePhase `json:"phase"`
+
+	// StartTime is when the stage became active.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+
+	// CompletionTime is when the stage's condition was first seen to hold.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+
+	// BindingPolicy is the name of the BindingPolicy generated for the stage.
+	// +optional
+	BindingPolicy string `json:"bindingPolicy,omitempty"`
+
+	// Message says in words what the stage waits for, or what it did.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// StagedBindingPolicyList is a list of StagedBindingPolicies.
+//
+// +kubebuilder:object:root=true
+type StagedBindingPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	// Items are the policies.
+	Items []StagedBindingPolicy `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&StagedBindingPolicy{}, &StagedBindingPolicyList{})
+}

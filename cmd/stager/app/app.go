@@ -1,0 +1,215 @@
+/*
+Copyright 2026 The KubeStellar Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package app wires the stager together: the hosting cluster's manager, the
+// cluster provider that engages spaces, and one StagedBindingPolicy
+// controller per space.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/controllers/spaces"
+	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy"
+	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy/expression"
+	"github.com/kubestellar/workload-stager/providers"
+)
+
+// Options are the stager's flags.
+type Options struct {
+	// Providers chooses how spaces are found.
+	Providers *providers.Options
+	// MetricsBindAddress is where Prometheus metrics are served ("0" turns them off).
+	MetricsBindAddress string
+	// HealthProbeBindAddress is where /healthz and /readyz are served ("0" turns them off).
+	HealthProbeBindAddress string
+	// LeaderElect makes only one replica work at a time.
+	LeaderElect bool
+	// LeaderElectionNamespace is the namespace of the leader election Lease.
+	LeaderElectionNamespace string
+	// MaxConcurrentReconciles is how many policies of one space are reconciled at once.
+	MaxConcurrentReconciles int
+	// SpaceProbeInterval is how often each space's API server is probed.
+	SpaceProbeInterval time.Duration
+	// CacheSyncTimeout bounds the wait for a space's caches.
+	CacheSyncTimeout time.Duration
+	// CELCostLimit bounds the cost of one evaluation of a filter or condition.
+	CELCostLimit uint64
+}
+
+// NewOptions returns the default Options.
+func NewOptions() *Options {
+	return &Options{
+		Providers:               providers.NewOptions(),
+		MetricsBindAddress:      ":8080",
+		HealthProbeBindAddress:  ":8081",
+		LeaderElectionNamespace: "",
+		MaxConcurrentReconciles: 2,
+		SpaceProbeInterval:      15 * time.Second,
+		CacheSyncTimeout:        2 * time.Minute,
+		CELCostLimit:            expression.DefaultCostLimit,
+	}
+}
+
+// AddFlags registers the flags.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	o.Providers.AddFlags(fs)
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, `address of the Prometheus metrics endpoint ("0" turns it off)`)
+	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, `address of the /healthz and /readyz endpoints ("0" turns them off)`)
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader among replicas, so that only one works at a time")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "namespace of the leader election Lease (default: the pod's namespace)")
+	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "how many StagedBindingPolicies of one space are reconciled at once")
+	fs.DurationVar(&o.SpaceProbeInterval, "space-probe-interval", o.SpaceProbeInterval, "how often each space's API server is probed for readiness")
+	fs.DurationVar(&o.CacheSyncTimeout, "cache-sync-timeout", o.CacheSyncTimeout, "how long to wait for a space's caches before retrying it")
+	fs.Uint64Var(&o.CELCostLimit, "cel-cost-limit", o.CELCostLimit, "the most one evaluation of a stage filter or condition may cost (CEL cost units)")
+}
+
+// Validate reports flags that cannot work.
+func (o *Options) Validate() error {
+	var errs []error
+	if err := o.Providers.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if o.MaxConcurrentReconciles < 1 {
+		errs = append(errs, errors.New("--max-concurrent-reconciles must be at least 1"))
+	}
+	if o.SpaceProbeInterval <= 0 {
+		errs = append(errs, errors.New("--space-probe-interval must be positive"))
+	}
+	if o.CacheSyncTimeout <= 0 {
+		errs = append(errs, errors.New("--cache-sync-timeout must be positive"))
+	}
+	if o.CELCostLimit == 0 {
+		errs = append(errs, errors.New("--cel-cost-limit must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+// NewScheme returns a scheme with every type the stager reads or writes.
+func NewScheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, ksv1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, fmt.Errorf("building the scheme: %w", err)
+		}
+	}
+	return scheme, nil
+}
+
+// Stager is a configured stager, ready to run.
+type Stager struct {
+	// Manager is the multicluster manager.
+	Manager mcmanager.Manager
+	// Spaces runs the controller of every engaged space.
+	Spaces *spaces.Runner
+}
+
+// New builds the stager against the hosting cluster's config.
+func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) (*Stager, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	scheme, err := NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	spaceCache := cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields()}
+
+	hosting, err := manager.New(cfg, manager.Options{
+		Scheme:                  scheme,
+		Logger:                  logger,
+		Cache:                   o.Providers.HostingCacheOptions(spaceCache),
+		Metrics:                 metricsserver.Options{BindAddress: o.MetricsBindAddress},
+		HealthProbeBindAddress:  o.HealthProbeBindAddress,
+		LeaderElection:          o.LeaderElect,
+		LeaderElectionID:        "workload-stager.community.kubestellar.io",
+		LeaderElectionNamespace: o.LeaderElectionNamespace,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the hosting cluster's manager: %w", err)
+	}
+	if err := hosting.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("adding the health check: %w", err)
+	}
+	if err := hosting.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("adding the readiness check: %w", err)
+	}
+
+	provider, err := providers.New(o.Providers, hosting, func(co *cluster.Options) {
+		co.Scheme = scheme
+		co.Logger = logger
+		co.Cache = spaceCache
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building the cluster provider: %w", err)
+	}
+	mgr, err := mcmanager.WithMultiCluster(hosting, provider)
+	if err != nil {
+		return nil, fmt.Errorf("creating the multicluster manager: %w", err)
+	}
+	if err := provider.SetupWithManager(ctx, mgr); err != nil {
+		return nil, fmt.Errorf("setting up the cluster provider: %w", err)
+	}
+
+	engine, err := expression.NewEngine(expression.WithCostLimit(o.CELCostLimit))
+	if err != nil {
+		return nil, fmt.Errorf("creating the CEL engine: %w", err)
+	}
+	controllerOptions := stagedbindingpolicy.Options{
+		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
+		CacheSyncTimeout:        o.CacheSyncTimeout,
+		Logger:                  logger.WithName(stagedbindingpolicy.ControllerName),
+	}
+	runner, err := spaces.New(spaces.Options{
+		Required: stagedbindingpolicy.WatchedObjects(),
+		NewController: func(space string, cl cluster.Cluster) (manager.Runnable, error) {
+			return stagedbindingpolicy.NewController(space, cl, engine, controllerOptions)
+		},
+		ProbeInterval:    o.SpaceProbeInterval,
+		CacheSyncTimeout: o.CacheSyncTimeout,
+		OnChange:         spaces.RecordReadiness,
+		Logger:           logger.WithName("spaces"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(runner); err != nil {
+		return nil, fmt.Errorf("adding the space runner: %w", err)
+	}
+	return &Stager{Manager: mgr, Spaces: runner}, nil
+}
+
+// Start runs the stager until ctx is done.
+func (s *Stager) Start(ctx context.Context) error {
+	return s.Manager.Start(ctx)
+}

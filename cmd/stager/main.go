@@ -1,0 +1,66 @@
+/*
+Copyright 2026 The KubeStellar Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Command stager runs the KubeStellar Workload Stager: one process serving the
+// StagedBindingPolicies of many spaces (WDSes).
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/spf13/pflag"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/kubestellar/workload-stager/cmd/stager/app"
+)
+
+func main() {
+	opts := app.NewOptions()
+	zapOpts := zap.Options{}
+	fs := pflag.NewFlagSet("stager", pflag.ExitOnError)
+	opts.AddFlags(fs)
+	goFlags := flag.NewFlagSet("stager", flag.ExitOnError)
+	zapOpts.BindFlags(goFlags)
+	fs.AddGoFlagSet(goFlags)
+	fs.AddGoFlagSet(flag.CommandLine) // --kubeconfig of the hosting cluster
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+
+	logger := zap.New(zap.UseFlagOptions(&zapOpts))
+	ctrl.SetLogger(logger)
+	ctx := ctrl.SetupSignalHandler()
+
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		logger.Error(err, "Cannot load the hosting cluster's kubeconfig")
+		os.Exit(1)
+	}
+	stager, err := app.New(ctx, cfg, opts, logger)
+	if err != nil {
+		logger.Error(err, "Cannot set up the stager")
+		os.Exit(1)
+	}
+	logger.Info("Starting the stager", "provider", opts.Providers.Kind)
+	if err := stager.Start(ctx); err != nil {
+		logger.Error(err, "The stager stopped with an error")
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,391 @@
+/*
+Copyright 2026 The KubeStellar Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package spaces runs one independent controller per engaged space.
+//
+// A multicluster-runtime provider engages a space (a WDS) by handing over a
+// cluster.Cluster. The Runner then checks that the space serves the APIs the
+// controller needs, warms the space's caches and starts a controller with its
+// own work queue and workers for that space alone. A space that lacks the
+// APIs, or whose API server is down, is reported as not ready and retried with
+// backoff; it never holds up the other spaces. When the provider disengages a
+// space, its controller stops and its record goes away.
+package spaces
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+)
+
+// State is what the Runner knows about one space.
+type State struct {
+	// Name is the space's name as the provider gave it.
+	Name string
+	// Ready is true when the space serves every required API, its caches are
+	// synced and its API server answered the last probe.
+	Ready bool
+	// Reason says in one word why the space is not ready.
+	Reason string
+	// Message says it in words.
+	Message string
+	// Since is when Ready last changed.
+	Since time.Time
+}
+
+// Reasons a space is not ready.
+const (
+	// ReasonStarting means the space was just engaged.
+	ReasonStarting = "Starting"
+	// ReasonMissingAPIs means the space does not serve a required API (for
+	// example, KubeStellar's CRDs are not installed).
+	ReasonMissingAPIs = "MissingAPIs"
+	// ReasonUnreachable means the space's API server did not answer.
+	ReasonUnreachable = "Unreachable"
+	// ReasonCacheNotSynced means the space's caches did not sync in time.
+	ReasonCacheNotSynced = "CacheNotSynced"
+	// ReasonReady is the reason of a ready space.
+	ReasonReady = "Ready"
+)
+
+// ControllerFactory builds the controller of one space. The returned runnable
+// is started once the space's caches are synced and stopped when the space is
+// disengaged.
+type ControllerFactory func(space string, cl cluster.Cluster) (manager.Runnable, error)
+
+// Options configure a Runner.
+type Options struct {
+	// Required are the kinds a space must serve before its controller starts.
+	Required []client.Object
+	// NewController builds the controller of a space.
+	NewController ControllerFactory
+	// ProbeInterval is how often a space's API server is probed. Default 15s.
+	ProbeInterval time.Duration
+	// CacheSyncTimeout bounds the wait for a space's caches. Default 2m.
+	CacheSyncTimeout time.Duration
+	// RetryBackoff spaces out the attempts to start a space that is not ready.
+	// Default: 1s doubling up to 1m.
+	RetryBackoff *wait.Backoff
+	// OnChange, when set, is called with a space's new state whenever it
+	// changes, and with Ready=false and Reason "Disengaged" when it goes away.
+	OnChange func(State)
+	// Logger is the base logger.
+	Logger logr.Logger
+}
+
+// ReasonDisengaged is reported to OnChange when a space goes away.
+const ReasonDisengaged = "Disengaged"
+
+// Runner engages spaces and runs one controller per space. It implements
+// multicluster-runtime's Runnable: add it to the multicluster manager, which
+// calls Engage for every space its provider finds. Controllers run only while
+// the Runner itself runs (that is, once this replica is the leader).
+type Runner struct {
+	opts Options
+
+	mu      sync.Mutex
+	spaces  map[multicluster.ClusterName]*State
+	started chan struct{}
+	once    sync.Once
+}
+
+// New returns a Runner.
+func New(opts Options) (*Runner, error) {
+	if opts.NewController == nil {
+		return nil, errors.New("spaces: NewController is required")
+	}
+	if opts.ProbeInterval <= 0 {
+		opts.ProbeInterval = 15 * time.Second
+	}
+	if opts.CacheSyncTimeout <= 0 {
+		opts.CacheSyncTimeout = 2 * time.Minute
+	}
+	if opts.RetryBackoff == nil {
+		opts.RetryBackoff = &wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Steps: 1 << 30, Cap: time.Minute}
+	}
+	return &Runner{
+		opts:    opts,
+		spaces:  map[multicluster.ClusterName]*State{},
+		started: make(chan struct{}),
+	}, nil
+}
+
+// Start marks the Runner as running, so that engaged spaces start their
+// controllers, and blocks until ctx is done.
+func (r *Runner) Start(ctx context.Context) error {
+	r.once.Do(func() { close(r.started) })
+	<-ctx.Done()
+	return nil
+}
+
+// NeedLeaderElection makes the Runner, and so every space's controller, run
+// only on the elected replica.
+func (r *Runner) NeedLeaderElection() bool { return true }
+
+// Engage starts serving a space. It returns at once; the space is started in
+// the background and stopped when ctx is done.
+func (r *Runner) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
+	r.mu.Lock()
+	if _, ok := r.spaces[name]; ok {
+		r.mu.Unlock()
+		return nil
+	}
+	r.spaces[name] = &State{Name: string(name), Reason: ReasonStarting, Message: "engaged", Since: time.Now()}
+	r.mu.Unlock()
+	r.notify(name)
+
+	go r.serve(ctx, name, cl)
+	return nil
+}
+
+// Spaces returns the state of every engaged space, sorted by name.
+func (r *Runner) Spaces() []State {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	states := make([]State, 0, len(r.spaces))
+	for _, s := range r.spaces {
+		states = append(states, *s)
+	}
+	sort.Slice(states, func(i, j int) bool { return states[i].Name < states[j].Name })
+	return states
+}
+
+// serve runs one space until ctx is done.
+func (r *Runner) serve(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) {
+	logger := r.opts.Logger.WithValues("space", name)
+	defer func() {
+		r.mu.Lock()
+		delete(r.spaces, name)
+		r.mu.Unlock()
+		if r.opts.OnChange != nil {
+			r.opts.OnChange(State{Name: string(name), Reason: ReasonDisengaged, Since: time.Now()})
+		}
+		logger.Info("Space disengaged")
+	}()
+
+	select {
+	case <-r.started:
+	case <-ctx.Done():
+		return
+	}
+
+	probe, err := newProber(cl)
+	if err != nil {
+		r.setState(name, false, ReasonUnreachable, err.Error())
+		logger.Error(err, "Cannot probe space")
+		<-ctx.Done()
+		return
+	}
+
+	backoff := *r.opts.RetryBackoff
+	for ctx.Err() == nil {
+		reason, err := r.prepare(ctx, probe, cl)
+		if err == nil {
+			err = r.runController(ctx, name, cl, probe, logger)
+			if ctx.Err() != nil {
+				return
+			}
+			reason = ReasonUnreachable
+			if err == nil {
+				err = errors.New("controller stopped")
+			}
+		}
+		r.setState(name, false, reason, err.Error())
+		delay := backoff.Step()
+		logger.Info("Space is not ready; retrying", "reason", reason, "message", err.Error(), "retryIn", delay.Round(time.Millisecond))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+	}
+}
+
+// prepare checks that the space serves the required APIs and warms its caches.
+func (r *Runner) prepare(ctx context.Context, probe *prober, cl cluster.Cluster) (string, error) {
+	missing, err := probe.missing(ctx, r.opts.Required, cl)
+	if err != nil {
+		return ReasonUnreachable, err
+	}
+	if len(missing) > 0 {
+		return ReasonMissingAPIs, fmt.Errorf("the space does not serve %s", strings.Join(missing, ", "))
+	}
+	syncCtx, cancel := context.WithTimeout(ctx, r.opts.CacheSyncTimeout)
+	defer cancel()
+	for _, obj := range r.opts.Required {
+		if _, err := cl.GetCache().GetInformer(syncCtx, obj); err != nil {
+			return ReasonCacheNotSynced, fmt.Errorf("warming the cache of %T: %w", obj, err)
+		}
+	}
+	return "", nil
+}
+
+// runController runs the space's controller and probes the space until the
+// controller stops or ctx is done.
+func (r *Runner) runController(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster, probe *prober, logger logr.Logger) error {
+	ctrl, err := r.opts.NewController(string(name), cl)
+	if err != nil {
+		return fmt.Errorf("building the controller: %w", err)
+	}
+	ctrlCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- ctrl.Start(ctrlCtx) }()
+
+	r.setState(name, true, ReasonReady, "serving")
+	logger.Info("Space is ready; controller started")
+
+	ticker := time.NewTicker(r.opts.ProbeInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			<-done
+			return nil
+		case err := <-done:
+			return err
+		case <-ticker.C:
+			probeCtx, probeCancel := context.WithTimeout(ctx, r.opts.ProbeInterval)
+			err := probe.alive(probeCtx)
+			probeCancel()
+			if err != nil {
+				r.setState(name, false, ReasonUnreachable, err.Error())
+				logger.Info("Space does not answer", "error", err.Error())
+				continue
+			}
+			r.setState(name, true, ReasonReady, "serving")
+		}
+	}
+}
+
+func (r *Runner) setState(name multicluster.ClusterName, ready bool, reason, message string) {
+	r.mu.Lock()
+	s, ok := r.spaces[name]
+	if !ok {
+		r.mu.Unlock()
+		return
+	}
+	changed := s.Ready != ready || s.Reason != reason || s.Message != message
+	if s.Ready != ready {
+		s.Since = time.Now()
+	}
+	s.Ready, s.Reason, s.Message = ready, reason, message
+	r.mu.Unlock()
+	if changed {
+		r.notify(name)
+	}
+}
+
+func (r *Runner) notify(name multicluster.ClusterName) {
+	if r.opts.OnChange == nil {
+		return
+	}
+	r.mu.Lock()
+	s, ok := r.spaces[name]
+	var state State
+	if ok {
+		state = *s
+	}
+	r.mu.Unlock()
+	if ok {
+		r.opts.OnChange(state)
+	}
+}
+
+// prober asks a space's API server, bypassing every cache, whether it answers
+// and which APIs it serves.
+type prober struct {
+	discovery discovery.DiscoveryInterface
+}
+
+func newProber(cl cluster.Cluster) (*prober, error) {
+	d, err := discovery.NewDiscoveryClientForConfig(cl.GetConfig())
+	if err != nil {
+		return nil, fmt.Errorf("building a discovery client: %w", err)
+	}
+	return &prober{discovery: d}, nil
+}
+
+// alive returns an error when the API server does not answer.
+func (p *prober) alive(ctx context.Context) error {
+	result := p.discovery.RESTClient().Get().AbsPath("/readyz").Do(ctx)
+	if err := result.Error(); err != nil {
+		return fmt.Errorf("probing the API server: %w", err)
+	}
+	return nil
+}
+
+// missing lists the required kinds the space does not serve.
+func (p *prober) missing(ctx context.Context, required []client.Object, cl cluster.Cluster) ([]string, error) {
+	if err := p.alive(ctx); err != nil {
+		return nil, err
+	}
+	var missing []string
+	served := map[schema.GroupVersion][]string{}
+	for _, obj := range required {
+		gvk, err := apiutil.GVKForObject(obj, cl.GetScheme())
+		if err != nil {
+			return nil, err
+		}
+		gv := gvk.GroupVersion()
+		kinds, ok := served[gv]
+		if !ok {
+			list, err := p.discovery.ServerResourcesForGroupVersion(gv.String())
+			if err != nil && !isNotFound(err) {
+				return nil, fmt.Errorf("discovering %s: %w", gv, err)
+			}
+			kinds = []string{}
+			if list != nil {
+				for _, res := range list.APIResources {
+					kinds = append(kinds, res.Kind)
+				}
+			}
+			served[gv] = kinds
+		}
+		if !contains(kinds, gvk.Kind) {
+			missing = append(missing, gvk.GroupKind().String())
+		}
+	}
+	return missing, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func isNotFound(err error) bool {
+	return apierrors.IsNotFound(err)
+}

@@ -1,0 +1,235 @@
+/*
+Copyright 2026 The KubeStellar Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package stagedbindingpolicy
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy/expression"
+)
+
+// KubeStellar's labels on a CombinedStatus, naming the workload object and the
+// BindingPolicy it reports on.
+const (
+	labelStatusAPIGroup      = "status.kubestellar.io/api-group"
+	labelStatusResource      = "status.kubestellar.io/resource"
+	labelStatusNamespace     = "status.kubestellar.io/namespace"
+	labelStatusName          = "status.kubestellar.io/name"
+	labelStatusBindingPolicy = "status.kubestellar.io/binding-policy"
+)
+
+// maxNamedObjects bounds how many objects a stage message names.
+const maxNamedObjects = 3
+
+// assessment is what Plan learns about the active stage from its Binding and
+// the CombinedStatuses of its workload objects.
+type assessment struct {
+	// bindingObserved is true when KubeStellar has resolved the current
+	// generation of the stage's BindingPolicy into a Binding.
+	bindingObserved bool
+	// satisfied is true when the stage is done.
+	satisfied bool
+	// evaluationError is true when a filter or condition failed to evaluate.
+	evaluationError bool
+	// reason is a condition reason from the API package.
+	reason string
+	// message says in words what the stage waits for or what it found.
+	message string
+}
+
+// compiledStage holds the programs of one stage; nil means "no expression".
+type compiledStage struct {
+	filter    *expression.Program
+	condition *expression.Program
+}
+
+// compileStages compiles the expressions of every stage. It returns one
+// compiledStage per stage, and a readable error naming every stage and
+// expression that does not compile.
+func compileStages(engine *expression.Engine, stages []v1alpha1.Stage) ([]compiledStage, error) {
+	compiled := make([]compiledStage, len(stages))
+	var errs []string
+	for i, stage := range stages {
+		if stage.Filter != "" {
+			p, err := engine.Compile(expression.KindFilter, stage.Filter)
+			if err != nil {
+				errs = append(errs, fmt.Sprintf("stage %q: %v", stage.Name, err))
+			}
+			compiled[i].filter = p
+		}
+		if stage.Condition != "" {
+			p, err := engine.Compile(expression.KindCondition, stage.Condition)
+			if err != nil {
+				errs = append(errs, fmt.Sprintf("stage %q: %v", stage.Name, err))
+			}
+			compiled[i].condition = p
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.New(strings.Join(errs, "; "))
+	}
+	return compiled, nil
+}
+
+// objectKey identifies a workload object the way a CombinedStatus's labels do.
+type objectKey struct {
+	group, resource, namespace, name string
+}
+
+func (k objectKey) String() string {
+	resource := k.resource
+	if k.group != "" {
+		resource += "." + k.group
+	}
+	if k.namespace == "" {
+		return resource + " " + k.name
+	}
+	return resource + " " + k.namespace + "/" + k.name
+}
+
+func clauseKey(c expression.Clause) objectKey {
+	return objectKey{group: c.Group, resource: c.Resource, namespace: c.Namespace, name: c.Name}
+}
+
+// bindingClauses returns the workload object clauses of a Binding, namespaced
+// and cluster-scoped alike.
+func bindingClauses(b *ksv1alpha1.Binding) []expression.Clause {
+	clauses := make([]expression.Clause, 0, len(b.Spec.Workload.NamespaceScope)+len(b.Spec.Workload.ClusterScope))
+	for _, c := range b.Spec.Workload.NamespaceScope {
+		clauses = append(clauses, expression.ClauseFromNamespaceScope(c))
+	}
+	for _, c := range b.Spec.Workload.ClusterScope {
+		clauses = append(clauses, expression.ClauseFromClusterScope(c))
+	}
+	return clauses
+}
+
+// combinedStatusIndex maps each workload object to the CombinedStatus that
+// KubeStellar made for it under the given BindingPolicy. A CombinedStatus
+// counts only when its name ends with the BindingPolicy's UID, so that one
+// left over from an older BindingPolicy of the same name is ignored.
+func combinedStatusIndex(statuses []ksv1alpha1.CombinedStatus, bp *ksv1alpha1.BindingPolicy) map[objectKey]*ksv1alpha1.CombinedStatus {
+	index := make(map[objectKey]*ksv1alpha1.CombinedStatus, len(statuses))
+	suffix := "." + string(bp.UID)
+	for i := range statuses {
+		cs := &statuses[i]
+		labels := cs.Labels
+		if labels[labelStatusBindingPolicy] != bp.Name || !strings.HasSuffix(cs.Name, suffix) {
+			continue
+		}
+		key := objectKey{
+			group:     labels[labelStatusAPIGroup],
+			resource:  labels[labelStatusResource],
+			namespace: labels[labelStatusNamespace],
+			name:      labels[labelStatusName],
+		}
+		index[key] = cs
+	}
+	return index
+}
+
+// assessStage decides whether the active stage is done. bp is the stage's
+// BindingPolicy as it exists in the space, binding its Binding (or nil).
+func assessStage(stage v1alpha1.Stage, programs compiledStage, bp *ksv1alpha1.BindingPolicy,
+	binding *ksv1alpha1.Binding, statuses []ksv1alpha1.CombinedStatus) assessment {
+	if bp == nil || bp.UID == "" {
+		return assessment{reason: v1alpha1.ReasonBindingPolicyPending,
+			message: "waiting for the stage's BindingPolicy to be created"}
+	}
+	if binding == nil || !ownedBy(binding, bp) {
+		return assessment{reason: v1alpha1.ReasonWaitingForBinding,
+			message: fmt.Sprintf("waiting for KubeStellar to resolve BindingPolicy %s into a Binding", bp.Name)}
+	}
+	if bp.Status.ObservedGeneration != bp.Generation {
+		return assessment{reason: v1alpha1.ReasonWaitingForBinding,
+			message: fmt.Sprintf("waiting for KubeStellar to resolve generation %d of BindingPolicy %s (it has resolved generation %d)",
+				bp.Generation, bp.Name, bp.Status.ObservedGeneration)}
+	}
+	clusters := len(binding.Spec.Destinations)
+	if programs.condition == nil {
+		return assessment{bindingObserved: true, satisfied: true, reason: v1alpha1.ReasonStageAdvanced,
+			message: fmt.Sprintf("Binding %s places the workload on %d cluster(s); the stage has no condition", binding.Name, clusters)}
+	}
+
+	var selected []expression.Clause
+	for _, clause := range bindingClauses(binding) {
+		if programs.filter == nil {
+			selected = append(selected, clause)
+			continue
+		}
+		pass, err := programs.filter.EvalFilter(clause)
+		if err != nil {
+			return assessment{bindingObserved: true, evaluationError: true, reason: v1alpha1.ReasonEvaluationError,
+				message: fmt.Sprintf("stage %q: %v (on %s)", stage.Name, err, clauseKey(clause))}
+		}
+		if pass {
+			selected = append(selected, clause)
+		}
+	}
+	if len(selected) == 0 {
+		return assessment{bindingObserved: true, reason: v1alpha1.ReasonNoObjectsSelected,
+			message: fmt.Sprintf("no workload object of Binding %s passes the stage's filter, so its condition cannot hold yet", binding.Name)}
+	}
+
+	index := combinedStatusIndex(statuses, bp)
+	var missing, unmet []string
+	for _, clause := range selected {
+		key := clauseKey(clause)
+		cs, ok := index[key]
+		if !ok {
+			missing = append(missing, key.String())
+			continue
+		}
+		holds, err := programs.condition.EvalCondition(cs)
+		if err != nil {
+			return assessment{bindingObserved: true, evaluationError: true, reason: v1alpha1.ReasonEvaluationError,
+				message: fmt.Sprintf("stage %q: %v (on the CombinedStatus of %s)", stage.Name, err, key)}
+		}
+		if !holds {
+			unmet = append(unmet, key.String())
+		}
+	}
+	total := len(selected)
+	passing := total - len(missing) - len(unmet)
+	switch {
+	case len(missing) > 0:
+		return assessment{bindingObserved: true, reason: v1alpha1.ReasonWaitingForStatus,
+			message: fmt.Sprintf("condition holds for %d of %d object(s); waiting for KubeStellar's CombinedStatus of %s (does the downsync clause name a status collector?)",
+				passing, total, nameSome(missing))}
+	case len(unmet) > 0:
+		return assessment{bindingObserved: true, reason: v1alpha1.ReasonConditionNotMet,
+			message: fmt.Sprintf("condition holds for %d of %d object(s); not yet for %s", passing, total, nameSome(unmet))}
+	default:
+		return assessment{bindingObserved: true, satisfied: true, reason: v1alpha1.ReasonStageAdvanced,
+			message: fmt.Sprintf("condition holds for all %d object(s) on %d cluster(s)", total, clusters)}
+	}
+}
+
+// nameSome lists up to maxNamedObjects names, sorted, and says how many more there are.
+func nameSome(names []string) string {
+	sort.Strings(names)
+	if len(names) <= maxNamedObjects {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:maxNamedObjects], ", "), len(names)-maxNamedObjects)
+}

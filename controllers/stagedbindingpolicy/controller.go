@@ -1,0 +1,133 @@
+/*
+Copyright 2026 The KubeStellar Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package stagedbindingpolicy
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-logr/logr"
+	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy/expression"
+)
+
+// ControllerName is the name of the controller, used in Events and metrics.
+const ControllerName = "stagedbindingpolicy"
+
+// Options tune the controller of one space.
+type Options struct {
+	// MaxConcurrentReconciles is how many policies of one space are reconciled at once.
+	MaxConcurrentReconciles int
+	// CacheSyncTimeout bounds the wait for the space's caches.
+	CacheSyncTimeout time.Duration
+	// Logger is the base logger; the space's name is added to it.
+	Logger logr.Logger
+}
+
+// WatchedObjects are the kinds the controller reads in every space. A space
+// must serve all of them before its controller starts.
+func WatchedObjects() []client.Object {
+	return []client.Object{
+		&v1alpha1.StagedBindingPolicy{},
+		&ksv1alpha1.BindingPolicy{},
+		&ksv1alpha1.Binding{},
+		&ksv1alpha1.CombinedStatus{},
+	}
+}
+
+// NewController returns the controller of one space: its own work queue and
+// workers, fed by the space's own caches. It is not started.
+func NewController(space string, cl cluster.Cluster, engine *expression.Engine, opts Options) (controller.Controller, error) {
+	r := &Reconciler{
+		Space:    space,
+		Client:   cl.GetClient(),
+		Recorder: cl.GetEventRecorder(ControllerName),
+		Engine:   engine,
+	}
+	logger := opts.Logger.WithValues("space", space)
+	c, err := controller.NewUnmanaged(ControllerName+"/"+space, controller.Options{
+		Reconciler:              r,
+		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
+		CacheSyncTimeout:        opts.CacheSyncTimeout,
+		SkipNameValidation:      ptr.To(true),
+		LogConstructor: func(req *reconcile.Request) logr.Logger {
+			if req == nil {
+				return logger
+			}
+			return logger.WithValues("policy", req.Name)
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	informers := cl.GetCache()
+	reader := cl.GetClient()
+	watches := []source.Source{
+		source.Kind(informers, &v1alpha1.StagedBindingPolicy{}, &handler.TypedEnqueueRequestForObject[*v1alpha1.StagedBindingPolicy]{}),
+		source.Kind(informers, &ksv1alpha1.BindingPolicy{}, handler.TypedEnqueueRequestsFromMapFunc(
+			func(_ context.Context, bp *ksv1alpha1.BindingPolicy) []reconcile.Request {
+				return policyOf(bp.Labels)
+			})),
+		source.Kind(informers, &ksv1alpha1.Binding{}, handler.TypedEnqueueRequestsFromMapFunc(
+			func(ctx context.Context, b *ksv1alpha1.Binding) []reconcile.Request {
+				return policyOfBindingPolicy(ctx, reader, b.Name)
+			})),
+		source.Kind(informers, &ksv1alpha1.CombinedStatus{}, handler.TypedEnqueueRequestsFromMapFunc(
+			func(ctx context.Context, cs *ksv1alpha1.CombinedStatus) []reconcile.Request {
+				return policyOfBindingPolicy(ctx, reader, cs.Labels[labelStatusBindingPolicy])
+			})),
+	}
+	for _, w := range watches {
+		if err := c.Watch(w); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// policyOf maps a generated BindingPolicy's labels to its policy.
+func policyOf(labels map[string]string) []reconcile.Request {
+	name := labels[v1alpha1.PolicyLabel]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}
+}
+
+// policyOfBindingPolicy maps an object named after a BindingPolicy (a Binding,
+// or a CombinedStatus through its label) to the policy that generated it.
+func policyOfBindingPolicy(ctx context.Context, reader client.Reader, bindingPolicy string) []reconcile.Request {
+	if bindingPolicy == "" {
+		return nil
+	}
+	bp := &ksv1alpha1.BindingPolicy{}
+	if err := reader.Get(ctx, types.NamespacedName{Name: bindingPolicy}, bp); err != nil {
+		return nil
+	}
+	return policyOf(bp.Labels)
+}

@@ -1,0 +1,50 @@
+// Package expression compiles and evaluates the CEL expressions of a
+// StagedBindingPolicy stage.
+//
+// A stage can carry two optional expressions, distinguished by [Kind]:
+//
+//   - A filter ([KindFilter]) is evaluated once per workload-object clause of a
+//     KubeStellar Binding. Its only variable is downsyncClause, whose fields
+//     are the JSON field names of a downsync clause: group, version, resource,
+//     namespace (the empty string for cluster-scoped objects), name,
+//     resourceVersion, createOnly, statusCollectors (a list of string),
+//     wantSingletonReportedState and wantMultiWECReportedState. All fields are
+//     always present and statically typed, so a typo in a field name or a
+//     non-boolean result is reported by [Engine.Compile]. Example:
+//
+//     downsyncClause.resource == "deployments"
+//
+//   - A condition ([KindCondition]) is evaluated against the JSON form of one
+//     KubeStellar CombinedStatus (including apiVersion, kind and metadata). The
+//     value is available under two names, obj and combinedStatus, both of type
+//     map(string, dyn). Example:
+//
+//     obj.results.exists(r, r.name == 'deployments-aggregator' &&
+//     r.rows.exists(row, row.columns.exists(col,
+//     col.type == 'Number' && col.float == '1')))
+//
+//     Accessing a key that is absent is an evaluation error. To make the common
+//     case of a CombinedStatus without any results yet evaluate to false rather
+//     than fail, the list fields that the JSON form omits when empty (results,
+//     and in every result columnNames, rows, rowErrors and aggregationErrors,
+//     and in every row columns) are always present, possibly as empty lists.
+//     The members of a column value (string, float, bool, object, array) are
+//     present only when set, exactly as in JSON; note that a Number is held in
+//     the member float as a string.
+//
+// Both kinds of expression must produce a bool. Besides the standard CEL
+// library, expressions may use the cel-go extension libraries for strings
+// (ext.Strings, e.g. lowerAscii, split, indexOf), lists (ext.Lists, e.g.
+// flatten, distinct, sort, lists.range), math (ext.Math, e.g. math.greatest,
+// math.abs) and sets (ext.Sets, e.g. sets.contains, sets.intersects), and
+// optional values (cel.OptionalTypes, e.g. obj.?metadata.?labels.?app). Numeric
+// values of different types (int, uint, double) may be compared with each other
+// (cel.CrossTypeNumericComparisons), which matters because JSON integers and
+// floating-point numbers are both plain numbers.
+//
+// An [Engine] compiles each distinct (kind, source) pair once and keeps the
+// resulting [Program] in a bounded LRU cache. Engines and programs are safe for
+// concurrent use. Every evaluation is bounded by a runtime cost limit (see
+// [WithCostLimit]). Every failure is reported as an [*Error] that names the
+// kind, the expression and an [ErrorReason].
+package expression

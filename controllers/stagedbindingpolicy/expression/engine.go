@@ -1,0 +1,255 @@
+package expression
+
+import (
+	"container/list"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/ext"
+)
+
+// Kind says which of the two expression roles an expression plays.
+type Kind string
+
+const (
+	// KindFilter is a stage filter, evaluated per Binding clause with the
+	// variable downsyncClause.
+	KindFilter Kind = "filter"
+	// KindCondition is a stage condition, evaluated per CombinedStatus with
+	// the variables obj and combinedStatus.
+	KindCondition Kind = "condition"
+)
+
+// Variable names visible to expressions.
+const (
+	// VarDownsyncClause is the variable of filter expressions.
+	VarDownsyncClause = "downsyncClause"
+	// VarObj is the primary variable of condition expressions.
+	VarObj = "obj"
+	// VarCombinedStatus is an alias of VarObj in condition expressions.
+	VarCombinedStatus = "combinedStatus"
+)
+
+const (
+	// DefaultCostLimit is the default runtime cost limit per evaluation.
+	DefaultCostLimit uint64 = 1_000_000
+	// DefaultCacheSize is the default number of compiled programs an Engine
+	// keeps.
+	DefaultCacheSize = 1024
+)
+
+// Option configures an Engine; see NewEngine.
+type Option func(*config) error
+
+type config struct {
+	costLimit uint64
+	cacheSize int
+}
+
+// WithCostLimit sets the runtime cost limit applied to every evaluation
+// (default DefaultCostLimit). The cost is cel-go's abstract runtime cost,
+// roughly one unit per operation plus the size of strings and lists handled.
+// The limit must be positive.
+func WithCostLimit(limit uint64) Option {
+	return func(c *config) error {
+		if limit == 0 {
+			return errors.New("cost limit must be positive")
+		}
+		c.costLimit = limit
+		return nil
+	}
+}
+
+// WithCacheSize sets how many compiled programs the Engine keeps (default
+// DefaultCacheSize); the least recently used program is evicted first. The
+// size must be at least 1.
+func WithCacheSize(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return fmt.Errorf("cache size must be at least 1, got %d", n)
+		}
+		c.cacheSize = n
+		return nil
+	}
+}
+
+// Engine compiles CEL expressions and caches the resulting programs in a
+// bounded LRU cache keyed by kind and source text. Compile errors are cached
+// too, since compilation is deterministic. An Engine is safe for concurrent
+// use by many goroutines; create it with NewEngine.
+type Engine struct {
+	costLimit    uint64
+	cacheSize    int
+	filterEnv    *cel.Env
+	conditionEnv *cel.Env
+
+	compilations atomic.Uint64
+
+	mu       sync.Mutex
+	lru      *list.List // of *cacheEntry, most recently used first
+	entries  map[cacheKey]*list.Element
+	inflight map[cacheKey]*compileCall
+}
+
+type cacheKey struct {
+	kind   Kind
+	source string
+}
+
+type cacheEntry struct {
+	key  cacheKey
+	prog *Program
+	err  error
+}
+
+// compileCall lets concurrent Compile calls for the same key share one
+// compilation.
+type compileCall struct {
+	done chan struct{}
+	prog *Program
+	err  error
+}
+
+// NewEngine returns an Engine configured by opts.
+func NewEngine(opts ...Option) (*Engine, error) {
+	cfg := config{costLimit: DefaultCostLimit, cacheSize: DefaultCacheSize}
+	for _, opt := range opts {
+		if opt == nil {
+			continue
+		}
+		if err := opt(&cfg); err != nil {
+			return nil, fmt.Errorf("configuring expression engine: %w", err)
+		}
+	}
+	filterEnv, err := cel.NewEnv(append(commonEnvOptions(),
+		ext.NativeTypes(reflect.TypeFor[downsyncClause](), ext.ParseStructTags(true)),
+		cel.Variable(VarDownsyncClause, cel.ObjectType(downsyncClauseTypeName)),
+	)...)
+	if err != nil {
+		return nil, fmt.Errorf("creating CEL environment for filters: %w", err)
+	}
+	objType := cel.MapType(cel.StringType, cel.DynType)
+	conditionEnv, err := cel.NewEnv(append(commonEnvOptions(),
+		cel.Variable(VarObj, objType),
+		cel.Variable(VarCombinedStatus, objType),
+	)...)
+	if err != nil {
+		return nil, fmt.Errorf("creating CEL environment for conditions: %w", err)
+	}
+	return &Engine{
+		costLimit:    cfg.costLimit,
+		cacheSize:    cfg.cacheSize,
+		filterEnv:    filterEnv,
+		conditionEnv: conditionEnv,
+		lru:          list.New(),
+		entries:      make(map[cacheKey]*list.Element),
+		inflight:     make(map[cacheKey]*compileCall),
+	}, nil
+}
+
+// commonEnvOptions are the CEL environment options shared by both kinds.
+func commonEnvOptions() []cel.EnvOption {
+	return []cel.EnvOption{
+		ext.Strings(),
+		ext.Lists(),
+		ext.Math(),
+		ext.Sets(),
+		cel.OptionalTypes(),
+		cel.CrossTypeNumericComparisons(true),
+	}
+}
+
+// Compile returns the program for (kind, source), compiling it on first use
+// and serving it from the cache afterwards. It fails with ReasonCompileError
+// if kind is unknown, source is empty (only white space) or does not parse or
+// type-check, and with ReasonNotBoolean if the static type of the result is
+// neither bool nor dyn (a dyn result is checked at evaluation time). The
+// returned error is always an *Error.
+func (e *Engine) Compile(kind Kind, source string) (*Program, error) {
+	if e == nil || e.filterEnv == nil {
+		return nil, newError(kind, source, ReasonCompileError, errors.New("engine not initialized; use NewEngine"))
+	}
+	if kind != KindFilter && kind != KindCondition {
+		return nil, newError(kind, source, ReasonCompileError, fmt.Errorf("unknown expression kind %q", kind))
+	}
+	if strings.TrimSpace(source) == "" {
+		return nil, newError(kind, source, ReasonCompileError, errors.New("expression is empty"))
+	}
+	key := cacheKey{kind: kind, source: source}
+
+	e.mu.Lock()
+	if elem, ok := e.entries[key]; ok {
+		e.lru.MoveToFront(elem)
+		entry := elem.Value.(*cacheEntry)
+		e.mu.Unlock()
+		return entry.prog, entry.err
+	}
+	if call, ok := e.inflight[key]; ok {
+		e.mu.Unlock()
+		<-call.done
+		return call.prog, call.err
+	}
+	call := &compileCall{done: make(chan struct{})}
+	e.inflight[key] = call
+	e.mu.Unlock()
+
+	call.prog, call.err = e.compile(kind, source)
+
+	e.mu.Lock()
+	delete(e.inflight, key)
+	e.entries[key] = e.lru.PushFront(&cacheEntry{key: key, prog: call.prog, err: call.err})
+	for e.lru.Len() > e.cacheSize {
+		oldest := e.lru.Back()
+		e.lru.Remove(oldest)
+		delete(e.entries, oldest.Value.(*cacheEntry).key)
+	}
+	e.mu.Unlock()
+	close(call.done)
+	return call.prog, call.err
+}
+
+// Compilations returns how many compilations the Engine has actually
+// performed, i.e. Compile calls not served from the cache (and not rejected
+// before compiling, like empty expressions).
+func (e *Engine) Compilations() uint64 {
+	if e == nil {
+		return 0
+	}
+	return e.compilations.Load()
+}
+
+// compile does the real work of Compile, without caching. A nil error is
+// returned as an untyped nil.
+func (e *Engine) compile(kind Kind, source string) (prog *Program, err error) {
+	e.compilations.Add(1)
+	defer func() {
+		if r := recover(); r != nil {
+			prog, err = nil, newError(kind, source, ReasonCompileError, fmt.Errorf("internal error: %v", r))
+		}
+	}()
+	env := e.filterEnv
+	if kind == KindCondition {
+		env = e.conditionEnv
+	}
+	ast, issues := env.Compile(source)
+	if issues != nil && issues.Err() != nil {
+		return nil, newError(kind, source, ReasonCompileError, issues.Err())
+	}
+	if out := ast.OutputType(); !out.IsExactType(cel.BoolType) && !out.IsExactType(cel.DynType) {
+		return nil, newError(kind, source, ReasonNotBoolean,
+			fmt.Errorf("expression has type %s, want bool", out))
+	}
+	celProg, err := env.Program(ast,
+		cel.CostLimit(e.costLimit),
+		cel.EvalOptions(cel.OptOptimize),
+	)
+	if err != nil {
+		return nil, newError(kind, source, ReasonCompileError, fmt.Errorf("building program: %w", err))
+	}
+	return &Program{kind: kind, source: source, costLimit: e.costLimit, prog: celProg}, nil
+}

@@ -1,0 +1,115 @@
+package expression
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/cel-go/interpreter"
+)
+
+// ErrorReason classifies the failure reported by an [Error].
+type ErrorReason string
+
+const (
+	// ReasonCompileError means the expression could not be compiled: it is
+	// empty, has a syntax error, or fails type checking (for example it refers
+	// to an unknown variable, field or function).
+	ReasonCompileError ErrorReason = "CompileError"
+	// ReasonNotBoolean means the expression does not produce a bool: either
+	// its static type is known at compile time to be something else, or a
+	// dynamically typed result turned out not to be a bool at evaluation time.
+	ReasonNotBoolean ErrorReason = "NotBoolean"
+	// ReasonEvaluationError means evaluation failed, for example because a
+	// map key was absent, an index was out of range or no function overload
+	// matched the runtime types.
+	ReasonEvaluationError ErrorReason = "EvaluationError"
+	// ReasonCostLimitExceeded means evaluation was stopped because its
+	// runtime cost exceeded the engine's cost limit (see [WithCostLimit]).
+	ReasonCostLimitExceeded ErrorReason = "CostLimitExceeded"
+	// ReasonWrongKind means a program was evaluated in the wrong role, for
+	// example a condition program passed to [Program.EvalFilter]. It
+	// indicates a programming error in the caller.
+	ReasonWrongKind ErrorReason = "WrongKind"
+)
+
+// describe returns the human-readable phrase used in Error messages.
+func (r ErrorReason) describe() string {
+	switch r {
+	case ReasonCompileError:
+		return "compile error"
+	case ReasonNotBoolean:
+		return "result is not a bool"
+	case ReasonEvaluationError:
+		return "evaluation error"
+	case ReasonCostLimitExceeded:
+		return "cost limit exceeded"
+	case ReasonWrongKind:
+		return "wrong kind of expression"
+	default:
+		return string(r)
+	}
+}
+
+// Error is the error returned by every function of this package. It names
+// the kind of expression, the expression's source text and the class of
+// failure; Err holds the underlying cause.
+type Error struct {
+	// Kind is the role of the expression (filter or condition).
+	Kind Kind
+	// Expression is the source text of the expression.
+	Expression string
+	// Reason classifies the failure.
+	Reason ErrorReason
+	// Err is the underlying cause; it may be nil.
+	Err error
+}
+
+// Error renders the failure as, for example,
+// `condition "obj.foo": evaluation error: no such key: foo`.
+func (e *Error) Error() string {
+	if e == nil {
+		return "<nil>"
+	}
+	kind := string(e.Kind)
+	if kind == "" {
+		kind = "expression"
+	}
+	msg := fmt.Sprintf("%s %q: %s", kind, e.Expression, e.Reason.describe())
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Unwrap returns the underlying cause, for use with errors.Is and errors.As.
+func (e *Error) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
+
+// newError builds an *Error.
+func newError(kind Kind, source string, reason ErrorReason, err error) *Error {
+	return &Error{Kind: kind, Expression: source, Reason: reason, Err: err}
+}
+
+// isCostLimitError reports whether err is cel-go's report of an exceeded
+// runtime cost limit. cel-go returns an interpreter.EvalCancelledError with
+// cause CostLimitExceeded; the message text is checked as a fallback in case
+// the error arrives wrapped in a form errors.As cannot see through.
+func isCostLimitError(err error) bool {
+	if err == nil {
+		return false
+	}
+	var cancelled interpreter.EvalCancelledError
+	if errors.As(err, &cancelled) && cancelled.Cause == interpreter.CostLimitExceeded {
+		return true
+	}
+	var cancelledPtr *interpreter.EvalCancelledError
+	if errors.As(err, &cancelledPtr) && cancelledPtr != nil && cancelledPtr.Cause == interpreter.CostLimitExceeded {
+		return true
+	}
+	return strings.Contains(err.Error(), "cost limit")
+}

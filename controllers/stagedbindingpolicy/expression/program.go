@@ -1,0 +1,153 @@
+package expression
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Program is a compiled expression, obtained from Engine.Compile. It is
+// immutable and safe for concurrent evaluation by many goroutines.
+type Program struct {
+	kind      Kind
+	source    string
+	costLimit uint64
+	prog      cel.Program
+}
+
+// Source returns the source text the program was compiled from.
+func (p *Program) Source() string {
+	if p == nil {
+		return ""
+	}
+	return p.source
+}
+
+// Kind returns the role the program was compiled for.
+func (p *Program) Kind() Kind {
+	if p == nil {
+		return ""
+	}
+	return p.kind
+}
+
+// EvalFilter evaluates a filter program against one Binding clause and
+// reports whether the clause passes the filter. Evaluating a condition
+// program fails with ReasonWrongKind. The returned error is always an *Error.
+func (p *Program) EvalFilter(clause Clause) (bool, error) {
+	if err := p.check(KindFilter); err != nil {
+		return false, err
+	}
+	return p.eval(map[string]any{VarDownsyncClause: clause.celView()})
+}
+
+// EvalCondition evaluates a condition program against one CombinedStatus and
+// reports whether the condition holds. The CombinedStatus is not modified.
+// Evaluating a filter program fails with ReasonWrongKind; a nil cs fails with
+// ReasonEvaluationError. The returned error is always an *Error.
+func (p *Program) EvalCondition(cs *ksv1alpha1.CombinedStatus) (bool, error) {
+	if err := p.check(KindCondition); err != nil {
+		return false, err
+	}
+	if cs == nil {
+		return false, newError(p.kind, p.source, ReasonEvaluationError, errors.New("no CombinedStatus given"))
+	}
+	obj, err := combinedStatusToJSON(cs)
+	if err != nil {
+		return false, newError(p.kind, p.source, ReasonEvaluationError, err)
+	}
+	return p.eval(map[string]any{VarObj: obj, VarCombinedStatus: obj})
+}
+
+// check verifies that p is usable in the role want.
+func (p *Program) check(want Kind) error {
+	if p == nil || p.prog == nil {
+		return newError(want, "", ReasonEvaluationError, errors.New("nil or uncompiled program"))
+	}
+	if p.kind != want {
+		return newError(p.kind, p.source, ReasonWrongKind,
+			fmt.Errorf("a %s program cannot be evaluated as a %s", p.kind, want))
+	}
+	return nil
+}
+
+// eval runs the program on the given variables and classifies the outcome.
+func (p *Program) eval(vars map[string]any) (result bool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			result, err = false, newError(p.kind, p.source, ReasonEvaluationError, fmt.Errorf("internal error: %v", r))
+		}
+	}()
+	out, details, evalErr := p.prog.Eval(vars)
+	if evalErr != nil {
+		if isCostLimitError(evalErr) || exceeds(details, p.costLimit) {
+			return false, newError(p.kind, p.source, ReasonCostLimitExceeded,
+				fmt.Errorf("limit %d: %w", p.costLimit, evalErr))
+		}
+		return false, newError(p.kind, p.source, ReasonEvaluationError, evalErr)
+	}
+	b, ok := out.(types.Bool)
+	if !ok {
+		return false, newError(p.kind, p.source, ReasonNotBoolean,
+			fmt.Errorf("expression evaluated to a value of type %s, want bool", out.Type().TypeName()))
+	}
+	return bool(b), nil
+}
+
+// exceeds reports whether the evaluation's actual cost is above limit.
+func exceeds(details *cel.EvalDetails, limit uint64) bool {
+	if details == nil {
+		return false
+	}
+	cost := details.ActualCost()
+	return cost != nil && *cost > limit
+}
+
+// combinedStatusToJSON converts cs to its JSON form, with the list fields
+// that JSON omits when empty made present (see the package documentation).
+func combinedStatusToJSON(cs *ksv1alpha1.CombinedStatus) (obj map[string]any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			obj, err = nil, fmt.Errorf("converting CombinedStatus to JSON form: internal error: %v", r)
+		}
+	}()
+	obj, err = runtime.DefaultUnstructuredConverter.ToUnstructured(cs)
+	if err != nil {
+		return nil, fmt.Errorf("converting CombinedStatus %s/%s to JSON form: %w", cs.Namespace, cs.Name, err)
+	}
+	results := ensureList(obj, "results")
+	for _, r := range results {
+		result, ok := r.(map[string]any)
+		if !ok {
+			continue
+		}
+		ensureList(result, "columnNames")
+		ensureList(result, "rowErrors")
+		ensureList(result, "aggregationErrors")
+		for _, rw := range ensureList(result, "rows") {
+			if row, ok := rw.(map[string]any); ok {
+				ensureList(row, "columns")
+			}
+		}
+	}
+	return obj, nil
+}
+
+// ensureList makes m[key] an empty list if it is absent or null, and returns
+// the list (nil if m[key] holds something other than a list).
+func ensureList(m map[string]any, key string) []any {
+	switch v := m[key].(type) {
+	case nil:
+		l := []any{}
+		m[key] = l
+		return l
+	case []any:
+		return v
+	default:
+		return nil
+	}
+}

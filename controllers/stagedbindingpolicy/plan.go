@@ -1,0 +1,429 @@
+/*
+Copyright 2026 The KubeStellar Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package stagedbindingpolicy
+
+import (
+	"fmt"
+	"time"
+
+	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy/expression"
+)
+
+// ActionType names the single change a run makes.
+type ActionType string
+
+// The changes a run can make.
+const (
+	// ActionNone makes no change: the policy waits for something else to happen.
+	ActionNone ActionType = "None"
+	// ActionAddFinalizer adds the cleanup finalizer to the policy.
+	ActionAddFinalizer ActionType = "AddFinalizer"
+	// ActionRemoveFinalizer removes the cleanup finalizer once nothing is left behind.
+	ActionRemoveFinalizer ActionType = "RemoveFinalizer"
+	// ActionCreateBindingPolicy creates the active stage's BindingPolicy.
+	ActionCreateBindingPolicy ActionType = "CreateBindingPolicy"
+	// ActionUpdateBindingPolicy brings the active stage's BindingPolicy in line with the spec.
+	ActionUpdateBindingPolicy ActionType = "UpdateBindingPolicy"
+	// ActionDeleteBindingPolicy deletes a BindingPolicy of a stage that is no longer active.
+	ActionDeleteBindingPolicy ActionType = "DeleteBindingPolicy"
+	// ActionUpdateStatus writes the policy's status, which is where the
+	// rollout's state lives: moving to the next stage is a status update.
+	ActionUpdateStatus ActionType = "UpdateStatus"
+)
+
+// Event is a Kubernetes Event to emit on the policy once its Action succeeded.
+type Event struct {
+	// Type is "Normal" or "Warning".
+	Type string
+	// Reason is a short CamelCase reason.
+	Reason string
+	// Note is the human-readable message.
+	Note string
+}
+
+// Action is the single change Plan chose.
+type Action struct {
+	// Type says what to do.
+	Type ActionType
+	// BindingPolicy is the object to create, update or delete.
+	BindingPolicy *ksv1alpha1.BindingPolicy
+	// Status is the status to write, for ActionUpdateStatus.
+	Status *v1alpha1.StagedBindingPolicyStatus
+	// Events are emitted once the change is made.
+	Events []Event
+	// Why says in words why this change is the next one, for logs.
+	Why string
+}
+
+// Plan chooses the single next change for the policy of the snapshot. It is a
+// pure function of the snapshot (the engine only compiles and evaluates), so
+// every decision of the controller can be table-tested.
+//
+// The order of the steps is the order of what matters most:
+//  1. a policy being deleted loses its BindingPolicies, then its finalizer;
+//  2. a policy gets the finalizer before anything is placed;
+//  3. expressions that do not compile block the rollout, changing nothing placed;
+//  4. a rollout that has not started, or whose active stage was removed from
+//     the spec, starts at the first stage;
+//  5. the active stage's BindingPolicy is created or brought in line with the spec;
+//  6. a done stage hands over to the next one;
+//  7. BindingPolicies of earlier stages are deleted once the active stage's
+//     Binding is in place (make-before-break);
+//  8. the status is brought up to date.
+func Plan(snap *Snapshot, engine *expression.Engine) Action {
+	policy := snap.Policy
+
+	if policy.DeletionTimestamp != nil {
+		return planDeletion(snap)
+	}
+	if !hasFinalizer(policy) {
+		return Action{Type: ActionAddFinalizer, Why: "the policy needs its cleanup finalizer before anything is placed"}
+	}
+
+	programs, compileErr := compileStages(engine, policy.Spec.Stages)
+	if compileErr != nil {
+		status := blockedStatus(policy, v1alpha1.ReasonInvalidExpression, compileErr.Error(), snap.Now)
+		return statusAction(policy, status, Event{Type: "Warning", Reason: v1alpha1.ReasonInvalidExpression, Note: compileErr.Error()},
+			"an expression does not compile")
+	}
+
+	active, started, reset := ActiveStage(policy)
+	if !started {
+		return startRollout(policy, reset, snap.Now)
+	}
+	stage := policy.Spec.Stages[active]
+	desired := desiredBindingPolicy(policy, stage)
+
+	current := snap.ActiveBindingPolicy
+	switch {
+	case current != nil && !ownedBy(current, policy):
+		msg := fmt.Sprintf("BindingPolicy %s already exists and does not belong to this policy; rename or delete it", current.Name)
+		status := blockedStatus(policy, v1alpha1.ReasonBindingPolicyConflict, msg, snap.Now)
+		return statusAction(policy, status, Event{Type: "Warning", Reason: v1alpha1.ReasonBindingPolicyConflict, Note: msg},
+			"the active stage's BindingPolicy name is taken")
+	case current == nil:
+		return Action{Type: ActionCreateBindingPolicy, BindingPolicy: desired,
+			Why: fmt.Sprintf("stage %q has no BindingPolicy yet", stage.Name)}
+	case current.DeletionTimestamp != nil:
+		return Action{Type: ActionNone, Why: fmt.Sprintf("BindingPolicy %s is being deleted; waiting to recreate it", current.Name)}
+	case !bindingPolicyInSync(current, desired):
+		updated := current.DeepCopy()
+		updated.Labels = mergeLabels(updated.Labels, desired.Labels)
+		updated.OwnerReferences = desired.OwnerReferences
+		updated.Spec = desired.Spec
+		return Action{Type: ActionUpdateBindingPolicy, BindingPolicy: updated,
+			Why: fmt.Sprintf("BindingPolicy %s differs from the spec of stage %q", current.Name, stage.Name)}
+	}
+
+	result := assessStage(stage, programs[active], current, snap.Binding, snap.CombinedStatuses)
+	final := active == len(policy.Spec.Stages)-1
+	if result.satisfied && !final {
+		return advance(policy, active, result, snap.Now)
+	}
+
+	if result.bindingObserved {
+		for i := range snap.BindingPolicies {
+			bp := &snap.BindingPolicies[i]
+			if bp.Name != current.Name && bp.DeletionTimestamp == nil && ownedBy(bp, policy) {
+				return Action{Type: ActionDeleteBindingPolicy, BindingPolicy: bp,
+					Why: fmt.Sprintf("BindingPolicy %s belongs to a stage that is no longer active", bp.Name)}
+			}
+		}
+	}
+
+	status := progressStatus(policy, active, result, snap.Now)
+	var events []Event
+	if status.Phase == v1alpha1.RolloutCompleted && policy.Status.Phase != v1alpha1.RolloutCompleted {
+		events = append(events, Event{Type: "Normal", Reason: v1alpha1.ReasonRolloutCompleted,
+			Note: fmt.Sprintf("final stage %q is done: %s", stage.Name, result.message)})
+	}
+	if result.evaluationError && policy.Status.Phase != v1alpha1.RolloutBlocked {
+		events = append(events, Event{Type: "Warning", Reason: v1alpha1.ReasonEvaluationError, Note: result.message})
+	}
+	if action := statusAction(policy, status, Event{}, "the status is out of date"); action.Type != ActionNone {
+		action.Events = events
+		return action
+	}
+	return Action{Type: ActionNone, Why: result.message}
+}
+
+// planDeletion removes what the policy placed, then lets it go.
+func planDeletion(snap *Snapshot) Action {
+	policy := snap.Policy
+	waiting := false
+	for i := range snap.BindingPolicies {
+		bp := &snap.BindingPolicies[i]
+		if !ownedBy(bp, policy) {
+			continue
+		}
+		if bp.DeletionTimestamp != nil {
+			waiting = true
+			continue
+		}
+		return Action{Type: ActionDeleteBindingPolicy, BindingPolicy: bp,
+			Why: fmt.Sprintf("the policy is being deleted and BindingPolicy %s is still there", bp.Name)}
+	}
+	if waiting {
+		return Action{Type: ActionNone, Why: "waiting for the policy's BindingPolicies to go away"}
+	}
+	if hasFinalizer(policy) {
+		return Action{Type: ActionRemoveFinalizer, Why: "nothing the policy placed is left"}
+	}
+	return Action{Type: ActionNone, Why: "the policy is being deleted"}
+}
+
+// startRollout makes the first stage active, either because the rollout has
+// not started or because the recorded active stage is gone from the spec.
+func startRollout(policy *v1alpha1.StagedBindingPolicy, reset bool, now metav1.Time) Action {
+	first := policy.Spec.Stages[0]
+	status := policy.Status.DeepCopy()
+	status.ActiveStage = first.Name
+	status.Stages = nil // a fresh start forgets the records of an earlier rollout
+	status.Stages = stageRecords(policy, status.Stages, 0, now)
+	status.Stages[0].Message = "creating the stage's BindingPolicy"
+	setSummary(status, policy, v1alpha1.RolloutProgressing,
+		metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonBindingPolicyPending,
+			Message: fmt.Sprintf("creating BindingPolicy %s", v1alpha1.BindingPolicyName(policy.Name, first.Name))},
+		metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonBindingPolicyPending,
+			Message: fmt.Sprintf("stage %q started", first.Name)},
+		now)
+
+	events := []Event{{Type: "Normal", Reason: "StageStarted", Note: fmt.Sprintf("stage %q started", first.Name)}}
+	why := "the rollout has not started"
+	if reset {
+		note := fmt.Sprintf("active stage %q is no longer in the spec; restarting the rollout from stage %q",
+			policy.Status.ActiveStage, first.Name)
+		events = append([]Event{{Type: "Warning", Reason: "ActiveStageReset", Note: note}}, events...)
+		why = note
+	}
+	return Action{Type: ActionUpdateStatus, Status: status, Events: events, Why: why}
+}
+
+// advance records the active stage as done and makes the next one active.
+func advance(policy *v1alpha1.StagedBindingPolicy, active int, result assessment, now metav1.Time) Action {
+	done, next := policy.Spec.Stages[active], policy.Spec.Stages[active+1]
+	status := policy.Status.DeepCopy()
+	status.ActiveStage = next.Name
+	status.Stages = stageRecords(policy, status.Stages, active+1, now)
+	status.Stages[active].CompletionTime = ptr.To(now)
+	status.Stages[active].Message = result.message
+	status.Stages[active+1].Message = "creating the stage's BindingPolicy"
+	setSummary(status, policy, v1alpha1.RolloutProgressing,
+		metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonBindingPolicyPending,
+			Message: fmt.Sprintf("creating BindingPolicy %s", v1alpha1.BindingPolicyName(policy.Name, next.Name))},
+		metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonStageAdvanced,
+			Message: fmt.Sprintf("stage %q is done; stage %q started", done.Name, next.Name)},
+		now)
+	return Action{Type: ActionUpdateStatus, Status: status,
+		Events: []Event{
+			{Type: "Normal", Reason: "StageSucceeded", Note: fmt.Sprintf("stage %q is done: %s", done.Name, result.message)},
+			{Type: "Normal", Reason: "StageStarted", Note: fmt.Sprintf("stage %q started", next.Name)},
+		},
+		Why: fmt.Sprintf("stage %q is done", done.Name)}
+}
+
+// progressStatus is the status of a policy whose active stage's BindingPolicy
+// is in line with the spec.
+func progressStatus(policy *v1alpha1.StagedBindingPolicy, active int, result assessment, now metav1.Time) *v1alpha1.StagedBindingPolicyStatus {
+	stage := policy.Spec.Stages[active]
+	final := active == len(policy.Spec.Stages)-1
+	status := policy.Status.DeepCopy()
+	status.Stages = stageRecords(policy, status.Stages, active, now)
+	record := &status.Stages[active]
+	completed := final && (result.satisfied || record.Phase == v1alpha1.StageSucceeded)
+	if final && result.satisfied && record.Phase != v1alpha1.StageSucceeded {
+		record.Phase = v1alpha1.StageSucceeded
+		record.CompletionTime = ptr.To(now)
+	}
+	if !completed || result.satisfied {
+		record.Message = result.message
+	}
+
+	ready := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonBindingPolicyInSync,
+		Message: fmt.Sprintf("BindingPolicy %s places stage %q", record.BindingPolicy, stage.Name)}
+	progressing := metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: result.reason,
+		Message: fmt.Sprintf("stage %q: %s", stage.Name, result.message)}
+	phase := v1alpha1.RolloutProgressing
+	switch {
+	case completed:
+		phase = v1alpha1.RolloutCompleted
+		progressing.Status, progressing.Reason = metav1.ConditionFalse, v1alpha1.ReasonRolloutCompleted
+		progressing.Message = fmt.Sprintf("final stage %q is done", stage.Name)
+	case result.evaluationError:
+		phase = v1alpha1.RolloutBlocked
+		progressing.Status = metav1.ConditionFalse
+	}
+	setSummary(status, policy, phase, ready, progressing, now)
+	return status
+}
+
+// blockedStatus is the status of a policy whose spec stops the rollout.
+func blockedStatus(policy *v1alpha1.StagedBindingPolicy, reason, message string, now metav1.Time) *v1alpha1.StagedBindingPolicyStatus {
+	status := policy.Status.DeepCopy()
+	setSummary(status, policy, v1alpha1.RolloutBlocked,
+		metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: message},
+		metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionFalse, Reason: reason, Message: message},
+		now)
+	return status
+}
+
+// setSummary sets the phase, the observed generation and the three conditions;
+// Completed follows from the stage records.
+func setSummary(status *v1alpha1.StagedBindingPolicyStatus, policy *v1alpha1.StagedBindingPolicy,
+	phase v1alpha1.RolloutPhase, ready, progressing metav1.Condition, now metav1.Time) {
+	status.Phase = phase
+	status.ObservedGeneration = policy.Generation
+
+	completed := metav1.Condition{Type: v1alpha1.ConditionCompleted, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonStagesRemaining}
+	last := len(policy.Spec.Stages) - 1
+	switch {
+	case phase == v1alpha1.RolloutCompleted:
+		completed.Status, completed.Reason = metav1.ConditionTrue, v1alpha1.ReasonRolloutCompleted
+		completed.Message = fmt.Sprintf("final stage %q is done", policy.Spec.Stages[last].Name)
+	case status.ActiveStage == "":
+		completed.Message = "the rollout has not started"
+	default:
+		completed.Message = fmt.Sprintf("stage %q of %d is active", status.ActiveStage, len(policy.Spec.Stages))
+		if status.ActiveStage == policy.Spec.Stages[last].Name {
+			completed.Reason = v1alpha1.ReasonFinalConditionNotMet
+			completed.Message = fmt.Sprintf("final stage %q is active and not done yet", status.ActiveStage)
+		}
+	}
+	for _, c := range []metav1.Condition{ready, progressing, completed} {
+		c.ObservedGeneration = policy.Generation
+		c.LastTransitionTime = now
+		meta.SetStatusCondition(&status.Conditions, c)
+	}
+}
+
+// stageRecords returns one record per spec stage, keeping what the previous
+// records say of earlier stages: stages before active are Succeeded, the
+// active stage is Active (or stays Succeeded), later stages are Pending.
+func stageRecords(policy *v1alpha1.StagedBindingPolicy, previous []v1alpha1.StageStatus, active int, now metav1.Time) []v1alpha1.StageStatus {
+	byName := make(map[string]v1alpha1.StageStatus, len(previous))
+	for _, r := range previous {
+		byName[r.Name] = r
+	}
+	records := make([]v1alpha1.StageStatus, len(policy.Spec.Stages))
+	for i, stage := range policy.Spec.Stages {
+		old, had := byName[stage.Name]
+		r := v1alpha1.StageStatus{Name: stage.Name, Phase: v1alpha1.StagePending}
+		switch {
+		case i < active:
+			r = old
+			r.Name, r.Phase = stage.Name, v1alpha1.StageSucceeded
+		case i == active:
+			r.Phase = v1alpha1.StageActive
+			r.BindingPolicy = v1alpha1.BindingPolicyName(policy.Name, stage.Name)
+			r.StartTime = ptr.To(now)
+			if had && old.Phase != v1alpha1.StagePending {
+				r.Phase, r.StartTime, r.CompletionTime, r.Message = old.Phase, old.StartTime, old.CompletionTime, old.Message
+			}
+		}
+		records[i] = r
+	}
+	return records
+}
+
+// statusAction writes status when it differs from the policy's current status.
+func statusAction(policy *v1alpha1.StagedBindingPolicy, status *v1alpha1.StagedBindingPolicyStatus, event Event, why string) Action {
+	if equality.Semantic.DeepEqual(&policy.Status, status) {
+		return Action{Type: ActionNone, Why: why}
+	}
+	action := Action{Type: ActionUpdateStatus, Status: status, Why: why}
+	if event.Reason != "" && !sameCondition(policy.Status.Conditions, status.Conditions, v1alpha1.ConditionReady) {
+		action.Events = []Event{event}
+	}
+	return action
+}
+
+// sameCondition reports whether a condition type has the same status, reason
+// and message in both lists, so that warnings are emitted once per change.
+func sameCondition(before, after []metav1.Condition, conditionType string) bool {
+	b, a := meta.FindStatusCondition(before, conditionType), meta.FindStatusCondition(after, conditionType)
+	if b == nil || a == nil {
+		return b == a
+	}
+	return b.Status == a.Status && b.Reason == a.Reason && b.Message == a.Message
+}
+
+// desiredBindingPolicy is the BindingPolicy of one stage of the policy.
+func desiredBindingPolicy(policy *v1alpha1.StagedBindingPolicy, stage v1alpha1.Stage) *ksv1alpha1.BindingPolicy {
+	return &ksv1alpha1.BindingPolicy{
+		TypeMeta: metav1.TypeMeta{APIVersion: ksv1alpha1.SchemeGroupVersion.String(), Kind: "BindingPolicy"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: v1alpha1.BindingPolicyName(policy.Name, stage.Name),
+			Labels: map[string]string{
+				v1alpha1.PolicyLabel: policy.Name,
+				v1alpha1.StageLabel:  stage.Name,
+			},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(policy, v1alpha1.GroupVersion.WithKind("StagedBindingPolicy"))},
+		},
+		Spec: ksv1alpha1.BindingPolicySpec{
+			ClusterSelectors: stage.ClusterSelectors,
+			Downsync:         policy.Spec.Downsync,
+		},
+	}
+}
+
+// bindingPolicyInSync reports whether an existing BindingPolicy carries the
+// desired labels, owner and spec.
+func bindingPolicyInSync(current, desired *ksv1alpha1.BindingPolicy) bool {
+	for k, v := range desired.Labels {
+		if current.Labels[k] != v {
+			return false
+		}
+	}
+	return equality.Semantic.DeepEqual(current.OwnerReferences, desired.OwnerReferences) &&
+		equality.Semantic.DeepEqual(current.Spec, desired.Spec)
+}
+
+func mergeLabels(current, desired map[string]string) map[string]string {
+	merged := make(map[string]string, len(current)+len(desired))
+	for k, v := range current {
+		merged[k] = v
+	}
+	for k, v := range desired {
+		merged[k] = v
+	}
+	return merged
+}
+
+func hasFinalizer(policy *v1alpha1.StagedBindingPolicy) bool {
+	for _, f := range policy.Finalizers {
+		if f == v1alpha1.CleanupFinalizer {
+			return true
+		}
+	}
+	return false
+}
+
+// Requeue intervals.
+const (
+	// requeueAfterChange is a safety net after a change; the watch event the
+	// change causes normally brings the next run sooner.
+	requeueAfterChange = 2 * time.Second
+	// requeueWhileWaiting is a safety net while a stage waits on KubeStellar.
+	requeueWhileWaiting = 5 * time.Minute
+)

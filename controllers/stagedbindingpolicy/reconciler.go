@@ -1,0 +1,170 @@
+/*
+Copyright 2026 The KubeStellar Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package stagedbindingpolicy
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy/expression"
+)
+
+// +kubebuilder:rbac:groups=community.kubestellar.io,resources=stagedbindingpolicies,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=community.kubestellar.io,resources=stagedbindingpolicies/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=community.kubestellar.io,resources=stagedbindingpolicies/finalizers,verbs=update
+// +kubebuilder:rbac:groups=control.kubestellar.io,resources=bindingpolicies,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=control.kubestellar.io,resources=bindings;combinedstatuses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconciler rolls out the StagedBindingPolicies of one space, one change per run.
+type Reconciler struct {
+	// Space is the name of the space, used in logs.
+	Space string
+	// Client reads from the space's cache and writes to its API server.
+	Client client.Client
+	// Recorder emits Events on the policies.
+	Recorder events.EventRecorder
+	// Engine compiles and evaluates stage expressions; it is shared by all spaces.
+	Engine *expression.Engine
+	// Clock tells the time recorded in status; nil means the real clock.
+	Clock clock.PassiveClock
+}
+
+// Reconcile makes the single next change for one StagedBindingPolicy.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	logger := log.FromContext(ctx).WithValues("space", r.Space, "policy", req.Name)
+	ctx = log.IntoContext(ctx, logger)
+
+	snap, err := r.snapshot(ctx, req.NamespacedName)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if snap == nil {
+		return reconcile.Result{}, nil // deleted
+	}
+
+	action := Plan(snap, r.Engine)
+	if action.Type == ActionNone {
+		logger.V(1).Info("Waiting", "why", action.Why)
+		return reconcile.Result{RequeueAfter: requeueWhileWaiting}, nil
+	}
+	logger.Info("Making a change", "action", action.Type, "why", action.Why)
+	if err := r.apply(ctx, snap.Policy, action); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+			// The cache lagged behind the API server; the next run reads a newer state.
+			logger.V(1).Info("Change raced with another write; trying again", "action", action.Type, "error", err.Error())
+			return reconcile.Result{RequeueAfter: time.Second}, nil
+		}
+		return reconcile.Result{}, fmt.Errorf("%s for StagedBindingPolicy %s: %w", action.Type, req.Name, err)
+	}
+	for _, e := range action.Events {
+		r.Recorder.Eventf(snap.Policy, nil, e.Type, e.Reason, string(action.Type), "%s", e.Note)
+	}
+	return reconcile.Result{RequeueAfter: requeueAfterChange}, nil
+}
+
+// snapshot reads the policy and the objects around its active stage from the
+// space's cache. It returns nil when the policy does not exist.
+func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*Snapshot, error) {
+	policy := &v1alpha1.StagedBindingPolicy{}
+	if err := r.Client.Get(ctx, key, policy); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading StagedBindingPolicy %s: %w", key.Name, err)
+	}
+	now := time.Now()
+	if r.Clock != nil {
+		now = r.Clock.Now()
+	}
+	snap := &Snapshot{Policy: policy, Now: metav1.NewTime(now.Truncate(time.Second))}
+
+	owned := &ksv1alpha1.BindingPolicyList{}
+	if err := r.Client.List(ctx, owned, client.MatchingLabels{v1alpha1.PolicyLabel: policy.Name}); err != nil {
+		return nil, fmt.Errorf("listing BindingPolicies of %s: %w", policy.Name, err)
+	}
+	snap.BindingPolicies = owned.Items
+
+	active, started, _ := ActiveStage(policy)
+	if !started || policy.DeletionTimestamp != nil {
+		return snap, nil
+	}
+	bpName := v1alpha1.BindingPolicyName(policy.Name, policy.Spec.Stages[active].Name)
+
+	bp := &ksv1alpha1.BindingPolicy{}
+	switch err := r.Client.Get(ctx, types.NamespacedName{Name: bpName}, bp); {
+	case err == nil:
+		snap.ActiveBindingPolicy = bp
+	case !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("reading BindingPolicy %s: %w", bpName, err)
+	}
+
+	binding := &ksv1alpha1.Binding{}
+	switch err := r.Client.Get(ctx, types.NamespacedName{Name: bpName}, binding); {
+	case err == nil:
+		snap.Binding = binding
+	case !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("reading Binding %s: %w", bpName, err)
+	}
+
+	statuses := &ksv1alpha1.CombinedStatusList{}
+	if err := r.Client.List(ctx, statuses, client.MatchingLabels{labelStatusBindingPolicy: bpName}); err != nil {
+		return nil, fmt.Errorf("listing CombinedStatuses of %s: %w", bpName, err)
+	}
+	snap.CombinedStatuses = statuses.Items
+	return snap, nil
+}
+
+// apply makes the change an Action describes.
+func (r *Reconciler) apply(ctx context.Context, policy *v1alpha1.StagedBindingPolicy, action Action) error {
+	switch action.Type {
+	case ActionAddFinalizer, ActionRemoveFinalizer:
+		patched := policy.DeepCopy()
+		if action.Type == ActionAddFinalizer {
+			controllerutil.AddFinalizer(patched, v1alpha1.CleanupFinalizer)
+		} else {
+			controllerutil.RemoveFinalizer(patched, v1alpha1.CleanupFinalizer)
+		}
+		return r.Client.Patch(ctx, patched, client.MergeFromWithOptions(policy, client.MergeFromWithOptimisticLock{}))
+	case ActionCreateBindingPolicy:
+		return r.Client.Create(ctx, action.BindingPolicy)
+	case ActionUpdateBindingPolicy:
+		return r.Client.Update(ctx, action.BindingPolicy)
+	case ActionDeleteBindingPolicy:
+		err := r.Client.Delete(ctx, action.BindingPolicy, client.Preconditions{UID: &action.BindingPolicy.UID})
+		return client.IgnoreNotFound(err)
+	case ActionUpdateStatus:
+		updated := policy.DeepCopy()
+		updated.Status = *action.Status
+		return r.Client.Status().Update(ctx, updated)
+	default:
+		return fmt.Errorf("unknown action %q", action.Type)
+	}
+}
