@@ -132,7 +132,7 @@ const (
 )
 
 // StagePhase is where one stage is in the rollout.
-// +kubebuilder:validation:Enum=Pending;Active;Succeeded
+// +kubebuilder:validation:Enum=Pending;Active;Succeeded;Skipped
 type StagePhase string
 
 // The phases of a stage.
@@ -143,6 +143,9 @@ const (
 	StageActive StagePhase = "Active"
 	// StageSucceeded means the stage's condition held.
 	StageSucceeded StagePhase = "Succeeded"
+	// StageSkipped means the stage was added to the spec before the active
+	// stage, after the rollout had passed that point: it never ran.
+	StageSkipped StagePhase = "Skipped"
 )
 
 // Condition types of a StagedBindingPolicy.
@@ -176,6 +179,9 @@ const (
 	ReasonWaitingForStatus = "WaitingForStatus"
 	// ReasonConditionNotMet means the active stage's condition is false for some object.
 	ReasonConditionNotMet = "ConditionNotMet"
+	// ReasonNoClustersSelected means the stage's Binding has no destination:
+	// its clusterSelectors select no cluster, so the stage waits.
+	ReasonNoClustersSelected = "NoClustersSelected"
 	// ReasonNoObjectsSelected means the stage's filter selects no workload object,
 	// so its condition cannot hold.
 	ReasonNoObjectsSelected = "NoObjectsSelected"
@@ -187,8 +193,8 @@ const (
 	ReasonStagesRemaining = "StagesRemaining"
 	// ReasonFinalConditionNotMet means the final stage is active and its condition does not hold yet.
 	ReasonFinalConditionNotMet = "FinalConditionNotMet"
-	// ReasonDeleting means the policy is being deleted.
-	ReasonDeleting = "Deleting"
+	// ReasonNoStages means the spec lists no stage.
+	ReasonNoStages = "NoStages"
 )
 
 // StagedBindingPolicyStatus reports where a rollout is. All the rollout's
@@ -224,7 +230,7 @@ type StageStatus struct {
 	// Name is the stage's name.
 	Name string `json:"name"`
 
-	// Phase is Pending, Active or Succeeded.
+	// Phase is Pending, Active, Succeeded or Skipped.
 	Phase StagePhase `json:"phase"`
 
 	// StartTime is when the stage became active.

@@ -166,6 +166,13 @@ func assessStage(stage v1alpha1.Stage, programs compiledStage, bp *ksv1alpha1.Bi
 				bp.Generation, bp.Name, bp.Status.ObservedGeneration)}
 	}
 	clusters := len(binding.Spec.Destinations)
+	if clusters == 0 {
+		// A stage that places nothing proves nothing: most often its
+		// clusterSelectors match no cluster (a typo, or clusters not yet
+		// registered), and moving on would skip the stage unnoticed.
+		return assessment{bindingObserved: true, reason: v1alpha1.ReasonNoClustersSelected,
+			message: fmt.Sprintf("Binding %s places the workload on no cluster: the stage's clusterSelectors select none", binding.Name)}
+	}
 	if programs.condition == nil {
 		return assessment{bindingObserved: true, satisfied: true, reason: v1alpha1.ReasonStageAdvanced,
 			message: fmt.Sprintf("Binding %s places the workload on %d cluster(s); the stage has no condition", binding.Name, clusters)}

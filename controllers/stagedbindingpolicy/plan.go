@@ -101,6 +101,11 @@ func Plan(snap *Snapshot, engine *expression.Engine) Action {
 		return Action{Type: ActionAddFinalizer, Why: "the policy needs its cleanup finalizer before anything is placed"}
 	}
 
+	if len(policy.Spec.Stages) == 0 { // the CRD requires a stage; an old or hand-made object may lack one
+		status := blockedStatus(policy, v1alpha1.ReasonNoStages, "the spec has no stage", snap.Now)
+		return statusAction(policy, status, Event{Type: "Warning", Reason: v1alpha1.ReasonNoStages, Note: "the spec has no stage"},
+			"the spec has no stage")
+	}
 	programs, compileErr := compileStages(engine, policy.Spec.Stages)
 	if compileErr != nil {
 		status := blockedStatus(policy, v1alpha1.ReasonInvalidExpression, compileErr.Error(), snap.Now)
@@ -154,11 +159,11 @@ func Plan(snap *Snapshot, engine *expression.Engine) Action {
 
 	status := progressStatus(policy, active, result, snap.Now)
 	var events []Event
-	if status.Phase == v1alpha1.RolloutCompleted && policy.Status.Phase != v1alpha1.RolloutCompleted {
+	if recordSucceeded(status, active) && !recordSucceeded(&policy.Status, active) {
 		events = append(events, Event{Type: "Normal", Reason: v1alpha1.ReasonRolloutCompleted,
 			Note: fmt.Sprintf("final stage %q is done: %s", stage.Name, result.message)})
 	}
-	if result.evaluationError && policy.Status.Phase != v1alpha1.RolloutBlocked {
+	if result.evaluationError && !sameCondition(policy.Status.Conditions, status.Conditions, v1alpha1.ConditionProgressing) {
 		events = append(events, Event{Type: "Warning", Reason: v1alpha1.ReasonEvaluationError, Note: result.message})
 	}
 	if action := statusAction(policy, status, Event{}, "the status is out of date"); action.Type != ActionNone {
@@ -332,7 +337,12 @@ func stageRecords(policy *v1alpha1.StagedBindingPolicy, previous []v1alpha1.Stag
 		switch {
 		case i < active:
 			r = old
-			r.Name, r.Phase = stage.Name, v1alpha1.StageSucceeded
+			r.Name = stage.Name
+			if !had || old.Phase == v1alpha1.StagePending || old.Phase == v1alpha1.StageSkipped {
+				r.Phase = v1alpha1.StageSkipped
+			} else {
+				r.Phase = v1alpha1.StageSucceeded
+			}
 		case i == active:
 			r.Phase = v1alpha1.StageActive
 			r.BindingPolicy = v1alpha1.BindingPolicyName(policy.Name, stage.Name)
@@ -344,6 +354,12 @@ func stageRecords(policy *v1alpha1.StagedBindingPolicy, previous []v1alpha1.Stag
 		records[i] = r
 	}
 	return records
+}
+
+// recordSucceeded reports whether the record of the stage with the given
+// index is Succeeded in status.
+func recordSucceeded(status *v1alpha1.StagedBindingPolicyStatus, index int) bool {
+	return index < len(status.Stages) && status.Stages[index].Phase == v1alpha1.StageSucceeded
 }
 
 // statusAction writes status when it differs from the policy's current status.

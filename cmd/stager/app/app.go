@@ -31,8 +31,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -65,6 +67,10 @@ type Options struct {
 	CacheSyncTimeout time.Duration
 	// CELCostLimit bounds the cost of one evaluation of a filter or condition.
 	CELCostLimit uint64
+	// AllowSeveralInProcess lets more than one stager run in one process, one
+	// after the other or side by side (as tests do), by turning off
+	// controller-runtime's check that controller names are unique. Not a flag.
+	AllowSeveralInProcess bool
 }
 
 // NewOptions returns the default Options.
@@ -154,6 +160,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        "workload-stager.community.kubestellar.io",
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
+		Controller:              config.Controller{SkipNameValidation: ptr.To(o.AllowSeveralInProcess)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the hosting cluster's manager: %w", err)

@@ -1,0 +1,123 @@
+/*
+Copyright 2026 The KubeStellar Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package stagedbindingpolicy
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+)
+
+func TestObjectKeyString(t *testing.T) {
+	tests := []struct {
+		key  objectKey
+		want string
+	}{
+		{objectKey{group: "apps", resource: "deployments", namespace: "web", name: "nginx"}, "deployments.apps web/nginx"},
+		{objectKey{resource: "configmaps", namespace: "web", name: "settings"}, "configmaps web/settings"},
+		{objectKey{resource: "namespaces", name: "web"}, "namespaces web"},
+		{objectKey{group: "rbac.authorization.k8s.io", resource: "clusterroles", name: "viewer"}, "clusterroles.rbac.authorization.k8s.io viewer"},
+	}
+	for _, tt := range tests {
+		if got := tt.key.String(); got != tt.want {
+			t.Errorf("%+v.String() = %q, want %q", tt.key, got, tt.want)
+		}
+	}
+}
+
+func TestNameSome(t *testing.T) {
+	tests := []struct {
+		names []string
+		want  string
+	}{
+		{nil, ""},
+		{[]string{"b", "a"}, "a, b"},
+		{[]string{"c", "b", "a"}, "a, b, c"},
+		{[]string{"e", "d", "c", "b", "a"}, "a, b, c and 2 more"},
+	}
+	for _, tt := range tests {
+		if got := nameSome(tt.names); got != tt.want {
+			t.Errorf("nameSome(%v) = %q, want %q", tt.names, got, tt.want)
+		}
+	}
+}
+
+// TestAssessStageCounts checks the counts and names in the messages of a
+// stage with several objects, some passing, some failing, some unreported.
+func TestAssessStageCounts(t *testing.T) {
+	const statusHint = " (does the downsync clause name a status collector?)"
+	engine := newEngine(t)
+	p := newPolicy(stageWith("dev", "", seedCondition), stage("test"))
+	programs, err := compileStages(engine, p.Spec.Stages)
+	if err != nil {
+		t.Fatalf("compileStages: %v", err)
+	}
+	bp := ownedBP(p, "dev", "bp-dev")
+	deployments := make([]workloadObject, 0, 5)
+	for _, name := range []string{"e", "d", "c", "b", "a"} {
+		o := deployment
+		o.name, o.uid = name, types.UID("obj-"+name)
+		deployments = append(deployments, o)
+	}
+	binding := bindingFor(bp, deployments...)
+
+	tests := []struct {
+		name       string
+		counts     map[string]string // deployment name -> reported count; absent = no CombinedStatus
+		wantReason string
+		wantMsg    string
+		satisfied  bool
+	}{
+		{name: "none reported",
+			counts:     map[string]string{},
+			wantReason: v1alpha1.ReasonWaitingForStatus,
+			wantMsg:    "condition holds for 0 of 5 object(s); waiting for KubeStellar's CombinedStatus of deployments.apps web/a, deployments.apps web/b, deployments.apps web/c and 2 more" + statusHint},
+		{name: "missing ones are reported before failing ones",
+			counts:     map[string]string{"a": "0", "b": "1", "c": "1", "d": "1"},
+			wantReason: v1alpha1.ReasonWaitingForStatus,
+			wantMsg:    "condition holds for 3 of 5 object(s); waiting for KubeStellar's CombinedStatus of deployments.apps web/e" + statusHint},
+		{name: "some failing",
+			counts:     map[string]string{"a": "1", "b": "0", "c": "1", "d": "0", "e": "1"},
+			wantReason: v1alpha1.ReasonConditionNotMet,
+			wantMsg:    "condition holds for 3 of 5 object(s); not yet for deployments.apps web/b, deployments.apps web/d"},
+		{name: "all passing",
+			counts:     map[string]string{"a": "1", "b": "1", "c": "1", "d": "1", "e": "1"},
+			wantReason: v1alpha1.ReasonStageAdvanced,
+			wantMsg:    "condition holds for all 5 object(s) on 2 cluster(s)",
+			satisfied:  true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			snap := newSnapshot(p)
+			for _, o := range deployments {
+				if count, ok := tt.counts[o.name]; ok {
+					snap.CombinedStatuses = append(snap.CombinedStatuses, combinedStatus(bp, o, count))
+				}
+			}
+			got := assessStage(p.Spec.Stages[0], programs[0], bp, binding, snap.CombinedStatuses)
+			if got.reason != tt.wantReason || got.message != tt.wantMsg || got.satisfied != tt.satisfied || !got.bindingObserved {
+				t.Errorf("assessStage() = %+v\nwant reason %s, satisfied %v, message %q", got, tt.wantReason, tt.satisfied, tt.wantMsg)
+			}
+			if strings.Contains(got.message, "%!") {
+				t.Errorf("message has a formatting error: %q", got.message)
+			}
+		})
+	}
+}

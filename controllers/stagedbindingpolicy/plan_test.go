@@ -1,0 +1,1400 @@
+/*
+Copyright 2026 The KubeStellar Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package stagedbindingpolicy
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/diff"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy/expression"
+)
+
+// ---------------------------------------------------------------------------
+// Fixtures
+// ---------------------------------------------------------------------------
+
+const (
+	testPolicyName = "web"
+	testPolicyUID  = types.UID("sbp-uid-1")
+	testGeneration = int64(3)
+
+	// seedCondition is the seed's condition: the deployments-aggregator
+	// StatusCollector reports a Number column equal to 1.
+	seedCondition = `obj.results.exists(r, r.name == 'deployments-aggregator' && r.rows.exists(row, row.columns.exists(col, col.type == 'Number' && col.float == '1')))`
+	// seedConditionCS is seedCondition with the other root, combinedStatus.
+	seedConditionCS = `combinedStatus.results.exists(r, r.name == 'deployments-aggregator' && r.rows.exists(row, row.columns.exists(col, col.type == 'Number' && col.float == '1')))`
+	// deploymentsFilter selects the Deployments of a Binding.
+	deploymentsFilter = `downsyncClause.resource == 'deployments'`
+)
+
+var (
+	// now is Snapshot.Now unless a test moves it.
+	now = metav1.NewTime(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	// earlier is a time before now, for records written by earlier runs.
+	earlier = metav1.NewTime(now.Add(-time.Hour))
+	// muchEarlier is a time before earlier.
+	muchEarlier = metav1.NewTime(now.Add(-2 * time.Hour))
+)
+
+// workloadObject is a workload object as a Binding clause and a
+// CombinedStatus's labels name it.
+type workloadObject struct {
+	gvr       metav1.GroupVersionResource
+	namespace string // empty for a cluster-scoped object
+	name      string
+	uid       types.UID
+}
+
+var (
+	deployment = workloadObject{gvr: metav1.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"},
+		namespace: "web", name: "nginx", uid: "obj-deploy"}
+	configMap = workloadObject{gvr: metav1.GroupVersionResource{Version: "v1", Resource: "configmaps"},
+		namespace: "web", name: "settings", uid: "obj-cm"}
+	namespaceObj = workloadObject{gvr: metav1.GroupVersionResource{Version: "v1", Resource: "namespaces"},
+		name: "web", uid: "obj-ns"}
+)
+
+func newEngine(t *testing.T) *expression.Engine {
+	t.Helper()
+	engine, err := expression.NewEngine()
+	if err != nil {
+		t.Fatalf("NewEngine: %v", err)
+	}
+	return engine
+}
+
+// stage returns a stage placing on the clusters labelled stage=<name> and
+// done when every Deployment passes the seed condition.
+func stage(name string) v1alpha1.Stage {
+	return v1alpha1.Stage{
+		Name:             name,
+		ClusterSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"stage": name}}},
+		Filter:           deploymentsFilter,
+		Condition:        seedCondition,
+	}
+}
+
+// stageWith returns stage(name) with another filter and condition.
+func stageWith(name, filter, condition string) v1alpha1.Stage {
+	s := stage(name)
+	s.Filter, s.Condition = filter, condition
+	return s
+}
+
+// newPolicy returns a policy with the finalizer and the given stages, by
+// default dev, test and prod; its rollout has not started.
+func newPolicy(stages ...v1alpha1.Stage) *v1alpha1.StagedBindingPolicy {
+	if len(stages) == 0 {
+		stages = []v1alpha1.Stage{stage("dev"), stage("test"), stage("prod")}
+	}
+	return &v1alpha1.StagedBindingPolicy{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:       testPolicyName,
+			UID:        testPolicyUID,
+			Generation: testGeneration,
+			Finalizers: []string{v1alpha1.CleanupFinalizer},
+		},
+		Spec: v1alpha1.StagedBindingPolicySpec{
+			Downsync: []ksv1alpha1.DownsyncPolicyClause{
+				{
+					DownsyncObjectTest: ksv1alpha1.DownsyncObjectTest{APIGroup: ptr.To("apps"),
+						Resources: []string{"deployments"}, Namespaces: []string{"web"}},
+					DownsyncModulation: ksv1alpha1.DownsyncModulation{StatusCollectors: []string{"deployments-aggregator"}},
+				},
+				{
+					DownsyncObjectTest: ksv1alpha1.DownsyncObjectTest{APIGroup: ptr.To(""),
+						Resources: []string{"configmaps", "namespaces"}, ObjectNames: []string{"settings", "web"}},
+				},
+			},
+			Stages: stages,
+		},
+	}
+}
+
+// atStage records in the policy's status that the rollout is at the named
+// stage: earlier stages Succeeded, the named one Active since earlier, later
+// ones Pending.
+func atStage(p *v1alpha1.StagedBindingPolicy, active string) *v1alpha1.StagedBindingPolicy {
+	p.Status = v1alpha1.StagedBindingPolicyStatus{ObservedGeneration: p.Generation, ActiveStage: active,
+		Phase: v1alpha1.RolloutProgressing}
+	reached := false
+	for _, s := range p.Spec.Stages {
+		r := v1alpha1.StageStatus{Name: s.Name, Phase: v1alpha1.StagePending}
+		switch {
+		case s.Name == active:
+			reached = true
+			r.Phase, r.StartTime = v1alpha1.StageActive, ptr.To(earlier)
+			r.BindingPolicy = testPolicyName + ".stage." + s.Name
+		case !reached:
+			r.Phase, r.StartTime, r.CompletionTime = v1alpha1.StageSucceeded, ptr.To(muchEarlier), ptr.To(earlier)
+			r.BindingPolicy = testPolicyName + ".stage." + s.Name
+		}
+		p.Status.Stages = append(p.Status.Stages, r)
+	}
+	return p
+}
+
+// policyOwnerRef is the controller reference a generated BindingPolicy
+// carries to its policy.
+func policyOwnerRef(p *v1alpha1.StagedBindingPolicy) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: "community.kubestellar.io/v1alpha1", Kind: "StagedBindingPolicy",
+		Name: p.Name, UID: p.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
+}
+
+// ownedBP returns the BindingPolicy of a stage as the policy generated it and
+// KubeStellar resolved it: generation 1, observed.
+func ownedBP(p *v1alpha1.StagedBindingPolicy, stageName string, uid types.UID) *ksv1alpha1.BindingPolicy {
+	selectors := []metav1.LabelSelector{{MatchLabels: map[string]string{"stage": stageName}}}
+	for _, s := range p.Spec.Stages {
+		if s.Name == stageName {
+			selectors = s.ClusterSelectors
+		}
+	}
+	return &ksv1alpha1.BindingPolicy{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            p.Name + ".stage." + stageName,
+			UID:             uid,
+			Generation:      1,
+			ResourceVersion: "100",
+			Labels: map[string]string{
+				"community.kubestellar.io/staged-binding-policy": p.Name,
+				"community.kubestellar.io/stage":                 stageName,
+			},
+			OwnerReferences: []metav1.OwnerReference{policyOwnerRef(p)},
+		},
+		Spec:   ksv1alpha1.BindingPolicySpec{ClusterSelectors: selectors, Downsync: p.Spec.Downsync},
+		Status: ksv1alpha1.BindingPolicyStatus{ObservedGeneration: 1},
+	}
+}
+
+// foreignBP returns a BindingPolicy that carries the policy's label but is
+// owned by another object (say an older policy of the same name).
+func foreignBP(p *v1alpha1.StagedBindingPolicy, stageName string, uid types.UID) *ksv1alpha1.BindingPolicy {
+	bp := ownedBP(p, stageName, uid)
+	bp.OwnerReferences[0].UID = "some-other-sbp-uid"
+	return bp
+}
+
+// beingDeleted marks a BindingPolicy as being deleted.
+func beingDeleted(bp *ksv1alpha1.BindingPolicy) *ksv1alpha1.BindingPolicy {
+	bp.DeletionTimestamp = ptr.To(earlier)
+	bp.Finalizers = []string{"example.com/hold"}
+	return bp
+}
+
+// bindingFor returns the Binding KubeStellar makes for a BindingPolicy,
+// owned by it, naming the given objects (by default the deployment, the
+// configmap and the cluster-scoped namespace) on two clusters.
+func bindingFor(bp *ksv1alpha1.BindingPolicy, objs ...workloadObject) *ksv1alpha1.Binding {
+	if len(objs) == 0 {
+		objs = []workloadObject{deployment, configMap, namespaceObj}
+	}
+	b := &ksv1alpha1.Binding{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: bp.Name,
+			UID:  "binding-" + bp.UID,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "control.kubestellar.io/v1alpha1", Kind: "BindingPolicy",
+				Name: bp.Name, UID: bp.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},
+		},
+		Spec: ksv1alpha1.BindingSpec{
+			Destinations: []ksv1alpha1.Destination{{ClusterId: "cluster1"}, {ClusterId: "cluster2"}},
+		},
+	}
+	for _, o := range objs {
+		mod := ksv1alpha1.DownsyncModulation{StatusCollectors: []string{"deployments-aggregator"}}
+		if o.namespace == "" {
+			b.Spec.Workload.ClusterScope = append(b.Spec.Workload.ClusterScope, ksv1alpha1.ClusterScopeDownsyncClause{
+				ClusterScopeDownsyncObject: ksv1alpha1.ClusterScopeDownsyncObject{GroupVersionResource: o.gvr,
+					Name: o.name, ResourceVersion: "7"},
+				DownsyncModulation: mod,
+			})
+			continue
+		}
+		b.Spec.Workload.NamespaceScope = append(b.Spec.Workload.NamespaceScope, ksv1alpha1.NamespaceScopeDownsyncClause{
+			NamespaceScopeDownsyncObject: ksv1alpha1.NamespaceScopeDownsyncObject{GroupVersionResource: o.gvr,
+				Namespace: o.namespace, Name: o.name, ResourceVersion: "7"},
+			DownsyncModulation: mod,
+		})
+	}
+	return b
+}
+
+// combinedStatus returns the CombinedStatus KubeStellar makes for an object
+// under a BindingPolicy: named <objUID>.<bpUID>, with KubeStellar's five
+// labels and a deployments-aggregator result with one Number column.
+func combinedStatus(bp *ksv1alpha1.BindingPolicy, o workloadObject, count string) ksv1alpha1.CombinedStatus {
+	namespace := o.namespace
+	if namespace == "" {
+		namespace = "kubestellar-report"
+	}
+	return ksv1alpha1.CombinedStatus{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      string(o.uid) + "." + string(bp.UID),
+			Namespace: namespace,
+			Labels: map[string]string{
+				"status.kubestellar.io/api-group":      o.gvr.Group,
+				"status.kubestellar.io/resource":       o.gvr.Resource,
+				"status.kubestellar.io/namespace":      o.namespace,
+				"status.kubestellar.io/name":           o.name,
+				"status.kubestellar.io/binding-policy": bp.Name,
+			},
+		},
+		Results: []ksv1alpha1.NamedStatusCombination{{
+			Name:        "deployments-aggregator",
+			ColumnNames: []string{"count"},
+			Rows: []ksv1alpha1.StatusCombinationRow{{Columns: []ksv1alpha1.Value{
+				{Type: ksv1alpha1.TypeNumber, Number: ptr.To(count)},
+			}}},
+		}},
+	}
+}
+
+// newSnapshot returns what the reconciler would read for the policy, given
+// the BindingPolicies labelled for it: the active one is found by name.
+func newSnapshot(p *v1alpha1.StagedBindingPolicy, bps ...*ksv1alpha1.BindingPolicy) *Snapshot {
+	snap := &Snapshot{Policy: p, Now: now}
+	for _, bp := range bps {
+		snap.BindingPolicies = append(snap.BindingPolicies, *bp.DeepCopy())
+	}
+	resync(snap)
+	return snap
+}
+
+// activeBPName is the name of the active stage's BindingPolicy, or "" when
+// the recorded active stage is not in the spec (or none is recorded).
+func activeBPName(p *v1alpha1.StagedBindingPolicy) string {
+	for _, s := range p.Spec.Stages {
+		if s.Name == p.Status.ActiveStage {
+			return p.Name + ".stage." + s.Name
+		}
+	}
+	return ""
+}
+
+// resync re-derives what the reconciler reads by the active stage's name:
+// ActiveBindingPolicy, and the Binding and CombinedStatuses of that name.
+func resync(snap *Snapshot) {
+	name := activeBPName(snap.Policy)
+	snap.ActiveBindingPolicy = nil
+	if name == "" || snap.Policy.DeletionTimestamp != nil {
+		snap.Binding, snap.CombinedStatuses = nil, nil
+		return
+	}
+	for i := range snap.BindingPolicies {
+		if snap.BindingPolicies[i].Name == name {
+			snap.ActiveBindingPolicy = snap.BindingPolicies[i].DeepCopy()
+		}
+	}
+	if snap.Binding != nil && snap.Binding.Name != name {
+		snap.Binding = nil
+	}
+	snap.CombinedStatuses = slices.DeleteFunc(snap.CombinedStatuses, func(cs ksv1alpha1.CombinedStatus) bool {
+		return cs.Labels["status.kubestellar.io/binding-policy"] != name
+	})
+}
+
+// fixture builds a snapshot step by step.
+type fixture struct{ *Snapshot }
+
+// at returns a policy (default stages unless given) at the named stage with
+// that stage's BindingPolicy (UID "bp-<stage>") in place; nothing resolved yet.
+func at(active string, stages ...v1alpha1.Stage) fixture {
+	p := atStage(newPolicy(stages...), active)
+	return fixture{newSnapshot(p, ownedBP(p, active, types.UID("bp-"+active)))}
+}
+
+// bound adds the Binding of the active BindingPolicy naming objs.
+func (f fixture) bound(objs ...workloadObject) fixture {
+	f.Binding = bindingFor(f.ActiveBindingPolicy, objs...)
+	return f
+}
+
+// reporting adds the CombinedStatus of o under the active BindingPolicy.
+func (f fixture) reporting(o workloadObject, count string) fixture {
+	f.CombinedStatuses = append(f.CombinedStatuses, combinedStatus(f.ActiveBindingPolicy, o, count))
+	return f
+}
+
+// alsoBP adds a labelled BindingPolicy other than the active one.
+func (f fixture) alsoBP(bp *ksv1alpha1.BindingPolicy) fixture {
+	f.BindingPolicies = append(f.BindingPolicies, *bp.DeepCopy())
+	return f
+}
+
+// with applies any other change to the snapshot.
+func (f fixture) with(change func(*Snapshot)) fixture {
+	change(f.Snapshot)
+	return f
+}
+
+// replan applies a status action to a copy of the snapshot, a minute later,
+// and plans again. The objects around the active stage stay as they are
+// unless the action moved the active stage.
+func replan(t *testing.T, snap *Snapshot, engine *expression.Engine, action Action) Action {
+	t.Helper()
+	if action.Type != ActionUpdateStatus || action.Status == nil {
+		t.Fatalf("replan needs an UpdateStatus action, got %s", action.Type)
+	}
+	next := *snap
+	next.Policy = snap.Policy.DeepCopy()
+	next.Policy.Status = *action.Status.DeepCopy()
+	next.Now = metav1.NewTime(snap.Now.Add(time.Minute))
+	if next.Policy.Status.ActiveStage != snap.Policy.Status.ActiveStage {
+		resync(&next) // the reconciler reads by the new active stage's name
+	}
+	return Plan(&next, engine)
+}
+
+func condition(t *testing.T, status *v1alpha1.StagedBindingPolicyStatus, conditionType string) metav1.Condition {
+	t.Helper()
+	c := meta.FindStatusCondition(status.Conditions, conditionType)
+	if c == nil {
+		t.Fatalf("status has no %s condition: %+v", conditionType, status.Conditions)
+	}
+	return *c
+}
+
+// eventKeys returns "Type/Reason" per event.
+func eventKeys(events []Event) []string {
+	keys := make([]string, 0, len(events))
+	for _, e := range events {
+		keys = append(keys, e.Type+"/"+e.Reason)
+	}
+	return keys
+}
+
+func bpNames(bps []ksv1alpha1.BindingPolicy) []string {
+	names := make([]string, 0, len(bps))
+	for _, bp := range bps {
+		names = append(names, bp.Name)
+	}
+	return names
+}
+
+func timeEqual(a *metav1.Time, b metav1.Time) bool {
+	return a != nil && a.Equal(&b)
+}
+
+// ---------------------------------------------------------------------------
+// 1. Finalizer and deletion
+// ---------------------------------------------------------------------------
+
+func TestPlanFinalizerAndDeletion(t *testing.T) {
+	engine := newEngine(t)
+	withoutFinalizer := func(p *v1alpha1.StagedBindingPolicy) *v1alpha1.StagedBindingPolicy {
+		p.Finalizers = nil
+		return p
+	}
+	deleting := func(p *v1alpha1.StagedBindingPolicy) *v1alpha1.StagedBindingPolicy {
+		p.DeletionTimestamp = ptr.To(earlier)
+		return p
+	}
+	p := newPolicy()
+
+	tests := []struct {
+		name    string
+		snap    *Snapshot
+		want    ActionType
+		wantBP  string
+		wantUID types.UID
+	}{
+		{name: "finalizer missing on a new policy",
+			snap: newSnapshot(withoutFinalizer(newPolicy())),
+			want: ActionAddFinalizer},
+		{name: "finalizer missing comes before an invalid expression",
+			snap: newSnapshot(withoutFinalizer(newPolicy(stageWith("dev", "", "obj.results.exists(")))),
+			want: ActionAddFinalizer},
+		{name: "finalizer missing mid-rollout comes before the BindingPolicy",
+			snap: newSnapshot(withoutFinalizer(atStage(newPolicy(), "test"))),
+			want: ActionAddFinalizer},
+		{name: "deleted: deletes an owned BindingPolicy, skipping a foreign one",
+			snap: newSnapshot(deleting(atStage(newPolicy(), "test")),
+				foreignBP(p, "canary", "bp-foreign"), ownedBP(p, "dev", "bp-dev"), ownedBP(p, "test", "bp-test")),
+			want: ActionDeleteBindingPolicy, wantBP: "web.stage.dev", wantUID: "bp-dev"},
+		{name: "deleted: skips an owned BindingPolicy already being deleted",
+			snap: newSnapshot(deleting(atStage(newPolicy(), "test")),
+				beingDeleted(ownedBP(p, "dev", "bp-dev")), ownedBP(p, "test", "bp-test")),
+			want: ActionDeleteBindingPolicy, wantBP: "web.stage.test", wantUID: "bp-test"},
+		{name: "deleted: an invalid expression does not stop the cleanup",
+			snap: newSnapshot(deleting(newPolicy(stageWith("dev", "", "obj.results.exists("))),
+				ownedBP(p, "dev", "bp-dev")),
+			want: ActionDeleteBindingPolicy, wantBP: "web.stage.dev", wantUID: "bp-dev"},
+		{name: "deleted: only BindingPolicies already being deleted",
+			snap: newSnapshot(deleting(atStage(newPolicy(), "test")),
+				foreignBP(p, "canary", "bp-foreign"), beingDeleted(ownedBP(p, "dev", "bp-dev")), beingDeleted(ownedBP(p, "test", "bp-test"))),
+			want: ActionNone},
+		{name: "deleted: only a foreign BindingPolicy left",
+			snap: newSnapshot(deleting(atStage(newPolicy(), "test")), foreignBP(p, "canary", "bp-foreign")),
+			want: ActionRemoveFinalizer},
+		{name: "deleted: nothing left",
+			snap: newSnapshot(deleting(atStage(newPolicy(), "prod"))),
+			want: ActionRemoveFinalizer},
+		{name: "deleted: nothing left and finalizer already gone",
+			snap: newSnapshot(withoutFinalizer(deleting(newPolicy()))),
+			want: ActionNone},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Plan(tt.snap, engine)
+			if got.Type != tt.want {
+				t.Fatalf("Plan() = %s (%s), want %s", got.Type, got.Why, tt.want)
+			}
+			if got.Status != nil {
+				t.Errorf("Plan() wants to write status %+v", got.Status)
+			}
+			if tt.wantBP == "" {
+				if got.BindingPolicy != nil {
+					t.Errorf("Plan() names BindingPolicy %s, want none", got.BindingPolicy.Name)
+				}
+				return
+			}
+			if got.BindingPolicy == nil || got.BindingPolicy.Name != tt.wantBP || got.BindingPolicy.UID != tt.wantUID {
+				t.Fatalf("Plan() BindingPolicy = %v, want %s (UID %s)", got.BindingPolicy, tt.wantBP, tt.wantUID)
+			}
+		})
+	}
+}
+
+// ---------------------------------------------------------------------------
+// 2. Starting (and restarting) the rollout
+// ---------------------------------------------------------------------------
+
+func TestPlanStartsRollout(t *testing.T) {
+	engine := newEngine(t)
+
+	// reset is a policy whose recorded active stage "qa" was removed from the spec.
+	reset := newPolicy()
+	reset.Status = v1alpha1.StagedBindingPolicyStatus{
+		ObservedGeneration: 2, ActiveStage: "qa", Phase: v1alpha1.RolloutProgressing,
+		Stages: []v1alpha1.StageStatus{
+			{Name: "dev", Phase: v1alpha1.StageSucceeded, StartTime: ptr.To(muchEarlier), CompletionTime: ptr.To(earlier),
+				BindingPolicy: "web.stage.dev", Message: "old"},
+			{Name: "qa", Phase: v1alpha1.StageActive, StartTime: ptr.To(earlier), BindingPolicy: "web.stage.qa"},
+			{Name: "prod", Phase: v1alpha1.StagePending},
+		},
+	}
+
+	tests := []struct {
+		name       string
+		snap       *Snapshot
+		wantEvents []string
+		wantNotes  []string // substrings of the first event's note
+	}{
+		{name: "not started",
+			snap:       newSnapshot(newPolicy()),
+			wantEvents: []string{"Normal/StageStarted"},
+			wantNotes:  []string{`"dev"`}},
+		{name: "not started, leftover BindingPolicy does not matter",
+			snap:       newSnapshot(newPolicy(), ownedBP(newPolicy(), "prod", "bp-old-prod")),
+			wantEvents: []string{"Normal/StageStarted"},
+			wantNotes:  []string{`"dev"`}},
+		{name: "active stage removed from the spec",
+			snap:       newSnapshot(reset, ownedBP(reset, "qa", "bp-qa")),
+			wantEvents: []string{"Warning/ActiveStageReset", "Normal/StageStarted"},
+			wantNotes:  []string{`"qa"`, `"dev"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Plan(tt.snap, engine)
+			if got.Type != ActionUpdateStatus {
+				t.Fatalf("Plan() = %s (%s), want %s", got.Type, got.Why, ActionUpdateStatus)
+			}
+			if got.BindingPolicy != nil {
+				t.Errorf("Plan() names BindingPolicy %s", got.BindingPolicy.Name)
+			}
+			s := got.Status
+			if s.ActiveStage != "dev" || s.Phase != v1alpha1.RolloutProgressing || s.ObservedGeneration != testGeneration {
+				t.Errorf("status activeStage/phase/observedGeneration = %q/%q/%d, want dev/Progressing/%d",
+					s.ActiveStage, s.Phase, s.ObservedGeneration, testGeneration)
+			}
+			want := []v1alpha1.StageStatus{
+				{Name: "dev", Phase: v1alpha1.StageActive, StartTime: ptr.To(now), BindingPolicy: "web.stage.dev",
+					Message: "creating the stage's BindingPolicy"},
+				{Name: "test", Phase: v1alpha1.StagePending},
+				{Name: "prod", Phase: v1alpha1.StagePending},
+			}
+			if !equality.Semantic.DeepEqual(s.Stages, want) {
+				t.Errorf("stage records differ (-want +got):\n%s", diff.Diff(want, s.Stages))
+			}
+			if c := condition(t, s, v1alpha1.ConditionReady); c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonBindingPolicyPending {
+				t.Errorf("Ready = %s/%s, want False/%s", c.Status, c.Reason, v1alpha1.ReasonBindingPolicyPending)
+			}
+			if c := condition(t, s, v1alpha1.ConditionCompleted); c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonStagesRemaining {
+				t.Errorf("Completed = %s/%s, want False/%s", c.Status, c.Reason, v1alpha1.ReasonStagesRemaining)
+			}
+			if keys := eventKeys(got.Events); !slices.Equal(keys, tt.wantEvents) {
+				t.Fatalf("events = %v, want %v", keys, tt.wantEvents)
+			}
+			for _, sub := range tt.wantNotes {
+				if !strings.Contains(got.Events[0].Note, sub) {
+					t.Errorf("event note %q does not contain %s", got.Events[0].Note, sub)
+				}
+			}
+
+			// Once the start is written, the next run creates dev's
+			// BindingPolicy and does not start the stage again.
+			again := replan(t, tt.snap, engine, got)
+			if again.Type != ActionCreateBindingPolicy || again.BindingPolicy.Name != "web.stage.dev" {
+				t.Fatalf("after the start, Plan() = %s %v (%s), want CreateBindingPolicy web.stage.dev",
+					again.Type, again.BindingPolicy, again.Why)
+			}
+			if len(again.Events) != 0 {
+				t.Errorf("after the start, events = %v, want none", eventKeys(again.Events))
+			}
+		})
+	}
+}
+
+// ---------------------------------------------------------------------------
+// 3. Expressions that do not compile
+// ---------------------------------------------------------------------------
+
+func TestPlanInvalidExpression(t *testing.T) {
+	engine := newEngine(t)
+	const (
+		badFilter    = `downsyncClause.resourc == 'deployments'` // no such field
+		badCondition = `obj.results.exists(r, r.name ==)`        // syntax error
+		notBool      = `obj.results.size()`
+	)
+
+	tests := []struct {
+		name string
+		snap *Snapshot
+		// wantNamed are substrings the Ready message must contain.
+		wantNamed []string
+	}{
+		{name: "filter of the first stage, rollout not started",
+			snap:      newSnapshot(newPolicy(stageWith("dev", badFilter, seedCondition), stage("test"), stage("prod"))),
+			wantNamed: []string{`stage "dev"`, badFilter}},
+		{name: "condition of a later stage, BindingPolicy missing",
+			snap:      newSnapshot(atStage(newPolicy(stage("dev"), stage("test"), stageWith("prod", "", badCondition)), "dev")),
+			wantNamed: []string{`stage "prod"`, badCondition}},
+		{name: "condition of a later stage, would otherwise advance",
+			snap: at("dev", stage("dev"), stage("test"), stageWith("prod", "", badCondition)).
+				bound().reporting(deployment, "1").Snapshot,
+			wantNamed: []string{`stage "prod"`, badCondition}},
+		{name: "would otherwise delete the previous stage's BindingPolicy",
+			snap: at("test", stage("dev"), stage("test"), stageWith("prod", deploymentsFilter, notBool)).
+				bound().alsoBP(ownedBP(newPolicy(), "dev", "bp-dev")).Snapshot,
+			wantNamed: []string{`stage "prod"`, notBool, "bool"}},
+		{name: "two stages broken, both named",
+			snap: at("test", stageWith("dev", badFilter, ""), stage("test"), stageWith("prod", "", badCondition)).
+				with(func(s *Snapshot) { s.ActiveBindingPolicy.Spec.ClusterSelectors = nil }).Snapshot,
+			wantNamed: []string{`stage "dev"`, badFilter, `stage "prod"`, badCondition}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := tt.snap.Policy.Status.DeepCopy()
+			got := Plan(tt.snap, engine)
+			if got.Type != ActionUpdateStatus {
+				t.Fatalf("Plan() = %s (%s), want UpdateStatus", got.Type, got.Why)
+			}
+			if got.BindingPolicy != nil {
+				t.Errorf("Plan() names BindingPolicy %s; nothing may be created, updated or deleted", got.BindingPolicy.Name)
+			}
+			s := got.Status
+			if s.Phase != v1alpha1.RolloutBlocked {
+				t.Errorf("phase = %q, want Blocked", s.Phase)
+			}
+			if s.ActiveStage != before.ActiveStage || !equality.Semantic.DeepEqual(s.Stages, before.Stages) {
+				t.Errorf("active stage / records changed:\n%s", diff.Diff(before.Stages, s.Stages))
+			}
+			ready := condition(t, s, v1alpha1.ConditionReady)
+			if ready.Status != metav1.ConditionFalse || ready.Reason != v1alpha1.ReasonInvalidExpression {
+				t.Errorf("Ready = %s/%s, want False/%s", ready.Status, ready.Reason, v1alpha1.ReasonInvalidExpression)
+			}
+			for _, sub := range tt.wantNamed {
+				if !strings.Contains(ready.Message, sub) {
+					t.Errorf("Ready message %q does not contain %q", ready.Message, sub)
+				}
+			}
+			if p := condition(t, s, v1alpha1.ConditionProgressing); p.Status != metav1.ConditionFalse || p.Reason != v1alpha1.ReasonInvalidExpression {
+				t.Errorf("Progressing = %s/%s, want False/%s", p.Status, p.Reason, v1alpha1.ReasonInvalidExpression)
+			}
+			if keys := eventKeys(got.Events); !slices.Equal(keys, []string{"Warning/InvalidExpression"}) {
+				t.Errorf("events = %v, want [Warning/InvalidExpression]", keys)
+			}
+
+			again := replan(t, tt.snap, engine, got)
+			if again.Type != ActionNone || len(again.Events) != 0 {
+				t.Errorf("with the Blocked status written, Plan() = %s with events %v (%s), want None without events",
+					again.Type, eventKeys(again.Events), again.Why)
+			}
+		})
+	}
+}
+
+// ---------------------------------------------------------------------------
+// 4. The active stage's BindingPolicy
+// ---------------------------------------------------------------------------
+
+func TestPlanActiveBindingPolicy(t *testing.T) {
+	engine := newEngine(t)
+	p := newPolicy()
+
+	// wantCreated is the BindingPolicy a stage of p needs, built by hand.
+	wantCreated := func(stageName string) *ksv1alpha1.BindingPolicy {
+		return &ksv1alpha1.BindingPolicy{
+			TypeMeta: metav1.TypeMeta{APIVersion: "control.kubestellar.io/v1alpha1", Kind: "BindingPolicy"},
+			ObjectMeta: metav1.ObjectMeta{
+				Name: "web.stage." + stageName,
+				Labels: map[string]string{
+					"community.kubestellar.io/staged-binding-policy": "web",
+					"community.kubestellar.io/stage":                 stageName,
+				},
+				OwnerReferences: []metav1.OwnerReference{policyOwnerRef(p)},
+			},
+			Spec: ksv1alpha1.BindingPolicySpec{
+				ClusterSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"stage": stageName}}},
+				Downsync:         p.Spec.Downsync,
+			},
+		}
+	}
+	// stale is dev's BindingPolicy with a foreign label and a change.
+	stale := func(change func(bp *ksv1alpha1.BindingPolicy)) *ksv1alpha1.BindingPolicy {
+		bp := ownedBP(p, "dev", "bp-dev")
+		bp.Labels["team"] = "payments"
+		change(bp)
+		return bp
+	}
+	// wantUpdated is dev's stale BindingPolicy brought in line: identity and
+	// foreign labels kept, our labels, owner and spec restored.
+	wantUpdated := func(bp *ksv1alpha1.BindingPolicy) *ksv1alpha1.BindingPolicy {
+		want := ownedBP(p, "dev", "bp-dev")
+		want.Labels["team"] = "payments"
+		want.TypeMeta, want.Generation, want.Status = bp.TypeMeta, bp.Generation, bp.Status
+		return want
+	}
+	oldSelectors := stale(func(bp *ksv1alpha1.BindingPolicy) {
+		bp.Spec.ClusterSelectors = []metav1.LabelSelector{{MatchLabels: map[string]string{"stage": "staging"}}}
+	})
+	oldDownsync := stale(func(bp *ksv1alpha1.BindingPolicy) { bp.Spec.Downsync = bp.Spec.Downsync[:1] })
+	lostLabel := stale(func(bp *ksv1alpha1.BindingPolicy) { delete(bp.Labels, "community.kubestellar.io/stage") })
+	notController := stale(func(bp *ksv1alpha1.BindingPolicy) { bp.OwnerReferences[0].Controller = nil })
+
+	tests := []struct {
+		name       string
+		snap       *Snapshot
+		want       ActionType
+		wantBP     *ksv1alpha1.BindingPolicy
+		wantReason string // for a Blocked status
+	}{
+		{name: "missing for the first stage",
+			snap: newSnapshot(atStage(newPolicy(), "dev")),
+			want: ActionCreateBindingPolicy, wantBP: wantCreated("dev")},
+		{name: "missing for a later stage, earlier one still placed",
+			snap: newSnapshot(atStage(newPolicy(), "test"), ownedBP(p, "dev", "bp-dev")),
+			want: ActionCreateBindingPolicy, wantBP: wantCreated("test")},
+		{name: "cluster selectors differ",
+			snap: newSnapshot(atStage(newPolicy(), "dev"), oldSelectors),
+			want: ActionUpdateBindingPolicy, wantBP: wantUpdated(oldSelectors)},
+		{name: "downsync differs",
+			snap: newSnapshot(atStage(newPolicy(), "dev"), oldDownsync),
+			want: ActionUpdateBindingPolicy, wantBP: wantUpdated(oldDownsync)},
+		{name: "stage label removed",
+			snap: newSnapshot(atStage(newPolicy(), "dev"), lostLabel),
+			want: ActionUpdateBindingPolicy, wantBP: wantUpdated(lostLabel)},
+		{name: "owner reference no longer the controller",
+			snap: newSnapshot(atStage(newPolicy(), "dev"), notController),
+			want: ActionUpdateBindingPolicy, wantBP: wantUpdated(notController)},
+		{name: "same name owned by another policy",
+			snap: newSnapshot(atStage(newPolicy(), "dev"), foreignBP(p, "dev", "bp-foreign")),
+			want: ActionUpdateStatus, wantReason: v1alpha1.ReasonBindingPolicyConflict},
+		{name: "same name owned by nobody, not labelled",
+			snap: fixture{newSnapshot(atStage(newPolicy(), "dev"))}.with(func(s *Snapshot) {
+				s.ActiveBindingPolicy = &ksv1alpha1.BindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: "web.stage.dev", UID: "bp-hand-made"}}
+			}).Snapshot,
+			want: ActionUpdateStatus, wantReason: v1alpha1.ReasonBindingPolicyConflict},
+		{name: "being deleted",
+			snap: newSnapshot(atStage(newPolicy(), "dev"), beingDeleted(ownedBP(p, "dev", "bp-dev"))),
+			want: ActionNone},
+		{name: "being deleted and out of date",
+			snap: newSnapshot(atStage(newPolicy(), "dev"), beingDeleted(stale(func(bp *ksv1alpha1.BindingPolicy) { bp.Spec.Downsync = nil }))),
+			want: ActionNone},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Plan(tt.snap, engine)
+			if got.Type != tt.want {
+				t.Fatalf("Plan() = %s (%s), want %s", got.Type, got.Why, tt.want)
+			}
+			if tt.wantBP != nil {
+				if got.BindingPolicy == nil {
+					t.Fatalf("Plan() has no BindingPolicy")
+				}
+				if !equality.Semantic.DeepEqual(got.BindingPolicy, tt.wantBP) {
+					t.Errorf("BindingPolicy differs:\n%s", diff.Diff(tt.wantBP, got.BindingPolicy))
+				}
+			}
+			if tt.wantReason == "" {
+				return
+			}
+			if got.BindingPolicy != nil {
+				t.Errorf("Plan() names BindingPolicy %s; a conflict must not touch it", got.BindingPolicy.Name)
+			}
+			if got.Status.Phase != v1alpha1.RolloutBlocked {
+				t.Errorf("phase = %s, want Blocked", got.Status.Phase)
+			}
+			ready := condition(t, got.Status, v1alpha1.ConditionReady)
+			if ready.Status != metav1.ConditionFalse || ready.Reason != tt.wantReason || !strings.Contains(ready.Message, "web.stage.dev") {
+				t.Errorf("Ready = %s/%s %q, want False/%s naming web.stage.dev", ready.Status, ready.Reason, ready.Message, tt.wantReason)
+			}
+			if keys := eventKeys(got.Events); !slices.Equal(keys, []string{"Warning/" + tt.wantReason}) {
+				t.Errorf("events = %v, want [Warning/%s]", keys, tt.wantReason)
+			}
+			if again := replan(t, tt.snap, engine, got); again.Type != ActionNone || len(again.Events) != 0 {
+				t.Errorf("with the Blocked status written, Plan() = %s %v, want None without events", again.Type, eventKeys(again.Events))
+			}
+		})
+	}
+}
+
+// ---------------------------------------------------------------------------
+// 5. Waiting, and what the status says about it
+// ---------------------------------------------------------------------------
+
+func TestPlanWaiting(t *testing.T) {
+	engine := newEngine(t)
+	dev := func() fixture { return at("dev") }
+
+	tests := []struct {
+		name       string
+		snap       *Snapshot
+		wantReason string   // of the Progressing condition
+		wantMsg    []string // substrings of the active stage's message
+		wantPhase  v1alpha1.RolloutPhase
+		wantEvents []string
+		// wantCompletedReason is the Completed condition's reason.
+		wantCompletedReason string
+	}{
+		{name: "no Binding",
+			snap:       dev().Snapshot,
+			wantReason: v1alpha1.ReasonWaitingForBinding, wantMsg: []string{"web.stage.dev"}},
+		{name: "Binding of an older BindingPolicy of the same name",
+			snap: dev().bound().with(func(s *Snapshot) { s.Binding.OwnerReferences[0].UID = "bp-dev-older" }).
+				reporting(deployment, "1").Snapshot,
+			wantReason: v1alpha1.ReasonWaitingForBinding, wantMsg: []string{"web.stage.dev"}},
+		{name: "Binding without owner",
+			snap:       dev().bound().with(func(s *Snapshot) { s.Binding.OwnerReferences = nil }).Snapshot,
+			wantReason: v1alpha1.ReasonWaitingForBinding, wantMsg: []string{"web.stage.dev"}},
+		{name: "BindingPolicy generation not yet observed",
+			snap: dev().bound().reporting(deployment, "1").with(func(s *Snapshot) {
+				s.ActiveBindingPolicy.Generation = 2
+			}).Snapshot,
+			wantReason: v1alpha1.ReasonWaitingForBinding, wantMsg: []string{"generation 2", "generation 1"}},
+		{name: "CombinedStatus missing",
+			snap:       dev().bound().Snapshot,
+			wantReason: v1alpha1.ReasonWaitingForStatus, wantMsg: []string{"0 of 1", "deployments.apps web/nginx"}},
+		{name: "CombinedStatus of an older BindingPolicy of the same name does not count",
+			snap: dev().bound().with(func(s *Snapshot) {
+				older := s.ActiveBindingPolicy.DeepCopy()
+				older.UID = "bp-dev-older"
+				s.CombinedStatuses = append(s.CombinedStatuses, combinedStatus(older, deployment, "1"))
+			}).Snapshot,
+			wantReason: v1alpha1.ReasonWaitingForStatus, wantMsg: []string{"deployments.apps web/nginx"}},
+		{name: "CombinedStatus of another object does not count",
+			snap:       dev().bound().reporting(configMap, "1").Snapshot,
+			wantReason: v1alpha1.ReasonWaitingForStatus, wantMsg: []string{"deployments.apps web/nginx"}},
+		{name: "condition false",
+			snap:       dev().bound().reporting(deployment, "0").reporting(configMap, "1").Snapshot,
+			wantReason: v1alpha1.ReasonConditionNotMet, wantMsg: []string{"0 of 1", "deployments.apps web/nginx"}},
+		{name: "condition false for the configmap when there is no filter",
+			snap: at("dev", stageWith("dev", "", seedCondition), stage("test")).bound().
+				reporting(deployment, "1").reporting(configMap, "0").reporting(namespaceObj, "1").Snapshot,
+			wantReason: v1alpha1.ReasonConditionNotMet, wantMsg: []string{"2 of 3", "configmaps web/settings"}},
+		{name: "cluster-scoped object without CombinedStatus",
+			snap: at("dev", stageWith("dev", `downsyncClause.namespace == ''`, seedCondition), stage("test")).bound().
+				reporting(deployment, "1").Snapshot,
+			wantReason: v1alpha1.ReasonWaitingForStatus, wantMsg: []string{"0 of 1", "namespaces web"}},
+		{name: "filter selects nothing",
+			snap: at("dev", stageWith("dev", `downsyncClause.resource == 'statefulsets'`, seedCondition), stage("test")).
+				bound().reporting(deployment, "1").Snapshot,
+			wantReason: v1alpha1.ReasonNoObjectsSelected, wantMsg: []string{"web.stage.dev"}},
+		{name: "Binding with no objects",
+			snap: at("dev", stageWith("dev", "", seedCondition), stage("test")).
+				with(func(s *Snapshot) {
+					s.Binding = bindingFor(s.ActiveBindingPolicy)
+					s.Binding.Spec.Workload = ksv1alpha1.DownsyncObjectClauses{}
+				}).Snapshot,
+			wantReason: v1alpha1.ReasonNoObjectsSelected, wantMsg: []string{"web.stage.dev"}},
+		{name: "condition fails to evaluate",
+			snap: at("dev", stageWith("dev", deploymentsFilter, `obj.results[3].name == 'deployments-aggregator'`), stage("test")).
+				bound().reporting(deployment, "1").Snapshot,
+			wantReason: v1alpha1.ReasonEvaluationError, wantPhase: v1alpha1.RolloutBlocked,
+			wantMsg:    []string{`stage "dev"`, "deployments.apps web/nginx"},
+			wantEvents: []string{"Warning/EvaluationError"}},
+		{name: "filter fails to evaluate",
+			snap: at("dev", stageWith("dev", `int(downsyncClause.name) > 0`, seedCondition), stage("test")).
+				bound().reporting(deployment, "1").Snapshot,
+			wantReason: v1alpha1.ReasonEvaluationError, wantPhase: v1alpha1.RolloutBlocked,
+			wantMsg:    []string{`stage "dev"`, "int(downsyncClause.name) > 0"},
+			wantEvents: []string{"Warning/EvaluationError"}},
+		{name: "final stage condition false",
+			snap:       at("prod").bound().reporting(deployment, "0").Snapshot,
+			wantReason: v1alpha1.ReasonConditionNotMet, wantMsg: []string{"deployments.apps web/nginx"},
+			wantCompletedReason: v1alpha1.ReasonFinalConditionNotMet},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			active := tt.snap.Policy.Status.ActiveStage
+			got := Plan(tt.snap, engine)
+			if got.Type != ActionUpdateStatus {
+				t.Fatalf("Plan() = %s (%s), want UpdateStatus", got.Type, got.Why)
+			}
+			s := got.Status
+			wantPhase := tt.wantPhase
+			if wantPhase == "" {
+				wantPhase = v1alpha1.RolloutProgressing
+			}
+			if s.Phase != wantPhase || s.ActiveStage != active {
+				t.Errorf("phase/activeStage = %s/%s, want %s/%s", s.Phase, s.ActiveStage, wantPhase, active)
+			}
+			progressing := condition(t, s, v1alpha1.ConditionProgressing)
+			if progressing.Reason != tt.wantReason {
+				t.Errorf("Progressing reason = %s (%q), want %s", progressing.Reason, progressing.Message, tt.wantReason)
+			}
+			wantStatus := metav1.ConditionTrue
+			if wantPhase == v1alpha1.RolloutBlocked {
+				wantStatus = metav1.ConditionFalse
+			}
+			if progressing.Status != wantStatus {
+				t.Errorf("Progressing status = %s, want %s", progressing.Status, wantStatus)
+			}
+			if ready := condition(t, s, v1alpha1.ConditionReady); ready.Status != metav1.ConditionTrue || ready.Reason != v1alpha1.ReasonBindingPolicyInSync {
+				t.Errorf("Ready = %s/%s, want True/%s", ready.Status, ready.Reason, v1alpha1.ReasonBindingPolicyInSync)
+			}
+			wantCompleted := tt.wantCompletedReason
+			if wantCompleted == "" {
+				wantCompleted = v1alpha1.ReasonStagesRemaining
+			}
+			if c := condition(t, s, v1alpha1.ConditionCompleted); c.Status != metav1.ConditionFalse || c.Reason != wantCompleted {
+				t.Errorf("Completed = %s/%s, want False/%s", c.Status, c.Reason, wantCompleted)
+			}
+			var record *v1alpha1.StageStatus
+			for i := range s.Stages {
+				if s.Stages[i].Name == active {
+					record = &s.Stages[i]
+				}
+			}
+			if record == nil || record.Phase != v1alpha1.StageActive || !timeEqual(record.StartTime, earlier) || record.CompletionTime != nil {
+				t.Fatalf("record of %s = %+v, want Active since %v", active, record, earlier)
+			}
+			for _, sub := range tt.wantMsg {
+				if !strings.Contains(record.Message, sub) {
+					t.Errorf("stage message %q does not contain %q", record.Message, sub)
+				}
+			}
+			if !strings.Contains(progressing.Message, record.Message) {
+				t.Errorf("Progressing message %q does not carry the stage message %q", progressing.Message, record.Message)
+			}
+			if keys := eventKeys(got.Events); !slices.Equal(keys, tt.wantEvents) {
+				t.Errorf("events = %v, want %v", keys, tt.wantEvents)
+			}
+
+			// Written once, the same state makes no further change.
+			again := replan(t, tt.snap, engine, got)
+			if again.Type != ActionNone || len(again.Events) != 0 {
+				t.Errorf("with the status written, Plan() = %s with events %v (%s), want None without events",
+					again.Type, eventKeys(again.Events), again.Why)
+			}
+		})
+	}
+}
+
+// ---------------------------------------------------------------------------
+// 6. Advancing to the next stage
+// ---------------------------------------------------------------------------
+
+func TestPlanAdvances(t *testing.T) {
+	engine := newEngine(t)
+
+	tests := []struct {
+		name     string
+		snap     *Snapshot
+		from, to string
+	}{
+		{name: "seed condition with root obj",
+			snap: at("dev").bound().reporting(deployment, "1").Snapshot,
+			from: "dev", to: "test"},
+		{name: "seed condition with root combinedStatus",
+			snap: at("dev", stageWith("dev", deploymentsFilter, seedConditionCS), stage("test")).
+				bound().reporting(deployment, "1").Snapshot,
+			from: "dev", to: "test"},
+		{name: "filter selects deployments, a failing configmap does not matter",
+			snap: at("dev").bound().reporting(deployment, "1").reporting(configMap, "0").reporting(namespaceObj, "0").Snapshot,
+			from: "dev", to: "test"},
+		{name: "no filter, every object passes",
+			snap: at("dev", stageWith("dev", "", seedCondition), stage("test")).bound().
+				reporting(deployment, "1").reporting(configMap, "1").reporting(namespaceObj, "1").Snapshot,
+			from: "dev", to: "test"},
+		{name: "cluster-scoped object selected and passing",
+			snap: at("dev", stageWith("dev", `downsyncClause.namespace == ''`, seedCondition), stage("test")).bound().
+				reporting(deployment, "0").reporting(namespaceObj, "1").Snapshot,
+			from: "dev", to: "test"},
+		{name: "stage without condition, once its Binding is observed",
+			snap: at("dev", stageWith("dev", "", ""), stage("test")).bound().Snapshot,
+			from: "dev", to: "test"},
+		{name: "stage without condition but with a filter selecting nothing",
+			snap: at("dev", stageWith("dev", `downsyncClause.resource == 'statefulsets'`, ""), stage("test")).bound().Snapshot,
+			from: "dev", to: "test"},
+		{name: "middle stage to the final one, earlier BindingPolicy still there",
+			snap: at("test").bound().reporting(deployment, "1").alsoBP(ownedBP(newPolicy(), "dev", "bp-dev")).Snapshot,
+			from: "test", to: "prod"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := tt.snap.Policy.Status.DeepCopy()
+			got := Plan(tt.snap, engine)
+			if got.Type != ActionUpdateStatus {
+				t.Fatalf("Plan() = %s (%s), want UpdateStatus", got.Type, got.Why)
+			}
+			if got.BindingPolicy != nil {
+				t.Errorf("Plan() names BindingPolicy %s", got.BindingPolicy.Name)
+			}
+			s := got.Status
+			if s.ActiveStage != tt.to || s.Phase != v1alpha1.RolloutProgressing {
+				t.Fatalf("activeStage/phase = %s/%s, want %s/Progressing", s.ActiveStage, s.Phase, tt.to)
+			}
+			if len(s.Stages) != len(tt.snap.Policy.Spec.Stages) {
+				t.Fatalf("%d stage records, want %d", len(s.Stages), len(tt.snap.Policy.Spec.Stages))
+			}
+			reachedTo := false
+			for i, r := range s.Stages {
+				old := before.Stages[i]
+				switch {
+				case r.Name == tt.from:
+					if r.Phase != v1alpha1.StageSucceeded || !timeEqual(r.CompletionTime, now) || !timeEqual(r.StartTime, earlier) ||
+						r.BindingPolicy != "web.stage."+tt.from || r.Message == "" {
+						t.Errorf("record of %s = %+v, want Succeeded at %v, started %v, with a message", r.Name, r, now, earlier)
+					}
+				case r.Name == tt.to:
+					reachedTo = true
+					if r.Phase != v1alpha1.StageActive || !timeEqual(r.StartTime, now) || r.CompletionTime != nil ||
+						r.BindingPolicy != "web.stage."+tt.to {
+						t.Errorf("record of %s = %+v, want Active since %v", r.Name, r, now)
+					}
+				case !reachedTo:
+					if !equality.Semantic.DeepEqual(r, old) {
+						t.Errorf("record of earlier stage %s changed:\n%s", r.Name, diff.Diff(old, r))
+					}
+				default:
+					if r.Phase != v1alpha1.StagePending || r.StartTime != nil {
+						t.Errorf("record of later stage %s = %+v, want Pending", r.Name, r)
+					}
+				}
+			}
+			if c := condition(t, s, v1alpha1.ConditionProgressing); c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.ReasonStageAdvanced {
+				t.Errorf("Progressing = %s/%s, want True/%s", c.Status, c.Reason, v1alpha1.ReasonStageAdvanced)
+			}
+			if c := condition(t, s, v1alpha1.ConditionReady); c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "web.stage."+tt.to) {
+				t.Errorf("Ready = %s %q, want False naming web.stage.%s", c.Status, c.Message, tt.to)
+			}
+			if keys := eventKeys(got.Events); !slices.Equal(keys, []string{"Normal/StageSucceeded", "Normal/StageStarted"}) {
+				t.Fatalf("events = %v, want [Normal/StageSucceeded Normal/StageStarted]", keys)
+			}
+			if !strings.Contains(got.Events[0].Note, `"`+tt.from+`"`) || !strings.Contains(got.Events[1].Note, `"`+tt.to+`"`) {
+				t.Errorf("event notes %q / %q do not name %s / %s", got.Events[0].Note, got.Events[1].Note, tt.from, tt.to)
+			}
+
+			// The next run creates the next stage's BindingPolicy and keeps
+			// the previous one.
+			again := replan(t, tt.snap, engine, got)
+			if again.Type != ActionCreateBindingPolicy || again.BindingPolicy.Name != "web.stage."+tt.to {
+				t.Errorf("after advancing, Plan() = %s (%s), want CreateBindingPolicy web.stage.%s", again.Type, again.Why, tt.to)
+			}
+		})
+	}
+}
+
+// ---------------------------------------------------------------------------
+// 7. Make-before-break
+// ---------------------------------------------------------------------------
+
+func TestPlanMakeBeforeBreak(t *testing.T) {
+	engine := newEngine(t)
+	p := newPolicy()
+	// test is the policy just moved to stage test, with dev's BindingPolicy still there.
+	test := func() fixture { return at("test").alsoBP(ownedBP(p, "dev", "bp-dev")) }
+
+	tests := []struct {
+		name       string
+		snap       *Snapshot
+		want       ActionType
+		wantDelete string
+	}{
+		{name: "next Binding missing",
+			snap: test().Snapshot,
+			want: ActionUpdateStatus},
+		{name: "next Binding of an older BindingPolicy of the same name",
+			snap: test().bound().with(func(s *Snapshot) { s.Binding.OwnerReferences[0].UID = "bp-test-older" }).Snapshot,
+			want: ActionUpdateStatus},
+		{name: "next BindingPolicy generation not yet observed",
+			snap: test().bound().with(func(s *Snapshot) { s.ActiveBindingPolicy.Generation = 2 }).Snapshot,
+			want: ActionUpdateStatus},
+		{name: "next Binding observed, status not yet",
+			snap: test().bound().Snapshot,
+			want: ActionDeleteBindingPolicy, wantDelete: "web.stage.dev"},
+		{name: "next Binding observed, condition not met",
+			snap: test().bound().reporting(deployment, "0").Snapshot,
+			want: ActionDeleteBindingPolicy, wantDelete: "web.stage.dev"},
+		{name: "next Binding observed, previous BindingPolicy already being deleted",
+			snap: at("test").alsoBP(beingDeleted(ownedBP(p, "dev", "bp-dev"))).bound().Snapshot,
+			want: ActionUpdateStatus},
+		{name: "next Binding observed, the other BindingPolicy is not ours",
+			snap: at("test").alsoBP(foreignBP(p, "dev", "bp-dev")).bound().Snapshot,
+			want: ActionUpdateStatus},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Plan(tt.snap, engine)
+			if got.Type != tt.want {
+				t.Fatalf("Plan() = %s (%s), want %s", got.Type, got.Why, tt.want)
+			}
+			switch got.Type {
+			case ActionDeleteBindingPolicy:
+				if got.BindingPolicy == nil || got.BindingPolicy.Name != tt.wantDelete || got.BindingPolicy.UID != "bp-dev" {
+					t.Errorf("Plan() deletes %v, want %s (UID bp-dev)", got.BindingPolicy, tt.wantDelete)
+				}
+			case ActionUpdateStatus:
+				if got.Status.ActiveStage != "test" {
+					t.Errorf("activeStage = %s, want test", got.Status.ActiveStage)
+				}
+				if again := replan(t, tt.snap, engine, got); again.Type != ActionNone {
+					t.Errorf("with the status written, Plan() = %s (%s), want None: the previous BindingPolicy stays", again.Type, again.Why)
+				}
+			}
+		})
+	}
+}
+
+// ---------------------------------------------------------------------------
+// 8. The final stage
+// ---------------------------------------------------------------------------
+
+func TestPlanFinalStage(t *testing.T) {
+	engine := newEngine(t)
+	p := newPolicy()
+
+	// The final stage's condition holds while test's BindingPolicy is still
+	// there: it goes first, even on the final stage.
+	snap := at("prod").alsoBP(ownedBP(p, "test", "bp-test")).bound().reporting(deployment, "1").Snapshot
+	got := Plan(snap, engine)
+	if got.Type != ActionDeleteBindingPolicy || got.BindingPolicy.Name != "web.stage.test" {
+		t.Fatalf("Plan() = %s (%s), want DeleteBindingPolicy web.stage.test", got.Type, got.Why)
+	}
+	snap.BindingPolicies = slices.DeleteFunc(snap.BindingPolicies, func(bp ksv1alpha1.BindingPolicy) bool { return bp.Name == "web.stage.test" })
+
+	got = Plan(snap, engine)
+	if got.Type != ActionUpdateStatus {
+		t.Fatalf("Plan() = %s (%s), want UpdateStatus", got.Type, got.Why)
+	}
+	s := got.Status
+	if s.Phase != v1alpha1.RolloutCompleted || s.ActiveStage != "prod" {
+		t.Errorf("phase/activeStage = %s/%s, want Completed/prod", s.Phase, s.ActiveStage)
+	}
+	if c := condition(t, s, v1alpha1.ConditionCompleted); c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.ReasonRolloutCompleted {
+		t.Errorf("Completed = %s/%s, want True/%s", c.Status, c.Reason, v1alpha1.ReasonRolloutCompleted)
+	}
+	if c := condition(t, s, v1alpha1.ConditionProgressing); c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonRolloutCompleted {
+		t.Errorf("Progressing = %s/%s, want False/%s", c.Status, c.Reason, v1alpha1.ReasonRolloutCompleted)
+	}
+	if c := condition(t, s, v1alpha1.ConditionReady); c.Status != metav1.ConditionTrue {
+		t.Errorf("Ready = %s, want True: the final stage stays placed", c.Status)
+	}
+	prod := s.Stages[2]
+	if prod.Name != "prod" || prod.Phase != v1alpha1.StageSucceeded || !timeEqual(prod.CompletionTime, now) || !timeEqual(prod.StartTime, earlier) {
+		t.Errorf("record of prod = %+v, want Succeeded at %v", prod, now)
+	}
+	if keys := eventKeys(got.Events); !slices.Equal(keys, []string{"Normal/RolloutCompleted"}) {
+		t.Errorf("events = %v, want [Normal/RolloutCompleted]", keys)
+	}
+
+	// Once Completed, nothing changes: not again, not when the condition
+	// stops holding, not when the CombinedStatus goes away; prod stays placed.
+	completed := *snap
+	completed.Policy = snap.Policy.DeepCopy()
+	completed.Policy.Status = *s.DeepCopy()
+	for _, tc := range []struct {
+		name   string
+		change func(*Snapshot)
+	}{
+		{"again", func(*Snapshot) {}},
+		{"a day later", func(s *Snapshot) { s.Now = metav1.NewTime(now.Add(24 * time.Hour)) }},
+		{"condition no longer holds", func(s *Snapshot) {
+			s.CombinedStatuses = []ksv1alpha1.CombinedStatus{combinedStatus(s.ActiveBindingPolicy, deployment, "0")}
+		}},
+		{"CombinedStatus gone", func(s *Snapshot) { s.CombinedStatuses = nil }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			next := completed
+			next.Policy = completed.Policy.DeepCopy()
+			next.CombinedStatuses = slices.Clone(completed.CombinedStatuses)
+			tc.change(&next)
+			again := Plan(&next, engine)
+			if again.Type != ActionNone || len(again.Events) != 0 {
+				t.Errorf("Plan() = %s %v with events %v (%s), want None", again.Type, again.BindingPolicy, eventKeys(again.Events), again.Why)
+			}
+		})
+	}
+
+	// A new generation of the spec changes the status, which stays Completed
+	// without announcing the completion again.
+	t.Run("new spec generation", func(t *testing.T) {
+		next := completed
+		next.Policy = completed.Policy.DeepCopy()
+		next.Policy.Generation++
+		again := Plan(&next, engine)
+		if again.Type != ActionUpdateStatus {
+			t.Fatalf("Plan() = %s (%s), want UpdateStatus", again.Type, again.Why)
+		}
+		if again.Status.Phase != v1alpha1.RolloutCompleted || again.Status.ObservedGeneration != testGeneration+1 {
+			t.Errorf("phase/observedGeneration = %s/%d, want Completed/%d", again.Status.Phase, again.Status.ObservedGeneration, testGeneration+1)
+		}
+		if len(again.Events) != 0 {
+			t.Errorf("events = %v, want none", eventKeys(again.Events))
+		}
+	})
+}
+
+// ---------------------------------------------------------------------------
+// 9. A whole rollout, one action at a time
+// ---------------------------------------------------------------------------
+
+// applyAction changes the snapshot as the API server would on the action.
+// It fails the test on a change the API server would refuse.
+func applyAction(t *testing.T, snap *Snapshot, action Action, uid types.UID) {
+	t.Helper()
+	find := func(name string) int {
+		return slices.IndexFunc(snap.BindingPolicies, func(bp ksv1alpha1.BindingPolicy) bool { return bp.Name == name })
+	}
+	switch action.Type {
+	case ActionNone:
+	case ActionAddFinalizer:
+		snap.Policy.Finalizers = append(snap.Policy.Finalizers, v1alpha1.CleanupFinalizer)
+	case ActionRemoveFinalizer:
+		snap.Policy.Finalizers = slices.DeleteFunc(snap.Policy.Finalizers, func(f string) bool { return f == v1alpha1.CleanupFinalizer })
+	case ActionCreateBindingPolicy:
+		if find(action.BindingPolicy.Name) >= 0 {
+			t.Fatalf("create %s: already exists", action.BindingPolicy.Name)
+		}
+		bp := action.BindingPolicy.DeepCopy()
+		bp.UID, bp.Generation, bp.ResourceVersion = uid, 1, "1"
+		snap.BindingPolicies = append(snap.BindingPolicies, *bp)
+	case ActionUpdateBindingPolicy:
+		i := find(action.BindingPolicy.Name)
+		if i < 0 || snap.BindingPolicies[i].UID != action.BindingPolicy.UID {
+			t.Fatalf("update %s: not found", action.BindingPolicy.Name)
+		}
+		bp := action.BindingPolicy.DeepCopy()
+		if !equality.Semantic.DeepEqual(bp.Spec, snap.BindingPolicies[i].Spec) {
+			bp.Generation++
+		}
+		snap.BindingPolicies[i] = *bp
+	case ActionDeleteBindingPolicy:
+		i := find(action.BindingPolicy.Name)
+		if i < 0 || snap.BindingPolicies[i].UID != action.BindingPolicy.UID {
+			t.Fatalf("delete %s: precondition failed", action.BindingPolicy.Name)
+		}
+		snap.BindingPolicies = slices.Delete(snap.BindingPolicies, i, i+1)
+	case ActionUpdateStatus:
+		snap.Policy.Status = *action.Status.DeepCopy()
+	default:
+		t.Fatalf("unknown action %s", action.Type)
+	}
+	resync(snap)
+}
+
+// kubestellarStep makes KubeStellar's next move for the active stage: first
+// resolve its BindingPolicy into a Binding, then report the CombinedStatuses
+// (the Deployment ready, the ConfigMap not). It returns what it did, or ""
+// when it has nothing left to do.
+func kubestellarStep(snap *Snapshot) string {
+	bp := snap.ActiveBindingPolicy
+	if bp == nil {
+		return ""
+	}
+	if snap.Binding == nil || bp.Status.ObservedGeneration != bp.Generation {
+		for i := range snap.BindingPolicies {
+			if snap.BindingPolicies[i].UID == bp.UID {
+				snap.BindingPolicies[i].Status.ObservedGeneration = bp.Generation
+			}
+		}
+		resync(snap)
+		snap.Binding = bindingFor(snap.ActiveBindingPolicy)
+		return "ks:bind " + bp.Name
+	}
+	if len(snap.CombinedStatuses) == 0 {
+		snap.CombinedStatuses = []ksv1alpha1.CombinedStatus{
+			combinedStatus(bp, deployment, "1"), combinedStatus(bp, configMap, "0"), combinedStatus(bp, namespaceObj, "0"),
+		}
+		return "ks:report " + bp.Name
+	}
+	return ""
+}
+
+// describe sums up an action for the walk's log.
+func describe(a Action) string {
+	switch a.Type {
+	case ActionUpdateStatus:
+		reason := ""
+		if c := meta.FindStatusCondition(a.Status.Conditions, v1alpha1.ConditionProgressing); c != nil {
+			reason = c.Reason
+		}
+		return fmt.Sprintf("UpdateStatus %s %s %s", a.Status.ActiveStage, a.Status.Phase, reason)
+	case ActionCreateBindingPolicy, ActionUpdateBindingPolicy, ActionDeleteBindingPolicy:
+		return string(a.Type) + " " + a.BindingPolicy.Name
+	default:
+		return string(a.Type)
+	}
+}
+
+// quoted returns the first double-quoted word of s.
+func quoted(s string) string {
+	_, rest, _ := strings.Cut(s, `"`)
+	word, _, _ := strings.Cut(rest, `"`)
+	return word
+}
+
+func TestPlanFullRollout(t *testing.T) {
+	engine := newEngine(t)
+	p := newPolicy()
+	p.Finalizers = nil
+	snap := newSnapshot(p)
+
+	var log, events []string
+	created := 0
+	// run plans and applies until Plan waits and KubeStellar has nothing left to do.
+	run := func() {
+		for step := 0; ; step++ {
+			if step > 50 {
+				t.Fatalf("no end after 50 steps:\n%s", strings.Join(log, "\n"))
+			}
+			snap.Now = metav1.NewTime(now.Add(time.Duration(len(log)) * time.Minute))
+			a := Plan(snap, engine)
+			for _, e := range a.Events {
+				events = append(events, e.Reason+" "+quoted(e.Note))
+			}
+			if a.Type == ActionDeleteBindingPolicy && snap.Policy.DeletionTimestamp == nil {
+				// make-before-break: the active stage's Binding is in place
+				active := snap.ActiveBindingPolicy
+				if active == nil || snap.Binding == nil || !ownedBy(snap.Binding, active) || active.Status.ObservedGeneration != active.Generation {
+					t.Fatalf("deleting %s before the active stage's Binding is observed", a.BindingPolicy.Name)
+				}
+			}
+			if a.Type != ActionNone {
+				log = append(log, describe(a))
+				if a.Type == ActionCreateBindingPolicy {
+					created++
+				}
+				applyAction(t, snap, a, types.UID(fmt.Sprintf("bp-uid-%d", created)))
+				if created > 0 && snap.Policy.DeletionTimestamp == nil && len(snap.BindingPolicies) == 0 {
+					t.Fatalf("after %s nothing is placed", describe(a))
+				}
+				continue
+			}
+			if did := kubestellarStep(snap); did != "" {
+				log = append(log, did)
+				continue
+			}
+			log = append(log, "None")
+			return
+		}
+	}
+
+	run()
+	want := []string{
+		"AddFinalizer",
+		"UpdateStatus dev Progressing BindingPolicyPending",
+		"CreateBindingPolicy web.stage.dev",
+		"UpdateStatus dev Progressing WaitingForBinding",
+		"ks:bind web.stage.dev",
+		"UpdateStatus dev Progressing WaitingForStatus",
+		"ks:report web.stage.dev",
+		"UpdateStatus test Progressing StageAdvanced",
+		"CreateBindingPolicy web.stage.test",
+		"UpdateStatus test Progressing WaitingForBinding",
+		"ks:bind web.stage.test",
+		"DeleteBindingPolicy web.stage.dev",
+		"UpdateStatus test Progressing WaitingForStatus",
+		"ks:report web.stage.test",
+		"UpdateStatus prod Progressing StageAdvanced",
+		"CreateBindingPolicy web.stage.prod",
+		"UpdateStatus prod Progressing WaitingForBinding",
+		"ks:bind web.stage.prod",
+		"DeleteBindingPolicy web.stage.test",
+		"UpdateStatus prod Progressing WaitingForStatus",
+		"ks:report web.stage.prod",
+		"UpdateStatus prod Completed RolloutCompleted",
+		"None",
+	}
+	if !slices.Equal(log, want) {
+		t.Fatalf("rollout steps differ (-want +got):\n%s", diff.Diff(want, log))
+	}
+	wantEvents := []string{
+		"StageStarted dev",
+		"StageSucceeded dev", "StageStarted test",
+		"StageSucceeded test", "StageStarted prod",
+		"RolloutCompleted prod",
+	}
+	if !slices.Equal(events, wantEvents) {
+		t.Errorf("events differ (-want +got):\n%s", diff.Diff(wantEvents, events))
+	}
+
+	s := snap.Policy.Status
+	if s.Phase != v1alpha1.RolloutCompleted || s.ActiveStage != "prod" {
+		t.Errorf("phase/activeStage = %s/%s, want Completed/prod", s.Phase, s.ActiveStage)
+	}
+	if names := bpNames(snap.BindingPolicies); !slices.Equal(names, []string{"web.stage.prod"}) {
+		t.Errorf("BindingPolicies left = %v, want [web.stage.prod]", names)
+	}
+	if got := snap.BindingPolicies[0]; got.UID != "bp-uid-3" || got.Spec.ClusterSelectors[0].MatchLabels["stage"] != "prod" {
+		t.Errorf("prod BindingPolicy = %s selecting %v, want bp-uid-3 selecting stage=prod", got.UID, got.Spec.ClusterSelectors)
+	}
+	if len(s.Stages) != 3 {
+		t.Fatalf("%d stage records, want 3", len(s.Stages))
+	}
+	for i, r := range s.Stages {
+		if r.Phase != v1alpha1.StageSucceeded || r.StartTime == nil || r.CompletionTime == nil || r.CompletionTime.Before(r.StartTime) {
+			t.Errorf("record %d = %+v, want Succeeded with start before completion", i, r)
+		}
+		if i > 0 && !r.StartTime.Equal(s.Stages[i-1].CompletionTime) {
+			t.Errorf("stage %s started at %v, want when %s completed (%v)", r.Name, r.StartTime, s.Stages[i-1].Name, s.Stages[i-1].CompletionTime)
+		}
+	}
+
+	// Deleting the policy removes prod's BindingPolicy, then the finalizer.
+	snap.Policy.DeletionTimestamp = ptr.To(metav1.NewTime(now.Add(time.Hour)))
+	resync(snap)
+	log = nil
+	run()
+	wantDeletion := []string{"DeleteBindingPolicy web.stage.prod", "RemoveFinalizer", "None"}
+	if !slices.Equal(log, wantDeletion) {
+		t.Errorf("deletion steps = %v, want %v", log, wantDeletion)
+	}
+}

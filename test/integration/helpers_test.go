@@ -1,0 +1,312 @@
+/*
+Copyright 2026 The KubeStellar Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package integration
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+)
+
+// The seed documents' conditions, verbatim but for the collector's name.
+const (
+	conditionObj = `obj.results.exists(r, r.name == 'deployments-aggregator' && r.rows.exists(row, row.columns.exists(col, col.type == 'Number' && col.float == '1')))`
+
+	conditionCombinedStatus = `combinedStatus.results.exists(r,
+  r.name == 'deployments-aggregator' &&
+  r.rows.exists(row,
+    row.columns.exists(col,
+      col.type == 'Number' &&
+      col.float == '1'
+)))`
+
+	filterDeployments = `downsyncClause.resource == "deployments"`
+)
+
+// timeout bounds every wait of the suite.
+const timeout = 90 * time.Second
+
+// newPolicy returns a dev -> test -> prod policy selecting the workload
+// labelled app.kubernetes.io/name=<app>, with a condition on dev and test.
+func newPolicy(name, app string) *v1alpha1.StagedBindingPolicy {
+	return &v1alpha1.StagedBindingPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.StagedBindingPolicySpec{
+			Downsync: []ksv1alpha1.DownsyncPolicyClause{{
+				DownsyncObjectTest: ksv1alpha1.DownsyncObjectTest{
+					ObjectSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"app.kubernetes.io/name": app}}},
+				},
+				DownsyncModulation: ksv1alpha1.DownsyncModulation{StatusCollectors: []string{collector}},
+			}},
+			Stages: []v1alpha1.Stage{
+				{Name: "dev", ClusterSelectors: envSelector("dev"), Filter: filterDeployments, Condition: conditionObj},
+				{Name: "test", ClusterSelectors: envSelector("test"), Filter: filterDeployments, Condition: conditionCombinedStatus},
+				{Name: "prod", ClusterSelectors: envSelector("prod")},
+			},
+		},
+	}
+}
+
+func envSelector(env string) []metav1.LabelSelector {
+	return []metav1.LabelSelector{{MatchLabels: map[string]string{"env": env}}}
+}
+
+// createWorkload creates a Deployment and a ConfigMap labelled with the app's name.
+func createWorkload(t *testing.T, s *space, app string) {
+	t.Helper()
+	labels := map[string]string{"app.kubernetes.io/name": app}
+	deployment := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: workloadNamespace, Name: app, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx"}}},
+			},
+		},
+	}
+	config := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: workloadNamespace, Name: app + "-config", Labels: labels},
+		Data:       map[string]string{"greeting": "hello"},
+	}
+	for _, obj := range []client.Object{deployment, config} {
+		if err := s.Client.Create(suite.ctx, obj); err != nil {
+			t.Fatalf("creating %T %s in %s: %v", obj, obj.GetName(), s.Name, err)
+		}
+	}
+}
+
+// create creates a policy in a space.
+func create(t *testing.T, s *space, policy *v1alpha1.StagedBindingPolicy) {
+	t.Helper()
+	if err := s.Client.Create(suite.ctx, policy); err != nil {
+		t.Fatalf("creating StagedBindingPolicy %s in %s: %v", policy.Name, s.Name, err)
+	}
+}
+
+// get reads a policy.
+func get(t *testing.T, s *space, name string) *v1alpha1.StagedBindingPolicy {
+	t.Helper()
+	policy := &v1alpha1.StagedBindingPolicy{}
+	if err := s.Client.Get(suite.ctx, types.NamespacedName{Name: name}, policy); err != nil {
+		t.Fatalf("reading StagedBindingPolicy %s in %s: %v", name, s.Name, err)
+	}
+	return policy
+}
+
+// waitFor polls check until it returns nil, failing the test with the last
+// error after the suite's timeout.
+func waitFor(t *testing.T, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = check(); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for %s: %v", timeout, what, err)
+}
+
+// holdsFor checks that check keeps returning nil for the whole duration.
+func holdsFor(t *testing.T, what string, d time.Duration, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if err := check(); err != nil {
+			t.Fatalf("%s stopped holding: %v", what, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitForActiveStage waits until the policy's active stage is the given one.
+func waitForActiveStage(t *testing.T, s *space, name, stage string) *v1alpha1.StagedBindingPolicy {
+	t.Helper()
+	var policy *v1alpha1.StagedBindingPolicy
+	waitFor(t, fmt.Sprintf("%s/%s to reach stage %q", s.Name, name, stage), func() error {
+		policy = &v1alpha1.StagedBindingPolicy{}
+		if err := s.Client.Get(suite.ctx, types.NamespacedName{Name: name}, policy); err != nil {
+			return err
+		}
+		if policy.Status.ActiveStage != stage {
+			return fmt.Errorf("active stage is %q; status: %s", policy.Status.ActiveStage, describe(policy))
+		}
+		return nil
+	})
+	return policy
+}
+
+// waitForCondition waits until a condition of the policy has the given status and reason.
+func waitForCondition(t *testing.T, s *space, name, conditionType string, status metav1.ConditionStatus, reason string) *v1alpha1.StagedBindingPolicy {
+	t.Helper()
+	var policy *v1alpha1.StagedBindingPolicy
+	waitFor(t, fmt.Sprintf("%s/%s condition %s=%s (%s)", s.Name, name, conditionType, status, reason), func() error {
+		policy = &v1alpha1.StagedBindingPolicy{}
+		if err := s.Client.Get(suite.ctx, types.NamespacedName{Name: name}, policy); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(policy.Status.Conditions, conditionType)
+		if c == nil || c.Status != status || c.Reason != reason {
+			return fmt.Errorf("status: %s", describe(policy))
+		}
+		return nil
+	})
+	return policy
+}
+
+// describe renders a policy's status for failure messages.
+func describe(policy *v1alpha1.StagedBindingPolicy) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "activeStage=%q phase=%q", policy.Status.ActiveStage, policy.Status.Phase)
+	for _, c := range policy.Status.Conditions {
+		fmt.Fprintf(&b, " %s=%s(%s: %s)", c.Type, c.Status, c.Reason, c.Message)
+	}
+	for _, st := range policy.Status.Stages {
+		fmt.Fprintf(&b, " [%s %s %q]", st.Name, st.Phase, st.Message)
+	}
+	return b.String()
+}
+
+// bindingPolicies returns the sorted names of the BindingPolicies generated for a policy.
+func bindingPolicies(t *testing.T, s *space, policy string) []string {
+	t.Helper()
+	list := &ksv1alpha1.BindingPolicyList{}
+	if err := s.Client.List(suite.ctx, list, client.MatchingLabels{v1alpha1.PolicyLabel: policy}); err != nil {
+		t.Fatalf("listing BindingPolicies in %s: %v", s.Name, err)
+	}
+	names := make([]string, 0, len(list.Items))
+	for _, bp := range list.Items {
+		names = append(names, bp.Name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// waitForBindingPolicies waits until exactly the given stages have BindingPolicies.
+func waitForBindingPolicies(t *testing.T, s *space, policy string, stages ...string) {
+	t.Helper()
+	want := make([]string, 0, len(stages))
+	for _, stage := range stages {
+		want = append(want, v1alpha1.BindingPolicyName(policy, stage))
+	}
+	sort.Strings(want)
+	waitFor(t, fmt.Sprintf("BindingPolicies %v in %s", want, s.Name), func() error {
+		list := &ksv1alpha1.BindingPolicyList{}
+		if err := s.Client.List(suite.ctx, list, client.MatchingLabels{v1alpha1.PolicyLabel: policy}); err != nil {
+			return err
+		}
+		var got []string
+		for _, bp := range list.Items {
+			if bp.DeletionTimestamp == nil {
+				got = append(got, bp.Name)
+			}
+		}
+		sort.Strings(got)
+		if len(list.Items) != len(want) || !slices.Equal(got, want) {
+			return fmt.Errorf("BindingPolicies are %v (%d objects)", got, len(list.Items))
+		}
+		return nil
+	})
+}
+
+// destinations returns the sorted destinations of a Binding.
+func destinations(t *testing.T, s *space, name string) []string {
+	t.Helper()
+	binding := &ksv1alpha1.Binding{}
+	if err := s.Client.Get(suite.ctx, types.NamespacedName{Name: name}, binding); err != nil {
+		t.Fatalf("reading Binding %s in %s: %v", name, s.Name, err)
+	}
+	var ids []string
+	for _, d := range binding.Spec.Destinations {
+		ids = append(ids, d.ClusterId)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// destinationsOrNil returns the sorted destinations of a Binding, or nil when there is none.
+func destinationsOrNil(s *space, name string) []string {
+	binding := &ksv1alpha1.Binding{}
+	if err := s.Client.Get(suite.ctx, types.NamespacedName{Name: name}, binding); err != nil {
+		return nil
+	}
+	var ids []string
+	for _, d := range binding.Spec.Destinations {
+		ids = append(ids, d.ClusterId)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// eventCounts counts the Events of a policy by reason.
+func eventCounts(t *testing.T, s *space, policy *v1alpha1.StagedBindingPolicy) map[string]int {
+	t.Helper()
+	list := &eventsv1.EventList{}
+	if err := s.Client.List(suite.ctx, list); err != nil {
+		t.Fatalf("listing Events in %s: %v", s.Name, err)
+	}
+	counts := map[string]int{}
+	for _, e := range list.Items {
+		if e.Regarding.UID != policy.UID {
+			continue
+		}
+		n := 1
+		if e.Series != nil {
+			n = int(e.Series.Count)
+		}
+		counts[e.Reason+"/"+e.Note] += n
+	}
+	return counts
+}
+
+// deleteAndWait deletes a policy and waits until it is gone.
+func deleteAndWait(t *testing.T, s *space, name string) {
+	t.Helper()
+	policy := &v1alpha1.StagedBindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := s.Client.Delete(suite.ctx, policy); err != nil {
+		t.Fatalf("deleting StagedBindingPolicy %s in %s: %v", name, s.Name, err)
+	}
+	waitFor(t, fmt.Sprintf("StagedBindingPolicy %s to be gone from %s", name, s.Name), func() error {
+		err := s.Client.Get(suite.ctx, types.NamespacedName{Name: name}, &v1alpha1.StagedBindingPolicy{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("still there; BindingPolicies: %v", bindingPolicies(t, s, name))
+	})
+}

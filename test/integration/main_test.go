@@ -1,0 +1,322 @@
+/*
+Copyright 2026 The KubeStellar Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package integration tests the stager against real kube-apiservers: a
+// hosting cluster holding the kubeconfig Secrets of the spaces, and several
+// WDS spaces in which a simulator plays KubeStellar v0.30.0's part. The stager
+// runs in-process, exactly as cmd/stager wires it, and reaches every space
+// through a restricted identity bound to the generated RBAC.
+//
+// One environment is shared by the whole package (TestMain); every test uses
+// its own policy names, so tests do not see each other's objects.
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/cmd/stager/app"
+	"github.com/kubestellar/workload-stager/test/environment"
+	"github.com/kubestellar/workload-stager/test/kubestellar"
+)
+
+const (
+	// secretNamespace holds the spaces' kubeconfig Secrets in the hosting cluster.
+	secretNamespace = "kubestellar-stager"
+	// stagerUser is the identity the stager uses in every space.
+	stagerUser = "kubestellar-stager"
+	// workloadNamespace holds the workload objects in every space.
+	workloadNamespace = "apps"
+	// collector is the StatusCollector named in the downsync clauses.
+	collector = "deployments-aggregator"
+)
+
+// clusters is the simulated inventory of WECs of every space.
+var clusters = []kubestellar.Cluster{
+	{Name: "dev1", Labels: map[string]string{"env": "dev"}},
+	{Name: "dev2", Labels: map[string]string{"env": "dev"}},
+	{Name: "test1", Labels: map[string]string{"env": "test"}},
+	{Name: "prod1", Labels: map[string]string{"env": "prod"}},
+	{Name: "prod2", Labels: map[string]string{"env": "prod"}},
+}
+
+// suite is the environment shared by the tests of this package.
+var suite struct {
+	ctx     context.Context
+	hosting *environment.Space
+	wds1    *space
+	wds2    *space
+	stager  *runningStager
+	logPath string
+	// logger writes the log of every stager of the suite to logPath.
+	logger logr.Logger
+}
+
+// space is a WDS with its simulator and the gates that decide what its
+// simulated WECs report.
+type space struct {
+	*environment.Space
+	sim    *kubestellar.Simulator
+	gates  *gates
+	cancel context.CancelFunc
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(runSuite(m))
+}
+
+func runSuite(m *testing.M) int {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	suite.ctx = ctx
+
+	var err error
+	fail := func(err error) int {
+		fmt.Fprintln(os.Stderr, "integration suite set-up failed:", err)
+		return 1
+	}
+	if suite.hosting, err = environment.StartSpace("hosting"); err != nil {
+		return fail(err)
+	}
+	defer func() { _ = suite.hosting.Stop() }()
+	if suite.wds1, err = startSpace(ctx, "wds1", true); err != nil {
+		return fail(err)
+	}
+	defer suite.wds1.stop()
+	if suite.wds2, err = startSpace(ctx, "wds2", true); err != nil {
+		return fail(err)
+	}
+	defer suite.wds2.stop()
+	for _, s := range []*space{suite.wds1, suite.wds2} {
+		if err := register(ctx, s); err != nil {
+			return fail(err)
+		}
+	}
+
+	logFile, err := os.CreateTemp("", "stager-integration-*.log")
+	if err != nil {
+		return fail(err)
+	}
+	defer func() { _ = logFile.Close() }()
+	suite.logPath = logFile.Name()
+	suite.logger = zap.New(zap.WriteTo(logFile), zap.UseDevMode(true))
+	log.SetLogger(suite.logger)
+	if suite.stager, err = startStager(ctx, suite.hosting, suite.logger); err != nil {
+		return fail(err)
+	}
+	defer func() { suite.stager.stop() }() // the restart test replaces suite.stager
+
+	code := m.Run()
+	if code != 0 {
+		fmt.Fprintln(os.Stderr, "the stager's log is in", suite.logPath)
+	} else {
+		_ = os.Remove(suite.logPath)
+	}
+	return code
+}
+
+// startSpace starts a WDS with the stager's and (when kubeStellar is true)
+// KubeStellar's CRDs, the stager's restricted identity, the workload
+// namespace and a simulator.
+func startSpace(ctx context.Context, name string, kubeStellar bool) (*space, error) {
+	scheme, err := app.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	opts := []environment.SpaceOption{environment.WithStagerCRDs(), environment.WithScheme(scheme)}
+	if kubeStellar {
+		opts = append(opts, environment.WithKubeStellarCRDs())
+	}
+	env, err := environment.StartSpace(name, opts...)
+	if err != nil {
+		return nil, err
+	}
+	s := &space{Space: env, gates: newGates()}
+	if err := grantStagerRole(ctx, env); err != nil {
+		_ = env.Stop()
+		return nil, err
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: workloadNamespace}}
+	if err := env.Client.Create(ctx, ns); err != nil {
+		_ = env.Stop()
+		return nil, fmt.Errorf("creating namespace %s in %s: %w", workloadNamespace, name, err)
+	}
+	if !kubeStellar {
+		return s, nil
+	}
+	simCtx, cancel := context.WithCancel(ctx)
+	s.cancel = cancel
+	s.sim = kubestellar.New(env.Client, clusters, kubestellar.WithReporter(s.gates.report))
+	go func() { _ = s.sim.Run(simCtx) }()
+	return s, nil
+}
+
+func (s *space) stop() {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	_ = s.Stop()
+}
+
+// grantStagerRole creates the stager's identity in a space and binds it to
+// the ClusterRole generated from the controller's RBAC markers, so that the
+// tests prove those permissions are enough.
+func grantStagerRole(ctx context.Context, env *environment.Space) error {
+	root, err := environment.RepoRoot()
+	if err != nil {
+		return err
+	}
+	raw, err := os.ReadFile(filepath.Join(root, "config", "rbac", "space", "role.yaml"))
+	if err != nil {
+		return fmt.Errorf("reading the generated space role: %w", err)
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.Unmarshal(raw, role); err != nil {
+		return fmt.Errorf("parsing the generated space role: %w", err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: stagerUser}},
+	}
+	for _, obj := range []client.Object{role, binding} {
+		if err := env.Client.Create(ctx, obj); err != nil {
+			return fmt.Errorf("creating %T %s in %s: %w", obj, obj.GetName(), env.Name, err)
+		}
+	}
+	return nil
+}
+
+// register creates the kubeconfig Secret of a space, for the stager's
+// restricted identity, in the hosting cluster.
+func register(ctx context.Context, s *space) error {
+	user, err := s.Environment.AddUser(envtest.User{Name: stagerUser}, nil)
+	if err != nil {
+		return fmt.Errorf("adding the stager's user to %s: %w", s.Name, err)
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		return err
+	}
+	return environment.RegisterKubeconfigSecret(ctx, suite.hosting.Client, secretNamespace, s.Name, "", kubeconfig)
+}
+
+// runningStager is a stager running in this process.
+type runningStager struct {
+	*app.Stager
+	cancel context.CancelFunc
+	done   chan error
+	once   sync.Once
+}
+
+// startStager starts a stager serving the spaces registered in hosting.
+func startStager(ctx context.Context, hosting *environment.Space, logger logr.Logger) (*runningStager, error) {
+	opts := app.NewOptions()
+	opts.Providers.KubeconfigNamespace = secretNamespace
+	opts.MetricsBindAddress = "0"
+	opts.HealthProbeBindAddress = "0"
+	opts.SpaceProbeInterval = time.Second
+	opts.AllowSeveralInProcess = true
+	return startStagerWith(ctx, hosting, opts, logger)
+}
+
+// singleOptions are the options of a stager whose only space is its own cluster.
+func singleOptions() *app.Options {
+	opts := app.NewOptions()
+	opts.Providers.Kind = "single"
+	opts.MetricsBindAddress = "0"
+	opts.HealthProbeBindAddress = "0"
+	opts.SpaceProbeInterval = time.Second
+	opts.AllowSeveralInProcess = true
+	return opts
+}
+
+func startStagerWith(ctx context.Context, hosting *environment.Space, opts *app.Options, logger logr.Logger) (*runningStager, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	stager, err := app.New(ctx, hosting.Config, opts, logger)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	r := &runningStager{Stager: stager, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- stager.Start(ctx) }()
+	return r, nil
+}
+
+// stop stops the stager and waits until it has stopped.
+func (r *runningStager) stop() {
+	r.once.Do(func() {
+		r.cancel()
+		<-r.done
+	})
+}
+
+// gates decide, per BindingPolicy, whether the simulated WECs report the
+// workload as available. A closed gate reports availableReplicas 0.
+type gates struct {
+	mu   sync.Mutex
+	open map[string]bool
+	// failing lists resources whose objects always report 0, whatever the gate.
+	failing map[string]bool
+}
+
+func newGates() *gates {
+	return &gates{open: map[string]bool{}, failing: map[string]bool{"configmaps": true}}
+}
+
+// report is the simulator's Reporter: one row per destination with the
+// number of available replicas, as a deployments-aggregator StatusCollector
+// would combine it.
+func (g *gates) report(bindingPolicy string, obj kubestellar.ObjectRef, destinations []string) []ksv1alpha1.NamedStatusCombination {
+	g.mu.Lock()
+	available := g.open[bindingPolicy] && !g.failing[obj.Resource]
+	g.mu.Unlock()
+	value := "0"
+	if available {
+		value = "1"
+	}
+	rows := make([]ksv1alpha1.StatusCombinationRow, 0, len(destinations))
+	for range destinations {
+		v := value
+		rows = append(rows, ksv1alpha1.StatusCombinationRow{Columns: []ksv1alpha1.Value{{Type: ksv1alpha1.TypeNumber, Number: &v}}})
+	}
+	return []ksv1alpha1.NamedStatusCombination{{Name: collector, ColumnNames: []string{"availableReplicas"}, Rows: rows}}
+}
+
+// openGate makes the WECs of a policy's stage report the workload available.
+func (s *space) openGate(policy, stage string) {
+	s.gates.mu.Lock()
+	s.gates.open[v1alpha1.BindingPolicyName(policy, stage)] = true
+	s.gates.mu.Unlock()
+	s.sim.Resync()
+}

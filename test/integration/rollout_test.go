@@ -1,0 +1,246 @@
+/*
+Copyright 2026 The KubeStellar Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package integration
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+)
+
+// TestThreeStageRollout walks a dev -> test -> prod rollout in one space: each
+// stage waits while its WECs do not report the Deployment available, moves on
+// when they do (a ConfigMap that never becomes available is filtered out),
+// and the rollout ends with only the prod BindingPolicy placed on the prod
+// clusters.
+func TestThreeStageRollout(t *testing.T) {
+	s := suite.wds1
+	const name = "rollout"
+	createWorkload(t, s, name)
+	create(t, s, newPolicy(name, name))
+
+	policy := waitForActiveStage(t, s, name, "dev")
+	waitForBindingPolicies(t, s, name, "dev")
+	waitForCondition(t, s, name, v1alpha1.ConditionProgressing, metav1.ConditionTrue, v1alpha1.ReasonConditionNotMet)
+	if got, want := destinations(t, s, v1alpha1.BindingPolicyName(name, "dev")), []string{"dev1", "dev2"}; !slices.Equal(got, want) {
+		t.Fatalf("dev Binding destinations = %v, want %v", got, want)
+	}
+	holdsFor(t, "the policy staying in dev while dev is not available", 2*time.Second, func() error {
+		if p := get(t, s, name); p.Status.ActiveStage != "dev" {
+			return fmt.Errorf("active stage is %q", p.Status.ActiveStage)
+		}
+		return nil
+	})
+
+	s.openGate(name, "dev")
+	policy = waitForActiveStage(t, s, name, "test")
+	waitForBindingPolicies(t, s, name, "test")
+	if got, want := destinations(t, s, v1alpha1.BindingPolicyName(name, "test")), []string{"test1"}; !slices.Equal(got, want) {
+		t.Fatalf("test Binding destinations = %v, want %v", got, want)
+	}
+	dev := policy.Status.Stages[0]
+	if dev.Phase != v1alpha1.StageSucceeded || dev.CompletionTime == nil || dev.StartTime == nil {
+		t.Fatalf("dev stage record = %+v, want Succeeded with start and completion times", dev)
+	}
+	if !strings.Contains(dev.Message, "condition holds for all 1 object(s)") {
+		t.Fatalf("dev stage message = %q, want it to say the condition held for the 1 filtered object", dev.Message)
+	}
+
+	s.openGate(name, "test")
+	waitForActiveStage(t, s, name, "prod")
+	policy = waitForCondition(t, s, name, v1alpha1.ConditionCompleted, metav1.ConditionTrue, v1alpha1.ReasonRolloutCompleted)
+	waitForBindingPolicies(t, s, name, "prod")
+	if got, want := destinations(t, s, v1alpha1.BindingPolicyName(name, "prod")), []string{"prod1", "prod2"}; !slices.Equal(got, want) {
+		t.Fatalf("prod Binding destinations = %v, want %v", got, want)
+	}
+	if policy.Status.Phase != v1alpha1.RolloutCompleted {
+		t.Fatalf("phase = %q, want Completed", policy.Status.Phase)
+	}
+	for i, want := range []v1alpha1.StagePhase{v1alpha1.StageSucceeded, v1alpha1.StageSucceeded, v1alpha1.StageSucceeded} {
+		if got := policy.Status.Stages[i].Phase; got != want {
+			t.Fatalf("stage %d phase = %q, want %q (%s)", i, got, want, describe(policy))
+		}
+	}
+	if policy.Status.ObservedGeneration != policy.Generation {
+		t.Fatalf("observedGeneration = %d, want %d", policy.Status.ObservedGeneration, policy.Generation)
+	}
+
+	waitFor(t, "one StageStarted Event per stage", func() error {
+		counts := eventCounts(t, s, policy)
+		for _, stage := range []string{"dev", "test", "prod"} {
+			if n := counts[fmt.Sprintf("StageStarted/stage %q started", stage)]; n != 1 {
+				return fmt.Errorf("%d StageStarted Events for %s; all: %v", n, stage, counts)
+			}
+		}
+		return nil
+	})
+}
+
+// TestInvalidExpressionIsReportedAndRecovers checks that an expression that
+// does not compile blocks the rollout with a status naming the stage and the
+// expression, places nothing, and that fixing the spec resumes the rollout.
+func TestInvalidExpressionIsReportedAndRecovers(t *testing.T) {
+	s := suite.wds2
+	const name = "invalid-expression"
+	createWorkload(t, s, name)
+	policy := newPolicy(name, name)
+	policy.Spec.Stages[0].Condition = "obj.results.exists(r, r.name == "
+	create(t, s, policy)
+
+	policy = waitForCondition(t, s, name, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonInvalidExpression)
+	msg := conditionOf(policy, v1alpha1.ConditionReady).Message
+	if !strings.Contains(msg, `stage "dev"`) || !strings.Contains(msg, "obj.results.exists(r, r.name == ") {
+		t.Fatalf("Ready message %q does not name the stage and the expression", msg)
+	}
+	if policy.Status.Phase != v1alpha1.RolloutBlocked {
+		t.Fatalf("phase = %q, want Blocked", policy.Status.Phase)
+	}
+	if got := bindingPolicies(t, s, name); len(got) != 0 {
+		t.Fatalf("a blocked policy placed BindingPolicies %v", got)
+	}
+
+	policy = get(t, s, name)
+	policy.Spec.Stages[0].Condition = conditionObj
+	if err := s.Client.Update(suite.ctx, policy); err != nil {
+		t.Fatalf("fixing the condition: %v", err)
+	}
+	waitForCondition(t, s, name, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonBindingPolicyInSync)
+	waitForBindingPolicies(t, s, name, "dev")
+	s.openGate(name, "dev")
+	waitForActiveStage(t, s, name, "test")
+}
+
+// TestEvaluationErrorIsReported checks that a condition that compiles but
+// fails on the CombinedStatus is reported and blocks only that policy.
+func TestEvaluationErrorIsReported(t *testing.T) {
+	s := suite.wds2
+	const name = "evaluation-error"
+	createWorkload(t, s, name)
+	policy := newPolicy(name, name)
+	policy.Spec.Stages[0].Condition = "obj.results[0].rows[0].columns[0].missing == 'x'"
+	create(t, s, policy)
+
+	policy = waitForCondition(t, s, name, v1alpha1.ConditionProgressing, metav1.ConditionFalse, v1alpha1.ReasonEvaluationError)
+	if msg := conditionOf(policy, v1alpha1.ConditionProgressing).Message; !strings.Contains(msg, `stage "dev"`) || !strings.Contains(msg, "missing") {
+		t.Fatalf("Progressing message %q does not name the stage and the failure", msg)
+	}
+	if policy.Status.ActiveStage != "dev" {
+		t.Fatalf("active stage = %q, want dev", policy.Status.ActiveStage)
+	}
+}
+
+// TestDeletionLeavesNothingBehind deletes a policy in the middle of a rollout:
+// the finalizer removes every BindingPolicy it placed before it goes.
+func TestDeletionLeavesNothingBehind(t *testing.T) {
+	s := suite.wds1
+	const name = "deletion"
+	createWorkload(t, s, name)
+	create(t, s, newPolicy(name, name))
+	waitForActiveStage(t, s, name, "dev")
+	waitForBindingPolicies(t, s, name, "dev")
+	if got := get(t, s, name).Finalizers; !slices.Contains(got, v1alpha1.CleanupFinalizer) {
+		t.Fatalf("finalizers = %v, want %s", got, v1alpha1.CleanupFinalizer)
+	}
+	s.openGate(name, "dev")
+	waitForActiveStage(t, s, name, "test")
+	waitForBindingPolicies(t, s, name, "test")
+
+	deleteAndWait(t, s, name)
+	if got := bindingPolicies(t, s, name); len(got) != 0 {
+		t.Fatalf("BindingPolicies left behind: %v", got)
+	}
+}
+
+// TestSpecChangeUpdatesBindingPolicy changes the active stage's clusters and
+// checks that the BindingPolicy, and so the Binding, follow.
+func TestSpecChangeUpdatesBindingPolicy(t *testing.T) {
+	s := suite.wds1
+	const name = "spec-change"
+	createWorkload(t, s, name)
+	create(t, s, newPolicy(name, name))
+	waitForActiveStage(t, s, name, "dev")
+	bp := v1alpha1.BindingPolicyName(name, "dev")
+	waitFor(t, "the dev Binding", func() error {
+		if got := destinationsOrNil(s, bp); !slices.Equal(got, []string{"dev1", "dev2"}) {
+			return fmt.Errorf("destinations %v", got)
+		}
+		return nil
+	})
+
+	policy := get(t, s, name)
+	policy.Spec.Stages[0].ClusterSelectors = []metav1.LabelSelector{{MatchLabels: map[string]string{"env": "test"}}}
+	if err := s.Client.Update(suite.ctx, policy); err != nil {
+		t.Fatalf("updating the policy: %v", err)
+	}
+	waitFor(t, "the dev Binding to follow the new clusterSelectors", func() error {
+		if got := destinationsOrNil(s, bp); !slices.Equal(got, []string{"test1"}) {
+			return fmt.Errorf("destinations %v", got)
+		}
+		return nil
+	})
+	waitFor(t, "observedGeneration to catch up", func() error {
+		p := get(t, s, name)
+		if p.Status.ObservedGeneration != p.Generation {
+			return fmt.Errorf("observedGeneration %d, generation %d", p.Status.ObservedGeneration, p.Generation)
+		}
+		return nil
+	})
+}
+
+// TestRemovedActiveStageRestartsRollout removes the active stage from the
+// spec: the rollout starts again from the first stage, with a Warning Event.
+func TestRemovedActiveStageRestartsRollout(t *testing.T) {
+	s := suite.wds2
+	const name = "removed-stage"
+	createWorkload(t, s, name)
+	create(t, s, newPolicy(name, name))
+	waitForActiveStage(t, s, name, "dev")
+	s.openGate(name, "dev")
+	waitForActiveStage(t, s, name, "test")
+
+	policy := get(t, s, name)
+	policy.Spec.Stages = []v1alpha1.Stage{policy.Spec.Stages[0], policy.Spec.Stages[2]}
+	if err := s.Client.Update(suite.ctx, policy); err != nil {
+		t.Fatalf("removing the test stage: %v", err)
+	}
+	// dev's gate is open, so the restarted rollout goes through dev again and on to prod.
+	policy = waitForActiveStage(t, s, name, "prod")
+	waitForBindingPolicies(t, s, name, "prod")
+	waitFor(t, "the ActiveStageReset Event", func() error {
+		for reason, n := range eventCounts(t, s, policy) {
+			if strings.HasPrefix(reason, "ActiveStageReset/") && n == 1 {
+				return nil
+			}
+		}
+		return fmt.Errorf("no ActiveStageReset Event: %v", eventCounts(t, s, policy))
+	})
+}
+
+func conditionOf(policy *v1alpha1.StagedBindingPolicy, conditionType string) metav1.Condition {
+	for _, c := range policy.Status.Conditions {
+		if c.Type == conditionType {
+			return c
+		}
+	}
+	return metav1.Condition{}
+}

@@ -1,0 +1,74 @@
+/*
+Copyright 2026 The KubeStellar Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package integration
+
+import (
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+)
+
+// TestCRDValidation checks that the API server rejects invalid specs with a
+// message that says what is wrong, before the controller ever sees them.
+func TestCRDValidation(t *testing.T) {
+	s := suite.wds1
+	stage := func(name string) v1alpha1.Stage {
+		return v1alpha1.Stage{Name: name, ClusterSelectors: envSelector("dev")}
+	}
+	tests := []struct {
+		name   string
+		policy string
+		stages []v1alpha1.Stage
+		want   string
+	}{
+		{name: "no stages", policy: "no-stages", stages: nil, want: "spec.stages"},
+		{name: "duplicate stage names", policy: "duplicate", stages: []v1alpha1.Stage{stage("dev"), stage("dev")}, want: "Duplicate value"},
+		{name: "stage name not a DNS label", policy: "bad-name", stages: []v1alpha1.Stage{stage("Dev_1")}, want: "spec.stages[0].name"},
+		{name: "stage name too long", policy: "long-name", stages: []v1alpha1.Stage{stage(strings.Repeat("a", 64))}, want: "spec.stages[0].name"},
+		{name: "no clusterSelectors", policy: "no-selectors", stages: []v1alpha1.Stage{{Name: "dev"}}, want: "clusterSelectors"},
+		{name: "generated BindingPolicy name too long", policy: strings.Repeat("p", 200), stages: []v1alpha1.Stage{stage(strings.Repeat("s", 50))},
+			want: "must not exceed 246 characters"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			policy := &v1alpha1.StagedBindingPolicy{
+				ObjectMeta: metav1.ObjectMeta{Name: tt.policy},
+				Spec:       v1alpha1.StagedBindingPolicySpec{Stages: tt.stages},
+			}
+			err := s.Client.Create(suite.ctx, policy)
+			if err == nil {
+				t.Fatalf("the API server accepted an invalid policy")
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %q does not mention %q", err, tt.want)
+			}
+		})
+	}
+
+	// A valid policy with the longest allowed names is accepted.
+	ok := &v1alpha1.StagedBindingPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("p", 183)},
+		Spec:       v1alpha1.StagedBindingPolicySpec{Stages: []v1alpha1.Stage{stage(strings.Repeat("s", 63))}},
+	}
+	if err := s.Client.Create(suite.ctx, ok); err != nil {
+		t.Fatalf("a valid policy was rejected: %v", err)
+	}
+	deleteAndWait(t, s, ok.Name)
+}
