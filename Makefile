@@ -19,6 +19,12 @@ help: ## List the targets
 
 ##@ Main
 
+.PHONY: demo
+demo: build ## Run the local demo environment until Ctrl-C
+	export KUBEBUILDER_ASSETS="$$($(TOOL) envtest)"; \
+	go build -o $(BIN_DIR)/stager-demo ./cmd/stager-demo; \
+	exec $(BIN_DIR)/stager-demo --stager=$(BIN_DIR)/stager $(DEMO_ARGS)
+
 .PHONY: test
 test: ## Run every test (unit, integration, end-to-end) against real API servers
 	export KUBEBUILDER_ASSETS="$$($(TOOL) envtest)"; \

@@ -260,7 +260,3 @@ type StagedBindingPolicyList struct {
 	// Items are the policies.
 	Items []StagedBindingPolicy `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&StagedBindingPolicy{}, &StagedBindingPolicyList{})
-}

@@ -268,8 +268,7 @@ func (r *Runner) runController(ctx context.Context, name multicluster.ClusterNam
 	for {
 		select {
 		case <-ctx.Done():
-			<-done
-			return nil
+			return <-done
 		case err := <-done:
 			return err
 		case <-ticker.C:

@@ -383,10 +383,10 @@ func TestSpaceWithSimulator(t *testing.T) {
 	}
 	eventually(t, "cleanup", func() error {
 		if err := c.Get(ctx, client.ObjectKey{Name: "app-east"}, &ksv1alpha1.BindingPolicy{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("BindingPolicy still there (err %v)", err)
+			return fmt.Errorf("BindingPolicy still there (err %w)", err)
 		}
 		if err := c.Get(ctx, client.ObjectKey{Name: "app-east"}, &ksv1alpha1.Binding{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("Binding still there (err %v)", err)
+			return fmt.Errorf("Binding still there (err %w)", err)
 		}
 		var list ksv1alpha1.CombinedStatusList
 		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {

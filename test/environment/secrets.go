@@ -19,11 +19,16 @@ package environment
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
 )
 
 const (
@@ -92,6 +97,49 @@ func UnregisterKubeconfigSecret(ctx context.Context, c client.Client, namespace,
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: secretName}}
 	if err := c.Delete(ctx, secret); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting secret %s/%s: %w", namespace, secretName, err)
+	}
+	return nil
+}
+
+// AddUser provisions a user without any group in the space and returns a
+// kubeconfig for it.
+func (s *Space) AddUser(name string) ([]byte, error) {
+	user, err := s.Environment.AddUser(envtest.User{Name: name}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("space %s: adding user %s: %w", s.Name, name, err)
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		return nil, fmt.Errorf("space %s: making the kubeconfig of %s: %w", s.Name, name, err)
+	}
+	return kubeconfig, nil
+}
+
+// GrantStagerRole creates, in the space, the ClusterRole generated from the
+// controller's RBAC markers (config/rbac/space/role.yaml) and binds it to the
+// named user, so that whoever uses that user proves those permissions suffice.
+func (s *Space) GrantStagerRole(ctx context.Context, user string) error {
+	root, err := RepoRoot()
+	if err != nil {
+		return err
+	}
+	raw, err := os.ReadFile(filepath.Join(root, "config", "rbac", "space", "role.yaml"))
+	if err != nil {
+		return fmt.Errorf("reading the generated space role: %w", err)
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.Unmarshal(raw, role); err != nil {
+		return fmt.Errorf("parsing the generated space role: %w", err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	for _, obj := range []client.Object{role, binding} {
+		if err := s.Client.Create(ctx, obj); err != nil {
+			return fmt.Errorf("space %s: creating %T %s: %w", s.Name, obj, obj.GetName(), err)
+		}
 	}
 	return nil
 }

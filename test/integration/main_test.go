@@ -28,21 +28,15 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
-	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/cmd/stager/app"
@@ -82,13 +76,12 @@ var suite struct {
 	logger logr.Logger
 }
 
-// space is a WDS with its simulator and the gates that decide what its
-// simulated WECs report.
+// space is a WDS with its simulator and the availability its simulated WECs report.
 type space struct {
 	*environment.Space
-	sim    *kubestellar.Simulator
-	gates  *gates
-	cancel context.CancelFunc
+	sim          *kubestellar.Simulator
+	availability *kubestellar.Availability
+	cancel       context.CancelFunc
 }
 
 func TestMain(m *testing.M) {
@@ -161,8 +154,9 @@ func startSpace(ctx context.Context, name string, kubeStellar bool) (*space, err
 	if err != nil {
 		return nil, err
 	}
-	s := &space{Space: env, gates: newGates()}
-	if err := grantStagerRole(ctx, env); err != nil {
+	// ConfigMaps never become available: the stages' filter must leave them out.
+	s := &space{Space: env, availability: kubestellar.NewAvailability(collector, "configmaps")}
+	if err := env.GrantStagerRole(ctx, stagerUser); err != nil {
 		_ = env.Stop()
 		return nil, err
 	}
@@ -176,7 +170,7 @@ func startSpace(ctx context.Context, name string, kubeStellar bool) (*space, err
 	}
 	simCtx, cancel := context.WithCancel(ctx)
 	s.cancel = cancel
-	s.sim = kubestellar.New(env.Client, clusters, kubestellar.WithReporter(s.gates.report))
+	s.sim = kubestellar.New(env.Client, clusters, kubestellar.WithReporter(s.availability.Report))
 	go func() { _ = s.sim.Run(simCtx) }()
 	return s, nil
 }
@@ -188,43 +182,10 @@ func (s *space) stop() {
 	_ = s.Stop()
 }
 
-// grantStagerRole creates the stager's identity in a space and binds it to
-// the ClusterRole generated from the controller's RBAC markers, so that the
-// tests prove those permissions are enough.
-func grantStagerRole(ctx context.Context, env *environment.Space) error {
-	root, err := environment.RepoRoot()
-	if err != nil {
-		return err
-	}
-	raw, err := os.ReadFile(filepath.Join(root, "config", "rbac", "space", "role.yaml"))
-	if err != nil {
-		return fmt.Errorf("reading the generated space role: %w", err)
-	}
-	role := &rbacv1.ClusterRole{}
-	if err := yaml.Unmarshal(raw, role); err != nil {
-		return fmt.Errorf("parsing the generated space role: %w", err)
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: stagerUser}},
-	}
-	for _, obj := range []client.Object{role, binding} {
-		if err := env.Client.Create(ctx, obj); err != nil {
-			return fmt.Errorf("creating %T %s in %s: %w", obj, obj.GetName(), env.Name, err)
-		}
-	}
-	return nil
-}
-
 // register creates the kubeconfig Secret of a space, for the stager's
 // restricted identity, in the hosting cluster.
 func register(ctx context.Context, s *space) error {
-	user, err := s.Environment.AddUser(envtest.User{Name: stagerUser}, nil)
-	if err != nil {
-		return fmt.Errorf("adding the stager's user to %s: %w", s.Name, err)
-	}
-	kubeconfig, err := user.KubeConfig()
+	kubeconfig, err := s.AddUser(stagerUser)
 	if err != nil {
 		return err
 	}
@@ -277,46 +238,14 @@ func startStagerWith(ctx context.Context, hosting *environment.Space, opts *app.
 func (r *runningStager) stop() {
 	r.once.Do(func() {
 		r.cancel()
-		<-r.done
+		if err := <-r.done; err != nil {
+			suite.logger.Error(err, "The stager stopped with an error")
+		}
 	})
-}
-
-// gates decide, per BindingPolicy, whether the simulated WECs report the
-// workload as available. A closed gate reports availableReplicas 0.
-type gates struct {
-	mu   sync.Mutex
-	open map[string]bool
-	// failing lists resources whose objects always report 0, whatever the gate.
-	failing map[string]bool
-}
-
-func newGates() *gates {
-	return &gates{open: map[string]bool{}, failing: map[string]bool{"configmaps": true}}
-}
-
-// report is the simulator's Reporter: one row per destination with the
-// number of available replicas, as a deployments-aggregator StatusCollector
-// would combine it.
-func (g *gates) report(bindingPolicy string, obj kubestellar.ObjectRef, destinations []string) []ksv1alpha1.NamedStatusCombination {
-	g.mu.Lock()
-	available := g.open[bindingPolicy] && !g.failing[obj.Resource]
-	g.mu.Unlock()
-	value := "0"
-	if available {
-		value = "1"
-	}
-	rows := make([]ksv1alpha1.StatusCombinationRow, 0, len(destinations))
-	for range destinations {
-		v := value
-		rows = append(rows, ksv1alpha1.StatusCombinationRow{Columns: []ksv1alpha1.Value{{Type: ksv1alpha1.TypeNumber, Number: &v}}})
-	}
-	return []ksv1alpha1.NamedStatusCombination{{Name: collector, ColumnNames: []string{"availableReplicas"}, Rows: rows}}
 }
 
 // openGate makes the WECs of a policy's stage report the workload available.
 func (s *space) openGate(policy, stage string) {
-	s.gates.mu.Lock()
-	s.gates.open[v1alpha1.BindingPolicyName(policy, stage)] = true
-	s.gates.mu.Unlock()
+	s.availability.SetAvailable(v1alpha1.BindingPolicyName(policy, stage), true)
 	s.sim.Resync()
 }

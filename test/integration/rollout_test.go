@@ -39,7 +39,7 @@ func TestThreeStageRollout(t *testing.T) {
 	createWorkload(t, s, name)
 	create(t, s, newPolicy(name, name))
 
-	policy := waitForActiveStage(t, s, name, "dev")
+	waitForActiveStage(t, s, name, "dev")
 	waitForBindingPolicies(t, s, name, "dev")
 	waitForCondition(t, s, name, v1alpha1.ConditionProgressing, metav1.ConditionTrue, v1alpha1.ReasonConditionNotMet)
 	if got, want := destinations(t, s, v1alpha1.BindingPolicyName(name, "dev")), []string{"dev1", "dev2"}; !slices.Equal(got, want) {
@@ -53,7 +53,7 @@ func TestThreeStageRollout(t *testing.T) {
 	})
 
 	s.openGate(name, "dev")
-	policy = waitForActiveStage(t, s, name, "test")
+	policy := waitForActiveStage(t, s, name, "test")
 	waitForBindingPolicies(t, s, name, "test")
 	if got, want := destinations(t, s, v1alpha1.BindingPolicyName(name, "test")), []string{"test1"}; !slices.Equal(got, want) {
 		t.Fatalf("test Binding destinations = %v, want %v", got, want)

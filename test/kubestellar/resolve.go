@@ -131,16 +131,13 @@ func testObject(obj workloadObject, clauses []ksv1alpha1.DownsyncPolicyClause,
 		if clause.APIGroup != nil && *clause.APIGroup != obj.id.GVK.Group {
 			continue
 		}
-		if len(clause.Resources) > 0 && !(slices.Contains(clause.Resources, "*") ||
-			slices.Contains(clause.Resources, obj.id.Resource)) {
+		if !matchesList(clause.Resources, obj.id.Resource) {
 			continue
 		}
-		if len(clause.Namespaces) > 0 && !(slices.Contains(clause.Namespaces, "*") ||
-			slices.Contains(clause.Namespaces, obj.id.ObjectName.Namespace)) {
+		if !matchesList(clause.Namespaces, obj.id.ObjectName.Namespace) {
 			continue
 		}
-		if len(clause.ObjectNames) > 0 && !(slices.Contains(clause.ObjectNames, "*") ||
-			slices.Contains(clause.ObjectNames, obj.id.ObjectName.Name)) {
+		if !matchesList(clause.ObjectNames, obj.id.ObjectName.Name) {
 			continue
 		}
 		if len(clause.ObjectSelectors) > 0 && !labelsMatchAny(obj.labels, clause.ObjectSelectors) {
@@ -287,9 +284,15 @@ func (r *resolution) bindingSpec() ksv1alpha1.BindingSpec {
 }
 
 // sortWorkload mirrors KubeStellar's sortBindingWorkloadObjects.
+// matchesList applies a list criterion of a downsync clause: an empty list
+// and the "*" entry match everything, otherwise the value must be listed.
+func matchesList(list []string, value string) bool {
+	return len(list) == 0 || slices.Contains(list, "*") || slices.Contains(list, value)
+}
+
 func sortWorkload(w *ksv1alpha1.DownsyncObjectClauses) {
 	slices.SortFunc(w.ClusterScope, func(a, b ksv1alpha1.ClusterScopeDownsyncClause) int {
-		if c := strings.Compare(a.GroupVersionResource.String(), b.GroupVersionResource.String()); c != 0 {
+		if c := strings.Compare(a.String(), b.String()); c != 0 {
 			return c
 		}
 		if c := strings.Compare(a.Name, b.Name); c != 0 {
@@ -298,7 +301,7 @@ func sortWorkload(w *ksv1alpha1.DownsyncObjectClauses) {
 		return strings.Compare(a.ResourceVersion, b.ResourceVersion)
 	})
 	slices.SortFunc(w.NamespaceScope, func(a, b ksv1alpha1.NamespaceScopeDownsyncClause) int {
-		if c := strings.Compare(a.GroupVersionResource.String(), b.GroupVersionResource.String()); c != 0 {
+		if c := strings.Compare(a.String(), b.String()); c != 0 {
 			return c
 		}
 		if c := strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name); c != 0 {

@@ -356,10 +356,10 @@ func TestSimulatorBindingAndCombinedStatus(t *testing.T) {
 	}
 	eventually(t, "cleanup after BindingPolicy deletion", func() error {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(bp), &ksv1alpha1.BindingPolicy{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("BindingPolicy still there (err %v)", err)
+			return fmt.Errorf("BindingPolicy still there (err %w)", err)
 		}
 		if err := c.Get(ctx, client.ObjectKey{Name: bp.Name}, &ksv1alpha1.Binding{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("Binding still there (err %v)", err)
+			return fmt.Errorf("Binding still there (err %w)", err)
 		}
 		var left ksv1alpha1.CombinedStatusList
 		if err := c.List(ctx, &left, client.MatchingLabels{"status.kubestellar.io/binding-policy": bp.Name}); err != nil {

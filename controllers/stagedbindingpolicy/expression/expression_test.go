@@ -412,7 +412,7 @@ func TestConcurrentUse(t *testing.T) {
 					cs, want = notReady, false
 				}
 				if got, err := p.EvalCondition(cs); err != nil || got != want {
-					errs <- fmt.Errorf("EvalCondition = %v, %v; want %v", got, err, want)
+					errs <- fmt.Errorf("EvalCondition = %v, %w; want %v", got, err, want)
 					return
 				}
 				// Also churn the LRU with distinct filters.
@@ -422,7 +422,7 @@ func TestConcurrentUse(t *testing.T) {
 					return
 				}
 				if got, err := f.EvalFilter(clause); err != nil || !got {
-					errs <- fmt.Errorf("EvalFilter = %v, %v; want true", got, err)
+					errs <- fmt.Errorf("EvalFilter = %v, %w; want true", got, err)
 					return
 				}
 			}

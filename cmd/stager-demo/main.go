@@ -1,0 +1,57 @@
+/*
+Copyright 2026 The KubeStellar Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Command stager-demo runs the local demo environment: a hosting cluster, two
+// WDSes with a simulated KubeStellar and simulated WECs, and the stager,
+// printing the stage progress until interrupted (Ctrl-C).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/kubestellar/workload-stager/test/demo"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "stager-demo:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	stager := flag.String("stager", "bin/stager", "path of the stager binary")
+	workDir := flag.String("workdir", "", "directory for the kubeconfigs and the stager's log (default: a new temporary directory)")
+	delay := flag.Duration("stage-delay", 8*time.Second, "how long each stage's WECs take to report the workload available")
+	flag.Parse()
+
+	dir := *workDir
+	if dir == "" {
+		var err error
+		if dir, err = os.MkdirTemp("", "stager-demo-"); err != nil {
+			return err
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return demo.Run(ctx, demo.Options{StagerBinary: *stager, WorkDir: dir, StageDelay: *delay, Out: os.Stdout})
+}

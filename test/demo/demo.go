@@ -1,0 +1,408 @@
+/*
+Copyright 2026 The KubeStellar Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package demo runs a local demonstration of the stager: a hosting cluster,
+// two WDSes in which KubeStellar's part is simulated, simulated WECs
+// (dev1, dev2, test1, prod1, prod2) that turn healthy stage after stage, and
+// the stager binary serving both WDSes. It prints the rollouts' progress as it
+// happens and runs until its context is cancelled, then stops everything it
+// started.
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/cmd/stager/app"
+	"github.com/kubestellar/workload-stager/test/environment"
+	"github.com/kubestellar/workload-stager/test/kubestellar"
+)
+
+// Names used by the demo.
+const (
+	// PolicyName is the sample StagedBindingPolicy applied in every WDS.
+	PolicyName = "nginx-staged-bindingpolicy"
+	// Collector is the StatusCollector the sample policy's conditions read.
+	Collector = "deployments-aggregator"
+	// SecretNamespace holds the WDSes' kubeconfig Secrets in the hosting cluster.
+	SecretNamespace = "kubestellar-stager"
+	// StagerUser is the stager's identity in every WDS.
+	StagerUser = "kubestellar-stager"
+	// WorkloadNamespace holds the sample workload in every WDS.
+	WorkloadNamespace = "demo"
+)
+
+// Clusters is the simulated inventory of WECs.
+var Clusters = []kubestellar.Cluster{
+	{Name: "dev1", Labels: map[string]string{"env": "dev"}},
+	{Name: "dev2", Labels: map[string]string{"env": "dev"}},
+	{Name: "test1", Labels: map[string]string{"env": "test"}},
+	{Name: "prod1", Labels: map[string]string{"env": "prod"}},
+	{Name: "prod2", Labels: map[string]string{"env": "prod"}},
+}
+
+// Options configure a demo.
+type Options struct {
+	// StagerBinary is the path of the stager binary to run.
+	StagerBinary string
+	// WorkDir receives the kubeconfigs and the stager's log.
+	WorkDir string
+	// Spaces are the names of the WDSes. Default: wds1, wds2.
+	Spaces []string
+	// StageDelay is how long the WECs of an active stage take to report the
+	// workload available. Default: 8s.
+	StageDelay time.Duration
+	// Out receives the progress report.
+	Out io.Writer
+}
+
+// wds is one WDS of the demo.
+type wds struct {
+	*environment.Space
+	sim          *kubestellar.Simulator
+	availability *kubestellar.Availability
+	kubeconfig   string
+	// madeAvailable records the stages whose WECs turned healthy.
+	madeAvailable map[string]bool
+}
+
+// Run runs the demo until ctx is cancelled.
+func Run(ctx context.Context, o Options) (err error) {
+	if len(o.Spaces) == 0 {
+		o.Spaces = []string{"wds1", "wds2"}
+	}
+	if o.StageDelay <= 0 {
+		o.StageDelay = 8 * time.Second
+	}
+	if _, err := os.Stat(o.StagerBinary); err != nil {
+		return fmt.Errorf("%w: %w", errNoBinary, err)
+	}
+	out := o.Out
+	var cleanups []func()
+	defer func() {
+		fmt.Fprintln(out, "Stopping everything the demo started...")
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+		fmt.Fprintln(out, "Stopped.")
+	}()
+
+	fmt.Fprintln(out, "Starting the hosting cluster and the WDSes (real kube-apiservers and etcds)...")
+	hosting, err := environment.StartSpace("hosting")
+	if err != nil {
+		return err
+	}
+	cleanups = append(cleanups, func() { _ = hosting.Stop() })
+	hostingKubeconfig, err := writeKubeconfig(o.WorkDir, "hosting", hosting.Kubeconfig())
+	if err != nil {
+		return err
+	}
+
+	scheme, err := app.NewScheme()
+	if err != nil {
+		return err
+	}
+	simCtx, stopSims := context.WithCancel(context.Background())
+	cleanups = append(cleanups, stopSims)
+	var spaces []*wds
+	for _, name := range o.Spaces {
+		env, err := environment.StartSpace(name, environment.WithStagerCRDs(), environment.WithKubeStellarCRDs(), environment.WithScheme(scheme))
+		if err != nil {
+			return err
+		}
+		cleanups = append(cleanups, func() { _ = env.Stop() })
+		w, err := prepareSpace(ctx, env, hosting, o.WorkDir)
+		if err != nil {
+			return err
+		}
+		go func() { _ = w.sim.Run(simCtx) }()
+		spaces = append(spaces, w)
+	}
+
+	stop, err := startStager(o.StagerBinary, hostingKubeconfig, o.WorkDir)
+	if err != nil {
+		return err
+	}
+	cleanups = append(cleanups, stop)
+
+	for _, w := range spaces {
+		if err := w.Client.Create(ctx, SamplePolicy()); err != nil {
+			return fmt.Errorf("applying the sample policy in %s: %w", w.Name, err)
+		}
+	}
+	printGuide(out, o, hostingKubeconfig, spaces)
+	return follow(ctx, out, spaces, o.StageDelay)
+}
+
+// prepareSpace gives a WDS the stager's identity and permissions, registers
+// it in the hosting cluster, creates the sample workload and a simulator.
+func prepareSpace(ctx context.Context, env *environment.Space, hosting *environment.Space, dir string) (*wds, error) {
+	if err := env.GrantStagerRole(ctx, StagerUser); err != nil {
+		return nil, err
+	}
+	stagerKubeconfig, err := env.AddUser(StagerUser)
+	if err != nil {
+		return nil, err
+	}
+	if err := environment.RegisterKubeconfigSecret(ctx, hosting.Client, SecretNamespace, env.Name, "", stagerKubeconfig); err != nil {
+		return nil, err
+	}
+	path, err := writeKubeconfig(dir, env.Name, env.Kubeconfig())
+	if err != nil {
+		return nil, err
+	}
+	for _, obj := range sampleWorkload() {
+		if err := env.Client.Create(ctx, obj); err != nil {
+			return nil, fmt.Errorf("creating the sample workload in %s: %w", env.Name, err)
+		}
+	}
+	availability := kubestellar.NewAvailability(Collector)
+	return &wds{
+		Space:         env,
+		sim:           kubestellar.New(env.Client, Clusters, kubestellar.WithReporter(availability.Report)),
+		availability:  availability,
+		kubeconfig:    path,
+		madeAvailable: map[string]bool{},
+	}, nil
+}
+
+// SamplePolicy is the seed's StagedBindingPolicy, extended to dev -> test -> prod.
+func SamplePolicy() *v1alpha1.StagedBindingPolicy {
+	condition := `combinedStatus.results.exists(r, r.name == 'deployments-aggregator' && r.rows.exists(row, row.columns.exists(col, col.type == 'Number' && col.float == '1')))`
+	selector := func(env string) []metav1.LabelSelector {
+		return []metav1.LabelSelector{{MatchLabels: map[string]string{"env": env}}}
+	}
+	return &v1alpha1.StagedBindingPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: PolicyName},
+		Spec: v1alpha1.StagedBindingPolicySpec{
+			Downsync: []ksv1alpha1.DownsyncPolicyClause{{
+				DownsyncObjectTest: ksv1alpha1.DownsyncObjectTest{
+					ObjectSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"app.kubernetes.io/name": "nginx"}}},
+				},
+				DownsyncModulation: ksv1alpha1.DownsyncModulation{StatusCollectors: []string{Collector}},
+			}},
+			Stages: []v1alpha1.Stage{
+				{Name: "dev", ClusterSelectors: selector("dev"), Filter: `downsyncClause.resource == "deployments"`, Condition: condition},
+				{Name: "test", ClusterSelectors: selector("test"), Filter: `downsyncClause.resource == "deployments"`, Condition: condition},
+				{Name: "prod", ClusterSelectors: selector("prod")},
+			},
+		},
+	}
+}
+
+// sampleWorkload is an nginx Deployment in its namespace.
+func sampleWorkload() []client.Object {
+	labels := map[string]string{"app.kubernetes.io/name": "nginx"}
+	return []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: WorkloadNamespace}},
+		&appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Namespace: WorkloadNamespace, Name: "nginx", Labels: labels},
+			Spec: appsv1.DeploymentSpec{
+				Replicas: ptr.To[int32](1),
+				Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "nginx", Image: "nginx"}}},
+				},
+			},
+		},
+	}
+}
+
+// writeKubeconfig writes a kubeconfig into dir and returns its path.
+func writeKubeconfig(dir, name string, kubeconfig []byte) (string, error) {
+	path := filepath.Join(dir, name+".kubeconfig")
+	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
+		return "", fmt.Errorf("writing %s: %w", path, err)
+	}
+	return path, nil
+}
+
+// startStager runs the stager binary against the hosting cluster and returns
+// a function that stops it (SIGTERM, then SIGKILL after 15s).
+func startStager(binary, hostingKubeconfig, dir string) (func(), error) {
+	metrics, err := freeAddress()
+	if err != nil {
+		return nil, err
+	}
+	probes, err := freeAddress()
+	if err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(dir, "stager.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("creating the stager's log: %w", err)
+	}
+	cmd := exec.Command(binary,
+		"--kubeconfig="+hostingKubeconfig,
+		"--provider=kubeconfig",
+		"--kubeconfig-namespace="+SecretNamespace,
+		"--metrics-bind-address="+metrics,
+		"--health-probe-bind-address="+probes,
+		"--space-probe-interval=2s",
+	)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		_ = logFile.Close()
+		return nil, fmt.Errorf("starting the stager %s: %w", binary, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+	return func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		_ = logFile.Close()
+	}, nil
+}
+
+// freeAddress returns a loopback address with a port nobody listens on.
+func freeAddress() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("finding a free port: %w", err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String(), nil
+}
+
+// printGuide tells the person watching where to look around.
+func printGuide(out io.Writer, o Options, hostingKubeconfig string, spaces []*wds) {
+	kubectl := "kubectl"
+	if assets, err := environment.AssetsDir(); err == nil {
+		if _, err := os.Stat(filepath.Join(assets, "kubectl")); err == nil {
+			kubectl = filepath.Join(assets, "kubectl")
+		}
+	}
+	fmt.Fprintf(out, "\nThe demo is running. Files are in %s:\n", o.WorkDir)
+	fmt.Fprintf(out, "  hosting cluster: %s (kubeconfig Secrets in namespace %s)\n", hostingKubeconfig, SecretNamespace)
+	for _, w := range spaces {
+		fmt.Fprintf(out, "  %s: %s\n", w.Name, w.kubeconfig)
+	}
+	fmt.Fprintf(out, "  stager log: %s\n\nLook around:\n", filepath.Join(o.WorkDir, "stager.log"))
+	w := spaces[0]
+	fmt.Fprintf(out, "  %s --kubeconfig=%s get stagedbindingpolicies\n", kubectl, w.kubeconfig)
+	fmt.Fprintf(out, "  %s --kubeconfig=%s get sbp %s -o yaml\n", kubectl, w.kubeconfig, PolicyName)
+	fmt.Fprintf(out, "  %s --kubeconfig=%s get bindingpolicies,bindings\n", kubectl, w.kubeconfig)
+	fmt.Fprintf(out, "  %s --kubeconfig=%s get combinedstatuses -A\n", kubectl, w.kubeconfig)
+	fmt.Fprintf(out, "  %s --kubeconfig=%s get events.events.k8s.io -A\n", kubectl, w.kubeconfig)
+	fmt.Fprintf(out, "  %s --kubeconfig=%s -n %s get secrets\n\n", kubectl, hostingKubeconfig, SecretNamespace)
+	fmt.Fprintf(out, "Each stage's WECs report the nginx Deployment available %s after the stage starts.\nPress Ctrl-C to stop.\n\n", o.StageDelay)
+}
+
+// follow prints every change of the rollouts, turns the WECs of each active
+// stage healthy after the delay, and returns when ctx is done.
+func follow(ctx context.Context, out io.Writer, spaces []*wds, delay time.Duration) error {
+	last := map[string]string{}
+	announced := false
+	ticker := time.NewTicker(250 * time.Millisecond)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		}
+		completed := 0
+		for _, w := range spaces {
+			policy := &v1alpha1.StagedBindingPolicy{}
+			if err := w.Client.Get(ctx, types.NamespacedName{Name: PolicyName}, policy); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("reading the policy in %s: %w", w.Name, err)
+			}
+			if line := progressLine(w.Name, policy); line != last[w.Name] {
+				last[w.Name] = line
+				fmt.Fprintf(out, "%s %s\n", time.Now().Format("15:04:05"), line)
+			}
+			if policy.Status.Phase == v1alpha1.RolloutCompleted {
+				completed++
+			}
+			w.turnHealthy(out, policy, delay)
+		}
+		if completed == len(spaces) && !announced {
+			announced = true
+			fmt.Fprintf(out, "\nEvery rollout reached its final stage. Press Ctrl-C to stop.\n")
+		}
+	}
+}
+
+// turnHealthy makes the active stage's WECs report the workload available
+// once the stage has been active for the delay.
+func (w *wds) turnHealthy(out io.Writer, policy *v1alpha1.StagedBindingPolicy, delay time.Duration) {
+	for _, st := range policy.Status.Stages {
+		if st.Phase != v1alpha1.StageActive || st.StartTime == nil || w.madeAvailable[st.Name] {
+			continue
+		}
+		if time.Since(st.StartTime.Time) < delay {
+			continue
+		}
+		w.madeAvailable[st.Name] = true
+		w.availability.SetAvailable(v1alpha1.BindingPolicyName(policy.Name, st.Name), true)
+		w.sim.Resync()
+		fmt.Fprintf(out, "%s %s: the %s WECs now report nginx available\n", time.Now().Format("15:04:05"), w.Name, st.Name)
+	}
+}
+
+// progressLine renders one policy's progress: each stage with a mark, then
+// what the active stage waits for.
+func progressLine(space string, policy *v1alpha1.StagedBindingPolicy) string {
+	var stages []string
+	detail := ""
+	for _, st := range policy.Status.Stages {
+		mark := map[v1alpha1.StagePhase]string{
+			v1alpha1.StagePending: "·", v1alpha1.StageActive: "▶", v1alpha1.StageSucceeded: "✓", v1alpha1.StageSkipped: "-",
+		}[st.Phase]
+		stages = append(stages, fmt.Sprintf("%s %s", mark, st.Name))
+		if st.Name == policy.Status.ActiveStage {
+			detail = st.Message
+		}
+	}
+	if len(stages) == 0 {
+		return fmt.Sprintf("%-5s %s: waiting for the stager", space, policy.Name)
+	}
+	return fmt.Sprintf("%-5s %-11s [%s]  %s", space, policy.Status.Phase, strings.Join(stages, " → "), detail)
+}
+
+// errNoBinary is returned when the stager binary is missing.
+var errNoBinary = errors.New("the stager binary does not exist; run `make build`")
