@@ -65,6 +65,13 @@ verify-generated: generate manifests ## Fail when generated files are not up to 
 kustomize-build: ## Render the deployment manifests (config/default)
 	"$$($(TOOL) kustomize)" build config/default
 
+.PHONY: verify-config
+verify-config: ## Fail when a kustomization under config/ does not build
+	kustomize="$$($(TOOL) kustomize)"; \
+	for dir in config/default config/space config/single; do \
+		"$$kustomize" build "$$dir" > /dev/null || { echo "kustomize build $$dir failed"; exit 1; }; \
+	done
+
 ##@ Checks
 
 .PHONY: fmt
@@ -80,4 +87,4 @@ lint: ## golangci-lint
 	"$$($(TOOL) golangci-lint)" run ./...
 
 .PHONY: verify
-verify: fmt vet lint verify-generated ## Every static check CI runs
+verify: fmt vet lint verify-generated verify-config ## Every static check CI runs

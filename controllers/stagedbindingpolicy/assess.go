@@ -47,6 +47,9 @@ type assessment struct {
 	// bindingObserved is true when KubeStellar has resolved the current
 	// generation of the stage's BindingPolicy into a Binding.
 	bindingObserved bool
+	// placed is true when that Binding places the workload on at least one
+	// cluster, so that earlier stages can be let go.
+	placed bool
 	// satisfied is true when the stage is done.
 	satisfied bool
 	// evaluationError is true when a filter or condition failed to evaluate.
@@ -174,7 +177,7 @@ func assessStage(stage v1alpha1.Stage, programs compiledStage, bp *ksv1alpha1.Bi
 			message: fmt.Sprintf("Binding %s places the workload on no cluster: the stage's clusterSelectors select none", binding.Name)}
 	}
 	if programs.condition == nil {
-		return assessment{bindingObserved: true, satisfied: true, reason: v1alpha1.ReasonStageAdvanced,
+		return assessment{bindingObserved: true, placed: true, satisfied: true, reason: v1alpha1.ReasonStageAdvanced,
 			message: fmt.Sprintf("Binding %s places the workload on %d cluster(s); the stage has no condition", binding.Name, clusters)}
 	}
 
@@ -186,7 +189,7 @@ func assessStage(stage v1alpha1.Stage, programs compiledStage, bp *ksv1alpha1.Bi
 		}
 		pass, err := programs.filter.EvalFilter(clause)
 		if err != nil {
-			return assessment{bindingObserved: true, evaluationError: true, reason: v1alpha1.ReasonEvaluationError,
+			return assessment{bindingObserved: true, placed: true, evaluationError: true, reason: v1alpha1.ReasonEvaluationError,
 				message: fmt.Sprintf("stage %q: %v (on %s)", stage.Name, err, clauseKey(clause))}
 		}
 		if pass {
@@ -194,7 +197,7 @@ func assessStage(stage v1alpha1.Stage, programs compiledStage, bp *ksv1alpha1.Bi
 		}
 	}
 	if len(selected) == 0 {
-		return assessment{bindingObserved: true, reason: v1alpha1.ReasonNoObjectsSelected,
+		return assessment{bindingObserved: true, placed: true, reason: v1alpha1.ReasonNoObjectsSelected,
 			message: fmt.Sprintf("no workload object of Binding %s passes the stage's filter, so its condition cannot hold yet", binding.Name)}
 	}
 
@@ -209,7 +212,7 @@ func assessStage(stage v1alpha1.Stage, programs compiledStage, bp *ksv1alpha1.Bi
 		}
 		holds, err := programs.condition.EvalCondition(cs)
 		if err != nil {
-			return assessment{bindingObserved: true, evaluationError: true, reason: v1alpha1.ReasonEvaluationError,
+			return assessment{bindingObserved: true, placed: true, evaluationError: true, reason: v1alpha1.ReasonEvaluationError,
 				message: fmt.Sprintf("stage %q: %v (on the CombinedStatus of %s)", stage.Name, err, key)}
 		}
 		if !holds {
@@ -220,14 +223,14 @@ func assessStage(stage v1alpha1.Stage, programs compiledStage, bp *ksv1alpha1.Bi
 	passing := total - len(missing) - len(unmet)
 	switch {
 	case len(missing) > 0:
-		return assessment{bindingObserved: true, reason: v1alpha1.ReasonWaitingForStatus,
+		return assessment{bindingObserved: true, placed: true, reason: v1alpha1.ReasonWaitingForStatus,
 			message: fmt.Sprintf("condition holds for %d of %d object(s); waiting for KubeStellar's CombinedStatus of %s (does the downsync clause name a status collector?)",
 				passing, total, nameSome(missing))}
 	case len(unmet) > 0:
-		return assessment{bindingObserved: true, reason: v1alpha1.ReasonConditionNotMet,
+		return assessment{bindingObserved: true, placed: true, reason: v1alpha1.ReasonConditionNotMet,
 			message: fmt.Sprintf("condition holds for %d of %d object(s); not yet for %s", passing, total, nameSome(unmet))}
 	default:
-		return assessment{bindingObserved: true, satisfied: true, reason: v1alpha1.ReasonStageAdvanced,
+		return assessment{bindingObserved: true, placed: true, satisfied: true, reason: v1alpha1.ReasonStageAdvanced,
 			message: fmt.Sprintf("condition holds for all %d object(s) on %d cluster(s)", total, clusters)}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"strings"
 	"testing"
 
+	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
@@ -117,6 +118,71 @@ func TestAssessStageCounts(t *testing.T) {
 			}
 			if strings.Contains(got.message, "%!") {
 				t.Errorf("message has a formatting error: %q", got.message)
+			}
+		})
+	}
+}
+
+// TestAssessStageNoClusters checks that a Binding with no destination never
+// satisfies a stage, whatever its filter, condition and CombinedStatuses say.
+func TestAssessStageNoClusters(t *testing.T) {
+	engine := newEngine(t)
+	p := newPolicy(stage("dev"), stageWith("plain", "", ""), stageWith("all", "", seedCondition),
+		stageWith("none", `downsyncClause.resource == 'statefulsets'`, ""))
+	programs, err := compileStages(engine, p.Spec.Stages)
+	if err != nil {
+		t.Fatalf("compileStages: %v", err)
+	}
+	oneCluster := []ksv1alpha1.Destination{{ClusterId: "cluster1"}}
+
+	tests := []struct {
+		name         string
+		stage        int
+		destinations []ksv1alpha1.Destination
+		wantReason   string
+		satisfied    bool
+		wantMsg      []string
+	}{
+		{name: "condition would hold, destinations nil",
+			stage: 0, destinations: nil,
+			wantReason: v1alpha1.ReasonNoClustersSelected, wantMsg: []string{"web.stage.dev", "no cluster"}},
+		{name: "condition would hold, destinations empty",
+			stage: 0, destinations: []ksv1alpha1.Destination{},
+			wantReason: v1alpha1.ReasonNoClustersSelected, wantMsg: []string{"web.stage.dev", "no cluster"}},
+		{name: "no filter, condition would hold for every object, no destination",
+			stage: 2, destinations: nil,
+			wantReason: v1alpha1.ReasonNoClustersSelected, wantMsg: []string{"web.stage.all", "no cluster"}},
+		{name: "no condition, no destination",
+			stage: 1, destinations: nil,
+			wantReason: v1alpha1.ReasonNoClustersSelected, wantMsg: []string{"web.stage.plain", "no cluster"}},
+		{name: "no condition, filter selecting nothing, no destination",
+			stage: 3, destinations: nil,
+			wantReason: v1alpha1.ReasonNoClustersSelected, wantMsg: []string{"web.stage.none", "no cluster"}},
+		{name: "no condition, one destination",
+			stage: 1, destinations: oneCluster,
+			wantReason: v1alpha1.ReasonStageAdvanced, satisfied: true, wantMsg: []string{"web.stage.plain", "1 cluster(s)"}},
+		{name: "condition holds, one destination",
+			stage: 2, destinations: oneCluster,
+			wantReason: v1alpha1.ReasonStageAdvanced, satisfied: true, wantMsg: []string{"all 3 object(s) on 1 cluster(s)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := p.Spec.Stages[tt.stage]
+			bp := ownedBP(p, s.Name, types.UID("bp-"+s.Name))
+			binding := bindingFor(bp)
+			binding.Spec.Destinations = tt.destinations
+			statuses := []ksv1alpha1.CombinedStatus{
+				combinedStatus(bp, deployment, "1"), combinedStatus(bp, configMap, "1"), combinedStatus(bp, namespaceObj, "1"),
+			}
+			got := assessStage(s, programs[tt.stage], bp, binding, statuses)
+			if got.reason != tt.wantReason || got.satisfied != tt.satisfied || !got.bindingObserved || got.evaluationError {
+				t.Errorf("assessStage() = %+v\nwant reason %s, satisfied %v, binding observed, no evaluation error",
+					got, tt.wantReason, tt.satisfied)
+			}
+			for _, sub := range tt.wantMsg {
+				if !strings.Contains(got.message, sub) {
+					t.Errorf("message %q does not contain %q", got.message, sub)
+				}
 			}
 		})
 	}

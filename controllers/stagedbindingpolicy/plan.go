@@ -89,7 +89,7 @@ type Action struct {
 //  5. the active stage's BindingPolicy is created or brought in line with the spec;
 //  6. a done stage hands over to the next one;
 //  7. BindingPolicies of earlier stages are deleted once the active stage's
-//     Binding is in place (make-before-break);
+//     Binding places the workload on a cluster (make-before-break);
 //  8. the status is brought up to date.
 func Plan(snap *Snapshot, engine *expression.Engine) Action {
 	policy := snap.Policy
@@ -147,7 +147,7 @@ func Plan(snap *Snapshot, engine *expression.Engine) Action {
 		return advance(policy, active, result, snap.Now)
 	}
 
-	if result.bindingObserved {
+	if result.bindingObserved && result.placed {
 		for i := range snap.BindingPolicies {
 			bp := &snap.BindingPolicies[i]
 			if bp.Name != current.Name && bp.DeletionTimestamp == nil && ownedBy(bp, policy) {
@@ -310,7 +310,7 @@ func setSummary(status *v1alpha1.StagedBindingPolicyStatus, policy *v1alpha1.Sta
 		completed.Message = "the rollout has not started"
 	default:
 		completed.Message = fmt.Sprintf("stage %q of %d is active", status.ActiveStage, len(policy.Spec.Stages))
-		if status.ActiveStage == policy.Spec.Stages[last].Name {
+		if last >= 0 && status.ActiveStage == policy.Spec.Stages[last].Name {
 			completed.Reason = v1alpha1.ReasonFinalConditionNotMet
 			completed.Message = fmt.Sprintf("final stage %q is active and not done yet", status.ActiveStage)
 		}

@@ -353,6 +353,13 @@ func (f fixture) with(change func(*Snapshot)) fixture {
 	return f
 }
 
+// placingNowhere empties the destinations of the Binding: the stage's
+// clusterSelectors select no cluster.
+func (f fixture) placingNowhere() fixture {
+	f.Binding.Spec.Destinations = nil
+	return f
+}
+
 // replan applies a status action to a copy of the snapshot, a minute later,
 // and plans again. The objects around the active stage stay as they are
 // unless the action moved the active stage.
@@ -859,6 +866,27 @@ func TestPlanWaiting(t *testing.T) {
 			snap:       at("prod").bound().reporting(deployment, "0").Snapshot,
 			wantReason: v1alpha1.ReasonConditionNotMet, wantMsg: []string{"deployments.apps web/nginx"},
 			wantCompletedReason: v1alpha1.ReasonFinalConditionNotMet},
+		// A Binding observed with no destination places nothing: the stage
+		// waits, even where its condition would hold or it has none.
+		{name: "Binding places on no cluster, condition would hold",
+			snap:       dev().bound().placingNowhere().reporting(deployment, "1").Snapshot,
+			wantReason: v1alpha1.ReasonNoClustersSelected, wantMsg: []string{"web.stage.dev", "no cluster"}},
+		{name: "Binding places on no cluster (empty list), condition would hold",
+			snap: dev().bound().reporting(deployment, "1").with(func(s *Snapshot) {
+				s.Binding.Spec.Destinations = []ksv1alpha1.Destination{}
+			}).Snapshot,
+			wantReason: v1alpha1.ReasonNoClustersSelected, wantMsg: []string{"web.stage.dev", "no cluster"}},
+		{name: "Binding places on no cluster, stage without condition",
+			snap:       at("dev", stageWith("dev", "", ""), stage("test")).bound().placingNowhere().Snapshot,
+			wantReason: v1alpha1.ReasonNoClustersSelected, wantMsg: []string{"web.stage.dev", "no cluster"}},
+		{name: "final stage, Binding places on no cluster, condition would hold",
+			snap:       at("prod").bound().placingNowhere().reporting(deployment, "1").Snapshot,
+			wantReason: v1alpha1.ReasonNoClustersSelected, wantMsg: []string{"web.stage.prod", "no cluster"},
+			wantCompletedReason: v1alpha1.ReasonFinalConditionNotMet},
+		{name: "final stage without condition, Binding places on no cluster",
+			snap:       at("prod", stage("dev"), stage("test"), stageWith("prod", "", "")).bound().placingNowhere().Snapshot,
+			wantReason: v1alpha1.ReasonNoClustersSelected, wantMsg: []string{"web.stage.prod", "no cluster"},
+			wantCompletedReason: v1alpha1.ReasonFinalConditionNotMet},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -1063,6 +1091,9 @@ func TestPlanMakeBeforeBreak(t *testing.T) {
 		{name: "next Binding observed, condition not met",
 			snap: test().bound().reporting(deployment, "0").Snapshot,
 			want: ActionDeleteBindingPolicy, wantDelete: "web.stage.dev"},
+		{name: "next Binding observed but placing nowhere: the previous stage stays placed",
+			snap: test().bound().placingNowhere().Snapshot,
+			want: ActionUpdateStatus},
 		{name: "next Binding observed, previous BindingPolicy already being deleted",
 			snap: at("test").alsoBP(beingDeleted(ownedBP(p, "dev", "bp-dev"))).bound().Snapshot,
 			want: ActionUpdateStatus},
@@ -1396,5 +1427,434 @@ func TestPlanFullRollout(t *testing.T) {
 	wantDeletion := []string{"DeleteBindingPolicy web.stage.prod", "RemoveFinalizer", "None"}
 	if !slices.Equal(log, wantDeletion) {
 		t.Errorf("deletion steps = %v, want %v", log, wantDeletion)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// 10. Stages added to the spec behind the rollout
+// ---------------------------------------------------------------------------
+
+// cloneSnapshot returns a deep copy of a snapshot.
+func cloneSnapshot(s *Snapshot) *Snapshot {
+	c := *s
+	c.Policy = s.Policy.DeepCopy()
+	c.BindingPolicies = nil
+	for i := range s.BindingPolicies {
+		c.BindingPolicies = append(c.BindingPolicies, *s.BindingPolicies[i].DeepCopy())
+	}
+	if s.ActiveBindingPolicy != nil {
+		c.ActiveBindingPolicy = s.ActiveBindingPolicy.DeepCopy()
+	}
+	if s.Binding != nil {
+		c.Binding = s.Binding.DeepCopy()
+	}
+	c.CombinedStatuses = nil
+	for i := range s.CombinedStatuses {
+		c.CombinedStatuses = append(c.CombinedStatuses, *s.CombinedStatuses[i].DeepCopy())
+	}
+	return &c
+}
+
+// respec replaces the stages of the snapshot's policy by stage(name) for
+// each name, as a new generation of the spec; the status stays as it was.
+func respec(names ...string) func(*Snapshot) {
+	return func(s *Snapshot) {
+		s.Policy.Spec.Stages = nil
+		for _, name := range names {
+			s.Policy.Spec.Stages = append(s.Policy.Spec.Stages, stage(name))
+		}
+		s.Policy.Generation++
+	}
+}
+
+func TestPlanStageAddedBeforeActive(t *testing.T) {
+	engine := newEngine(t)
+
+	// The records atStage writes for dev, test and prod.
+	devDone := v1alpha1.StageStatus{Name: "dev", Phase: v1alpha1.StageSucceeded, StartTime: ptr.To(muchEarlier),
+		CompletionTime: ptr.To(earlier), BindingPolicy: "web.stage.dev"}
+	testDone := v1alpha1.StageStatus{Name: "test", Phase: v1alpha1.StageSucceeded, StartTime: ptr.To(earlier),
+		CompletionTime: ptr.To(now), BindingPolicy: "web.stage.test"}
+	testActive := v1alpha1.StageStatus{Name: "test", Phase: v1alpha1.StageActive, StartTime: ptr.To(earlier), BindingPolicy: "web.stage.test"}
+	prodPending := v1alpha1.StageStatus{Name: "prod", Phase: v1alpha1.StagePending}
+	prodActive := v1alpha1.StageStatus{Name: "prod", Phase: v1alpha1.StageActive, StartTime: ptr.To(now), BindingPolicy: "web.stage.prod"}
+	prodDone := v1alpha1.StageStatus{Name: "prod", Phase: v1alpha1.StageSucceeded, StartTime: ptr.To(earlier),
+		CompletionTime: ptr.To(now), BindingPolicy: "web.stage.prod"}
+	skipped := func(name string) v1alpha1.StageStatus {
+		return v1alpha1.StageStatus{Name: name, Phase: v1alpha1.StageSkipped}
+	}
+
+	tests := []struct {
+		name string
+		snap *Snapshot
+		// wantActive and wantPhase are the status's active stage and phase.
+		wantActive string
+		wantPhase  v1alpha1.RolloutPhase
+		// wantRecords are the stage records, messages left out.
+		wantRecords []v1alpha1.StageStatus
+		// advances is true when the run moves to the next stage.
+		advances bool
+	}{
+		{name: "stage added before the first stage while test waits",
+			snap:       at("test").bound().with(respec("canary", "dev", "test", "prod")).Snapshot,
+			wantActive: "test", wantPhase: v1alpha1.RolloutProgressing,
+			wantRecords: []v1alpha1.StageStatus{skipped("canary"), devDone, testActive, prodPending}},
+		{name: "stage added between dev and the active test",
+			snap:       at("test").bound().reporting(deployment, "0").with(respec("dev", "canary", "test", "prod")).Snapshot,
+			wantActive: "test", wantPhase: v1alpha1.RolloutProgressing,
+			wantRecords: []v1alpha1.StageStatus{devDone, skipped("canary"), testActive, prodPending}},
+		{name: "two stages added before the active one",
+			snap:       at("test").bound().with(respec("dev", "qa", "staging", "test", "prod")).Snapshot,
+			wantActive: "test", wantPhase: v1alpha1.RolloutProgressing,
+			wantRecords: []v1alpha1.StageStatus{devDone, skipped("qa"), skipped("staging"), testActive, prodPending}},
+		{name: "pending stage moved before the active one",
+			snap:       at("test").bound().with(respec("dev", "prod", "test")).Snapshot,
+			wantActive: "test", wantPhase: v1alpha1.RolloutProgressing,
+			wantRecords: []v1alpha1.StageStatus{devDone, skipped("prod"), testActive}},
+		{name: "stage added before the active one as the active one advances",
+			snap:       at("test").bound().reporting(deployment, "1").with(respec("dev", "canary", "test", "prod")).Snapshot,
+			wantActive: "prod", wantPhase: v1alpha1.RolloutProgressing, advances: true,
+			wantRecords: []v1alpha1.StageStatus{devDone, skipped("canary"), testDone, prodActive}},
+		{name: "stage added before the final one as it completes",
+			snap:       at("prod").bound().reporting(deployment, "1").with(respec("dev", "test", "canary", "prod")).Snapshot,
+			wantActive: "prod", wantPhase: v1alpha1.RolloutCompleted,
+			wantRecords: []v1alpha1.StageStatus{devDone, {Name: "test", Phase: v1alpha1.StageSucceeded, StartTime: ptr.To(muchEarlier),
+				CompletionTime: ptr.To(earlier), BindingPolicy: "web.stage.test"}, skipped("canary"), prodDone}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Plan(tt.snap, engine)
+			if got.Type != ActionUpdateStatus {
+				t.Fatalf("Plan() = %s (%s), want UpdateStatus", got.Type, got.Why)
+			}
+			s := got.Status
+			if s.ActiveStage != tt.wantActive || s.Phase != tt.wantPhase || s.ObservedGeneration != testGeneration+1 {
+				t.Errorf("activeStage/phase/observedGeneration = %s/%s/%d, want %s/%s/%d",
+					s.ActiveStage, s.Phase, s.ObservedGeneration, tt.wantActive, tt.wantPhase, testGeneration+1)
+			}
+			records := slices.Clone(s.Stages)
+			for i := range records {
+				if records[i].Phase == v1alpha1.StageSkipped && records[i].Message != "" {
+					t.Errorf("skipped record %s has message %q, want none", records[i].Name, records[i].Message)
+				}
+				records[i].Message = ""
+			}
+			if !equality.Semantic.DeepEqual(records, tt.wantRecords) {
+				t.Errorf("stage records differ (-want +got):\n%s", diff.Diff(tt.wantRecords, records))
+			}
+			for _, e := range got.Events {
+				for _, r := range s.Stages {
+					if r.Phase == v1alpha1.StageSkipped && strings.Contains(e.Note, `"`+r.Name+`"`) {
+						t.Errorf("event %s/%s %q names skipped stage %s", e.Type, e.Reason, e.Note, r.Name)
+					}
+				}
+			}
+
+			// The next run keeps the Skipped records as they are.
+			again := replan(t, tt.snap, engine, got)
+			if tt.advances {
+				if again.Type != ActionCreateBindingPolicy || again.BindingPolicy.Name != "web.stage."+tt.wantActive {
+					t.Errorf("after advancing, Plan() = %s (%s), want CreateBindingPolicy web.stage.%s", again.Type, again.Why, tt.wantActive)
+				}
+				return
+			}
+			if again.Type != ActionNone || len(again.Events) != 0 {
+				t.Errorf("with the status written, Plan() = %s with events %v (%s), want None without events",
+					again.Type, eventKeys(again.Events), again.Why)
+			}
+		})
+	}
+}
+
+// ---------------------------------------------------------------------------
+// 11. RolloutCompleted is announced once
+// ---------------------------------------------------------------------------
+
+func TestPlanRolloutCompletedOnce(t *testing.T) {
+	engine := newEngine(t)
+	const (
+		badFilter    = `downsyncClause.resourc == 'deployments'`
+		badCondition = `obj.results.exists(r, r.name ==)`
+	)
+
+	tests := []struct {
+		name string
+		// block interrupts the completed rollout.
+		block      func(*Snapshot)
+		specChange bool
+		wantReason string
+	}{
+		{name: "invalid condition added to the final stage",
+			block:      func(s *Snapshot) { s.Policy.Spec.Stages[2].Condition = badCondition; s.Policy.Generation++ },
+			specChange: true, wantReason: v1alpha1.ReasonInvalidExpression},
+		{name: "invalid filter added to an earlier stage",
+			block:      func(s *Snapshot) { s.Policy.Spec.Stages[0].Filter = badFilter; s.Policy.Generation++ },
+			specChange: true, wantReason: v1alpha1.ReasonInvalidExpression},
+		{name: "final stage's BindingPolicy name taken",
+			block:      func(s *Snapshot) { s.ActiveBindingPolicy = foreignBP(s.Policy, "prod", "bp-foreign") },
+			wantReason: v1alpha1.ReasonBindingPolicyConflict},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// The final stage completes: announced once.
+			completed := at("prod").bound().reporting(deployment, "1").Snapshot
+			got := Plan(completed, engine)
+			if got.Type != ActionUpdateStatus || got.Status.Phase != v1alpha1.RolloutCompleted {
+				t.Fatalf("Plan() = %s (%s), want UpdateStatus to Completed", got.Type, got.Why)
+			}
+			if keys := eventKeys(got.Events); !slices.Equal(keys, []string{"Normal/RolloutCompleted"}) {
+				t.Fatalf("events = %v, want [Normal/RolloutCompleted]", keys)
+			}
+			completed.Policy.Status = *got.Status
+
+			// Something blocks it: the final stage's record stays Succeeded.
+			blocked := cloneSnapshot(completed)
+			blocked.Now = metav1.NewTime(now.Add(time.Minute))
+			tt.block(blocked)
+			got = Plan(blocked, engine)
+			if got.Type != ActionUpdateStatus || got.Status.Phase != v1alpha1.RolloutBlocked {
+				t.Fatalf("blocked: Plan() = %s (%s), want UpdateStatus to Blocked", got.Type, got.Why)
+			}
+			if c := condition(t, got.Status, v1alpha1.ConditionProgressing); c.Reason != tt.wantReason {
+				t.Errorf("blocked: Progressing reason = %s, want %s", c.Reason, tt.wantReason)
+			}
+			if keys := eventKeys(got.Events); !slices.Equal(keys, []string{"Warning/" + tt.wantReason}) {
+				t.Errorf("blocked: events = %v, want [Warning/%s]", keys, tt.wantReason)
+			}
+			if r := got.Status.Stages[2]; r.Phase != v1alpha1.StageSucceeded || !timeEqual(r.CompletionTime, now) {
+				t.Errorf("blocked: record of prod = %+v, want Succeeded at %v", r, now)
+			}
+
+			// Fixed: Completed again, without a second announcement.
+			fixed := cloneSnapshot(completed)
+			fixed.Now = metav1.NewTime(now.Add(2 * time.Minute))
+			fixed.Policy.Generation = blocked.Policy.Generation
+			if tt.specChange {
+				fixed.Policy.Generation++
+			}
+			fixed.Policy.Status = *got.Status
+			got = Plan(fixed, engine)
+			if got.Type != ActionUpdateStatus {
+				t.Fatalf("fixed: Plan() = %s (%s), want UpdateStatus", got.Type, got.Why)
+			}
+			s := got.Status
+			if s.Phase != v1alpha1.RolloutCompleted || s.ActiveStage != "prod" || s.ObservedGeneration != fixed.Policy.Generation {
+				t.Errorf("fixed: phase/activeStage/observedGeneration = %s/%s/%d, want Completed/prod/%d",
+					s.Phase, s.ActiveStage, s.ObservedGeneration, fixed.Policy.Generation)
+			}
+			if c := condition(t, s, v1alpha1.ConditionCompleted); c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.ReasonRolloutCompleted {
+				t.Errorf("fixed: Completed = %s/%s, want True/%s", c.Status, c.Reason, v1alpha1.ReasonRolloutCompleted)
+			}
+			if r := s.Stages[2]; r.Phase != v1alpha1.StageSucceeded || !timeEqual(r.CompletionTime, now) || !timeEqual(r.StartTime, earlier) {
+				t.Errorf("fixed: record of prod = %+v, want Succeeded at %v as first recorded", r, now)
+			}
+			if len(got.Events) != 0 {
+				t.Errorf("fixed: events = %v, want none: the completion was announced already", eventKeys(got.Events))
+			}
+			if again := replan(t, fixed, engine, got); again.Type != ActionNone || len(again.Events) != 0 {
+				t.Errorf("fixed, status written: Plan() = %s with events %v (%s), want None without events",
+					again.Type, eventKeys(again.Events), again.Why)
+			}
+		})
+	}
+}
+
+// ---------------------------------------------------------------------------
+// 12. EvaluationError is announced once per change of Progressing
+// ---------------------------------------------------------------------------
+
+func TestPlanEvaluationErrorEvent(t *testing.T) {
+	engine := newEngine(t)
+	const (
+		failingCondition = `obj.results[3].name == 'deployments-aggregator'` // index out of range
+		failingFilter    = `int(downsyncClause.name) > 0`                    // "nginx" is no int
+		badCondition     = `obj.results.exists(r, r.name ==)`
+	)
+	// failing is dev with a condition that fails to evaluate on the deployment.
+	failing := func() fixture {
+		return at("dev", stageWith("dev", deploymentsFilter, failingCondition), stage("test")).bound().reporting(deployment, "1")
+	}
+
+	tests := []struct {
+		name string
+		// prior is planned first; the status it writes is the status of snap's policy.
+		prior         *Snapshot
+		snap          *Snapshot
+		newGeneration bool
+		want          ActionType
+		wantEvents    []string
+	}{
+		{name: "after waiting for status",
+			prior: at("dev", stage("dev"), stage("test")).bound().Snapshot,
+			snap:  failing().Snapshot, newGeneration: true,
+			want: ActionUpdateStatus, wantEvents: []string{"Warning/EvaluationError"}},
+		{name: "after an invalid expression: already Blocked",
+			prior: at("dev", stageWith("dev", deploymentsFilter, badCondition), stage("test")).bound().reporting(deployment, "1").Snapshot,
+			snap:  failing().Snapshot, newGeneration: true,
+			want: ActionUpdateStatus, wantEvents: []string{"Warning/EvaluationError"}},
+		{name: "after a BindingPolicy name conflict: already Blocked",
+			prior: failing().with(func(s *Snapshot) { s.ActiveBindingPolicy = foreignBP(s.Policy, "dev", "bp-foreign") }).Snapshot,
+			snap:  failing().Snapshot,
+			want:  ActionUpdateStatus, wantEvents: []string{"Warning/EvaluationError"}},
+		{name: "after another evaluation error: already Blocked",
+			prior: at("dev", stageWith("dev", failingFilter, failingCondition), stage("test")).bound().reporting(deployment, "1").Snapshot,
+			snap:  failing().Snapshot, newGeneration: true,
+			want: ActionUpdateStatus, wantEvents: []string{"Warning/EvaluationError"}},
+		{name: "same evaluation error, new spec generation",
+			prior: failing().Snapshot,
+			snap:  failing().Snapshot, newGeneration: true,
+			want: ActionUpdateStatus},
+		{name: "same evaluation error, planned again",
+			prior: failing().Snapshot,
+			snap:  failing().Snapshot,
+			want:  ActionNone},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			prior := Plan(tt.prior, engine)
+			if prior.Type != ActionUpdateStatus {
+				t.Fatalf("prior: Plan() = %s (%s), want UpdateStatus", prior.Type, prior.Why)
+			}
+			tt.snap.Policy.Status = *prior.Status.DeepCopy()
+			if tt.newGeneration {
+				tt.snap.Policy.Generation++
+			}
+			tt.snap.Now = metav1.NewTime(now.Add(time.Minute))
+
+			got := Plan(tt.snap, engine)
+			if got.Type != tt.want {
+				t.Fatalf("Plan() = %s (%s), want %s", got.Type, got.Why, tt.want)
+			}
+			if keys := eventKeys(got.Events); !slices.Equal(keys, tt.wantEvents) {
+				t.Errorf("events = %v, want %v", keys, tt.wantEvents)
+			}
+			for _, e := range got.Events {
+				if !strings.Contains(e.Note, `stage "dev"`) || !strings.Contains(e.Note, "deployments.apps web/nginx") {
+					t.Errorf("event note %q does not name the stage and the object", e.Note)
+				}
+			}
+			if got.Type != ActionUpdateStatus {
+				return
+			}
+			s := got.Status
+			if s.Phase != v1alpha1.RolloutBlocked || s.ActiveStage != "dev" {
+				t.Errorf("phase/activeStage = %s/%s, want Blocked/dev", s.Phase, s.ActiveStage)
+			}
+			if c := condition(t, s, v1alpha1.ConditionProgressing); c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonEvaluationError {
+				t.Errorf("Progressing = %s/%s, want False/%s", c.Status, c.Reason, v1alpha1.ReasonEvaluationError)
+			}
+			if again := replan(t, tt.snap, engine, got); again.Type != ActionNone || len(again.Events) != 0 {
+				t.Errorf("with the status written, Plan() = %s with events %v (%s), want None without events",
+					again.Type, eventKeys(again.Events), again.Why)
+			}
+		})
+	}
+}
+
+// ---------------------------------------------------------------------------
+// 13. A spec without stages
+// ---------------------------------------------------------------------------
+
+// planNoPanic is Plan, failing the test instead of crashing the binary when
+// Plan panics.
+func planNoPanic(t *testing.T, snap *Snapshot, engine *expression.Engine) (action Action) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Fatalf("Plan() panicked: %v", r)
+		}
+	}()
+	return Plan(snap, engine)
+}
+
+func TestPlanNoStages(t *testing.T) {
+	engine := newEngine(t)
+	// noStages drops the stages of the spec, as a hand-made object or one
+	// written before the CRD required a stage may.
+	noStages := func(p *v1alpha1.StagedBindingPolicy) *v1alpha1.StagedBindingPolicy {
+		p.Spec.Stages = nil
+		return p
+	}
+	emptyStages := func(p *v1alpha1.StagedBindingPolicy) *v1alpha1.StagedBindingPolicy {
+		p.Spec.Stages = []v1alpha1.Stage{}
+		return p
+	}
+	p := newPolicy()
+
+	tests := []struct {
+		name   string
+		snap   *Snapshot
+		want   ActionType
+		wantBP string // the BindingPolicy to delete
+	}{
+		{name: "rollout not started",
+			snap: newSnapshot(noStages(newPolicy())),
+			want: ActionUpdateStatus},
+		{name: "empty list, rollout not started",
+			snap: newSnapshot(emptyStages(newPolicy())),
+			want: ActionUpdateStatus},
+		{name: "stages removed mid-rollout: BindingPolicies stay",
+			snap: newSnapshot(noStages(atStage(newPolicy(), "test")), ownedBP(p, "dev", "bp-dev"), ownedBP(p, "test", "bp-test")),
+			want: ActionUpdateStatus},
+		{name: "stages removed from the final stage",
+			snap: newSnapshot(emptyStages(atStage(newPolicy(), "prod")), ownedBP(p, "prod", "bp-prod")),
+			want: ActionUpdateStatus},
+		{name: "finalizer missing comes first",
+			snap: newSnapshot(func() *v1alpha1.StagedBindingPolicy { q := noStages(newPolicy()); q.Finalizers = nil; return q }()),
+			want: ActionAddFinalizer},
+		{name: "being deleted: the BindingPolicies still go",
+			snap: newSnapshot(func() *v1alpha1.StagedBindingPolicy {
+				q := noStages(atStage(newPolicy(), "test"))
+				q.DeletionTimestamp = ptr.To(earlier)
+				return q
+			}(), ownedBP(p, "test", "bp-test")),
+			want: ActionDeleteBindingPolicy, wantBP: "web.stage.test"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := tt.snap.Policy.Status.DeepCopy()
+			got := planNoPanic(t, tt.snap, engine)
+			if got.Type != tt.want {
+				t.Fatalf("Plan() = %s (%s), want %s", got.Type, got.Why, tt.want)
+			}
+			if tt.want == ActionDeleteBindingPolicy {
+				if got.BindingPolicy == nil || got.BindingPolicy.Name != tt.wantBP {
+					t.Errorf("Plan() deletes %v, want %s", got.BindingPolicy, tt.wantBP)
+				}
+				return
+			}
+			if got.BindingPolicy != nil {
+				t.Errorf("Plan() names BindingPolicy %s; nothing may be created, updated or deleted", got.BindingPolicy.Name)
+			}
+			if tt.want != ActionUpdateStatus {
+				return
+			}
+			s := got.Status
+			if s.Phase != v1alpha1.RolloutBlocked || s.ObservedGeneration != testGeneration {
+				t.Errorf("phase/observedGeneration = %s/%d, want Blocked/%d", s.Phase, s.ObservedGeneration, testGeneration)
+			}
+			if s.ActiveStage != before.ActiveStage || !equality.Semantic.DeepEqual(s.Stages, before.Stages) {
+				t.Errorf("active stage / records changed:\n%s", diff.Diff(before, s))
+			}
+			for _, ct := range []string{v1alpha1.ConditionReady, v1alpha1.ConditionProgressing} {
+				if c := condition(t, s, ct); c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonNoStages {
+					t.Errorf("%s = %s/%s, want False/%s", ct, c.Status, c.Reason, v1alpha1.ReasonNoStages)
+				}
+			}
+			if c := condition(t, s, v1alpha1.ConditionCompleted); c.Status != metav1.ConditionFalse {
+				t.Errorf("Completed = %s, want False", c.Status)
+			}
+			if keys := eventKeys(got.Events); !slices.Equal(keys, []string{"Warning/NoStages"}) {
+				t.Errorf("events = %v, want [Warning/NoStages]", keys)
+			}
+
+			next := cloneSnapshot(tt.snap)
+			next.Policy.Status = *s.DeepCopy()
+			next.Now = metav1.NewTime(now.Add(time.Minute))
+			if again := planNoPanic(t, next, engine); again.Type != ActionNone || len(again.Events) != 0 {
+				t.Errorf("with the Blocked status written, Plan() = %s with events %v (%s), want None without events",
+					again.Type, eventKeys(again.Events), again.Why)
+			}
+		})
 	}
 }

@@ -60,21 +60,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func eventually(t *testing.T, what string, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 func jsonOf(v any) string {
 	data, _ := json.Marshal(v)
 	return string(data)
@@ -324,7 +309,7 @@ func TestSpaceWithSimulator(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	eventually(t, "Binding and BindingPolicy status", func() error {
+	environment.Eventually(t, 30*time.Second, "Binding and BindingPolicy status", func() error {
 		binding := &ksv1alpha1.Binding{}
 		if err := c.Get(ctx, client.ObjectKey{Name: "app-east"}, binding); err != nil {
 			return err
@@ -353,7 +338,7 @@ func TestSpaceWithSimulator(t *testing.T) {
 		return nil
 	})
 
-	eventually(t, "CombinedStatus", func() error {
+	environment.Eventually(t, 30*time.Second, "CombinedStatus", func() error {
 		cs := &ksv1alpha1.CombinedStatus{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: string(deploy.UID) + "." + string(bp.UID)}, cs); err != nil {
 			return err
@@ -381,7 +366,7 @@ func TestSpaceWithSimulator(t *testing.T) {
 	if err := c.Delete(ctx, bp); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "cleanup", func() error {
+	environment.Eventually(t, 30*time.Second, "cleanup", func() error {
 		if err := c.Get(ctx, client.ObjectKey{Name: "app-east"}, &ksv1alpha1.BindingPolicy{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("BindingPolicy still there (err %w)", err)
 		}

@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/test/environment"
 )
 
 // The seed documents' conditions, verbatim but for the collector's name.
@@ -129,15 +130,7 @@ func get(t *testing.T, s *space, name string) *v1alpha1.StagedBindingPolicy {
 // error after the suite's timeout.
 func waitFor(t *testing.T, what string, check func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = check(); err == nil {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %s waiting for %s: %v", timeout, what, err)
+	environment.Eventually(t, timeout, what, check)
 }
 
 // holdsFor checks that check keeps returning nil for the whole duration.

@@ -56,20 +56,6 @@ func TestMain(m *testing.M) {
 }
 
 // eventually polls check until it returns nil or 30s have passed.
-func eventually(t *testing.T, what string, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
 
 // runSimulator runs sim until the test ends.
 func runSimulator(t *testing.T, sim *kubestellar.Simulator) {
@@ -197,7 +183,7 @@ func TestSimulatorBindingAndCombinedStatus(t *testing.T) {
 
 	// The Binding.
 	binding := &ksv1alpha1.Binding{}
-	eventually(t, "Binding", func() error {
+	environment.Eventually(t, 30*time.Second, "Binding", func() error {
 		if err := c.Get(ctx, client.ObjectKey{Name: bp.Name}, binding); err != nil {
 			return err
 		}
@@ -230,7 +216,7 @@ func TestSimulatorBindingAndCombinedStatus(t *testing.T) {
 	})
 
 	// The BindingPolicy's finalizer and status.
-	eventually(t, "BindingPolicy status", func() error {
+	environment.Eventually(t, 30*time.Second, "BindingPolicy status", func() error {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(bp), bp); err != nil {
 			return err
 		}
@@ -282,7 +268,7 @@ func TestSimulatorBindingAndCombinedStatus(t *testing.T) {
 			return nil
 		}
 	}
-	eventually(t, "CombinedStatus", checkCS("2", "cluster-a"))
+	environment.Eventually(t, 30*time.Second, "CombinedStatus", checkCS("2", "cluster-a"))
 	reporter.mu.Lock()
 	calledRight := slices.Contains(reporter.calls, "bp-basic deployments/web [cluster-a]")
 	reporter.mu.Unlock()
@@ -300,17 +286,17 @@ func TestSimulatorBindingAndCombinedStatus(t *testing.T) {
 	// A changed report shows up after Resync.
 	reporter.set("3")
 	sim.Resync()
-	eventually(t, "CombinedStatus after report change", checkCS("3", "cluster-a"))
+	environment.Eventually(t, 30*time.Second, "CombinedStatus after report change", checkCS("3", "cluster-a"))
 
 	// A spec change: both clusters; observedGeneration follows.
-	eventually(t, "updating BindingPolicy", func() error {
+	environment.Eventually(t, 30*time.Second, "updating BindingPolicy", func() error {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(bp), bp); err != nil {
 			return err
 		}
 		bp.Spec.ClusterSelectors = append(bp.Spec.ClusterSelectors, metav1.LabelSelector{MatchLabels: map[string]string{"stage": "prod"}})
 		return c.Update(ctx, bp)
 	})
-	eventually(t, "Binding destinations after spec change", func() error {
+	environment.Eventually(t, 30*time.Second, "Binding destinations after spec change", func() error {
 		if err := c.Get(ctx, client.ObjectKey{Name: bp.Name}, binding); err != nil {
 			return err
 		}
@@ -326,18 +312,18 @@ func TestSimulatorBindingAndCombinedStatus(t *testing.T) {
 		}
 		return nil
 	})
-	eventually(t, "CombinedStatus for two clusters", checkCS("3", "cluster-a", "cluster-b"))
+	environment.Eventually(t, 30*time.Second, "CombinedStatus for two clusters", checkCS("3", "cluster-a", "cluster-b"))
 
 	// Dropping the label leaves only the objectNames clause: modulation and
 	// resourceVersion change.
-	eventually(t, "relabelling Deployment", func() error {
+	environment.Eventually(t, 30*time.Second, "relabelling Deployment", func() error {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(web), web); err != nil {
 			return err
 		}
 		web.Labels = map[string]string{"app": "changed"}
 		return c.Update(ctx, web)
 	})
-	eventually(t, "Binding after relabel", func() error {
+	environment.Eventually(t, 30*time.Second, "Binding after relabel", func() error {
 		if err := c.Get(ctx, client.ObjectKey{Name: bp.Name}, binding); err != nil {
 			return err
 		}
@@ -354,7 +340,7 @@ func TestSimulatorBindingAndCombinedStatus(t *testing.T) {
 	if err := c.Delete(ctx, bp); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "cleanup after BindingPolicy deletion", func() error {
+	environment.Eventually(t, 30*time.Second, "cleanup after BindingPolicy deletion", func() error {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(bp), &ksv1alpha1.BindingPolicy{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("BindingPolicy still there (err %w)", err)
 		}

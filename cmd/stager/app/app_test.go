@@ -1,0 +1,194 @@
+/*
+Copyright 2026 The KubeStellar Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package app
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/providers"
+)
+
+func TestOptionsValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(*Options)
+		// wantFlags are the flags the error must name; none means valid.
+		wantFlags []string
+	}{
+		{name: "defaults", change: func(*Options) {}},
+		{name: "single provider", change: func(o *Options) { o.Providers.Kind = providers.KindSingle }},
+		{name: "one reconcile at a time", change: func(o *Options) { o.MaxConcurrentReconciles = 1 }},
+		{name: "metrics and probes off", change: func(o *Options) { o.MetricsBindAddress, o.HealthProbeBindAddress = "0", "0" }},
+		{name: "leader election", change: func(o *Options) { o.LeaderElect, o.LeaderElectionNamespace = true, "stager" }},
+		{name: "smallest positive values",
+			change: func(o *Options) {
+				o.SpaceProbeInterval, o.CacheSyncTimeout, o.CELCostLimit = time.Nanosecond, time.Nanosecond, 1
+			}},
+		{name: "no reconcile at all",
+			change:    func(o *Options) { o.MaxConcurrentReconciles = 0 },
+			wantFlags: []string{"--max-concurrent-reconciles"}},
+		{name: "negative reconciles",
+			change:    func(o *Options) { o.MaxConcurrentReconciles = -1 },
+			wantFlags: []string{"--max-concurrent-reconciles"}},
+		{name: "zero probe interval",
+			change:    func(o *Options) { o.SpaceProbeInterval = 0 },
+			wantFlags: []string{"--space-probe-interval"}},
+		{name: "negative probe interval",
+			change:    func(o *Options) { o.SpaceProbeInterval = -time.Second },
+			wantFlags: []string{"--space-probe-interval"}},
+		{name: "zero cache sync timeout",
+			change:    func(o *Options) { o.CacheSyncTimeout = 0 },
+			wantFlags: []string{"--cache-sync-timeout"}},
+		{name: "negative cache sync timeout",
+			change:    func(o *Options) { o.CacheSyncTimeout = -time.Minute },
+			wantFlags: []string{"--cache-sync-timeout"}},
+		{name: "zero CEL cost limit",
+			change:    func(o *Options) { o.CELCostLimit = 0 },
+			wantFlags: []string{"--cel-cost-limit"}},
+		{name: "provider flags are validated too",
+			change:    func(o *Options) { o.Providers.Kind = "kcp" },
+			wantFlags: []string{"--provider"}},
+		{name: "kubeconfig provider flags are validated too",
+			change:    func(o *Options) { o.Providers.KubeconfigNamespace = "" },
+			wantFlags: []string{"--kubeconfig-namespace"}},
+		{name: "every error named",
+			change: func(o *Options) {
+				o.Providers.Kind, o.Providers.SingleName = providers.KindSingle, ""
+				o.MaxConcurrentReconciles, o.SpaceProbeInterval, o.CacheSyncTimeout, o.CELCostLimit = 0, 0, 0, 0
+			},
+			wantFlags: []string{"--single-space-name", "--max-concurrent-reconciles", "--space-probe-interval",
+				"--cache-sync-timeout", "--cel-cost-limit"}},
+	}
+	allFlags := []string{"--provider", "--kubeconfig-namespace", "--kubeconfig-label", "--kubeconfig-key", "--single-space-name",
+		"--max-concurrent-reconciles", "--space-probe-interval", "--cache-sync-timeout", "--cel-cost-limit"}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := NewOptions()
+			tt.change(o)
+			err := o.Validate()
+			if len(tt.wantFlags) == 0 {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Validate() = nil, want an error naming %v", tt.wantFlags)
+			}
+			for _, flag := range allFlags {
+				want := false
+				for _, w := range tt.wantFlags {
+					want = want || w == flag
+				}
+				if named := strings.Contains(err.Error(), flag+" "); named != want {
+					t.Errorf("Validate() = %q: names %s = %v, want %v", err, flag, named, want)
+				}
+			}
+		})
+	}
+}
+
+func TestAddFlags(t *testing.T) {
+	fs := pflag.NewFlagSet("stager", pflag.ContinueOnError)
+	o := NewOptions()
+	o.AddFlags(fs)
+	err := fs.Parse([]string{
+		"--provider=single", "--single-space-name=hub",
+		"--metrics-bind-address=0", "--health-probe-bind-address=:9000",
+		"--leader-elect", "--leader-election-namespace=stager",
+		"--max-concurrent-reconciles=5", "--space-probe-interval=30s", "--cache-sync-timeout=1m", "--cel-cost-limit=42",
+	})
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	want := NewOptions()
+	want.Providers.Kind, want.Providers.SingleName = providers.KindSingle, "hub"
+	want.MetricsBindAddress, want.HealthProbeBindAddress = "0", ":9000"
+	want.LeaderElect, want.LeaderElectionNamespace = true, "stager"
+	want.MaxConcurrentReconciles, want.SpaceProbeInterval, want.CacheSyncTimeout, want.CELCostLimit = 5, 30*time.Second, time.Minute, 42
+	if *o.Providers != *want.Providers {
+		t.Errorf("provider options = %+v, want %+v", *o.Providers, *want.Providers)
+	}
+	o.Providers, want.Providers = nil, nil
+	if *o != *want {
+		t.Errorf("options = %+v, want %+v", *o, *want)
+	}
+	if err := NewOptions().Validate(); err != nil {
+		t.Errorf("the defaults do not validate: %v", err)
+	}
+}
+
+func TestNewScheme(t *testing.T) {
+	scheme, err := NewScheme()
+	if err != nil {
+		t.Fatalf("NewScheme: %v", err)
+	}
+	ks := ksv1alpha1.SchemeGroupVersion
+	tests := []struct {
+		obj  runtime.Object
+		want schema.GroupVersionKind
+	}{
+		{&v1alpha1.StagedBindingPolicy{}, v1alpha1.GroupVersion.WithKind("StagedBindingPolicy")},
+		{&v1alpha1.StagedBindingPolicyList{}, v1alpha1.GroupVersion.WithKind("StagedBindingPolicyList")},
+		{&ksv1alpha1.BindingPolicy{}, ks.WithKind("BindingPolicy")},
+		{&ksv1alpha1.BindingPolicyList{}, ks.WithKind("BindingPolicyList")},
+		{&ksv1alpha1.Binding{}, ks.WithKind("Binding")},
+		{&ksv1alpha1.CombinedStatus{}, ks.WithKind("CombinedStatus")},
+		{&ksv1alpha1.CombinedStatusList{}, ks.WithKind("CombinedStatusList")},
+		{&corev1.Secret{}, corev1.SchemeGroupVersion.WithKind("Secret")},
+		{&corev1.SecretList{}, corev1.SchemeGroupVersion.WithKind("SecretList")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want.Kind, func(t *testing.T) {
+			gvks, _, err := scheme.ObjectKinds(tt.obj)
+			if err != nil {
+				t.Fatalf("ObjectKinds(%T): %v", tt.obj, err)
+			}
+			found := false
+			for _, gvk := range gvks {
+				found = found || gvk == tt.want
+			}
+			if !found {
+				t.Errorf("ObjectKinds(%T) = %v, want %v", tt.obj, gvks, tt.want)
+			}
+			if !scheme.Recognizes(tt.want) {
+				t.Errorf("scheme does not recognize %v", tt.want)
+			}
+		})
+	}
+	if v1alpha1.GroupVersion.Group != "community.kubestellar.io" || ks.Group != "control.kubestellar.io" {
+		t.Errorf("groups = %s, %s; want community.kubestellar.io, control.kubestellar.io", v1alpha1.GroupVersion.Group, ks.Group)
+	}
+
+	// Each call builds its own scheme.
+	other, err := NewScheme()
+	if err != nil {
+		t.Fatalf("NewScheme: %v", err)
+	}
+	if other == scheme {
+		t.Errorf("NewScheme returned the same scheme twice")
+	}
+}

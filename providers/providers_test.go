@@ -1,0 +1,265 @@
+/*
+Copyright 2026 The KubeStellar Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package providers
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
+)
+
+func TestOptionsValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(*Options)
+		// wantFlags are the flags the error must name; none means valid.
+		wantFlags []string
+	}{
+		{name: "defaults", change: func(*Options) {}},
+		{name: "single with defaults", change: func(o *Options) { o.Kind = KindSingle }},
+		{name: "single ignores the kubeconfig flags",
+			change: func(o *Options) {
+				o.Kind = KindSingle
+				o.KubeconfigNamespace, o.KubeconfigLabel, o.KubeconfigKey = "", "", ""
+			}},
+		{name: "kubeconfig ignores the single space name",
+			change: func(o *Options) { o.SingleName = "" }},
+		{name: "kubeconfig without namespace",
+			change:    func(o *Options) { o.KubeconfigNamespace = "" },
+			wantFlags: []string{"--kubeconfig-namespace"}},
+		{name: "kubeconfig without label",
+			change:    func(o *Options) { o.KubeconfigLabel = "" },
+			wantFlags: []string{"--kubeconfig-label"}},
+		{name: "kubeconfig without key",
+			change:    func(o *Options) { o.KubeconfigKey = "" },
+			wantFlags: []string{"--kubeconfig-key"}},
+		{name: "kubeconfig without namespace, label and key: all named",
+			change: func(o *Options) {
+				o.KubeconfigNamespace, o.KubeconfigLabel, o.KubeconfigKey = "", "", ""
+			},
+			wantFlags: []string{"--kubeconfig-namespace", "--kubeconfig-label", "--kubeconfig-key"}},
+		{name: "single without name",
+			change:    func(o *Options) { o.Kind, o.SingleName = KindSingle, "" },
+			wantFlags: []string{"--single-space-name"}},
+		{name: "unknown provider",
+			change:    func(o *Options) { o.Kind = "kcp" },
+			wantFlags: []string{"--provider", `"kcp"`}},
+		{name: "empty provider",
+			change:    func(o *Options) { o.Kind = "" },
+			wantFlags: []string{"--provider"}},
+		{name: "provider names are case-sensitive",
+			change:    func(o *Options) { o.Kind = "Single" },
+			wantFlags: []string{"--provider", `"Single"`}},
+	}
+	allFlags := []string{"--provider", "--kubeconfig-namespace", "--kubeconfig-label", "--kubeconfig-key", "--single-space-name"}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := NewOptions()
+			tt.change(o)
+			err := o.Validate()
+			if len(tt.wantFlags) == 0 {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Validate() = nil, want an error naming %v", tt.wantFlags)
+			}
+			for _, flag := range tt.wantFlags {
+				if !strings.Contains(err.Error(), flag) {
+					t.Errorf("Validate() = %q, does not name %s", err, flag)
+				}
+			}
+			for _, flag := range allFlags {
+				named := false
+				for _, want := range tt.wantFlags {
+					named = named || want == flag
+				}
+				if !named && strings.Contains(err.Error(), flag+" ") {
+					t.Errorf("Validate() = %q, also blames %s, which is fine", err, flag)
+				}
+			}
+		})
+	}
+}
+
+func TestNewOptionsDefaults(t *testing.T) {
+	want := &Options{
+		Kind:                KindKubeconfig,
+		KubeconfigNamespace: DefaultKubeconfigNamespace,
+		KubeconfigLabel:     kubeconfig.DefaultKubeconfigSecretLabel,
+		KubeconfigKey:       kubeconfig.DefaultKubeconfigSecretKey,
+		SingleName:          DefaultSingleName,
+	}
+	if got := NewOptions(); !reflect.DeepEqual(got, want) {
+		t.Errorf("NewOptions() = %+v, want %+v", got, want)
+	}
+}
+
+func TestAddFlags(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		want    func(*Options)
+		wantErr bool
+	}{
+		{name: "no flags keep the defaults",
+			want: func(*Options) {}},
+		{name: "single",
+			args: []string{"--provider=single", "--single-space-name=hub"},
+			want: func(o *Options) { o.Kind, o.SingleName = KindSingle, "hub" }},
+		{name: "every kubeconfig flag",
+			args: []string{"--provider", "kubeconfig", "--kubeconfig-namespace", "spaces",
+				"--kubeconfig-label=example.com/space", "--kubeconfig-key=config"},
+			want: func(o *Options) {
+				o.KubeconfigNamespace, o.KubeconfigLabel, o.KubeconfigKey = "spaces", "example.com/space", "config"
+			}},
+		{name: "empty value is taken as given",
+			args: []string{"--kubeconfig-namespace="},
+			want: func(o *Options) { o.KubeconfigNamespace = "" }},
+		{name: "unknown flag",
+			args:    []string{"--kubeconfig=/tmp/x"},
+			wantErr: true},
+		{name: "flag without value",
+			args:    []string{"--provider"},
+			wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+			fs.SetOutput(&strings.Builder{})
+			o := NewOptions()
+			o.AddFlags(fs)
+			err := fs.Parse(tt.args)
+			if tt.wantErr {
+				if err == nil {
+					t.Fatalf("Parse(%v) = nil, want an error", tt.args)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Parse(%v) = %v", tt.args, err)
+			}
+			want := NewOptions()
+			tt.want(want)
+			if !reflect.DeepEqual(o, want) {
+				t.Errorf("after Parse(%v), options = %+v, want %+v", tt.args, o, want)
+			}
+		})
+	}
+
+	// Each flag shows its default.
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	NewOptions().AddFlags(fs)
+	for flag, def := range map[string]string{
+		"provider":             KindKubeconfig,
+		"kubeconfig-namespace": DefaultKubeconfigNamespace,
+		"kubeconfig-label":     kubeconfig.DefaultKubeconfigSecretLabel,
+		"kubeconfig-key":       kubeconfig.DefaultKubeconfigSecretKey,
+		"single-space-name":    DefaultSingleName,
+	} {
+		f := fs.Lookup(flag)
+		if f == nil {
+			t.Errorf("flag --%s is not registered", flag)
+			continue
+		}
+		if f.DefValue != def || f.Usage == "" {
+			t.Errorf("flag --%s: default %q, usage %q; want default %q and a usage", flag, f.DefValue, f.Usage, def)
+		}
+	}
+}
+
+func TestHostingCacheOptions(t *testing.T) {
+	scheme := runtime.NewScheme()
+	spaceCache := cache.Options{
+		Scheme:            scheme,
+		DefaultNamespaces: map[string]cache.Config{"somewhere": {}},
+		DefaultTransform:  cache.TransformStripManagedFields(),
+	}
+
+	t.Run("single returns the space cache unchanged", func(t *testing.T) {
+		o := NewOptions()
+		o.Kind = KindSingle
+		got := o.HostingCacheOptions(spaceCache)
+		if got.Scheme != scheme || !reflect.DeepEqual(got.DefaultNamespaces, spaceCache.DefaultNamespaces) ||
+			got.ByObject != nil || got.DefaultTransform == nil {
+			t.Errorf("HostingCacheOptions() = %+v, want the space cache %+v", got, spaceCache)
+		}
+	})
+
+	tests := []struct {
+		name      string
+		namespace string
+		label     string
+	}{
+		{name: "defaults", namespace: DefaultKubeconfigNamespace, label: kubeconfig.DefaultKubeconfigSecretLabel},
+		{name: "custom namespace and label", namespace: "spaces", label: "example.com/space"},
+	}
+	for _, tt := range tests {
+		t.Run("kubeconfig narrows to the Secrets: "+tt.name, func(t *testing.T) {
+			o := NewOptions()
+			o.KubeconfigNamespace, o.KubeconfigLabel = tt.namespace, tt.label
+			got := o.HostingCacheOptions(spaceCache)
+
+			if len(got.DefaultNamespaces) != 1 {
+				t.Errorf("DefaultNamespaces = %v, want only %s", got.DefaultNamespaces, tt.namespace)
+			}
+			if _, ok := got.DefaultNamespaces[tt.namespace]; !ok {
+				t.Errorf("DefaultNamespaces = %v, want %s", got.DefaultNamespaces, tt.namespace)
+			}
+			if got.DefaultTransform == nil {
+				t.Errorf("DefaultTransform is nil, want managed fields stripped")
+			}
+			if len(got.ByObject) != 1 {
+				t.Fatalf("ByObject = %v, want only Secrets", got.ByObject)
+			}
+			var selector labels.Selector
+			for obj, by := range got.ByObject {
+				if _, ok := obj.(*corev1.Secret); !ok {
+					t.Errorf("ByObject key %T, want *v1.Secret", obj)
+				}
+				selector = by.Label
+			}
+			if selector == nil {
+				t.Fatalf("Secrets are not narrowed by label")
+			}
+			for _, c := range []struct {
+				labels labels.Set
+				want   bool
+			}{
+				{labels.Set{tt.label: "true"}, true},
+				{labels.Set{tt.label: "true", "team": "payments"}, true},
+				{labels.Set{tt.label: "false"}, false},
+				{labels.Set{tt.label: ""}, false},
+				{labels.Set{"other": "true"}, false},
+				{nil, false},
+			} {
+				if got := selector.Matches(c.labels); got != c.want {
+					t.Errorf("selector %s matches %v = %v, want %v", selector, c.labels, got, c.want)
+				}
+			}
+		})
+	}
+}
