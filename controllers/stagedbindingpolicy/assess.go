@@ -20,7 +20,9 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 
@@ -58,6 +60,16 @@ type assessment struct {
 	reason string
 	// message says in words what the stage waits for or what it found.
 	message string
+	// evaluations are the condition evaluations made, for metrics.
+	evaluations []Evaluation
+}
+
+// Evaluation is one evaluation of a stage condition, reported for metrics.
+type Evaluation struct {
+	// Result is "true", "false" or "error".
+	Result string
+	// Duration is how long the evaluation took.
+	Duration time.Duration
 }
 
 // compiledStage holds the programs of one stage; nil means "no expression".
@@ -203,6 +215,7 @@ func assessStage(stage v1alpha1.Stage, programs compiledStage, bp *ksv1alpha1.Bi
 
 	index := combinedStatusIndex(statuses, bp)
 	var missing, unmet []string
+	var evaluations []Evaluation
 	for _, clause := range selected {
 		key := clauseKey(clause)
 		cs, ok := index[key]
@@ -210,28 +223,37 @@ func assessStage(stage v1alpha1.Stage, programs compiledStage, bp *ksv1alpha1.Bi
 			missing = append(missing, key.String())
 			continue
 		}
+		start := time.Now()
 		holds, err := programs.condition.EvalCondition(cs)
+		evaluation := Evaluation{Result: strconv.FormatBool(holds), Duration: time.Since(start)}
 		if err != nil {
+			evaluation.Result = "error"
 			return assessment{bindingObserved: true, placed: true, evaluationError: true, reason: v1alpha1.ReasonEvaluationError,
-				message: fmt.Sprintf("stage %q: %v (on the CombinedStatus of %s)", stage.Name, err, key)}
+				message:     fmt.Sprintf("stage %q: %v (on the CombinedStatus of %s)", stage.Name, err, key),
+				evaluations: append(evaluations, evaluation)}
 		}
+		evaluations = append(evaluations, evaluation)
 		if !holds {
 			unmet = append(unmet, key.String())
 		}
 	}
 	total := len(selected)
 	passing := total - len(missing) - len(unmet)
+	result := func(a assessment) assessment {
+		a.bindingObserved, a.placed, a.evaluations = true, true, evaluations
+		return a
+	}
 	switch {
 	case len(missing) > 0:
-		return assessment{bindingObserved: true, placed: true, reason: v1alpha1.ReasonWaitingForStatus,
+		return result(assessment{reason: v1alpha1.ReasonWaitingForStatus,
 			message: fmt.Sprintf("condition holds for %d of %d object(s); waiting for KubeStellar's CombinedStatus of %s (does the downsync clause name a status collector?)",
-				passing, total, nameSome(missing))}
+				passing, total, nameSome(missing))})
 	case len(unmet) > 0:
-		return assessment{bindingObserved: true, placed: true, reason: v1alpha1.ReasonConditionNotMet,
-			message: fmt.Sprintf("condition holds for %d of %d object(s); not yet for %s", passing, total, nameSome(unmet))}
+		return result(assessment{reason: v1alpha1.ReasonConditionNotMet,
+			message: fmt.Sprintf("condition holds for %d of %d object(s); not yet for %s", passing, total, nameSome(unmet))})
 	default:
-		return assessment{bindingObserved: true, placed: true, satisfied: true, reason: v1alpha1.ReasonStageAdvanced,
-			message: fmt.Sprintf("condition holds for all %d object(s) on %d cluster(s)", total, clusters)}
+		return result(assessment{satisfied: true, reason: v1alpha1.ReasonStageAdvanced,
+			message: fmt.Sprintf("condition holds for all %d object(s) on %d cluster(s)", total, clusters)})
 	}
 }
 

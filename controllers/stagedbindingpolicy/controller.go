@@ -33,6 +33,7 @@ import (
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy/expression"
+	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy/metrics"
 )
 
 // ControllerName is the name of the controller, used in Events and metrics.
@@ -67,6 +68,7 @@ func NewController(space string, cl cluster.Cluster, engine *expression.Engine, 
 		Client:   cl.GetClient(),
 		Recorder: cl.GetEventRecorder(ControllerName),
 		Engine:   engine,
+		Metrics:  metrics.NewSpace(space),
 	}
 	logger := opts.Logger.WithValues("space", space)
 	c, err := controller.NewUnmanaged(ControllerName+"/"+space, controller.Options{

@@ -74,6 +74,8 @@ type Action struct {
 	Events []Event
 	// Why says in words why this change is the next one, for logs.
 	Why string
+	// Evaluations are the condition evaluations Plan made, for metrics.
+	Evaluations []Evaluation
 }
 
 // Plan chooses the single next change for the policy of the snapshot. It is a
@@ -142,6 +144,16 @@ func Plan(snap *Snapshot, engine *expression.Engine) Action {
 	}
 
 	result := assessStage(stage, programs[active], current, snap.Binding, snap.CombinedStatuses)
+	action := planAfterAssessment(snap, active, current, result)
+	action.Evaluations = result.evaluations
+	return action
+}
+
+// planAfterAssessment chooses the change once the active stage's
+// BindingPolicy is in line with the spec and the stage has been assessed.
+func planAfterAssessment(snap *Snapshot, active int, current *ksv1alpha1.BindingPolicy, result assessment) Action {
+	policy := snap.Policy
+	stage := policy.Spec.Stages[active]
 	final := active == len(policy.Spec.Stages)-1
 	if result.satisfied && !final {
 		return advance(policy, active, result, snap.Now)

@@ -329,9 +329,9 @@ func at(active string, stages ...v1alpha1.Stage) fixture {
 	return fixture{newSnapshot(p, ownedBP(p, active, types.UID("bp-"+active)))}
 }
 
-// bound adds the Binding of the active BindingPolicy naming objs.
-func (f fixture) bound(objs ...workloadObject) fixture {
-	f.Binding = bindingFor(f.ActiveBindingPolicy, objs...)
+// bound adds the Binding of the active BindingPolicy, naming the default workload objects.
+func (f fixture) bound() fixture {
+	f.Binding = bindingFor(f.ActiveBindingPolicy)
 	return f
 }
 

@@ -34,6 +34,7 @@ import (
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy/expression"
+	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy/metrics"
 )
 
 // +kubebuilder:rbac:groups=community.kubestellar.io,resources=stagedbindingpolicies,verbs=get;list;watch;update;patch
@@ -55,6 +56,8 @@ type Reconciler struct {
 	Engine *expression.Engine
 	// Clock tells the time recorded in status; nil means the real clock.
 	Clock clock.PassiveClock
+	// Metrics records the space's metrics; nil records none.
+	Metrics *metrics.Space
 }
 
 // Reconcile makes the single next change for one StagedBindingPolicy.
@@ -62,15 +65,31 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	logger := log.FromContext(ctx).WithValues("space", r.Space, "policy", req.Name)
 	ctx = log.IntoContext(ctx, logger)
 
+	result, err := r.reconcile(ctx, req)
+	if err != nil && r.Metrics != nil {
+		r.Metrics.ReconcileError()
+	}
+	return result, err
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	logger := log.FromContext(ctx)
 	snap, err := r.snapshot(ctx, req.NamespacedName)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	if snap == nil {
-		return reconcile.Result{}, nil // deleted
+		if r.Metrics != nil {
+			r.Metrics.PolicyDeleted(req.Name)
+		}
+		return reconcile.Result{}, nil
+	}
+	if r.Metrics != nil {
+		r.Metrics.Policy(snap.Policy)
 	}
 
 	action := Plan(snap, r.Engine)
+	r.recordEvaluations(action.Evaluations)
 	if action.Type == ActionNone {
 		logger.V(1).Info("Waiting", "why", action.Why)
 		return reconcile.Result{RequeueAfter: requeueWhileWaiting}, nil
@@ -87,7 +106,37 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	for _, e := range action.Events {
 		r.Recorder.Eventf(snap.Policy, nil, e.Type, e.Reason, string(action.Type), "%s", e.Note)
 	}
+	if action.Type == ActionUpdateStatus && r.Metrics != nil {
+		for _, st := range CompletedStages(&snap.Policy.Status, action.Status) {
+			r.Metrics.StageCompleted(snap.Policy.Name, st.Name, st.CompletionTime.Sub(st.StartTime.Time))
+		}
+	}
 	return reconcile.Result{RequeueAfter: requeueAfterChange}, nil
+}
+
+func (r *Reconciler) recordEvaluations(evaluations []Evaluation) {
+	if r.Metrics == nil {
+		return
+	}
+	for _, e := range evaluations {
+		r.Metrics.Evaluation(e.Result, e.Duration)
+	}
+}
+
+// CompletedStages returns the stage records that are Succeeded, with start
+// and completion times, in after but were not Succeeded in before.
+func CompletedStages(before, after *v1alpha1.StagedBindingPolicyStatus) []v1alpha1.StageStatus {
+	was := make(map[string]bool, len(before.Stages))
+	for _, st := range before.Stages {
+		was[st.Name] = st.Phase == v1alpha1.StageSucceeded
+	}
+	var completed []v1alpha1.StageStatus
+	for _, st := range after.Stages {
+		if st.Phase == v1alpha1.StageSucceeded && !was[st.Name] && st.StartTime != nil && st.CompletionTime != nil {
+			completed = append(completed, st)
+		}
+	}
+	return completed
 }
 
 // snapshot reads the policy and the objects around its active stage from the

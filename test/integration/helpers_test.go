@@ -34,6 +34,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/test/environment"
@@ -302,4 +303,67 @@ func deleteAndWait(t *testing.T, s *space, name string) {
 		}
 		return fmt.Errorf("still there; BindingPolicies: %v", bindingPolicies(t, s, name))
 	})
+}
+
+// series counts the stager's metric series (served from controller-runtime's
+// registry, as on the metrics endpoint) whose labels include all of the given ones.
+func series(t *testing.T, labels map[string]string) int {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatalf("gathering metrics: %v", err)
+	}
+	n := 0
+	for _, family := range families {
+		if !strings.HasPrefix(family.GetName(), "stager_") {
+			continue
+		}
+		for _, m := range family.GetMetric() {
+			matched := 0
+			for _, l := range m.GetLabel() {
+				if v, ok := labels[l.GetName()]; ok && v == l.GetValue() {
+					matched++
+				}
+			}
+			if matched == len(labels) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// metricValue returns the value of the stager's gauge or counter series with exactly these labels.
+func metricValue(t *testing.T, name string, labels map[string]string) (float64, bool) {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatalf("gathering metrics: %v", err)
+	}
+	for _, family := range families {
+		if family.GetName() != name {
+			continue
+		}
+		for _, m := range family.GetMetric() {
+			if len(m.GetLabel()) != len(labels) {
+				continue
+			}
+			ok := true
+			for _, l := range m.GetLabel() {
+				if labels[l.GetName()] != l.GetValue() {
+					ok = false
+				}
+			}
+			if !ok {
+				continue
+			}
+			switch {
+			case m.GetGauge() != nil:
+				return m.GetGauge().GetValue(), true
+			case m.GetCounter() != nil:
+				return m.GetCounter().GetValue(), true
+			}
+		}
+	}
+	return 0, false
 }

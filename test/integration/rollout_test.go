@@ -85,6 +85,29 @@ func TestThreeStageRollout(t *testing.T) {
 		t.Fatalf("observedGeneration = %d, want %d", policy.Status.ObservedGeneration, policy.Generation)
 	}
 
+	// The rollout's metrics: the active stage, two completed stages, condition evaluations.
+	labels := map[string]string{"space": s.Name, "policy": name}
+	waitFor(t, "the metrics of the completed rollout", func() error {
+		if v, ok := metricValue(t, "stager_policy_active_stage", map[string]string{"space": s.Name, "policy": name, "stage": "prod"}); !ok || v != 1 {
+			return fmt.Errorf("stager_policy_active_stage{stage=prod} = %v (present %t)", v, ok)
+		}
+		if v, _ := metricValue(t, "stager_policy_active_stage_index", labels); v != 2 {
+			return fmt.Errorf("stager_policy_active_stage_index = %v, want 2", v)
+		}
+		for _, stage := range []string{"dev", "test"} {
+			if v, _ := metricValue(t, "stager_stage_transitions_total", map[string]string{"space": s.Name, "policy": name, "stage": stage}); v != 1 {
+				return fmt.Errorf("stager_stage_transitions_total{stage=%s} = %v, want 1", stage, v)
+			}
+		}
+		if v, _ := metricValue(t, "stager_condition_evaluations_total", map[string]string{"space": s.Name, "result": "true"}); v < 2 {
+			return fmt.Errorf("stager_condition_evaluations_total{result=true} = %v, want at least 2", v)
+		}
+		return nil
+	})
+	if n := series(t, map[string]string{"space": s.Name, "policy": name, "stage": "dev"}); n != 1 {
+		t.Fatalf("%d series for the dev stage, want only its transition counter (no stale active-stage series)", n)
+	}
+
 	waitFor(t, "one StageStarted Event per stage", func() error {
 		counts := eventCounts(t, s, policy)
 		for _, stage := range []string{"dev", "test", "prod"} {
@@ -169,6 +192,12 @@ func TestDeletionLeavesNothingBehind(t *testing.T) {
 	if got := bindingPolicies(t, s, name); len(got) != 0 {
 		t.Fatalf("BindingPolicies left behind: %v", got)
 	}
+	waitFor(t, "the deleted policy's metric series to vanish", func() error {
+		if n := series(t, map[string]string{"space": s.Name, "policy": name}); n != 0 {
+			return fmt.Errorf("%d series left", n)
+		}
+		return nil
+	})
 }
 
 // TestSpecChangeUpdatesBindingPolicy changes the active stage's clusters and

@@ -84,6 +84,12 @@ func TestSpacesProgressIndependently(t *testing.T) {
 	}
 	waitForSpace(t, suite.stager, "wds3", true, spaces.ReasonReady)
 	state := waitForSpace(t, suite.stager, "bare", false, spaces.ReasonMissingAPIs)
+	if v, ok := metricValue(t, "stager_space_ready", map[string]string{"space": "bare"}); !ok || v != 0 {
+		t.Fatalf("stager_space_ready{space=bare} = %v (present %t), want 0", v, ok)
+	}
+	if v, ok := metricValue(t, "stager_space_ready", map[string]string{"space": "wds3"}); !ok || v != 1 {
+		t.Fatalf("stager_space_ready{space=wds3} = %v (present %t), want 1", v, ok)
+	}
 	if !strings.Contains(state.Message, "BindingPolicy.control.kubestellar.io") {
 		t.Fatalf("the bare space's message %q does not name the missing API", state.Message)
 	}
@@ -133,6 +139,12 @@ func TestSpacesProgressIndependently(t *testing.T) {
 	waitFor(t, "the bare space to be disengaged", func() error {
 		if _, ok := spaceState(suite.stager, "bare"); ok {
 			return fmt.Errorf("still engaged")
+		}
+		return nil
+	})
+	waitFor(t, "the bare space's metric series to vanish", func() error {
+		if n := series(t, map[string]string{"space": "bare"}); n != 0 {
+			return fmt.Errorf("%d series left", n)
 		}
 		return nil
 	})

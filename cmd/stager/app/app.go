@@ -44,6 +44,7 @@ import (
 	"github.com/kubestellar/workload-stager/controllers/spaces"
 	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy"
 	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy/expression"
+	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy/metrics"
 	"github.com/kubestellar/workload-stager/providers"
 )
 
@@ -204,7 +205,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		},
 		ProbeInterval:    o.SpaceProbeInterval,
 		CacheSyncTimeout: o.CacheSyncTimeout,
-		OnChange:         spaces.RecordReadiness,
+		OnChange:         recordSpaceMetrics,
 		Logger:           logger.WithName("spaces"),
 	})
 	if err != nil {
@@ -219,4 +220,13 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 // Start runs the stager until ctx is done.
 func (s *Stager) Start(ctx context.Context) error {
 	return s.Manager.Start(ctx)
+}
+
+// recordSpaceMetrics keeps the space metrics in line with the spaces' states.
+func recordSpaceMetrics(s spaces.State) {
+	if s.Reason == spaces.ReasonDisengaged {
+		metrics.Disengaged(s.Name)
+		return
+	}
+	metrics.Engaged(s.Name, s.Ready)
 }

@@ -1,0 +1,98 @@
+/*
+Copyright 2026 The KubeStellar Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package metrics
+
+import (
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+)
+
+func policyAt(name, stage string, phase v1alpha1.RolloutPhase, index int) *v1alpha1.StagedBindingPolicy {
+	p := &v1alpha1.StagedBindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	for _, s := range []string{"dev", "test", "prod"} {
+		p.Spec.Stages = append(p.Spec.Stages, v1alpha1.Stage{Name: s})
+	}
+	p.Status.ActiveStage, p.Status.Phase = stage, phase
+	start := metav1.NewTime(time.Unix(1000, 0))
+	for i, s := range p.Spec.Stages {
+		st := v1alpha1.StageStatus{Name: s.Name, Phase: v1alpha1.StagePending}
+		if i == index {
+			st.Phase, st.StartTime = v1alpha1.StageActive, &start
+		}
+		p.Status.Stages = append(p.Status.Stages, st)
+	}
+	return p
+}
+
+func TestPolicySeries(t *testing.T) {
+	s := NewSpace("metrics-test")
+	t.Cleanup(func() { Disengaged("metrics-test") })
+
+	s.Policy(policyAt("a", "dev", v1alpha1.RolloutProgressing, 0))
+	s.Policy(policyAt("b", "", "", -1))
+	if got := testutil.ToFloat64(policies.WithLabelValues("metrics-test", "Progressing")); got != 1 {
+		t.Fatalf("Progressing policies = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(policies.WithLabelValues("metrics-test", "Pending")); got != 1 {
+		t.Fatalf("Pending policies = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(activeStageStart.WithLabelValues("metrics-test", "a")); got != 1000 {
+		t.Fatalf("active stage start = %v, want 1000", got)
+	}
+
+	// Moving to the next stage replaces the active-stage series.
+	s.Policy(policyAt("a", "test", v1alpha1.RolloutProgressing, 1))
+	if n := testutil.CollectAndCount(activeStage); n != 1 {
+		t.Fatalf("%d active-stage series, want 1", n)
+	}
+	if got := testutil.ToFloat64(activeStageIndex.WithLabelValues("metrics-test", "a")); got != 1 {
+		t.Fatalf("active stage index = %v, want 1", got)
+	}
+	s.StageCompleted("a", "dev", 90*time.Second)
+	s.Evaluation(ResultTrue, time.Millisecond)
+	s.Evaluation(ResultError, time.Millisecond)
+	if got := testutil.ToFloat64(evaluations.WithLabelValues("metrics-test", ResultError)); got != 1 {
+		t.Fatalf("error evaluations = %v, want 1", got)
+	}
+
+	// A deleted policy's series go; the phase counts follow.
+	s.PolicyDeleted("a")
+	if n := testutil.CollectAndCount(transitions); n != 0 {
+		t.Fatalf("%d transition series after deletion, want 0", n)
+	}
+	if got := testutil.ToFloat64(policies.WithLabelValues("metrics-test", "Progressing")); got != 0 {
+		t.Fatalf("Progressing policies = %v after deletion, want 0", got)
+	}
+
+	// A disengaged space's series all go.
+	Engaged("metrics-test", true)
+	Disengaged("metrics-test")
+	for name, n := range map[string]int{
+		"policies": testutil.CollectAndCount(policies), "evaluations": testutil.CollectAndCount(evaluations),
+		"ready": testutil.CollectAndCount(ready), "engaged": testutil.CollectAndCount(engaged),
+		"stageCount": testutil.CollectAndCount(stageCount),
+	} {
+		if n != 0 {
+			t.Errorf("%d %s series after disengagement, want 0", n, name)
+		}
+	}
+}
