@@ -22,12 +22,15 @@ help: ## List the targets
 .PHONY: demo
 demo: build ## Run the local demo environment until Ctrl-C
 	export KUBEBUILDER_ASSETS="$$($(TOOL) envtest)"; \
+	export STAGER_KS_CONTROLLER_MANAGER="$${STAGER_KS_CONTROLLER_MANAGER:-$$($(TOOL) ks-controller-manager)}"; \
 	go build -o $(BIN_DIR)/stager-demo ./cmd/stager-demo; \
 	exec $(BIN_DIR)/stager-demo --stager=$(BIN_DIR)/stager $(DEMO_ARGS)
 
 .PHONY: test
-test: ## Run every test (unit, integration, end-to-end) against real API servers
+test: build ## Run every test (unit, integration, end-to-end) against real API servers
 	export KUBEBUILDER_ASSETS="$$($(TOOL) envtest)"; \
+	export STAGER_KS_CONTROLLER_MANAGER="$${STAGER_KS_CONTROLLER_MANAGER:-$$($(TOOL) ks-controller-manager)}"; \
+	export STAGER_BINARY="$(abspath $(BIN_DIR))/stager"; \
 	echo "KUBEBUILDER_ASSETS=$$KUBEBUILDER_ASSETS"; \
 	go test $(GO_TEST_FLAGS) $(PKGS)
 

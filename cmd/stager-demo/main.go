@@ -14,9 +14,9 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Command stager-demo runs the local demo environment: a hosting cluster, two
-// WDSes with a simulated KubeStellar and simulated WECs, and the stager,
-// printing the stage progress until interrupted (Ctrl-C).
+// Command stager-demo runs the local demo environment: a hosting space, an
+// ITS, two WDSes each with the real KubeStellar controller-manager, simulated
+// WECs, and the stager, printing the stage progress until interrupted (Ctrl-C).
 package main
 
 import (
@@ -25,8 +25,12 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kubestellar/workload-stager/test/demo"
 )
@@ -51,7 +55,15 @@ func run() error {
 			return err
 		}
 	}
+	logFile, err := os.Create(filepath.Join(dir, "stack.log"))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = logFile.Close() }()
+	logger := zap.New(zap.WriteTo(logFile), zap.UseDevMode(true))
+	log.SetLogger(logger)
+
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return demo.Run(ctx, demo.Options{StagerBinary: *stager, WorkDir: dir, StageDelay: *delay, Out: os.Stdout})
+	return demo.Run(ctx, demo.Options{StagerBinary: *stager, WorkDir: dir, StageDelay: *delay, Out: os.Stdout, Logger: logger})
 }

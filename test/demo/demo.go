@@ -14,10 +14,10 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package demo runs a local demonstration of the stager: a hosting cluster,
-// two WDSes in which KubeStellar's part is simulated, simulated WECs
-// (dev1, dev2, test1, prod1, prod2) that turn healthy stage after stage, and
-// the stager binary serving both WDSes. It prints the rollouts' progress as it
+// Package demo runs a local demonstration of the stager: a hosting space, an
+// ITS and two WDSes, each WDS with the real KubeStellar controller-manager,
+// simulated WECs (dev1, dev2, test1, prod1, prod2) that turn healthy stage
+// after stage, and the stager binary serving both WDSes (test/stack). It prints the rollouts' progress as it
 // happens and runs until its context is cancelled, then stops everything it
 // started.
 package demo
@@ -27,14 +27,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -47,6 +45,7 @@ import (
 	"github.com/kubestellar/workload-stager/cmd/stager/app"
 	"github.com/kubestellar/workload-stager/test/environment"
 	"github.com/kubestellar/workload-stager/test/kubestellar"
+	"github.com/kubestellar/workload-stager/test/stack"
 )
 
 // Names used by the demo.
@@ -55,10 +54,6 @@ const (
 	PolicyName = "nginx-staged-bindingpolicy"
 	// Collector is the StatusCollector the sample policy's conditions read.
 	Collector = "deployments-aggregator"
-	// SecretNamespace holds the WDSes' kubeconfig Secrets in the hosting cluster.
-	SecretNamespace = "kubestellar-stager"
-	// StagerUser is the stager's identity in every WDS.
-	StagerUser = "kubestellar-stager"
 	// WorkloadNamespace holds the sample workload in every WDS.
 	WorkloadNamespace = "demo"
 )
@@ -85,14 +80,15 @@ type Options struct {
 	StageDelay time.Duration
 	// Out receives the progress report.
 	Out io.Writer
+	// Logger receives the stack's own log.
+	Logger logr.Logger
 }
 
 // wds is one WDS of the demo.
 type wds struct {
-	*environment.Space
-	sim          *kubestellar.Simulator
-	availability *kubestellar.Availability
-	kubeconfig   string
+	name       string
+	client     client.Client
+	kubeconfig string
 	// madeAvailable records the stages whose WECs turned healthy.
 	madeAvailable map[string]bool
 }
@@ -118,83 +114,69 @@ func Run(ctx context.Context, o Options) (err error) {
 		fmt.Fprintln(out, "Stopped.")
 	}()
 
-	fmt.Fprintln(out, "Starting the hosting cluster and the WDSes (real kube-apiservers and etcds)...")
-	hosting, err := environment.StartSpace("hosting")
-	if err != nil {
-		return err
-	}
-	cleanups = append(cleanups, func() { _ = hosting.Stop() })
-	hostingKubeconfig, err := writeKubeconfig(o.WorkDir, "hosting", hosting.Kubeconfig())
-	if err != nil {
-		return err
-	}
-
+	fmt.Fprintln(out, "Starting the hosting space, the ITS and the WDSes (real kube-apiservers and etcds),")
+	fmt.Fprintln(out, "one real KubeStellar controller-manager per WDS, and the simulated WECs...")
 	scheme, err := app.NewScheme()
 	if err != nil {
 		return err
 	}
-	simCtx, stopSims := context.WithCancel(context.Background())
-	cleanups = append(cleanups, stopSims)
-	var spaces []*wds
-	for _, name := range o.Spaces {
-		env, err := environment.StartSpace(name, environment.WithStagerCRDs(), environment.WithKubeStellarCRDs(), environment.WithScheme(scheme))
-		if err != nil {
-			return err
-		}
-		cleanups = append(cleanups, func() { _ = env.Stop() })
-		w, err := prepareSpace(ctx, env, hosting, o.WorkDir)
-		if err != nil {
-			return err
-		}
-		go func() { _ = w.sim.Run(simCtx) }()
-		spaces = append(spaces, w)
-	}
-
-	stop, err := startStager(o.StagerBinary, hostingKubeconfig, o.WorkDir)
+	st, err := stack.Start(ctx, stack.Options{
+		WDSes:      o.Spaces,
+		Clusters:   Clusters,
+		WorkDir:    o.WorkDir,
+		WDSOptions: []environment.SpaceOption{environment.WithStagerCRDs(), environment.WithScheme(scheme)},
+		Logger:     o.Logger,
+	})
 	if err != nil {
 		return err
 	}
-	cleanups = append(cleanups, stop)
+	cleanups = append(cleanups, func() { _ = st.Stop() })
+
+	var spaces []*wds
+	for _, name := range o.Spaces {
+		w, err := prepareSpace(ctx, st, name, o.WorkDir)
+		if err != nil {
+			return err
+		}
+		spaces = append(spaces, w)
+	}
+	args, err := st.StagerArgs()
+	if err != nil {
+		return err
+	}
+	stager, err := stack.StartProcess(o.StagerBinary, args, filepath.Join(o.WorkDir, "stager.log"))
+	if err != nil {
+		return err
+	}
+	cleanups = append(cleanups, func() { _ = stager.Stop(15 * time.Second) })
 
 	for _, w := range spaces {
-		if err := w.Client.Create(ctx, SamplePolicy()); err != nil {
-			return fmt.Errorf("applying the sample policy in %s: %w", w.Name, err)
+		if err := w.client.Create(ctx, SamplePolicy()); err != nil {
+			return fmt.Errorf("applying the sample policy in %s: %w", w.name, err)
 		}
 	}
-	printGuide(out, o, hostingKubeconfig, spaces)
-	return follow(ctx, out, spaces, o.StageDelay)
+	printGuide(out, o, st.HostingKubeconfig, spaces)
+	return follow(ctx, out, st, spaces, o.StageDelay)
 }
 
-// prepareSpace gives a WDS the stager's identity and permissions, registers
-// it in the hosting cluster, creates the sample workload and a simulator.
-func prepareSpace(ctx context.Context, env *environment.Space, hosting *environment.Space, dir string) (*wds, error) {
-	if err := env.GrantStagerRole(ctx, StagerUser); err != nil {
+// prepareSpace registers a WDS with the stager, writes its kubeconfig and
+// creates the StatusCollector and the sample workload.
+func prepareSpace(ctx context.Context, st *stack.Stack, name, dir string) (*wds, error) {
+	if err := st.RegisterWithStager(ctx, name); err != nil {
 		return nil, err
 	}
-	stagerKubeconfig, err := env.AddUser(StagerUser)
+	space := st.WDS[name]
+	path, err := writeKubeconfig(dir, name, space.Kubeconfig())
 	if err != nil {
 		return nil, err
 	}
-	if err := environment.RegisterKubeconfigSecret(ctx, hosting.Client, SecretNamespace, env.Name, "", stagerKubeconfig); err != nil {
-		return nil, err
-	}
-	path, err := writeKubeconfig(dir, env.Name, env.Kubeconfig())
-	if err != nil {
-		return nil, err
-	}
-	for _, obj := range sampleWorkload() {
-		if err := env.Client.Create(ctx, obj); err != nil {
-			return nil, fmt.Errorf("creating the sample workload in %s: %w", env.Name, err)
+	objs := append([]client.Object{stack.NewDeploymentsAggregator(Collector)}, sampleWorkload()...)
+	for _, obj := range objs {
+		if err := space.Client.Create(ctx, obj); err != nil {
+			return nil, fmt.Errorf("creating %T %s in %s: %w", obj, obj.GetName(), name, err)
 		}
 	}
-	availability := kubestellar.NewAvailability(Collector)
-	return &wds{
-		Space:         env,
-		sim:           kubestellar.New(env.Client, Clusters, kubestellar.WithReporter(availability.Report)),
-		availability:  availability,
-		kubeconfig:    path,
-		madeAvailable: map[string]bool{},
-	}, nil
+	return &wds{name: name, client: space.Client, kubeconfig: path, madeAvailable: map[string]bool{}}, nil
 }
 
 // SamplePolicy is the seed's StagedBindingPolicy, extended to dev -> test -> prod.
@@ -249,62 +231,6 @@ func writeKubeconfig(dir, name string, kubeconfig []byte) (string, error) {
 	return path, nil
 }
 
-// startStager runs the stager binary against the hosting cluster and returns
-// a function that stops it (SIGTERM, then SIGKILL after 15s).
-func startStager(binary, hostingKubeconfig, dir string) (func(), error) {
-	metrics, err := freeAddress()
-	if err != nil {
-		return nil, err
-	}
-	probes, err := freeAddress()
-	if err != nil {
-		return nil, err
-	}
-	logPath := filepath.Join(dir, "stager.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, fmt.Errorf("creating the stager's log: %w", err)
-	}
-	cmd := exec.Command(binary,
-		"--kubeconfig="+hostingKubeconfig,
-		"--provider=kubeconfig",
-		"--kubeconfig-namespace="+SecretNamespace,
-		"--metrics-bind-address="+metrics,
-		"--health-probe-bind-address="+probes,
-		"--space-probe-interval=2s",
-	)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		_ = logFile.Close()
-		return nil, fmt.Errorf("starting the stager %s: %w", binary, err)
-	}
-	done := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(done)
-	}()
-	return func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		_ = logFile.Close()
-	}, nil
-}
-
-// freeAddress returns a loopback address with a port nobody listens on.
-func freeAddress() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("finding a free port: %w", err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String(), nil
-}
-
 // printGuide tells the person watching where to look around.
 func printGuide(out io.Writer, o Options, hostingKubeconfig string, spaces []*wds) {
 	kubectl := "kubectl"
@@ -314,9 +240,9 @@ func printGuide(out io.Writer, o Options, hostingKubeconfig string, spaces []*wd
 		}
 	}
 	fmt.Fprintf(out, "\nThe demo is running. Files are in %s:\n", o.WorkDir)
-	fmt.Fprintf(out, "  hosting cluster: %s (kubeconfig Secrets in namespace %s)\n", hostingKubeconfig, SecretNamespace)
+	fmt.Fprintf(out, "  hosting space: %s (KubeFlex ControlPlanes; the WDSes' kubeconfig Secrets in namespace %s)\n", hostingKubeconfig, stack.StagerSecretNamespace)
 	for _, w := range spaces {
-		fmt.Fprintf(out, "  %s: %s\n", w.Name, w.kubeconfig)
+		fmt.Fprintf(out, "  %s: %s (KubeStellar's log: %s)\n", w.name, w.kubeconfig, filepath.Join(o.WorkDir, "ks-controller-manager-"+w.name+".log"))
 	}
 	fmt.Fprintf(out, "  stager log: %s\n\nLook around:\n", filepath.Join(o.WorkDir, "stager.log"))
 	w := spaces[0]
@@ -325,13 +251,13 @@ func printGuide(out io.Writer, o Options, hostingKubeconfig string, spaces []*wd
 	fmt.Fprintf(out, "  %s --kubeconfig=%s get bindingpolicies,bindings\n", kubectl, w.kubeconfig)
 	fmt.Fprintf(out, "  %s --kubeconfig=%s get combinedstatuses -A\n", kubectl, w.kubeconfig)
 	fmt.Fprintf(out, "  %s --kubeconfig=%s get events.events.k8s.io -A\n", kubectl, w.kubeconfig)
-	fmt.Fprintf(out, "  %s --kubeconfig=%s -n %s get secrets\n\n", kubectl, hostingKubeconfig, SecretNamespace)
+	fmt.Fprintf(out, "  %s --kubeconfig=%s -n %s get secrets\n\n", kubectl, hostingKubeconfig, stack.StagerSecretNamespace)
 	fmt.Fprintf(out, "Each stage's WECs report the nginx Deployment available %s after the stage starts.\nPress Ctrl-C to stop.\n\n", o.StageDelay)
 }
 
 // follow prints every change of the rollouts, turns the WECs of each active
 // stage healthy after the delay, and returns when ctx is done.
-func follow(ctx context.Context, out io.Writer, spaces []*wds, delay time.Duration) error {
+func follow(ctx context.Context, out io.Writer, st *stack.Stack, spaces []*wds, delay time.Duration) error {
 	last := map[string]string{}
 	announced := false
 	ticker := time.NewTicker(250 * time.Millisecond)
@@ -345,20 +271,20 @@ func follow(ctx context.Context, out io.Writer, spaces []*wds, delay time.Durati
 		completed := 0
 		for _, w := range spaces {
 			policy := &v1alpha1.StagedBindingPolicy{}
-			if err := w.Client.Get(ctx, types.NamespacedName{Name: PolicyName}, policy); err != nil {
+			if err := w.client.Get(ctx, types.NamespacedName{Name: PolicyName}, policy); err != nil {
 				if ctx.Err() != nil {
 					return nil
 				}
-				return fmt.Errorf("reading the policy in %s: %w", w.Name, err)
+				return fmt.Errorf("reading the policy in %s: %w", w.name, err)
 			}
-			if line := progressLine(w.Name, policy); line != last[w.Name] {
-				last[w.Name] = line
+			if line := progressLine(w.name, policy); line != last[w.name] {
+				last[w.name] = line
 				fmt.Fprintf(out, "%s %s\n", time.Now().Format("15:04:05"), line)
 			}
 			if policy.Status.Phase == v1alpha1.RolloutCompleted {
 				completed++
 			}
-			w.turnHealthy(out, policy, delay)
+			w.turnHealthy(out, st.WECs, policy, delay)
 		}
 		if completed == len(spaces) && !announced {
 			announced = true
@@ -369,7 +295,7 @@ func follow(ctx context.Context, out io.Writer, spaces []*wds, delay time.Durati
 
 // turnHealthy makes the active stage's WECs report the workload available
 // once the stage has been active for the delay.
-func (w *wds) turnHealthy(out io.Writer, policy *v1alpha1.StagedBindingPolicy, delay time.Duration) {
+func (w *wds) turnHealthy(out io.Writer, wecs *stack.WECs, policy *v1alpha1.StagedBindingPolicy, delay time.Duration) {
 	for _, st := range policy.Status.Stages {
 		if st.Phase != v1alpha1.StageActive || st.StartTime == nil || w.madeAvailable[st.Name] {
 			continue
@@ -378,9 +304,9 @@ func (w *wds) turnHealthy(out io.Writer, policy *v1alpha1.StagedBindingPolicy, d
 			continue
 		}
 		w.madeAvailable[st.Name] = true
-		w.availability.SetAvailable(v1alpha1.BindingPolicyName(policy.Name, st.Name), true)
-		w.sim.Resync()
-		fmt.Fprintf(out, "%s %s: the %s WECs now report nginx available\n", time.Now().Format("15:04:05"), w.Name, st.Name)
+		wecs.SetAvailable(stack.Match{WDS: w.name, BindingPolicy: v1alpha1.BindingPolicyName(policy.Name, st.Name), Resource: "deployments"}, 1)
+		wecs.Resync()
+		fmt.Fprintf(out, "%s %s: the %s WECs now report nginx available\n", time.Now().Format("15:04:05"), w.name, st.Name)
 	}
 }
 

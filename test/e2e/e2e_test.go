@@ -1,0 +1,283 @@
+/*
+Copyright 2026 The KubeStellar Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/test/environment"
+)
+
+// The seed documents' StagedBindingPolicy, verbatim: 000 writes the condition
+// with root obj, 001 with root combinedStatus.
+const (
+	seedObj = `
+apiVersion: community.kubestellar.io/v1alpha1
+kind: StagedBindingPolicy
+metadata:
+  name: nginx-staged-bindingpolicy
+spec:
+  downsync:
+    - statusCollectors:
+      - deployments-aggregator
+      objectSelectors:
+      - matchLabels: {"app.kubernetes.io/name":"nginx"}
+  stages:
+    - name: dev
+      clusterSelectors:
+      - matchLabels: {"env":"dev"}
+      filter: downsyncClause.resource == "deployments"
+      condition: obj.results.exists(r, r.name == 'deployments-aggregator' && r.rows.exists(row, row.columns.exists(col, col.type == 'Number' && col.float == '1')))
+    - name: prod
+      clusterSelectors:
+      - matchLabels: {"env":"prod"}
+`
+	seedCombinedStatus = `
+apiVersion: community.kubestellar.io/v1alpha1
+kind: StagedBindingPolicy
+metadata:
+  name: nginx-staged-bindingpolicy
+spec:
+  downsync:
+    - statusCollectors:
+        - deployments-aggregator
+      objectSelectors:
+        - matchLabels: {"app.kubernetes.io/name":"nginx"}
+  stages:
+    - name: dev
+      clusterSelectors:
+        - matchLabels: {"env":"dev"}
+      filter: downsyncClause.resource == "deployments"
+      condition: |
+        combinedStatus.results.exists(r,
+          r.name == 'deployments-aggregator' &&
+          r.rows.exists(row,
+            row.columns.exists(col,
+              col.type == 'Number' &&
+              col.float == '1'
+        )))
+    - name: prod
+      clusterSelectors:
+        - matchLabels: {"env":"prod"}
+`
+)
+
+// TestSeedPolicy applies the seed's policy verbatim, with each root: it stays
+// in dev while the dev WECs do not report nginx available, moves to prod
+// once they do, and ends with only the prod BindingPolicy, whose Binding
+// places nginx on exactly the prod clusters.
+func TestSeedPolicy(t *testing.T) {
+	const space = "wds1"
+	createWorkload(t, space, "nginx", false)
+	for _, tt := range []struct{ root, manifest string }{{"obj", seedObj}, {"combinedStatus", seedCombinedStatus}} {
+		t.Run(tt.root, func(t *testing.T) {
+			policy := &v1alpha1.StagedBindingPolicy{}
+			if err := yaml.UnmarshalStrict([]byte(tt.manifest), policy); err != nil {
+				t.Fatalf("parsing the seed: %v", err)
+			}
+			name := policy.Name
+			suite.stack.WECs.Reset()
+			if err := wds(space).Create(suite.ctx, policy); err != nil {
+				t.Fatalf("creating the seed policy: %v", err)
+			}
+			t.Cleanup(func() { deletePolicy(t, space, name) })
+
+			waitForActiveStage(t, space, name, "dev")
+			waitForOnlyBindingPolicy(t, space, name, "dev", "dev1", "dev2")
+			// KubeStellar turns WorkStatuses into CombinedStatuses every ~5s:
+			// give it time to report the unavailable Deployment, and check
+			// that the policy waits.
+			environment.Eventually(t, timeout, "the condition to be evaluated false", func() error {
+				p := getPolicy(t, space, name)
+				if p.Status.Stages[0].Message == "" || p.Status.Conditions == nil {
+					return fmt.Errorf("%s", describe(p))
+				}
+				for _, c := range p.Status.Conditions {
+					if c.Type == v1alpha1.ConditionProgressing && c.Reason == v1alpha1.ReasonConditionNotMet {
+						return nil
+					}
+				}
+				return fmt.Errorf("%s", describe(p))
+			})
+			stays(t, space, name, "dev", 8*time.Second)
+
+			makeAvailable(space, name, "dev")
+			waitForActiveStage(t, space, name, "prod")
+			p := waitForCompleted(t, space, name)
+			waitForOnlyBindingPolicy(t, space, name, "prod", "prod1", "prod2")
+			if dev := p.Status.Stages[0]; dev.Phase != v1alpha1.StageSucceeded || dev.CompletionTime == nil {
+				t.Fatalf("dev record = %+v", dev)
+			}
+		})
+	}
+}
+
+// TestThreeStagesWithFilter rolls a Deployment and a ConfigMap through dev,
+// test and prod; the filter keeps the ConfigMap, which reports no
+// availability, out of the conditions.
+func TestThreeStagesWithFilter(t *testing.T) {
+	const space, name = "wds1", "web"
+	createWorkload(t, space, name, true)
+	policy := threeStagePolicy(name)
+	if err := wds(space).Create(suite.ctx, policy); err != nil {
+		t.Fatalf("creating the policy: %v", err)
+	}
+	t.Cleanup(func() { deletePolicy(t, space, name) })
+
+	waitForActiveStage(t, space, name, "dev")
+	waitForOnlyBindingPolicy(t, space, name, "dev", "dev1", "dev2")
+	makeAvailable(space, name, "dev")
+	waitForActiveStage(t, space, name, "test")
+	waitForOnlyBindingPolicy(t, space, name, "test", "test1")
+	makeAvailable(space, name, "test")
+	waitForCompleted(t, space, name)
+	waitForOnlyBindingPolicy(t, space, name, "prod", "prod1", "prod2")
+}
+
+// threeStagePolicy is a dev -> test -> prod policy with conditions on dev and
+// test, over the Deployments only, of the workload labelled with the name.
+func threeStagePolicy(name string) *v1alpha1.StagedBindingPolicy {
+	condition := `obj.results.exists(r, r.name == 'deployments-aggregator' && r.rows.exists(row, row.columns.exists(col, col.type == 'Number' && col.float == '1')))`
+	selector := func(env string) []metav1.LabelSelector {
+		return []metav1.LabelSelector{{MatchLabels: map[string]string{"env": env}}}
+	}
+	return &v1alpha1.StagedBindingPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.StagedBindingPolicySpec{
+			Downsync: []ksv1alpha1.DownsyncPolicyClause{{
+				DownsyncObjectTest: ksv1alpha1.DownsyncObjectTest{
+					ObjectSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"app.kubernetes.io/name": name}}},
+				},
+				DownsyncModulation: ksv1alpha1.DownsyncModulation{StatusCollectors: []string{collector}},
+			}},
+			Stages: []v1alpha1.Stage{
+				{Name: "dev", ClusterSelectors: selector("dev"), Filter: `downsyncClause.resource == "deployments"`, Condition: condition},
+				{Name: "test", ClusterSelectors: selector("test"), Filter: `downsyncClause.resource == "deployments"`, Condition: condition},
+				{Name: "prod", ClusterSelectors: selector("prod")},
+			},
+		},
+	}
+}
+
+// TestTwoSpaces adds a second WDS, with its own KubeStellar controller-manager,
+// while the stager runs: the stager engages it, and the two rollouts move
+// independently, each at the pace of its own WECs.
+func TestTwoSpaces(t *testing.T) {
+	const name = "shop"
+	if _, err := suite.stack.AddWDS(suite.ctx, "wds2"); err != nil {
+		t.Fatalf("adding wds2: %v", err)
+	}
+	if err := prepareWDS(suite.ctx, "wds2"); err != nil {
+		t.Fatalf("registering wds2: %v", err)
+	}
+	for _, space := range []string{"wds1", "wds2"} {
+		createWorkload(t, space, name, false)
+		if err := wds(space).Create(suite.ctx, threeStagePolicy(name)); err != nil {
+			t.Fatalf("creating the policy in %s: %v", space, err)
+		}
+		waitForActiveStage(t, space, name, "dev")
+	}
+	t.Cleanup(func() {
+		deletePolicy(t, "wds1", name)
+		deletePolicy(t, "wds2", name)
+	})
+
+	// Only wds2's dev WECs turn healthy.
+	makeAvailable("wds2", name, "dev")
+	waitForActiveStage(t, "wds2", name, "test")
+	stays(t, "wds1", name, "dev", 6*time.Second)
+
+	makeAvailable("wds1", name, "dev")
+	makeAvailable("wds1", name, "test")
+	waitForCompleted(t, "wds1", name)
+	waitForOnlyBindingPolicy(t, "wds1", name, "prod", "prod1", "prod2")
+	if p := getPolicy(t, "wds2", name); p.Status.ActiveStage != "test" {
+		t.Fatalf("wds2 moved on without its test WECs: %s", describe(p))
+	}
+	makeAvailable("wds2", name, "test")
+	waitForCompleted(t, "wds2", name)
+	waitForOnlyBindingPolicy(t, "wds2", name, "prod", "prod1", "prod2")
+}
+
+// TestKilledStagerResumes kills the stager with SIGKILL in the middle of a
+// rollout and starts it again: it resumes from the recorded stage, and no
+// stage is started or completed twice.
+func TestKilledStagerResumes(t *testing.T) {
+	const space, name = "wds1", "resume"
+	createWorkload(t, space, name, false)
+	if err := wds(space).Create(suite.ctx, threeStagePolicy(name)); err != nil {
+		t.Fatalf("creating the policy: %v", err)
+	}
+	t.Cleanup(func() { deletePolicy(t, space, name) })
+	waitForActiveStage(t, space, name, "dev")
+	makeAvailable(space, name, "dev")
+	before := waitForActiveStage(t, space, name, "test")
+	devDone := before.Status.Stages[0].CompletionTime
+	// Events are sent asynchronously: a process killed right after a
+	// transition may lose its Events. Kill it once test's are out, so that
+	// the counts below show duplicates, not losses.
+	environment.Eventually(t, timeout, "the StageStarted Event of test", func() error {
+		if n := eventCounts(t, space, before)[`StageStarted/stage "test" started`]; n != 1 {
+			return fmt.Errorf("%d", n)
+		}
+		return nil
+	})
+
+	if err := suite.stager.Kill(); err != nil {
+		t.Fatalf("killing the stager: %v", err)
+	}
+	makeAvailable(space, name, "test")
+	stays(t, space, name, "test", 8*time.Second) // nothing moves while the stager is down
+
+	restarted, err := startStager()
+	if err != nil {
+		t.Fatalf("restarting the stager: %v", err)
+	}
+	suite.stager = restarted
+
+	p := waitForCompleted(t, space, name)
+	waitForOnlyBindingPolicy(t, space, name, "prod", "prod1", "prod2")
+	if got := p.Status.Stages[0].CompletionTime; !got.Equal(devDone) {
+		t.Fatalf("dev's completion time changed across the restart: %v, was %v", got, devDone)
+	}
+	environment.Eventually(t, timeout, "one StageStarted Event per stage and two StageSucceeded", func() error {
+		counts := eventCounts(t, space, p)
+		for _, stage := range []string{"dev", "test", "prod"} {
+			if n := counts[fmt.Sprintf("StageStarted/stage %q started", stage)]; n != 1 {
+				return fmt.Errorf("%d StageStarted for %s: %v", n, stage, counts)
+			}
+		}
+		succeeded := 0
+		for k, n := range counts {
+			if strings.HasPrefix(k, "StageSucceeded/") {
+				succeeded += n
+			}
+		}
+		if succeeded != 2 {
+			return fmt.Errorf("%d StageSucceeded: %v", succeeded, counts)
+		}
+		return nil
+	})
+}

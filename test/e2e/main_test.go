@@ -1,0 +1,341 @@
+/*
+Copyright 2026 The KubeStellar Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package e2e tests the stager end to end with the real KubeStellar v0.30.0
+// controller-manager (one per WDS), a hosting space, an ITS and simulated
+// WECs (test/stack), and the stager as its built binary serving every WDS.
+//
+// One stack and one stager process are shared by the package (TestMain).
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/cmd/stager/app"
+	"github.com/kubestellar/workload-stager/test/environment"
+	"github.com/kubestellar/workload-stager/test/kubestellar"
+	"github.com/kubestellar/workload-stager/test/stack"
+)
+
+const (
+	// collector is the StatusCollector the seed's condition reads.
+	collector = "deployments-aggregator"
+	// namespace holds the workload objects.
+	namespace = "apps"
+	// timeout bounds every wait: KubeStellar takes ~2s to make a Binding
+	// and ~5s to turn a WorkStatus into a CombinedStatus.
+	timeout = 3 * time.Minute
+)
+
+// clusters are the simulated WECs.
+var clusters = []kubestellar.Cluster{
+	{Name: "dev1", Labels: map[string]string{"env": "dev"}},
+	{Name: "dev2", Labels: map[string]string{"env": "dev"}},
+	{Name: "test1", Labels: map[string]string{"env": "test"}},
+	{Name: "prod1", Labels: map[string]string{"env": "prod"}},
+	{Name: "prod2", Labels: map[string]string{"env": "prod"}},
+}
+
+var suite struct {
+	ctx     context.Context
+	stack   *stack.Stack
+	binary  string
+	stager  *stack.Process
+	workDir string
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	suite.ctx = ctx
+	fail := func(err error) int {
+		fmt.Fprintf(os.Stderr, "FAIL: end-to-end set-up: %v (logs in %s)\n", err, suite.workDir)
+		return 1
+	}
+	var err error
+	if suite.workDir, err = os.MkdirTemp("", "stager-e2e-"); err != nil {
+		return fail(err)
+	}
+	logFile, err := os.Create(filepath.Join(suite.workDir, "stack.log"))
+	if err != nil {
+		return fail(err)
+	}
+	defer func() { _ = logFile.Close() }()
+	logger := zap.New(zap.WriteTo(logFile), zap.UseDevMode(true))
+	log.SetLogger(logger)
+
+	if suite.binary, err = stack.StagerBinary(suite.workDir); err != nil {
+		return fail(err)
+	}
+	scheme, err := app.NewScheme()
+	if err != nil {
+		return fail(err)
+	}
+	suite.stack, err = stack.Start(ctx, stack.Options{
+		WDSes:      []string{"wds1"},
+		Clusters:   clusters,
+		WorkDir:    suite.workDir,
+		WDSOptions: []environment.SpaceOption{environment.WithStagerCRDs(), environment.WithScheme(scheme)},
+		Logger:     logger,
+	})
+	if err != nil {
+		return fail(err)
+	}
+	defer func() { _ = suite.stack.Stop() }()
+	if err := prepareWDS(ctx, "wds1"); err != nil {
+		return fail(err)
+	}
+	if suite.stager, err = startStager(); err != nil {
+		return fail(err)
+	}
+	defer func() { _ = suite.stager.Stop(15 * time.Second) }()
+
+	code := m.Run()
+	if code != 0 {
+		fmt.Fprintln(os.Stderr, "end-to-end logs are in", suite.workDir)
+	}
+	return code
+}
+
+// prepareWDS registers a WDS with the stager and creates its StatusCollector
+// and workload namespace.
+func prepareWDS(ctx context.Context, name string) error {
+	if err := suite.stack.RegisterWithStager(ctx, name); err != nil {
+		return err
+	}
+	c := suite.stack.WDS[name].Client
+	for _, obj := range []client.Object{
+		stack.NewDeploymentsAggregator(collector),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}},
+	} {
+		if err := c.Create(ctx, obj); err != nil {
+			return fmt.Errorf("creating %T in %s: %w", obj, name, err)
+		}
+	}
+	return nil
+}
+
+// startStager starts the stager binary serving the registered WDSes.
+func startStager() (*stack.Process, error) {
+	args, err := suite.stack.StagerArgs()
+	if err != nil {
+		return nil, err
+	}
+	return stack.StartProcess(suite.binary, append(args, "--zap-devel"), filepath.Join(suite.workDir, "stager.log"))
+}
+
+// wds returns a WDS's client.
+func wds(name string) client.Client {
+	return suite.stack.WDS[name].Client
+}
+
+// createDeployment creates a Deployment (and, with config, a ConfigMap) labelled app.kubernetes.io/name=<app>.
+func createWorkload(t *testing.T, space, name string, config bool) {
+	t.Helper()
+	labels := map[string]string{"app.kubernetes.io/name": name}
+	objs := []client.Object{&appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx"}}},
+			},
+		},
+	}}
+	if config {
+		objs = append(objs, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name + "-config", Labels: labels},
+			Data:       map[string]string{"greeting": "hello"},
+		})
+	}
+	for _, obj := range objs {
+		if err := wds(space).Create(suite.ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("creating %T %s in %s: %v", obj, obj.GetName(), space, err)
+		}
+	}
+}
+
+// makeAvailable makes the WECs of one stage of a policy report its Deployments available.
+func makeAvailable(space, policy, stage string) {
+	suite.stack.WECs.SetAvailable(stack.Match{WDS: space, BindingPolicy: v1alpha1.BindingPolicyName(policy, stage), Resource: "deployments"}, 1)
+	suite.stack.WECs.Resync()
+}
+
+func getPolicy(t *testing.T, space, name string) *v1alpha1.StagedBindingPolicy {
+	t.Helper()
+	p := &v1alpha1.StagedBindingPolicy{}
+	if err := wds(space).Get(suite.ctx, types.NamespacedName{Name: name}, p); err != nil {
+		t.Fatalf("reading StagedBindingPolicy %s in %s: %v", name, space, err)
+	}
+	return p
+}
+
+func waitForActiveStage(t *testing.T, space, name, stage string) *v1alpha1.StagedBindingPolicy {
+	t.Helper()
+	var p *v1alpha1.StagedBindingPolicy
+	environment.Eventually(t, timeout, fmt.Sprintf("%s/%s to reach stage %q", space, name, stage), func() error {
+		p = &v1alpha1.StagedBindingPolicy{}
+		if err := wds(space).Get(suite.ctx, types.NamespacedName{Name: name}, p); err != nil {
+			return err
+		}
+		if p.Status.ActiveStage != stage {
+			return fmt.Errorf("active stage %q; %s", p.Status.ActiveStage, describe(p))
+		}
+		return nil
+	})
+	return p
+}
+
+func waitForCompleted(t *testing.T, space, name string) *v1alpha1.StagedBindingPolicy {
+	t.Helper()
+	phase := v1alpha1.RolloutCompleted
+	var p *v1alpha1.StagedBindingPolicy
+	environment.Eventually(t, timeout, fmt.Sprintf("%s/%s to be %s", space, name, phase), func() error {
+		p = &v1alpha1.StagedBindingPolicy{}
+		if err := wds(space).Get(suite.ctx, types.NamespacedName{Name: name}, p); err != nil {
+			return err
+		}
+		if p.Status.Phase != phase {
+			return fmt.Errorf("%s", describe(p))
+		}
+		return nil
+	})
+	return p
+}
+
+// stays checks that the policy stays in a stage for the duration.
+func stays(t *testing.T, space, name, stage string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if p := getPolicy(t, space, name); p.Status.ActiveStage != stage {
+			t.Fatalf("%s/%s left stage %q for %q: %s", space, name, stage, p.Status.ActiveStage, describe(p))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func describe(p *v1alpha1.StagedBindingPolicy) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "activeStage=%q phase=%q", p.Status.ActiveStage, p.Status.Phase)
+	for _, st := range p.Status.Stages {
+		fmt.Fprintf(&b, " [%s %s %q]", st.Name, st.Phase, st.Message)
+	}
+	return b.String()
+}
+
+// waitForOnlyBindingPolicy waits until the policy's only BindingPolicy is the
+// stage's, and returns the destinations of its Binding.
+func waitForOnlyBindingPolicy(t *testing.T, space, name, stage string, destinations ...string) {
+	t.Helper()
+	want := v1alpha1.BindingPolicyName(name, stage)
+	sort.Strings(destinations)
+	environment.Eventually(t, timeout, fmt.Sprintf("only BindingPolicy %s placing on %v in %s", want, destinations, space), func() error {
+		list := &ksv1alpha1.BindingPolicyList{}
+		if err := wds(space).List(suite.ctx, list, client.MatchingLabels{v1alpha1.PolicyLabel: name}); err != nil {
+			return err
+		}
+		var names []string
+		for _, bp := range list.Items {
+			names = append(names, bp.Name)
+		}
+		if len(names) != 1 || names[0] != want {
+			return fmt.Errorf("BindingPolicies %v", names)
+		}
+		binding := &ksv1alpha1.Binding{}
+		if err := wds(space).Get(suite.ctx, types.NamespacedName{Name: want}, binding); err != nil {
+			return err
+		}
+		var got []string
+		for _, d := range binding.Spec.Destinations {
+			got = append(got, d.ClusterId)
+		}
+		sort.Strings(got)
+		if !slices.Equal(got, destinations) {
+			return fmt.Errorf("Binding destinations %v", got)
+		}
+		return nil
+	})
+}
+
+// eventCounts counts a policy's Events by "reason/note".
+func eventCounts(t *testing.T, space string, p *v1alpha1.StagedBindingPolicy) map[string]int {
+	t.Helper()
+	list := &eventsv1.EventList{}
+	if err := wds(space).List(suite.ctx, list); err != nil {
+		t.Fatalf("listing Events: %v", err)
+	}
+	counts := map[string]int{}
+	for _, e := range list.Items {
+		if e.Regarding.UID == p.UID {
+			n := 1
+			if e.Series != nil {
+				n = int(e.Series.Count)
+			}
+			counts[e.Reason+"/"+e.Note] += n
+		}
+	}
+	return counts
+}
+
+// deletePolicy deletes a policy and waits until it and its BindingPolicies are gone.
+func deletePolicy(t *testing.T, space, name string) {
+	t.Helper()
+	p := &v1alpha1.StagedBindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := wds(space).Delete(suite.ctx, p); err != nil {
+		t.Fatalf("deleting %s: %v", name, err)
+	}
+	environment.Eventually(t, timeout, "the policy and its BindingPolicies to be gone", func() error {
+		if err := wds(space).Get(suite.ctx, types.NamespacedName{Name: name}, &v1alpha1.StagedBindingPolicy{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("policy still there (%w)", err)
+		}
+		list := &ksv1alpha1.BindingPolicyList{}
+		if err := wds(space).List(suite.ctx, list, client.MatchingLabels{v1alpha1.PolicyLabel: name}); err != nil {
+			return err
+		}
+		if len(list.Items) > 0 {
+			return fmt.Errorf("%d BindingPolicies left", len(list.Items))
+		}
+		return nil
+	})
+}

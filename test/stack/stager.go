@@ -1,0 +1,182 @@
+/*
+Copyright 2026 The KubeStellar Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/kubestellar/workload-stager/test/environment"
+)
+
+// Where the stager finds the spaces of a stack.
+const (
+	// StagerSecretNamespace holds the WDSes' kubeconfig Secrets in the hosting space.
+	StagerSecretNamespace = "kubestellar-stager"
+	// StagerUser is the stager's identity in every WDS.
+	StagerUser = "kubestellar-stager"
+	// StagerBinaryEnv names the stager binary to run; unset, StagerBinary builds it.
+	StagerBinaryEnv = "STAGER_BINARY"
+)
+
+// StagerBinary returns the stager binary named by $STAGER_BINARY, or builds
+// cmd/stager into dir and returns its path.
+func StagerBinary(dir string) (string, error) {
+	if path := os.Getenv(StagerBinaryEnv); path != "" {
+		return path, checkExecutable(path)
+	}
+	root, err := environment.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "stager")
+	cmd := exec.Command("go", "build", "-o", path, "./cmd/stager")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the stager: %w\n%s", err, out)
+	}
+	return path, nil
+}
+
+// RegisterWithStager gives the stager an identity in a WDS of the stack,
+// bound to the generated space role, and registers that identity's
+// kubeconfig as a Secret in the hosting space, where a stager run with
+// StagerArgs finds it.
+func (s *Stack) RegisterWithStager(ctx context.Context, wds string) error {
+	s.mu.Lock()
+	space, ok := s.WDS[wds]
+	s.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("no WDS %q in the stack", wds)
+	}
+	if err := space.GrantStagerRole(ctx, StagerUser); err != nil {
+		return err
+	}
+	kubeconfig, err := space.AddUser(StagerUser)
+	if err != nil {
+		return err
+	}
+	return environment.RegisterKubeconfigSecret(ctx, s.Hosting.Client, StagerSecretNamespace, wds, "", kubeconfig)
+}
+
+// StagerArgs are the stager's arguments to serve the WDSes registered with
+// RegisterWithStager, with free loopback ports for metrics and probes.
+func (s *Stack) StagerArgs() ([]string, error) {
+	metrics, err := freeAddress()
+	if err != nil {
+		return nil, err
+	}
+	probes, err := freeAddress()
+	if err != nil {
+		return nil, err
+	}
+	return []string{
+		"--kubeconfig=" + s.HostingKubeconfig,
+		"--provider=kubeconfig",
+		"--kubeconfig-namespace=" + StagerSecretNamespace,
+		"--metrics-bind-address=" + metrics,
+		"--health-probe-bind-address=" + probes,
+		"--space-probe-interval=2s",
+	}, nil
+}
+
+// Process is a running binary started by StartProcess.
+type Process struct {
+	// Args are the arguments it was started with.
+	Args []string
+	// Log is the file receiving its output.
+	Log string
+
+	cmd      *exec.Cmd
+	done     chan struct{}
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// StartProcess runs a binary with its output appended to logPath. The process
+// gets its own process group and, on Linux, is killed if this process dies.
+func StartProcess(binary string, args []string, logPath string) (*Process, error) {
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", logPath, err)
+	}
+	cmd := exec.Command(binary, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = sysProcAttr()
+	if err := cmd.Start(); err != nil {
+		_ = logFile.Close()
+		return nil, fmt.Errorf("starting %s: %w", binary, err)
+	}
+	p := &Process{Args: args, Log: logPath, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		_ = logFile.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Kill kills the process with SIGKILL, as a crash would, and waits for it.
+func (p *Process) Kill() error {
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("killing pid %d: %w", p.cmd.Process.Pid, err)
+	}
+	<-p.done
+	return nil
+}
+
+// Stop stops the process with SIGTERM, then SIGKILL after the timeout, and
+// waits for it. Calling it more than once is harmless.
+func (p *Process) Stop(timeout time.Duration) error {
+	p.stopOnce.Do(func() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+			return
+		case <-time.After(timeout):
+		}
+		p.stopErr = p.Kill()
+	})
+	return p.stopErr
+}
+
+// Exited reports whether the process has exited.
+func (p *Process) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Wait waits until the process exits or ctx is done.
+func (p *Process) Wait(ctx context.Context) error {
+	select {
+	case <-p.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
