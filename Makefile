@@ -71,7 +71,7 @@ kustomize-build: ## Render the deployment manifests (config/default)
 .PHONY: verify-config
 verify-config: ## Fail when a kustomization under config/ does not build
 	kustomize="$$($(TOOL) kustomize)"; \
-	for dir in config/default config/space config/single; do \
+	for dir in config/default config/space config/single config/grafana config/prometheus; do \
 		"$$kustomize" build "$$dir" > /dev/null || { echo "kustomize build $$dir failed"; exit 1; }; \
 	done
 

@@ -25,6 +25,8 @@ limitations under the License.
 package metrics
 
 import (
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -55,6 +57,11 @@ var (
 		Name: "stager_policies",
 		Help: "StagedBindingPolicies per space by rollout phase (Pending, Progressing, Completed, Blocked).",
 	}, []string{LabelSpace, LabelPhase})
+
+	policyPhase = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "stager_policy_phase",
+		Help: "Info metric: 1 for the current rollout phase of each policy.",
+	}, []string{LabelSpace, LabelPolicy, LabelPhase})
 
 	activeStage = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "stager_policy_active_stage",
@@ -114,9 +121,32 @@ var (
 	}, []string{LabelSpace})
 )
 
+// collectors are every metric of the stager.
+var collectors = []prometheus.Collector{policies, policyPhase, activeStage, activeStageIndex, stageCount, activeStageStart,
+	transitions, stageDuration, evaluations, evaluationLatency, reconcileErrors, engaged, ready}
+
 func init() {
-	ctrlmetrics.Registry.MustRegister(policies, activeStage, activeStageIndex, stageCount, activeStageStart,
-		transitions, stageDuration, evaluations, evaluationLatency, reconcileErrors, engaged, ready)
+	ctrlmetrics.Registry.MustRegister(collectors...)
+}
+
+// Names returns the name of every metric the stager exports, sorted; a
+// histogram's series add _bucket, _sum and _count to its name.
+func Names() []string {
+	var names []string
+	for _, c := range collectors {
+		ch := make(chan *prometheus.Desc, 1)
+		go func() { c.Describe(ch); close(ch) }()
+		for d := range ch {
+			// A Desc prints as Desc{fqName: "name", ...}.
+			s := d.String()
+			if i := strings.Index(s, `fqName: "`); i >= 0 {
+				rest := s[i+len(`fqName: "`):]
+				names = append(names, rest[:strings.Index(rest, `"`)])
+			}
+		}
+	}
+	sort.Strings(names)
+	return names
 }
 
 // Space records the metrics of one space.
@@ -148,7 +178,7 @@ func Disengaged(space string) {
 	labels := prometheus.Labels{LabelSpace: space}
 	for _, vec := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
-	}{policies, activeStage, activeStageIndex, stageCount, activeStageStart, transitions, stageDuration,
+	}{policies, policyPhase, activeStage, activeStageIndex, stageCount, activeStageStart, transitions, stageDuration,
 		evaluations, evaluationLatency, reconcileErrors, engaged, ready} {
 		vec.DeletePartialMatch(labels)
 	}
@@ -162,7 +192,11 @@ func (s *Space) Policy(policy *v1alpha1.StagedBindingPolicy) {
 	if phase == "" {
 		phase = v1alpha1.RolloutPending
 	}
+	if previous, ok := s.phases[policy.Name]; ok && previous != phase {
+		policyPhase.DeleteLabelValues(s.name, policy.Name, string(previous))
+	}
 	s.phases[policy.Name] = phase
+	policyPhase.WithLabelValues(s.name, policy.Name, string(phase)).Set(1)
 	s.refreshPhasesLocked()
 
 	stageCount.WithLabelValues(s.name, policy.Name).Set(float64(len(policy.Spec.Stages)))
@@ -199,7 +233,7 @@ func (s *Space) PolicyDeleted(policy string) {
 	labels := prometheus.Labels{LabelSpace: s.name, LabelPolicy: policy}
 	for _, vec := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
-	}{activeStage, activeStageIndex, stageCount, activeStageStart, transitions} {
+	}{policyPhase, activeStage, activeStageIndex, stageCount, activeStageStart, transitions} {
 		vec.DeletePartialMatch(labels)
 	}
 }

@@ -67,6 +67,14 @@ func TestPolicySeries(t *testing.T) {
 	if got := testutil.ToFloat64(activeStageIndex.WithLabelValues("metrics-test", "a")); got != 1 {
 		t.Fatalf("active stage index = %v, want 1", got)
 	}
+	// A phase change replaces the phase series.
+	s.Policy(policyAt("a", "test", v1alpha1.RolloutBlocked, 1))
+	if got := testutil.ToFloat64(policyPhase.WithLabelValues("metrics-test", "a", "Blocked")); got != 1 {
+		t.Fatalf("stager_policy_phase{phase=Blocked} = %v, want 1", got)
+	}
+	if n := testutil.CollectAndCount(policyPhase); n != 2 { // a Blocked, b Pending
+		t.Fatalf("%d phase series, want 2", n)
+	}
 	s.StageCompleted("a", "dev", 90*time.Second)
 	s.Evaluation(ResultTrue, time.Millisecond)
 	s.Evaluation(ResultError, time.Millisecond)
