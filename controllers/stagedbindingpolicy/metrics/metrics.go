@@ -138,10 +138,9 @@ func Names() []string {
 		go func() { c.Describe(ch); close(ch) }()
 		for d := range ch {
 			// A Desc prints as Desc{fqName: "name", ...}.
-			s := d.String()
-			if i := strings.Index(s, `fqName: "`); i >= 0 {
-				rest := s[i+len(`fqName: "`):]
-				names = append(names, rest[:strings.Index(rest, `"`)])
+			if _, rest, ok := strings.Cut(d.String(), `fqName: "`); ok {
+				name, _, _ := strings.Cut(rest, `"`)
+				names = append(names, name)
 			}
 		}
 	}
