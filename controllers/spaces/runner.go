@@ -29,6 +29,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -358,7 +359,7 @@ func (p *prober) missing(ctx context.Context, required []client.Object, cl clust
 		kinds, ok := served[gv]
 		if !ok {
 			list, err := p.discovery.ServerResourcesForGroupVersion(gv.String())
-			if err != nil && !isNotFound(err) {
+			if err != nil && !apierrors.IsNotFound(err) {
 				return nil, fmt.Errorf("discovering %s: %w", gv, err)
 			}
 			kinds = []string{}
@@ -369,22 +370,9 @@ func (p *prober) missing(ctx context.Context, required []client.Object, cl clust
 			}
 			served[gv] = kinds
 		}
-		if !contains(kinds, gvk.Kind) {
+		if !slices.Contains(kinds, gvk.Kind) {
 			missing = append(missing, gvk.GroupKind().String())
 		}
 	}
 	return missing, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func isNotFound(err error) bool {
-	return apierrors.IsNotFound(err)
 }
