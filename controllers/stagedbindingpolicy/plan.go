@@ -18,6 +18,7 @@ package stagedbindingpolicy
 
 import (
 	"fmt"
+	"maps"
 	"time"
 
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
@@ -25,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy/expression"
@@ -427,24 +429,16 @@ func bindingPolicyInSync(current, desired *ksv1alpha1.BindingPolicy) bool {
 		equality.Semantic.DeepEqual(current.Spec, desired.Spec)
 }
 
+// mergeLabels returns current's labels with desired's set over them.
 func mergeLabels(current, desired map[string]string) map[string]string {
 	merged := make(map[string]string, len(current)+len(desired))
-	for k, v := range current {
-		merged[k] = v
-	}
-	for k, v := range desired {
-		merged[k] = v
-	}
+	maps.Copy(merged, current)
+	maps.Copy(merged, desired)
 	return merged
 }
 
 func hasFinalizer(policy *v1alpha1.StagedBindingPolicy) bool {
-	for _, f := range policy.Finalizers {
-		if f == v1alpha1.CleanupFinalizer {
-			return true
-		}
-	}
-	return false
+	return controllerutil.ContainsFinalizer(policy, v1alpha1.CleanupFinalizer)
 }
 
 // Requeue intervals.
