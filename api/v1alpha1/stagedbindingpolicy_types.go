@@ -56,7 +56,7 @@ func BindingPolicyName(policy, stage string) string {
 // +kubebuilder:printcolumn:name="Active Stage",type=string,JSONPath=`.status.activeStage`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +kubebuilder:validation:XValidation:rule="self.spec.stages.all(s, size(self.metadata.name) + size(s.name) <= 246)",message="the policy name plus a stage name must not exceed 246 characters, so that the generated BindingPolicy name <policy>.stage.<stage> is a valid object name"
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="the policy name must be at most 63 characters: it is the value of the community.kubestellar.io/staged-binding-policy label of the generated BindingPolicies"
 type StagedBindingPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -43,8 +43,8 @@ func TestCRDValidation(t *testing.T) {
 		{name: "stage name not a DNS label", policy: "bad-name", stages: []v1alpha1.Stage{stage("Dev_1")}, want: "spec.stages[0].name"},
 		{name: "stage name too long", policy: "long-name", stages: []v1alpha1.Stage{stage(strings.Repeat("a", 64))}, want: "spec.stages[0].name"},
 		{name: "no clusterSelectors", policy: "no-selectors", stages: []v1alpha1.Stage{{Name: "dev"}}, want: "clusterSelectors"},
-		{name: "generated BindingPolicy name too long", policy: strings.Repeat("p", 200), stages: []v1alpha1.Stage{stage(strings.Repeat("s", 50))},
-			want: "must not exceed 246 characters"},
+		{name: "policy name longer than a label value", policy: strings.Repeat("p", 64), stages: []v1alpha1.Stage{stage("dev")},
+			want: "must be at most 63 characters"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -62,13 +62,14 @@ func TestCRDValidation(t *testing.T) {
 		})
 	}
 
-	// A valid policy with the longest allowed names is accepted.
+	// A valid policy with the longest allowed names is accepted and placed.
 	ok := &v1alpha1.StagedBindingPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("p", 183)},
+		ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("p", 63)},
 		Spec:       v1alpha1.StagedBindingPolicySpec{Stages: []v1alpha1.Stage{stage(strings.Repeat("s", 63))}},
 	}
 	if err := s.Client.Create(suite.ctx, ok); err != nil {
 		t.Fatalf("a valid policy was rejected: %v", err)
 	}
+	waitForBindingPolicies(t, s, ok.Name, ok.Spec.Stages[0].Name)
 	deleteAndWait(t, s, ok.Name)
 }
