@@ -32,6 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -125,6 +126,23 @@ func get(t *testing.T, s *space, name string) *v1alpha1.StagedBindingPolicy {
 		t.Fatalf("reading StagedBindingPolicy %s in %s: %v", name, s.Name, err)
 	}
 	return policy
+}
+
+// update changes a policy's spec, reading it again when the controller wrote
+// it in between (the controller updates status and finalizers concurrently).
+func update(t *testing.T, s *space, name string, change func(*v1alpha1.StagedBindingPolicy)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		policy := &v1alpha1.StagedBindingPolicy{}
+		if err := s.Client.Get(suite.ctx, types.NamespacedName{Name: name}, policy); err != nil {
+			return err
+		}
+		change(policy)
+		return s.Client.Update(suite.ctx, policy)
+	})
+	if err != nil {
+		t.Fatalf("updating StagedBindingPolicy %s in %s: %v", name, s.Name, err)
+	}
 }
 
 // waitFor polls check until it returns nil, failing the test with the last

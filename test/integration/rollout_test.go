@@ -142,11 +142,7 @@ func TestInvalidExpressionIsReportedAndRecovers(t *testing.T) {
 		t.Fatalf("a blocked policy placed BindingPolicies %v", got)
 	}
 
-	policy = get(t, s, name)
-	policy.Spec.Stages[0].Condition = conditionObj
-	if err := s.Client.Update(suite.ctx, policy); err != nil {
-		t.Fatalf("fixing the condition: %v", err)
-	}
+	update(t, s, name, func(p *v1alpha1.StagedBindingPolicy) { p.Spec.Stages[0].Condition = conditionObj })
 	waitForCondition(t, s, name, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonBindingPolicyInSync)
 	waitForBindingPolicies(t, s, name, "dev")
 	s.openGate(name, "dev")
@@ -216,11 +212,9 @@ func TestSpecChangeUpdatesBindingPolicy(t *testing.T) {
 		return nil
 	})
 
-	policy := get(t, s, name)
-	policy.Spec.Stages[0].ClusterSelectors = []metav1.LabelSelector{{MatchLabels: map[string]string{"env": "test"}}}
-	if err := s.Client.Update(suite.ctx, policy); err != nil {
-		t.Fatalf("updating the policy: %v", err)
-	}
+	update(t, s, name, func(p *v1alpha1.StagedBindingPolicy) {
+		p.Spec.Stages[0].ClusterSelectors = []metav1.LabelSelector{{MatchLabels: map[string]string{"env": "test"}}}
+	})
 	waitFor(t, "the dev Binding to follow the new clusterSelectors", func() error {
 		if got := destinationsOrNil(s, bp); !slices.Equal(got, []string{"test1"}) {
 			return fmt.Errorf("destinations %v", got)
@@ -247,13 +241,11 @@ func TestRemovedActiveStageRestartsRollout(t *testing.T) {
 	s.openGate(name, "dev")
 	waitForActiveStage(t, s, name, "test")
 
-	policy := get(t, s, name)
-	policy.Spec.Stages = []v1alpha1.Stage{policy.Spec.Stages[0], policy.Spec.Stages[2]}
-	if err := s.Client.Update(suite.ctx, policy); err != nil {
-		t.Fatalf("removing the test stage: %v", err)
-	}
+	update(t, s, name, func(p *v1alpha1.StagedBindingPolicy) {
+		p.Spec.Stages = []v1alpha1.Stage{p.Spec.Stages[0], p.Spec.Stages[2]}
+	})
 	// dev's gate is open, so the restarted rollout goes through dev again and on to prod.
-	policy = waitForActiveStage(t, s, name, "prod")
+	policy := waitForActiveStage(t, s, name, "prod")
 	waitForBindingPolicies(t, s, name, "prod")
 	waitFor(t, "the ActiveStageReset Event", func() error {
 		for reason, n := range eventCounts(t, s, policy) {
