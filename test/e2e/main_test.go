@@ -167,7 +167,7 @@ func wds(name string) client.Client {
 	return suite.stack.WDS[name].Client
 }
 
-// createDeployment creates a Deployment (and, with config, a ConfigMap) labelled app.kubernetes.io/name=<app>.
+// createWorkload creates a Deployment (and, with config, a ConfigMap) labelled app.kubernetes.io/name=<name>.
 func createWorkload(t *testing.T, space, name string, config bool) {
 	t.Helper()
 	labels := map[string]string{"app.kubernetes.io/name": name}
@@ -265,7 +265,7 @@ func describe(p *v1alpha1.StagedBindingPolicy) string {
 }
 
 // waitForOnlyBindingPolicy waits until the policy's only BindingPolicy is the
-// stage's, and returns the destinations of its Binding.
+// stage's and its Binding places the workload on exactly the given clusters.
 func waitForOnlyBindingPolicy(t *testing.T, space, name, stage string, destinations ...string) {
 	t.Helper()
 	want := v1alpha1.BindingPolicyName(name, stage)
