@@ -162,9 +162,18 @@ func NewSpace(name string) *Space {
 	return &Space{name: name, phases: map[string]v1alpha1.RolloutPhase{}, stages: map[string]string{}}
 }
 
-// Engaged records that the space is engaged, and whether it is ready.
+// Engaged records that the space is engaged, and whether it is ready. It
+// also creates the space's counters and histograms at zero, so that rate()
+// and increase() see the first evaluation, error or completed stage as an
+// increase, and a space without errors shows 0 rather than no data.
 func Engaged(space string, isReady bool) {
 	engaged.WithLabelValues(space).Set(1)
+	for _, result := range []string{ResultTrue, ResultFalse, ResultError} {
+		evaluations.WithLabelValues(space, result)
+	}
+	reconcileErrors.WithLabelValues(space)
+	stageDuration.WithLabelValues(space)
+	evaluationLatency.WithLabelValues(space)
 	v := 0.0
 	if isReady {
 		v = 1

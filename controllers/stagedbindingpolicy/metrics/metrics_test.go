@@ -20,7 +20,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
@@ -91,6 +93,23 @@ func TestPolicySeries(t *testing.T) {
 		t.Fatalf("Progressing policies = %v after deletion, want 0", got)
 	}
 
+	// An engaged space's counters exist from the start, at zero.
+	Engaged("metrics-fresh", false)
+	for name, vec := range map[string]prometheus.Collector{"evaluations": evaluations, "reconcileErrors": reconcileErrors,
+		"stageDuration": stageDuration, "evaluationLatency": evaluationLatency} {
+		values := valuesOf(t, vec, "metrics-fresh")
+		want := map[string]int{"evaluations": 3, "reconcileErrors": 1, "stageDuration": 1, "evaluationLatency": 1}[name]
+		if len(values) != want {
+			t.Errorf("%d %s series for a fresh space, want %d", len(values), name, want)
+		}
+		for _, v := range values {
+			if v != 0 {
+				t.Errorf("a fresh space's %s counter is %v, want 0", name, v)
+			}
+		}
+	}
+	Disengaged("metrics-fresh")
+
 	// A disengaged space's series all go.
 	Engaged("metrics-test", true)
 	Disengaged("metrics-test")
@@ -103,4 +122,26 @@ func TestPolicySeries(t *testing.T) {
 			t.Errorf("%d %s series after disengagement, want 0", n, name)
 		}
 	}
+}
+
+// valuesOf returns the values (a histogram's sample count) of a collector's
+// series for a space, without creating any series.
+func valuesOf(t *testing.T, c prometheus.Collector, space string) []float64 {
+	t.Helper()
+	ch := make(chan prometheus.Metric, 100)
+	c.Collect(ch)
+	close(ch)
+	var values []float64
+	for m := range ch {
+		pb := &dto.Metric{}
+		if err := m.Write(pb); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range pb.GetLabel() {
+			if l.GetName() == LabelSpace && l.GetValue() == space {
+				values = append(values, pb.GetCounter().GetValue()+float64(pb.GetHistogram().GetSampleCount()))
+			}
+		}
+	}
+	return values
 }
