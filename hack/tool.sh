@@ -15,6 +15,9 @@
 #   ks-controller-manager
 #                  KubeStellar's controller-manager (cmd/controller-manager),
 #                  for the end-to-end tests and the demo
+#   kcp            kcp's server (cmd/kcp), for the kcp tests and the scale run
+#   prometheus     the directory of prometheus and promtool, installing Debian's
+#                  prometheus package when they are missing
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -85,8 +88,26 @@ case "${1:-}" in
       build kubestellar "$out" ks-controller-manager=github.com/kubestellar/kubestellar/cmd/controller-manager
     echo "$out/ks-controller-manager"
     ;;
+  kcp)
+    out="$cache/bin/kcp-$(version kcp github.com/kcp-dev/kcp)-$(key kcp)"
+    # kcp's forks of Kubernetes and its other modules are not in the public
+    # checksum database: their checksums come from go.sum, for this build only.
+    GONOSUMDB=github.com/kcp-dev \
+      build kcp "$out" kcp=github.com/kcp-dev/kcp/cmd/kcp
+    echo "$out/kcp"
+    ;;
+  prometheus)
+    if ! command -v prometheus > /dev/null || ! command -v promtool > /dev/null; then
+      echo "hack/tool.sh: installing Debian's prometheus package" >&2
+      sudo=""
+      [ "$(id -u)" = 0 ] || sudo=sudo
+      install() { $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus >&2; }
+      install || { $sudo apt-get update >&2 && install; }
+    fi
+    dirname "$(command -v prometheus)"
+    ;;
   *)
-    sed -n '2,17p' "$0" >&2
+    sed -n '2,20p' "$0" >&2
     exit 2
     ;;
 esac
