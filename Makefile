@@ -31,6 +31,7 @@ test: build ## Run every test (unit, integration, end-to-end) against real API s
 	export KUBEBUILDER_ASSETS="$$($(TOOL) envtest)"; \
 	export STAGER_KS_CONTROLLER_MANAGER="$${STAGER_KS_CONTROLLER_MANAGER:-$$($(TOOL) ks-controller-manager)}"; \
 	export STAGER_BINARY="$(abspath $(BIN_DIR))/stager"; \
+	export STAGER_PROMETHEUS_DIR="$$($(TOOL) prometheus)"; \
 	echo "KUBEBUILDER_ASSETS=$$KUBEBUILDER_ASSETS"; \
 	go test $(GO_TEST_FLAGS) $(PKGS)
 

@@ -186,12 +186,7 @@ func threeStagePolicy(name string) *v1alpha1.StagedBindingPolicy {
 // independently, each at the pace of its own WECs.
 func TestTwoSpaces(t *testing.T) {
 	const name = "shop"
-	if _, err := suite.stack.AddWDS(suite.ctx, "wds2"); err != nil {
-		t.Fatalf("adding wds2: %v", err)
-	}
-	if err := prepareWDS(suite.ctx, "wds2"); err != nil {
-		t.Fatalf("registering wds2: %v", err)
-	}
+	ensureWDS2(t)
 	for _, space := range []string{"wds1", "wds2"} {
 		createWorkload(t, space, name, false)
 		if err := wds(space).Create(suite.ctx, threeStagePolicy(name)); err != nil {

@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -179,4 +180,16 @@ func (p *Process) Wait(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// Flag returns the value of a --name=value argument the process was started
+// with, or "" when it has none.
+func (p *Process) Flag(name string) string {
+	prefix := "--" + name + "="
+	for _, arg := range p.Args {
+		if value, ok := strings.CutPrefix(arg, prefix); ok {
+			return value
+		}
+	}
+	return ""
 }

@@ -1,0 +1,355 @@
+/*
+Copyright 2026 The KubeStellar Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/test/environment"
+	"github.com/kubestellar/workload-stager/test/prometheus"
+	"github.com/kubestellar/workload-stager/test/stack"
+)
+
+const (
+	// scrapeInterval is Prometheus's scrape and rule evaluation interval.
+	scrapeInterval = time.Second
+	// rateInterval stands for Grafana's $__rate_interval: at least four scrapes.
+	rateInterval = "10s"
+	// stuckHorizon is how far ahead StagerRolloutStuck's expression is
+	// evaluated: a rollout is stuck only after an hour in its stage. The
+	// lookback delta (lookback) lets that evaluation see the samples taken
+	// during the run, as if the rollout had not moved since.
+	stuckHorizon = 61 * time.Minute
+	lookback     = 2 * time.Hour
+)
+
+// TestDashboardAndAlerts scrapes the stager with a real Prometheus, loaded
+// with the alerting rules of config/prometheus, while rollouts run in wds1
+// and wds2 and a third space ("bare", without KubeStellar's API) is engaged
+// but not ready. It then runs every query of the Grafana dashboard (and its
+// variables) and every alert expression through Prometheus's HTTP API: each
+// must return data, only for the run's spaces. The alerts for the blocked
+// rollout, its evaluation errors and the space that is not ready must be
+// pending or firing. When the bare space is unregistered, its series go.
+func TestDashboardAndAlerts(t *testing.T) {
+	ctx := suite.ctx
+	ensureWDS2(t)
+	bare := startBareSpace(t)
+	spaces := []string{"wds1", "wds2", bare}
+
+	root, err := environment.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dashboard, err := prometheus.LoadDashboard(filepath.Join(root, "config", "grafana", "stage-progress.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, err := prometheus.LoadRuleGroups(filepath.Join(root, "config", "prometheus", "rules.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	rules := filepath.Join(dir, "rules.yaml")
+	if err := prometheus.WriteRuleFile(rules, groups); err != nil {
+		t.Fatal(err)
+	}
+	target := suite.stager.Flag("metrics-bind-address")
+	server, err := prometheus.Start(ctx, prometheus.Options{WorkDir: dir, Targets: []string{target},
+		ScrapeInterval: scrapeInterval, LookbackDelta: lookback, RuleFiles: []string{rules}})
+	if err != nil {
+		t.Fatalf("starting Prometheus: %v", err)
+	}
+	t.Cleanup(func() { _ = server.Stop() })
+	start := time.Now()
+	t.Logf("Prometheus at %s scrapes the stager at %s", server.URL, target)
+
+	// wds1 rolls "metered" through all three stages; wds2 rolls it to test,
+	// where it stays; wds2's "broken" has a condition that fails on the data.
+	const metered, broken = "metered", "broken"
+	for _, space := range []string{"wds1", "wds2"} {
+		createWorkload(t, space, metered, false)
+		if err := wds(space).Create(ctx, threeStagePolicy(metered)); err != nil {
+			t.Fatalf("creating %s in %s: %v", metered, space, err)
+		}
+	}
+	createWorkload(t, "wds2", broken, false)
+	if err := wds("wds2").Create(ctx, brokenPolicy(broken)); err != nil {
+		t.Fatalf("creating %s: %v", broken, err)
+	}
+	t.Cleanup(func() {
+		deletePolicy(t, "wds1", metered)
+		deletePolicy(t, "wds2", metered)
+		deletePolicy(t, "wds2", broken)
+	})
+	for _, space := range []string{"wds1", "wds2"} {
+		waitForActiveStage(t, space, metered, "dev")
+		makeAvailable(space, metered, "dev")
+		waitForActiveStage(t, space, metered, "test")
+	}
+	makeAvailable("wds1", metered, "test")
+	waitForCompleted(t, "wds1", metered)
+	environment.Eventually(t, timeout, "wds2/broken to be Blocked", func() error {
+		if p := getPolicy(t, "wds2", broken); p.Status.Phase != v1alpha1.RolloutBlocked {
+			return fmt.Errorf("%s", describe(p))
+		}
+		return nil
+	})
+
+	values := map[string]string{
+		"datasource":      "prometheus",
+		"space":           "(" + strings.Join(spaces, "|") + ")",
+		"policy":          "(" + metered + "|" + broken + ")",
+		"__rate_interval": rateInterval,
+		"__interval":      scrapeInterval.String(),
+	}
+	environment.Eventually(t, 2*time.Minute, "every dashboard query and alert to show the run", func() error {
+		var problems []string
+		problems = append(problems, checkVariables(ctx, server, dashboard, values, spaces, []string{metered, broken})...)
+		problems = append(problems, checkPanels(ctx, server, dashboard, values, spaces, start)...)
+		problems = append(problems, checkAlerts(ctx, server, groups, spaces, bare)...)
+		if len(problems) > 0 {
+			return fmt.Errorf("\n  %s", strings.Join(problems, "\n  "))
+		}
+		return nil
+	})
+
+	queries := 0
+	for _, panel := range dashboard.AllPanels() {
+		queries += len(panel.Targets)
+	}
+	alerts := 0
+	for _, g := range groups {
+		alerts += len(g.Rules)
+	}
+	t.Logf("%d panel queries, %d variables and %d alert expressions return data for %v", queries, len(dashboard.Templating.List)-1, alerts, spaces)
+
+	// A space that goes away takes its series along.
+	if err := environment.UnregisterKubeconfigSecret(ctx, suite.stack.Hosting.Client, stack.StagerSecretNamespace, bare); err != nil {
+		t.Fatalf("unregistering %s: %v", bare, err)
+	}
+	environment.Eventually(t, time.Minute, "the series of "+bare+" to go", func() error {
+		samples, err := server.Query(ctx, fmt.Sprintf(`{__name__=~"stager_.+", space=%q}`, bare), time.Now())
+		if err != nil {
+			return err
+		}
+		if len(samples) > 0 {
+			return fmt.Errorf("%d series left, e.g. %v", len(samples), samples[0].Metric)
+		}
+		return nil
+	})
+}
+
+// ensureWDS2 adds wds2 to the stack and registers it with the stager,
+// unless an earlier test did.
+func ensureWDS2(t *testing.T) {
+	t.Helper()
+	if _, ok := suite.stack.WDS["wds2"]; ok {
+		return
+	}
+	if _, err := suite.stack.AddWDS(suite.ctx, "wds2"); err != nil {
+		t.Fatalf("adding wds2: %v", err)
+	}
+	if err := prepareWDS(suite.ctx, "wds2"); err != nil {
+		t.Fatalf("registering wds2: %v", err)
+	}
+}
+
+// startBareSpace starts an API server without KubeStellar's or the stager's
+// API and registers it with the stager: it is engaged, never ready.
+func startBareSpace(t *testing.T) string {
+	t.Helper()
+	const name = "bare"
+	space, err := environment.StartSpace(name)
+	if err != nil {
+		t.Fatalf("starting %s: %v", name, err)
+	}
+	t.Cleanup(func() { _ = space.Stop() })
+	if err := environment.RegisterKubeconfigSecret(suite.ctx, suite.stack.Hosting.Client, stack.StagerSecretNamespace, name, "", space.Kubeconfig()); err != nil {
+		t.Fatalf("registering %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		_ = environment.UnregisterKubeconfigSecret(context.Background(), suite.stack.Hosting.Client, stack.StagerSecretNamespace, name)
+	})
+	return name
+}
+
+// brokenPolicy is a one-stage policy whose condition compiles but fails on
+// every CombinedStatus (there is no 100th row).
+func brokenPolicy(name string) *v1alpha1.StagedBindingPolicy {
+	p := threeStagePolicy(name)
+	p.Spec.Stages = []v1alpha1.Stage{{
+		Name:             "dev",
+		ClusterSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"env": "dev"}}},
+		Filter:           `downsyncClause.resource == "deployments"`,
+		Condition:        `obj.results[0].rows[99].columns[0].float == '1'`,
+	}}
+	p.Spec.Downsync = []ksv1alpha1.DownsyncPolicyClause{p.Spec.Downsync[0]}
+	return p
+}
+
+// checkVariables runs the dashboard's label_values() variable queries, as
+// Grafana does, and checks that they offer the run's spaces and policies.
+func checkVariables(ctx context.Context, server *prometheus.Server, d *prometheus.Dashboard, values map[string]string, spaces, policies []string) []string {
+	var problems []string
+	want := map[string][]string{"space": spaces, "policy": policies}
+	for _, v := range d.Templating.List {
+		if v.Type != "query" {
+			continue
+		}
+		selector, label, err := prometheus.LabelValuesQuery(v.Definition)
+		if err == nil {
+			selector, err = prometheus.Expand(selector, values)
+		}
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("variable %s: %v", v.Name, err))
+			continue
+		}
+		got, err := server.LabelValues(ctx, label, selector)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("variable %s: %v", v.Name, err))
+			continue
+		}
+		for _, w := range want[v.Name] {
+			if !slices.Contains(got, w) {
+				problems = append(problems, fmt.Sprintf("variable %s offers %v, not %s", v.Name, got, w))
+			}
+		}
+	}
+	return problems
+}
+
+// checkPanels runs every panel query as Grafana would (instant queries at
+// now, others over the run) and checks that each returns a number, and
+// only for the run's spaces; the health panel must show every space.
+func checkPanels(ctx context.Context, server *prometheus.Server, d *prometheus.Dashboard, values map[string]string, spaces []string, start time.Time) []string {
+	var problems []string
+	for _, panel := range d.AllPanels() {
+		for _, target := range panel.Targets {
+			what := fmt.Sprintf("panel %q query %s", panel.Title, target.RefID)
+			expr, err := prometheus.Expand(target.Expr, values)
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("%s: %v", what, err))
+				continue
+			}
+			var samples []prometheus.Sample
+			if target.Instant {
+				samples, err = server.Query(ctx, expr, time.Now())
+			} else {
+				var series []prometheus.Series
+				series, err = server.QueryRange(ctx, expr, start, time.Now(), scrapeInterval)
+				for _, s := range series {
+					samples = append(samples, s.Values...)
+				}
+			}
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("%s: %v", what, err))
+				continue
+			}
+			seen := map[string]bool{}
+			finite := 0
+			for _, s := range samples {
+				if prometheus.Finite(s.Value) {
+					finite++
+				}
+				if space, ok := s.Metric["space"]; ok {
+					seen[space] = true
+				}
+			}
+			if finite == 0 {
+				problems = append(problems, fmt.Sprintf("%s returns no number: %s", what, expr))
+			}
+			for space := range seen {
+				if !slices.Contains(spaces, space) {
+					problems = append(problems, fmt.Sprintf("%s shows space %q, not one of the run's", what, space))
+				}
+			}
+			if panel.Title == "Engaged spaces and their health" {
+				for _, space := range spaces {
+					if !seen[space] {
+						problems = append(problems, fmt.Sprintf("%s misses space %s (has %v)", what, space, slices.Sorted(maps.Keys(seen))))
+					}
+				}
+			}
+		}
+	}
+	return problems
+}
+
+// checkAlerts evaluates every alert expression (StagerRolloutStuck
+// stuckHorizon ahead) and checks that each returns data for the run's
+// spaces, that Prometheus evaluates every rule without error, and that the
+// blocked rollout, its evaluation errors and the bare space raise alerts.
+func checkAlerts(ctx context.Context, server *prometheus.Server, groups []prometheus.RuleGroup, spaces []string, bare string) []string {
+	var problems []string
+	for _, g := range groups {
+		for _, r := range g.Rules {
+			at := time.Now()
+			if r.Alert == "StagerRolloutStuck" {
+				at = at.Add(stuckHorizon)
+			}
+			samples, err := server.Query(ctx, r.Expr, at)
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("alert %s: %v", r.Alert, err))
+				continue
+			}
+			if len(samples) == 0 {
+				problems = append(problems, fmt.Sprintf("alert %s: its expression returns nothing", r.Alert))
+			}
+			for _, s := range samples {
+				if !slices.Contains(spaces, s.Metric["space"]) {
+					problems = append(problems, fmt.Sprintf("alert %s: series %v is not of the run's spaces", r.Alert, s.Metric))
+				}
+			}
+		}
+	}
+
+	states, err := server.Rules(ctx)
+	if err != nil {
+		return append(problems, err.Error())
+	}
+	active := map[string][]string{}
+	for _, st := range states {
+		if st.Health != "ok" {
+			problems = append(problems, fmt.Sprintf("rule %s: health %q %s", st.Name, st.Health, st.LastError))
+		}
+		for _, a := range st.Alerts {
+			active[st.Name] = append(active[st.Name], a["space"]+"/"+a["policy"])
+		}
+	}
+	for alert, want := range map[string]string{
+		"StagerRolloutBlocked":            "wds2/broken",
+		"StagerConditionEvaluationErrors": "wds2/",
+		"StagerSpaceNotReady":             bare + "/",
+	} {
+		if !slices.Contains(active[alert], want) {
+			problems = append(problems, fmt.Sprintf("alert %s is not pending or firing for %s (active: %v)", alert, want, active[alert]))
+		}
+	}
+	return problems
+}
