@@ -17,21 +17,31 @@ limitations under the License.
 // Package providers builds the multicluster-runtime cluster provider that
 // engages the operator's spaces, from command-line flags.
 //
-// Two kinds of provider are offered:
+// Three kinds of provider are offered:
 //   - "kubeconfig": every Secret with a kubeconfig, in a namespace and with a
 //     label of the user's choice in the hosting cluster, is a space. Secrets
 //     created at run time engage new spaces; deleted ones disengage them.
 //   - "single": the hosting cluster itself is the only space.
+//   - "kcp": every kcp logical cluster that binds the stager's APIExport is a
+//     space, named after its workspace path (see providers/kcp).
+//
+// Several kinds can serve at once (e.g. --provider=kubeconfig,kcp) through
+// multicluster-runtime's multi provider; the space names are then prefixed
+// with the kind and "#" (e.g. "kubeconfig#wds1", "kcp#root:wds2"), so that
+// they cannot collide.
 package providers
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -39,7 +49,10 @@ import (
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
+	"sigs.k8s.io/multicluster-runtime/providers/multi"
 	"sigs.k8s.io/multicluster-runtime/providers/single"
+
+	"github.com/kubestellar/workload-stager/providers/kcp"
 )
 
 // The kinds of provider.
@@ -48,7 +61,14 @@ const (
 	KindKubeconfig = "kubeconfig"
 	// KindSingle engages the hosting cluster as the only space.
 	KindSingle = "single"
+	// KindKCP engages the kcp logical clusters bound to the stager's APIExport.
+	KindKCP = "kcp"
+	// Separator separates the kind from the space name when several kinds serve.
+	Separator = "#"
 )
+
+// kinds are the valid kinds, in the order the flag's help lists them.
+var kinds = []string{KindKubeconfig, KindSingle, KindKCP}
 
 // Defaults of the flags.
 const (
@@ -60,7 +80,8 @@ const (
 
 // Options are the provider flags.
 type Options struct {
-	// Kind is KindKubeconfig or KindSingle.
+	// Kind is one kind of provider (KindKubeconfig, KindSingle, KindKCP) or
+	// several, separated by commas.
 	Kind string
 	// KubeconfigNamespace is the namespace of the kubeconfig Secrets.
 	KubeconfigNamespace string
@@ -70,6 +91,11 @@ type Options struct {
 	KubeconfigKey string
 	// SingleName is the space name of the hosting cluster in single mode.
 	SingleName string
+	// KCPKubeconfig is the kubeconfig file of the kcp workspace holding the
+	// stager's APIExport; empty means the hosting cluster's.
+	KCPKubeconfig string
+	// KCPEndpointSlice is the APIExportEndpointSlice of the stager's APIExport.
+	KCPEndpointSlice string
 }
 
 // NewOptions returns Options with their defaults.
@@ -80,13 +106,30 @@ func NewOptions() *Options {
 		KubeconfigLabel:     kubeconfig.DefaultKubeconfigSecretLabel,
 		KubeconfigKey:       kubeconfig.DefaultKubeconfigSecretKey,
 		SingleName:          DefaultSingleName,
+		KCPEndpointSlice:    kcp.DefaultEndpointSlice,
 	}
+}
+
+// Kinds returns the kinds of provider the options select.
+func (o *Options) Kinds() []string {
+	var out []string
+	for _, k := range strings.Split(o.Kind, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// has reports whether a kind is selected.
+func (o *Options) has(kind string) bool {
+	return slices.Contains(o.Kinds(), kind)
 }
 
 // AddFlags registers the provider flags.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kind, "provider", o.Kind,
-		`how spaces are found: "kubeconfig" (one space per labelled kubeconfig Secret in the hosting cluster) or "single" (the hosting cluster is the only space)`)
+		`how spaces are found: "kubeconfig" (one space per labelled kubeconfig Secret in the hosting cluster), "single" (the hosting cluster is the only space) or "kcp" (one space per kcp workspace bound to the stager's APIExport); several, separated by commas, serve together with space names prefixed by "<provider>#"`)
 	fs.StringVar(&o.KubeconfigNamespace, "kubeconfig-namespace", o.KubeconfigNamespace,
 		"namespace of the hosting cluster holding the kubeconfig Secrets of the spaces")
 	fs.StringVar(&o.KubeconfigLabel, "kubeconfig-label", o.KubeconfigLabel,
@@ -95,28 +138,55 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"key of the kubeconfig in a space Secret's data")
 	fs.StringVar(&o.SingleName, "single-space-name", o.SingleName,
 		"name of the hosting cluster's space with --provider=single")
+	fs.StringVar(&o.KCPKubeconfig, "kcp-kubeconfig", o.KCPKubeconfig,
+		"kubeconfig of the kcp workspace holding the stager's APIExport and its endpoint slice (default: the hosting cluster's)")
+	fs.StringVar(&o.KCPEndpointSlice, "kcp-apiexport-endpointslice", o.KCPEndpointSlice,
+		"name of the APIExportEndpointSlice of the stager's APIExport, in the --kcp-kubeconfig workspace")
 }
 
 // Validate reports flags that cannot work together.
 func (o *Options) Validate() error {
 	var errs []error
-	switch o.Kind {
-	case KindKubeconfig:
-		if o.KubeconfigNamespace == "" {
-			errs = append(errs, errors.New("--kubeconfig-namespace must not be empty"))
+	selected := o.Kinds()
+	if len(selected) == 0 {
+		errs = append(errs, fmt.Errorf("--provider must name at least one of %s", strings.Join(kinds, ", ")))
+	}
+	seen := map[string]bool{}
+	for _, kind := range selected {
+		if !slices.Contains(kinds, kind) {
+			errs = append(errs, fmt.Errorf("--provider must be among %s, not %q", strings.Join(kinds, ", "), kind))
+			continue
 		}
-		if o.KubeconfigLabel == "" {
-			errs = append(errs, errors.New("--kubeconfig-label must not be empty"))
+		if seen[kind] {
+			errs = append(errs, fmt.Errorf("--provider names %q twice", kind))
+			continue
 		}
-		if o.KubeconfigKey == "" {
-			errs = append(errs, errors.New("--kubeconfig-key must not be empty"))
+		seen[kind] = true
+		switch kind {
+		case KindKubeconfig:
+			if o.KubeconfigNamespace == "" {
+				errs = append(errs, errors.New("--kubeconfig-namespace must not be empty"))
+			}
+			if o.KubeconfigLabel == "" {
+				errs = append(errs, errors.New("--kubeconfig-label must not be empty"))
+			}
+			if o.KubeconfigKey == "" {
+				errs = append(errs, errors.New("--kubeconfig-key must not be empty"))
+			}
+		case KindSingle:
+			if o.SingleName == "" {
+				errs = append(errs, errors.New("--single-space-name must not be empty"))
+			}
+		case KindKCP:
+			if o.KCPEndpointSlice == "" {
+				errs = append(errs, errors.New("--kcp-apiexport-endpointslice must not be empty"))
+			}
 		}
-	case KindSingle:
-		if o.SingleName == "" {
-			errs = append(errs, errors.New("--single-space-name must not be empty"))
-		}
-	default:
-		errs = append(errs, fmt.Errorf("--provider must be %q or %q, not %q", KindKubeconfig, KindSingle, o.Kind))
+	}
+	if seen[KindSingle] && seen[KindKubeconfig] {
+		// The kubeconfig provider narrows the hosting cluster's cache to its
+		// Secrets, which the single provider's space needs whole.
+		errs = append(errs, errors.New(`--provider cannot combine "single" with "kubeconfig": register the hosting cluster with a kubeconfig Secret instead`))
 	}
 	return errors.Join(errs...)
 }
@@ -126,7 +196,7 @@ func (o *Options) Validate() error {
 // namespace. spaceCache is the cache configuration of a space, used as is
 // when the hosting cluster is itself the space.
 func (o *Options) HostingCacheOptions(spaceCache cache.Options) cache.Options {
-	if o.Kind != KindKubeconfig {
+	if !o.has(KindKubeconfig) {
 		return spaceCache
 	}
 	return cache.Options{
@@ -146,15 +216,52 @@ type Provider interface {
 }
 
 // New builds the provider chosen by the options. hosting is the manager of
-// the hosting cluster; spaceOptions configure the cluster of every space it
-// engages (scheme, cache).
+// the hosting cluster, whose scheme is every space's (with kcp.AddToScheme
+// applied for the kcp provider); spaceOptions configure the cluster of every
+// space engaged through a kubeconfig Secret (scheme, cache).
 func New(o *Options, hosting manager.Manager, spaceOptions ...cluster.Option) (Provider, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	switch o.Kind {
+	selected := o.Kinds()
+	built := make([]Provider, 0, len(selected))
+	for _, kind := range selected {
+		p, err := newProvider(kind, o, hosting, spaceOptions)
+		if err != nil {
+			return nil, err
+		}
+		built = append(built, p)
+	}
+	if len(built) == 1 {
+		return built[0], nil
+	}
+	m := &multiProvider{Provider: multi.New(multi.Options{Separator: Separator}), kinds: selected, providers: built}
+	for i, kind := range selected {
+		if err := m.AddProvider(kind, built[i]); err != nil {
+			return nil, fmt.Errorf("adding the %s provider: %w", kind, err)
+		}
+	}
+	return m, nil
+}
+
+// newProvider builds the provider of one kind.
+func newProvider(kind string, o *Options, hosting manager.Manager, spaceOptions []cluster.Option) (Provider, error) {
+	switch kind {
 	case KindSingle:
 		return &singleProvider{Provider: single.New(multicluster.ClusterName(o.SingleName), hosting)}, nil
+	case KindKCP:
+		cfg := hosting.GetConfig()
+		if o.KCPKubeconfig != "" {
+			var err error
+			if cfg, err = clientcmd.BuildConfigFromFlags("", o.KCPKubeconfig); err != nil {
+				return nil, fmt.Errorf("reading --kcp-kubeconfig %s: %w", o.KCPKubeconfig, err)
+			}
+		}
+		p, err := kcp.New(cfg, o.KCPEndpointSlice, hosting.GetScheme(), hosting.GetLogger().WithName("kcp-provider"))
+		if err != nil {
+			return nil, err
+		}
+		return &kcpProvider{Provider: p}, nil
 	default:
 		return kubeconfig.New(kubeconfig.Options{
 			Namespace:             o.KubeconfigNamespace,
@@ -163,6 +270,46 @@ func New(o *Options, hosting manager.Manager, spaceOptions ...cluster.Option) (P
 			ClusterOptions:        spaceOptions,
 		}), nil
 	}
+}
+
+// kcpProvider gives the kcp provider the setup step the others have; the
+// manager runs it, as a multicluster.ProviderRunnable.
+type kcpProvider struct {
+	*kcp.Provider
+}
+
+// SetupWithManager does nothing: the provider engages spaces when it runs.
+func (p *kcpProvider) SetupWithManager(context.Context, mcmanager.Manager) error { return nil }
+
+// multiProvider serves the spaces of several providers, named
+// "<kind>#<space>". Providers that engage through the manager rather than
+// when run (kubeconfig) are set up with a manager that adds the prefix.
+type multiProvider struct {
+	*multi.Provider
+	kinds     []string
+	providers []Provider
+}
+
+// SetupWithManager sets up every provider, each engaging under its prefix.
+func (m *multiProvider) SetupWithManager(ctx context.Context, mgr mcmanager.Manager) error {
+	for i, p := range m.providers {
+		if err := p.SetupWithManager(ctx, &prefixingManager{Manager: mgr, prefix: m.kinds[i] + Separator}); err != nil {
+			return fmt.Errorf("setting up the %s provider: %w", m.kinds[i], err)
+		}
+	}
+	return nil
+}
+
+// prefixingManager engages clusters under prefixed names, as the multi
+// provider does for the providers it runs.
+type prefixingManager struct {
+	mcmanager.Manager
+	prefix string
+}
+
+// Engage engages a cluster under the prefixed name.
+func (m *prefixingManager) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
+	return m.Manager.Engage(ctx, multicluster.ClusterName(m.prefix)+name, cl)
 }
 
 // singleProvider gives the single provider the setup step the others have.

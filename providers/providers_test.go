@@ -27,6 +27,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
+
+	"github.com/kubestellar/workload-stager/providers/kcp"
 )
 
 func TestOptionsValidate(t *testing.T) {
@@ -63,8 +65,33 @@ func TestOptionsValidate(t *testing.T) {
 			change:    func(o *Options) { o.Kind, o.SingleName = KindSingle, "" },
 			wantFlags: []string{"--single-space-name"}},
 		{name: "unknown provider",
-			change:    func(o *Options) { o.Kind = "kcp" },
-			wantFlags: []string{"--provider", `"kcp"`}},
+			change:    func(o *Options) { o.Kind = "cluster-api" },
+			wantFlags: []string{"--provider", `"cluster-api"`}},
+		{name: "kcp with defaults", change: func(o *Options) { o.Kind = KindKCP }},
+		{name: "kcp without endpoint slice",
+			change:    func(o *Options) { o.Kind, o.KCPEndpointSlice = KindKCP, "" },
+			wantFlags: []string{"--kcp-apiexport-endpointslice"}},
+		{name: "kubeconfig ignores the kcp endpoint slice", change: func(o *Options) { o.KCPEndpointSlice = "" }},
+		{name: "kubeconfig and kcp together", change: func(o *Options) { o.Kind = "kubeconfig,kcp" }},
+		{name: "single and kcp, with spaces", change: func(o *Options) { o.Kind = " kcp, single " }},
+		{name: "single cannot join kubeconfig",
+			change:    func(o *Options) { o.Kind = "single,kubeconfig" },
+			wantFlags: []string{"--provider", `"single" with "kubeconfig"`}},
+		{name: "several providers: each one's flags are checked",
+			change: func(o *Options) {
+				o.Kind = "kubeconfig,kcp"
+				o.KubeconfigKey, o.KCPEndpointSlice = "", ""
+			},
+			wantFlags: []string{"--kubeconfig-key", "--kcp-apiexport-endpointslice"}},
+		{name: "a provider named twice",
+			change:    func(o *Options) { o.Kind = "kcp,kcp" },
+			wantFlags: []string{"--provider", `"kcp" twice`}},
+		{name: "an unknown provider among known ones",
+			change:    func(o *Options) { o.Kind = "kubeconfig,kpc" },
+			wantFlags: []string{"--provider", `"kpc"`}},
+		{name: "only commas",
+			change:    func(o *Options) { o.Kind = " , " },
+			wantFlags: []string{"--provider"}},
 		{name: "empty provider",
 			change:    func(o *Options) { o.Kind = "" },
 			wantFlags: []string{"--provider"}},
@@ -72,7 +99,8 @@ func TestOptionsValidate(t *testing.T) {
 			change:    func(o *Options) { o.Kind = "Single" },
 			wantFlags: []string{"--provider", `"Single"`}},
 	}
-	allFlags := []string{"--provider", "--kubeconfig-namespace", "--kubeconfig-label", "--kubeconfig-key", "--single-space-name"}
+	allFlags := []string{"--provider", "--kubeconfig-namespace", "--kubeconfig-label", "--kubeconfig-key", "--single-space-name",
+		"--kcp-apiexport-endpointslice"}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			o := NewOptions()
@@ -112,6 +140,7 @@ func TestNewOptionsDefaults(t *testing.T) {
 		KubeconfigLabel:     kubeconfig.DefaultKubeconfigSecretLabel,
 		KubeconfigKey:       kubeconfig.DefaultKubeconfigSecretKey,
 		SingleName:          DefaultSingleName,
+		KCPEndpointSlice:    kcp.DefaultEndpointSlice,
 	}
 	if got := NewOptions(); !reflect.DeepEqual(got, want) {
 		t.Errorf("NewOptions() = %+v, want %+v", got, want)
@@ -139,6 +168,12 @@ func TestAddFlags(t *testing.T) {
 		{name: "empty value is taken as given",
 			args: []string{"--kubeconfig-namespace="},
 			want: func(o *Options) { o.KubeconfigNamespace = "" }},
+		{name: "kcp flags",
+			args: []string{"--provider=kubeconfig,kcp", "--kcp-kubeconfig=/etc/kcp/provider.kubeconfig",
+				"--kcp-apiexport-endpointslice=stager"},
+			want: func(o *Options) {
+				o.Kind, o.KCPKubeconfig, o.KCPEndpointSlice = "kubeconfig,kcp", "/etc/kcp/provider.kubeconfig", "stager"
+			}},
 		{name: "unknown flag",
 			args:    []string{"--kubeconfig=/tmp/x"},
 			wantErr: true},
@@ -174,11 +209,13 @@ func TestAddFlags(t *testing.T) {
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	NewOptions().AddFlags(fs)
 	for flag, def := range map[string]string{
-		"provider":             KindKubeconfig,
-		"kubeconfig-namespace": DefaultKubeconfigNamespace,
-		"kubeconfig-label":     kubeconfig.DefaultKubeconfigSecretLabel,
-		"kubeconfig-key":       kubeconfig.DefaultKubeconfigSecretKey,
-		"single-space-name":    DefaultSingleName,
+		"provider":                    KindKubeconfig,
+		"kubeconfig-namespace":        DefaultKubeconfigNamespace,
+		"kubeconfig-label":            kubeconfig.DefaultKubeconfigSecretLabel,
+		"kubeconfig-key":              kubeconfig.DefaultKubeconfigSecretKey,
+		"single-space-name":           DefaultSingleName,
+		"kcp-kubeconfig":              "",
+		"kcp-apiexport-endpointslice": kcp.DefaultEndpointSlice,
 	} {
 		f := fs.Lookup(flag)
 		if f == nil {
@@ -199,13 +236,22 @@ func TestHostingCacheOptions(t *testing.T) {
 		DefaultTransform:  cache.TransformStripManagedFields(),
 	}
 
-	t.Run("single returns the space cache unchanged", func(t *testing.T) {
+	for _, kind := range []string{KindSingle, KindKCP, "kcp,single"} {
+		t.Run(kind+" returns the space cache unchanged", func(t *testing.T) {
+			o := NewOptions()
+			o.Kind = kind
+			got := o.HostingCacheOptions(spaceCache)
+			if got.Scheme != scheme || !reflect.DeepEqual(got.DefaultNamespaces, spaceCache.DefaultNamespaces) ||
+				got.ByObject != nil || got.DefaultTransform == nil {
+				t.Errorf("HostingCacheOptions() = %+v, want the space cache %+v", got, spaceCache)
+			}
+		})
+	}
+	t.Run("kubeconfig with kcp narrows to the Secrets", func(t *testing.T) {
 		o := NewOptions()
-		o.Kind = KindSingle
-		got := o.HostingCacheOptions(spaceCache)
-		if got.Scheme != scheme || !reflect.DeepEqual(got.DefaultNamespaces, spaceCache.DefaultNamespaces) ||
-			got.ByObject != nil || got.DefaultTransform == nil {
-			t.Errorf("HostingCacheOptions() = %+v, want the space cache %+v", got, spaceCache)
+		o.Kind = "kcp,kubeconfig"
+		if got := o.HostingCacheOptions(spaceCache); len(got.ByObject) != 1 {
+			t.Errorf("HostingCacheOptions() = %+v, want only the kubeconfig Secrets", got)
 		}
 	})
 

@@ -46,6 +46,7 @@ import (
 	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy/expression"
 	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy/metrics"
 	"github.com/kubestellar/workload-stager/providers"
+	"github.com/kubestellar/workload-stager/providers/kcp"
 )
 
 // Options are the stager's flags.
@@ -125,7 +126,7 @@ func (o *Options) Validate() error {
 // NewScheme returns a scheme with every type the stager reads or writes.
 func NewScheme() (*runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, ksv1alpha1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, ksv1alpha1.AddToScheme, kcp.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return nil, fmt.Errorf("building the scheme: %w", err)
 		}

@@ -69,7 +69,7 @@ func TestOptionsValidate(t *testing.T) {
 			change:    func(o *Options) { o.CELCostLimit = 0 },
 			wantFlags: []string{"--cel-cost-limit"}},
 		{name: "provider flags are validated too",
-			change:    func(o *Options) { o.Providers.Kind = "kcp" },
+			change:    func(o *Options) { o.Providers.Kind = "cluster-api" },
 			wantFlags: []string{"--provider"}},
 		{name: "kubeconfig provider flags are validated too",
 			change:    func(o *Options) { o.Providers.KubeconfigNamespace = "" },

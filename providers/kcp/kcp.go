@@ -1,0 +1,196 @@
+/*
+Copyright 2026 The KubeStellar Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package kcp engages, as spaces, the kcp logical clusters that bind the
+// stager's APIExport, through the apiexport provider of
+// github.com/kcp-dev/multicluster-provider, and names each space after its
+// workspace path (e.g. "root:wds1") instead of its logical cluster ID.
+//
+// The path is the kcp.io/path annotation of the LogicalCluster named
+// "cluster" in the workspace, which the stager reads through the export's
+// claim on core.kcp.io logicalclusters. A workspace that has not accepted
+// that claim is named after its logical cluster ID.
+package kcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/go-logr/logr"
+	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	"github.com/kcp-dev/multicluster-provider/apiexport"
+)
+
+const (
+	// DefaultEndpointSlice is the APIExportEndpointSlice kcp makes for the
+	// stager's APIExport: it has the export's name.
+	DefaultEndpointSlice = "community.kubestellar.io"
+	// PathAnnotation is the annotation of a LogicalCluster holding its workspace path.
+	PathAnnotation = "kcp.io/path"
+	// LogicalClusterName is the name of the LogicalCluster object of every workspace.
+	LogicalClusterName = "cluster"
+)
+
+// logicalClusters is the resource read for the workspace path.
+var logicalClusters = schema.GroupVersionResource{Group: "core.kcp.io", Version: "v1alpha1", Resource: "logicalclusters"}
+
+// AddToScheme adds the kcp types the provider reads in the provider
+// workspace (APIExportEndpointSlices) and through the virtual workspace
+// (APIBindings) to a scheme.
+func AddToScheme(s *runtime.Scheme) error {
+	return apisv1alpha1.AddToScheme(s)
+}
+
+// Provider is a multicluster-runtime provider of the logical clusters bound
+// to an APIExport, named after their workspace paths.
+type Provider struct {
+	inner *apiexport.Provider
+	log   logr.Logger
+	// pathOf reads a logical cluster's workspace path; replaced in tests.
+	pathOf func(ctx context.Context, cl cluster.Cluster) (string, error)
+
+	mu sync.RWMutex
+	// ids maps a space name to the logical cluster ID it stands for.
+	ids map[multicluster.ClusterName]multicluster.ClusterName
+}
+
+var (
+	_ multicluster.Provider         = &Provider{}
+	_ multicluster.ProviderRunnable = &Provider{}
+)
+
+// New returns a provider of the logical clusters served by the virtual
+// workspace of an APIExport. cfg reaches the provider workspace holding the
+// APIExportEndpointSlice endpointSlice; scheme (with AddToScheme applied)
+// is the scheme of every space.
+func New(cfg *rest.Config, endpointSlice string, scheme *runtime.Scheme, log logr.Logger) (*Provider, error) {
+	inner, err := apiexport.New(cfg, endpointSlice, apiexport.Options{Scheme: scheme, Log: &log})
+	if err != nil {
+		return nil, fmt.Errorf("creating the kcp apiexport provider for endpoint slice %s: %w", endpointSlice, err)
+	}
+	return &Provider{
+		inner:  inner,
+		log:    log,
+		pathOf: workspacePath,
+		ids:    map[multicluster.ClusterName]multicluster.ClusterName{},
+	}, nil
+}
+
+// Start runs the provider until ctx is done, engaging every bound logical
+// cluster with aware under its space name.
+func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
+	return p.inner.Start(ctx, &namingAware{Aware: aware, provider: p})
+}
+
+// Get returns the cluster of a space, by space name or logical cluster ID.
+func (p *Provider) Get(ctx context.Context, name multicluster.ClusterName) (cluster.Cluster, error) {
+	p.mu.RLock()
+	id, ok := p.ids[name]
+	p.mu.RUnlock()
+	if !ok {
+		id = name
+	}
+	return p.inner.Get(ctx, id)
+}
+
+// IndexField adds an index to the clusters of the provider.
+func (p *Provider) IndexField(ctx context.Context, obj client.Object, field string, extractValue client.IndexerFunc) error {
+	return p.inner.IndexField(ctx, obj, field, extractValue)
+}
+
+// SpaceName returns the name of the space of a logical cluster: its
+// workspace path, or its ID when the path cannot be read.
+func (p *Provider) SpaceName(ctx context.Context, id multicluster.ClusterName, cl cluster.Cluster) multicluster.ClusterName {
+	path, err := p.pathOf(ctx, cl)
+	if err != nil || path == "" {
+		if err == nil {
+			err = errors.New("no " + PathAnnotation + " annotation")
+		}
+		p.log.Info("Naming the space after its logical cluster ID: cannot read its workspace path (is the logicalclusters claim accepted?)",
+			"space", id, "error", err.Error())
+		return id
+	}
+	return multicluster.ClusterName(path)
+}
+
+// namingAware engages logical clusters under their space names, and keeps
+// the provider's name-to-ID map until they are disengaged.
+type namingAware struct {
+	multicluster.Aware
+	provider *Provider
+}
+
+// Engage engages a logical cluster under its space name.
+func (a *namingAware) Engage(ctx context.Context, id multicluster.ClusterName, cl cluster.Cluster) error {
+	p := a.provider
+	name := p.SpaceName(ctx, id, cl)
+	p.mu.Lock()
+	if other, taken := p.ids[name]; taken && other != id {
+		// The workspace was deleted and made again under the same path while
+		// the old logical cluster is still engaged: use the ID meanwhile.
+		p.log.Info("Workspace path already names another logical cluster; naming the space after its ID",
+			"space", id, "path", name, "other", other)
+		name = id
+	}
+	p.ids[name] = id
+	p.mu.Unlock()
+	if name != id {
+		p.log.Info("Engaging logical cluster", "space", name, "logicalCluster", id)
+	}
+	if err := a.Aware.Engage(ctx, name, cl); err != nil {
+		p.forget(name, id)
+		return fmt.Errorf("engaging space %s (logical cluster %s): %w", name, id, err)
+	}
+	go func() {
+		<-ctx.Done()
+		p.forget(name, id)
+	}()
+	return nil
+}
+
+// forget drops a space name once its logical cluster is disengaged.
+func (p *Provider) forget(name, id multicluster.ClusterName) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ids[name] == id {
+		delete(p.ids, name)
+	}
+}
+
+// workspacePath reads the kcp.io/path annotation of the workspace's
+// LogicalCluster, bypassing the caches.
+func workspacePath(ctx context.Context, cl cluster.Cluster) (string, error) {
+	mc, err := metadata.NewForConfigAndClient(cl.GetConfig(), cl.GetHTTPClient())
+	if err != nil {
+		return "", fmt.Errorf("building a metadata client: %w", err)
+	}
+	obj, err := mc.Resource(logicalClusters).Get(ctx, LogicalClusterName, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("reading LogicalCluster %s: %w", LogicalClusterName, err)
+	}
+	return obj.GetAnnotations()[PathAnnotation], nil
+}
