@@ -334,10 +334,15 @@ func newProber(cl cluster.Cluster) (*prober, error) {
 	return &prober{discovery: d}, nil
 }
 
-// alive returns an error when the API server does not answer.
+// alive returns an error when the API server does not answer, or answers
+// that it is not ready. Servers without /readyz, as kcp's virtual
+// workspaces, are alive when they answer discovery.
 func (p *prober) alive(ctx context.Context) error {
-	result := p.discovery.RESTClient().Get().AbsPath("/readyz").Do(ctx)
-	if err := result.Error(); err != nil {
+	err := p.discovery.RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
+	if apierrors.IsNotFound(err) {
+		err = p.discovery.RESTClient().Get().AbsPath("/apis").Do(ctx).Error()
+	}
+	if err != nil {
 		return fmt.Errorf("probing the API server: %w", err)
 	}
 	return nil
