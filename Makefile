@@ -32,6 +32,7 @@ test: build ## Run every test (unit, integration, end-to-end) against real API s
 	export STAGER_KS_CONTROLLER_MANAGER="$${STAGER_KS_CONTROLLER_MANAGER:-$$($(TOOL) ks-controller-manager)}"; \
 	export STAGER_BINARY="$(abspath $(BIN_DIR))/stager"; \
 	export STAGER_PROMETHEUS_DIR="$$($(TOOL) prometheus)"; \
+	export STAGER_KCP="$${STAGER_KCP:-$$($(TOOL) kcp)}"; \
 	echo "KUBEBUILDER_ASSETS=$$KUBEBUILDER_ASSETS"; \
 	go test $(GO_TEST_FLAGS) $(PKGS)
 
