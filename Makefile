@@ -59,8 +59,13 @@ manifests: ## Generate the CRD and RBAC manifests
 	"$$($(TOOL) controller-gen)" crd rbac:roleName=stager-space paths=./api/... paths=./controllers/... \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac/space
 
+.PHONY: kcp-manifests
+kcp-manifests: ## Generate the kcp APIResourceSchemas, APIExports, APIBindings and RBAC (config/kcp) from the CRDs
+	go run ./hack/kcp-manifests --stager-crds=config/crd/bases \
+		--kubestellar-crds="$$(go list -m -f '{{.Dir}}' github.com/kubestellar/kubestellar)/config/crd/bases" --out=config/kcp
+
 .PHONY: verify-generated
-verify-generated: generate manifests ## Fail when generated files are not up to date
+verify-generated: generate manifests kcp-manifests ## Fail when generated files are not up to date
 	@if [ -n "$$(git status --porcelain -- api config)" ]; then \
 		git status --porcelain -- api config; git diff -- api config | head -50; \
 		echo "generated files are out of date: run 'make generate manifests' and commit"; exit 1; fi
@@ -72,7 +77,8 @@ kustomize-build: ## Render the deployment manifests (config/default)
 .PHONY: verify-config
 verify-config: ## Fail when a kustomization under config/ does not build
 	kustomize="$$($(TOOL) kustomize)"; \
-	for dir in config/default config/space config/single config/grafana config/prometheus; do \
+	for dir in config/default config/space config/single config/grafana config/prometheus \
+		config/kcp/kubestellar config/kcp/stager config/kcp/consumer config/kcp/rbac; do \
 		"$$kustomize" build "$$dir" > /dev/null || { echo "kustomize build $$dir failed"; exit 1; }; \
 	done
 
