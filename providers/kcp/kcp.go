@@ -30,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
@@ -53,6 +54,9 @@ const (
 	PathAnnotation = "kcp.io/path"
 	// LogicalClusterName is the name of the LogicalCluster object of every workspace.
 	LogicalClusterName = "cluster"
+	// PathTimeout is how long the path of a new space is tried before the
+	// space is named after its logical cluster ID.
+	PathTimeout = 30 * time.Second
 )
 
 // logicalClusters is the resource read for the workspace path.
@@ -72,6 +76,8 @@ type Provider struct {
 	log   logr.Logger
 	// pathOf reads a logical cluster's workspace path; replaced in tests.
 	pathOf func(ctx context.Context, cl cluster.Cluster) (string, error)
+	// pathTimeout bounds the attempts to read the path of a new space.
+	pathTimeout time.Duration
 
 	mu sync.RWMutex
 	// ids maps a space name to the logical cluster ID it stands for.
@@ -93,10 +99,11 @@ func New(cfg *rest.Config, endpointSlice string, scheme *runtime.Scheme, log log
 		return nil, fmt.Errorf("creating the kcp apiexport provider for endpoint slice %s: %w", endpointSlice, err)
 	}
 	return &Provider{
-		inner:  inner,
-		log:    log,
-		pathOf: workspacePath,
-		ids:    map[multicluster.ClusterName]multicluster.ClusterName{},
+		inner:       inner,
+		log:         log,
+		pathOf:      workspacePath,
+		pathTimeout: PathTimeout,
+		ids:         map[multicluster.ClusterName]multicluster.ClusterName{},
 	}, nil
 }
 
@@ -123,18 +130,30 @@ func (p *Provider) IndexField(ctx context.Context, obj client.Object, field stri
 }
 
 // SpaceName returns the name of the space of a logical cluster: its
-// workspace path, or its ID when the path cannot be read.
+// workspace path, or its ID when the path cannot be read within
+// PathTimeout. A binding may be ready a moment before its claims take
+// effect, so failed reads are retried.
 func (p *Provider) SpaceName(ctx context.Context, id multicluster.ClusterName, cl cluster.Cluster) multicluster.ClusterName {
-	path, err := p.pathOf(ctx, cl)
-	if err != nil || path == "" {
+	ctx, cancel := context.WithTimeout(ctx, p.pathTimeout)
+	defer cancel()
+	delay := 50 * time.Millisecond
+	for {
+		path, err := p.pathOf(ctx, cl)
+		if err == nil && path != "" {
+			return multicluster.ClusterName(path)
+		}
 		if err == nil {
 			err = errors.New("no " + PathAnnotation + " annotation")
 		}
-		p.log.Info("Naming the space after its logical cluster ID: cannot read its workspace path (is the logicalclusters claim accepted?)",
-			"space", id, "error", err.Error())
-		return id
+		select {
+		case <-ctx.Done():
+			p.log.Info("Naming the space after its logical cluster ID: cannot read its workspace path (is the logicalclusters claim accepted?)",
+				"space", id, "error", err.Error())
+			return id
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, time.Second)
 	}
-	return multicluster.ClusterName(path)
 }
 
 // namingAware engages logical clusters under their space names, and keeps
@@ -144,10 +163,20 @@ type namingAware struct {
 	provider *Provider
 }
 
-// Engage engages a logical cluster under its space name.
+// Engage engages a logical cluster under its space name. The name is
+// resolved in the background, so that a workspace whose path cannot be read
+// yet does not hold up the others: Engage returns at once.
 func (a *namingAware) Engage(ctx context.Context, id multicluster.ClusterName, cl cluster.Cluster) error {
+	go a.engage(ctx, id, cl)
+	return nil
+}
+
+func (a *namingAware) engage(ctx context.Context, id multicluster.ClusterName, cl cluster.Cluster) {
 	p := a.provider
 	name := p.SpaceName(ctx, id, cl)
+	if ctx.Err() != nil {
+		return
+	}
 	p.mu.Lock()
 	if other, taken := p.ids[name]; taken && other != id {
 		// The workspace was deleted and made again under the same path while
@@ -163,13 +192,11 @@ func (a *namingAware) Engage(ctx context.Context, id multicluster.ClusterName, c
 	}
 	if err := a.Aware.Engage(ctx, name, cl); err != nil {
 		p.forget(name, id)
-		return fmt.Errorf("engaging space %s (logical cluster %s): %w", name, id, err)
+		p.log.Error(err, "Cannot engage space", "space", name, "logicalCluster", id)
+		return
 	}
-	go func() {
-		<-ctx.Done()
-		p.forget(name, id)
-	}()
-	return nil
+	<-ctx.Done()
+	p.forget(name, id)
 }
 
 // forget drops a space name once its logical cluster is disengaged.

@@ -19,6 +19,8 @@ package kcp
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,22 +31,54 @@ import (
 
 // recordingAware records the names it is asked to engage.
 type recordingAware struct {
+	mu    sync.Mutex
 	names []multicluster.ClusterName
 	err   error
 }
 
 func (a *recordingAware) Engage(_ context.Context, name multicluster.ClusterName, _ cluster.Cluster) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	a.names = append(a.names, name)
 	return a.err
+}
+
+func (a *recordingAware) engaged() []multicluster.ClusterName {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]multicluster.ClusterName(nil), a.names...)
+}
+
+// fakeCluster is a cluster.Cluster the fake path reader recognizes.
+type fakeCluster struct {
+	cluster.Cluster
+	id string
+}
+
+// waitFor polls a condition for up to 5s.
+func waitFor(t *testing.T, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // TestNaming checks the names logical clusters are engaged under, and the
 // name-to-ID map that Get uses, with the workspace paths given.
 func TestNaming(t *testing.T) {
 	type engagement struct {
-		id   multicluster.ClusterName
-		path string
-		err  error
+		id multicluster.ClusterName
+		// path is what the LogicalCluster says, after failures failed reads.
+		path     string
+		failures int
 		// want is the name the space must be engaged under.
 		want multicluster.ClusterName
 	}
@@ -63,8 +97,11 @@ func TestNaming(t *testing.T) {
 				{id: "aaaa", path: "root:wds1", want: "root:wds1"},
 				{id: "bbbb", path: "root:team:wds2", want: "root:team:wds2"}},
 			wantIDs: map[multicluster.ClusterName]multicluster.ClusterName{"root:wds1": "aaaa", "root:team:wds2": "bbbb"}},
+		{name: "the claim takes effect after the binding is ready: the path, once readable",
+			engagements: []engagement{{id: "aaaa", path: "root:wds1", failures: 3, want: "root:wds1"}},
+			wantIDs:     map[multicluster.ClusterName]multicluster.ClusterName{"root:wds1": "aaaa"}},
 		{name: "the path cannot be read (claim not accepted): the ID",
-			engagements: []engagement{{id: "aaaa", err: errors.New("forbidden"), want: "aaaa"}},
+			engagements: []engagement{{id: "aaaa", path: "root:wds1", failures: 1 << 30, want: "aaaa"}},
 			wantIDs:     map[multicluster.ClusterName]multicluster.ClusterName{"aaaa": "aaaa"}},
 		{name: "no path annotation: the ID",
 			engagements: []engagement{{id: "aaaa", want: "aaaa"}},
@@ -74,11 +111,6 @@ func TestNaming(t *testing.T) {
 				{id: "old1", path: "root:wds1", want: "root:wds1"},
 				{id: "new2", path: "root:wds1", want: "new2"}},
 			wantIDs: map[multicluster.ClusterName]multicluster.ClusterName{"root:wds1": "old1", "new2": "new2"}},
-		{name: "the same logical cluster engaged again keeps its name",
-			engagements: []engagement{
-				{id: "aaaa", path: "root:wds1", want: "root:wds1"},
-				{id: "aaaa", path: "root:wds1", want: "root:wds1"}},
-			wantIDs: map[multicluster.ClusterName]multicluster.ClusterName{"root:wds1": "aaaa"}},
 		{name: "a failed engagement is forgotten",
 			engagements: []engagement{{id: "aaaa", path: "root:wds1", want: "root:wds1"}},
 			engageErr:   errors.New("no"),
@@ -86,53 +118,68 @@ func TestNaming(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var next engagement
+			var mu sync.Mutex
+			byID := map[string]*engagement{}
 			p := &Provider{
-				log:    logr.Discard(),
-				ids:    map[multicluster.ClusterName]multicluster.ClusterName{},
-				pathOf: func(context.Context, cluster.Cluster) (string, error) { return next.path, next.err },
+				log:         logr.Discard(),
+				ids:         map[multicluster.ClusterName]multicluster.ClusterName{},
+				pathTimeout: 2 * time.Second,
+				pathOf: func(_ context.Context, cl cluster.Cluster) (string, error) {
+					mu.Lock()
+					defer mu.Unlock()
+					e := byID[cl.(fakeCluster).id]
+					if e.failures > 0 {
+						e.failures--
+						return "", errors.New("forbidden")
+					}
+					return e.path, nil
+				},
 			}
 			aware := &recordingAware{err: tt.engageErr}
 			naming := &namingAware{Aware: aware, provider: p}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			for i, e := range tt.engagements {
-				next = e
-				err := naming.Engage(ctx, e.id, nil)
-				if (err != nil) != (tt.engageErr != nil) {
-					t.Fatalf("Engage(%s) = %v, want error %v", e.id, err, tt.engageErr)
+				mu.Lock()
+				byID[string(e.id)] = &e
+				mu.Unlock()
+				if err := naming.Engage(ctx, e.id, fakeCluster{id: string(e.id)}); err != nil {
+					t.Fatalf("Engage(%s) = %v", e.id, err)
 				}
-				if aware.names[i] != e.want {
-					t.Errorf("engagement %d of %s under %q, want %q", i, e.id, aware.names[i], e.want)
+				waitFor(t, fmt.Sprintf("engagement %d", i), func() error {
+					if names := aware.engaged(); len(names) <= i {
+						return fmt.Errorf("engaged %v", names)
+					}
+					return nil
+				})
+				if got := aware.engaged()[i]; got != e.want {
+					t.Errorf("engagement %d of %s under %q, want %q", i, e.id, got, e.want)
 				}
 			}
-			p.mu.RLock()
-			got := len(p.ids)
-			for name, id := range tt.wantIDs {
-				if p.ids[name] != id {
-					t.Errorf("ids[%s] = %q, want %q (all: %v)", name, p.ids[name], id, p.ids)
+			waitFor(t, "the name-to-ID map", func() error {
+				p.mu.RLock()
+				defer p.mu.RUnlock()
+				if len(p.ids) != len(tt.wantIDs) {
+					return fmt.Errorf("%v, want %v", p.ids, tt.wantIDs)
 				}
-			}
-			p.mu.RUnlock()
-			if got != len(tt.wantIDs) {
-				t.Errorf("%d names mapped, want %d", got, len(tt.wantIDs))
-			}
+				for name, id := range tt.wantIDs {
+					if p.ids[name] != id {
+						return fmt.Errorf("%v, want %v", p.ids, tt.wantIDs)
+					}
+				}
+				return nil
+			})
 
 			// Disengaging (ctx done) forgets every name.
 			cancel()
-			deadline := time.Now().Add(5 * time.Second)
-			for {
+			waitFor(t, "every name forgotten", func() error {
 				p.mu.RLock()
-				n := len(p.ids)
-				p.mu.RUnlock()
-				if n == 0 {
-					break
+				defer p.mu.RUnlock()
+				if len(p.ids) > 0 {
+					return fmt.Errorf("%v", p.ids)
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("%d names still mapped after disengagement", n)
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+				return nil
+			})
 		})
 	}
 }

@@ -29,7 +29,6 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -208,12 +207,8 @@ func TestUnboundWorkspaceIsDisengaged(t *testing.T) {
 		t.Fatalf("adding wds4: %v", err)
 	}
 	waitForSpaceReady(t, w.space)
-	binding := &unstructured.Unstructured{}
-	binding.SetAPIVersion("apis.kcp.io/v1alpha2")
-	binding.SetKind("APIBinding")
-	binding.SetName("community.kubestellar.io")
-	if err := w.client.Delete(suite.ctx, binding); err != nil {
-		t.Fatalf("deleting the APIBinding: %v", err)
+	if err := suite.kcp.Unbind(suite.ctx, w.workspace); err != nil {
+		t.Fatal(err)
 	}
 	series := fmt.Sprintf(`space=%q`, w.space)
 	environment.Eventually(t, timeout, "the series of "+w.space+" to vanish", func() error {

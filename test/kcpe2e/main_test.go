@@ -28,42 +28,33 @@ limitations under the License.
 package kcpe2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kubestellar/workload-stager/cmd/stager/app"
 	"github.com/kubestellar/workload-stager/test/environment"
-	"github.com/kubestellar/workload-stager/test/kcp"
+	"github.com/kubestellar/workload-stager/test/kcpstack"
 	"github.com/kubestellar/workload-stager/test/kubestellar"
 	"github.com/kubestellar/workload-stager/test/stack"
 )
 
 const (
-	// providerWorkspace holds the exports.
-	providerWorkspace = "provider"
-	// collector is the StatusCollector the conditions read.
-	collector = "deployments-aggregator"
 	// namespace holds the workload objects.
-	namespace = "apps"
+	namespace = kcpstack.Namespace
+	// collector is the StatusCollector the conditions read.
+	collector = kcpstack.Collector
 	// secretNamespace holds the kubeconfig Secrets in the hosting space.
 	secretNamespace = "kubestellar-stager"
 	// stagerUser is the stager's identity in the kubeconfig WDS.
@@ -86,17 +77,16 @@ type wds struct {
 	client       client.Client
 	availability *kubestellar.Availability
 	sim          *kubestellar.Simulator
-	cancel       context.CancelFunc
+	// workspace is the kcp workspace, if it is one.
+	workspace *kcpstack.Workspace
 }
 
 var suite struct {
-	ctx          context.Context
-	workDir      string
-	kcp          *kcp.Server
-	providerPath string
-	identityHash string
-	hosting      *environment.Space
-	stager       *stack.Process
+	ctx     context.Context
+	workDir string
+	kcp     *kcpstack.Stack
+	hosting *environment.Space
+	stager  *stack.Process
 
 	mu   sync.Mutex
 	wdss map[string]*wds
@@ -134,14 +124,11 @@ func run(m *testing.M) int {
 	if err != nil {
 		return fail(err)
 	}
-	if suite.kcp, err = kcp.Start(ctx, kcp.Options{WorkDir: suite.workDir, Scheme: scheme}); err != nil {
-		return fail(err)
-	}
-	defer func() { _ = suite.kcp.Stop() }()
-	stagerKubeconfig, err := setUpProvider(ctx)
+	suite.kcp, err = kcpstack.Start(ctx, kcpstack.Options{WorkDir: suite.workDir, Scheme: scheme, Clusters: clusters})
 	if err != nil {
 		return fail(err)
 	}
+	defer func() { _ = suite.kcp.Stop() }()
 	for _, name := range []string{"wds1", "wds2"} {
 		if _, err := addWorkspace(ctx, name); err != nil {
 			return fail(err)
@@ -158,27 +145,16 @@ func run(m *testing.M) int {
 		return fail(err)
 	}
 	defer func() { _ = wds0.Stop() }()
-	if err := wds0.GrantStagerRole(ctx, stagerUser); err != nil {
+	if err := registerWDS0(ctx, wds0); err != nil {
 		return fail(err)
 	}
-	userKubeconfig, err := wds0.AddUser(stagerUser)
-	if err != nil {
-		return fail(err)
-	}
-	if err := environment.RegisterKubeconfigSecret(ctx, suite.hosting.Client, secretNamespace, "wds0", "", userKubeconfig); err != nil {
-		return fail(err)
-	}
-	if err := startWDS(ctx, "wds0", "kubeconfig#wds0", wds0.Client); err != nil {
-		return fail(err)
-	}
-	defer stopWDSes()
 
 	hostingKubeconfig := filepath.Join(suite.workDir, "hosting.kubeconfig")
 	if err := os.WriteFile(hostingKubeconfig, suite.hosting.Kubeconfig(), 0o600); err != nil {
 		return fail(err)
 	}
-	kcpKubeconfig := filepath.Join(suite.workDir, "stager-kcp.kubeconfig")
-	if err := os.WriteFile(kcpKubeconfig, stagerKubeconfig, 0o600); err != nil {
+	kcpKubeconfig, err := suite.kcp.WriteStagerKubeconfig(suite.workDir)
+	if err != nil {
 		return fail(err)
 	}
 	args, err := stagerArgs(hostingKubeconfig, kcpKubeconfig)
@@ -197,184 +173,46 @@ func run(m *testing.M) int {
 	return code
 }
 
-// setUpProvider creates the provider workspace, applies KubeStellar's
-// export, the stager's (with the identity hash of KubeStellar's) and the
-// stager's RBAC, and returns a kubeconfig of the stager's ServiceAccount there.
-func setUpProvider(ctx context.Context) ([]byte, error) {
-	path, _, err := suite.kcp.CreateWorkspace(ctx, kcp.RootPath, providerWorkspace)
-	if err != nil {
-		return nil, err
-	}
-	suite.providerPath = path
-	c, err := suite.kcp.Client(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := apply(ctx, c, "kubestellar", nil); err != nil {
-		return nil, err
-	}
-	export := &unstructured.Unstructured{}
-	export.SetAPIVersion("apis.kcp.io/v1alpha2")
-	export.SetKind("APIExport")
-	if err := poll(ctx, "the identity hash of KubeStellar's export", func() error {
-		if err := c.Get(ctx, types.NamespacedName{Name: "control.kubestellar.io"}, export); err != nil {
-			return err
-		}
-		suite.identityHash, _, _ = unstructured.NestedString(export.Object, "status", "identityHash")
-		if suite.identityHash == "" {
-			return fmt.Errorf("no status.identityHash yet")
-		}
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	if err := apply(ctx, c, "stager", placeholders()); err != nil {
-		return nil, err
-	}
-	if err := apply(ctx, c, "rbac", nil); err != nil {
-		return nil, err
-	}
-	return serviceAccountKubeconfig(ctx, c, path)
-}
-
-// placeholders are the values of config/kcp's placeholders.
-func placeholders() map[string]string {
-	return map[string]string{
-		"${KUBESTELLAR_IDENTITY_HASH}": suite.identityHash,
-		"${PROVIDER_WORKSPACE_PATH}":   suite.providerPath,
-	}
-}
-
-// apply creates every object of config/kcp/<dir> (but its kustomization),
-// with the placeholders replaced.
-func apply(ctx context.Context, c client.Client, dir string, values map[string]string) error {
-	root, err := environment.RepoRoot()
-	if err != nil {
-		return err
-	}
-	files, err := filepath.Glob(filepath.Join(root, "config", "kcp", dir, "*.yaml"))
-	if err != nil {
-		return err
-	}
-	for _, file := range files {
-		if filepath.Base(file) == "kustomization.yaml" {
-			continue
-		}
-		data, err := os.ReadFile(file)
-		if err != nil {
-			return err
-		}
-		text := string(data)
-		for k, v := range values {
-			text = strings.ReplaceAll(text, k, v)
-		}
-		decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader([]byte(text)), 4096)
-		for {
-			obj := &unstructured.Unstructured{}
-			if err := decoder.Decode(&obj.Object); err != nil {
-				if err.Error() == "EOF" {
-					break
-				}
-				return fmt.Errorf("decoding %s: %w", file, err)
-			}
-			if len(obj.Object) == 0 {
-				continue
-			}
-			if strings.Contains(text, "${") {
-				return fmt.Errorf("%s has a placeholder without value", file)
-			}
-			if err := c.Create(ctx, obj); err != nil {
-				return fmt.Errorf("creating %s %s from %s: %w", obj.GetKind(), obj.GetName(), file, err)
-			}
-		}
-	}
-	return nil
-}
-
-// serviceAccountKubeconfig returns a kubeconfig of the stager's
-// ServiceAccount (created by config/kcp/rbac) in a workspace, with a token
-// from a service-account-token Secret.
-func serviceAccountKubeconfig(ctx context.Context, c client.Client, path string) ([]byte, error) {
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "workload-stager-token",
-			Annotations: map[string]string{corev1.ServiceAccountNameKey: "workload-stager"}},
-		Type: corev1.SecretTypeServiceAccountToken,
-	}
-	if err := c.Create(ctx, secret); err != nil {
-		return nil, fmt.Errorf("creating the ServiceAccount's token Secret: %w", err)
-	}
-	if err := poll(ctx, "the ServiceAccount's token", func() error {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(secret), secret); err != nil {
-			return err
-		}
-		if len(secret.Data[corev1.ServiceAccountTokenKey]) == 0 {
-			return fmt.Errorf("no token yet")
-		}
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	admin, err := suite.kcp.KubeconfigFor(path)
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := clientcmd.Load(admin)
-	if err != nil {
-		return nil, fmt.Errorf("parsing the admin kubeconfig: %w", err)
-	}
-	for name := range cfg.AuthInfos {
-		cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: string(secret.Data[corev1.ServiceAccountTokenKey])}
-	}
-	return clientcmd.Write(*cfg)
-}
-
-// addWorkspace creates a WDS workspace under root, binds the exports
-// (accepting the claims), creates the workload namespace and starts the
-// simulator in it. It returns the stager's name for the space.
+// addWorkspace adds a bound WDS workspace to the kcp stack and the suite.
 func addWorkspace(ctx context.Context, name string) (*wds, error) {
-	path, _, err := suite.kcp.CreateWorkspace(ctx, kcp.RootPath, name)
+	ws, err := suite.kcp.AddWorkspace(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	c, err := suite.kcp.Client(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := apply(ctx, c, "consumer", placeholders()); err != nil {
-		return nil, err
-	}
-	for _, list := range []string{"community.kubestellar.io/v1alpha1 StagedBindingPolicyList", "control.kubestellar.io/v1alpha1 StatusCollectorList"} {
-		apiVersion, kind, _ := strings.Cut(list, " ")
-		if err := poll(ctx, kind+" served in "+path, func() error {
-			return c.List(ctx, &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": apiVersion, "kind": kind}})
-		}); err != nil {
-			return nil, err
-		}
-	}
-	if err := startWDS(ctx, name, "kcp#"+path, c); err != nil {
-		return nil, err
-	}
-	return wdsNamed(name), nil
+	w := &wds{space: kcpstack.SpacePrefix + ws.Path, client: ws.Client, availability: ws.Availability, sim: ws.Simulator, workspace: ws}
+	suite.mu.Lock()
+	suite.wdss[name] = w
+	suite.mu.Unlock()
+	return w, nil
 }
 
-// startWDS creates the workload namespace and the StatusCollector of a WDS
-// and starts the simulator in it.
-func startWDS(ctx context.Context, name, space string, c client.Client) error {
+// registerWDS0 gives the stager an identity bound to its role in wds0,
+// registers its kubeconfig Secret in the hosting space, and starts the
+// simulator in wds0.
+func registerWDS0(ctx context.Context, wds0 *environment.Space) error {
+	if err := wds0.GrantStagerRole(ctx, stagerUser); err != nil {
+		return err
+	}
+	userKubeconfig, err := wds0.AddUser(stagerUser)
+	if err != nil {
+		return err
+	}
+	if err := environment.RegisterKubeconfigSecret(ctx, suite.hosting.Client, secretNamespace, "wds0", "", userKubeconfig); err != nil {
+		return err
+	}
 	for _, obj := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}},
 		stack.NewDeploymentsAggregator(collector),
 	} {
-		if err := c.Create(ctx, obj); err != nil {
-			return fmt.Errorf("creating %T in %s: %w", obj, name, err)
+		if err := wds0.Client.Create(ctx, obj); err != nil {
+			return fmt.Errorf("creating %T in wds0: %w", obj, err)
 		}
 	}
-	w := &wds{space: space, client: c, availability: kubestellar.NewAvailability(collector)}
-	simCtx, cancel := context.WithCancel(ctx)
-	w.cancel = cancel
-	w.sim = kubestellar.New(c, clusters, kubestellar.WithReporter(w.availability.Report))
-	go func() { _ = w.sim.Run(simCtx) }()
+	w := &wds{space: "kubeconfig#wds0", client: wds0.Client, availability: kubestellar.NewAvailability(collector)}
+	w.sim = kubestellar.New(wds0.Client, clusters, kubestellar.WithReporter(w.availability.Report))
+	go func() { _ = w.sim.Run(ctx) }()
 	suite.mu.Lock()
-	suite.wdss[name] = w
+	suite.wdss["wds0"] = w
 	suite.mu.Unlock()
 	return nil
 }
@@ -383,14 +221,6 @@ func wdsNamed(name string) *wds {
 	suite.mu.Lock()
 	defer suite.mu.Unlock()
 	return suite.wdss[name]
-}
-
-func stopWDSes() {
-	suite.mu.Lock()
-	defer suite.mu.Unlock()
-	for _, w := range suite.wdss {
-		w.cancel()
-	}
 }
 
 // stagerArgs serve the kubeconfig Secrets of the hosting space and the kcp
@@ -414,25 +244,6 @@ func stagerArgs(hostingKubeconfig, kcpKubeconfig string) ([]string, error) {
 		"--space-probe-interval=2s",
 		"--zap-devel",
 	}, nil
-}
-
-// poll calls check every 250ms until it succeeds or a minute passes.
-func poll(ctx context.Context, what string, check func() error) error {
-	deadline := time.Now().Add(time.Minute)
-	for {
-		err := check()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("waiting for %s: %w", what, err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
 }
 
 // freeAddress returns a loopback address with a port nobody listens on.

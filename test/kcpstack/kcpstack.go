@@ -1,0 +1,362 @@
+/*
+Copyright 2026 The KubeStellar Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package kcpstack sets up a real kcp (test/kcp) to serve WDS workspaces to
+// the stager, as a user of config/kcp would: a provider workspace with
+// KubeStellar's APIExport, the stager's (claiming KubeStellar's resources by
+// the identity hash of its export) and the stager's minimal RBAC, whose
+// ServiceAccount the stager runs as; and WDS workspaces binding both exports
+// and accepting the claims, each with the KubeStellar simulator
+// (test/kubestellar) playing KubeStellar's part inside it.
+package kcpstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubestellar/workload-stager/test/environment"
+	"github.com/kubestellar/workload-stager/test/kcp"
+	"github.com/kubestellar/workload-stager/test/kubestellar"
+	"github.com/kubestellar/workload-stager/test/stack"
+)
+
+const (
+	// ProviderWorkspace is the name of the provider workspace under root.
+	ProviderWorkspace = "provider"
+	// Collector is the StatusCollector created in every WDS workspace.
+	Collector = "deployments-aggregator"
+	// Namespace is the workload namespace created in every WDS workspace.
+	Namespace = "apps"
+	// SpacePrefix starts the stager's name of a workspace when it serves
+	// several kinds of provider.
+	SpacePrefix = "kcp#"
+
+	// serviceAccount and tokenSecret are the stager's identity in the
+	// provider workspace (config/kcp/rbac) and its token.
+	serviceAccount = "workload-stager"
+	tokenSecret    = "workload-stager-token"
+	// waitTimeout bounds the waits of the set-up.
+	waitTimeout = 2 * time.Minute
+)
+
+// Options configure Start.
+type Options struct {
+	// WorkDir holds kcp's data and log.
+	WorkDir string
+	// Scheme is the scheme of the workspace clients; it needs the stager's
+	// and KubeStellar's types.
+	Scheme *runtime.Scheme
+	// Clusters are the simulated WECs of every workspace.
+	Clusters []kubestellar.Cluster
+	// SimulatorInterval is the simulators' pass interval; zero means
+	// kubestellar.DefaultInterval.
+	SimulatorInterval time.Duration
+}
+
+// Stack is a kcp serving WDS workspaces to the stager.
+type Stack struct {
+	// KCP is the kcp server.
+	KCP *kcp.Server
+	// ProviderPath is the path of the provider workspace.
+	ProviderPath string
+	// IdentityHash is the identity hash of KubeStellar's APIExport.
+	IdentityHash string
+	// StagerKubeconfig is a kubeconfig of the stager's ServiceAccount in the
+	// provider workspace: its --kcp-kubeconfig.
+	StagerKubeconfig []byte
+
+	opts Options
+
+	mu         sync.Mutex
+	workspaces map[string]*Workspace
+}
+
+// Workspace is a WDS workspace bound to the exports.
+type Workspace struct {
+	// Name is the workspace's name under root; Path its path.
+	Name, Path string
+	// Client has admin rights in the workspace.
+	Client client.Client
+	// Availability says what the simulated WECs report.
+	Availability *kubestellar.Availability
+	// Simulator plays KubeStellar's part in the workspace.
+	Simulator *kubestellar.Simulator
+
+	cancel context.CancelFunc
+}
+
+// Start starts kcp and sets up the provider workspace.
+func Start(ctx context.Context, o Options) (*Stack, error) {
+	server, err := kcp.Start(ctx, kcp.Options{WorkDir: o.WorkDir, Scheme: o.Scheme})
+	if err != nil {
+		return nil, err
+	}
+	s := &Stack{KCP: server, opts: o, workspaces: map[string]*Workspace{}}
+	if err := s.setUpProvider(ctx); err != nil {
+		return nil, errors.Join(err, server.Stop())
+	}
+	return s, nil
+}
+
+// Stop stops the simulators and kcp.
+func (s *Stack) Stop() error {
+	s.mu.Lock()
+	for _, w := range s.workspaces {
+		w.cancel()
+	}
+	s.mu.Unlock()
+	return s.KCP.Stop()
+}
+
+// setUpProvider creates the provider workspace, applies KubeStellar's
+// export, the stager's (with the identity hash of KubeStellar's) and the
+// stager's RBAC, and makes the stager's kubeconfig.
+func (s *Stack) setUpProvider(ctx context.Context) error {
+	path, _, err := s.KCP.CreateWorkspace(ctx, kcp.RootPath, ProviderWorkspace)
+	if err != nil {
+		return err
+	}
+	s.ProviderPath = path
+	c, err := s.KCP.Client(path)
+	if err != nil {
+		return err
+	}
+	if err := s.apply(ctx, c, "kubestellar"); err != nil {
+		return err
+	}
+	export := &unstructured.Unstructured{}
+	export.SetAPIVersion("apis.kcp.io/v1alpha2")
+	export.SetKind("APIExport")
+	if err := poll(ctx, "the identity hash of KubeStellar's export", func() error {
+		if err := c.Get(ctx, types.NamespacedName{Name: "control.kubestellar.io"}, export); err != nil {
+			return err
+		}
+		s.IdentityHash, _, _ = unstructured.NestedString(export.Object, "status", "identityHash")
+		if s.IdentityHash == "" {
+			return errors.New("no status.identityHash yet")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := s.apply(ctx, c, "stager"); err != nil {
+		return err
+	}
+	if err := s.apply(ctx, c, "rbac"); err != nil {
+		return err
+	}
+	s.StagerKubeconfig, err = s.serviceAccountKubeconfig(ctx, c, path)
+	return err
+}
+
+// placeholders are the values of config/kcp's placeholders.
+func (s *Stack) placeholders() map[string]string {
+	return map[string]string{
+		"${KUBESTELLAR_IDENTITY_HASH}": s.IdentityHash,
+		"${PROVIDER_WORKSPACE_PATH}":   s.ProviderPath,
+	}
+}
+
+// apply creates every object of config/kcp/<dir> (but its kustomization),
+// with the placeholders replaced.
+func (s *Stack) apply(ctx context.Context, c client.Client, dir string) error {
+	root, err := environment.RepoRoot()
+	if err != nil {
+		return err
+	}
+	files, err := filepath.Glob(filepath.Join(root, "config", "kcp", dir, "*.yaml"))
+	if err != nil {
+		return err
+	}
+	if len(files) == 0 {
+		return fmt.Errorf("no files in config/kcp/%s", dir)
+	}
+	for _, file := range files {
+		if filepath.Base(file) == "kustomization.yaml" {
+			continue
+		}
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		text := string(data)
+		for k, v := range s.placeholders() {
+			text = strings.ReplaceAll(text, k, v)
+		}
+		if strings.Contains(text, "${") {
+			return fmt.Errorf("%s has a placeholder without value", file)
+		}
+		decoder := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(text), 4096)
+		for {
+			obj := &unstructured.Unstructured{}
+			if err := decoder.Decode(&obj.Object); err != nil {
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				return fmt.Errorf("decoding %s: %w", file, err)
+			}
+			if len(obj.Object) == 0 {
+				continue
+			}
+			if err := c.Create(ctx, obj); err != nil {
+				return fmt.Errorf("creating %s %s from %s: %w", obj.GetKind(), obj.GetName(), file, err)
+			}
+		}
+	}
+	return nil
+}
+
+// serviceAccountKubeconfig returns a kubeconfig of the stager's
+// ServiceAccount (config/kcp/rbac) in a workspace, with the token of a
+// service-account-token Secret.
+func (s *Stack) serviceAccountKubeconfig(ctx context.Context, c client.Client, path string) ([]byte, error) {
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: tokenSecret,
+			Annotations: map[string]string{corev1.ServiceAccountNameKey: serviceAccount}},
+		Type: corev1.SecretTypeServiceAccountToken,
+	}
+	if err := c.Create(ctx, secret); err != nil {
+		return nil, fmt.Errorf("creating the ServiceAccount's token Secret: %w", err)
+	}
+	if err := poll(ctx, "the ServiceAccount's token", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(secret), secret); err != nil {
+			return err
+		}
+		if len(secret.Data[corev1.ServiceAccountTokenKey]) == 0 {
+			return errors.New("no token yet")
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	admin, err := s.KCP.KubeconfigFor(path)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := clientcmd.Load(admin)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the admin kubeconfig: %w", err)
+	}
+	for name := range cfg.AuthInfos {
+		cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: string(secret.Data[corev1.ServiceAccountTokenKey])}
+	}
+	return clientcmd.Write(*cfg)
+}
+
+// AddWorkspace creates a WDS workspace under root, binds the exports
+// (accepting the claims), creates the workload namespace and StatusCollector
+// and starts the simulator in it.
+func (s *Stack) AddWorkspace(ctx context.Context, name string) (*Workspace, error) {
+	path, _, err := s.KCP.CreateWorkspace(ctx, kcp.RootPath, name)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.KCP.Client(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.apply(ctx, c, "consumer"); err != nil {
+		return nil, err
+	}
+	for _, list := range []string{"community.kubestellar.io/v1alpha1 StagedBindingPolicyList", "control.kubestellar.io/v1alpha1 StatusCollectorList"} {
+		apiVersion, kind, _ := strings.Cut(list, " ")
+		if err := poll(ctx, kind+" served in "+path, func() error {
+			return c.List(ctx, &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": apiVersion, "kind": kind}})
+		}); err != nil {
+			return nil, err
+		}
+	}
+	for _, obj := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}},
+		stack.NewDeploymentsAggregator(Collector),
+	} {
+		if err := c.Create(ctx, obj); err != nil {
+			return nil, fmt.Errorf("creating %T in %s: %w", obj, path, err)
+		}
+	}
+	w := &Workspace{Name: name, Path: path, Client: c, Availability: kubestellar.NewAvailability(Collector)}
+	simOpts := []kubestellar.Option{kubestellar.WithReporter(w.Availability.Report)}
+	if s.opts.SimulatorInterval > 0 {
+		simOpts = append(simOpts, kubestellar.WithInterval(s.opts.SimulatorInterval))
+	}
+	w.Simulator = kubestellar.New(c, s.opts.Clusters, simOpts...)
+	simCtx, cancel := context.WithCancel(ctx)
+	w.cancel = cancel
+	go func() { _ = w.Simulator.Run(simCtx) }()
+	s.mu.Lock()
+	s.workspaces[name] = w
+	s.mu.Unlock()
+	return w, nil
+}
+
+// Unbind deletes a workspace's binding to the stager's export, which
+// disengages it, and stops its simulator.
+func (s *Stack) Unbind(ctx context.Context, w *Workspace) error {
+	binding := &unstructured.Unstructured{}
+	binding.SetAPIVersion("apis.kcp.io/v1alpha2")
+	binding.SetKind("APIBinding")
+	binding.SetName("community.kubestellar.io")
+	if err := w.Client.Delete(ctx, binding); err != nil {
+		return fmt.Errorf("deleting the APIBinding in %s: %w", w.Path, err)
+	}
+	w.cancel()
+	return nil
+}
+
+// WriteStagerKubeconfig writes StagerKubeconfig into dir and returns its path.
+func (s *Stack) WriteStagerKubeconfig(dir string) (string, error) {
+	path := filepath.Join(dir, "stager-kcp.kubeconfig")
+	if err := os.WriteFile(path, s.StagerKubeconfig, 0o600); err != nil {
+		return "", fmt.Errorf("writing %s: %w", path, err)
+	}
+	return path, nil
+}
+
+// poll calls check every 250ms until it succeeds or waitTimeout passes.
+func poll(ctx context.Context, what string, check func() error) error {
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		err := check()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("waiting for %s: %w", what, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
