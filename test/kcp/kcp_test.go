@@ -51,6 +51,10 @@ func TestMain(m *testing.M) {
 
 func runSuite(m *testing.M) int {
 	log.SetLogger(logr.Discard())
+	if _, err := kcp.Binary(); err != nil {
+		fmt.Fprintln(os.Stderr, "kcp suite set-up failed:", err)
+		return 1
+	}
 	dir, err := os.MkdirTemp("", "kcp-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "kcp suite set-up failed:", err)
@@ -79,7 +83,7 @@ func runSuite(m *testing.M) int {
 	return code
 }
 
-// context returns a context for one test, with a deadline.
+// testContext returns a context for one test, with a deadline.
 func testContext(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	t.Cleanup(cancel)
