@@ -193,3 +193,8 @@ func (p *Process) Flag(name string) string {
 	}
 	return ""
 }
+
+// Pid returns the process ID.
+func (p *Process) Pid() int {
+	return p.cmd.Process.Pid
+}

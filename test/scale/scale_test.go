@@ -1,0 +1,312 @@
+/*
+Copyright 2026 The KubeStellar Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package scale holds the scale harness of `make bench`: one stager serving
+// many kcp workspaces (test/kcpstack), one rollout in each. It measures, in
+// one run, the time until the stager has engaged every workspace, the time
+// until every rollout has converged, and the stager's memory. It is a
+// benchmark, not a test: it runs only with -bench.
+package scale
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/cmd/stager/app"
+	"github.com/kubestellar/workload-stager/test/kcpstack"
+	"github.com/kubestellar/workload-stager/test/kubestellar"
+	"github.com/kubestellar/workload-stager/test/stack"
+)
+
+const (
+	// WorkspacesEnv overrides the number of workspaces (default 100).
+	WorkspacesEnv = "STAGER_SCALE_WORKSPACES"
+	// defaultWorkspaces is the number of workspaces of the scale run.
+	defaultWorkspaces = 100
+	// parallelism bounds the concurrent workspace set-ups and writes.
+	parallelism = 10
+	// condition holds when the workload is reported available.
+	condition = `obj.results.exists(r, r.name == 'deployments-aggregator' && r.rows.exists(row, row.columns.exists(col, col.float == '1')))`
+)
+
+var clusters = []kubestellar.Cluster{
+	{Name: "dev1", Labels: map[string]string{"env": "dev"}},
+	{Name: "prod1", Labels: map[string]string{"env": "prod"}},
+}
+
+// BenchmarkKCPWorkspaces runs the scale harness once, whatever b.N.
+func BenchmarkKCPWorkspaces(b *testing.B) {
+	n := defaultWorkspaces
+	if v := os.Getenv(WorkspacesEnv); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 {
+			b.Fatalf("$%s=%q is not a positive number", WorkspacesEnv, v)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dir := b.TempDir()
+	logFile, err := os.Create(filepath.Join(dir, "harness.log"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = logFile.Close() }()
+	log.SetLogger(zap.New(zap.WriteTo(logFile)))
+
+	binary, err := stack.StagerBinary(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	scheme, err := app.NewScheme()
+	if err != nil {
+		b.Fatal(err)
+	}
+	kcp, err := kcpstack.Start(ctx, kcpstack.Options{WorkDir: dir, Scheme: scheme, Clusters: clusters, SimulatorInterval: time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = kcp.Stop() }()
+
+	began := time.Now()
+	workspaces := make([]*kcpstack.Workspace, n)
+	if err := forEach(n, func(i int) error {
+		w, err := kcp.AddWorkspace(ctx, fmt.Sprintf("wds%03d", i))
+		workspaces[i] = w
+		return err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("%d workspaces created and bound in %s", n, time.Since(began).Round(time.Millisecond))
+
+	kubeconfig, err := kcp.WriteStagerKubeconfig(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	metricsAddr, err := freeAddress()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stager, err := stack.StartProcess(binary, []string{
+		"--kubeconfig=" + kubeconfig, "--provider=kcp", "--kcp-kubeconfig=" + kubeconfig,
+		"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=0",
+	}, filepath.Join(dir, "stager.log"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = stager.Stop(15 * time.Second) }()
+	started := time.Now()
+	b.ResetTimer()
+
+	if err := waitFor(ctx, 10*time.Minute, func() error {
+		ready, err := readySpaces(ctx, metricsAddr)
+		if err != nil {
+			return err
+		}
+		if ready < n {
+			return fmt.Errorf("%d of %d spaces ready", ready, n)
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	engaged := time.Since(started)
+	engagedRSS, _ := memory(stager.Pid())
+
+	rollout := time.Now()
+	if err := forEach(n, func(i int) error { return startRollout(ctx, workspaces[i]) }); err != nil {
+		b.Fatal(err)
+	}
+	if err := waitFor(ctx, 15*time.Minute, func() error {
+		done := 0
+		for _, w := range workspaces {
+			p := &v1alpha1.StagedBindingPolicy{}
+			if err := w.Client.Get(ctx, types.NamespacedName{Name: "web"}, p); err != nil {
+				return err
+			}
+			if p.Status.Phase == v1alpha1.RolloutCompleted {
+				done++
+			}
+		}
+		if done < n {
+			return fmt.Errorf("%d of %d rollouts completed", done, n)
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	converged := time.Since(rollout)
+	b.StopTimer()
+	rss, peak := memory(stager.Pid())
+
+	b.ReportMetric(float64(n), "workspaces")
+	b.ReportMetric(engaged.Seconds(), "s-to-engage-all")
+	b.ReportMetric(converged.Seconds(), "s-to-converge-all")
+	b.ReportMetric(float64(engagedRSS)/1024, "MiB-rss-engaged")
+	b.ReportMetric(float64(rss)/1024, "MiB-rss-converged")
+	b.ReportMetric(float64(peak)/1024, "MiB-rss-peak")
+	b.Logf("%d workspaces: all engaged and ready %s after the stager started (RSS %d MiB); %d two-stage rollouts converged in %s; RSS %d MiB, peak %d MiB",
+		n, engaged.Round(time.Millisecond), engagedRSS/1024, n, converged.Round(time.Millisecond), rss/1024, peak/1024)
+}
+
+// startRollout creates a ConfigMap, a dev -> prod policy for it, and makes
+// the dev WECs report it available.
+func startRollout(ctx context.Context, w *kcpstack.Workspace) error {
+	sel := func(env string) []metav1.LabelSelector {
+		return []metav1.LabelSelector{{MatchLabels: map[string]string{"env": env}}}
+	}
+	objs := []client.Object{
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: kcpstack.Namespace, Name: "web", Labels: map[string]string{"app": "web"}}},
+		&v1alpha1.StagedBindingPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "web"},
+			Spec: v1alpha1.StagedBindingPolicySpec{
+				Downsync: []ksv1alpha1.DownsyncPolicyClause{{
+					DownsyncObjectTest: ksv1alpha1.DownsyncObjectTest{ObjectSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"app": "web"}}}},
+					DownsyncModulation: ksv1alpha1.DownsyncModulation{StatusCollectors: []string{kcpstack.Collector}},
+				}},
+				Stages: []v1alpha1.Stage{
+					{Name: "dev", ClusterSelectors: sel("dev"), Condition: condition},
+					{Name: "prod", ClusterSelectors: sel("prod")},
+				},
+			},
+		},
+	}
+	for _, obj := range objs {
+		if err := w.Client.Create(ctx, obj); err != nil {
+			return fmt.Errorf("creating %T in %s: %w", obj, w.Path, err)
+		}
+	}
+	w.Availability.SetAvailable(v1alpha1.BindingPolicyName("web", "dev"), true)
+	return nil
+}
+
+// forEach calls f for 0..n-1, parallelism at a time, and returns the first error.
+func forEach(n int, f func(i int) error) error {
+	sem := make(chan struct{}, parallelism)
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			errs <- f(i)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readySpaces counts the stager's spaces reported ready.
+func readySpaces(ctx context.Context, addr string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	ready := 0
+	scanner := bufio.NewScanner(resp.Body)
+	scanner.Buffer(make([]byte, 1<<20), 1<<20)
+	for scanner.Scan() {
+		line := scanner.Text()
+		if strings.HasPrefix(line, "stager_space_ready{") && strings.HasSuffix(line, " 1") {
+			ready++
+		}
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return ready, scanner.Err()
+}
+
+// memory returns a process's resident set size and its peak, in KiB.
+func memory(pid int) (rss, peak int) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 2 {
+			continue
+		}
+		v, _ := strconv.Atoi(fields[1])
+		switch fields[0] {
+		case "VmRSS:":
+			rss = v
+		case "VmHWM:":
+			peak = v
+		}
+	}
+	return rss, peak
+}
+
+// waitFor polls check every second until it succeeds or the timeout passes.
+func waitFor(ctx context.Context, timeout time.Duration, check func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := check()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("after %s: %w", timeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// freeAddress returns a loopback address with a port nobody listens on.
+func freeAddress() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("finding a free port: %w", err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String(), nil
+}
