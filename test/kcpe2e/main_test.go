@@ -30,7 +30,6 @@ package kcpe2e
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -226,11 +225,11 @@ func wdsNamed(name string) *wds {
 // stagerArgs serve the kubeconfig Secrets of the hosting space and the kcp
 // workspaces bound to the stager's export.
 func stagerArgs(hostingKubeconfig, kcpKubeconfig string) ([]string, error) {
-	metrics, err := freeAddress()
+	metrics, err := stack.FreeAddress()
 	if err != nil {
 		return nil, err
 	}
-	probes, err := freeAddress()
+	probes, err := stack.FreeAddress()
 	if err != nil {
 		return nil, err
 	}
@@ -244,14 +243,4 @@ func stagerArgs(hostingKubeconfig, kcpKubeconfig string) ([]string, error) {
 		"--space-probe-interval=2s",
 		"--zap-devel",
 	}, nil
-}
-
-// freeAddress returns a loopback address with a port nobody listens on.
-func freeAddress() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("finding a free port: %w", err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String(), nil
 }

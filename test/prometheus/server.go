@@ -27,7 +27,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -128,7 +127,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if err := os.WriteFile(configFile, data, 0o644); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", configFile, err)
 	}
-	addr, err := freeAddress()
+	addr, err := stack.FreeAddress()
 	if err != nil {
 		return nil, err
 	}
@@ -390,16 +389,6 @@ func decodeSample(pair [2]any) (Sample, error) {
 
 func formatTime(t time.Time) string {
 	return strconv.FormatFloat(float64(t.UnixNano())/1e9, 'f', 3, 64)
-}
-
-// freeAddress returns a loopback address with a port nobody listens on.
-func freeAddress() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("finding a free port: %w", err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String(), nil
 }
 
 // Finite reports whether a value is a number a panel can show (not NaN or ±Inf).

@@ -26,7 +26,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -115,7 +114,7 @@ func BenchmarkKCPWorkspaces(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	metricsAddr, err := freeAddress()
+	metricsAddr, err := stack.FreeAddress()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -299,14 +298,4 @@ func waitFor(ctx context.Context, timeout time.Duration, check func() error) err
 		case <-time.After(time.Second):
 		}
 	}
-}
-
-// freeAddress returns a loopback address with a port nobody listens on.
-func freeAddress() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("finding a free port: %w", err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String(), nil
 }

@@ -68,8 +68,8 @@ type controllerManager struct {
 	stopErr  error
 }
 
-// freeAddress returns a loopback address with a port nobody listens on.
-func freeAddress() (string, error) {
+// FreeAddress returns a loopback address with a port nobody listens on.
+func FreeAddress() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", fmt.Errorf("finding a free port: %w", err)
@@ -85,7 +85,7 @@ func freeAddress() (string, error) {
 func startControllerManager(binary, hostingKubeconfig, wds, its, logPath string, extraArgs []string) (*controllerManager, error) {
 	var addrs [3]string
 	for i := range addrs {
-		a, err := freeAddress()
+		a, err := FreeAddress()
 		if err != nil {
 			return nil, err
 		}

@@ -84,11 +84,11 @@ func (s *Stack) RegisterWithStager(ctx context.Context, wds string) error {
 // StagerArgs are the stager's arguments to serve the WDSes registered with
 // RegisterWithStager, with free loopback ports for metrics and probes.
 func (s *Stack) StagerArgs() ([]string, error) {
-	metrics, err := freeAddress()
+	metrics, err := FreeAddress()
 	if err != nil {
 		return nil, err
 	}
-	probes, err := freeAddress()
+	probes, err := FreeAddress()
 	if err != nil {
 		return nil, err
 	}
