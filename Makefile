@@ -63,15 +63,16 @@ manifests: ## Generate the CRD and RBAC manifests
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac/space
 
 .PHONY: kcp-manifests
-kcp-manifests: ## Generate the kcp APIResourceSchemas, APIExports, APIBindings and RBAC (config/kcp) from the CRDs
-	go run ./hack/kcp-manifests --stager-crds=config/crd/bases \
-		--kubestellar-crds="$$(go list -m -f '{{.Dir}}' github.com/kubestellar/kubestellar)/config/crd/bases" --out=config/kcp
+kcp-manifests: ## Generate the kcp APIResourceSchemas, APIExports and RBAC (config/kcp)
+	ks="$$(go list -m -f '{{.Dir}}' github.com/kubestellar/kubestellar)"; \
+	[ -n "$$ks" ] || { echo "github.com/kubestellar/kubestellar is not in the module cache: run 'go mod download'"; exit 1; }; \
+	go run ./hack/kcp-manifests --stager-crds=config/crd/bases --kubestellar-crds="$$ks/config/crd/bases" --out=config/kcp
 
 .PHONY: verify-generated
 verify-generated: generate manifests kcp-manifests ## Fail when generated files are not up to date
 	@if [ -n "$$(git status --porcelain -- api config)" ]; then \
 		git status --porcelain -- api config; git diff -- api config | head -50; \
-		echo "generated files are out of date: run 'make generate manifests' and commit"; exit 1; fi
+		echo "generated files are out of date: run 'make generate manifests kcp-manifests' and commit"; exit 1; fi
 
 .PHONY: kustomize-build
 kustomize-build: ## Render the deployment manifests (config/default)

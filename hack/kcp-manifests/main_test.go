@@ -18,81 +18,436 @@ package main
 
 import (
 	"bytes"
+	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubestellar/workload-stager/test/environment"
 )
 
-func testCRD(description string) *apiextensionsv1.CustomResourceDefinition {
-	return &apiextensionsv1.CustomResourceDefinition{
+// testCRD is a one-version CRD; modify edits it before it is returned.
+func testCRD(modify func(*apiextensionsv1.CustomResourceDefinition)) *apiextensionsv1.CustomResourceDefinition {
+	crd := &apiextensionsv1.CustomResourceDefinition{
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
 			Group: "example.com",
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Kind: "Widget"},
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
 			Scope: apiextensionsv1.ClusterScoped,
 			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
 				Name: "v1", Served: true, Storage: true,
-				Schema:       &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", Description: description}},
-				Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", Description: "a widget",
+					Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": {Type: "object"}},
+				}},
 			}},
 		},
 	}
+	crd.Name = "widgets.example.com"
+	if modify != nil {
+		modify(crd)
+	}
+	return crd
 }
 
-func TestResourceSchema(t *testing.T) {
-	schema, err := ResourceSchema(testCRD("a widget"))
+// toMap renders obj as generic YAML values, as a reader of the generated file sees it.
+func toMap(t *testing.T, obj any) map[string]any {
+	t.Helper()
+	data, err := yaml.Marshal(obj)
 	if err != nil {
 		t.Fatal(err)
 	}
-	name := schema["metadata"].(map[string]any)["name"].(string)
-	if !strings.HasPrefix(name, "v") || !strings.HasSuffix(name, ".widgets.example.com") || len(name) != len("v0123456789.widgets.example.com") {
-		t.Errorf("name %q, want v<10 hex>.widgets.example.com", name)
+	m := map[string]any{}
+	if err := yaml.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
 	}
-	version := schema["spec"].(map[string]any)["versions"].([]map[string]any)[0]
-	if got, ok := version["schema"].(*apiextensionsv1.JSONSchemaProps); !ok || got.Description != "a widget" {
-		t.Errorf("version schema = %#v, want the openAPIV3Schema itself", version["schema"])
-	}
-	if version["subresources"] == nil {
-		t.Error("subresources dropped")
-	}
+	return m
+}
 
-	again, _ := ResourceSchema(testCRD("a widget"))
-	if again["metadata"].(map[string]any)["name"] != name {
-		t.Error("the name is not stable")
-	}
-	changed, _ := ResourceSchema(testCRD("a better widget"))
-	if changed["metadata"].(map[string]any)["name"] == name {
-		t.Error("a changed schema keeps its name; APIResourceSchemas are immutable")
-	}
+// schemaYAML is the APIResourceSchema of the unmodified testCRD, as YAML.
+const schemaYAML = `
+apiVersion: apis.kcp.io/v1alpha1
+kind: APIResourceSchema
+spec:
+  group: example.com
+  names: {kind: Widget, listKind: WidgetList, plural: widgets, singular: widget}
+  scope: Cluster
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      type: object
+      description: a widget
+      properties:
+        spec: {type: object}
+`
 
-	noSchema := testCRD("")
-	noSchema.Spec.Versions[0].Schema = nil
-	if _, err := ResourceSchema(noSchema); err == nil {
-		t.Error("a version without schema is accepted")
+func TestResourceSchema(t *testing.T) {
+	base := map[string]any{}
+	if err := yaml.Unmarshal([]byte(schemaYAML), &base); err != nil {
+		t.Fatal(err)
+	}
+	firstVersion := func(m map[string]any) map[string]any {
+		return m["spec"].(map[string]any)["versions"].([]any)[0].(map[string]any)
+	}
+	for _, tc := range []struct {
+		name    string
+		modify  func(*apiextensionsv1.CustomResourceDefinition)
+		wantErr bool
+		// want edits the expected object (base, without metadata).
+		want func(map[string]any)
+	}{
+		{name: "plain"},
+		{
+			name: "namespaced, subresources and printer columns",
+			modify: func(crd *apiextensionsv1.CustomResourceDefinition) {
+				crd.Spec.Scope = apiextensionsv1.NamespaceScoped
+				crd.Spec.Versions[0].Subresources = &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}}
+				crd.Spec.Versions[0].AdditionalPrinterColumns = []apiextensionsv1.CustomResourceColumnDefinition{{Name: "Phase", Type: "string", JSONPath: ".status.phase"}}
+			},
+			want: func(m map[string]any) {
+				m["spec"].(map[string]any)["scope"] = "Namespaced"
+				v := firstVersion(m)
+				v["subresources"] = map[string]any{"status": map[string]any{}}
+				v["additionalPrinterColumns"] = []any{map[string]any{"name": "Phase", "type": "string", "jsonPath": ".status.phase"}}
+			},
+		},
+		{
+			name: "deprecated with a warning",
+			modify: func(crd *apiextensionsv1.CustomResourceDefinition) {
+				warning := "use v2"
+				crd.Spec.Versions[0].Deprecated = true
+				crd.Spec.Versions[0].DeprecationWarning = &warning
+			},
+			want: func(m map[string]any) {
+				v := firstVersion(m)
+				v["deprecated"] = true
+				v["deprecationWarning"] = "use v2"
+			},
+		},
+		{
+			name: "two versions, in order",
+			modify: func(crd *apiextensionsv1.CustomResourceDefinition) {
+				v2 := *crd.Spec.Versions[0].DeepCopy()
+				v2.Name, v2.Storage = "v2", false
+				crd.Spec.Versions = append(crd.Spec.Versions, v2)
+			},
+			want: func(m map[string]any) {
+				spec := m["spec"].(map[string]any)
+				v2 := toMap(t, firstVersion(m))
+				v2["name"], v2["storage"] = "v2", false
+				spec["versions"] = append(spec["versions"].([]any), v2)
+			},
+		},
+		{
+			name:    "a version without schema",
+			modify:  func(crd *apiextensionsv1.CustomResourceDefinition) { crd.Spec.Versions[0].Schema = nil },
+			wantErr: true,
+		},
+		{
+			name:    "no version",
+			modify:  func(crd *apiextensionsv1.CustomResourceDefinition) { crd.Spec.Versions = nil },
+			wantErr: true,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ResourceSchema(testCRD(tc.modify))
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("error %v, want error %v", err, tc.wantErr)
+			}
+			if tc.wantErr {
+				return
+			}
+			gotMap := toMap(t, got)
+			name := gotMap["metadata"].(map[string]any)["name"].(string)
+			hash, rest, _ := strings.Cut(name, ".")
+			if rest != "widgets.example.com" || len(hash) != 11 || hash[0] != 'v' || strings.Trim(hash[1:], "0123456789abcdef") != "" {
+				t.Errorf("name %q, want v<10 hex digits>.widgets.example.com", name)
+			}
+			delete(gotMap, "metadata")
+			want := toMap(t, base)
+			if tc.want != nil {
+				tc.want(want)
+			}
+			if !reflect.DeepEqual(gotMap, want) {
+				g, _ := yaml.Marshal(gotMap)
+				w, _ := yaml.Marshal(want)
+				t.Errorf("got\n%s\nwant\n%s", g, w)
+			}
+		})
 	}
 }
 
-func TestBindingAcceptsEveryClaim(t *testing.T) {
-	b := Binding(StagerExport, StagerClaims)
-	claims := b["spec"].(map[string]any)["permissionClaims"].([]map[string]any)
-	if len(claims) != len(StagerClaims) {
-		t.Fatalf("%d claims accepted, want %d", len(claims), len(StagerClaims))
-	}
-	for i, c := range claims {
-		want := StagerClaims[i]
-		if c["state"] != "Accepted" || c["group"] != want.Group || c["resource"] != want.Resource {
-			t.Errorf("claim %d = %v, want %s/%s accepted", i, c, want.Group, want.Resource)
+func TestResourceSchemaName(t *testing.T) {
+	name := func(modify func(*apiextensionsv1.CustomResourceDefinition)) string {
+		t.Helper()
+		s, err := ResourceSchema(testCRD(modify))
+		if err != nil {
+			t.Fatal(err)
 		}
-		if (want.IdentityHash != "") != (c["identityHash"] != nil) {
-			t.Errorf("claim %d identity hash = %v, want %q", i, c["identityHash"], want.IdentityHash)
+		return schemaName(s)
+	}
+	base := name(nil)
+	if again := name(nil); again != base {
+		t.Errorf("the name is not stable: %s, then %s", base, again)
+	}
+	// The CRD's metadata is not part of the schema.
+	if other := name(func(crd *apiextensionsv1.CustomResourceDefinition) { crd.Labels = map[string]string{"a": "b"} }); other != base {
+		t.Errorf("a CRD label changes the name: %s, want %s", other, base)
+	}
+	for _, tc := range []struct {
+		name   string
+		modify func(*apiextensionsv1.CustomResourceDefinition)
+	}{
+		{"description", func(crd *apiextensionsv1.CustomResourceDefinition) {
+			crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Description = "a better widget"
+		}},
+		{"served", func(crd *apiextensionsv1.CustomResourceDefinition) { crd.Spec.Versions[0].Served = false }},
+		{"short names", func(crd *apiextensionsv1.CustomResourceDefinition) { crd.Spec.Names.ShortNames = []string{"w"} }},
+		{"scope", func(crd *apiextensionsv1.CustomResourceDefinition) { crd.Spec.Scope = apiextensionsv1.NamespaceScoped }},
+	} {
+		if changed := name(tc.modify); changed == base {
+			t.Errorf("a changed %s keeps the name %s; APIResourceSchemas are immutable", tc.name, base)
 		}
 	}
-	if _, ok := Binding(KubeStellarExport, nil)["spec"].(map[string]any)["permissionClaims"]; ok {
-		t.Error("a binding to an export without claims accepts claims")
+}
+
+func TestCanonical(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   any
+		want string
+	}{
+		{"sorted keys", map[string]any{"b": 1, "a": map[string]any{"d": true, "c": "x"}}, `{"a":{"c":"x","d":true},"b":1}`},
+		{"struct fields sorted", struct {
+			Z string `json:"z"`
+			A int    `json:"a"`
+		}{"z", 1}, `{"a":1,"z":"z"}`},
+		{"big numbers kept", map[string]any{"n": int64(9007199254740993)}, `{"n":9007199254740993}`},
+		{"lists keep their order", []string{"b", "a"}, `["b","a"]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, got, err := Canonical(tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tc.want {
+				t.Errorf("got %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestExport(t *testing.T) {
+	schema, err := ResourceSchema(testCRD(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resource := Exported(schema)
+	for _, tc := range []struct {
+		name   string
+		claims []Claim
+		want   string
+	}{
+		{"no claims", nil, `
+apiVersion: apis.kcp.io/v1alpha2
+kind: APIExport
+metadata: {name: widgets}
+spec:
+  resources:
+  - {group: example.com, name: widgets, schema: SCHEMA, storage: {crd: {}}}
+`},
+		{"claims", []Claim{
+			{Group: "example.com", Resource: "gadgets", IdentityHash: "HASH", Verbs: []string{"get"}},
+			{Group: "", Resource: "configmaps", Verbs: []string{"get", "list"}},
+		}, `
+apiVersion: apis.kcp.io/v1alpha2
+kind: APIExport
+metadata: {name: widgets}
+spec:
+  resources:
+  - {group: example.com, name: widgets, schema: SCHEMA, storage: {crd: {}}}
+  permissionClaims:
+  - {group: example.com, resource: gadgets, identityHash: HASH, verbs: [get]}
+  - {group: "", resource: configmaps, verbs: [get, list]}
+`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := map[string]any{}
+			if err := yaml.Unmarshal([]byte(strings.ReplaceAll(tc.want, "SCHEMA", schemaName(schema))), &want); err != nil {
+				t.Fatal(err)
+			}
+			if got := toMap(t, Export("widgets", []ExportedResource{resource}, tc.claims)); !reflect.DeepEqual(got, want) {
+				t.Errorf("got %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+func TestBinding(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		claims []Claim
+		want   string
+	}{
+		{"no claims", nil, `
+apiVersion: apis.kcp.io/v1alpha2
+kind: APIBinding
+metadata: {name: widgets}
+spec:
+  reference: {export: {path: "${PROVIDER_WORKSPACE_PATH}", name: widgets}}
+`},
+		{"every claim accepted", []Claim{
+			{Group: "example.com", Resource: "gadgets", IdentityHash: "HASH", Verbs: []string{"get"}},
+			{Group: "core.kcp.io", Resource: "logicalclusters", Verbs: []string{"get", "list"}},
+		}, `
+apiVersion: apis.kcp.io/v1alpha2
+kind: APIBinding
+metadata: {name: widgets}
+spec:
+  reference: {export: {path: "${PROVIDER_WORKSPACE_PATH}", name: widgets}}
+  permissionClaims:
+  - {group: example.com, resource: gadgets, identityHash: HASH, verbs: [get], selector: {matchAll: true}, state: Accepted}
+  - {group: core.kcp.io, resource: logicalclusters, verbs: [get, list], selector: {matchAll: true}, state: Accepted}
+`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := map[string]any{}
+			if err := yaml.Unmarshal([]byte(tc.want), &want); err != nil {
+				t.Fatal(err)
+			}
+			if got := toMap(t, Binding("widgets", tc.claims)); !reflect.DeepEqual(got, want) {
+				t.Errorf("got %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+func TestStagerClaims(t *testing.T) {
+	want := map[string][]string{
+		"control.kubestellar.io/bindingpolicies":  {"create", "delete", "get", "list", "patch", "update", "watch"},
+		"control.kubestellar.io/bindings":         {"get", "list", "watch"},
+		"control.kubestellar.io/combinedstatuses": {"get", "list", "watch"},
+		"events.k8s.io/events":                    {"create", "get", "list", "patch", "update", "watch"},
+		"core.kcp.io/logicalclusters":             {"get", "list", "watch"},
+	}
+	if len(StagerClaims) != len(want) {
+		t.Errorf("%d claims, want %d", len(StagerClaims), len(want))
+	}
+	for _, c := range StagerClaims {
+		key := c.Group + "/" + c.Resource
+		verbs := slices.Sorted(slices.Values(c.Verbs))
+		if !slices.Equal(verbs, want[key]) {
+			t.Errorf("claim %s verbs %v, want %v", key, verbs, want[key])
+		}
+		// Resources that are not built in are claimed by the identity hash of their export.
+		if wantHash := c.Group == KubeStellarExport; (c.IdentityHash == IdentityHashPlaceholder) != wantHash || (!wantHash && c.IdentityHash != "") {
+			t.Errorf("claim %s identity hash %q", key, c.IdentityHash)
+		}
+	}
+}
+
+func TestRBAC(t *testing.T) {
+	const want = `
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: workload-stager, namespace: default}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: workload-stager-kcp}
+rules:
+- apiGroups: [apis.kcp.io]
+  resources: [apiexportendpointslices]
+  verbs: [get, list, watch]
+- apiGroups: [apis.kcp.io]
+  resources: [apiexports/content]
+  resourceNames: [community.kubestellar.io]
+  verbs: ["*"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: workload-stager-kcp}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: workload-stager-kcp}
+subjects:
+- {kind: ServiceAccount, name: workload-stager, namespace: default}
+`
+	docs := strings.Split(want, "---\n")
+	objs := RBAC()
+	if len(objs) != len(docs) {
+		t.Fatalf("%d objects, want %d", len(objs), len(docs))
+	}
+	for i, doc := range docs {
+		w := map[string]any{}
+		if err := yaml.Unmarshal([]byte(doc), &w); err != nil {
+			t.Fatal(err)
+		}
+		if got := toMap(t, objs[i]); !reflect.DeepEqual(got, w) {
+			t.Errorf("object %d = %v, want %v", i, got, w)
+		}
+	}
+}
+
+func TestDocuments(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		comment string
+		objs    []any
+		want    string
+	}{
+		{"one object", "", []any{map[string]any{"a": 1}}, Marker + "\na: 1\n"},
+		{"comment and two objects", "line one\n\nline three", []any{map[string]any{"a": 1}, map[string]any{"b": "x"}},
+			Marker + "\n# line one\n#\n# line three\na: 1\n---\nb: x\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Documents(tc.comment, tc.objs...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestGenerateRemovesStaleFiles(t *testing.T) {
+	ksDir, err := environment.KubeStellarCRDDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stagerDir, err := environment.StagerCRDDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	stale := filepath.Join(out, "stager", "old-schema.yaml")
+	mine := filepath.Join(out, "stager", "overlay-notes.yaml")
+	for path, content := range map[string]string{stale: Marker + "\nkind: Old\n", mine: "# mine\n"} {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := Generate(stagerDir, ksDir, out); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("the stale generated file is still there (%v)", err)
+	}
+	if _, err := os.Stat(mine); err != nil {
+		t.Errorf("a file the generator did not write was removed: %v", err)
+	}
+	if err := Generate(stagerDir, "", out); err == nil {
+		t.Error("Generate without KubeStellar's CRDs succeeded")
 	}
 }
 
@@ -107,14 +462,46 @@ func TestUpToDate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := Files(filepath.Join(root, "config", "crd", "bases"), ksDir)
+	stagerDir, err := environment.StagerCRDDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, want := range files {
-		got, err := os.ReadFile(filepath.Join(root, "config", "kcp", name))
+	files, err := Files(stagerDir, ksDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(root, "config", "kcp")
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		want := files[name]
+		got, err := os.ReadFile(filepath.Join(out, filepath.FromSlash(name)))
 		if err != nil || !bytes.Equal(got, want) {
 			t.Errorf("config/kcp/%s is not up to date (%v): run `make kcp-manifests`", name, err)
+		}
+	}
+	stale, err := Stale(out, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range stale {
+		t.Errorf("config/kcp/%s is no longer generated: run `make kcp-manifests`", name)
+	}
+	// Every schema an export names is in the same directory.
+	for _, dir := range []string{"kubestellar", "stager"} {
+		var schemas string
+		for name, data := range files {
+			if strings.HasPrefix(name, dir+"/apiresourceschema") {
+				schemas += string(data)
+			}
+		}
+		export := map[string]any{}
+		if err := yaml.Unmarshal(files[dir+"/apiexport.yaml"], &export); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range export["spec"].(map[string]any)["resources"].([]any) {
+			name := r.(map[string]any)["schema"].(string)
+			if !strings.Contains(schemas, "  name: "+name+"\n") {
+				t.Errorf("%s/apiexport.yaml names schema %s, which is not in %s/", dir, name, dir)
+			}
 		}
 	}
 }
