@@ -28,6 +28,7 @@ import (
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/test/environment"
+	"github.com/kubestellar/workload-stager/test/policytest"
 )
 
 // The seed documents' StagedBindingPolicy, verbatim: 000 writes the condition
@@ -112,14 +113,14 @@ func TestSeedPolicy(t *testing.T) {
 			environment.Eventually(t, timeout, "the condition to be evaluated false", func() error {
 				p := getPolicy(t, space, name)
 				if p.Status.Stages[0].Message == "" || p.Status.Conditions == nil {
-					return fmt.Errorf("%s", describe(p))
+					return fmt.Errorf("%s", policytest.Describe(p))
 				}
 				for _, c := range p.Status.Conditions {
 					if c.Type == v1alpha1.ConditionProgressing && c.Reason == v1alpha1.ReasonConditionNotMet {
 						return nil
 					}
 				}
-				return fmt.Errorf("%s", describe(p))
+				return fmt.Errorf("%s", policytest.Describe(p))
 			})
 			stays(t, space, name, "dev", 8*time.Second)
 
@@ -209,7 +210,7 @@ func TestTwoSpaces(t *testing.T) {
 	waitForCompleted(t, "wds1", name)
 	waitForOnlyBindingPolicy(t, "wds1", name, "prod", "prod1", "prod2")
 	if p := getPolicy(t, "wds2", name); p.Status.ActiveStage != "test" {
-		t.Fatalf("wds2 moved on without its test WECs: %s", describe(p))
+		t.Fatalf("wds2 moved on without its test WECs: %s", policytest.Describe(p))
 	}
 	makeAvailable("wds2", name, "test")
 	waitForCompleted(t, "wds2", name)

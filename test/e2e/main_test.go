@@ -28,14 +28,12 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -48,6 +46,7 @@ import (
 	"github.com/kubestellar/workload-stager/cmd/stager/app"
 	"github.com/kubestellar/workload-stager/test/environment"
 	"github.com/kubestellar/workload-stager/test/kubestellar"
+	"github.com/kubestellar/workload-stager/test/policytest"
 	"github.com/kubestellar/workload-stager/test/stack"
 )
 
@@ -201,46 +200,24 @@ func makeAvailable(space, policy, stage string) {
 	suite.stack.WECs.Resync()
 }
 
+// policies returns the policy helpers of a WDS.
+func policies(space string) policytest.Space {
+	return policytest.Space{Name: space, Client: wds(space), Ctx: suite.ctx, Timeout: timeout}
+}
+
 func getPolicy(t *testing.T, space, name string) *v1alpha1.StagedBindingPolicy {
 	t.Helper()
-	p := &v1alpha1.StagedBindingPolicy{}
-	if err := wds(space).Get(suite.ctx, types.NamespacedName{Name: name}, p); err != nil {
-		t.Fatalf("reading StagedBindingPolicy %s in %s: %v", name, space, err)
-	}
-	return p
+	return policies(space).Get(t, name)
 }
 
 func waitForActiveStage(t *testing.T, space, name, stage string) *v1alpha1.StagedBindingPolicy {
 	t.Helper()
-	var p *v1alpha1.StagedBindingPolicy
-	environment.Eventually(t, timeout, fmt.Sprintf("%s/%s to reach stage %q", space, name, stage), func() error {
-		p = &v1alpha1.StagedBindingPolicy{}
-		if err := wds(space).Get(suite.ctx, types.NamespacedName{Name: name}, p); err != nil {
-			return err
-		}
-		if p.Status.ActiveStage != stage {
-			return fmt.Errorf("active stage %q; %s", p.Status.ActiveStage, describe(p))
-		}
-		return nil
-	})
-	return p
+	return policies(space).WaitForActiveStage(t, name, stage)
 }
 
 func waitForCompleted(t *testing.T, space, name string) *v1alpha1.StagedBindingPolicy {
 	t.Helper()
-	phase := v1alpha1.RolloutCompleted
-	var p *v1alpha1.StagedBindingPolicy
-	environment.Eventually(t, timeout, fmt.Sprintf("%s/%s to be %s", space, name, phase), func() error {
-		p = &v1alpha1.StagedBindingPolicy{}
-		if err := wds(space).Get(suite.ctx, types.NamespacedName{Name: name}, p); err != nil {
-			return err
-		}
-		if p.Status.Phase != phase {
-			return fmt.Errorf("%s", describe(p))
-		}
-		return nil
-	})
-	return p
+	return policies(space).WaitForPhase(t, name, v1alpha1.RolloutCompleted)
 }
 
 // stays checks that the policy stays in a stage for the duration.
@@ -249,19 +226,10 @@ func stays(t *testing.T, space, name, stage string, d time.Duration) {
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
 		if p := getPolicy(t, space, name); p.Status.ActiveStage != stage {
-			t.Fatalf("%s/%s left stage %q for %q: %s", space, name, stage, p.Status.ActiveStage, describe(p))
+			t.Fatalf("%s/%s left stage %q for %q: %s", space, name, stage, p.Status.ActiveStage, policytest.Describe(p))
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-}
-
-func describe(p *v1alpha1.StagedBindingPolicy) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "activeStage=%q phase=%q", p.Status.ActiveStage, p.Status.Phase)
-	for _, st := range p.Status.Stages {
-		fmt.Fprintf(&b, " [%s %s %q]", st.Name, st.Phase, st.Message)
-	}
-	return b.String()
 }
 
 // waitForOnlyBindingPolicy waits until the policy's only BindingPolicy is the
@@ -301,41 +269,11 @@ func waitForOnlyBindingPolicy(t *testing.T, space, name, stage string, destinati
 // eventCounts counts a policy's Events by "reason/note".
 func eventCounts(t *testing.T, space string, p *v1alpha1.StagedBindingPolicy) map[string]int {
 	t.Helper()
-	list := &eventsv1.EventList{}
-	if err := wds(space).List(suite.ctx, list); err != nil {
-		t.Fatalf("listing Events: %v", err)
-	}
-	counts := map[string]int{}
-	for _, e := range list.Items {
-		if e.Regarding.UID == p.UID {
-			n := 1
-			if e.Series != nil {
-				n = int(e.Series.Count)
-			}
-			counts[e.Reason+"/"+e.Note] += n
-		}
-	}
-	return counts
+	return policies(space).EventCounts(t, p)
 }
 
 // deletePolicy deletes a policy and waits until it and its BindingPolicies are gone.
 func deletePolicy(t *testing.T, space, name string) {
 	t.Helper()
-	p := &v1alpha1.StagedBindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := wds(space).Delete(suite.ctx, p); err != nil {
-		t.Fatalf("deleting %s: %v", name, err)
-	}
-	environment.Eventually(t, timeout, "the policy and its BindingPolicies to be gone", func() error {
-		if err := wds(space).Get(suite.ctx, types.NamespacedName{Name: name}, &v1alpha1.StagedBindingPolicy{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("policy still there (%w)", err)
-		}
-		list := &ksv1alpha1.BindingPolicyList{}
-		if err := wds(space).List(suite.ctx, list, client.MatchingLabels{v1alpha1.PolicyLabel: name}); err != nil {
-			return err
-		}
-		if len(list.Items) > 0 {
-			return fmt.Errorf("%d BindingPolicies left", len(list.Items))
-		}
-		return nil
-	})
+	policies(space).Delete(t, name)
 }

@@ -31,6 +31,7 @@ import (
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/test/environment"
+	"github.com/kubestellar/workload-stager/test/policytest"
 	"github.com/kubestellar/workload-stager/test/prometheus"
 	"github.com/kubestellar/workload-stager/test/stack"
 )
@@ -116,7 +117,7 @@ func TestDashboardAndAlerts(t *testing.T) {
 	waitForCompleted(t, "wds1", metered)
 	environment.Eventually(t, timeout, "wds2/broken to be Blocked", func() error {
 		if p := getPolicy(t, "wds2", broken); p.Status.Phase != v1alpha1.RolloutBlocked {
-			return fmt.Errorf("%s", describe(p))
+			return fmt.Errorf("%s", policytest.Describe(p))
 		}
 		return nil
 	})

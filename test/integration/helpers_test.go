@@ -27,7 +27,6 @@ import (
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,6 +38,7 @@ import (
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/test/environment"
+	"github.com/kubestellar/workload-stager/test/policytest"
 )
 
 // The seed documents' conditions, verbatim but for the collector's name.
@@ -118,14 +118,15 @@ func create(t *testing.T, s *space, policy *v1alpha1.StagedBindingPolicy) {
 	}
 }
 
+// policies returns the policy helpers of a space.
+func policies(s *space) policytest.Space {
+	return policytest.Space{Name: s.Name, Client: s.Client, Ctx: suite.ctx, Timeout: timeout}
+}
+
 // get reads a policy.
 func get(t *testing.T, s *space, name string) *v1alpha1.StagedBindingPolicy {
 	t.Helper()
-	policy := &v1alpha1.StagedBindingPolicy{}
-	if err := s.Client.Get(suite.ctx, types.NamespacedName{Name: name}, policy); err != nil {
-		t.Fatalf("reading StagedBindingPolicy %s in %s: %v", name, s.Name, err)
-	}
-	return policy
+	return policies(s).Get(t, name)
 }
 
 // update changes a policy's spec, reading it again when the controller wrote
@@ -167,18 +168,7 @@ func holdsFor(t *testing.T, what string, d time.Duration, check func() error) {
 // waitForActiveStage waits until the policy's active stage is the given one.
 func waitForActiveStage(t *testing.T, s *space, name, stage string) *v1alpha1.StagedBindingPolicy {
 	t.Helper()
-	var policy *v1alpha1.StagedBindingPolicy
-	waitFor(t, fmt.Sprintf("%s/%s to reach stage %q", s.Name, name, stage), func() error {
-		policy = &v1alpha1.StagedBindingPolicy{}
-		if err := s.Client.Get(suite.ctx, types.NamespacedName{Name: name}, policy); err != nil {
-			return err
-		}
-		if policy.Status.ActiveStage != stage {
-			return fmt.Errorf("active stage is %q; status: %s", policy.Status.ActiveStage, describe(policy))
-		}
-		return nil
-	})
-	return policy
+	return policies(s).WaitForActiveStage(t, name, stage)
 }
 
 // waitForCondition waits until a condition of the policy has the given status and reason.
@@ -192,24 +182,11 @@ func waitForCondition(t *testing.T, s *space, name, conditionType string, status
 		}
 		c := meta.FindStatusCondition(policy.Status.Conditions, conditionType)
 		if c == nil || c.Status != status || c.Reason != reason {
-			return fmt.Errorf("status: %s", describe(policy))
+			return fmt.Errorf("status: %s", policytest.Describe(policy))
 		}
 		return nil
 	})
 	return policy
-}
-
-// describe renders a policy's status for failure messages.
-func describe(policy *v1alpha1.StagedBindingPolicy) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "activeStage=%q phase=%q", policy.Status.ActiveStage, policy.Status.Phase)
-	for _, c := range policy.Status.Conditions {
-		fmt.Fprintf(&b, " %s=%s(%s: %s)", c.Type, c.Status, c.Reason, c.Message)
-	}
-	for _, st := range policy.Status.Stages {
-		fmt.Fprintf(&b, " [%s %s %q]", st.Name, st.Phase, st.Message)
-	}
-	return b.String()
 }
 
 // bindingPolicies returns the sorted names of the BindingPolicies generated for a policy.
@@ -283,25 +260,10 @@ func destinationsOrNil(s *space, name string) []string {
 	return ids
 }
 
-// eventCounts counts the Events of a policy by reason.
+// eventCounts counts the Events of a policy by "reason/note".
 func eventCounts(t *testing.T, s *space, policy *v1alpha1.StagedBindingPolicy) map[string]int {
 	t.Helper()
-	list := &eventsv1.EventList{}
-	if err := s.Client.List(suite.ctx, list); err != nil {
-		t.Fatalf("listing Events in %s: %v", s.Name, err)
-	}
-	counts := map[string]int{}
-	for _, e := range list.Items {
-		if e.Regarding.UID != policy.UID {
-			continue
-		}
-		n := 1
-		if e.Series != nil {
-			n = int(e.Series.Count)
-		}
-		counts[e.Reason+"/"+e.Note] += n
-	}
-	return counts
+	return policies(s).EventCounts(t, policy)
 }
 
 // deleteAndWait deletes a policy and waits until it is gone.

@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/test/policytest"
 )
 
 // TestThreeStageRollout walks a dev -> test -> prod rollout in one space: each
@@ -78,7 +79,7 @@ func TestThreeStageRollout(t *testing.T) {
 	}
 	for i, want := range []v1alpha1.StagePhase{v1alpha1.StageSucceeded, v1alpha1.StageSucceeded, v1alpha1.StageSucceeded} {
 		if got := policy.Status.Stages[i].Phase; got != want {
-			t.Fatalf("stage %d phase = %q, want %q (%s)", i, got, want, describe(policy))
+			t.Fatalf("stage %d phase = %q, want %q (%s)", i, got, want, policytest.Describe(policy))
 		}
 	}
 	if policy.Status.ObservedGeneration != policy.Generation {

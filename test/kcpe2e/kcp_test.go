@@ -29,11 +29,11 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/test/environment"
+	"github.com/kubestellar/workload-stager/test/policytest"
 )
 
 // condition holds when a CombinedStatus reports the workload available.
@@ -77,17 +77,10 @@ func startRollout(t *testing.T, w *wds, name string) {
 // waitForStage waits until a policy's active stage and phase are the given ones.
 func waitForStage(t *testing.T, w *wds, name, stage string, phase v1alpha1.RolloutPhase) *v1alpha1.StagedBindingPolicy {
 	t.Helper()
-	p := &v1alpha1.StagedBindingPolicy{}
-	environment.Eventually(t, timeout, fmt.Sprintf("%s/%s in stage %s, %s", w.space, name, stage, phase), func() error {
-		if err := w.client.Get(suite.ctx, types.NamespacedName{Name: name}, p); err != nil {
-			return err
-		}
-		if p.Status.ActiveStage != stage || p.Status.Phase != phase {
-			return fmt.Errorf("stage %q phase %q: %+v", p.Status.ActiveStage, p.Status.Phase, p.Status.Conditions)
-		}
-		return nil
+	ps := policytest.Space{Name: w.space, Client: w.client, Ctx: suite.ctx, Timeout: timeout}
+	return ps.WaitFor(t, name, fmt.Sprintf("in stage %s, %s", stage, phase), func(p *v1alpha1.StagedBindingPolicy) bool {
+		return p.Status.ActiveStage == stage && p.Status.Phase == phase
 	})
-	return p
 }
 
 // makeAvailable makes the dev WECs of a policy report its workload available.
