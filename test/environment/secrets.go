@@ -143,3 +143,18 @@ func (s *Space) GrantStagerRole(ctx context.Context, user string) error {
 	}
 	return nil
 }
+
+// RegisterWithStager gives the stager an identity (user) in the space, bound
+// to the generated space role (GrantStagerRole), and registers that
+// identity's kubeconfig as a Secret named after the space in the namespace of
+// the hosting cluster, where the stager's kubeconfig provider finds it.
+func (s *Space) RegisterWithStager(ctx context.Context, hosting client.Client, namespace, user string) error {
+	if err := s.GrantStagerRole(ctx, user); err != nil {
+		return err
+	}
+	kubeconfig, err := s.AddUser(user)
+	if err != nil {
+		return err
+	}
+	return RegisterKubeconfigSecret(ctx, hosting, namespace, s.Name, "", kubeconfig)
+}

@@ -189,14 +189,7 @@ func addWorkspace(ctx context.Context, name string) (*wds, error) {
 // registers its kubeconfig Secret in the hosting space, and starts the
 // simulator in wds0.
 func registerWDS0(ctx context.Context, wds0 *environment.Space) error {
-	if err := wds0.GrantStagerRole(ctx, stagerUser); err != nil {
-		return err
-	}
-	userKubeconfig, err := wds0.AddUser(stagerUser)
-	if err != nil {
-		return err
-	}
-	if err := environment.RegisterKubeconfigSecret(ctx, suite.hosting.Client, secretNamespace, "wds0", "", userKubeconfig); err != nil {
+	if err := wds0.RegisterWithStager(ctx, suite.hosting.Client, secretNamespace, stagerUser); err != nil {
 		return err
 	}
 	for _, obj := range []client.Object{

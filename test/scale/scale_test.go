@@ -31,11 +31,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -218,26 +218,12 @@ func startRollout(ctx context.Context, w *kcpstack.Workspace) error {
 
 // forEach calls f for 0..n-1, parallelism at a time, and returns the first error.
 func forEach(n int, f func(i int) error) error {
-	sem := make(chan struct{}, parallelism)
-	errs := make(chan error, n)
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(parallelism)
 	for i := range n {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			errs <- f(i)
-		}()
+		g.Go(func() error { return f(i) })
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return g.Wait()
 }
 
 // readySpaces counts the stager's spaces reported ready.
@@ -309,7 +295,9 @@ func cpuSeconds(pid int) float64 {
 // clockTicks is the kernel's USER_HZ, the unit of /proc/<pid>/stat times.
 const clockTicks = 100
 
-// waitFor polls check every second until it succeeds or the timeout passes.
+// waitFor polls check every second (not environment.Poll's 50ms: reading 100
+// workspaces that often would load kcp and skew the figures) until it
+// succeeds or the timeout passes.
 func waitFor(ctx context.Context, timeout time.Duration, check func() error) error {
 	deadline := time.Now().Add(timeout)
 	for {

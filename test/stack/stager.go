@@ -71,14 +71,7 @@ func (s *Stack) RegisterWithStager(ctx context.Context, wds string) error {
 	if !ok {
 		return fmt.Errorf("no WDS %q in the stack", wds)
 	}
-	if err := space.GrantStagerRole(ctx, StagerUser); err != nil {
-		return err
-	}
-	kubeconfig, err := space.AddUser(StagerUser)
-	if err != nil {
-		return err
-	}
-	return environment.RegisterKubeconfigSecret(ctx, s.Hosting.Client, StagerSecretNamespace, wds, "", kubeconfig)
+	return space.RegisterWithStager(ctx, s.Hosting.Client, StagerSecretNamespace, StagerUser)
 }
 
 // StagerArgs are the stager's arguments to serve the WDSes registered with
