@@ -41,6 +41,7 @@ import (
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -48,11 +49,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
-	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
+	mcrkubeconfig "sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
 	"sigs.k8s.io/multicluster-runtime/providers/multi"
 	"sigs.k8s.io/multicluster-runtime/providers/single"
 
 	"github.com/kubestellar/workload-stager/providers/kcp"
+	"github.com/kubestellar/workload-stager/providers/kubeconfig"
 )
 
 // The kinds of provider.
@@ -96,6 +98,12 @@ type Options struct {
 	KCPKubeconfig string
 	// KCPEndpointSlice is the APIExportEndpointSlice of the stager's APIExport.
 	KCPEndpointSlice string
+	// InsecureKubeconfigExec lets kubeconfig Secrets run exec credential
+	// plugins inside the stager.
+	InsecureKubeconfigExec bool
+	// InsecureKubeconfigTLS lets kubeconfig Secrets skip the verification of
+	// the server's certificate, or use plain http servers.
+	InsecureKubeconfigTLS bool
 }
 
 // NewOptions returns Options with their defaults.
@@ -103,8 +111,8 @@ func NewOptions() *Options {
 	return &Options{
 		Kind:                KindKubeconfig,
 		KubeconfigNamespace: DefaultKubeconfigNamespace,
-		KubeconfigLabel:     kubeconfig.DefaultKubeconfigSecretLabel,
-		KubeconfigKey:       kubeconfig.DefaultKubeconfigSecretKey,
+		KubeconfigLabel:     mcrkubeconfig.DefaultKubeconfigSecretLabel,
+		KubeconfigKey:       mcrkubeconfig.DefaultKubeconfigSecretKey,
 		SingleName:          DefaultSingleName,
 		KCPEndpointSlice:    kcp.DefaultEndpointSlice,
 	}
@@ -136,6 +144,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		`label that marks a Secret as a space's kubeconfig (its value must be "true"); the space is named after the Secret`)
 	fs.StringVar(&o.KubeconfigKey, "kubeconfig-key", o.KubeconfigKey,
 		"key of the kubeconfig in a space Secret's data")
+	fs.BoolVar(&o.InsecureKubeconfigExec, "insecure-kubeconfig-exec", o.InsecureKubeconfigExec,
+		"let kubeconfig Secrets run exec credential plugins inside the stager: whoever can write a Secret in --kubeconfig-namespace can then run any command as the stager")
+	fs.BoolVar(&o.InsecureKubeconfigTLS, "insecure-kubeconfig-tls", o.InsecureKubeconfigTLS,
+		"let kubeconfig Secrets use insecure-skip-tls-verify or plain http servers")
 	fs.StringVar(&o.SingleName, "single-space-name", o.SingleName,
 		"name of the hosting cluster's space with --provider=single")
 	fs.StringVar(&o.KCPKubeconfig, "kcp-kubeconfig", o.KCPKubeconfig,
@@ -208,6 +220,34 @@ func (o *Options) HostingCacheOptions(spaceCache cache.Options) cache.Options {
 	}
 }
 
+// KubeconfigPolicy is what kubeconfig Secrets may use, as the flags say.
+func (o *Options) KubeconfigPolicy() kubeconfig.Policy {
+	return kubeconfig.Policy{AllowExec: o.InsecureKubeconfigExec, AllowInsecureTLS: o.InsecureKubeconfigTLS}
+}
+
+// AddKubeconfigAuditor adds to the hosting cluster's manager the Auditor that
+// reports every kubeconfig Secret the provider refuses (an Event on the
+// Secret, a log line, and reporter). It does nothing unless kubeconfig
+// Secrets are a selected provider.
+func (o *Options) AddKubeconfigAuditor(hosting manager.Manager, reporter kubeconfig.Reporter) error {
+	if !o.has(KindKubeconfig) {
+		return nil
+	}
+	auditor := &kubeconfig.Auditor{
+		Client:    hosting.GetClient(),
+		Recorder:  hosting.GetEventRecorder("workload-stager"),
+		Policy:    o.KubeconfigPolicy(),
+		Namespace: o.KubeconfigNamespace,
+		Label:     o.KubeconfigLabel,
+		Key:       o.KubeconfigKey,
+		Reporter:  reporter,
+	}
+	if err := auditor.SetupWithManager(hosting); err != nil {
+		return fmt.Errorf("setting up the kubeconfig auditor: %w", err)
+	}
+	return nil
+}
+
 // Provider is a cluster provider that is set up once the manager exists.
 type Provider interface {
 	multicluster.Provider
@@ -263,11 +303,12 @@ func newProvider(kind string, o *Options, hosting manager.Manager, spaceOptions 
 		}
 		return &kcpProvider{Provider: p}, nil
 	default:
-		return kubeconfig.New(kubeconfig.Options{
+		return mcrkubeconfig.New(mcrkubeconfig.Options{
 			Namespace:             o.KubeconfigNamespace,
 			KubeconfigSecretLabel: o.KubeconfigLabel,
 			KubeconfigSecretKey:   o.KubeconfigKey,
 			ClusterOptions:        spaceOptions,
+			RESTOptions:           []func(*rest.Config) error{o.KubeconfigPolicy().RESTOption()},
 		}), nil
 	}
 }

@@ -28,6 +28,8 @@ import (
 
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/test/environment"
@@ -62,6 +64,7 @@ func TestDashboardAndAlerts(t *testing.T) {
 	ensureWDS2(t)
 	bare := startBareSpace(t)
 	spaces := []string{"wds1", "wds2", bare}
+	refused := registerRefusedSecret(t)
 
 	root, err := environment.RepoRoot()
 	if err != nil {
@@ -133,7 +136,7 @@ func TestDashboardAndAlerts(t *testing.T) {
 		var problems []string
 		problems = append(problems, checkVariables(ctx, server, dashboard, values, spaces, []string{metered, broken})...)
 		problems = append(problems, checkPanels(ctx, server, dashboard, values, spaces, start)...)
-		problems = append(problems, checkAlerts(ctx, server, groups, spaces, bare)...)
+		problems = append(problems, checkAlerts(ctx, server, groups, spaces, bare, refused)...)
 		if len(problems) > 0 {
 			return fmt.Errorf("\n  %s", strings.Join(problems, "\n  "))
 		}
@@ -192,6 +195,29 @@ func startBareSpace(t *testing.T) string {
 	}
 	t.Cleanup(func() { _ = space.Stop() })
 	if err := environment.RegisterKubeconfigSecret(suite.ctx, suite.stack.Hosting.Client, stack.StagerSecretNamespace, name, "", space.Kubeconfig()); err != nil {
+		t.Fatalf("registering %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		_ = environment.UnregisterKubeconfigSecret(context.Background(), suite.stack.Hosting.Client, stack.StagerSecretNamespace, name)
+	})
+	return name
+}
+
+// registerRefusedSecret registers a kubeconfig Secret that skips TLS
+// verification, which the stager refuses to make a space of, and returns its name.
+func registerRefusedSecret(t *testing.T) string {
+	t.Helper()
+	const name = "refused"
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1", InsecureSkipTLSVerify: true}
+	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: "unused"}
+	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	cfg.CurrentContext = name
+	raw, err := clientcmd.Write(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := environment.RegisterKubeconfigSecret(suite.ctx, suite.stack.Hosting.Client, stack.StagerSecretNamespace, name, "", raw); err != nil {
 		t.Fatalf("registering %s: %v", name, err)
 	}
 	t.Cleanup(func() {
@@ -304,9 +330,10 @@ func checkPanels(ctx context.Context, server *prometheus.Server, d *prometheus.D
 
 // checkAlerts evaluates every alert expression (StagerRolloutStuck
 // stuckHorizon ahead) and checks that each returns data for the run's
-// spaces, that Prometheus evaluates every rule without error, and that the
-// blocked rollout, its evaluation errors and the bare space raise alerts.
-func checkAlerts(ctx context.Context, server *prometheus.Server, groups []prometheus.RuleGroup, spaces []string, bare string) []string {
+// spaces (or its refused kubeconfig Secret), that Prometheus evaluates every
+// rule without error, and that the blocked rollout, its evaluation errors,
+// the bare space and the refused Secret raise alerts.
+func checkAlerts(ctx context.Context, server *prometheus.Server, groups []prometheus.RuleGroup, spaces []string, bare, refused string) []string {
 	var problems []string
 	for _, g := range groups {
 		for _, r := range g.Rules {
@@ -323,7 +350,7 @@ func checkAlerts(ctx context.Context, server *prometheus.Server, groups []promet
 				problems = append(problems, fmt.Sprintf("alert %s: its expression returns nothing", r.Alert))
 			}
 			for _, s := range samples {
-				if !slices.Contains(spaces, s.Metric["space"]) {
+				if !slices.Contains(spaces, s.Metric["space"]) && s.Metric["secret"] != refused {
 					problems = append(problems, fmt.Sprintf("alert %s: series %v is not of the run's spaces", r.Alert, s.Metric))
 				}
 			}
@@ -340,13 +367,14 @@ func checkAlerts(ctx context.Context, server *prometheus.Server, groups []promet
 			problems = append(problems, fmt.Sprintf("rule %s: health %q %s", st.Name, st.Health, st.LastError))
 		}
 		for _, a := range st.Alerts {
-			active[st.Name] = append(active[st.Name], a["space"]+"/"+a["policy"])
+			active[st.Name] = append(active[st.Name], a["space"]+"/"+a["policy"]+a["secret"])
 		}
 	}
 	for alert, want := range map[string]string{
 		"StagerRolloutBlocked":            "wds2/broken",
 		"StagerConditionEvaluationErrors": "wds2/",
 		"StagerSpaceNotReady":             bare + "/",
+		"StagerKubeconfigSecretRefused":   "/" + refused,
 	} {
 		if !slices.Contains(active[alert], want) {
 			problems = append(problems, fmt.Sprintf("alert %s is not pending or firing for %s (active: %v)", alert, want, active[alert]))

@@ -182,6 +182,9 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 	if err != nil {
 		return nil, fmt.Errorf("building the cluster provider: %w", err)
 	}
+	if err := o.Providers.AddKubeconfigAuditor(hosting, metrics.KubeconfigSecrets{}); err != nil {
+		return nil, err
+	}
 	mgr, err := mcmanager.WithMultiCluster(hosting, provider)
 	if err != nil {
 		return nil, fmt.Errorf("creating the multicluster manager: %w", err)

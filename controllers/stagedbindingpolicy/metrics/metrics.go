@@ -43,6 +43,8 @@ const (
 	LabelStage  = "stage"
 	LabelPhase  = "phase"
 	LabelResult = "result"
+	LabelSecret = "secret"
+	LabelReason = "reason"
 )
 
 // Results of a condition evaluation.
@@ -119,11 +121,16 @@ var (
 		Name: "stager_space_ready",
 		Help: "Whether an engaged space is ready (1) or not (0): it serves KubeStellar's and the stager's APIs, its caches are synced and its API server answers.",
 	}, []string{LabelSpace})
+
+	kubeconfigRefused = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "stager_kubeconfig_secret_refused",
+		Help: "1 for every kubeconfig Secret the stager refuses to make a space of, with the reason of its first offending field (Exec, FileReference, InsecureTLS, Malformed, ...).",
+	}, []string{LabelSecret, LabelReason})
 )
 
 // collectors are every metric of the stager.
 var collectors = []prometheus.Collector{policies, policyPhase, activeStage, activeStageIndex, stageCount, activeStageStart,
-	transitions, stageDuration, evaluations, evaluationLatency, reconcileErrors, engaged, ready}
+	transitions, stageDuration, evaluations, evaluationLatency, reconcileErrors, engaged, ready, kubeconfigRefused}
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(collectors...)
@@ -274,4 +281,19 @@ func (s *Space) Evaluation(result string, took time.Duration) {
 // ReconcileError records a reconcile that failed.
 func (s *Space) ReconcileError() {
 	reconcileErrors.WithLabelValues(s.name).Inc()
+}
+
+// KubeconfigSecrets records the verdicts on kubeconfig Secrets
+// (stager_kubeconfig_secret_refused).
+type KubeconfigSecrets struct{}
+
+// Refused records that a Secret is refused, for one reason.
+func (KubeconfigSecrets) Refused(secret, reason string) {
+	kubeconfigRefused.DeletePartialMatch(prometheus.Labels{LabelSecret: secret})
+	kubeconfigRefused.WithLabelValues(secret, reason).Set(1)
+}
+
+// Accepted deletes the Secret's series: it is accepted, or gone.
+func (KubeconfigSecrets) Accepted(secret string) {
+	kubeconfigRefused.DeletePartialMatch(prometheus.Labels{LabelSecret: secret})
 }

@@ -1,0 +1,242 @@
+/*
+Copyright 2026 The KubeStellar Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package kubeconfig
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// write renders a one-context kubeconfig after edit changed its entries.
+func write(t *testing.T, edit func(*clientcmdapi.Config, *clientcmdapi.Cluster, *clientcmdapi.AuthInfo)) []byte {
+	t.Helper()
+	cluster := &clientcmdapi.Cluster{Server: "https://wds1.example:6443", CertificateAuthorityData: []byte("ca")}
+	user := &clientcmdapi.AuthInfo{Token: "secret-token"}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["wds1"] = cluster
+	cfg.AuthInfos["stager"] = user
+	cfg.Contexts["wds1"] = &clientcmdapi.Context{Cluster: "wds1", AuthInfo: "stager"}
+	cfg.CurrentContext = "wds1"
+	edit(cfg, cluster, user)
+	raw, err := clientcmd.Write(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+func TestCheck(t *testing.T) {
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte("the stager's own token"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	exec := &clientcmdapi.ExecConfig{APIVersion: "client.authentication.k8s.io/v1", Command: "/bin/sh", Args: []string{"-c", "id"},
+		InteractiveMode: clientcmdapi.NeverExecInteractiveMode}
+	cases := []struct {
+		name   string
+		policy Policy
+		edit   func(*clientcmdapi.Config, *clientcmdapi.Cluster, *clientcmdapi.AuthInfo)
+		// reasons are the reasons of the violations, in order; none means accepted.
+		reasons []string
+		// field is named by the error.
+		field string
+	}{
+		{name: "token and CA data", edit: func(*clientcmdapi.Config, *clientcmdapi.Cluster, *clientcmdapi.AuthInfo) {}},
+		{name: "client certificate data", edit: func(_ *clientcmdapi.Config, _ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+			u.Token, u.ClientCertificateData, u.ClientKeyData = "", []byte("cert"), []byte("key")
+		}},
+		{name: "exec", edit: func(_ *clientcmdapi.Config, _ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) { u.Exec = exec },
+			reasons: []string{ReasonExec}, field: `users["stager"].exec`},
+		{name: "exec allowed", policy: Policy{AllowExec: true},
+			edit: func(_ *clientcmdapi.Config, _ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) { u.Exec = exec }},
+		{name: "auth-provider", policy: Policy{AllowExec: true, AllowInsecureTLS: true},
+			edit: func(_ *clientcmdapi.Config, _ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+				u.AuthProvider = &clientcmdapi.AuthProviderConfig{Name: "oidc"}
+			},
+			reasons: []string{ReasonAuthProvider}, field: `users["stager"].auth-provider`},
+		{name: "token file", edit: func(_ *clientcmdapi.Config, _ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+			u.Token, u.TokenFile = "", tokenFile
+		}, reasons: []string{ReasonFileReference}, field: `users["stager"].tokenFile`},
+		{name: "client certificate and key files", edit: func(_ *clientcmdapi.Config, _ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+			u.ClientCertificate, u.ClientKey = "/etc/ssl/cert.pem", "/etc/ssl/key.pem"
+		}, reasons: []string{ReasonFileReference, ReasonFileReference}, field: `users["stager"].client-key`},
+		{name: "CA file", edit: func(_ *clientcmdapi.Config, c *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
+			c.CertificateAuthorityData, c.CertificateAuthority = nil, "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
+		}, reasons: []string{ReasonFileReference}, field: `clusters["wds1"].certificate-authority`},
+		{name: "insecure TLS", edit: func(_ *clientcmdapi.Config, c *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
+			c.CertificateAuthorityData, c.InsecureSkipTLSVerify = nil, true
+		}, reasons: []string{ReasonInsecureTLS}, field: `clusters["wds1"].insecure-skip-tls-verify`},
+		{name: "insecure TLS allowed", policy: Policy{AllowInsecureTLS: true},
+			edit: func(_ *clientcmdapi.Config, c *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
+				c.CertificateAuthorityData, c.InsecureSkipTLSVerify = nil, true
+			}},
+		{name: "plain http", edit: func(_ *clientcmdapi.Config, c *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
+			c.Server = "http://wds1.example:8080"
+		}, reasons: []string{ReasonInsecureServer}, field: `clusters["wds1"].server`},
+		{name: "plain http allowed", policy: Policy{AllowInsecureTLS: true},
+			edit: func(_ *clientcmdapi.Config, c *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
+				c.Server = "http://wds1.example:8080"
+			}},
+		{name: "not a URL", edit: func(_ *clientcmdapi.Config, c *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) { c.Server = "wds1" },
+			reasons: []string{ReasonMalformed}, field: `clusters["wds1"].server`},
+		{name: "unix socket", edit: func(_ *clientcmdapi.Config, c *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
+			c.Server = "unix:///run/docker.sock"
+		},
+			reasons: []string{ReasonMalformed}, field: `clusters["wds1"].server`},
+		{name: "proxy", edit: func(_ *clientcmdapi.Config, c *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
+			c.ProxyURL = "http://proxy.example:3128"
+		},
+			reasons: []string{ReasonProxy}, field: `clusters["wds1"].proxy-url`},
+		{name: "no current context", edit: func(cfg *clientcmdapi.Config, _ *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
+			cfg.CurrentContext = ""
+		},
+			reasons: []string{ReasonMalformed}, field: "current-context"},
+		{name: "current context missing", edit: func(cfg *clientcmdapi.Config, _ *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
+			cfg.CurrentContext = "prod"
+		},
+			reasons: []string{ReasonMalformed}, field: "current-context"},
+		{name: "user missing", edit: func(cfg *clientcmdapi.Config, _ *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
+			delete(cfg.AuthInfos, "stager")
+		}, reasons: []string{ReasonMalformed}, field: `contexts["wds1"].user`},
+		{name: "several at once", edit: func(_ *clientcmdapi.Config, c *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+			u.Exec, c.ProxyURL, u.Token, u.TokenFile = exec, "http://proxy.example:3128", "", tokenFile
+		}, reasons: []string{ReasonProxy, ReasonExec, ReasonFileReference}, field: `users["stager"].tokenFile`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.policy.Check(write(t, c.edit))
+			if len(c.reasons) == 0 {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			var refused *RefusedError
+			if !errors.As(err, &refused) {
+				t.Fatalf("Check = %v, want a *RefusedError", err)
+			}
+			var reasons []string
+			for _, v := range refused.Violations {
+				reasons = append(reasons, v.Reason)
+			}
+			if strings.Join(reasons, ",") != strings.Join(c.reasons, ",") {
+				t.Errorf("reasons = %v, want %v (%v)", reasons, c.reasons, err)
+			}
+			if ReasonOf(err) != c.reasons[0] {
+				t.Errorf("ReasonOf = %s, want %s", ReasonOf(err), c.reasons[0])
+			}
+			if !strings.Contains(err.Error(), c.field) {
+				t.Errorf("%q does not name %s", err, c.field)
+			}
+			for _, secret := range []string{"secret-token", "the stager's own token"} {
+				if strings.Contains(err.Error(), secret) {
+					t.Errorf("%q shows a credential", err)
+				}
+			}
+		})
+	}
+}
+
+func TestCheckMalformed(t *testing.T) {
+	for name, raw := range map[string]string{
+		"empty":    "",
+		"not YAML": "clusters: [this is: not: a kubeconfig",
+		"no kind":  "just a string",
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := (Policy{}).Check([]byte(raw)); ReasonOf(err) != ReasonMalformed {
+				t.Fatalf("Check = %v, want reason %s", err, ReasonMalformed)
+			}
+		})
+	}
+}
+
+// TestRESTOption is the provider-side guard: it sees the client
+// configuration client-go built, whatever Check saw.
+func TestRESTOption(t *testing.T) {
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte("the stager's own token"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	exec := &clientcmdapi.ExecConfig{APIVersion: "client.authentication.k8s.io/v1", Command: "/bin/sh", Args: []string{"-c", "id"},
+		InteractiveMode: clientcmdapi.NeverExecInteractiveMode}
+	cases := []struct {
+		name   string
+		policy Policy
+		edit   func(*clientcmdapi.Config, *clientcmdapi.Cluster, *clientcmdapi.AuthInfo)
+		reason string
+	}{
+		{name: "token and CA data", edit: func(*clientcmdapi.Config, *clientcmdapi.Cluster, *clientcmdapi.AuthInfo) {}},
+		{name: "exec", edit: func(_ *clientcmdapi.Config, _ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+			u.Token, u.Exec = "", exec
+		}, reason: ReasonExec},
+		{name: "exec allowed", policy: Policy{AllowExec: true},
+			edit: func(_ *clientcmdapi.Config, _ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+				u.Token, u.Exec = "", exec
+			}},
+		{name: "token file", edit: func(_ *clientcmdapi.Config, _ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+			u.Token, u.TokenFile = "", tokenFile
+		},
+			reason: ReasonFileReference},
+		{name: "CA file", edit: func(_ *clientcmdapi.Config, c *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
+			c.CertificateAuthorityData, c.CertificateAuthority = nil, tokenFile
+		}, reason: ReasonFileReference},
+		{name: "insecure TLS", edit: func(_ *clientcmdapi.Config, c *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
+			c.CertificateAuthorityData, c.InsecureSkipTLSVerify = nil, true
+		}, reason: ReasonInsecureTLS},
+		{name: "proxy", edit: func(_ *clientcmdapi.Config, c *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
+			c.ProxyURL = "http://proxy.example:3128"
+		},
+			reason: ReasonProxy},
+		{name: "plain http", edit: func(_ *clientcmdapi.Config, c *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
+			c.Server = "http://wds1.example"
+		},
+			reason: ReasonInsecureServer},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := clientcmd.RESTConfigFromKubeConfig(write(t, c.edit))
+			if err != nil {
+				t.Fatalf("client-go does not read the kubeconfig: %v", err)
+			}
+			err = c.policy.RESTOption()(cfg)
+			if got := ""; err != nil {
+				got = ReasonOf(err)
+				if got != c.reason {
+					t.Fatalf("RESTOption = %v, want reason %q", err, c.reason)
+				}
+			} else if c.reason != "" {
+				t.Fatalf("RESTOption accepted it, want reason %s", c.reason)
+			}
+			if cfg.ExecProvider != nil {
+				want := clientcmdapi.PolicyType("")
+				if !c.policy.AllowExec {
+					want = clientcmdapi.PluginPolicyDenyAll
+				}
+				if got := cfg.ExecProvider.PluginPolicy.PolicyType; got != want {
+					t.Errorf("exec plugin policy = %q, want %q", got, want)
+				}
+			}
+		})
+	}
+}
