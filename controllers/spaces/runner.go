@@ -112,10 +112,23 @@ const ReasonDisengaged = "Disengaged"
 type Runner struct {
 	opts Options
 
-	mu      sync.Mutex
-	spaces  map[multicluster.ClusterName]*State
+	mu     sync.Mutex
+	spaces map[multicluster.ClusterName]*engagement
+	// running counts the controllers running per space, replaced ones included.
+	running map[multicluster.ClusterName]int
 	started chan struct{}
 	once    sync.Once
+}
+
+// engagement is one engaged cluster under a space's name. A later engagement
+// under the same name (a rotated kubeconfig Secret, say) replaces it.
+type engagement struct {
+	state   State
+	cluster cluster.Cluster
+	ctx     context.Context
+	cancel  context.CancelFunc
+	// done is closed once the engagement's controller has stopped.
+	done chan struct{}
 }
 
 // New returns a Runner.
@@ -134,7 +147,8 @@ func New(opts Options) (*Runner, error) {
 	}
 	return &Runner{
 		opts:    opts,
-		spaces:  map[multicluster.ClusterName]*State{},
+		spaces:  map[multicluster.ClusterName]*engagement{},
+		running: map[multicluster.ClusterName]int{},
 		started: make(chan struct{}),
 	}, nil
 }
@@ -151,19 +165,42 @@ func (r *Runner) Start(ctx context.Context) error {
 // only on the elected replica.
 func (r *Runner) NeedLeaderElection() bool { return true }
 
-// Engage starts serving a space. It returns at once; the space is started in
-// the background and stopped when ctx is done.
+// Engage starts serving a space. It returns once any earlier engagement
+// under the same name has stopped; the space is started in the background and
+// stopped when ctx is done.
+//
+// Engaging the cluster already served under the name does nothing. Engaging
+// another cluster under a served name (the provider rebuilt it, for example
+// from a rotated kubeconfig Secret) replaces the served one: the new
+// engagement owns the name at once, the old controller is stopped and waited
+// for, and only then does the new one start, so that there is always exactly
+// one record and at most one controller per space.
 func (r *Runner) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
+	ctx, cancel := context.WithCancel(ctx)
+	e := &engagement{
+		state:   State{Name: string(name), Reason: ReasonStarting, Message: "engaged", Since: time.Now()},
+		cluster: cl,
+		ctx:     ctx,
+		cancel:  cancel,
+		done:    make(chan struct{}),
+	}
 	r.mu.Lock()
-	if _, ok := r.spaces[name]; ok {
+	old, replacing := r.spaces[name]
+	if replacing && old.cluster == cl && old.ctx.Err() == nil {
 		r.mu.Unlock()
+		cancel()
 		return nil
 	}
-	r.spaces[name] = &State{Name: string(name), Reason: ReasonStarting, Message: "engaged", Since: time.Now()}
+	r.spaces[name] = e
 	r.mu.Unlock()
-	r.notify(name)
 
-	go r.serve(ctx, name, cl)
+	if replacing {
+		r.opts.Logger.Info("Space engaged again with a new cluster; replacing the served one", "space", name)
+		old.cancel()
+		<-old.done
+	}
+	r.notify(name)
+	go r.serve(e, name)
 	return nil
 }
 
@@ -172,20 +209,48 @@ func (r *Runner) Spaces() []State {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	states := make([]State, 0, len(r.spaces))
-	for _, s := range r.spaces {
-		states = append(states, *s)
+	for _, e := range r.spaces {
+		states = append(states, e.state)
 	}
 	sort.Slice(states, func(i, j int) bool { return states[i].Name < states[j].Name })
 	return states
 }
 
-// serve runs one space until ctx is done.
-func (r *Runner) serve(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) {
+// Controllers returns how many controllers run for the space: 1 while it is
+// served, 0 while it is not ready or not engaged, and never more.
+func (r *Runner) Controllers(name string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.running[multicluster.ClusterName(name)]
+}
+
+// countController adds delta to the space's count of running controllers.
+func (r *Runner) countController(name multicluster.ClusterName, delta int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.running[name] += delta
+	if r.running[name] == 0 {
+		delete(r.running, name)
+	}
+}
+
+// serve runs one engagement of a space until its context is done. Its record
+// goes away with it, unless a later engagement replaced it.
+func (r *Runner) serve(e *engagement, name multicluster.ClusterName) {
+	ctx, cl := e.ctx, e.cluster
 	logger := r.opts.Logger.WithValues("space", name)
 	defer func() {
+		defer close(e.done)
 		r.mu.Lock()
-		delete(r.spaces, name)
+		current := r.spaces[name] == e
+		if current {
+			delete(r.spaces, name)
+		}
 		r.mu.Unlock()
+		if !current {
+			logger.Info("Space's replaced engagement stopped")
+			return
+		}
 		if r.opts.OnChange != nil {
 			r.opts.OnChange(State{Name: string(name), Reason: ReasonDisengaged, Since: time.Now()})
 		}
@@ -200,7 +265,7 @@ func (r *Runner) serve(ctx context.Context, name multicluster.ClusterName, cl cl
 
 	probe, err := newProber(cl)
 	if err != nil {
-		r.setState(name, false, ReasonUnreachable, err.Error())
+		r.setState(e, false, ReasonUnreachable, err.Error())
 		logger.Error(err, "Cannot probe space")
 		<-ctx.Done()
 		return
@@ -210,7 +275,7 @@ func (r *Runner) serve(ctx context.Context, name multicluster.ClusterName, cl cl
 	for ctx.Err() == nil {
 		reason, err := r.prepare(ctx, probe, cl)
 		if err == nil {
-			err = r.runController(ctx, name, cl, probe, logger)
+			err = r.runController(ctx, e, cl, probe, logger)
 			if ctx.Err() != nil {
 				return
 			}
@@ -219,7 +284,7 @@ func (r *Runner) serve(ctx context.Context, name multicluster.ClusterName, cl cl
 				err = errors.New("controller stopped")
 			}
 		}
-		r.setState(name, false, reason, err.Error())
+		r.setState(e, false, reason, err.Error())
 		delay := backoff.Step()
 		logger.Info("Space is not ready; retrying", "reason", reason, "message", err.Error(), "retryIn", delay.Round(time.Millisecond))
 		select {
@@ -251,17 +316,23 @@ func (r *Runner) prepare(ctx context.Context, probe *prober, cl cluster.Cluster)
 
 // runController runs the space's controller and probes the space until the
 // controller stops or ctx is done.
-func (r *Runner) runController(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster, probe *prober, logger logr.Logger) error {
-	ctrl, err := r.opts.NewController(string(name), cl)
+func (r *Runner) runController(ctx context.Context, e *engagement, cl cluster.Cluster, probe *prober, logger logr.Logger) error {
+	ctrl, err := r.opts.NewController(e.state.Name, cl)
 	if err != nil {
 		return fmt.Errorf("building the controller: %w", err)
 	}
 	ctrlCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- ctrl.Start(ctrlCtx) }()
+	name := multicluster.ClusterName(e.state.Name)
+	r.countController(name, 1)
+	go func() {
+		err := ctrl.Start(ctrlCtx)
+		r.countController(name, -1)
+		done <- err
+	}()
 
-	r.setState(name, true, ReasonReady, "serving")
+	r.setState(e, true, ReasonReady, "serving")
 	logger.Info("Space is ready; controller started")
 
 	ticker := time.NewTicker(r.opts.ProbeInterval)
@@ -277,22 +348,25 @@ func (r *Runner) runController(ctx context.Context, name multicluster.ClusterNam
 			err := probe.alive(probeCtx)
 			probeCancel()
 			if err != nil {
-				r.setState(name, false, ReasonUnreachable, err.Error())
+				r.setState(e, false, ReasonUnreachable, err.Error())
 				logger.Info("Space does not answer", "error", err.Error())
 				continue
 			}
-			r.setState(name, true, ReasonReady, "serving")
+			r.setState(e, true, ReasonReady, "serving")
 		}
 	}
 }
 
-func (r *Runner) setState(name multicluster.ClusterName, ready bool, reason, message string) {
+// setState records a space's state, unless the engagement no longer owns the
+// space's name (it was disengaged or replaced).
+func (r *Runner) setState(e *engagement, ready bool, reason, message string) {
+	name := multicluster.ClusterName(e.state.Name)
 	r.mu.Lock()
-	s, ok := r.spaces[name]
-	if !ok {
+	if r.spaces[name] != e {
 		r.mu.Unlock()
 		return
 	}
+	s := &e.state
 	changed := s.Ready != ready || s.Reason != reason || s.Message != message
 	if s.Ready != ready {
 		s.Since = time.Now()
@@ -309,10 +383,10 @@ func (r *Runner) notify(name multicluster.ClusterName) {
 		return
 	}
 	r.mu.Lock()
-	s, ok := r.spaces[name]
+	e, ok := r.spaces[name]
 	var state State
 	if ok {
-		state = *s
+		state = e.state
 	}
 	r.mu.Unlock()
 	if ok {
