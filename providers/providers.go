@@ -129,8 +129,8 @@ func (o *Options) Kinds() []string {
 	return out
 }
 
-// has reports whether a kind is selected.
-func (o *Options) has(kind string) bool {
+// Has reports whether a kind is selected.
+func (o *Options) Has(kind string) bool {
 	return slices.Contains(o.Kinds(), kind)
 }
 
@@ -208,7 +208,7 @@ func (o *Options) Validate() error {
 // namespace. spaceCache is the cache configuration of a space, used as is
 // when the hosting cluster is itself the space.
 func (o *Options) HostingCacheOptions(spaceCache cache.Options) cache.Options {
-	if !o.has(KindKubeconfig) {
+	if !o.Has(KindKubeconfig) {
 		return spaceCache
 	}
 	return cache.Options{
@@ -230,7 +230,7 @@ func (o *Options) KubeconfigPolicy() kubeconfig.Policy {
 // Secret, a log line, and reporter). It does nothing unless kubeconfig
 // Secrets are a selected provider.
 func (o *Options) AddKubeconfigAuditor(hosting manager.Manager, reporter kubeconfig.Reporter) error {
-	if !o.has(KindKubeconfig) {
+	if !o.Has(KindKubeconfig) {
 		return nil
 	}
 	auditor := &kubeconfig.Auditor{

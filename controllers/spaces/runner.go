@@ -161,6 +161,17 @@ func (r *Runner) Start(ctx context.Context) error {
 	return nil
 }
 
+// Started reports whether the Runner runs, that is whether this replica
+// serves its spaces.
+func (r *Runner) Started() bool {
+	select {
+	case <-r.started:
+		return true
+	default:
+		return false
+	}
+}
+
 // NeedLeaderElection makes the Runner, and so every space's controller, run
 // only on the elected replica.
 func (r *Runner) NeedLeaderElection() bool { return true }

@@ -45,6 +45,10 @@ type Options struct {
 	MaxConcurrentReconciles int
 	// CacheSyncTimeout bounds the wait for the space's caches.
 	CacheSyncTimeout time.Duration
+	// ReconcileTimeout bounds one reconcile, and so every request it makes to
+	// the space's API server: a hung API server cannot hold a worker longer.
+	// Zero means no bound.
+	ReconcileTimeout time.Duration
 	// Logger is the base logger; the space's name is added to it.
 	Logger logr.Logger
 }
@@ -75,6 +79,7 @@ func NewController(space string, cl cluster.Cluster, engine *expression.Engine, 
 		Reconciler:              r,
 		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 		CacheSyncTimeout:        opts.CacheSyncTimeout,
+		ReconciliationTimeout:   opts.ReconcileTimeout,
 		SkipNameValidation:      ptr.To(true),
 		LogConstructor: func(req *reconcile.Request) logr.Logger {
 			if req == nil {

@@ -215,6 +215,7 @@ func startStager(ctx context.Context, hosting *environment.Space, logger logr.Lo
 func singleOptions() *app.Options {
 	opts := app.NewOptions()
 	opts.Providers.Kind = "single"
+	opts.LeaderElectionNamespace = metav1.NamespaceDefault
 	opts.MetricsBindAddress = "0"
 	opts.HealthProbeBindAddress = "0"
 	opts.SpaceProbeInterval = time.Second

@@ -120,6 +120,8 @@ func BenchmarkKCPWorkspaces(b *testing.B) {
 	}
 	stager, err := stack.StartProcess(binary, []string{
 		"--kubeconfig=" + kubeconfig, "--provider=kcp", "--kcp-kubeconfig=" + kubeconfig,
+		// One replica, whose only cluster is kcp: no Lease to hold.
+		"--leader-elect=false",
 		"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=0",
 	}, filepath.Join(dir, "stager.log"))
 	if err != nil {

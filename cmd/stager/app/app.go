@@ -23,11 +23,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"os"
 	"time"
 
 	"github.com/go-logr/logr"
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -67,6 +70,9 @@ type Options struct {
 	SpaceProbeInterval time.Duration
 	// CacheSyncTimeout bounds the wait for a space's caches.
 	CacheSyncTimeout time.Duration
+	// ReconcileTimeout bounds one reconcile of a policy, with every request
+	// it makes to the space's API server.
+	ReconcileTimeout time.Duration
 	// CELCostLimit bounds the cost of one evaluation of a filter or condition.
 	CELCostLimit uint64
 	// AllowSeveralInProcess lets more than one stager run in one process, one
@@ -82,9 +88,11 @@ func NewOptions() *Options {
 		MetricsBindAddress:      ":8080",
 		HealthProbeBindAddress:  ":8081",
 		LeaderElectionNamespace: "",
+		LeaderElect:             true,
 		MaxConcurrentReconciles: 2,
 		SpaceProbeInterval:      15 * time.Second,
 		CacheSyncTimeout:        2 * time.Minute,
+		ReconcileTimeout:        DefaultReconcileTimeout,
 		CELCostLimit:            expression.DefaultCostLimit,
 	}
 }
@@ -94,11 +102,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Providers.AddFlags(fs)
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, `address of the Prometheus metrics endpoint ("0" turns it off)`)
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, `address of the /healthz and /readyz endpoints ("0" turns them off)`)
-	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader among replicas, so that only one works at a time")
-	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "namespace of the leader election Lease (default: the pod's namespace)")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader among replicas, so that only one works at a time; the leader releases its Lease when it stops")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "namespace of the leader election Lease (default: the pod's namespace; outside a pod, --kubeconfig-namespace)")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "how many StagedBindingPolicies of one space are reconciled at once")
 	fs.DurationVar(&o.SpaceProbeInterval, "space-probe-interval", o.SpaceProbeInterval, "how often each space's API server is probed for readiness")
 	fs.DurationVar(&o.CacheSyncTimeout, "cache-sync-timeout", o.CacheSyncTimeout, "how long to wait for a space's caches before retrying it")
+	fs.DurationVar(&o.ReconcileTimeout, "reconcile-timeout", o.ReconcileTimeout, "the longest one reconcile of a policy may take, with every request it makes to the space's API server (a hung API server cannot hold a worker longer)")
 	fs.Uint64Var(&o.CELCostLimit, "cel-cost-limit", o.CELCostLimit, "the most one evaluation of a stage filter or condition may cost (CEL cost units)")
 }
 
@@ -117,10 +126,36 @@ func (o *Options) Validate() error {
 	if o.CacheSyncTimeout <= 0 {
 		errs = append(errs, errors.New("--cache-sync-timeout must be positive"))
 	}
+	if o.ReconcileTimeout <= 0 {
+		errs = append(errs, errors.New("--reconcile-timeout must be positive"))
+	}
 	if o.CELCostLimit == 0 {
 		errs = append(errs, errors.New("--cel-cost-limit must be positive"))
 	}
 	return errors.Join(errs...)
+}
+
+// DefaultReconcileTimeout bounds one reconcile unless --reconcile-timeout says otherwise.
+const DefaultReconcileTimeout = 30 * time.Second
+
+// inClusterNamespaceFile holds the pod's namespace, where controller-runtime
+// puts the leader election Lease by default.
+const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// leaderElectionNamespace is where the Lease goes: the flag's namespace, else
+// the pod's (controller-runtime finds it), else, outside a pod, the namespace
+// of the kubeconfig Secrets, which the stager may already write to.
+func (o *Options) leaderElectionNamespace() (string, error) {
+	if !o.LeaderElect || o.LeaderElectionNamespace != "" {
+		return o.LeaderElectionNamespace, nil
+	}
+	if _, err := os.Stat(inClusterNamespaceFile); err == nil {
+		return "", nil
+	}
+	if o.Providers.Has(providers.KindKubeconfig) {
+		return o.Providers.KubeconfigNamespace, nil
+	}
+	return "", errors.New("--leader-election-namespace is required outside a pod unless the kubeconfig provider is used (or turn leader election off with --leader-elect=false)")
 }
 
 // NewScheme returns a scheme with every type the stager reads or writes.
@@ -152,6 +187,10 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		return nil, err
 	}
 	spaceCache := cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields()}
+	leaseNamespace, err := o.leaderElectionNamespace()
+	if err != nil {
+		return nil, err
+	}
 
 	hosting, err := manager.New(cfg, manager.Options{
 		Scheme:                  scheme,
@@ -161,17 +200,17 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		HealthProbeBindAddress:  o.HealthProbeBindAddress,
 		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        "workload-stager.community.kubestellar.io",
-		LeaderElectionNamespace: o.LeaderElectionNamespace,
-		Controller:              config.Controller{SkipNameValidation: ptr.To(o.AllowSeveralInProcess)},
+		LeaderElectionNamespace: leaseNamespace,
+		// A stopping leader hands over at once instead of after its Lease
+		// expires; it stops every controller before it releases.
+		LeaderElectionReleaseOnCancel: true,
+		Controller:                    config.Controller{SkipNameValidation: ptr.To(o.AllowSeveralInProcess)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the hosting cluster's manager: %w", err)
 	}
 	if err := hosting.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("adding the health check: %w", err)
-	}
-	if err := hosting.AddReadyzCheck("ping", healthz.Ping); err != nil {
-		return nil, fmt.Errorf("adding the readiness check: %w", err)
 	}
 
 	provider, err := providers.New(o.Providers, hosting, func(co *cluster.Options) {
@@ -200,6 +239,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 	controllerOptions := stagedbindingpolicy.Options{
 		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 		CacheSyncTimeout:        o.CacheSyncTimeout,
+		ReconcileTimeout:        o.ReconcileTimeout,
 		Logger:                  logger.WithName(stagedbindingpolicy.ControllerName),
 	}
 	runner, err := spaces.New(spaces.Options{
@@ -218,12 +258,58 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 	if err := mgr.Add(runner); err != nil {
 		return nil, fmt.Errorf("adding the space runner: %w", err)
 	}
+	if o.Providers.Has(providers.KindKubeconfig) {
+		// Every replica, leader or not, keeps the Secrets in its cache: the
+		// readiness check waits for them, and a new leader starts warm. The
+		// informer starts after the manager's caches, so that a replica that
+		// cannot read the Secrets still stops when asked.
+		warm := onEveryReplica(func(ctx context.Context) error {
+			_, err := hosting.GetCache().GetInformer(ctx, &corev1.Secret{}, cache.BlockUntilSynced(false))
+			return err
+		})
+		if err := hosting.Add(warm); err != nil {
+			return nil, fmt.Errorf("watching the kubeconfig Secrets: %w", err)
+		}
+	}
+	if err := hosting.AddReadyzCheck("spaces", readiness(hosting, runner)); err != nil {
+		return nil, fmt.Errorf("adding the readiness check: %w", err)
+	}
 	return &Stager{Manager: mgr, Spaces: runner}, nil
 }
 
 // Start runs the stager until ctx is done.
 func (s *Stager) Start(ctx context.Context) error {
 	return s.Manager.Start(ctx)
+}
+
+// onEveryReplica is a runnable that runs on every replica, elected or not.
+type onEveryReplica func(ctx context.Context) error
+
+// Start runs the function.
+func (f onEveryReplica) Start(ctx context.Context) error { return f(ctx) }
+
+// NeedLeaderElection is false: the function runs on every replica.
+func (onEveryReplica) NeedLeaderElection() bool { return false }
+
+// readiness is ready once the hosting cluster's caches have synced and, on the
+// elected replica, the space runner (and with it the providers' controllers)
+// has started. A replica waiting for the Lease is ready: it can take over.
+func readiness(hosting manager.Manager, runner *spaces.Runner) healthz.Checker {
+	return func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), time.Second)
+		defer cancel()
+		if !hosting.GetCache().WaitForCacheSync(ctx) {
+			return errors.New("the hosting cluster's caches have not synced")
+		}
+		select {
+		case <-hosting.Elected():
+			if !runner.Started() {
+				return errors.New("elected, but the spaces' runner has not started")
+			}
+		default:
+		}
+		return nil
+	}
 }
 
 // recordSpaceMetrics keeps the space metrics in line with the spaces' states.
