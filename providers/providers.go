@@ -220,6 +220,18 @@ func (o *Options) HostingCacheOptions(spaceCache cache.Options) cache.Options {
 	}
 }
 
+// SharesCaches reports whether the space's cluster serves from caches its
+// provider shares among spaces (kcp's wildcard informers), which a space's
+// own fresh caches would duplicate. The space is named as the provider
+// engaged it.
+func (o *Options) SharesCaches(space string) bool {
+	kinds := o.Kinds()
+	if len(kinds) == 1 {
+		return kinds[0] == KindKCP
+	}
+	return strings.HasPrefix(space, KindKCP+Separator)
+}
+
 // KubeconfigPolicy is what kubeconfig Secrets may use, as the flags say.
 func (o *Options) KubeconfigPolicy() kubeconfig.Policy {
 	return kubeconfig.Policy{AllowExec: o.InsecureKubeconfigExec, AllowInsecureTLS: o.InsecureKubeconfigTLS}

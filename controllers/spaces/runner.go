@@ -95,6 +95,11 @@ type Options struct {
 	// RetryBackoff spaces out the attempts to start a space that is not ready.
 	// Default: 1s doubling up to 1m.
 	RetryBackoff *wait.Backoff
+	// NewCluster, when set, builds a fresh cluster of a space (from the
+	// provider's, cl) to serve it from once it answers again after an
+	// outage, when the provider's caches may lag behind for as long as
+	// client-go's watch backoff. It may return nil to keep the provider's.
+	NewCluster func(space string, cl cluster.Cluster) (cluster.Cluster, error)
 	// OnChange, when set, is called with a space's new state whenever it
 	// changes, and with Ready=false and Reason "Disengaged" when it goes away.
 	OnChange func(State)
@@ -282,13 +287,29 @@ func (r *Runner) serve(e *engagement, name multicluster.ClusterName) {
 		return
 	}
 
+	// serving is the cluster whose caches feed the controller: the
+	// provider's, until an outage leaves them stale.
+	serving, stopServing := cl, context.CancelFunc(func() {})
+	defer func() { stopServing() }()
 	backoff := *r.opts.RetryBackoff
 	for ctx.Err() == nil {
-		reason, err := r.prepare(ctx, probe, cl)
+		reason, err := r.prepare(ctx, probe, serving)
 		if err == nil {
-			err = r.runController(ctx, e, cl, probe, logger)
+			err = r.runController(ctx, e, serving, probe, logger)
 			if ctx.Err() != nil {
 				return
+			}
+			if errors.Is(err, errRecovered) {
+				fresh, stopFresh, freshErr := r.freshCluster(ctx, name, cl)
+				if freshErr == nil {
+					stopServing()
+					serving, stopServing = fresh, stopFresh
+					backoff = *r.opts.RetryBackoff
+					r.setState(e, false, ReasonStarting, "the API server answers again; restarting the controller on fresh caches")
+					logger.Info("Space answers again; restarting its controller on fresh caches")
+					continue
+				}
+				err = freshErr
 			}
 			reason = ReasonUnreachable
 			if err == nil {
@@ -304,6 +325,33 @@ func (r *Runner) serve(e *engagement, name multicluster.ClusterName) {
 		case <-time.After(delay):
 		}
 	}
+}
+
+// errRecovered ends a controller's run when its space's API server answers
+// again after an outage.
+var errRecovered = errors.New("the API server answers again after an outage")
+
+// freshCluster returns the cluster to serve a space from after an outage:
+// a new one built by Options.NewCluster, started and stopped with the
+// returned function, or the provider's own cluster when there is none.
+func (r *Runner) freshCluster(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) (cluster.Cluster, context.CancelFunc, error) {
+	if r.opts.NewCluster == nil {
+		return cl, func() {}, nil
+	}
+	fresh, err := r.opts.NewCluster(string(name), cl)
+	if err != nil {
+		return nil, nil, fmt.Errorf("building fresh caches: %w", err)
+	}
+	if fresh == nil {
+		return cl, func() {}, nil
+	}
+	freshCtx, cancel := context.WithCancel(ctx)
+	go func() {
+		if err := fresh.Start(freshCtx); err != nil && freshCtx.Err() == nil {
+			r.opts.Logger.Error(err, "Fresh caches of the space stopped", "space", name)
+		}
+	}()
+	return fresh, cancel, nil
 }
 
 // prepare checks that the space serves the required APIs and warms its caches.
@@ -346,27 +394,58 @@ func (r *Runner) runController(ctx context.Context, e *engagement, cl cluster.Cl
 	r.setState(e, true, ReasonReady, "serving")
 	logger.Info("Space is ready; controller started")
 
-	ticker := time.NewTicker(r.opts.ProbeInterval)
-	defer ticker.Stop()
+	stopped, err := r.probeUntilDone(ctx, e, probe, done, logger)
+	if stopped {
+		return err
+	}
+	cancel()
+	if stopErr := <-done; err == nil {
+		err = stopErr
+	}
+	return err
+}
+
+// probeUntilDone probes the space until ctx is done (nil), the controller
+// stops (stopped, with its error), or the space answers again after an outage
+// (errRecovered): its caches may then lag behind for as long as client-go's
+// watch backoff, up to a minute, so the controller is better restarted on
+// fresh ones. While the space does not answer it is probed more often.
+func (r *Runner) probeUntilDone(ctx context.Context, e *engagement, probe *prober, done <-chan error, logger logr.Logger) (stopped bool, err error) {
+	unreachable := false
+	timer := time.NewTimer(r.opts.ProbeInterval)
+	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return <-done
+			return false, nil
 		case err := <-done:
-			return err
-		case <-ticker.C:
-			probeCtx, probeCancel := context.WithTimeout(ctx, r.opts.ProbeInterval)
-			err := probe.alive(probeCtx)
-			probeCancel()
-			if err != nil {
-				r.setState(e, false, ReasonUnreachable, err.Error())
+			return true, err
+		case <-timer.C:
+		}
+		probeCtx, probeCancel := context.WithTimeout(ctx, r.opts.ProbeInterval)
+		err = probe.alive(probeCtx)
+		probeCancel()
+		next := r.opts.ProbeInterval
+		switch {
+		case err != nil:
+			if !unreachable {
 				logger.Info("Space does not answer", "error", err.Error())
-				continue
 			}
+			unreachable = true
+			r.setState(e, false, ReasonUnreachable, err.Error())
+			next = min(next, outageProbeInterval)
+		case unreachable:
+			return false, errRecovered
+		default:
 			r.setState(e, true, ReasonReady, "serving")
 		}
+		timer.Reset(next)
 	}
 }
+
+// outageProbeInterval is how often a space that does not answer is probed,
+// when ProbeInterval is longer.
+const outageProbeInterval = 2 * time.Second
 
 // setState records a space's state, unless the engagement no longer owns the
 // space's name (it was disengaged or replaced).

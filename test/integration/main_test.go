@@ -192,6 +192,10 @@ func register(ctx context.Context, s *space) error {
 	return environment.RegisterKubeconfigSecret(ctx, suite.hosting.Client, secretNamespace, s.Name, "", kubeconfig)
 }
 
+// reconcileTimeout bounds every reconcile of the suite's stagers, short enough
+// for a test to see a hung API server let go of a worker.
+const reconcileTimeout = 3 * time.Second
+
 // runningStager is a stager running in this process.
 type runningStager struct {
 	*app.Stager
@@ -207,6 +211,7 @@ func startStager(ctx context.Context, hosting *environment.Space, logger logr.Lo
 	opts.MetricsBindAddress = "0"
 	opts.HealthProbeBindAddress = "0"
 	opts.SpaceProbeInterval = time.Second
+	opts.ReconcileTimeout = reconcileTimeout
 	opts.AllowSeveralInProcess = true
 	return startStagerWith(ctx, hosting, opts, logger)
 }

@@ -213,11 +213,12 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		return nil, fmt.Errorf("adding the health check: %w", err)
 	}
 
-	provider, err := providers.New(o.Providers, hosting, func(co *cluster.Options) {
+	spaceClusterOptions := func(co *cluster.Options) {
 		co.Scheme = scheme
 		co.Logger = logger
 		co.Cache = spaceCache
-	})
+	}
+	provider, err := providers.New(o.Providers, hosting, spaceClusterOptions)
 	if err != nil {
 		return nil, fmt.Errorf("building the cluster provider: %w", err)
 	}
@@ -246,6 +247,12 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		Required: stagedbindingpolicy.WatchedObjects(),
 		NewController: func(space string, cl cluster.Cluster) (manager.Runnable, error) {
 			return stagedbindingpolicy.NewController(space, cl, engine, controllerOptions)
+		},
+		NewCluster: func(space string, cl cluster.Cluster) (cluster.Cluster, error) {
+			if o.Providers.SharesCaches(space) {
+				return nil, nil
+			}
+			return cluster.New(cl.GetConfig(), spaceClusterOptions)
 		},
 		ProbeInterval:    o.SpaceProbeInterval,
 		CacheSyncTimeout: o.CacheSyncTimeout,
