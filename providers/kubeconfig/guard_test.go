@@ -45,13 +45,20 @@ func write(t *testing.T, edit func(*clientcmdapi.Config, *clientcmdapi.Cluster, 
 	return raw
 }
 
-func TestCheck(t *testing.T) {
+// stagerFiles returns a file holding "the stager's own token" and an exec
+// plugin that would run a command.
+func stagerFiles(t *testing.T) (string, *clientcmdapi.ExecConfig) {
+	t.Helper()
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tokenFile, []byte("the stager's own token"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	exec := &clientcmdapi.ExecConfig{APIVersion: "client.authentication.k8s.io/v1", Command: "/bin/sh", Args: []string{"-c", "id"},
+	return tokenFile, &clientcmdapi.ExecConfig{APIVersion: "client.authentication.k8s.io/v1", Command: "/bin/sh", Args: []string{"-c", "id"},
 		InteractiveMode: clientcmdapi.NeverExecInteractiveMode}
+}
+
+func TestCheck(t *testing.T) {
+	tokenFile, exec := stagerFiles(t)
 	cases := []struct {
 		name   string
 		policy Policy
@@ -174,12 +181,7 @@ func TestCheckMalformed(t *testing.T) {
 // TestRESTOption is the provider-side guard: it sees the client
 // configuration client-go built, whatever Check saw.
 func TestRESTOption(t *testing.T) {
-	tokenFile := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tokenFile, []byte("the stager's own token"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	exec := &clientcmdapi.ExecConfig{APIVersion: "client.authentication.k8s.io/v1", Command: "/bin/sh", Args: []string{"-c", "id"},
-		InteractiveMode: clientcmdapi.NeverExecInteractiveMode}
+	tokenFile, exec := stagerFiles(t)
 	cases := []struct {
 		name   string
 		policy Policy
