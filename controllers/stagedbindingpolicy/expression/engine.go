@@ -57,8 +57,12 @@ const (
 )
 
 // interruptCheckFrequency is how many comprehension iterations pass between
-// two checks of an evaluation's deadline.
-const interruptCheckFrequency = 100
+// two checks of an evaluation's deadline. It must be 1: cel-go counts the
+// checks of all the comprehensions of an evaluation together, and an inner
+// comprehension that is stopped at every Nth check leaves the outer ones to
+// check only at counts that are not multiples of N, so that they never stop.
+// A check is a non-blocking receive on a channel, cheap next to an iteration.
+const interruptCheckFrequency = 1
 
 // Option configures an Engine; see NewEngine.
 type Option func(*config) error

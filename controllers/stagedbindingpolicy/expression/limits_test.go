@@ -70,6 +70,7 @@ func TestExpressionsOfTheRepositoryCompile(t *testing.T) {
 		`obj.metadata.labels["status.kubestellar.io/name"] == "nginx" && obj.kind == "CombinedStatus"`,
 		`obj.?metadata.?annotations.?foo.orValue("none") == "none"`,
 		`obj.results[0].rows[99].columns[0].float == '1'`,
+		`obj.results[0].rows[0].columns[0].missing == 'x'`,
 		`obj.results.all(r, r.rows.all(row, row.columns.all(col, col.type != 'String' || col.string.lowerAscii().startsWith('ready'))))`,
 		`obj.results.map(r, r.name).join(',').contains('deployments')`,
 	}
@@ -229,5 +230,23 @@ func TestLimitOptionsAreValidated(t *testing.T) {
 		if _, err := NewEngine(opt); err == nil {
 			t.Errorf("NewEngine(%s) succeeded", name)
 		}
+	}
+}
+
+// TestEvalTimeoutStopsNestedComprehensions checks that the timeout stops an
+// evaluation whose work is in nested comprehensions. (cel-go counts interrupt
+// checks across all comprehensions of an evaluation; with a check frequency
+// above one, an inner comprehension that stops at every check can hide the
+// interrupt from the outer ones, which then run to the end.)
+func TestEvalTimeoutStopsNestedComprehensions(t *testing.T) {
+	e := newEngine(t, WithEstimatedCostLimit(math.MaxUint64), WithCostLimit(math.MaxUint64/2), WithEvalTimeout(20*time.Millisecond))
+	p, err := e.Compile(KindCondition, hostileConditions["nested iteration over ranges"])
+	if err != nil {
+		t.Fatalf("Compile: %v", err)
+	}
+	_, err = p.EvalCondition(combinedStatus("x"))
+	var exprErr *Error
+	if !errors.As(err, &exprErr) || exprErr.Reason != ReasonTimeout {
+		t.Fatalf("EvalCondition = %v, want an error with reason %s", err, ReasonTimeout)
 	}
 }
