@@ -1920,3 +1920,23 @@ func TestPlanTooCostlyExpressions(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanInvalidAndTooCostly checks that an expression that does not compile
+// wins over one that is too costly: the reason is InvalidExpression, and the
+// message names both.
+func TestPlanInvalidAndTooCostly(t *testing.T) {
+	engine := newEngine(t)
+	snap := at("dev", stageWith("dev", "", `obj.results.exists(r, lists.range(300000).map(i, 'x').size() == 0)`),
+		stageWith("test", "", `obj.results.exists(r, r.name ==)`)).bound().Snapshot
+	got := Plan(snap, engine)
+	if got.Type != ActionUpdateStatus {
+		t.Fatalf("Plan() = %s (%s), want UpdateStatus", got.Type, got.Why)
+	}
+	c := condition(t, got.Status, v1alpha1.ConditionReady)
+	if c.Reason != v1alpha1.ReasonInvalidExpression {
+		t.Errorf("Ready reason = %s, want %s", c.Reason, v1alpha1.ReasonInvalidExpression)
+	}
+	if !strings.Contains(c.Message, "estimated worst-case cost") || !strings.Contains(c.Message, "compile error") {
+		t.Errorf("Ready message %q does not name both failures", c.Message)
+	}
+}
