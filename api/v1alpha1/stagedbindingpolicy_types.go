@@ -170,6 +170,11 @@ const (
 	// ReasonBindingPolicyConflict means a BindingPolicy with the active stage's
 	// name exists and belongs to someone else.
 	ReasonBindingPolicyConflict = "BindingPolicyConflict"
+	// ReasonExpressionTooCostly means a filter or condition costs too much: its
+	// estimated worst-case cost is above the limit, or an evaluation was
+	// stopped by the cost limit, the evaluation timeout or the per-reconcile
+	// budget. The message says which.
+	ReasonExpressionTooCostly = "ExpressionTooCostly"
 	// ReasonEvaluationError means a filter or condition failed while being evaluated.
 	ReasonEvaluationError = "EvaluationError"
 	// ReasonWaitingForBinding means KubeStellar has not yet resolved the active

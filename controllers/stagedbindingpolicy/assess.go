@@ -79,31 +79,46 @@ type compiledStage struct {
 }
 
 // compileStages compiles the expressions of every stage. It returns one
-// compiledStage per stage, and a readable error naming every stage and
-// expression that does not compile.
-func compileStages(engine *expression.Engine, stages []v1alpha1.Stage) ([]compiledStage, error) {
+// compiledStage per stage; or, when an expression does not compile, a
+// readable error naming every stage and expression that does not, and the
+// condition reason to report: ReasonExpressionTooCostly when every failure
+// is an estimated cost above the limit, else ReasonInvalidExpression.
+func compileStages(engine *expression.Engine, stages []v1alpha1.Stage) ([]compiledStage, string, error) {
 	compiled := make([]compiledStage, len(stages))
 	var errs []string
+	tooCostly := true
+	compile := func(stage v1alpha1.Stage, kind expression.Kind, source string) *expression.Program {
+		p, err := engine.Compile(kind, source)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("stage %q: %v", stage.Name, err))
+			tooCostly = tooCostly && expression.IsTooCostly(err)
+		}
+		return p
+	}
 	for i, stage := range stages {
 		if stage.Filter != "" {
-			p, err := engine.Compile(expression.KindFilter, stage.Filter)
-			if err != nil {
-				errs = append(errs, fmt.Sprintf("stage %q: %v", stage.Name, err))
-			}
-			compiled[i].filter = p
+			compiled[i].filter = compile(stage, expression.KindFilter, stage.Filter)
 		}
 		if stage.Condition != "" {
-			p, err := engine.Compile(expression.KindCondition, stage.Condition)
-			if err != nil {
-				errs = append(errs, fmt.Sprintf("stage %q: %v", stage.Name, err))
-			}
-			compiled[i].condition = p
+			compiled[i].condition = compile(stage, expression.KindCondition, stage.Condition)
 		}
 	}
 	if len(errs) > 0 {
-		return nil, errors.New(strings.Join(errs, "; "))
+		reason := v1alpha1.ReasonInvalidExpression
+		if tooCostly {
+			reason = v1alpha1.ReasonExpressionTooCostly
+		}
+		return nil, reason, errors.New(strings.Join(errs, "; "))
 	}
-	return compiled, nil
+	return compiled, "", nil
+}
+
+// evaluationReason is the condition reason of a failed evaluation.
+func evaluationReason(err error) string {
+	if expression.IsTooCostly(err) {
+		return v1alpha1.ReasonExpressionTooCostly
+	}
+	return v1alpha1.ReasonEvaluationError
 }
 
 // objectKey identifies a workload object the way a CombinedStatus's labels do.
@@ -164,9 +179,11 @@ func combinedStatusIndex(statuses []ksv1alpha1.CombinedStatus, bp *ksv1alpha1.Bi
 }
 
 // assessStage decides whether the active stage is done. bp is the stage's
-// BindingPolicy as it exists in the space, binding its Binding (or nil).
+// BindingPolicy as it exists in the space, binding its Binding (or nil). All
+// evaluations are made within budget, so that one run of a policy with many
+// objects or costly expressions cannot hold a worker for long.
 func assessStage(stage v1alpha1.Stage, programs compiledStage, bp *ksv1alpha1.BindingPolicy,
-	binding *ksv1alpha1.Binding, statuses []ksv1alpha1.CombinedStatus) assessment {
+	binding *ksv1alpha1.Binding, statuses []ksv1alpha1.CombinedStatus, budget *expression.Budget) assessment {
 	if bp == nil || bp.UID == "" {
 		return assessment{reason: v1alpha1.ReasonBindingPolicyPending,
 			message: "waiting for the stage's BindingPolicy to be created"}
@@ -199,9 +216,9 @@ func assessStage(stage v1alpha1.Stage, programs compiledStage, bp *ksv1alpha1.Bi
 			selected = append(selected, clause)
 			continue
 		}
-		pass, err := programs.filter.EvalFilter(clause)
+		pass, err := budget.EvalFilter(programs.filter, clause)
 		if err != nil {
-			return assessment{bindingObserved: true, placed: true, evaluationError: true, reason: v1alpha1.ReasonEvaluationError,
+			return assessment{bindingObserved: true, placed: true, evaluationError: true, reason: evaluationReason(err),
 				message: fmt.Sprintf("stage %q: %v (on %s)", stage.Name, err, clauseKey(clause))}
 		}
 		if pass {
@@ -224,11 +241,11 @@ func assessStage(stage v1alpha1.Stage, programs compiledStage, bp *ksv1alpha1.Bi
 			continue
 		}
 		start := time.Now()
-		holds, err := programs.condition.EvalCondition(cs)
+		holds, err := budget.EvalCondition(programs.condition, cs)
 		evaluation := Evaluation{Result: strconv.FormatBool(holds), Duration: time.Since(start)}
 		if err != nil {
 			evaluation.Result = "error"
-			return assessment{bindingObserved: true, placed: true, evaluationError: true, reason: v1alpha1.ReasonEvaluationError,
+			return assessment{bindingObserved: true, placed: true, evaluationError: true, reason: evaluationReason(err),
 				message:     fmt.Sprintf("stage %q: %v (on the CombinedStatus of %s)", stage.Name, err, key),
 				evaluations: append(evaluations, evaluation)}
 		}

@@ -66,7 +66,7 @@ func TestAssessStageCounts(t *testing.T) {
 	const statusHint = " (does the downsync clause name a status collector?)"
 	engine := newEngine(t)
 	p := newPolicy(stageWith("dev", "", seedCondition), stage("test"))
-	programs, err := compileStages(engine, p.Spec.Stages)
+	programs, _, err := compileStages(engine, p.Spec.Stages)
 	if err != nil {
 		t.Fatalf("compileStages: %v", err)
 	}
@@ -112,7 +112,7 @@ func TestAssessStageCounts(t *testing.T) {
 					snap.CombinedStatuses = append(snap.CombinedStatuses, combinedStatus(bp, o, count))
 				}
 			}
-			got := assessStage(p.Spec.Stages[0], programs[0], bp, binding, snap.CombinedStatuses)
+			got := assessStage(p.Spec.Stages[0], programs[0], bp, binding, snap.CombinedStatuses, engine.NewBudget())
 			if got.reason != tt.wantReason || got.message != tt.wantMsg || got.satisfied != tt.satisfied || !got.bindingObserved {
 				t.Errorf("assessStage() = %+v\nwant reason %s, satisfied %v, message %q", got, tt.wantReason, tt.satisfied, tt.wantMsg)
 			}
@@ -129,7 +129,7 @@ func TestAssessStageNoClusters(t *testing.T) {
 	engine := newEngine(t)
 	p := newPolicy(stage("dev"), stageWith("plain", "", ""), stageWith("all", "", seedCondition),
 		stageWith("none", `downsyncClause.resource == 'statefulsets'`, ""))
-	programs, err := compileStages(engine, p.Spec.Stages)
+	programs, _, err := compileStages(engine, p.Spec.Stages)
 	if err != nil {
 		t.Fatalf("compileStages: %v", err)
 	}
@@ -174,7 +174,7 @@ func TestAssessStageNoClusters(t *testing.T) {
 			statuses := []ksv1alpha1.CombinedStatus{
 				combinedStatus(bp, deployment, "1"), combinedStatus(bp, configMap, "1"), combinedStatus(bp, namespaceObj, "1"),
 			}
-			got := assessStage(s, programs[tt.stage], bp, binding, statuses)
+			got := assessStage(s, programs[tt.stage], bp, binding, statuses, engine.NewBudget())
 			if got.reason != tt.wantReason || got.satisfied != tt.satisfied || !got.bindingObserved || got.evaluationError {
 				t.Errorf("assessStage() = %+v\nwant reason %s, satisfied %v, binding observed, no evaluation error",
 					got, tt.wantReason, tt.satisfied)

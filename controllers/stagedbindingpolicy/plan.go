@@ -87,7 +87,8 @@ type Action struct {
 // The order of the steps is the order of what matters most:
 //  1. a policy being deleted loses its BindingPolicies, then its finalizer;
 //  2. a policy gets the finalizer before anything is placed;
-//  3. expressions that do not compile block the rollout, changing nothing placed;
+//  3. expressions that do not compile, or whose estimated cost is too high,
+//     block the rollout, changing nothing placed;
 //  4. a rollout that has not started, or whose active stage was removed from
 //     the spec, starts at the first stage;
 //  5. the active stage's BindingPolicy is created or brought in line with the spec;
@@ -110,10 +111,10 @@ func Plan(snap *Snapshot, engine *expression.Engine) Action {
 		return statusAction(policy, status, Event{Type: "Warning", Reason: v1alpha1.ReasonNoStages, Note: "the spec has no stage"},
 			"the spec has no stage")
 	}
-	programs, compileErr := compileStages(engine, policy.Spec.Stages)
+	programs, reason, compileErr := compileStages(engine, policy.Spec.Stages)
 	if compileErr != nil {
-		status := blockedStatus(policy, v1alpha1.ReasonInvalidExpression, compileErr.Error(), snap.Now)
-		return statusAction(policy, status, Event{Type: "Warning", Reason: v1alpha1.ReasonInvalidExpression, Note: compileErr.Error()},
+		status := blockedStatus(policy, reason, compileErr.Error(), snap.Now)
+		return statusAction(policy, status, Event{Type: "Warning", Reason: reason, Note: compileErr.Error()},
 			"an expression does not compile")
 	}
 
@@ -145,7 +146,7 @@ func Plan(snap *Snapshot, engine *expression.Engine) Action {
 			Why: fmt.Sprintf("BindingPolicy %s differs from the spec of stage %q", current.Name, stage.Name)}
 	}
 
-	result := assessStage(stage, programs[active], current, snap.Binding, snap.CombinedStatuses)
+	result := assessStage(stage, programs[active], current, snap.Binding, snap.CombinedStatuses, engine.NewBudget())
 	action := planAfterAssessment(snap, active, current, result)
 	action.Evaluations = result.evaluations
 	return action
@@ -178,7 +179,7 @@ func planAfterAssessment(snap *Snapshot, active int, current *ksv1alpha1.Binding
 			Note: fmt.Sprintf("final stage %q is done: %s", stage.Name, result.message)})
 	}
 	if result.evaluationError && !sameCondition(policy.Status.Conditions, status.Conditions, v1alpha1.ConditionProgressing) {
-		events = append(events, Event{Type: "Warning", Reason: v1alpha1.ReasonEvaluationError, Note: result.message})
+		events = append(events, Event{Type: "Warning", Reason: result.reason, Note: result.message})
 	}
 	if action := statusAction(policy, status, Event{}, "the status is out of date"); action.Type != ActionNone {
 		action.Events = events

@@ -1858,3 +1858,85 @@ func TestPlanNoStages(t *testing.T) {
 		})
 	}
 }
+
+// ---------------------------------------------------------------------------
+// 14. Too costly expressions block the rollout with ExpressionTooCostly
+// ---------------------------------------------------------------------------
+
+func TestPlanTooCostlyExpressions(t *testing.T) {
+	const (
+		// hostileCondition is rejected by the compile-time estimate.
+		hostileCondition = `obj.results.exists(r, lists.range(300000).map(i, 'x').size() == 0)`
+		// costlyCondition passes the estimate and exceeds the runtime cost limit.
+		costlyCondition = `lists.range(100000).map(i, 'x').size() == 0`
+	)
+	tinyBudget, err := expression.NewEngine(expression.WithBudget(1, time.Minute))
+	if err != nil {
+		t.Fatalf("NewEngine: %v", err)
+	}
+	tests := []struct {
+		name        string
+		engine      *expression.Engine
+		snap        *Snapshot
+		wantMessage string
+	}{
+		{name: "condition rejected at compile time", engine: newEngine(t),
+			snap:        at("dev", stageWith("dev", "", hostileCondition), stage("test")).bound().reporting(deployment, "1").Snapshot,
+			wantMessage: "estimated worst-case cost"},
+		{name: "filter rejected at compile time", engine: newEngine(t),
+			snap:        at("dev", stageWith("dev", `downsyncClause.name.replace('', downsyncClause.name).replace('', downsyncClause.name) == ''`, seedCondition), stage("test")).bound().Snapshot,
+			wantMessage: "estimated worst-case cost"},
+		{name: "condition stopped by the runtime cost limit", engine: newEngine(t),
+			snap:        at("dev", stageWith("dev", deploymentsFilter, costlyCondition), stage("test")).bound().reporting(deployment, "1").Snapshot,
+			wantMessage: "cost limit exceeded"},
+		{name: "per-reconcile budget spent", engine: tinyBudget,
+			snap: at("dev", stageWith("dev", "", seedCondition), stage("test")).bound().
+				reporting(deployment, "1").reporting(configMap, "1").reporting(namespaceObj, "1").Snapshot,
+			wantMessage: "budget"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Plan(tt.snap, tt.engine)
+			if got.Type != ActionUpdateStatus {
+				t.Fatalf("Plan() = %s (%s), want UpdateStatus", got.Type, got.Why)
+			}
+			if got.Status.Phase != v1alpha1.RolloutBlocked {
+				t.Errorf("phase = %s, want Blocked", got.Status.Phase)
+			}
+			c := condition(t, got.Status, v1alpha1.ConditionProgressing)
+			if c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonExpressionTooCostly {
+				t.Errorf("Progressing = %s/%s, want False/%s", c.Status, c.Reason, v1alpha1.ReasonExpressionTooCostly)
+			}
+			if !strings.Contains(c.Message, tt.wantMessage) || !strings.Contains(c.Message, `stage "dev"`) {
+				t.Errorf("Progressing message %q does not name the stage and say %q", c.Message, tt.wantMessage)
+			}
+			if keys := eventKeys(got.Events); !slices.Equal(keys, []string{"Warning/" + v1alpha1.ReasonExpressionTooCostly}) {
+				t.Errorf("events = %v, want [Warning/%s]", keys, v1alpha1.ReasonExpressionTooCostly)
+			}
+			if again := replan(t, tt.snap, tt.engine, got); again.Type != ActionNone || len(again.Events) != 0 {
+				t.Errorf("with the status written, Plan() = %s with events %v (%s), want None without events",
+					again.Type, eventKeys(again.Events), again.Why)
+			}
+		})
+	}
+}
+
+// TestPlanInvalidAndTooCostly checks that an expression that does not compile
+// wins over one that is too costly: the reason is InvalidExpression, and the
+// message names both.
+func TestPlanInvalidAndTooCostly(t *testing.T) {
+	engine := newEngine(t)
+	snap := at("dev", stageWith("dev", "", `obj.results.exists(r, lists.range(300000).map(i, 'x').size() == 0)`),
+		stageWith("test", "", `obj.results.exists(r, r.name ==)`)).bound().Snapshot
+	got := Plan(snap, engine)
+	if got.Type != ActionUpdateStatus {
+		t.Fatalf("Plan() = %s (%s), want UpdateStatus", got.Type, got.Why)
+	}
+	c := condition(t, got.Status, v1alpha1.ConditionReady)
+	if c.Reason != v1alpha1.ReasonInvalidExpression {
+		t.Errorf("Ready reason = %s, want %s", c.Reason, v1alpha1.ReasonInvalidExpression)
+	}
+	if !strings.Contains(c.Message, "estimated worst-case cost") || !strings.Contains(c.Message, "compile error") {
+		t.Errorf("Ready message %q does not name both failures", c.Message)
+	}
+}

@@ -75,6 +75,15 @@ type Options struct {
 	ReconcileTimeout time.Duration
 	// CELCostLimit bounds the cost of one evaluation of a filter or condition.
 	CELCostLimit uint64
+	// CELEstimatedCostLimit bounds the compile-time estimate of the
+	// worst-case cost of a filter or condition.
+	CELEstimatedCostLimit uint64
+	// CELEvalTimeout bounds the time of one evaluation.
+	CELEvalTimeout time.Duration
+	// CELReconcileCostBudget bounds the cost of all the evaluations of one reconcile.
+	CELReconcileCostBudget uint64
+	// CELReconcileTimeBudget bounds the time of all the evaluations of one reconcile.
+	CELReconcileTimeBudget time.Duration
 	// AllowSeveralInProcess lets more than one stager run in one process, one
 	// after the other or side by side (as tests do), by turning off
 	// controller-runtime's check that controller names are unique. Not a flag.
@@ -94,6 +103,10 @@ func NewOptions() *Options {
 		CacheSyncTimeout:        2 * time.Minute,
 		ReconcileTimeout:        DefaultReconcileTimeout,
 		CELCostLimit:            expression.DefaultCostLimit,
+		CELEstimatedCostLimit:   expression.DefaultEstimatedCostLimit,
+		CELEvalTimeout:          expression.DefaultEvalTimeout,
+		CELReconcileCostBudget:  expression.DefaultBudgetCost,
+		CELReconcileTimeBudget:  expression.DefaultBudgetTime,
 	}
 }
 
@@ -109,6 +122,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.CacheSyncTimeout, "cache-sync-timeout", o.CacheSyncTimeout, "how long to wait for a space's caches before retrying it")
 	fs.DurationVar(&o.ReconcileTimeout, "reconcile-timeout", o.ReconcileTimeout, "the longest one reconcile of a policy may take, with every request it makes to the space's API server (a hung API server cannot hold a worker longer)")
 	fs.Uint64Var(&o.CELCostLimit, "cel-cost-limit", o.CELCostLimit, "the most one evaluation of a stage filter or condition may cost (CEL cost units)")
+	fs.Uint64Var(&o.CELEstimatedCostLimit, "cel-estimated-cost-limit", o.CELEstimatedCostLimit, "the most the compile-time estimate of a filter's or condition's worst-case cost may be (CEL cost units)")
+	fs.DurationVar(&o.CELEvalTimeout, "cel-eval-timeout", o.CELEvalTimeout, "the longest one evaluation of a stage filter or condition may take")
+	fs.Uint64Var(&o.CELReconcileCostBudget, "cel-reconcile-cost-budget", o.CELReconcileCostBudget, "the most the evaluations of one reconcile of a policy may cost together (CEL cost units)")
+	fs.DurationVar(&o.CELReconcileTimeBudget, "cel-reconcile-time-budget", o.CELReconcileTimeBudget, "the longest the evaluations of one reconcile of a policy may take together")
 }
 
 // Validate reports flags that cannot work.
@@ -131,6 +148,18 @@ func (o *Options) Validate() error {
 	}
 	if o.CELCostLimit == 0 {
 		errs = append(errs, errors.New("--cel-cost-limit must be positive"))
+	}
+	if o.CELEstimatedCostLimit == 0 {
+		errs = append(errs, errors.New("--cel-estimated-cost-limit must be positive"))
+	}
+	if o.CELEvalTimeout <= 0 {
+		errs = append(errs, errors.New("--cel-eval-timeout must be positive"))
+	}
+	if o.CELReconcileCostBudget == 0 {
+		errs = append(errs, errors.New("--cel-reconcile-cost-budget must be positive"))
+	}
+	if o.CELReconcileTimeBudget <= 0 {
+		errs = append(errs, errors.New("--cel-reconcile-time-budget must be positive"))
 	}
 	return errors.Join(errs...)
 }
@@ -233,7 +262,12 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		return nil, fmt.Errorf("setting up the cluster provider: %w", err)
 	}
 
-	engine, err := expression.NewEngine(expression.WithCostLimit(o.CELCostLimit))
+	engine, err := expression.NewEngine(
+		expression.WithCostLimit(o.CELCostLimit),
+		expression.WithEstimatedCostLimit(o.CELEstimatedCostLimit),
+		expression.WithEvalTimeout(o.CELEvalTimeout),
+		expression.WithBudget(o.CELReconcileCostBudget, o.CELReconcileTimeBudget),
+	)
 	if err != nil {
 		return nil, fmt.Errorf("creating the CEL engine: %w", err)
 	}

@@ -46,6 +46,7 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "smallest positive values",
 			change: func(o *Options) {
 				o.SpaceProbeInterval, o.CacheSyncTimeout, o.CELCostLimit = time.Nanosecond, time.Nanosecond, 1
+				o.CELEstimatedCostLimit, o.CELEvalTimeout, o.CELReconcileCostBudget, o.CELReconcileTimeBudget = 1, time.Nanosecond, 1, time.Nanosecond
 			}},
 		{name: "no reconcile at all",
 			change:    func(o *Options) { o.MaxConcurrentReconciles = 0 },
@@ -68,6 +69,15 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "zero CEL cost limit",
 			change:    func(o *Options) { o.CELCostLimit = 0 },
 			wantFlags: []string{"--cel-cost-limit"}},
+		{name: "zero CEL estimated cost limit",
+			change:    func(o *Options) { o.CELEstimatedCostLimit = 0 },
+			wantFlags: []string{"--cel-estimated-cost-limit"}},
+		{name: "negative CEL evaluation timeout",
+			change:    func(o *Options) { o.CELEvalTimeout = -time.Second },
+			wantFlags: []string{"--cel-eval-timeout"}},
+		{name: "zero CEL reconcile budgets",
+			change:    func(o *Options) { o.CELReconcileCostBudget, o.CELReconcileTimeBudget = 0, 0 },
+			wantFlags: []string{"--cel-reconcile-cost-budget", "--cel-reconcile-time-budget"}},
 		{name: "provider flags are validated too",
 			change:    func(o *Options) { o.Providers.Kind = "cluster-api" },
 			wantFlags: []string{"--provider"}},
@@ -83,7 +93,8 @@ func TestOptionsValidate(t *testing.T) {
 				"--cache-sync-timeout", "--cel-cost-limit"}},
 	}
 	allFlags := []string{"--provider", "--kubeconfig-namespace", "--kubeconfig-label", "--kubeconfig-key", "--single-space-name",
-		"--max-concurrent-reconciles", "--space-probe-interval", "--cache-sync-timeout", "--cel-cost-limit"}
+		"--max-concurrent-reconciles", "--space-probe-interval", "--cache-sync-timeout", "--cel-cost-limit",
+		"--cel-estimated-cost-limit", "--cel-eval-timeout", "--cel-reconcile-cost-budget", "--cel-reconcile-time-budget"}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			o := NewOptions()
@@ -120,6 +131,7 @@ func TestAddFlags(t *testing.T) {
 		"--metrics-bind-address=0", "--health-probe-bind-address=:9000",
 		"--leader-elect", "--leader-election-namespace=stager",
 		"--max-concurrent-reconciles=5", "--space-probe-interval=30s", "--cache-sync-timeout=1m", "--cel-cost-limit=42",
+		"--cel-estimated-cost-limit=43", "--cel-eval-timeout=250ms", "--cel-reconcile-cost-budget=44", "--cel-reconcile-time-budget=3s",
 	})
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
@@ -129,6 +141,7 @@ func TestAddFlags(t *testing.T) {
 	want.MetricsBindAddress, want.HealthProbeBindAddress = "0", ":9000"
 	want.LeaderElect, want.LeaderElectionNamespace = true, "stager"
 	want.MaxConcurrentReconciles, want.SpaceProbeInterval, want.CacheSyncTimeout, want.CELCostLimit = 5, 30*time.Second, time.Minute, 42
+	want.CELEstimatedCostLimit, want.CELEvalTimeout, want.CELReconcileCostBudget, want.CELReconcileTimeBudget = 43, 250*time.Millisecond, 44, 3*time.Second
 	if *o.Providers != *want.Providers {
 		t.Errorf("provider options = %+v, want %+v", *o.Providers, *want.Providers)
 	}

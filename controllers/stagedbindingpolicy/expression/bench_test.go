@@ -2,7 +2,10 @@ package expression
 
 import (
 	"fmt"
+	"math"
+	"sort"
 	"testing"
+	"time"
 
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 )
@@ -51,5 +54,39 @@ func BenchmarkCompileUncached(b *testing.B) {
 		if _, err := e.Compile(KindCondition, src); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkHostileExpressions reports how long the runtime limits let each
+// hostile expression run before stopping it, under the default cost limit and
+// evaluation timeout. The compile-time estimate, which rejects all of them by
+// default, is lifted so that they can be evaluated at all; each sub-benchmark
+// reports its time per evaluation and the worst single evaluation (worst-ms).
+func BenchmarkHostileExpressions(b *testing.B) {
+	e := newEngine(b, WithEstimatedCostLimit(math.MaxUint64))
+	cs := combinedStatus("deployments-aggregator", []ksv1alpha1.Value{number("1")})
+	names := make([]string, 0, len(hostileConditions))
+	for name := range hostileConditions {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		b.Run(name, func(b *testing.B) {
+			p, err := e.Compile(KindCondition, hostileConditions[name])
+			if err != nil {
+				b.Fatal(err)
+			}
+			var worst time.Duration
+			b.ReportAllocs()
+			for b.Loop() {
+				start := time.Now()
+				_, err := p.EvalCondition(cs)
+				worst = max(worst, time.Since(start))
+				if err != nil && !IsTooCostly(err) {
+					b.Fatalf("EvalCondition: %v", err)
+				}
+			}
+			b.ReportMetric(float64(worst)/float64(time.Millisecond), "worst-ms")
+		})
 	}
 }

@@ -44,7 +44,26 @@
 //
 // An [Engine] compiles each distinct (kind, source) pair once and keeps the
 // resulting [Program] in a bounded LRU cache. Engines and programs are safe for
-// concurrent use. Every evaluation is bounded by a runtime cost limit (see
-// [WithCostLimit]). Every failure is reported as an [*Error] that names the
+// concurrent use. Every failure is reported as an [*Error] that names the
 // kind, the expression and an [ErrorReason].
+//
+// What an expression may cost is bounded four ways, and
+// [ErrorReason.TooCostly] tells these failures apart from the others:
+//
+//   - [Engine.Compile] estimates the worst-case cost of the expression, with
+//     string and list functions charged by size and the input taken to be as
+//     large as [MaxObjectSize], and rejects it with
+//     [ReasonEstimatedCostTooHigh] above the estimated cost limit
+//     ([WithEstimatedCostLimit]);
+//   - every evaluation is stopped with [ReasonCostLimitExceeded] once its
+//     runtime cost exceeds the cost limit ([WithCostLimit]); string functions
+//     are charged by the bytes they read and build, list concatenation by the
+//     length of the list built, and replace, join and lists.range refuse to
+//     build a result larger than the cost limit pays for (ten bytes or one
+//     element per unit) before allocating it;
+//   - every evaluation is stopped with [ReasonTimeout] after the evaluation
+//     timeout ([WithEvalTimeout]);
+//   - evaluations made through one [Budget] ([Engine.NewBudget]), such as
+//     those of one reconcile, stop with [ReasonBudgetExhausted] once they
+//     have spent its cost or time together ([WithBudget]).
 package expression

@@ -4,10 +4,12 @@ import (
 	"container/list"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/ext"
@@ -41,14 +43,37 @@ const (
 	// DefaultCacheSize is the default number of compiled programs an Engine
 	// keeps.
 	DefaultCacheSize = 1024
+	// DefaultEstimatedCostLimit is the default limit on the compile-time
+	// estimate of an expression's worst-case cost.
+	DefaultEstimatedCostLimit uint64 = 10 * DefaultCostLimit
+	// DefaultEvalTimeout is the default time limit of one evaluation.
+	DefaultEvalTimeout = time.Second
+	// DefaultBudgetCost is the default cost that the evaluations sharing a
+	// Budget (those of one reconcile) may spend together.
+	DefaultBudgetCost uint64 = 10 * DefaultCostLimit
+	// DefaultBudgetTime is the default time that the evaluations sharing a
+	// Budget may take together.
+	DefaultBudgetTime = 2 * time.Second
 )
+
+// interruptCheckFrequency is how many comprehension iterations pass between
+// two checks of an evaluation's deadline. It must be 1: cel-go counts the
+// checks of all the comprehensions of an evaluation together, and an inner
+// comprehension that is stopped at every Nth check leaves the outer ones to
+// check only at counts that are not multiples of N, so that they never stop.
+// A check is a non-blocking receive on a channel, cheap next to an iteration.
+const interruptCheckFrequency = 1
 
 // Option configures an Engine; see NewEngine.
 type Option func(*config) error
 
 type config struct {
-	costLimit uint64
-	cacheSize int
+	costLimit          uint64
+	estimatedCostLimit uint64
+	evalTimeout        time.Duration
+	budgetCost         uint64
+	budgetTime         time.Duration
+	cacheSize          int
 }
 
 // WithCostLimit sets the runtime cost limit applied to every evaluation
@@ -61,6 +86,50 @@ func WithCostLimit(limit uint64) Option {
 			return errors.New("cost limit must be positive")
 		}
 		c.costLimit = limit
+		return nil
+	}
+}
+
+// WithEstimatedCostLimit sets the limit on the compile-time estimate of an
+// expression's worst-case cost (default DefaultEstimatedCostLimit): Compile
+// rejects an expression whose estimate is above it with
+// ReasonEstimatedCostTooHigh. The estimate takes the input to be as large as
+// MaxObjectSize (see costEstimator). The limit must be positive.
+func WithEstimatedCostLimit(limit uint64) Option {
+	return func(c *config) error {
+		if limit == 0 {
+			return errors.New("estimated cost limit must be positive")
+		}
+		c.estimatedCostLimit = limit
+		return nil
+	}
+}
+
+// WithEvalTimeout sets how long one evaluation may take (default
+// DefaultEvalTimeout); a longer one is stopped with ReasonTimeout. The
+// deadline is checked every few iterations of a comprehension, so an
+// evaluation may overrun it by the time of a few iterations. The timeout must
+// be positive.
+func WithEvalTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("evaluation timeout must be positive, got %s", d)
+		}
+		c.evalTimeout = d
+		return nil
+	}
+}
+
+// WithBudget sets what the evaluations sharing a Budget (see
+// Engine.NewBudget) may spend together: a total cost (default
+// DefaultBudgetCost) and a total time (default DefaultBudgetTime). Both must
+// be positive.
+func WithBudget(cost uint64, d time.Duration) Option {
+	return func(c *config) error {
+		if cost == 0 || d <= 0 {
+			return fmt.Errorf("budget cost and time must be positive, got %d and %s", cost, d)
+		}
+		c.budgetCost, c.budgetTime = cost, d
 		return nil
 	}
 }
@@ -83,8 +152,7 @@ func WithCacheSize(n int) Option {
 // too, since compilation is deterministic. An Engine is safe for concurrent
 // use by many goroutines; create it with NewEngine.
 type Engine struct {
-	costLimit    uint64
-	cacheSize    int
+	config
 	filterEnv    *cel.Env
 	conditionEnv *cel.Env
 
@@ -117,7 +185,14 @@ type compileCall struct {
 
 // NewEngine returns an Engine configured by opts.
 func NewEngine(opts ...Option) (*Engine, error) {
-	cfg := config{costLimit: DefaultCostLimit, cacheSize: DefaultCacheSize}
+	cfg := config{
+		costLimit:          DefaultCostLimit,
+		estimatedCostLimit: DefaultEstimatedCostLimit,
+		evalTimeout:        DefaultEvalTimeout,
+		budgetCost:         DefaultBudgetCost,
+		budgetTime:         DefaultBudgetTime,
+		cacheSize:          DefaultCacheSize,
+	}
 	for _, opt := range opts {
 		if opt == nil {
 			continue
@@ -126,7 +201,7 @@ func NewEngine(opts ...Option) (*Engine, error) {
 			return nil, fmt.Errorf("configuring expression engine: %w", err)
 		}
 	}
-	filterEnv, err := cel.NewEnv(append(commonEnvOptions(),
+	filterEnv, err := cel.NewEnv(append(commonEnvOptions(cfg.costLimit),
 		ext.NativeTypes(reflect.TypeFor[downsyncClause](), ext.ParseStructTags(true)),
 		cel.Variable(VarDownsyncClause, cel.ObjectType(downsyncClauseTypeName)),
 	)...)
@@ -134,7 +209,7 @@ func NewEngine(opts ...Option) (*Engine, error) {
 		return nil, fmt.Errorf("creating CEL environment for filters: %w", err)
 	}
 	objType := cel.MapType(cel.StringType, cel.DynType)
-	conditionEnv, err := cel.NewEnv(append(commonEnvOptions(),
+	conditionEnv, err := cel.NewEnv(append(commonEnvOptions(cfg.costLimit),
 		cel.Variable(VarObj, objType),
 		cel.Variable(VarCombinedStatus, objType),
 	)...)
@@ -142,8 +217,7 @@ func NewEngine(opts ...Option) (*Engine, error) {
 		return nil, fmt.Errorf("creating CEL environment for conditions: %w", err)
 	}
 	return &Engine{
-		costLimit:    cfg.costLimit,
-		cacheSize:    cfg.cacheSize,
+		config:       cfg,
 		filterEnv:    filterEnv,
 		conditionEnv: conditionEnv,
 		lru:          list.New(),
@@ -153,23 +227,25 @@ func NewEngine(opts ...Option) (*Engine, error) {
 }
 
 // commonEnvOptions are the CEL environment options shared by both kinds.
-func commonEnvOptions() []cel.EnvOption {
-	return []cel.EnvOption{
+func commonEnvOptions(costLimit uint64) []cel.EnvOption {
+	return append([]cel.EnvOption{
 		ext.Strings(),
 		ext.Lists(),
 		ext.Math(),
 		ext.Sets(),
 		cel.OptionalTypes(),
 		cel.CrossTypeNumericComparisons(true),
-	}
+	}, guardedFunctions(costLimit)...)
 }
 
 // Compile returns the program for (kind, source), compiling it on first use
 // and serving it from the cache afterwards. It fails with ReasonCompileError
 // if kind is unknown, source is empty (only white space) or does not parse or
 // type-check, and with ReasonNotBoolean if the static type of the result is
-// neither bool nor dyn (a dyn result is checked at evaluation time). The
-// returned error is always an *Error.
+// neither bool nor dyn (a dyn result is checked at evaluation time), and with
+// ReasonEstimatedCostTooHigh if its estimated worst-case cost is above the
+// estimated cost limit (see WithEstimatedCostLimit). The returned error is
+// always an *Error.
 func (e *Engine) Compile(kind Kind, source string) (*Program, error) {
 	if e == nil || e.filterEnv == nil {
 		return nil, newError(kind, source, ReasonCompileError, errors.New("engine not initialized; use NewEngine"))
@@ -244,12 +320,31 @@ func (e *Engine) compile(kind Kind, source string) (prog *Program, err error) {
 		return nil, newError(kind, source, ReasonNotBoolean,
 			fmt.Errorf("expression has type %s, want bool", out))
 	}
+	estimate, err := env.EstimateCost(ast, newCostEstimator(nestingDepth(ast.NativeRep().Expr())))
+	if err != nil {
+		return nil, newError(kind, source, ReasonCompileError, fmt.Errorf("estimating cost: %w", err))
+	}
+	if estimate.Max > e.estimatedCostLimit {
+		return nil, newError(kind, source, ReasonEstimatedCostTooHigh,
+			fmt.Errorf("estimated worst-case cost %s is above the limit %d (the estimate takes the input to be %d bytes)",
+				formatCost(estimate.Max), e.estimatedCostLimit, MaxObjectSize))
+	}
 	celProg, err := env.Program(ast,
 		cel.CostLimit(e.costLimit),
+		cel.CostTracking(actualCost{}),
+		cel.InterruptCheckFrequency(interruptCheckFrequency),
 		cel.EvalOptions(cel.OptOptimize),
 	)
 	if err != nil {
 		return nil, newError(kind, source, ReasonCompileError, fmt.Errorf("building program: %w", err))
 	}
-	return &Program{kind: kind, source: source, costLimit: e.costLimit, prog: celProg}, nil
+	return &Program{kind: kind, source: source, costLimit: e.costLimit, evalTimeout: e.evalTimeout, prog: celProg}, nil
+}
+
+// formatCost renders an estimated cost, saying "unbounded" for the largest.
+func formatCost(c uint64) string {
+	if c == math.MaxUint64 {
+		return "unbounded"
+	}
+	return fmt.Sprint(c)
 }

@@ -27,6 +27,16 @@ const (
 	// ReasonCostLimitExceeded means evaluation was stopped because its
 	// runtime cost exceeded the engine's cost limit (see [WithCostLimit]).
 	ReasonCostLimitExceeded ErrorReason = "CostLimitExceeded"
+	// ReasonEstimatedCostTooHigh means Engine.Compile rejected the
+	// expression because the compile-time estimate of its worst-case cost is
+	// above the engine's estimated cost limit (see [WithEstimatedCostLimit]).
+	ReasonEstimatedCostTooHigh ErrorReason = "EstimatedCostTooHigh"
+	// ReasonTimeout means evaluation was stopped because it took longer than
+	// the engine's evaluation timeout (see [WithEvalTimeout]).
+	ReasonTimeout ErrorReason = "Timeout"
+	// ReasonBudgetExhausted means an evaluation was refused or stopped because
+	// the evaluations sharing its [Budget] had spent all of it.
+	ReasonBudgetExhausted ErrorReason = "BudgetExhausted"
 	// ReasonWrongKind means a program was evaluated in the wrong role, for
 	// example a condition program passed to [Program.EvalFilter]. It
 	// indicates a programming error in the caller.
@@ -44,11 +54,35 @@ func (r ErrorReason) describe() string {
 		return "evaluation error"
 	case ReasonCostLimitExceeded:
 		return "cost limit exceeded"
+	case ReasonEstimatedCostTooHigh:
+		return "estimated cost too high"
+	case ReasonTimeout:
+		return "evaluation timed out"
+	case ReasonBudgetExhausted:
+		return "evaluation budget exhausted"
 	case ReasonWrongKind:
 		return "wrong kind of expression"
 	default:
 		return string(r)
 	}
+}
+
+// TooCostly reports whether the reason is one of the limits on what an
+// expression may cost: the estimated cost limit, the runtime cost limit, the
+// evaluation timeout or the budget.
+func (r ErrorReason) TooCostly() bool {
+	switch r {
+	case ReasonEstimatedCostTooHigh, ReasonCostLimitExceeded, ReasonTimeout, ReasonBudgetExhausted:
+		return true
+	}
+	return false
+}
+
+// IsTooCostly reports whether err is an [*Error] whose reason is one of the
+// cost limits (see [ErrorReason.TooCostly]).
+func IsTooCostly(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Reason.TooCostly()
 }
 
 // Error is the error returned by every function of this package. It names
@@ -109,6 +143,10 @@ func isCostLimitError(err error) bool {
 	}
 	var cancelledPtr *interpreter.EvalCancelledError
 	if errors.As(err, &cancelledPtr) && cancelledPtr != nil && cancelledPtr.Cause == interpreter.CostLimitExceeded {
+		return true
+	}
+	var tooLarge *errResultTooLarge
+	if errors.As(err, &tooLarge) {
 		return true
 	}
 	return strings.Contains(err.Error(), "cost limit")

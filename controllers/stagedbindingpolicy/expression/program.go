@@ -1,8 +1,10 @@
 package expression
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
@@ -13,10 +15,11 @@ import (
 // Program is a compiled expression, obtained from Engine.Compile. It is
 // immutable and safe for concurrent evaluation by many goroutines.
 type Program struct {
-	kind      Kind
-	source    string
-	costLimit uint64
-	prog      cel.Program
+	kind        Kind
+	source      string
+	costLimit   uint64
+	evalTimeout time.Duration
+	prog        cel.Program
 }
 
 // Source returns the source text the program was compiled from.
@@ -42,7 +45,7 @@ func (p *Program) EvalFilter(clause Clause) (bool, error) {
 	if err := p.check(KindFilter); err != nil {
 		return false, err
 	}
-	return p.eval(map[string]any{VarDownsyncClause: clause.celView()})
+	return p.eval(map[string]any{VarDownsyncClause: clause.celView()}, nil)
 }
 
 // EvalCondition evaluates a condition program against one CombinedStatus and
@@ -50,6 +53,11 @@ func (p *Program) EvalFilter(clause Clause) (bool, error) {
 // Evaluating a filter program fails with ReasonWrongKind; a nil cs fails with
 // ReasonEvaluationError. The returned error is always an *Error.
 func (p *Program) EvalCondition(cs *ksv1alpha1.CombinedStatus) (bool, error) {
+	return p.evalCondition(cs, nil)
+}
+
+// evalCondition is EvalCondition within budget b (nil for none).
+func (p *Program) evalCondition(cs *ksv1alpha1.CombinedStatus, b *Budget) (bool, error) {
 	if err := p.check(KindCondition); err != nil {
 		return false, err
 	}
@@ -60,7 +68,7 @@ func (p *Program) EvalCondition(cs *ksv1alpha1.CombinedStatus) (bool, error) {
 	if err != nil {
 		return false, newError(p.kind, p.source, ReasonEvaluationError, err)
 	}
-	return p.eval(map[string]any{VarObj: obj, VarCombinedStatus: obj})
+	return p.eval(map[string]any{VarObj: obj, VarCombinedStatus: obj}, b)
 }
 
 // check verifies that p is usable in the role want.
@@ -75,27 +83,53 @@ func (p *Program) check(want Kind) error {
 	return nil
 }
 
-// eval runs the program on the given variables and classifies the outcome.
-func (p *Program) eval(vars map[string]any) (result bool, err error) {
+// eval runs the program on the given variables, within the evaluation
+// timeout and budget b (nil for none), and classifies the outcome.
+func (p *Program) eval(vars map[string]any, b *Budget) (result bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			result, err = false, newError(p.kind, p.source, ReasonEvaluationError, fmt.Errorf("internal error: %v", r))
 		}
 	}()
-	out, details, evalErr := p.prog.Eval(vars)
+	now := time.Now()
+	deadline, byBudget := now.Add(p.evalTimeout), false
+	if b != nil {
+		if why := b.exhausted(now); why != "" {
+			return false, newError(p.kind, p.source, ReasonBudgetExhausted, errors.New(why))
+		}
+		if b.deadline.Before(deadline) {
+			deadline, byBudget = b.deadline, true
+		}
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	out, details, evalErr := p.prog.ContextEval(ctx, vars)
+	if b != nil && details != nil {
+		if cost := details.ActualCost(); cost != nil {
+			b.spent += *cost
+		}
+	}
 	if evalErr != nil {
-		if isCostLimitError(evalErr) || exceeds(details, p.costLimit) {
+		switch {
+		case isCostLimitError(evalErr) || exceeds(details, p.costLimit):
 			return false, newError(p.kind, p.source, ReasonCostLimitExceeded,
 				fmt.Errorf("limit %d: %w", p.costLimit, evalErr))
+		case ctx.Err() != nil && byBudget:
+			return false, newError(p.kind, p.source, ReasonBudgetExhausted,
+				fmt.Errorf("stopped after %s, when the evaluations of this run had taken their whole budget of %s: %w",
+					time.Since(now).Round(time.Millisecond), b.allowance, evalErr))
+		case ctx.Err() != nil:
+			return false, newError(p.kind, p.source, ReasonTimeout,
+				fmt.Errorf("stopped after %s (timeout %s): %w", time.Since(now).Round(time.Millisecond), p.evalTimeout, evalErr))
 		}
 		return false, newError(p.kind, p.source, ReasonEvaluationError, evalErr)
 	}
-	b, ok := out.(types.Bool)
+	value, ok := out.(types.Bool)
 	if !ok {
 		return false, newError(p.kind, p.source, ReasonNotBoolean,
 			fmt.Errorf("expression evaluated to a value of type %s, want bool", out.Type().TypeName()))
 	}
-	return bool(b), nil
+	return bool(value), nil
 }
 
 // exceeds reports whether the evaluation's actual cost is above limit.

@@ -1,0 +1,379 @@
+/*
+Copyright 2026 The KubeStellar Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package expression
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/checker"
+	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/common/types/traits"
+)
+
+// This file makes the cost of an expression follow the sizes it handles, in
+// three places, after the example of the Kubernetes API server's CEL library:
+//
+//   - at compile time, costEstimator gives cel-go the sizes of the input and
+//     the costs of the string functions, so that Engine.Compile can reject an
+//     expression whose estimated worst-case cost is above the limit;
+//   - at run time, actualCost charges string functions by the size of their
+//     arguments and results (cel-go charges them one unit each) and list
+//     concatenation by the size of the list built;
+//   - the functions that can multiply the size of their input in one call
+//     (replace, join, lists.range) are replaced by versions that refuse to
+//     build a result larger than the cost limit would pay for, before
+//     allocating it.
+
+// MaxObjectSize is the size, in bytes, that the compile-time estimate takes
+// for the input of an expression: the largest object the Kubernetes API
+// server stores by default (etcd's request limit, 1.5 MiB).
+const MaxObjectSize = 3 << 19
+
+// costPerByte is what handling one byte of a string costs: cel-go's
+// StringTraversalCostFactor, one unit per ten bytes.
+const costPerByte = 0.1
+
+// bytesPerCostUnit is the reciprocal of costPerByte.
+const bytesPerCostUnit = 10
+
+// costEstimator is the checker.CostEstimator of one compilation.
+//
+// The sizes of the input (obj, combinedStatus, downsyncClause and anything
+// reached from them) are unknown to cel-go. costEstimator spreads
+// MaxObjectSize over the levels of nesting of the expression: with d nested
+// comprehensions, every list, map and string of the input is taken to have
+// at most MaxObjectSize^(1/(d+2)) elements or bytes (d+2: the d iterations,
+// the collection or string handled innermost, and its elements), so that the
+// innermost work is estimated for about MaxObjectSize bytes in all, which is
+// as much as an object can hold. This is a heuristic, not a bound: an input
+// may put all its bytes in one place. What it reliably catches is work that
+// does not depend on the input (lists.range, replace, join, nested ranges),
+// which is estimated from the expression's literals. The runtime cost limit,
+// the evaluation timeout and the budget bound everything else.
+type costEstimator struct {
+	levelSize uint64
+}
+
+// newCostEstimator returns the estimator for an expression whose deepest
+// nesting of comprehensions is depth.
+func newCostEstimator(depth int) *costEstimator {
+	return &costEstimator{levelSize: uint64(math.Ceil(math.Pow(MaxObjectSize, 1/float64(depth+2))))}
+}
+
+// inputRoots are the variables bound to the input.
+var inputRoots = map[string]bool{VarObj: true, VarCombinedStatus: true, VarDownsyncClause: true}
+
+// EstimateSize implements checker.CostEstimator.
+func (c *costEstimator) EstimateSize(node checker.AstNode) *checker.SizeEstimate {
+	path := node.Path()
+	if len(path) == 0 || !inputRoots[path[0]] {
+		return nil
+	}
+	switch node.Type().Kind() {
+	case types.StringKind, types.BytesKind, types.ListKind, types.MapKind, types.DynKind:
+		return &checker.SizeEstimate{Min: 0, Max: c.levelSize}
+	}
+	return nil
+}
+
+// size returns the size estimate of node.
+func (c *costEstimator) size(node checker.AstNode) checker.SizeEstimate {
+	if sz := node.ComputedSize(); sz != nil {
+		return *sz
+	}
+	if sz := c.EstimateSize(node); sz != nil {
+		return *sz
+	}
+	return checker.SizeEstimate{Min: 0, Max: math.MaxUint64}
+}
+
+// elementSize estimates the size of the elements of the list node: the
+// largest literal of a list literal, else the size of one level of input.
+func (c *costEstimator) elementSize(node checker.AstNode) checker.SizeEstimate {
+	if node.Expr().Kind() == ast.ListKind {
+		var max checker.SizeEstimate
+		for _, el := range node.Expr().AsList().Elements() {
+			if el.Kind() != ast.LiteralKind {
+				return checker.SizeEstimate{Min: 0, Max: c.levelSize}
+			}
+			if s, ok := el.AsLiteral().(types.String); ok {
+				max = max.Union(checker.FixedSizeEstimate(uint64(len(s))))
+			}
+		}
+		return max
+	}
+	return checker.SizeEstimate{Min: 0, Max: c.levelSize}
+}
+
+// EstimateCallCost implements checker.CostEstimator for the functions of
+// ext.Strings, whose cost cel-go does not estimate.
+func (c *costEstimator) EstimateCallCost(function, _ string, target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
+	if target == nil {
+		return nil
+	}
+	sz := c.size(*target)
+	traverse := sz.MultiplyByCostFactor(costPerByte)
+	switch function {
+	case "lowerAscii", "upperAscii", "trim", "reverse", "substring":
+		if (*target).Type().Kind() != types.StringKind {
+			return nil
+		}
+		return &checker.CallEstimate{CostEstimate: traverse, ResultSize: &sz}
+	case "indexOf", "lastIndexOf", "charAt":
+		if (*target).Type().Kind() != types.StringKind {
+			return nil
+		}
+		return &checker.CallEstimate{CostEstimate: traverse}
+	case "split":
+		result := sz.Add(checker.FixedSizeEstimate(1))
+		return &checker.CallEstimate{CostEstimate: sz.MultiplyByCostFactor(2 * costPerByte).Add(checker.CostEstimate(result)), ResultSize: &result}
+	case "replace":
+		if len(args) < 2 {
+			return nil
+		}
+		result := replaceSize(sz, c.size(args[0]), c.size(args[1]))
+		return &checker.CallEstimate{
+			CostEstimate: sz.MultiplyByCostFactor(2 * costPerByte).Add(result.MultiplyByCostFactor(costPerByte)),
+			ResultSize:   &result,
+		}
+	case "join":
+		n := sz
+		result := n.Multiply(c.elementSize(*target))
+		if len(args) > 0 && n.Max > 0 {
+			result = result.Add(checker.SizeEstimate{Min: 0, Max: n.Max - 1}.Multiply(c.size(args[0])))
+		}
+		return &checker.CallEstimate{CostEstimate: result.MultiplyByCostFactor(2 * costPerByte), ResultSize: &result}
+	}
+	return nil
+}
+
+// replaceSize bounds the size of s.replace(old, new): at most every byte of
+// s is replaced (every position, plus one, when old may be empty).
+func replaceSize(s, old, new checker.SizeEstimate) checker.SizeEstimate {
+	var count uint64
+	switch {
+	case old.Min == 0:
+		count = saturatingAdd(s.Max, 1)
+	case new.Max <= old.Min:
+		return checker.SizeEstimate{Min: 0, Max: s.Max}
+	default:
+		count = s.Max / old.Min
+	}
+	return checker.SizeEstimate{Min: 0, Max: saturatingAdd(s.Max, saturatingMul(count, new.Max))}
+}
+
+func saturatingAdd(a, b uint64) uint64 {
+	if a > math.MaxUint64-b {
+		return math.MaxUint64
+	}
+	return a + b
+}
+
+func saturatingMul(a, b uint64) uint64 {
+	if a != 0 && b > math.MaxUint64/a {
+		return math.MaxUint64
+	}
+	return a * b
+}
+
+// nestingDepth returns the deepest nesting of comprehensions in e.
+func nestingDepth(e ast.Expr) int {
+	if e == nil {
+		return 0
+	}
+	deepest := func(exprs ...ast.Expr) int {
+		d := 0
+		for _, x := range exprs {
+			d = max(d, nestingDepth(x))
+		}
+		return d
+	}
+	switch e.Kind() {
+	case ast.CallKind:
+		call := e.AsCall()
+		return deepest(append([]ast.Expr{call.Target()}, call.Args()...)...)
+	case ast.ComprehensionKind:
+		comp := e.AsComprehension()
+		return max(deepest(comp.IterRange(), comp.AccuInit(), comp.Result()),
+			1+deepest(comp.LoopCondition(), comp.LoopStep()))
+	case ast.ListKind:
+		return deepest(e.AsList().Elements()...)
+	case ast.MapKind:
+		var exprs []ast.Expr
+		for _, entry := range e.AsMap().Entries() {
+			exprs = append(exprs, entry.AsMapEntry().Key(), entry.AsMapEntry().Value())
+		}
+		return deepest(exprs...)
+	case ast.SelectKind:
+		return nestingDepth(e.AsSelect().Operand())
+	case ast.StructKind:
+		var exprs []ast.Expr
+		for _, field := range e.AsStruct().Fields() {
+			exprs = append(exprs, field.AsStructField().Value())
+		}
+		return deepest(exprs...)
+	}
+	return 0
+}
+
+// actualCost is the interpreter.ActualCostEstimator of the engine's programs.
+type actualCost struct{}
+
+// CallCost implements interpreter.ActualCostEstimator: it charges the
+// functions of ext.Strings by the size of what they read and build, and list
+// concatenation by the size of the resulting list (cel-go charges all of them
+// one unit; building a list element by element, as the map macro does, takes
+// time quadratic in its length in cel-go's cost tracker).
+func (actualCost) CallCost(function, overloadID string, args []ref.Val, result ref.Val) *uint64 {
+	bytes := func(v ref.Val) float64 { return float64(actualSize(v)) }
+	var cost float64
+	switch {
+	case overloadID == "add_list":
+		cost = bytes(result) * costPerByte
+	case len(args) == 0:
+		return nil
+	case function == "lowerAscii", function == "upperAscii", function == "trim", function == "reverse",
+		function == "substring", function == "charAt":
+		cost = bytes(args[0]) * costPerByte
+	case function == "indexOf", function == "lastIndexOf":
+		cost = bytes(args[0]) * costPerByte
+		if len(args) > 1 {
+			cost *= math.Max(1, bytes(args[1])*costPerByte)
+		}
+	case function == "split":
+		cost = bytes(args[0])*2*costPerByte + bytes(result)
+	case function == "replace":
+		cost = bytes(args[0])*2*costPerByte + bytes(result)*costPerByte
+	case function == "join":
+		cost = bytes(result) * 2 * costPerByte
+	case function == "format":
+		cost = (bytes(args[0]) + bytes(result)) * costPerByte
+	default:
+		return nil
+	}
+	c := uint64(math.Ceil(cost)) + 1
+	return &c
+}
+
+// actualSize is the size of a string (in bytes), list or map, else 1.
+func actualSize(v ref.Val) uint64 {
+	switch v := v.(type) {
+	case types.String:
+		return uint64(len(v))
+	case types.Bytes:
+		return uint64(len(v))
+	case traits.Sizer:
+		if n, ok := v.Size().(types.Int); ok && n >= 0 {
+			return uint64(n)
+		}
+	}
+	return 1
+}
+
+// errResultTooLarge is the cause reported when a function would build a
+// result larger than the cost limit pays for.
+type errResultTooLarge struct {
+	function    string
+	size, limit uint64
+	unit        string
+}
+
+func (e *errResultTooLarge) Error() string {
+	return fmt.Sprintf("%s would build a result of %d %s, more than the %d the cost limit allows", e.function, e.size, e.unit, e.limit)
+}
+
+// guardedFunctions returns the environment options that replace the
+// bindings of replace, join and lists.range by versions that refuse, before
+// allocating it, a result larger than costLimit pays for: costLimit*10 bytes
+// of string, or costLimit list elements. They must follow ext.Strings and
+// ext.Lists.
+func guardedFunctions(costLimit uint64) []cel.EnvOption {
+	maxBytes := saturatingMul(costLimit, bytesPerCostUnit)
+	maxElements := costLimit
+	tooLarge := func(function string, size, limit uint64, unit string) ref.Val {
+		return types.WrapErr(&errResultTooLarge{function: function, size: size, limit: limit, unit: unit})
+	}
+	replace := func(args []ref.Val, n int) ref.Val {
+		s, old, repl := string(args[0].(types.String)), string(args[1].(types.String)), string(args[2].(types.String))
+		count := strings.Count(s, old) // for an empty old: the number of runes plus one
+		if n >= 0 && n < count {
+			count = n
+		}
+		size := uint64(len(s)) + uint64(count)*uint64(len(repl))
+		if removed := uint64(count) * uint64(len(old)); removed <= size {
+			size -= removed
+		}
+		if size > maxBytes {
+			return tooLarge("replace", size, maxBytes, "bytes")
+		}
+		return types.String(strings.Replace(s, old, repl, n))
+	}
+	join := func(list ref.Val, sep string) ref.Val {
+		l := list.(traits.Lister)
+		n, _ := l.Size().(types.Int)
+		elems := make([]string, 0, int(n))
+		var size uint64
+		it := l.Iterator()
+		for it.HasNext() == types.True {
+			s, ok := it.Next().(types.String)
+			if !ok {
+				return types.NewErr("join: the list holds a value that is not a string")
+			}
+			elems = append(elems, string(s))
+			size += uint64(len(s))
+			if len(elems) > 1 {
+				size += uint64(len(sep))
+			}
+			if size > maxBytes {
+				return tooLarge("join", size, maxBytes, "bytes")
+			}
+		}
+		return types.String(strings.Join(elems, sep))
+	}
+	return []cel.EnvOption{
+		cel.Function("replace",
+			cel.MemberOverload("string_replace_string_string",
+				[]*cel.Type{cel.StringType, cel.StringType, cel.StringType}, cel.StringType,
+				cel.FunctionBinding(func(args ...ref.Val) ref.Val { return replace(args, -1) })),
+			cel.MemberOverload("string_replace_string_string_int",
+				[]*cel.Type{cel.StringType, cel.StringType, cel.StringType, cel.IntType}, cel.StringType,
+				cel.FunctionBinding(func(args ...ref.Val) ref.Val { return replace(args, int(args[3].(types.Int))) }))),
+		cel.Function("join",
+			cel.MemberOverload("list_join", []*cel.Type{cel.ListType(cel.StringType)}, cel.StringType,
+				cel.UnaryBinding(func(list ref.Val) ref.Val { return join(list, "") })),
+			cel.MemberOverload("list_join_string", []*cel.Type{cel.ListType(cel.StringType), cel.StringType}, cel.StringType,
+				cel.BinaryBinding(func(list, sep ref.Val) ref.Val { return join(list, string(sep.(types.String))) }))),
+		cel.Function("lists.range",
+			cel.Overload("lists_range", []*cel.Type{cel.IntType}, cel.ListType(cel.IntType),
+				cel.UnaryBinding(func(n ref.Val) ref.Val {
+					count := int64(n.(types.Int))
+					if count > 0 && uint64(count) > maxElements {
+						return tooLarge("lists.range", uint64(count), maxElements, "elements")
+					}
+					elems := make([]ref.Val, 0, max(count, 0))
+					for i := int64(0); i < count; i++ {
+						elems = append(elems, types.Int(i))
+					}
+					return types.DefaultTypeAdapter.NativeToValue(elems)
+				}))),
+	}
+}

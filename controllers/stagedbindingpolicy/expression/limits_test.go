@@ -1,0 +1,252 @@
+/*
+Copyright 2026 The KubeStellar Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package expression
+
+import (
+	"errors"
+	"math"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+)
+
+// nestedReplace is a condition whose string grows tenfold with every
+// replace: nine levels would allocate gigabytes for a constant cost.
+var nestedReplace = `'xxxxxxxxxx'` + strings.Repeat(`.replace('x', 'xxxxxxxxxx')`, 8) + `.size() == 0`
+
+// hostileConditions are expressions whose work does not depend on the size
+// of the CombinedStatus and is far above any sensible limit.
+var hostileConditions = map[string]string{
+	"range-map in every result (issue)": `obj.results.exists(r, lists.range(300000).map(i, 'x').size() == 0)`,
+	"nested replace":                    nestedReplace,
+	"join of a large list":              `lists.range(100000).map(i, 'xxxxxxxxxx').join('').replace('x', 'xxxxxxxxxx').size() == 0`,
+	"replace of an input string":        `obj.metadata.name.replace('', obj.metadata.name).replace('', obj.metadata.name).size() == 0`,
+	"nested iteration over ranges":      `lists.range(1000).all(i, lists.range(1000).all(j, lists.range(1000).all(k, i + j + k >= 0)))`,
+}
+
+func TestHostileExpressionsAreRejectedAtCompileTime(t *testing.T) {
+	e := newEngine(t)
+	for name, src := range hostileConditions {
+		t.Run(name, func(t *testing.T) {
+			_, err := e.Compile(KindCondition, src)
+			var exprErr *Error
+			if !errors.As(err, &exprErr) || exprErr.Reason != ErrorReason("EstimatedCostTooHigh") {
+				t.Fatalf("Compile(%s) = %v, want an error with reason EstimatedCostTooHigh", src, err)
+			}
+			if !strings.Contains(err.Error(), "estimated") {
+				t.Errorf("error %q does not say that the estimated cost is too high", err)
+			}
+		})
+	}
+}
+
+// TestExpressionsOfTheRepositoryCompile checks that the compile-time estimate
+// accepts the expressions used in the repository's tests, samples and docs.
+func TestExpressionsOfTheRepositoryCompile(t *testing.T) {
+	e := newEngine(t)
+	conditions := []string{
+		seedCondition,
+		seedConditionMultiLine,
+		`obj.results.exists(r, r.name == 'deployments-aggregator')`,
+		`obj.results.exists(r, r.name == 'deployments-aggregator' && r.rows.exists(row, row.columns.exists(col, col.float == '1')))`,
+		`obj.results[0].rows[0].columns[0].float.contains('.') || double(obj.results[0].rows[0].columns[0].float) >= 1`,
+		`obj.metadata.labels["status.kubestellar.io/name"] == "nginx" && obj.kind == "CombinedStatus"`,
+		`obj.?metadata.?annotations.?foo.orValue("none") == "none"`,
+		`obj.results[0].rows[99].columns[0].float == '1'`,
+		`obj.results[0].rows[0].columns[0].missing == 'x'`,
+		`obj.results.all(r, r.rows.all(row, row.columns.all(col, col.type != 'String' || col.string.lowerAscii().startsWith('ready'))))`,
+		`obj.results.map(r, r.name).join(',').contains('deployments')`,
+	}
+	for _, src := range conditions {
+		if _, err := e.Compile(KindCondition, src); err != nil {
+			t.Errorf("Compile(condition %s): %v", src, err)
+		}
+	}
+	filters := []string{
+		`downsyncClause.resource == "deployments"`,
+		`downsyncClause.name.split("-")[1] == "frontend"`,
+		`downsyncClause.name.lowerAscii() == "web"`,
+		`downsyncClause.statusCollectors.sort() == ["my-collector", "other"]`,
+		`downsyncClause.statusCollectors.exists(c, c.startsWith("deploy"))`,
+		`!downsyncClause.createOnly && downsyncClause.wantMultiWECReportedState && !downsyncClause.wantSingletonReportedState`,
+	}
+	for _, src := range filters {
+		if _, err := e.Compile(KindFilter, src); err != nil {
+			t.Errorf("Compile(filter %s): %v", src, err)
+		}
+	}
+}
+
+// TestRuntimeCostIsSizeAware checks that an expression whose estimate is
+// acceptable but which builds a long list element by element is stopped by
+// the runtime cost limit rather than running for seconds.
+func TestRuntimeCostIsSizeAware(t *testing.T) {
+	e := newEngine(t)
+	p, err := e.Compile(KindCondition, `lists.range(100000).map(i, 'x').size() == 0`)
+	if err != nil {
+		t.Fatalf("Compile: %v", err)
+	}
+	cs := combinedStatus("deployments-aggregator", []ksv1alpha1.Value{number("1")})
+	_, err = p.EvalCondition(cs)
+	var exprErr *Error
+	if !errors.As(err, &exprErr) || exprErr.Reason != ReasonCostLimitExceeded {
+		t.Fatalf("EvalCondition = %v, want an error with reason %s", err, ReasonCostLimitExceeded)
+	}
+}
+
+// TestRuntimeLimitsStopHostileExpressions lifts the compile-time estimate and
+// checks that the runtime limits alone stop every hostile expression with a
+// cost reason, without allocating more than the cost limit pays for (about
+// 10 MB per evaluation by default, for strings).
+func TestRuntimeLimitsStopHostileExpressions(t *testing.T) {
+	e := newEngine(t, WithEstimatedCostLimit(math.MaxUint64))
+	cs := combinedStatus("deployments-aggregator", []ksv1alpha1.Value{number("1")})
+	conditions := map[string]string{
+		"nine nested replaces (10 GB)": `'xxxxxxxxxx'` + strings.Repeat(`.replace('x', 'xxxxxxxxxx')`, 9) + `.size() == 0`,
+		"join of large strings":        `lists.range(1000).map(i, 'xxxxxxxxxx'.replace('x', 'xxxxxxxxxx').replace('x', 'xxxxxxxxxx').replace('x', 'xxxxxxxxxx')).join('').size() == 0`,
+		"huge range":                   `lists.range(1000000000).size() == 0`,
+	}
+	for name, src := range hostileConditions {
+		if !strings.Contains(src, "obj.metadata.name") { // the test object's name is short
+			conditions[name] = src
+		}
+	}
+	for name, src := range conditions {
+		t.Run(name, func(t *testing.T) {
+			p, err := e.Compile(KindCondition, src)
+			if err != nil {
+				t.Fatalf("Compile: %v", err)
+			}
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, err = p.EvalCondition(cs)
+			runtime.ReadMemStats(&after)
+			if !IsTooCostly(err) {
+				t.Fatalf("EvalCondition = %v, want an error with a cost reason", err)
+			}
+			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 256<<20 {
+				t.Errorf("evaluation allocated %d MiB before being stopped", alloc>>20)
+			}
+		})
+	}
+}
+
+func TestEvalTimeout(t *testing.T) {
+	e := newEngine(t, WithCostLimit(math.MaxUint64/2), WithEvalTimeout(time.Millisecond))
+	p, err := e.Compile(KindCondition, `lists.range(300000).all(i, i >= 0)`)
+	if err != nil {
+		t.Fatalf("Compile: %v", err)
+	}
+	_, err = p.EvalCondition(combinedStatus("x"))
+	var exprErr *Error
+	if !errors.As(err, &exprErr) || exprErr.Reason != ReasonTimeout {
+		t.Fatalf("EvalCondition = %v, want an error with reason %s", err, ReasonTimeout)
+	}
+	if !strings.Contains(err.Error(), "timeout 1ms") {
+		t.Errorf("error %q does not name the timeout", err)
+	}
+}
+
+func TestBudget(t *testing.T) {
+	cs := combinedStatus("deployments-aggregator", []ksv1alpha1.Value{number("1")})
+	t.Run("cost", func(t *testing.T) {
+		e := newEngine(t)
+		p, err := e.Compile(KindCondition, seedCondition)
+		if err != nil {
+			t.Fatalf("Compile: %v", err)
+		}
+		one := e.NewBudget()
+		if ok, err := one.EvalCondition(p, cs); err != nil || !ok {
+			t.Fatalf("EvalCondition = %v, %v", ok, err)
+		}
+		per := one.Spent()
+		if per == 0 {
+			t.Fatal("an evaluation spent nothing")
+		}
+		e = newEngine(t, WithBudget(3*per, time.Minute))
+		p, _ = e.Compile(KindCondition, seedCondition)
+		b := e.NewBudget()
+		for i := range 3 {
+			if ok, err := b.EvalCondition(p, cs); err != nil || !ok {
+				t.Fatalf("evaluation %d = %v, %v", i, ok, err)
+			}
+		}
+		_, err = b.EvalCondition(p, cs)
+		var exprErr *Error
+		if !errors.As(err, &exprErr) || exprErr.Reason != ReasonBudgetExhausted || !IsTooCostly(err) {
+			t.Fatalf("fourth evaluation = %v, want an error with reason %s", err, ReasonBudgetExhausted)
+		}
+		// A fresh budget pays again.
+		if _, err := e.NewBudget().EvalCondition(p, cs); err != nil {
+			t.Fatalf("evaluation with a fresh budget: %v", err)
+		}
+	})
+	t.Run("time", func(t *testing.T) {
+		e := newEngine(t, WithCostLimit(math.MaxUint64/2), WithBudget(math.MaxUint64, 5*time.Millisecond))
+		p, err := e.Compile(KindCondition, `lists.range(300000).all(i, i >= 0)`)
+		if err != nil {
+			t.Fatalf("Compile: %v", err)
+		}
+		b := e.NewBudget()
+		_, err = b.EvalCondition(p, cs)
+		var exprErr *Error
+		if !errors.As(err, &exprErr) || exprErr.Reason != ReasonBudgetExhausted {
+			t.Fatalf("EvalCondition = %v, want an error with reason %s", err, ReasonBudgetExhausted)
+		}
+		f, err := e.Compile(KindFilter, `downsyncClause.resource == "deployments"`)
+		if err != nil {
+			t.Fatalf("Compile: %v", err)
+		}
+		if _, err := b.EvalFilter(f, Clause{}); !errors.As(err, &exprErr) || exprErr.Reason != ReasonBudgetExhausted {
+			t.Fatalf("EvalFilter after the budget ran out = %v, want reason %s", err, ReasonBudgetExhausted)
+		}
+	})
+}
+
+func TestLimitOptionsAreValidated(t *testing.T) {
+	for name, opt := range map[string]Option{
+		"estimated cost limit 0": WithEstimatedCostLimit(0),
+		"timeout 0":              WithEvalTimeout(0),
+		"budget cost 0":          WithBudget(0, time.Second),
+		"budget time 0":          WithBudget(1, 0),
+	} {
+		if _, err := NewEngine(opt); err == nil {
+			t.Errorf("NewEngine(%s) succeeded", name)
+		}
+	}
+}
+
+// TestEvalTimeoutStopsNestedComprehensions checks that the timeout stops an
+// evaluation whose work is in nested comprehensions. (cel-go counts interrupt
+// checks across all comprehensions of an evaluation; with a check frequency
+// above one, an inner comprehension that stops at every check can hide the
+// interrupt from the outer ones, which then run to the end.)
+func TestEvalTimeoutStopsNestedComprehensions(t *testing.T) {
+	e := newEngine(t, WithEstimatedCostLimit(math.MaxUint64), WithCostLimit(math.MaxUint64/2), WithEvalTimeout(20*time.Millisecond))
+	p, err := e.Compile(KindCondition, hostileConditions["nested iteration over ranges"])
+	if err != nil {
+		t.Fatalf("Compile: %v", err)
+	}
+	_, err = p.EvalCondition(combinedStatus("x"))
+	var exprErr *Error
+	if !errors.As(err, &exprErr) || exprErr.Reason != ReasonTimeout {
+		t.Fatalf("EvalCondition = %v, want an error with reason %s", err, ReasonTimeout)
+	}
+}
