@@ -202,7 +202,7 @@ func assessStage(stage v1alpha1.Stage, programs compiledStage, bp *ksv1alpha1.Bi
 		pass, err := programs.filter.EvalFilter(clause)
 		if err != nil {
 			return assessment{bindingObserved: true, placed: true, evaluationError: true, reason: v1alpha1.ReasonEvaluationError,
-				message: fmt.Sprintf("stage %q: %v (on %s)", stage.Name, err, clauseKey(clause))}
+				message: fmt.Sprintf("%v (on %s)", err, clauseKey(clause))}
 		}
 		if pass {
 			selected = append(selected, clause)
@@ -229,7 +229,7 @@ func assessStage(stage v1alpha1.Stage, programs compiledStage, bp *ksv1alpha1.Bi
 		if err != nil {
 			evaluation.Result = "error"
 			return assessment{bindingObserved: true, placed: true, evaluationError: true, reason: v1alpha1.ReasonEvaluationError,
-				message:     fmt.Sprintf("stage %q: %v (on the CombinedStatus of %s)", stage.Name, err, key),
+				message:     fmt.Sprintf("%v (on the CombinedStatus of %s)", err, key),
 				evaluations: append(evaluations, evaluation)}
 		}
 		evaluations = append(evaluations, evaluation)

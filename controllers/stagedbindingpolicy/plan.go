@@ -178,7 +178,8 @@ func planAfterAssessment(snap *Snapshot, active int, current *ksv1alpha1.Binding
 			Note: fmt.Sprintf("final stage %q is done: %s", stage.Name, result.message)})
 	}
 	if result.evaluationError && !sameCondition(policy.Status.Conditions, status.Conditions, v1alpha1.ConditionProgressing) {
-		events = append(events, Event{Type: "Warning", Reason: v1alpha1.ReasonEvaluationError, Note: result.message})
+		events = append(events, Event{Type: "Warning", Reason: v1alpha1.ReasonEvaluationError,
+			Note: fmt.Sprintf("stage %q: %s", stage.Name, result.message)})
 	}
 	if action := statusAction(policy, status, Event{}, "the status is out of date"); action.Type != ActionNone {
 		action.Events = events

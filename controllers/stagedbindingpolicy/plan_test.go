@@ -854,13 +854,13 @@ func TestPlanWaiting(t *testing.T) {
 			snap: at("dev", stageWith("dev", deploymentsFilter, `obj.results[3].name == 'deployments-aggregator'`), stage("test")).
 				bound().reporting(deployment, "1").Snapshot,
 			wantReason: v1alpha1.ReasonEvaluationError, wantPhase: v1alpha1.RolloutBlocked,
-			wantMsg:    []string{`stage "dev"`, "deployments.apps web/nginx"},
+			wantMsg:    []string{`condition "obj.results[3]`, "deployments.apps web/nginx"},
 			wantEvents: []string{"Warning/EvaluationError"}},
 		{name: "filter fails to evaluate",
 			snap: at("dev", stageWith("dev", `int(downsyncClause.name) > 0`, seedCondition), stage("test")).
 				bound().reporting(deployment, "1").Snapshot,
 			wantReason: v1alpha1.ReasonEvaluationError, wantPhase: v1alpha1.RolloutBlocked,
-			wantMsg:    []string{`stage "dev"`, "int(downsyncClause.name) > 0"},
+			wantMsg:    []string{`filter "int(downsyncClause.name) > 0"`, "(on deployments.apps web/nginx)"},
 			wantEvents: []string{"Warning/EvaluationError"}},
 		{name: "final stage condition false",
 			snap:       at("prod").bound().reporting(deployment, "0").Snapshot,
@@ -940,6 +940,9 @@ func TestPlanWaiting(t *testing.T) {
 			}
 			if !strings.Contains(progressing.Message, record.Message) {
 				t.Errorf("Progressing message %q does not carry the stage message %q", progressing.Message, record.Message)
+			}
+			if n := strings.Count(progressing.Message, fmt.Sprintf("stage %q", active)); n != 1 {
+				t.Errorf("Progressing message %q names stage %q %d times, want once", progressing.Message, active, n)
 			}
 			if keys := eventKeys(got.Events); !slices.Equal(keys, tt.wantEvents) {
 				t.Errorf("events = %v, want %v", keys, tt.wantEvents)
