@@ -80,28 +80,28 @@ type compiledStage struct {
 
 // compileStages compiles the expressions of every stage. It returns one
 // compiledStage per stage, and a readable error naming every stage and
-// expression that does not compile.
+// expression that does not compile (an errors.Join of one error per expression).
 func compileStages(engine *expression.Engine, stages []v1alpha1.Stage) ([]compiledStage, error) {
 	compiled := make([]compiledStage, len(stages))
-	var errs []string
+	var errs []error
 	for i, stage := range stages {
 		if stage.Filter != "" {
 			p, err := engine.Compile(expression.KindFilter, stage.Filter)
 			if err != nil {
-				errs = append(errs, fmt.Sprintf("stage %q: %v", stage.Name, err))
+				errs = append(errs, fmt.Errorf("stage %q: %w", stage.Name, err))
 			}
 			compiled[i].filter = p
 		}
 		if stage.Condition != "" {
 			p, err := engine.Compile(expression.KindCondition, stage.Condition)
 			if err != nil {
-				errs = append(errs, fmt.Sprintf("stage %q: %v", stage.Name, err))
+				errs = append(errs, fmt.Errorf("stage %q: %w", stage.Name, err))
 			}
 			compiled[i].condition = p
 		}
 	}
 	if len(errs) > 0 {
-		return nil, errors.New(strings.Join(errs, "; "))
+		return nil, errors.Join(errs...)
 	}
 	return compiled, nil
 }

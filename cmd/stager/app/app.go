@@ -69,6 +69,9 @@ type Options struct {
 	CacheSyncTimeout time.Duration
 	// CELCostLimit bounds the cost of one evaluation of a filter or condition.
 	CELCostLimit uint64
+	// DeletionWarningAfter is how long a policy's deletion may wait for the
+	// finalizers of its BindingPolicies before it is reported as blocked.
+	DeletionWarningAfter time.Duration
 	// AllowSeveralInProcess lets more than one stager run in one process, one
 	// after the other or side by side (as tests do), by turning off
 	// controller-runtime's check that controller names are unique. Not a flag.
@@ -86,6 +89,7 @@ func NewOptions() *Options {
 		SpaceProbeInterval:      15 * time.Second,
 		CacheSyncTimeout:        2 * time.Minute,
 		CELCostLimit:            expression.DefaultCostLimit,
+		DeletionWarningAfter:    stagedbindingpolicy.DefaultDeletionWarningAfter,
 	}
 }
 
@@ -100,6 +104,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.SpaceProbeInterval, "space-probe-interval", o.SpaceProbeInterval, "how often each space's API server is probed for readiness")
 	fs.DurationVar(&o.CacheSyncTimeout, "cache-sync-timeout", o.CacheSyncTimeout, "how long to wait for a space's caches before retrying it")
 	fs.Uint64Var(&o.CELCostLimit, "cel-cost-limit", o.CELCostLimit, "the most one evaluation of a stage filter or condition may cost (CEL cost units)")
+	fs.DurationVar(&o.DeletionWarningAfter, "deletion-warning-after", o.DeletionWarningAfter,
+		"how long a StagedBindingPolicy's deletion may wait for its BindingPolicies' finalizers before it is reported as blocked with a Warning Event")
 }
 
 // Validate reports flags that cannot work.
@@ -119,6 +125,9 @@ func (o *Options) Validate() error {
 	}
 	if o.CELCostLimit == 0 {
 		errs = append(errs, errors.New("--cel-cost-limit must be positive"))
+	}
+	if o.DeletionWarningAfter <= 0 {
+		errs = append(errs, errors.New("--deletion-warning-after must be positive"))
 	}
 	return errors.Join(errs...)
 }
@@ -198,6 +207,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 		CacheSyncTimeout:        o.CacheSyncTimeout,
 		Logger:                  logger.WithName(stagedbindingpolicy.ControllerName),
+		DeletionWarningAfter:    o.DeletionWarningAfter,
 	}
 	runner, err := spaces.New(spaces.Options{
 		Required: stagedbindingpolicy.WatchedObjects(),
