@@ -165,7 +165,7 @@ func combinedStatusIndex(statuses []ksv1alpha1.CombinedStatus, bp *ksv1alpha1.Bi
 
 // assessStage decides whether the active stage is done. bp is the stage's
 // BindingPolicy as it exists in the space, binding its Binding (or nil).
-func assessStage(stage v1alpha1.Stage, programs compiledStage, bp *ksv1alpha1.BindingPolicy,
+func assessStage(_ v1alpha1.Stage, programs compiledStage, bp *ksv1alpha1.BindingPolicy,
 	binding *ksv1alpha1.Binding, statuses []ksv1alpha1.CombinedStatus) assessment {
 	if bp == nil || bp.UID == "" {
 		return assessment{reason: v1alpha1.ReasonBindingPolicyPending,

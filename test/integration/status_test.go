@@ -154,10 +154,13 @@ func TestStuckDeletionIsReported(t *testing.T) {
 	changeBindingPolicy(t, s, bpName, func(bp *ksv1alpha1.BindingPolicy) { controllerutil.RemoveFinalizer(bp, hold) })
 	waitFor(t, "the policy to go once the finalizer is released", func() error {
 		err := s.Client.Get(suite.ctx, types.NamespacedName{Name: name}, &v1alpha1.StagedBindingPolicy{})
-		if apierrors.IsNotFound(err) {
+		switch {
+		case apierrors.IsNotFound(err):
 			return nil
+		case err != nil:
+			return err
 		}
-		return fmt.Errorf("still there (%v)", err)
+		return fmt.Errorf("still there")
 	})
 	waitFor(t, "the deleted policy's metric series to vanish", func() error {
 		if n := series(t, labels); n != 0 {
