@@ -223,7 +223,8 @@ type StagedBindingPolicyStatus struct {
 	// +optional
 	Phase RolloutPhase `json:"phase,omitempty"`
 
-	// Conditions are Ready, Progressing and Completed.
+	// Conditions are Ready, Progressing and Completed, and Deleting while a
+	// deletion waits for the finalizers of the policy's BindingPolicies.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
