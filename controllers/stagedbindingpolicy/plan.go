@@ -125,7 +125,8 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 // every decision of the controller can be table-tested.
 //
 // The order of the steps is the order of what matters most:
-//  1. a policy being deleted loses its BindingPolicies, then its finalizer;
+//  1. a policy being deleted loses its BindingPolicies, then its finalizer,
+//     saying in its Deleting condition what holds them meanwhile;
 //  2. a policy gets the finalizer before anything is placed;
 //  3. expressions that do not compile block the rollout, changing nothing placed;
 //  4. a rollout that has not started, or whose active stage was removed from
