@@ -157,6 +157,10 @@ const (
 	ConditionProgressing = "Progressing"
 	// ConditionCompleted is true when the final stage is placed and its condition holds.
 	ConditionCompleted = "Completed"
+	// ConditionDeleting is true while a policy being deleted waits for its
+	// BindingPolicies to go; its message names the BindingPolicies and the
+	// finalizers that hold them, and since when the deletion waits.
+	ConditionDeleting = "Deleting"
 )
 
 // Condition reasons of a StagedBindingPolicy.
@@ -200,6 +204,13 @@ const (
 	ReasonFinalConditionNotMet = "FinalConditionNotMet"
 	// ReasonNoStages means the spec lists no stage.
 	ReasonNoStages = "NoStages"
+	// ReasonWaitingForFinalizers means a policy being deleted waits for the
+	// finalizers of its BindingPolicies (KubeStellar's, normally) to be removed.
+	ReasonWaitingForFinalizers = "WaitingForFinalizers"
+	// ReasonDeletionBlocked means a policy's deletion has waited for the
+	// finalizers of its BindingPolicies longer than the stager's threshold:
+	// most often KubeStellar's controller-manager is not running.
+	ReasonDeletionBlocked = "DeletionBlocked"
 )
 
 // StagedBindingPolicyStatus reports where a rollout is. All the rollout's
@@ -217,7 +228,8 @@ type StagedBindingPolicyStatus struct {
 	// +optional
 	Phase RolloutPhase `json:"phase,omitempty"`
 
-	// Conditions are Ready, Progressing and Completed.
+	// Conditions are Ready, Progressing and Completed, and Deleting while a
+	// deletion waits for the finalizers of the policy's BindingPolicies.
 	// +listType=map
 	// +listMapKey=type
 	// +optional

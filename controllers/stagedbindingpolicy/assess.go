@@ -79,18 +79,19 @@ type compiledStage struct {
 }
 
 // compileStages compiles the expressions of every stage. It returns one
-// compiledStage per stage; or, when an expression does not compile, a
-// readable error naming every stage and expression that does not, and the
-// condition reason to report: ReasonExpressionTooCostly when every failure
-// is an estimated cost above the limit, else ReasonInvalidExpression.
+// compiledStage per stage; or, when an expression does not compile, an
+// error naming every stage and expression that does not (an errors.Join of
+// one error per expression), and the condition reason to report:
+// ReasonExpressionTooCostly when every failure is an estimated cost above the
+// limit, else ReasonInvalidExpression.
 func compileStages(engine *expression.Engine, stages []v1alpha1.Stage) ([]compiledStage, string, error) {
 	compiled := make([]compiledStage, len(stages))
-	var errs []string
+	var errs []error
 	tooCostly := true
 	compile := func(stage v1alpha1.Stage, kind expression.Kind, source string) *expression.Program {
 		p, err := engine.Compile(kind, source)
 		if err != nil {
-			errs = append(errs, fmt.Sprintf("stage %q: %v", stage.Name, err))
+			errs = append(errs, fmt.Errorf("stage %q: %w", stage.Name, err))
 			tooCostly = tooCostly && expression.IsTooCostly(err)
 		}
 		return p
@@ -108,7 +109,7 @@ func compileStages(engine *expression.Engine, stages []v1alpha1.Stage) ([]compil
 		if tooCostly {
 			reason = v1alpha1.ReasonExpressionTooCostly
 		}
-		return nil, reason, errors.New(strings.Join(errs, "; "))
+		return nil, reason, errors.Join(errs...)
 	}
 	return compiled, "", nil
 }
@@ -182,7 +183,7 @@ func combinedStatusIndex(statuses []ksv1alpha1.CombinedStatus, bp *ksv1alpha1.Bi
 // BindingPolicy as it exists in the space, binding its Binding (or nil). All
 // evaluations are made within budget, so that one run of a policy with many
 // objects or costly expressions cannot hold a worker for long.
-func assessStage(stage v1alpha1.Stage, programs compiledStage, bp *ksv1alpha1.BindingPolicy,
+func assessStage(_ v1alpha1.Stage, programs compiledStage, bp *ksv1alpha1.BindingPolicy,
 	binding *ksv1alpha1.Binding, statuses []ksv1alpha1.CombinedStatus, budget *expression.Budget) assessment {
 	if bp == nil || bp.UID == "" {
 		return assessment{reason: v1alpha1.ReasonBindingPolicyPending,
@@ -219,7 +220,7 @@ func assessStage(stage v1alpha1.Stage, programs compiledStage, bp *ksv1alpha1.Bi
 		pass, err := budget.EvalFilter(programs.filter, clause)
 		if err != nil {
 			return assessment{bindingObserved: true, placed: true, evaluationError: true, reason: evaluationReason(err),
-				message: fmt.Sprintf("stage %q: %v (on %s)", stage.Name, err, clauseKey(clause))}
+				message: fmt.Sprintf("%v (on %s)", err, clauseKey(clause))}
 		}
 		if pass {
 			selected = append(selected, clause)
@@ -246,7 +247,7 @@ func assessStage(stage v1alpha1.Stage, programs compiledStage, bp *ksv1alpha1.Bi
 		if err != nil {
 			evaluation.Result = "error"
 			return assessment{bindingObserved: true, placed: true, evaluationError: true, reason: evaluationReason(err),
-				message:     fmt.Sprintf("stage %q: %v (on the CombinedStatus of %s)", stage.Name, err, key),
+				message:     fmt.Sprintf("%v (on the CombinedStatus of %s)", err, key),
 				evaluations: append(evaluations, evaluation)}
 		}
 		evaluations = append(evaluations, evaluation)

@@ -51,6 +51,10 @@ type Options struct {
 	ReconcileTimeout time.Duration
 	// Logger is the base logger; the space's name is added to it.
 	Logger logr.Logger
+	// DeletionWarningAfter is how long a policy's deletion may wait for the
+	// finalizers of its BindingPolicies before it is reported as blocked
+	// with a Warning Event; zero means DefaultDeletionWarningAfter.
+	DeletionWarningAfter time.Duration
 }
 
 // WatchedObjects are the kinds the controller reads in every space. A space
@@ -73,6 +77,8 @@ func NewController(space string, cl cluster.Cluster, engine *expression.Engine, 
 		Recorder: cl.GetEventRecorder(ControllerName),
 		Engine:   engine,
 		Metrics:  metrics.NewSpace(space),
+
+		DeletionWarningAfter: opts.DeletionWarningAfter,
 	}
 	logger := opts.Logger.WithValues("space", space)
 	c, err := controller.NewUnmanaged(ControllerName+"/"+space, controller.Options{

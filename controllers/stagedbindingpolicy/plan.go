@@ -19,7 +19,9 @@ package stagedbindingpolicy
 import (
 	"fmt"
 	"maps"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -78,6 +80,44 @@ type Action struct {
 	Why string
 	// Evaluations are the condition evaluations Plan made, for metrics.
 	Evaluations []Evaluation
+	// RequeueAfter, when positive, is when Plan's decision changes with time
+	// alone (a threshold is crossed): the next run is due then at the latest.
+	RequeueAfter time.Duration
+}
+
+// Bounds on what Plan writes. The API server rejects a condition message of
+// more than 32 KiB, and with it the whole status update, and an Event note of
+// more than 1 KiB: every message Plan writes is cut to these bounds, so the
+// status always lands and every Event is recorded.
+const (
+	// MaxConditionMessage is the most bytes of a condition or stage message.
+	MaxConditionMessage = 4096
+	// MaxEventNote is the most bytes of an Event note.
+	MaxEventNote = 1023
+)
+
+// DefaultDeletionWarningAfter is how long a policy's deletion may wait for
+// its BindingPolicies' finalizers before Plan calls it blocked and warns.
+const DefaultDeletionWarningAfter = 5 * time.Minute
+
+// PlanOption tunes Plan.
+type PlanOption func(*planConfig)
+
+// planConfig is what the PlanOptions set.
+type planConfig struct {
+	deletionWarningAfter time.Duration
+}
+
+// WithDeletionWarningAfter sets how long a policy's deletion may wait for its
+// BindingPolicies' finalizers before the Deleting condition says
+// DeletionBlocked and a Warning Event is emitted; zero or less keeps
+// DefaultDeletionWarningAfter.
+func WithDeletionWarningAfter(d time.Duration) PlanOption {
+	return func(c *planConfig) {
+		if d > 0 {
+			c.deletionWarningAfter = d
+		}
+	}
 }
 
 // Plan chooses the single next change for the policy of the snapshot. It is a
@@ -85,7 +125,8 @@ type Action struct {
 // every decision of the controller can be table-tested.
 //
 // The order of the steps is the order of what matters most:
-//  1. a policy being deleted loses its BindingPolicies, then its finalizer;
+//  1. a policy being deleted loses its BindingPolicies, then its finalizer,
+//     saying in its Deleting condition what holds them meanwhile;
 //  2. a policy gets the finalizer before anything is placed;
 //  3. expressions that do not compile, or whose estimated cost is too high,
 //     block the rollout, changing nothing placed;
@@ -96,11 +137,31 @@ type Action struct {
 //  7. BindingPolicies of earlier stages are deleted once the active stage's
 //     Binding places the workload on a cluster (make-before-break);
 //  8. the status is brought up to date.
-func Plan(snap *Snapshot, engine *expression.Engine) Action {
+//
+// Every message of the Action is bounded (MaxConditionMessage, MaxEventNote).
+// Timers are computed from times in the snapshot (Now and the objects'
+// timestamps), never from memory, so a restarted controller decides alike.
+func Plan(snap *Snapshot, engine *expression.Engine, opts ...PlanOption) Action {
+	cfg := planConfig{deletionWarningAfter: DefaultDeletionWarningAfter}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	action := plan(snap, engine, cfg)
+	if action.Status != nil {
+		boundStatus(action.Status)
+	}
+	for i := range action.Events {
+		action.Events[i].Note = cutMessage(action.Events[i].Note, MaxEventNote)
+	}
+	return action
+}
+
+// plan is Plan before its messages are bounded.
+func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 	policy := snap.Policy
 
 	if policy.DeletionTimestamp != nil {
-		return planDeletion(snap)
+		return planDeletion(snap, cfg)
 	}
 	if !hasFinalizer(policy) {
 		return Action{Type: ActionAddFinalizer, Why: "the policy needs its cleanup finalizer before anything is placed"}
@@ -113,8 +174,10 @@ func Plan(snap *Snapshot, engine *expression.Engine) Action {
 	}
 	programs, reason, compileErr := compileStages(engine, policy.Spec.Stages)
 	if compileErr != nil {
-		status := blockedStatus(policy, reason, compileErr.Error(), snap.Now)
-		return statusAction(policy, status, Event{Type: "Warning", Reason: reason, Note: compileErr.Error()},
+		failures := errorList(compileErr)
+		status := blockedStatus(policy, reason, compileFailures(failures, MaxConditionMessage), snap.Now)
+		return statusAction(policy, status,
+			Event{Type: "Warning", Reason: reason, Note: compileFailures(failures, MaxEventNote)},
 			"an expression does not compile")
 	}
 
@@ -179,7 +242,8 @@ func planAfterAssessment(snap *Snapshot, active int, current *ksv1alpha1.Binding
 			Note: fmt.Sprintf("final stage %q is done: %s", stage.Name, result.message)})
 	}
 	if result.evaluationError && !sameCondition(policy.Status.Conditions, status.Conditions, v1alpha1.ConditionProgressing) {
-		events = append(events, Event{Type: "Warning", Reason: result.reason, Note: result.message})
+		events = append(events, Event{Type: "Warning", Reason: result.reason,
+			Note: fmt.Sprintf("stage %q: %s", stage.Name, result.message)})
 	}
 	if action := statusAction(policy, status, Event{}, "the status is out of date"); action.Type != ActionNone {
 		action.Events = events
@@ -188,29 +252,81 @@ func planAfterAssessment(snap *Snapshot, active int, current *ksv1alpha1.Binding
 	return Action{Type: ActionNone, Why: result.message}
 }
 
-// planDeletion removes what the policy placed, then lets it go.
-func planDeletion(snap *Snapshot) Action {
+// planDeletion removes what the policy placed, then lets it go. While
+// BindingPolicies it deleted are held by finalizers (KubeStellar's, which its
+// controller-manager removes), the Deleting condition names them and the
+// time the deletion began; past the threshold it says DeletionBlocked, once
+// with a Warning Event.
+func planDeletion(snap *Snapshot, cfg planConfig) Action {
 	policy := snap.Policy
-	waiting := false
+	var held []*ksv1alpha1.BindingPolicy
 	for i := range snap.BindingPolicies {
 		bp := &snap.BindingPolicies[i]
 		if !ownedBy(bp, policy) {
 			continue
 		}
 		if bp.DeletionTimestamp != nil {
-			waiting = true
+			held = append(held, bp)
 			continue
 		}
 		return Action{Type: ActionDeleteBindingPolicy, BindingPolicy: bp,
 			Why: fmt.Sprintf("the policy is being deleted and BindingPolicy %s is still there", bp.Name)}
 	}
-	if waiting {
-		return Action{Type: ActionNone, Why: "waiting for the policy's BindingPolicies to go away"}
+	if len(held) > 0 {
+		if !hasFinalizer(policy) {
+			// Someone released the policy by hand: nothing of ours waits.
+			return Action{Type: ActionNone, Why: "the policy is being deleted without the stager's finalizer"}
+		}
+		return deletionBlocked(snap, held, cfg)
 	}
 	if hasFinalizer(policy) {
 		return Action{Type: ActionRemoveFinalizer, Why: "nothing the policy placed is left"}
 	}
 	return Action{Type: ActionNone, Why: "the policy is being deleted"}
+}
+
+// deletionBlocked reports a deletion that waits for the finalizers of held,
+// the policy's BindingPolicies being deleted.
+func deletionBlocked(snap *Snapshot, held []*ksv1alpha1.BindingPolicy, cfg planConfig) Action {
+	policy := snap.Policy
+	since := policy.DeletionTimestamp
+	holders := make([]string, 0, len(held))
+	for _, bp := range held {
+		finalizers := "no finalizer left"
+		if len(bp.Finalizers) > 0 {
+			finalizers = "finalizers " + strings.Join(bp.Finalizers, ", ")
+		}
+		holders = append(holders, fmt.Sprintf("BindingPolicy %s (%s)", bp.Name, finalizers))
+	}
+	message := fmt.Sprintf("deletion waits since %s for %s to go",
+		since.UTC().Format(time.RFC3339), nameSome(holders))
+	waited := snap.Now.Sub(since.Time)
+	blocked := waited >= cfg.deletionWarningAfter
+	reason := v1alpha1.ReasonWaitingForFinalizers
+	if blocked {
+		reason = v1alpha1.ReasonDeletionBlocked
+		message = fmt.Sprintf("%s; it has waited more than %s: KubeStellar's controller-manager removes its finalizer "+
+			"once it has let go of a BindingPolicy. Is it running? (see the README to release the policy by hand)",
+			message, cfg.deletionWarningAfter)
+	}
+
+	status := policy.Status.DeepCopy()
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: v1alpha1.ConditionDeleting, Status: metav1.ConditionTrue,
+		Reason: reason, Message: cutMessage(message, MaxConditionMessage), ObservedGeneration: policy.Generation,
+		LastTransitionTime: *since})
+	why := "waiting for the policy's BindingPolicies to go away"
+	var requeue time.Duration
+	if !blocked {
+		// Now is truncated to the second: a second more is past the threshold.
+		requeue = cfg.deletionWarningAfter - waited + time.Second
+	}
+	action := statusAction(policy, status, Event{}, why)
+	action.RequeueAfter = requeue
+	if action.Type == ActionUpdateStatus && blocked &&
+		!sameCondition(policy.Status.Conditions, status.Conditions, v1alpha1.ConditionDeleting) {
+		action.Events = []Event{{Type: "Warning", Reason: v1alpha1.ReasonDeletionBlocked, Note: message}}
+	}
+	return action
 }
 
 // startRollout makes the first stage active, either because the rollout has
@@ -335,6 +451,77 @@ func setSummary(status *v1alpha1.StagedBindingPolicyStatus, policy *v1alpha1.Sta
 		c.LastTransitionTime = now
 		meta.SetStatusCondition(&status.Conditions, c)
 	}
+	boundStatus(status)
+}
+
+// boundStatus cuts every condition and stage message to MaxConditionMessage.
+// Cutting is idempotent, so a status Plan computes again compares equal to
+// the one it wrote.
+func boundStatus(status *v1alpha1.StagedBindingPolicyStatus) {
+	for i := range status.Conditions {
+		status.Conditions[i].Message = cutMessage(status.Conditions[i].Message, MaxConditionMessage)
+	}
+	for i := range status.Stages {
+		status.Stages[i].Message = cutMessage(status.Stages[i].Message, MaxConditionMessage)
+	}
+}
+
+// cutMessage returns msg when it has at most limit bytes, and otherwise its
+// beginning, cut at a rune boundary, with a note of how much was cut, in
+// limit bytes at most.
+func cutMessage(msg string, limit int) string {
+	if len(msg) <= limit {
+		return msg
+	}
+	tail := fmt.Sprintf("… (%d bytes cut)", len(msg)) // at most the bytes cut, so the result fits
+	n := limit - len(tail)
+	for n > 0 && !utf8.RuneStart(msg[n]) {
+		n--
+	}
+	return msg[:max(n, 0)] + tail
+}
+
+// errorList returns the messages of the errors an errors.Join holds, or of err alone.
+func errorList(err error) []string {
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []string{err.Error()}
+	}
+	var list []string
+	for _, e := range joined.Unwrap() {
+		list = append(list, e.Error())
+	}
+	return list
+}
+
+// compileFailures says which expressions do not compile in at most limit
+// bytes: as many failures as fit, whole, then how many more there are.
+func compileFailures(failures []string, limit int) string {
+	if len(failures) == 1 {
+		return cutMessage(failures[0], limit)
+	}
+	head := fmt.Sprintf("%d expressions do not compile: ", len(failures))
+	msg := head
+	for i, f := range failures {
+		next := msg + f
+		if i > 0 {
+			next = msg + "; " + f
+		}
+		tail := ""
+		if rest := len(failures) - i - 1; rest > 0 {
+			tail = fmt.Sprintf("; and %d more", rest)
+		}
+		if len(next)+len(tail) > limit {
+			more := fmt.Sprintf("; and %d more", len(failures)-i)
+			if i == 0 { // not even the first fits whole: cut it
+				more = fmt.Sprintf("; and %d more", len(failures)-1)
+				return head + cutMessage(f, limit-len(head)-len(more)) + more
+			}
+			return msg + more
+		}
+		msg = next
+	}
+	return msg
 }
 
 // stageRecords returns one record per spec stage, keeping what the previous

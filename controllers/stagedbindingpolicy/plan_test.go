@@ -452,9 +452,8 @@ func TestPlanFinalizerAndDeletion(t *testing.T) {
 			snap: newSnapshot(deleting(newPolicy(stageWith("dev", "", "obj.results.exists("))),
 				ownedBP(p, "dev", "bp-dev")),
 			want: ActionDeleteBindingPolicy, wantBP: "web.stage.dev", wantUID: "bp-dev"},
-		{name: "deleted: only BindingPolicies already being deleted",
-			snap: newSnapshot(deleting(atStage(newPolicy(), "test")),
-				foreignBP(p, "canary", "bp-foreign"), beingDeleted(ownedBP(p, "dev", "bp-dev")), beingDeleted(ownedBP(p, "test", "bp-test"))),
+		{name: "deleted: held BindingPolicies but the finalizer was removed by hand",
+			snap: newSnapshot(withoutFinalizer(deleting(atStage(newPolicy(), "test"))), beingDeleted(ownedBP(p, "test", "bp-test"))),
 			want: ActionNone},
 		{name: "deleted: only a foreign BindingPolicy left",
 			snap: newSnapshot(deleting(atStage(newPolicy(), "test")), foreignBP(p, "canary", "bp-foreign")),
@@ -854,13 +853,13 @@ func TestPlanWaiting(t *testing.T) {
 			snap: at("dev", stageWith("dev", deploymentsFilter, `obj.results[3].name == 'deployments-aggregator'`), stage("test")).
 				bound().reporting(deployment, "1").Snapshot,
 			wantReason: v1alpha1.ReasonEvaluationError, wantPhase: v1alpha1.RolloutBlocked,
-			wantMsg:    []string{`stage "dev"`, "deployments.apps web/nginx"},
+			wantMsg:    []string{`condition "obj.results[3]`, "deployments.apps web/nginx"},
 			wantEvents: []string{"Warning/EvaluationError"}},
 		{name: "filter fails to evaluate",
 			snap: at("dev", stageWith("dev", `int(downsyncClause.name) > 0`, seedCondition), stage("test")).
 				bound().reporting(deployment, "1").Snapshot,
 			wantReason: v1alpha1.ReasonEvaluationError, wantPhase: v1alpha1.RolloutBlocked,
-			wantMsg:    []string{`stage "dev"`, "int(downsyncClause.name) > 0"},
+			wantMsg:    []string{`filter "int(downsyncClause.name) > 0"`, "(on deployments.apps web/nginx)"},
 			wantEvents: []string{"Warning/EvaluationError"}},
 		{name: "final stage condition false",
 			snap:       at("prod").bound().reporting(deployment, "0").Snapshot,
@@ -940,6 +939,9 @@ func TestPlanWaiting(t *testing.T) {
 			}
 			if !strings.Contains(progressing.Message, record.Message) {
 				t.Errorf("Progressing message %q does not carry the stage message %q", progressing.Message, record.Message)
+			}
+			if n := strings.Count(progressing.Message, fmt.Sprintf("stage %q", active)); n != 1 {
+				t.Errorf("Progressing message %q names stage %q %d times, want once", progressing.Message, active, n)
 			}
 			if keys := eventKeys(got.Events); !slices.Equal(keys, tt.wantEvents) {
 				t.Errorf("events = %v, want %v", keys, tt.wantEvents)
@@ -1854,6 +1856,247 @@ func TestPlanNoStages(t *testing.T) {
 			if again := planNoPanic(t, next, engine); again.Type != ActionNone || len(again.Events) != 0 {
 				t.Errorf("with the Blocked status written, Plan() = %s with events %v (%s), want None without events",
 					again.Type, eventKeys(again.Events), again.Why)
+			}
+		})
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Deletion held by finalizers
+// ---------------------------------------------------------------------------
+
+// TestPlanDeletionBlocked covers a deletion that waits for the finalizers of
+// the policy's BindingPolicies: the Deleting condition names them and the
+// time the deletion began; past the threshold, computed from the policy's
+// deletionTimestamp and the snapshot's time, it says DeletionBlocked and
+// warns once.
+func TestPlanDeletionBlocked(t *testing.T) {
+	engine := newEngine(t)
+	p := newPolicy()
+	deletedAt := func(at metav1.Time) *v1alpha1.StagedBindingPolicy {
+		policy := atStage(newPolicy(), "test")
+		policy.DeletionTimestamp = ptr.To(at)
+		return policy
+	}
+	// withDeleting gives the policy the status Plan writes under opts.
+	withDeleting := func(policy *v1alpha1.StagedBindingPolicy, reason string, opts ...PlanOption) *v1alpha1.StagedBindingPolicy {
+		first := Plan(newSnapshot(policy, beingDeleted(ownedBP(p, "test", "bp-test"))), engine, opts...)
+		if first.Status == nil {
+			t.Fatalf("no status to start from: %s (%s)", first.Type, first.Why)
+		}
+		policy.Status = *first.Status
+		if c := meta.FindStatusCondition(policy.Status.Conditions, v1alpha1.ConditionDeleting); c == nil || c.Reason != reason {
+			t.Fatalf("starting status has Deleting %+v, want reason %s", c, reason)
+		}
+		return policy
+	}
+	oneMinuteAgo := metav1.NewTime(now.Add(-time.Minute))
+
+	tests := []struct {
+		name       string
+		snap       *Snapshot
+		opts       []PlanOption
+		want       ActionType
+		wantReason string
+		wantEvents []string
+		// wantRequeue is Action.RequeueAfter.
+		wantRequeue time.Duration
+		wantMsg     []string
+	}{
+		{name: "held for a minute: waiting, due again when the default threshold passes",
+			snap: newSnapshot(deletedAt(oneMinuteAgo), foreignBP(p, "canary", "bp-foreign"),
+				beingDeleted(ownedBP(p, "dev", "bp-dev")), beingDeleted(ownedBP(p, "test", "bp-test"))),
+			want: ActionUpdateStatus, wantReason: v1alpha1.ReasonWaitingForFinalizers,
+			wantRequeue: 4*time.Minute + time.Second,
+			wantMsg: []string{"deletion waits since 2026-03-01T11:59:00Z", "BindingPolicy web.stage.dev (finalizers example.com/hold)",
+				"BindingPolicy web.stage.test (finalizers example.com/hold)"}},
+		{name: "held for an hour: blocked, with a Warning Event",
+			snap: newSnapshot(deletedAt(earlier), beingDeleted(ownedBP(p, "test", "bp-test"))),
+			want: ActionUpdateStatus, wantReason: v1alpha1.ReasonDeletionBlocked, wantEvents: []string{"Warning/DeletionBlocked"},
+			wantMsg: []string{"deletion waits since 2026-03-01T11:00:00Z", "web.stage.test (finalizers example.com/hold)",
+				"more than 5m0s", "controller-manager", "README"}},
+		{name: "held for an hour under a two-hour threshold: waiting",
+			snap: newSnapshot(deletedAt(earlier), beingDeleted(ownedBP(p, "test", "bp-test"))),
+			opts: []PlanOption{WithDeletionWarningAfter(2 * time.Hour)},
+			want: ActionUpdateStatus, wantReason: v1alpha1.ReasonWaitingForFinalizers, wantRequeue: time.Hour + time.Second},
+		{name: "waiting reported, then the threshold passed: blocked, with a Warning Event",
+			snap: newSnapshot(withDeleting(deletedAt(earlier), v1alpha1.ReasonWaitingForFinalizers, WithDeletionWarningAfter(2*time.Hour)),
+				beingDeleted(ownedBP(p, "test", "bp-test"))),
+			want: ActionUpdateStatus, wantReason: v1alpha1.ReasonDeletionBlocked, wantEvents: []string{"Warning/DeletionBlocked"}},
+		{name: "blocked reported: nothing more to say",
+			snap: newSnapshot(withDeleting(deletedAt(earlier), v1alpha1.ReasonDeletionBlocked), beingDeleted(ownedBP(p, "test", "bp-test"))),
+			want: ActionNone},
+		{name: "a BindingPolicy without finalizers but still listed",
+			snap: newSnapshot(deletedAt(oneMinuteAgo), func() *ksv1alpha1.BindingPolicy {
+				bp := beingDeleted(ownedBP(p, "test", "bp-test"))
+				bp.Finalizers = nil
+				return bp
+			}()),
+			want: ActionUpdateStatus, wantReason: v1alpha1.ReasonWaitingForFinalizers, wantRequeue: 4*time.Minute + time.Second,
+			wantMsg: []string{"web.stage.test (no finalizer left)"}},
+		{name: "more BindingPolicies than a message names",
+			snap: newSnapshot(deletedAt(oneMinuteAgo), beingDeleted(ownedBP(p, "a", "bp-a")), beingDeleted(ownedBP(p, "b", "bp-b")),
+				beingDeleted(ownedBP(p, "c", "bp-c")), beingDeleted(ownedBP(p, "d", "bp-d")), beingDeleted(ownedBP(p, "e", "bp-e"))),
+			want: ActionUpdateStatus, wantReason: v1alpha1.ReasonWaitingForFinalizers, wantRequeue: 4*time.Minute + time.Second,
+			wantMsg: []string{"web.stage.a", "web.stage.c", "and 2 more"}},
+		{name: "an undeleted BindingPolicy is deleted first",
+			snap: newSnapshot(deletedAt(earlier), beingDeleted(ownedBP(p, "dev", "bp-dev")), ownedBP(p, "test", "bp-test")),
+			want: ActionDeleteBindingPolicy},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Plan(tt.snap, engine, tt.opts...)
+			if got.Type != tt.want {
+				t.Fatalf("Plan() = %s (%s), want %s", got.Type, got.Why, tt.want)
+			}
+			if keys := eventKeys(got.Events); !slices.Equal(keys, tt.wantEvents) {
+				t.Errorf("events = %v, want %v", keys, tt.wantEvents)
+			}
+			if got.RequeueAfter != tt.wantRequeue {
+				t.Errorf("RequeueAfter = %v, want %v", got.RequeueAfter, tt.wantRequeue)
+			}
+			if tt.want != ActionUpdateStatus {
+				return
+			}
+			c := condition(t, got.Status, v1alpha1.ConditionDeleting)
+			if c.Status != metav1.ConditionTrue || c.Reason != tt.wantReason {
+				t.Errorf("Deleting = %s/%s, want True/%s", c.Status, c.Reason, tt.wantReason)
+			}
+			if !c.LastTransitionTime.Equal(tt.snap.Policy.DeletionTimestamp) {
+				t.Errorf("Deleting since %v, want the deletionTimestamp %v", c.LastTransitionTime, tt.snap.Policy.DeletionTimestamp)
+			}
+			for _, sub := range tt.wantMsg {
+				if !strings.Contains(c.Message, sub) {
+					t.Errorf("Deleting message %q does not contain %q", c.Message, sub)
+				}
+			}
+			if strings.Contains(c.Message, "canary") {
+				t.Errorf("Deleting message %q names a foreign BindingPolicy", c.Message)
+			}
+			for _, e := range got.Events {
+				if e.Note != c.Message {
+					t.Errorf("event note %q, want the condition's message %q", e.Note, c.Message)
+				}
+			}
+			// Written once, the same state a minute later makes no change and no Event.
+			next := *tt.snap
+			next.Policy = tt.snap.Policy.DeepCopy()
+			next.Policy.Status = *got.Status.DeepCopy()
+			next.Now = metav1.NewTime(tt.snap.Now.Add(time.Minute))
+			if again := Plan(&next, engine, tt.opts...); again.Type != ActionNone || len(again.Events) != 0 {
+				t.Errorf("with the status written, Plan() = %s with events %v (%s), want None", again.Type, eventKeys(again.Events), again.Why)
+			}
+		})
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Bounded messages
+// ---------------------------------------------------------------------------
+
+// TestPlanBoundsMessages gives every stage of a 32-stage policy a ~4 KB
+// condition that does not parse: the status stays within the API server's
+// limits (Ready names as many failures as fit and how many more), the Event
+// note within 1 KiB, and the same state plans no further change.
+func TestPlanBoundsMessages(t *testing.T) {
+	engine := newEngine(t)
+	filler := strings.Repeat("a", 4000)
+	var stages []v1alpha1.Stage
+	for i := range 32 {
+		stages = append(stages, stageWith(fmt.Sprintf("s%02d", i), deploymentsFilter,
+			fmt.Sprintf("obj.results.exists(r, r.name == '%s' &&", filler)))
+	}
+	tests := []struct {
+		name string
+		snap *Snapshot
+	}{
+		{name: "rollout not started", snap: newSnapshot(newPolicy(stages...))},
+		{name: "mid-rollout", snap: at("s03", stages...).bound().reporting(deployment, "1").Snapshot},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Plan(tt.snap, engine)
+			if got.Type != ActionUpdateStatus {
+				t.Fatalf("Plan() = %s (%s), want %s", got.Type, got.Why, ActionUpdateStatus)
+			}
+			if got.Status.Phase != v1alpha1.RolloutBlocked {
+				t.Errorf("phase = %s, want Blocked", got.Status.Phase)
+			}
+			for _, c := range got.Status.Conditions {
+				if len(c.Message) > MaxConditionMessage {
+					t.Errorf("%s message has %d bytes, more than %d", c.Type, len(c.Message), MaxConditionMessage)
+				}
+			}
+			ready := condition(t, got.Status, v1alpha1.ConditionReady)
+			for _, sub := range []string{"32 expressions do not compile: ", `stage "s00": condition "obj.results.exists(`, "more"} {
+				if !strings.Contains(ready.Message, sub) {
+					t.Errorf("Ready message does not contain %q: %q", sub, ready.Message)
+				}
+			}
+			if !strings.HasSuffix(ready.Message, " more") {
+				t.Errorf("Ready message does not end saying how many more: %q", ready.Message)
+			}
+			if len(got.Events) != 1 || len(got.Events[0].Note) > MaxEventNote || !strings.Contains(got.Events[0].Note, `stage "s00"`) {
+				t.Fatalf("events = %+v, want one InvalidExpression note of at most %d bytes naming stage s00", got.Events, MaxEventNote)
+			}
+			if again := replan(t, tt.snap, engine, got); again.Type != ActionNone {
+				t.Errorf("with the status written, Plan() = %s (%s), want None", again.Type, again.Why)
+			}
+		})
+	}
+}
+
+// TestCutMessage checks the cut: within the limit, at a rune boundary, idempotent.
+func TestCutMessage(t *testing.T) {
+	tests := []struct {
+		name  string
+		msg   string
+		limit int
+		want  string
+	}{
+		{name: "short", msg: "hello", limit: 10, want: "hello"},
+		{name: "exactly the limit", msg: strings.Repeat("x", 30), limit: 30, want: strings.Repeat("x", 30)},
+		{name: "long", msg: strings.Repeat("x", 100), limit: 40, want: strings.Repeat("x", 21) + "… (100 bytes cut)"},
+		{name: "multi-byte runes", msg: strings.Repeat("é", 50), limit: 40, want: strings.Repeat("é", 10) + "… (100 bytes cut)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := cutMessage(tt.msg, tt.limit)
+			if got != tt.want {
+				t.Errorf("cutMessage = %q, want %q", got, tt.want)
+			}
+			if len(got) > tt.limit {
+				t.Errorf("cutMessage returned %d bytes, more than %d", len(got), tt.limit)
+			}
+			if again := cutMessage(got, tt.limit); again != got {
+				t.Errorf("cutting again gives %q, want %q", again, got)
+			}
+		})
+	}
+}
+
+// TestCompileFailures checks the list of expressions that do not compile.
+func TestCompileFailures(t *testing.T) {
+	tests := []struct {
+		name     string
+		failures []string
+		limit    int
+		want     string
+	}{
+		{name: "one", failures: []string{"stage \"a\": bad"}, limit: 100, want: "stage \"a\": bad"},
+		{name: "all fit", failures: []string{"a: bad", "b: bad"}, limit: 100, want: "2 expressions do not compile: a: bad; b: bad"},
+		{name: "some fit", failures: []string{"a: bad", "b: bad", "c: bad"}, limit: 50, want: "3 expressions do not compile: a: bad; and 2 more"},
+		{name: "the first does not fit", failures: []string{strings.Repeat("x", 100), "b: bad"}, limit: 80,
+			want: "2 expressions do not compile: " + strings.Repeat("x", 19) + "… (100 bytes cut); and 1 more"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := compileFailures(tt.failures, tt.limit)
+			if got != tt.want {
+				t.Errorf("compileFailures = %q, want %q", got, tt.want)
+			}
+			if len(got) > tt.limit {
+				t.Errorf("compileFailures returned %d bytes, more than %d", len(got), tt.limit)
 			}
 		})
 	}

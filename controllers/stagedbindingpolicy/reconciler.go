@@ -58,6 +58,10 @@ type Reconciler struct {
 	Clock clock.PassiveClock
 	// Metrics records the space's metrics; nil records none.
 	Metrics *metrics.Space
+	// DeletionWarningAfter is how long a deletion may wait for the
+	// finalizers of the policy's BindingPolicies before it is reported as
+	// blocked; zero means DefaultDeletionWarningAfter.
+	DeletionWarningAfter time.Duration
 }
 
 // Reconcile makes the single next change for one StagedBindingPolicy.
@@ -88,11 +92,11 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.Metrics.Policy(snap.Policy)
 	}
 
-	action := Plan(snap, r.Engine)
+	action := Plan(snap, r.Engine, WithDeletionWarningAfter(r.DeletionWarningAfter))
 	r.recordEvaluations(action.Evaluations)
 	if action.Type == ActionNone {
 		logger.V(1).Info("Waiting", "why", action.Why)
-		return reconcile.Result{RequeueAfter: requeueWhileWaiting}, nil
+		return reconcile.Result{RequeueAfter: sooner(requeueWhileWaiting, action.RequeueAfter)}, nil
 	}
 	logger.Info("Making a change", "action", action.Type, "why", action.Why)
 	if err := r.apply(ctx, snap.Policy, action); err != nil {
@@ -111,7 +115,15 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 			r.Metrics.StageCompleted(snap.Policy.Name, st.Name, st.CompletionTime.Sub(st.StartTime.Time))
 		}
 	}
-	return reconcile.Result{RequeueAfter: requeueAfterChange}, nil
+	return reconcile.Result{RequeueAfter: sooner(requeueAfterChange, action.RequeueAfter)}, nil
+}
+
+// sooner returns the shorter of two requeue intervals, ignoring an unset one.
+func sooner(interval, planned time.Duration) time.Duration {
+	if planned > 0 && planned < interval {
+		return planned
+	}
+	return interval
 }
 
 func (r *Reconciler) recordEvaluations(evaluations []Evaluation) {

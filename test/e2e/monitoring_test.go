@@ -27,9 +27,14 @@ import (
 	"time"
 
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/test/environment"
@@ -48,7 +53,10 @@ const (
 	// lookback delta (lookback) lets that evaluation see the samples taken
 	// during the run, as if the rollout had not moved since.
 	stuckHorizon = 61 * time.Minute
-	lookback     = 2 * time.Hour
+	// deletionHorizon is how far ahead StagerDeletionStuck's expression is
+	// evaluated: a deletion is stuck only after 15 minutes.
+	deletionHorizon = 16 * time.Minute
+	lookback        = 2 * time.Hour
 )
 
 // TestDashboardAndAlerts scrapes the stager with a real Prometheus, loaded
@@ -111,6 +119,10 @@ func TestDashboardAndAlerts(t *testing.T) {
 		deletePolicy(t, "wds2", metered)
 		deletePolicy(t, "wds2", broken)
 	})
+	// wds2's "held" is deleted while a finalizer nobody removes holds its
+	// BindingPolicy, as KubeStellar's does while its controller-manager is down.
+	const held = "held"
+	holdDeletion(t, "wds2", held)
 	for _, space := range []string{"wds1", "wds2"} {
 		waitForActiveStage(t, space, metered, "dev")
 		makeAvailable(space, metered, "dev")
@@ -128,13 +140,13 @@ func TestDashboardAndAlerts(t *testing.T) {
 	values := map[string]string{
 		"datasource":      "prometheus",
 		"space":           "(" + strings.Join(spaces, "|") + ")",
-		"policy":          "(" + metered + "|" + broken + ")",
+		"policy":          "(" + metered + "|" + broken + "|" + held + ")",
 		"__rate_interval": rateInterval,
 		"__interval":      scrapeInterval.String(),
 	}
 	environment.Eventually(t, 2*time.Minute, "every dashboard query and alert to show the run", func() error {
 		var problems []string
-		problems = append(problems, checkVariables(ctx, server, dashboard, values, spaces, []string{metered, broken})...)
+		problems = append(problems, checkVariables(ctx, server, dashboard, values, spaces, []string{metered, broken, held})...)
 		problems = append(problems, checkPanels(ctx, server, dashboard, values, spaces, start)...)
 		problems = append(problems, checkAlerts(ctx, server, groups, spaces, bare, refused)...)
 		if len(problems) > 0 {
@@ -329,17 +341,21 @@ func checkPanels(ctx context.Context, server *prometheus.Server, d *prometheus.D
 }
 
 // checkAlerts evaluates every alert expression (StagerRolloutStuck
-// stuckHorizon ahead) and checks that each returns data for the run's
-// spaces (or its refused kubeconfig Secret), that Prometheus evaluates every
-// rule without error, and that the blocked rollout, its evaluation errors,
-// the bare space and the refused Secret raise alerts.
+// stuckHorizon ahead, StagerDeletionStuck deletionHorizon ahead) and checks
+// that each returns data for the run's spaces (or its refused kubeconfig
+// Secret), that Prometheus evaluates every rule without error, and that the
+// blocked rollout, its evaluation errors, the bare space and the refused
+// Secret raise alerts.
 func checkAlerts(ctx context.Context, server *prometheus.Server, groups []prometheus.RuleGroup, spaces []string, bare, refused string) []string {
 	var problems []string
 	for _, g := range groups {
 		for _, r := range g.Rules {
 			at := time.Now()
-			if r.Alert == "StagerRolloutStuck" {
+			switch r.Alert {
+			case "StagerRolloutStuck":
 				at = at.Add(stuckHorizon)
+			case "StagerDeletionStuck":
+				at = at.Add(deletionHorizon)
 			}
 			samples, err := server.Query(ctx, r.Expr, at)
 			if err != nil {
@@ -381,4 +397,57 @@ func checkAlerts(ctx context.Context, server *prometheus.Server, groups []promet
 		}
 	}
 	return problems
+}
+
+// holdDeletion creates a policy, holds its first stage's BindingPolicy with a
+// finalizer nobody removes and deletes the policy, which then waits; the
+// test's cleanup releases the BindingPolicy and waits until the policy is gone.
+func holdDeletion(t *testing.T, space, name string) {
+	t.Helper()
+	const hold = "e2e.kubestellar.io/hold"
+	ctx := suite.ctx
+	createWorkload(t, space, name, false)
+	if err := wds(space).Create(ctx, threeStagePolicy(name)); err != nil {
+		t.Fatalf("creating %s in %s: %v", name, space, err)
+	}
+	waitForActiveStage(t, space, name, "dev")
+	bpName := v1alpha1.BindingPolicyName(name, "dev")
+	changeFinalizers := func(change func(*ksv1alpha1.BindingPolicy)) {
+		t.Helper()
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			bp := &ksv1alpha1.BindingPolicy{}
+			if err := wds(space).Get(ctx, types.NamespacedName{Name: bpName}, bp); err != nil {
+				return err
+			}
+			change(bp)
+			return wds(space).Update(ctx, bp)
+		})
+		if err != nil {
+			t.Fatalf("changing the finalizers of BindingPolicy %s in %s: %v", bpName, space, err)
+		}
+	}
+	environment.Eventually(t, timeout, "BindingPolicy "+bpName, func() error {
+		return wds(space).Get(ctx, types.NamespacedName{Name: bpName}, &ksv1alpha1.BindingPolicy{})
+	})
+	changeFinalizers(func(bp *ksv1alpha1.BindingPolicy) { controllerutil.AddFinalizer(bp, hold) })
+	t.Cleanup(func() {
+		changeFinalizers(func(bp *ksv1alpha1.BindingPolicy) { controllerutil.RemoveFinalizer(bp, hold) })
+		environment.Eventually(t, timeout, fmt.Sprintf("%s/%s to go once released", space, name), func() error {
+			err := wds(space).Get(ctx, types.NamespacedName{Name: name}, &v1alpha1.StagedBindingPolicy{})
+			switch {
+			case apierrors.IsNotFound(err):
+				return nil
+			case err != nil:
+				return err
+			}
+			return fmt.Errorf("still there")
+		})
+	})
+	if err := wds(space).Delete(ctx, &v1alpha1.StagedBindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		t.Fatalf("deleting %s in %s: %v", name, space, err)
+	}
+	policies(space).WaitFor(t, name, "to wait for its BindingPolicy's finalizers", func(p *v1alpha1.StagedBindingPolicy) bool {
+		c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionDeleting)
+		return c != nil && strings.Contains(c.Message, hold)
+	})
 }

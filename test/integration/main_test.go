@@ -64,6 +64,10 @@ var clusters = []kubestellar.Cluster{
 	{Name: "prod2", Labels: map[string]string{"env": "prod"}},
 }
 
+// deletionWarningAfter is the suite's stager's threshold for reporting a
+// deletion held by finalizers as blocked (5 minutes by default).
+const deletionWarningAfter = 2 * time.Second
+
 // suite is the environment shared by the tests of this package.
 var suite struct {
 	ctx     context.Context
@@ -213,6 +217,7 @@ func startStager(ctx context.Context, hosting *environment.Space, logger logr.Lo
 	opts.SpaceProbeInterval = time.Second
 	opts.ReconcileTimeout = reconcileTimeout
 	opts.AllowSeveralInProcess = true
+	opts.DeletionWarningAfter = deletionWarningAfter
 	return startStagerWith(ctx, hosting, opts, logger)
 }
 

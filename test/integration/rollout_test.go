@@ -164,6 +164,9 @@ func TestEvaluationErrorIsReported(t *testing.T) {
 	if msg := conditionOf(policy, v1alpha1.ConditionProgressing).Message; !strings.Contains(msg, `stage "dev"`) || !strings.Contains(msg, "missing") {
 		t.Fatalf("Progressing message %q does not name the stage and the failure", msg)
 	}
+	if msg := conditionOf(policy, v1alpha1.ConditionProgressing).Message; strings.Count(msg, `stage "dev"`) != 1 {
+		t.Fatalf("Progressing message %q does not name the stage exactly once", msg)
+	}
 	if policy.Status.ActiveStage != "dev" {
 		t.Fatalf("active stage = %q, want dev", policy.Status.ActiveStage)
 	}

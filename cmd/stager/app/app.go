@@ -84,6 +84,9 @@ type Options struct {
 	CELReconcileCostBudget uint64
 	// CELReconcileTimeBudget bounds the time of all the evaluations of one reconcile.
 	CELReconcileTimeBudget time.Duration
+	// DeletionWarningAfter is how long a policy's deletion may wait for the
+	// finalizers of its BindingPolicies before it is reported as blocked.
+	DeletionWarningAfter time.Duration
 	// AllowSeveralInProcess lets more than one stager run in one process, one
 	// after the other or side by side (as tests do), by turning off
 	// controller-runtime's check that controller names are unique. Not a flag.
@@ -107,6 +110,7 @@ func NewOptions() *Options {
 		CELEvalTimeout:          expression.DefaultEvalTimeout,
 		CELReconcileCostBudget:  expression.DefaultBudgetCost,
 		CELReconcileTimeBudget:  expression.DefaultBudgetTime,
+		DeletionWarningAfter:    stagedbindingpolicy.DefaultDeletionWarningAfter,
 	}
 }
 
@@ -126,6 +130,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.CELEvalTimeout, "cel-eval-timeout", o.CELEvalTimeout, "the longest one evaluation of a stage filter or condition may take")
 	fs.Uint64Var(&o.CELReconcileCostBudget, "cel-reconcile-cost-budget", o.CELReconcileCostBudget, "the most the evaluations of one reconcile of a policy may cost together (CEL cost units)")
 	fs.DurationVar(&o.CELReconcileTimeBudget, "cel-reconcile-time-budget", o.CELReconcileTimeBudget, "the longest the evaluations of one reconcile of a policy may take together")
+	fs.DurationVar(&o.DeletionWarningAfter, "deletion-warning-after", o.DeletionWarningAfter,
+		"how long a StagedBindingPolicy's deletion may wait for its BindingPolicies' finalizers before it is reported as blocked with a Warning Event")
 }
 
 // Validate reports flags that cannot work.
@@ -160,6 +166,9 @@ func (o *Options) Validate() error {
 	}
 	if o.CELReconcileTimeBudget <= 0 {
 		errs = append(errs, errors.New("--cel-reconcile-time-budget must be positive"))
+	}
+	if o.DeletionWarningAfter <= 0 {
+		errs = append(errs, errors.New("--deletion-warning-after must be positive"))
 	}
 	return errors.Join(errs...)
 }
@@ -276,6 +285,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		CacheSyncTimeout:        o.CacheSyncTimeout,
 		ReconcileTimeout:        o.ReconcileTimeout,
 		Logger:                  logger.WithName(stagedbindingpolicy.ControllerName),
+		DeletionWarningAfter:    o.DeletionWarningAfter,
 	}
 	runner, err := spaces.New(spaces.Options{
 		Required: stagedbindingpolicy.WatchedObjects(),

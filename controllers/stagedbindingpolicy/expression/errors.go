@@ -3,7 +3,9 @@ package expression
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/cel-go/interpreter"
 )
@@ -99,8 +101,21 @@ type Error struct {
 	Err error
 }
 
+// Bounds on what Error renders, so that messages built from errors (status
+// conditions, Events) stay small whatever the expression's length.
+const (
+	// MaxQuotedExpression is the most bytes of an expression's source an
+	// Error quotes; a longer source is cut and its length given.
+	MaxQuotedExpression = 200
+	// MaxCause is the most bytes of the underlying cause an Error renders.
+	MaxCause = 512
+)
+
 // Error renders the failure as, for example,
-// `condition "obj.foo": evaluation error: no such key: foo`.
+// `condition "obj.foo": evaluation error: no such key: foo`. The source is
+// quoted once, cut to MaxQuotedExpression bytes; the cause is rendered
+// without the source lines cel-go quotes again (the position names the
+// place) and cut to MaxCause bytes.
 func (e *Error) Error() string {
 	if e == nil {
 		return "<nil>"
@@ -109,11 +124,49 @@ func (e *Error) Error() string {
 	if kind == "" {
 		kind = "expression"
 	}
-	msg := fmt.Sprintf("%s %q: %s", kind, e.Expression, e.Reason.describe())
+	msg := fmt.Sprintf("%s %s: %s", kind, QuoteExpression(e.Expression), e.Reason.describe())
 	if e.Err != nil {
-		msg += ": " + e.Err.Error()
+		msg += ": " + cause(e.Err.Error())
 	}
 	return msg
+}
+
+// QuoteExpression quotes an expression's source, cut to MaxQuotedExpression
+// bytes with an ellipsis and the full length when it is longer.
+func QuoteExpression(source string) string {
+	if len(source) <= MaxQuotedExpression {
+		return strconv.Quote(source)
+	}
+	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(cutUTF8(source, MaxQuotedExpression)), len(source))
+}
+
+// cause renders an underlying error's text on one line: cel-go follows each
+// issue with the source line and a caret line (" | ..."), which would quote
+// the expression a second and third time, so those lines are dropped.
+func cause(text string) string {
+	var lines []string
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, " | ") || strings.TrimSpace(line) == "" {
+			continue
+		}
+		lines = append(lines, strings.TrimSpace(line))
+	}
+	joined := strings.Join(lines, "; ")
+	if len(joined) <= MaxCause {
+		return joined
+	}
+	return cutUTF8(joined, MaxCause) + "…"
+}
+
+// cutUTF8 returns at most n bytes of s, cut at a rune boundary.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // Unwrap returns the underlying cause, for use with errors.Is and errors.As.

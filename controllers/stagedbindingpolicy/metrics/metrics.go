@@ -85,6 +85,11 @@ var (
 		Help: "Unix time at which each policy's active stage started; time() minus it is the time spent in the stage.",
 	}, []string{LabelSpace, LabelPolicy})
 
+	deletionStart = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "stager_policy_deletion_start_time_seconds",
+		Help: "Unix time at which each policy being deleted was asked to go (its deletionTimestamp); time() minus it is how long the deletion has waited, normally for the finalizers of its BindingPolicies.",
+	}, []string{LabelSpace, LabelPolicy})
+
 	transitions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "stager_stage_transitions_total",
 		Help: "Stages completed, by the stage that completed.",
@@ -130,7 +135,7 @@ var (
 
 // collectors are every metric of the stager.
 var collectors = []prometheus.Collector{policies, policyPhase, activeStage, activeStageIndex, stageCount, activeStageStart,
-	transitions, stageDuration, evaluations, evaluationLatency, reconcileErrors, engaged, ready, kubeconfigRefused}
+	deletionStart, transitions, stageDuration, evaluations, evaluationLatency, reconcileErrors, engaged, ready, kubeconfigRefused}
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(collectors...)
@@ -193,7 +198,7 @@ func Disengaged(space string) {
 	labels := prometheus.Labels{LabelSpace: space}
 	for _, vec := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
-	}{policies, policyPhase, activeStage, activeStageIndex, stageCount, activeStageStart, transitions, stageDuration,
+	}{policies, policyPhase, activeStage, activeStageIndex, stageCount, activeStageStart, deletionStart, transitions, stageDuration,
 		evaluations, evaluationLatency, reconcileErrors, engaged, ready} {
 		vec.DeletePartialMatch(labels)
 	}
@@ -215,6 +220,11 @@ func (s *Space) Policy(policy *v1alpha1.StagedBindingPolicy) {
 	s.refreshPhasesLocked()
 
 	stageCount.WithLabelValues(s.name, policy.Name).Set(float64(len(policy.Spec.Stages)))
+	if policy.DeletionTimestamp != nil {
+		deletionStart.WithLabelValues(s.name, policy.Name).Set(float64(policy.DeletionTimestamp.Unix()))
+	} else {
+		deletionStart.DeleteLabelValues(s.name, policy.Name)
+	}
 	active := policy.Status.ActiveStage
 	if previous, ok := s.stages[policy.Name]; ok && previous != active {
 		activeStage.DeleteLabelValues(s.name, policy.Name, previous)
@@ -248,7 +258,7 @@ func (s *Space) PolicyDeleted(policy string) {
 	labels := prometheus.Labels{LabelSpace: s.name, LabelPolicy: policy}
 	for _, vec := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
-	}{policyPhase, activeStage, activeStageIndex, stageCount, activeStageStart, transitions} {
+	}{policyPhase, activeStage, activeStageIndex, stageCount, activeStageStart, deletionStart, transitions} {
 		vec.DeletePartialMatch(labels)
 	}
 }

@@ -145,3 +145,26 @@ func valuesOf(t *testing.T, c prometheus.Collector, space string) []float64 {
 	}
 	return values
 }
+
+// TestDeletionStartSeries checks that a policy being deleted exports its
+// deletionTimestamp, and that the series goes with the policy.
+func TestDeletionStartSeries(t *testing.T) {
+	s := NewSpace("deletion-test")
+	t.Cleanup(func() { Disengaged("deletion-test") })
+
+	p := policyAt("a", "dev", v1alpha1.RolloutProgressing, 0)
+	s.Policy(p)
+	if n := testutil.CollectAndCount(deletionStart); n != 0 {
+		t.Fatalf("%d deletion series for a policy that is not being deleted, want 0", n)
+	}
+	deleted := metav1.NewTime(time.Unix(5000, 0))
+	p.DeletionTimestamp = &deleted
+	s.Policy(p)
+	if got := testutil.ToFloat64(deletionStart.WithLabelValues("deletion-test", "a")); got != 5000 {
+		t.Fatalf("deletion start = %v, want 5000", got)
+	}
+	s.PolicyDeleted("a")
+	if n := testutil.CollectAndCount(deletionStart); n != 0 {
+		t.Fatalf("%d deletion series after the policy went, want 0", n)
+	}
+}
