@@ -26,15 +26,44 @@ demo: build ## Run the local demo environment until Ctrl-C
 	go build -o $(BIN_DIR)/stager-demo ./cmd/stager-demo; \
 	exec $(BIN_DIR)/stager-demo --stager=$(BIN_DIR)/stager $(DEMO_ARGS)
 
-.PHONY: test
-test: build ## Run every test (unit, integration, end-to-end) against real API servers
-	export KUBEBUILDER_ASSETS="$$($(TOOL) envtest)"; \
+# The environment of the tests that run real servers: each variable names a
+# tool hack/tool.sh builds (or installs) once and caches outside the repository.
+TEST_ENV = export KUBEBUILDER_ASSETS="$$($(TOOL) envtest)"; \
 	export STAGER_KS_CONTROLLER_MANAGER="$${STAGER_KS_CONTROLLER_MANAGER:-$$($(TOOL) ks-controller-manager)}"; \
 	export STAGER_BINARY="$(abspath $(BIN_DIR))/stager"; \
 	export STAGER_PROMETHEUS_DIR="$$($(TOOL) prometheus)"; \
 	export STAGER_KCP="$${STAGER_KCP:-$$($(TOOL) kcp)}"; \
-	echo "KUBEBUILDER_ASSETS=$$KUBEBUILDER_ASSETS"; \
+	echo "KUBEBUILDER_ASSETS=$$KUBEBUILDER_ASSETS"
+
+# The test layers, for a faster inner loop; `make test` runs them all.
+UNIT_PKGS ?= ./api/... ./cmd/... ./controllers/... ./providers/... ./hack/...
+INTEGRATION_PKGS ?= ./test/environment/ ./test/kubestellar/ ./test/integration/
+E2E_PKGS ?= ./test/stack/ ./test/prometheus/ ./test/e2e/
+KCP_PKGS ?= ./test/kcp/ ./test/kcpe2e/
+
+.PHONY: test
+test: build ## Run every test (unit, integration, end-to-end) against real API servers
+	$(TEST_ENV); \
 	go test $(GO_TEST_FLAGS) $(PKGS)
+
+.PHONY: test-unit
+test-unit: ## Unit tests only: no API server, seconds
+	go test $(GO_TEST_FLAGS) $(UNIT_PKGS)
+
+.PHONY: test-integration
+test-integration: build ## The stager in-process against real kube-apiservers, with a KubeStellar simulator
+	$(TEST_ENV); \
+	go test $(GO_TEST_FLAGS) $(INTEGRATION_PKGS)
+
+.PHONY: test-e2e
+test-e2e: build ## The stager binary with the real KubeStellar controller-manager and a real Prometheus
+	$(TEST_ENV); \
+	go test $(GO_TEST_FLAGS) $(E2E_PKGS)
+
+.PHONY: test-kcp
+test-kcp: build ## The stager serving real kcp workspaces
+	$(TEST_ENV); \
+	go test $(GO_TEST_FLAGS) $(KCP_PKGS)
 
 .PHONY: build
 build: ## Build the stager binary into bin/
