@@ -213,6 +213,19 @@ const (
 	ReasonDeletionBlocked = "DeletionBlocked"
 )
 
+// Reasons of the Events that mark a rollout's steps (the other Events carry
+// the condition reasons above).
+const (
+	// EventReasonStageStarted marks a stage's start: its BindingPolicy is created.
+	EventReasonStageStarted = "StageStarted"
+	// EventReasonStageSucceeded marks a stage whose condition holds for every
+	// filtered object.
+	EventReasonStageSucceeded = "StageSucceeded"
+	// EventReasonActiveStageReset marks a rollout restarted because its active
+	// stage was removed from the spec.
+	EventReasonActiveStageReset = "ActiveStageReset"
+)
+
 // StagedBindingPolicyStatus reports where a rollout is. All the rollout's
 // state lives here, so a restarted controller resumes exactly where it was.
 type StagedBindingPolicyStatus struct {

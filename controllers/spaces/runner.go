@@ -279,21 +279,20 @@ func (r *Runner) serve(e *engagement, name multicluster.ClusterName) {
 		return
 	}
 
-	probe, err := newProber(cl)
-	if err != nil {
-		r.setState(e, false, ReasonUnreachable, err.Error())
-		logger.Error(err, "Cannot probe space")
-		<-ctx.Done()
-		return
-	}
-
+	var probe *prober
 	// serving is the cluster whose caches feed the controller: the
 	// provider's, until an outage leaves them stale.
 	serving, stopServing := cl, context.CancelFunc(func() {})
 	defer func() { stopServing() }()
 	backoff := *r.opts.RetryBackoff
 	for ctx.Err() == nil {
-		reason, err := r.prepare(ctx, probe, serving)
+		reason, err := ReasonUnreachable, error(nil)
+		if probe == nil {
+			probe, err = newProber(cl)
+		}
+		if err == nil {
+			reason, err = r.prepare(ctx, probe, serving)
+		}
 		if err == nil {
 			err = r.runController(ctx, e, serving, probe, logger)
 			if ctx.Err() != nil {

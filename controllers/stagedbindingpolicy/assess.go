@@ -31,13 +31,19 @@ import (
 )
 
 // KubeStellar's labels on a CombinedStatus, naming the workload object and the
-// BindingPolicy it reports on.
+// BindingPolicy it reports on (KubeStellar's API module documents them but
+// exports no constants).
 const (
-	labelStatusAPIGroup      = "status.kubestellar.io/api-group"
-	labelStatusResource      = "status.kubestellar.io/resource"
-	labelStatusNamespace     = "status.kubestellar.io/namespace"
-	labelStatusName          = "status.kubestellar.io/name"
-	labelStatusBindingPolicy = "status.kubestellar.io/binding-policy"
+	// StatusLabelAPIGroup holds the workload object's API group (no version).
+	StatusLabelAPIGroup = "status.kubestellar.io/api-group"
+	// StatusLabelResource holds the workload object's resource (lowercase plural).
+	StatusLabelResource = "status.kubestellar.io/resource"
+	// StatusLabelNamespace holds the workload object's namespace ("" when cluster-scoped).
+	StatusLabelNamespace = "status.kubestellar.io/namespace"
+	// StatusLabelName holds the workload object's name.
+	StatusLabelName = "status.kubestellar.io/name"
+	// StatusLabelBindingPolicy holds the name of the BindingPolicy.
+	StatusLabelBindingPolicy = "status.kubestellar.io/binding-policy"
 )
 
 // maxNamedObjects bounds how many objects a stage message names.
@@ -165,14 +171,14 @@ func combinedStatusIndex(statuses []ksv1alpha1.CombinedStatus, bp *ksv1alpha1.Bi
 	for i := range statuses {
 		cs := &statuses[i]
 		labels := cs.Labels
-		if labels[labelStatusBindingPolicy] != bp.Name || !strings.HasSuffix(cs.Name, suffix) {
+		if labels[StatusLabelBindingPolicy] != bp.Name || !strings.HasSuffix(cs.Name, suffix) {
 			continue
 		}
 		key := objectKey{
-			group:     labels[labelStatusAPIGroup],
-			resource:  labels[labelStatusResource],
-			namespace: labels[labelStatusNamespace],
-			name:      labels[labelStatusName],
+			group:     labels[StatusLabelAPIGroup],
+			resource:  labels[StatusLabelResource],
+			namespace: labels[StatusLabelNamespace],
+			name:      labels[StatusLabelName],
 		}
 		index[key] = cs
 	}

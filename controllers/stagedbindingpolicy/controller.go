@@ -22,12 +22,14 @@ import (
 
 	"github.com/go-logr/logr"
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -112,7 +114,7 @@ func NewController(space string, cl cluster.Cluster, engine *expression.Engine, 
 			})),
 		source.Kind(informers, &ksv1alpha1.CombinedStatus{}, handler.TypedEnqueueRequestsFromMapFunc(
 			func(ctx context.Context, cs *ksv1alpha1.CombinedStatus) []reconcile.Request {
-				return policyOfBindingPolicy(ctx, reader, cs.Labels[labelStatusBindingPolicy])
+				return policyOfBindingPolicy(ctx, reader, cs.Labels[StatusLabelBindingPolicy])
 			})),
 	}
 	for _, w := range watches {
@@ -140,6 +142,10 @@ func policyOfBindingPolicy(ctx context.Context, reader client.Reader, bindingPol
 	}
 	bp := &ksv1alpha1.BindingPolicy{}
 	if err := reader.Get(ctx, types.NamespacedName{Name: bindingPolicy}, bp); err != nil {
+		if !apierrors.IsNotFound(err) {
+			// This event is lost; the policy's periodic requeue catches up.
+			log.FromContext(ctx).Error(err, "Cannot map an object to its policy", "bindingPolicy", bindingPolicy)
+		}
 		return nil
 	}
 	return policyOf(bp.Labels)

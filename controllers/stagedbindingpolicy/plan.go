@@ -24,6 +24,7 @@ import (
 	"unicode/utf8"
 
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,7 +59,7 @@ const (
 
 // Event is a Kubernetes Event to emit on the policy once its Action succeeded.
 type Event struct {
-	// Type is "Normal" or "Warning".
+	// Type is corev1.EventTypeNormal or corev1.EventTypeWarning.
 	Type string
 	// Reason is a short CamelCase reason.
 	Reason string
@@ -169,7 +170,7 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 
 	if len(policy.Spec.Stages) == 0 { // the CRD requires a stage; an old or hand-made object may lack one
 		status := blockedStatus(policy, v1alpha1.ReasonNoStages, "the spec has no stage", snap.Now)
-		return statusAction(policy, status, Event{Type: "Warning", Reason: v1alpha1.ReasonNoStages, Note: "the spec has no stage"},
+		return statusAction(policy, status, Event{Type: corev1.EventTypeWarning, Reason: v1alpha1.ReasonNoStages, Note: "the spec has no stage"},
 			"the spec has no stage")
 	}
 	programs, reason, compileErr := compileStages(engine, policy.Spec.Stages)
@@ -177,7 +178,7 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 		failures := errorList(compileErr)
 		status := blockedStatus(policy, reason, compileFailures(failures, MaxConditionMessage), snap.Now)
 		return statusAction(policy, status,
-			Event{Type: "Warning", Reason: reason, Note: compileFailures(failures, MaxEventNote)},
+			Event{Type: corev1.EventTypeWarning, Reason: reason, Note: compileFailures(failures, MaxEventNote)},
 			"an expression does not compile")
 	}
 
@@ -193,7 +194,7 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 	case current != nil && !ownedBy(current, policy):
 		msg := fmt.Sprintf("BindingPolicy %s already exists and does not belong to this policy; rename or delete it", current.Name)
 		status := blockedStatus(policy, v1alpha1.ReasonBindingPolicyConflict, msg, snap.Now)
-		return statusAction(policy, status, Event{Type: "Warning", Reason: v1alpha1.ReasonBindingPolicyConflict, Note: msg},
+		return statusAction(policy, status, Event{Type: corev1.EventTypeWarning, Reason: v1alpha1.ReasonBindingPolicyConflict, Note: msg},
 			"the active stage's BindingPolicy name is taken")
 	case current == nil:
 		return Action{Type: ActionCreateBindingPolicy, BindingPolicy: desired,
@@ -238,11 +239,11 @@ func planAfterAssessment(snap *Snapshot, active int, current *ksv1alpha1.Binding
 	status := progressStatus(policy, active, result, snap.Now)
 	var events []Event
 	if recordSucceeded(status, active) && !recordSucceeded(&policy.Status, active) {
-		events = append(events, Event{Type: "Normal", Reason: v1alpha1.ReasonRolloutCompleted,
+		events = append(events, Event{Type: corev1.EventTypeNormal, Reason: v1alpha1.ReasonRolloutCompleted,
 			Note: fmt.Sprintf("final stage %q is done: %s", stage.Name, result.message)})
 	}
 	if result.evaluationError && !sameCondition(policy.Status.Conditions, status.Conditions, v1alpha1.ConditionProgressing) {
-		events = append(events, Event{Type: "Warning", Reason: result.reason,
+		events = append(events, Event{Type: corev1.EventTypeWarning, Reason: result.reason,
 			Note: fmt.Sprintf("stage %q: %s", stage.Name, result.message)})
 	}
 	if action := statusAction(policy, status, Event{}, "the status is out of date"); action.Type != ActionNone {
@@ -324,7 +325,7 @@ func deletionBlocked(snap *Snapshot, held []*ksv1alpha1.BindingPolicy, cfg planC
 	action.RequeueAfter = requeue
 	if action.Type == ActionUpdateStatus && blocked &&
 		!sameCondition(policy.Status.Conditions, status.Conditions, v1alpha1.ConditionDeleting) {
-		action.Events = []Event{{Type: "Warning", Reason: v1alpha1.ReasonDeletionBlocked, Note: message}}
+		action.Events = []Event{{Type: corev1.EventTypeWarning, Reason: v1alpha1.ReasonDeletionBlocked, Note: message}}
 	}
 	return action
 }
@@ -345,12 +346,12 @@ func startRollout(policy *v1alpha1.StagedBindingPolicy, reset bool, now metav1.T
 			Message: fmt.Sprintf("stage %q started", first.Name)},
 		now)
 
-	events := []Event{{Type: "Normal", Reason: "StageStarted", Note: fmt.Sprintf("stage %q started", first.Name)}}
+	events := []Event{{Type: corev1.EventTypeNormal, Reason: v1alpha1.EventReasonStageStarted, Note: fmt.Sprintf("stage %q started", first.Name)}}
 	why := "the rollout has not started"
 	if reset {
 		note := fmt.Sprintf("active stage %q is no longer in the spec; restarting the rollout from stage %q",
 			policy.Status.ActiveStage, first.Name)
-		events = append([]Event{{Type: "Warning", Reason: "ActiveStageReset", Note: note}}, events...)
+		events = append([]Event{{Type: corev1.EventTypeWarning, Reason: v1alpha1.EventReasonActiveStageReset, Note: note}}, events...)
 		why = note
 	}
 	return Action{Type: ActionUpdateStatus, Status: status, Events: events, Why: why}
@@ -373,8 +374,8 @@ func advance(policy *v1alpha1.StagedBindingPolicy, active int, result assessment
 		now)
 	return Action{Type: ActionUpdateStatus, Status: status,
 		Events: []Event{
-			{Type: "Normal", Reason: "StageSucceeded", Note: fmt.Sprintf("stage %q is done: %s", done.Name, result.message)},
-			{Type: "Normal", Reason: "StageStarted", Note: fmt.Sprintf("stage %q started", next.Name)},
+			{Type: corev1.EventTypeNormal, Reason: v1alpha1.EventReasonStageSucceeded, Note: fmt.Sprintf("stage %q is done: %s", done.Name, result.message)},
+			{Type: corev1.EventTypeNormal, Reason: v1alpha1.EventReasonStageStarted, Note: fmt.Sprintf("stage %q started", next.Name)},
 		},
 		Why: fmt.Sprintf("stage %q is done", done.Name)}
 }

@@ -66,9 +66,6 @@ type Reconciler struct {
 
 // Reconcile makes the single next change for one StagedBindingPolicy.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	logger := log.FromContext(ctx).WithValues("space", r.Space, "policy", req.Name)
-	ctx = log.IntoContext(ctx, logger)
-
 	result, err := r.reconcile(ctx, req)
 	if err != nil && r.Metrics != nil {
 		r.Metrics.ReconcileError()
@@ -196,7 +193,7 @@ func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*S
 	}
 
 	statuses := &ksv1alpha1.CombinedStatusList{}
-	if err := r.Client.List(ctx, statuses, client.MatchingLabels{labelStatusBindingPolicy: bpName}); err != nil {
+	if err := r.Client.List(ctx, statuses, client.MatchingLabels{StatusLabelBindingPolicy: bpName}); err != nil {
 		return nil, fmt.Errorf("listing CombinedStatuses of %s: %w", bpName, err)
 	}
 	snap.CombinedStatuses = statuses.Items

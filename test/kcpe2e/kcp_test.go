@@ -154,7 +154,7 @@ func TestRolloutsInWorkspacesAndKubeconfigSpace(t *testing.T) {
 		}
 		var reasons []string
 		for _, e := range events.Items {
-			if e.Regarding.Name == name && e.Reason == "StageSucceeded" {
+			if e.Regarding.Name == name && e.Reason == v1alpha1.EventReasonStageSucceeded {
 				return nil
 			}
 			reasons = append(reasons, e.Reason)

@@ -70,6 +70,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy"
 )
 
 const (
@@ -82,22 +84,6 @@ const (
 	// objects of cluster-scoped workload objects. The simulator creates it,
 	// as KubeStellar's status controller does.
 	ClusterScopedReportNamespace = "kubestellar-report"
-
-	// LabelAPIGroup is the CombinedStatus label holding the workload
-	// object's API group (no version).
-	LabelAPIGroup = "status.kubestellar.io/api-group"
-	// LabelResource is the CombinedStatus label holding the workload
-	// object's resource (lowercase plural).
-	LabelResource = "status.kubestellar.io/resource"
-	// LabelNamespace is the CombinedStatus label holding the workload
-	// object's namespace ("" for cluster-scoped objects).
-	LabelNamespace = "status.kubestellar.io/namespace"
-	// LabelName is the CombinedStatus label holding the workload object's
-	// name.
-	LabelName = "status.kubestellar.io/name"
-	// LabelBindingPolicy is the CombinedStatus label holding the
-	// BindingPolicy's name.
-	LabelBindingPolicy = "status.kubestellar.io/binding-policy"
 
 	// DefaultInterval is the default time between two passes of Run.
 	DefaultInterval = 100 * time.Millisecond
@@ -688,11 +674,11 @@ func (s *Simulator) desiredCombinedStatus(res *resolution, id objectID, data obj
 			Namespace: CombinedStatusNamespace(id.ObjectName.Namespace),
 			Name:      CombinedStatusName(data.uid, res.policy.UID),
 			Labels: map[string]string{
-				LabelAPIGroup:      id.GVK.Group,
-				LabelResource:      id.Resource,
-				LabelNamespace:     id.ObjectName.Namespace,
-				LabelName:          id.ObjectName.Name,
-				LabelBindingPolicy: res.policy.Name,
+				stagedbindingpolicy.StatusLabelAPIGroup:      id.GVK.Group,
+				stagedbindingpolicy.StatusLabelResource:      id.Resource,
+				stagedbindingpolicy.StatusLabelNamespace:     id.ObjectName.Namespace,
+				stagedbindingpolicy.StatusLabelName:          id.ObjectName.Name,
+				stagedbindingpolicy.StatusLabelBindingPolicy: res.policy.Name,
 			},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: id.GVK.GroupVersion().String(),
