@@ -191,3 +191,23 @@ func (p *Process) Flag(name string) string {
 func (p *Process) Pid() int {
 	return p.cmd.Process.Pid
 }
+
+// The identity that scrapes the stager's metrics in a stack, as Prometheus's
+// ServiceAccount does in a cluster.
+const (
+	// MetricsReaderNamespace holds the metrics reader's ServiceAccount in the hosting space.
+	MetricsReaderNamespace = "monitoring"
+	// MetricsReaderName names the metrics reader's ServiceAccount.
+	MetricsReaderName = "prometheus"
+)
+
+// MetricsReaderToken returns a token of the ServiceAccount
+// MetricsReaderNamespace/MetricsReaderName of the hosting space, bound to the
+// shipped metrics-reader ClusterRole: with it, a stager run with StagerArgs
+// lets its metrics be scraped over HTTPS.
+func (s *Stack) MetricsReaderToken(ctx context.Context) (string, error) {
+	if err := s.Hosting.GrantMetricsReader(ctx, MetricsReaderNamespace, MetricsReaderName); err != nil {
+		return "", err
+	}
+	return s.Hosting.ServiceAccountToken(ctx, MetricsReaderNamespace, MetricsReaderName)
+}
