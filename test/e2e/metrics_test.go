@@ -21,9 +21,17 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubestellar/workload-stager/test/environment"
 	"github.com/kubestellar/workload-stager/test/stack"
@@ -112,5 +120,132 @@ func TestMetricsEndpointIsSecure(t *testing.T) {
 		if strings.Contains(body, "stager_") {
 			t.Errorf("%s: the response holds metrics:\n%.500s", c.name, body)
 		}
+	}
+}
+
+// TestMetricsAuthWithShippedRBAC runs a second stager on the hosting space as
+// a user holding only the shipped hosting RBAC (config/rbac/hosting: the
+// Role for the kubeconfig Secrets and the metrics-auth ClusterRole), in a
+// namespace without kubeconfig Secrets so that it serves no space. Before
+// the metrics-auth ClusterRole is bound, the stager cannot review the
+// scraper's token and the metrics reader is refused; once it is bound, the
+// reader gets the metrics and an identity without the metrics-reader role
+// is still refused (403).
+func TestMetricsAuthWithShippedRBAC(t *testing.T) {
+	ctx := suite.ctx
+	hosting := suite.stack.Hosting
+	const namespace, user = "metrics-rbac", "metrics-rbac-stager"
+	reader, err := suite.stack.MetricsReaderToken(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stranger, err := hosting.ServiceAccountToken(ctx, stack.MetricsReaderNamespace, "stranger")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hosting.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
+		t.Fatal(err)
+	}
+	secretsRole := &rbacv1.Role{}
+	readShippedHostingRBAC(t, "role.yaml", secretsRole)
+	secretsRole.Namespace = namespace
+	authRole := &rbacv1.ClusterRole{}
+	readShippedHostingRBAC(t, "metrics_auth_role.yaml", authRole)
+	subjects := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}
+	for _, obj := range []client.Object{secretsRole, authRole, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: secretsRole.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: secretsRole.Name},
+		Subjects:   subjects,
+	}} {
+		if err := hosting.Client.Create(ctx, obj); err != nil {
+			t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
+		}
+	}
+	kubeconfig, err := hosting.AddUser(user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	kubeconfigFile := filepath.Join(dir, "stager.kubeconfig")
+	if err := os.WriteFile(kubeconfigFile, kubeconfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr, err := stack.FreeAddress()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stager, err := stack.StartProcess(suite.binary, []string{
+		"--kubeconfig=" + kubeconfigFile, "--provider=kubeconfig", "--kubeconfig-namespace=" + namespace,
+		"--leader-elect=false", "--metrics-bind-address=" + addr, "--health-probe-bind-address=0", "--zap-devel",
+	}, filepath.Join(dir, "stager.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := stager.Stop(15 * time.Second); err != nil {
+			t.Error(err)
+		}
+		if t.Failed() {
+			if log, err := os.ReadFile(stager.Log); err == nil {
+				t.Logf("stager log:\n%s", log)
+			}
+		}
+	})
+
+	// Without the metrics-auth binding the stager may not create
+	// TokenReviews: the reader is refused.
+	environment.Eventually(t, time.Minute, "a refused scrape without the metrics-auth binding", func() error {
+		_, err := stack.ScrapeMetrics(ctx, addr, reader)
+		if err == nil {
+			return fmt.Errorf("the metrics reader got the metrics although the stager may not review its token")
+		}
+		if !strings.Contains(err.Error(), "status 500") {
+			return err
+		}
+		return nil
+	})
+	authBinding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: authRole.Name + "-" + user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: authRole.Name},
+		Subjects:   subjects,
+	}
+	if err := hosting.Client.Create(ctx, authBinding); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, obj := range []client.Object{authBinding, authRole} {
+			_ = hosting.Client.Delete(ctx, obj)
+		}
+	})
+	environment.Eventually(t, 2*time.Minute, "a scrape with the metrics reader's token", func() error {
+		text, err := stack.ScrapeMetrics(ctx, addr, reader)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(text, "controller_runtime_") {
+			return fmt.Errorf("no controller_runtime_ metrics:\n%.500s", text)
+		}
+		return nil
+	})
+	if _, err := stack.ScrapeMetrics(ctx, addr, stranger); err == nil || !strings.Contains(err.Error(), "status 403") {
+		t.Errorf("a scrape without the metrics-reader role: %v, want status 403", err)
+	}
+}
+
+// readShippedHostingRBAC parses the first object of a file of
+// config/rbac/hosting into obj.
+func readShippedHostingRBAC(t *testing.T, file string, obj client.Object) {
+	t.Helper()
+	root, err := environment.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(root, "config", "rbac", "hosting", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(string(raw), "\n---\n")
+	if err := yaml.Unmarshal([]byte(first), obj); err != nil {
+		t.Fatalf("parsing %s: %v", file, err)
 	}
 }
