@@ -155,7 +155,16 @@ func Run(ctx context.Context, o Options) (err error) {
 			return fmt.Errorf("applying the sample policy in %s: %w", w.name, err)
 		}
 	}
-	printGuide(out, o, st.HostingKubeconfig, spaces)
+	// The stager serves its metrics over HTTPS to the metrics reader only.
+	token, err := st.MetricsReaderToken(ctx)
+	if err != nil {
+		return err
+	}
+	tokenFile := filepath.Join(o.WorkDir, "metrics-reader.token")
+	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
+		return fmt.Errorf("writing %s: %w", tokenFile, err)
+	}
+	printGuide(out, o, st.HostingKubeconfig, spaces, stager.Flag("metrics-bind-address"), tokenFile)
 	return follow(ctx, out, st, spaces, o.StageDelay)
 }
 
@@ -232,7 +241,7 @@ func writeKubeconfig(dir, name string, kubeconfig []byte) (string, error) {
 }
 
 // printGuide tells the person watching where to look around.
-func printGuide(out io.Writer, o Options, hostingKubeconfig string, spaces []*wds) {
+func printGuide(out io.Writer, o Options, hostingKubeconfig string, spaces []*wds, metricsAddr, tokenFile string) {
 	kubectl := "kubectl"
 	if assets, err := environment.AssetsDir(); err == nil {
 		if _, err := os.Stat(filepath.Join(assets, "kubectl")); err == nil {
@@ -251,7 +260,9 @@ func printGuide(out io.Writer, o Options, hostingKubeconfig string, spaces []*wd
 	fmt.Fprintf(out, "  %s --kubeconfig=%s get bindingpolicies,bindings\n", kubectl, w.kubeconfig)
 	fmt.Fprintf(out, "  %s --kubeconfig=%s get combinedstatuses -A\n", kubectl, w.kubeconfig)
 	fmt.Fprintf(out, "  %s --kubeconfig=%s get events.events.k8s.io -A\n", kubectl, w.kubeconfig)
-	fmt.Fprintf(out, "  %s --kubeconfig=%s -n %s get secrets\n\n", kubectl, hostingKubeconfig, stack.StagerSecretNamespace)
+	fmt.Fprintf(out, "  %s --kubeconfig=%s -n %s get secrets\n", kubectl, hostingKubeconfig, stack.StagerSecretNamespace)
+	fmt.Fprintf(out, "  curl -sk -H \"Authorization: Bearer $(cat %s)\" https://%s/metrics | grep ^stager_   # HTTPS, token of ServiceAccount %s/%s (metrics-reader)\n\n",
+		tokenFile, metricsAddr, stack.MetricsReaderNamespace, stack.MetricsReaderName)
 	fmt.Fprintf(out, "Each stage's WECs report the nginx Deployment available %s after the stage starts.\nPress Ctrl-C to stop.\n\n", o.StageDelay)
 }
 

@@ -92,7 +92,13 @@ func TestDashboardAndAlerts(t *testing.T) {
 		t.Fatal(err)
 	}
 	target := suite.stager.Flag("metrics-bind-address")
-	server, err := prometheus.Start(ctx, prometheus.Options{WorkDir: dir, Targets: []string{target},
+	// Prometheus scrapes over HTTPS as the stager's default requires, with
+	// the token of a ServiceAccount bound to the metrics-reader ClusterRole.
+	token, err := suite.stack.MetricsReaderToken(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := prometheus.Start(ctx, prometheus.Options{WorkDir: dir, Targets: []string{target}, BearerToken: token,
 		ScrapeInterval: scrapeInterval, LookbackDelta: lookback, RuleFiles: []string{rules}})
 	if err != nil {
 		t.Fatalf("starting Prometheus: %v", err)

@@ -19,8 +19,6 @@ package kcpe2e
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -34,6 +32,7 @@ import (
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/test/environment"
 	"github.com/kubestellar/workload-stager/test/policytest"
+	"github.com/kubestellar/workload-stager/test/stack"
 )
 
 // condition holds when a CombinedStatus reports the workload available.
@@ -89,19 +88,10 @@ func makeAvailable(w *wds, name string) {
 	w.sim.Resync()
 }
 
-// metrics returns the stager's metrics exposition.
+// metrics returns the stager's metrics exposition, scraped over HTTPS with
+// the token of a ServiceAccount bound to the metrics-reader ClusterRole.
 func metrics(ctx context.Context) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+suite.stager.Flag("metrics-bind-address")+"/metrics", nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	return string(body), err
+	return stack.ScrapeMetrics(ctx, suite.stager.Flag("metrics-bind-address"), suite.metricsToken)
 }
 
 // waitForSpaceReady waits until the stager reports a space engaged and ready.

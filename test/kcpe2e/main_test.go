@@ -86,6 +86,9 @@ var suite struct {
 	kcp     *kcpstack.Stack
 	hosting *environment.Space
 	stager  *stack.Process
+	// metricsToken is a token of a ServiceAccount of the hosting space bound
+	// to the metrics-reader ClusterRole, to scrape the stager's metrics.
+	metricsToken string
 
 	mu   sync.Mutex
 	wdss map[string]*wds
@@ -148,6 +151,12 @@ func run(m *testing.M) int {
 		return fail(err)
 	}
 
+	if err := suite.hosting.GrantMetricsReader(ctx, stack.MetricsReaderNamespace, stack.MetricsReaderName); err != nil {
+		return fail(err)
+	}
+	if suite.metricsToken, err = suite.hosting.ServiceAccountToken(ctx, stack.MetricsReaderNamespace, stack.MetricsReaderName); err != nil {
+		return fail(err)
+	}
 	hostingKubeconfig := filepath.Join(suite.workDir, "hosting.kubeconfig")
 	if err := os.WriteFile(hostingKubeconfig, suite.hosting.Kubeconfig(), 0o600); err != nil {
 		return fail(err)

@@ -67,6 +67,12 @@ type Options struct {
 	WorkDir string
 	// Targets are the host:port addresses to scrape at /metrics, as job "stager".
 	Targets []string
+	// BearerToken, when set, makes Prometheus scrape the targets over HTTPS
+	// with this token, as the stager's default metrics endpoint requires
+	// (the token of an identity bound to the metrics-reader ClusterRole).
+	// The targets' certificates are not verified: the stager's is
+	// self-signed. Empty, the targets are scraped over plain HTTP.
+	BearerToken string
 	// ScrapeInterval is also the rule evaluation interval; default 1s.
 	ScrapeInterval time.Duration
 	// LookbackDelta is how far back an instant query looks for a sample;
@@ -99,7 +105,18 @@ type config struct {
 
 type scrapeConfig struct {
 	JobName       string         `json:"job_name"`
+	Scheme        string         `json:"scheme,omitempty"`
+	TLSConfig     *tlsConfig     `json:"tls_config,omitempty"`
+	Authorization *authorization `json:"authorization,omitempty"`
 	StaticConfigs []staticConfig `json:"static_configs"`
+}
+
+type tlsConfig struct {
+	InsecureSkipVerify bool `json:"insecure_skip_verify"`
+}
+
+type authorization struct {
+	CredentialsFile string `json:"credentials_file"`
 }
 
 type staticConfig struct {
@@ -118,7 +135,17 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	cfg := config{RuleFiles: o.RuleFiles}
 	cfg.Global.ScrapeInterval = o.ScrapeInterval.String()
 	cfg.Global.EvaluationInterval = o.ScrapeInterval.String()
-	cfg.ScrapeConfigs = []scrapeConfig{{JobName: "stager", StaticConfigs: []staticConfig{{Targets: o.Targets}}}}
+	scrape := scrapeConfig{JobName: "stager", StaticConfigs: []staticConfig{{Targets: o.Targets}}}
+	if o.BearerToken != "" {
+		tokenFile := filepath.Join(o.WorkDir, "scrape-token")
+		if err := os.WriteFile(tokenFile, []byte(o.BearerToken), 0o600); err != nil {
+			return nil, fmt.Errorf("writing %s: %w", tokenFile, err)
+		}
+		scrape.Scheme = "https"
+		scrape.TLSConfig = &tlsConfig{InsecureSkipVerify: true}
+		scrape.Authorization = &authorization{CredentialsFile: tokenFile}
+	}
+	cfg.ScrapeConfigs = []scrapeConfig{scrape}
 	data, err := yaml.Marshal(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the Prometheus configuration: %w", err)

@@ -122,7 +122,11 @@ func BenchmarkKCPWorkspaces(b *testing.B) {
 		"--kubeconfig=" + kubeconfig, "--provider=kcp", "--kcp-kubeconfig=" + kubeconfig,
 		// One replica, whose only cluster is kcp: no Lease to hold.
 		"--leader-elect=false",
-		"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=0",
+		// The benchmark reads its readiness from the metrics; its only
+		// cluster is kcp, not a cluster whose ServiceAccount tokens a
+		// scraper would present, so the metrics are served over plain HTTP
+		// (test/e2e and test/kcpe2e scrape the secure endpoint).
+		"--metrics-bind-address=" + metricsAddr, "--metrics-secure=false", "--health-probe-bind-address=0",
 	}, filepath.Join(dir, "stager.log"))
 	if err != nil {
 		b.Fatal(err)

@@ -18,8 +18,11 @@ package stack
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -191,3 +194,53 @@ func (p *Process) Flag(name string) string {
 func (p *Process) Pid() int {
 	return p.cmd.Process.Pid
 }
+
+// The identity that scrapes the stager's metrics in a stack, as Prometheus's
+// ServiceAccount does in a cluster.
+const (
+	// MetricsReaderNamespace holds the metrics reader's ServiceAccount in the hosting space.
+	MetricsReaderNamespace = "monitoring"
+	// MetricsReaderName names the metrics reader's ServiceAccount.
+	MetricsReaderName = "prometheus"
+)
+
+// MetricsReaderToken returns a token of the ServiceAccount
+// MetricsReaderNamespace/MetricsReaderName of the hosting space, bound to the
+// shipped metrics-reader ClusterRole: with it, a stager run with StagerArgs
+// lets its metrics be scraped over HTTPS.
+func (s *Stack) MetricsReaderToken(ctx context.Context) (string, error) {
+	if err := s.Hosting.GrantMetricsReader(ctx, MetricsReaderNamespace, MetricsReaderName); err != nil {
+		return "", err
+	}
+	return s.Hosting.ServiceAccountToken(ctx, MetricsReaderNamespace, MetricsReaderName)
+}
+
+// ScrapeMetrics reads the metrics exposition of a stager serving them at
+// addr with its default, secure, endpoint: over HTTPS, without verifying the
+// stager's self-signed certificate, with a bearer token of an identity bound
+// to the metrics-reader ClusterRole (MetricsReaderToken).
+func ScrapeMetrics(ctx context.Context, addr, token string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/metrics", nil)
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := metricsHTTPClient.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("scraping the stager's metrics: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", fmt.Errorf("reading the stager's metrics: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("scraping the stager's metrics: status %d: %.200s", resp.StatusCode, body)
+	}
+	return string(body), nil
+}
+
+// metricsHTTPClient scrapes the stager, whose certificate is self-signed.
+var metricsHTTPClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+	TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the stager's certificate is self-signed
+}}

@@ -21,6 +21,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
@@ -40,6 +41,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
@@ -58,6 +60,14 @@ type Options struct {
 	Providers *providers.Options
 	// MetricsBindAddress is where Prometheus metrics are served ("0" turns them off).
 	MetricsBindAddress string
+	// MetricsSecure serves the metrics over HTTPS to callers whose bearer
+	// token the hosting cluster authenticates (TokenReview) and authorizes
+	// to GET /metrics (SubjectAccessReview). Off, they are served over plain
+	// HTTP to anyone, for local use only.
+	MetricsSecure bool
+	// MetricsCertDir holds the metrics server's tls.crt and tls.key; empty,
+	// or without those files, the server uses a self-signed certificate.
+	MetricsCertDir string
 	// HealthProbeBindAddress is where /healthz and /readyz are served ("0" turns them off).
 	HealthProbeBindAddress string
 	// LeaderElect makes only one replica work at a time.
@@ -97,7 +107,8 @@ type Options struct {
 func NewOptions() *Options {
 	return &Options{
 		Providers:               providers.NewOptions(),
-		MetricsBindAddress:      ":8080",
+		MetricsBindAddress:      ":8443",
+		MetricsSecure:           true,
 		HealthProbeBindAddress:  ":8081",
 		LeaderElectionNamespace: "",
 		LeaderElect:             true,
@@ -118,6 +129,10 @@ func NewOptions() *Options {
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Providers.AddFlags(fs)
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, `address of the Prometheus metrics endpoint ("0" turns it off)`)
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure,
+		"serve the metrics over HTTPS, only to callers whose token the hosting cluster authenticates and authorizes to GET /metrics; false serves them over plain HTTP to anyone (for local use only)")
+	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", o.MetricsCertDir,
+		"directory holding the metrics server's tls.crt and tls.key, reloaded when they change (default: a self-signed certificate)")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, `address of the /healthz and /readyz endpoints ("0" turns them off)`)
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader among replicas, so that only one works at a time; the leader releases its Lease when it stops")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "namespace of the leader election Lease (default: the pod's namespace; outside a pod, --kubeconfig-namespace)")
@@ -234,7 +249,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		Scheme:                  scheme,
 		Logger:                  logger,
 		Cache:                   o.Providers.HostingCacheOptions(spaceCache),
-		Metrics:                 metricsserver.Options{BindAddress: o.MetricsBindAddress},
+		Metrics:                 o.metricsServerOptions(),
 		HealthProbeBindAddress:  o.HealthProbeBindAddress,
 		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        "workload-stager.community.kubestellar.io",
@@ -361,6 +376,23 @@ func readiness(hosting manager.Manager, runner *spaces.Runner) healthz.Checker {
 		}
 		return nil
 	}
+}
+
+// metricsServerOptions are the options of the metrics endpoint: by default
+// HTTPS with a self-signed certificate, or the one in MetricsCertDir, and
+// every request authenticated and authorized by the hosting cluster.
+func (o *Options) metricsServerOptions() metricsserver.Options {
+	opts := metricsserver.Options{BindAddress: o.MetricsBindAddress}
+	if !o.MetricsSecure {
+		return opts
+	}
+	opts.SecureServing = true
+	opts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	opts.CertDir = o.MetricsCertDir
+	// Plain HTTP/2 is open to the HTTP/2 Stream Cancellation and Rapid
+	// Reset CVEs: the endpoint speaks HTTP/1.1 only.
+	opts.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
+	return opts
 }
 
 // recordSpaceMetrics keeps the space metrics in line with the spaces' states.

@@ -205,3 +205,33 @@ func TestNewScheme(t *testing.T) {
 		t.Errorf("NewScheme returned the same scheme twice")
 	}
 }
+
+// TestMetricsServerOptions checks that the metrics endpoint is secure by
+// default (HTTPS, every request authenticated and authorized by the hosting
+// cluster) and plain HTTP only when asked; test/e2e's
+// TestMetricsEndpointIsSecure proves the secure endpoint against a real
+// API server.
+func TestMetricsServerOptions(t *testing.T) {
+	secure := NewOptions().metricsServerOptions()
+	if !secure.SecureServing || secure.FilterProvider == nil || secure.BindAddress != ":8443" {
+		t.Errorf("default metrics options: secure %v, filter %v, address %q; want HTTPS with authn/authz on :8443",
+			secure.SecureServing, secure.FilterProvider != nil, secure.BindAddress)
+	}
+
+	fs := pflag.NewFlagSet("stager", pflag.ContinueOnError)
+	o := NewOptions()
+	o.AddFlags(fs)
+	if err := fs.Parse([]string{"--metrics-cert-dir=/certs"}); err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if withCerts := o.metricsServerOptions(); withCerts.CertDir != "/certs" || !withCerts.SecureServing {
+		t.Errorf("--metrics-cert-dir=/certs: cert dir %q, secure %v", withCerts.CertDir, withCerts.SecureServing)
+	}
+	if err := fs.Parse([]string{"--metrics-secure=false", "--metrics-bind-address=:8080"}); err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if plain := o.metricsServerOptions(); plain.SecureServing || plain.FilterProvider != nil || plain.BindAddress != ":8080" {
+		t.Errorf("--metrics-secure=false: secure %v, filter %v, address %q; want plain HTTP on :8080",
+			plain.SecureServing, plain.FilterProvider != nil, plain.BindAddress)
+	}
+}
