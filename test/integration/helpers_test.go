@@ -133,16 +133,26 @@ func get(t *testing.T, s *space, name string) *v1alpha1.StagedBindingPolicy {
 // it in between (the controller updates status and finalizers concurrently).
 func update(t *testing.T, s *space, name string, change func(*v1alpha1.StagedBindingPolicy)) {
 	t.Helper()
+	updateObject(t, s, name, change)
+}
+
+// updateObject changes a cluster-scoped object of a space, reading it again
+// on conflicts (the controller and the simulator write concurrently).
+func updateObject[T any, PT interface {
+	*T
+	client.Object
+}](t *testing.T, s *space, name string, change func(PT)) {
+	t.Helper()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		policy := &v1alpha1.StagedBindingPolicy{}
-		if err := s.Client.Get(suite.ctx, types.NamespacedName{Name: name}, policy); err != nil {
+		obj := PT(new(T))
+		if err := s.Client.Get(suite.ctx, types.NamespacedName{Name: name}, obj); err != nil {
 			return err
 		}
-		change(policy)
-		return s.Client.Update(suite.ctx, policy)
+		change(obj)
+		return s.Client.Update(suite.ctx, obj)
 	})
 	if err != nil {
-		t.Fatalf("updating StagedBindingPolicy %s in %s: %v", name, s.Name, err)
+		t.Fatalf("updating %T %s in %s: %v", new(T), name, s.Name, err)
 	}
 }
 

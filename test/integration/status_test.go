@@ -28,7 +28,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
@@ -174,17 +173,7 @@ func TestStuckDeletionIsReported(t *testing.T) {
 // (the simulator writes BindingPolicies concurrently).
 func changeBindingPolicy(t *testing.T, s *space, name string, change func(*ksv1alpha1.BindingPolicy)) {
 	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		bp := &ksv1alpha1.BindingPolicy{}
-		if err := s.Client.Get(suite.ctx, types.NamespacedName{Name: name}, bp); err != nil {
-			return err
-		}
-		change(bp)
-		return s.Client.Update(suite.ctx, bp)
-	})
-	if err != nil {
-		t.Fatalf("updating BindingPolicy %s in %s: %v", name, s.Name, err)
-	}
+	updateObject(t, s, name, change)
 }
 
 // events returns the Events regarding a policy.
