@@ -23,7 +23,7 @@ help: ## List the targets
 demo: build ## Run the local demo environment until Ctrl-C
 	export KUBEBUILDER_ASSETS="$$($(TOOL) envtest)"; \
 	export STAGER_KS_CONTROLLER_MANAGER="$${STAGER_KS_CONTROLLER_MANAGER:-$$($(TOOL) ks-controller-manager)}"; \
-	go build -o $(BIN_DIR)/stager-demo ./cmd/stager-demo; \
+	go build -o $(BIN_DIR)/stager-demo ./hack/demo; \
 	exec $(BIN_DIR)/stager-demo --stager=$(BIN_DIR)/stager $(DEMO_ARGS)
 
 # The environment of the tests that run real servers: each variable names a
@@ -37,9 +37,9 @@ TEST_ENV = export KUBEBUILDER_ASSETS="$$($(TOOL) envtest)"; \
 
 # The test layers, for a faster inner loop; `make test` runs them all.
 UNIT_PKGS ?= ./api/... ./cmd/... ./controllers/... ./providers/... ./hack/...
-INTEGRATION_PKGS ?= ./test/environment/ ./test/kubestellar/ ./test/integration/
-E2E_PKGS ?= ./test/stack/ ./test/prometheus/ ./test/e2e/
-KCP_PKGS ?= ./test/kcp/ ./test/kcpe2e/
+INTEGRATION_PKGS ?= ./test/framework/environment/ ./test/framework/kubestellar/ ./test/integration/
+E2E_PKGS ?= ./test/framework/stack/ ./test/framework/prometheus/ ./test/e2e/
+KCP_PKGS ?= ./test/framework/kcp/ ./test/kcpe2e/
 
 .PHONY: test
 test: build ## Run every test (unit, integration, end-to-end) against real API servers

@@ -27,8 +27,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
-	"github.com/kubestellar/workload-stager/test/environment"
-	"github.com/kubestellar/workload-stager/test/policytest"
+	"github.com/kubestellar/workload-stager/test/framework/environment"
+	"github.com/kubestellar/workload-stager/test/framework/policytest"
 )
 
 // The seed documents' StagedBindingPolicy, verbatim: 000 writes the condition

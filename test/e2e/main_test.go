@@ -16,7 +16,7 @@ limitations under the License.
 
 // Package e2e tests the stager end to end with the real KubeStellar v0.30.0
 // controller-manager (one per WDS), a hosting space, an ITS and simulated
-// WECs (test/stack), and the stager as its built binary serving every WDS.
+// WECs (test/framework/stack), and the stager as its built binary serving every WDS.
 //
 // One stack and one stager process are shared by the package (TestMain).
 package e2e
@@ -44,10 +44,10 @@ import (
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/cmd/stager/app"
-	"github.com/kubestellar/workload-stager/test/environment"
-	"github.com/kubestellar/workload-stager/test/kubestellar"
-	"github.com/kubestellar/workload-stager/test/policytest"
-	"github.com/kubestellar/workload-stager/test/stack"
+	"github.com/kubestellar/workload-stager/test/framework/environment"
+	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
+	"github.com/kubestellar/workload-stager/test/framework/policytest"
+	"github.com/kubestellar/workload-stager/test/framework/stack"
 )
 
 const (

@@ -37,10 +37,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
-	"github.com/kubestellar/workload-stager/test/environment"
-	"github.com/kubestellar/workload-stager/test/policytest"
-	"github.com/kubestellar/workload-stager/test/prometheus"
-	"github.com/kubestellar/workload-stager/test/stack"
+	"github.com/kubestellar/workload-stager/test/framework/environment"
+	"github.com/kubestellar/workload-stager/test/framework/policytest"
+	"github.com/kubestellar/workload-stager/test/framework/prometheus"
+	"github.com/kubestellar/workload-stager/test/framework/stack"
 )
 
 const (

@@ -24,7 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
-	"github.com/kubestellar/workload-stager/test/policytest"
+	"github.com/kubestellar/workload-stager/test/framework/policytest"
 )
 
 // The hostile conditions of issue 10: work that does not depend on the

@@ -37,7 +37,7 @@ import (
 
 	"github.com/kubestellar/workload-stager/controllers/spaces"
 	"github.com/kubestellar/workload-stager/providers/kubeconfig"
-	"github.com/kubestellar/workload-stager/test/environment"
+	"github.com/kubestellar/workload-stager/test/framework/environment"
 )
 
 // recordingServer is an https server that records the Authorization headers

@@ -40,8 +40,8 @@ import (
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/cmd/stager/app"
-	"github.com/kubestellar/workload-stager/test/environment"
-	"github.com/kubestellar/workload-stager/test/kubestellar"
+	"github.com/kubestellar/workload-stager/test/framework/environment"
+	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
 )
 
 const (

@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/kubestellar/workload-stager/controllers/spaces"
-	"github.com/kubestellar/workload-stager/test/environment"
+	"github.com/kubestellar/workload-stager/test/framework/environment"
 )
 
 // startProxiedSpace starts a WDS with KubeStellar that the stager reaches

@@ -30,8 +30,8 @@ import (
 
 	"github.com/kubestellar/workload-stager/cmd/stager/app"
 	"github.com/kubestellar/workload-stager/controllers/spaces"
-	"github.com/kubestellar/workload-stager/test/environment"
-	"github.com/kubestellar/workload-stager/test/stack"
+	"github.com/kubestellar/workload-stager/test/framework/environment"
+	"github.com/kubestellar/workload-stager/test/framework/stack"
 )
 
 // leaseName is the stager's leader election Lease, in the Secrets' namespace

@@ -26,7 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
-	"github.com/kubestellar/workload-stager/test/policytest"
+	"github.com/kubestellar/workload-stager/test/framework/policytest"
 )
 
 // TestThreeStageRollout walks a dev -> test -> prod rollout in one space: each

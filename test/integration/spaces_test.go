@@ -27,7 +27,7 @@ import (
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/controllers/spaces"
-	"github.com/kubestellar/workload-stager/test/environment"
+	"github.com/kubestellar/workload-stager/test/framework/environment"
 )
 
 // spaceState returns the stager's record of a space, or false when the space

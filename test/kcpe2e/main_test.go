@@ -15,10 +15,10 @@ limitations under the License.
 */
 
 // Package kcpe2e tests the stager with kcp workspaces as spaces: a real kcp
-// v0.28.0 (test/kcp) serves KubeStellar's control API and the stager's from
+// v0.28.0 (test/framework/kcp) serves KubeStellar's control API and the stager's from
 // a provider workspace, through the generated objects of config/kcp; WDS
 // workspaces bind both exports and accept the claims; the KubeStellar
-// simulator (test/kubestellar) plays KubeStellar's part inside each
+// simulator (test/framework/kubestellar) plays KubeStellar's part inside each
 // workspace; and the stager binary serves the kcp workspaces, as the
 // provider workspace's ServiceAccount with the generated minimal RBAC,
 // together with a WDS registered by kubeconfig Secret (--provider=kubeconfig,kcp).
@@ -43,10 +43,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kubestellar/workload-stager/cmd/stager/app"
-	"github.com/kubestellar/workload-stager/test/environment"
-	"github.com/kubestellar/workload-stager/test/kcpstack"
-	"github.com/kubestellar/workload-stager/test/kubestellar"
-	"github.com/kubestellar/workload-stager/test/stack"
+	"github.com/kubestellar/workload-stager/test/framework/environment"
+	"github.com/kubestellar/workload-stager/test/framework/kcpstack"
+	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
+	"github.com/kubestellar/workload-stager/test/framework/stack"
 )
 
 const (

@@ -15,7 +15,7 @@ limitations under the License.
 */
 
 // Package scale holds the scale harness of `make bench`: one stager serving
-// many kcp workspaces (test/kcpstack), one rollout in each. It measures, in
+// many kcp workspaces (test/framework/kcpstack), one rollout in each. It measures, in
 // one run, the time until the stager has engaged every workspace, the time
 // until every rollout has converged, and the stager's memory. It is a
 // benchmark, not a test: it runs only with -bench.
@@ -45,9 +45,9 @@ import (
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/cmd/stager/app"
-	"github.com/kubestellar/workload-stager/test/kcpstack"
-	"github.com/kubestellar/workload-stager/test/kubestellar"
-	"github.com/kubestellar/workload-stager/test/stack"
+	"github.com/kubestellar/workload-stager/test/framework/kcpstack"
+	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
+	"github.com/kubestellar/workload-stager/test/framework/stack"
 )
 
 const (

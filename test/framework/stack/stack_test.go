@@ -42,9 +42,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy/expression"
-	"github.com/kubestellar/workload-stager/test/environment"
-	"github.com/kubestellar/workload-stager/test/kubestellar"
-	"github.com/kubestellar/workload-stager/test/stack"
+	"github.com/kubestellar/workload-stager/test/framework/environment"
+	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
+	"github.com/kubestellar/workload-stager/test/framework/stack"
 )
 
 // seedCondition is the seed's stage condition over a CombinedStatus.

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Command stager-demo runs the local demo environment: a hosting space, an
+// Command stager-demo (make demo) runs the local demo environment: a hosting space, an
 // ITS, two WDSes each with the real KubeStellar controller-manager, simulated
 // WECs, and the stager, printing the stage progress until interrupted (Ctrl-C).
 package main
@@ -31,8 +31,6 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-
-	"github.com/kubestellar/workload-stager/test/demo"
 )
 
 func main() {
@@ -65,5 +63,5 @@ func run() error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return demo.Run(ctx, demo.Options{StagerBinary: *stager, WorkDir: dir, StageDelay: *delay, Out: os.Stdout, Logger: logger})
+	return Run(ctx, Options{StagerBinary: *stager, WorkDir: dir, StageDelay: *delay, Out: os.Stdout, Logger: logger})
 }

@@ -18,7 +18,7 @@ limitations under the License.
 // of real processes, for end-to-end tests and demos of the workload stager:
 //
 //   - a hosting space, an ITS and one or more WDSes, each a kube-apiserver
-//     with its etcd (test/environment spaces; $KUBEBUILDER_ASSETS must name
+//     with its etcd (test/framework/environment spaces; $KUBEBUILDER_ASSETS must name
 //     the binaries, as `make test` arranges);
 //   - in the hosting space, the KubeFlex ControlPlane objects (and kubeconfig
 //     Secrets) through which KubeStellar finds its spaces;
@@ -67,8 +67,8 @@ import (
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubestellar/workload-stager/test/environment"
-	"github.com/kubestellar/workload-stager/test/kubestellar"
+	"github.com/kubestellar/workload-stager/test/framework/environment"
+	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
 )
 
 const (
@@ -95,7 +95,7 @@ type Options struct {
 	// ITSName is the name of the ITS. Default: DefaultITSName.
 	ITSName string
 	// Clusters are the WECs: one ManagedCluster each in the ITS, with
-	// exactly these labels (as in the test/kubestellar simulator).
+	// exactly these labels (as in the test/framework/kubestellar simulator).
 	Clusters []kubestellar.Cluster
 	// KSControllerManager is the path of KubeStellar's controller-manager
 	// binary. Default: ControllerManagerBinary() ($STAGER_KS_CONTROLLER_MANAGER,

@@ -35,8 +35,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy"
-	"github.com/kubestellar/workload-stager/test/environment"
-	"github.com/kubestellar/workload-stager/test/kubestellar"
+	"github.com/kubestellar/workload-stager/test/framework/environment"
+	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
 )
 
 // space is the one WDS shared by all tests of this package.

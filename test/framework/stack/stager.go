@@ -31,7 +31,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kubestellar/workload-stager/test/environment"
+	"github.com/kubestellar/workload-stager/test/framework/environment"
 )
 
 // Where the stager finds the spaces of a stack.

@@ -14,13 +14,14 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package demo runs a local demonstration of the stager: a hosting space, an
-// ITS and two WDSes, each WDS with the real KubeStellar controller-manager,
-// simulated WECs (dev1, dev2, test1, prod1, prod2) that turn healthy stage
-// after stage, and the stager binary serving both WDSes (test/stack). It prints the rollouts' progress as it
+package main
+
+// The demo: a hosting space, an ITS and two WDSes, each WDS with the real
+// KubeStellar controller-manager, simulated WECs (dev1, dev2, test1, prod1,
+// prod2) that turn healthy stage after stage, and the stager binary serving
+// both WDSes (test/framework/stack). It prints the rollouts' progress as it
 // happens and runs until its context is cancelled, then stops everything it
 // started.
-package demo
 
 import (
 	"context"
@@ -43,9 +44,9 @@ import (
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/cmd/stager/app"
-	"github.com/kubestellar/workload-stager/test/environment"
-	"github.com/kubestellar/workload-stager/test/kubestellar"
-	"github.com/kubestellar/workload-stager/test/stack"
+	"github.com/kubestellar/workload-stager/test/framework/environment"
+	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
+	"github.com/kubestellar/workload-stager/test/framework/stack"
 )
 
 // Names used by the demo.

@@ -58,7 +58,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubestellar/workload-stager/test/stack"
+	"github.com/kubestellar/workload-stager/test/framework/stack"
 )
 
 const (

@@ -37,7 +37,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubestellar/workload-stager/test/stack"
+	"github.com/kubestellar/workload-stager/test/framework/stack"
 )
 
 // DirEnv names the directory holding the prometheus and promtool binaries;

@@ -14,13 +14,13 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package kcpstack sets up a real kcp (test/kcp) to serve WDS workspaces to
+// Package kcpstack sets up a real kcp (test/framework/kcp) to serve WDS workspaces to
 // the stager, as a user of config/kcp would: a provider workspace with
 // KubeStellar's APIExport, the stager's (claiming KubeStellar's resources by
 // the identity hash of its export) and the stager's minimal RBAC, whose
 // ServiceAccount the stager runs as; and WDS workspaces binding both exports
 // and accepting the claims, each with the KubeStellar simulator
-// (test/kubestellar) playing KubeStellar's part inside it.
+// (test/framework/kubestellar) playing KubeStellar's part inside it.
 package kcpstack
 
 import (
@@ -44,10 +44,10 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubestellar/workload-stager/test/environment"
-	"github.com/kubestellar/workload-stager/test/kcp"
-	"github.com/kubestellar/workload-stager/test/kubestellar"
-	"github.com/kubestellar/workload-stager/test/stack"
+	"github.com/kubestellar/workload-stager/test/framework/environment"
+	"github.com/kubestellar/workload-stager/test/framework/kcp"
+	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
+	"github.com/kubestellar/workload-stager/test/framework/stack"
 )
 
 const (

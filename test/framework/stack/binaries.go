@@ -25,7 +25,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/kubestellar/workload-stager/test/environment"
+	"github.com/kubestellar/workload-stager/test/framework/environment"
 )
 
 const (
