@@ -37,7 +37,7 @@ TEST_ENV = export KUBEBUILDER_ASSETS="$$($(TOOL) envtest)"; \
 
 # The test layers, for a faster inner loop; `make test` runs them all.
 UNIT_PKGS ?= ./api/... ./cmd/... ./controllers/... ./providers/... ./hack/...
-INTEGRATION_PKGS ?= ./test/framework/environment/ ./test/framework/kubestellar/ ./test/integration/
+INTEGRATION_PKGS ?= ./test/framework/ ./test/framework/environment/ ./test/framework/kubestellar/ ./test/integration/
 E2E_PKGS ?= ./test/framework/stack/ ./test/framework/prometheus/ ./test/e2e/
 KCP_PKGS ?= ./test/framework/kcp/ ./test/kcpe2e/
 

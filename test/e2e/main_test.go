@@ -39,11 +39,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/cmd/stager/app"
+	"github.com/kubestellar/workload-stager/test/framework"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
 	"github.com/kubestellar/workload-stager/test/framework/policytest"
@@ -78,60 +77,40 @@ var suite struct {
 }
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
+	os.Exit(framework.Main(m, "e2e", setUp))
 }
 
-func run(m *testing.M) int {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	suite.ctx = ctx
-	fail := func(err error) int {
-		fmt.Fprintf(os.Stderr, "FAIL: end-to-end set-up: %v (logs in %s)\n", err, suite.workDir)
-		return 1
-	}
+// setUp starts the stack with wds1, prepares wds1 and starts the stager
+// binary serving it.
+func setUp(s *framework.Suite) error {
+	suite.ctx, suite.workDir = s.Ctx, s.WorkDir
 	var err error
-	if suite.workDir, err = os.MkdirTemp("", "stager-e2e-"); err != nil {
-		return fail(err)
-	}
-	logFile, err := os.Create(filepath.Join(suite.workDir, "stack.log"))
-	if err != nil {
-		return fail(err)
-	}
-	defer func() { _ = logFile.Close() }()
-	logger := zap.New(zap.WriteTo(logFile), zap.UseDevMode(true))
-	log.SetLogger(logger)
-
 	if suite.binary, err = stack.StagerBinary(suite.workDir); err != nil {
-		return fail(err)
+		return err
 	}
 	scheme, err := app.NewScheme()
 	if err != nil {
-		return fail(err)
+		return err
 	}
-	suite.stack, err = stack.Start(ctx, stack.Options{
+	suite.stack, err = stack.Start(s.Ctx, stack.Options{
 		WDSes:      []string{"wds1"},
 		Clusters:   clusters,
 		WorkDir:    suite.workDir,
 		WDSOptions: []environment.SpaceOption{environment.WithStagerCRDs(), environment.WithScheme(scheme)},
-		Logger:     logger,
+		Logger:     s.Logger,
 	})
 	if err != nil {
-		return fail(err)
+		return err
 	}
-	defer func() { _ = suite.stack.Stop() }()
-	if err := prepareWDS(ctx, "wds1"); err != nil {
-		return fail(err)
+	s.Defer(suite.stack.Stop)
+	if err := prepareWDS(s.Ctx, "wds1"); err != nil {
+		return err
 	}
 	if suite.stager, err = startStager(); err != nil {
-		return fail(err)
+		return err
 	}
-	defer func() { _ = suite.stager.Stop(15 * time.Second) }()
-
-	code := m.Run()
-	if code != 0 {
-		fmt.Fprintln(os.Stderr, "end-to-end logs are in", suite.workDir)
-	}
-	return code
+	s.Defer(func() error { return suite.stager.Stop(15 * time.Second) })
+	return nil
 }
 
 // prepareWDS registers a WDS with the stager and creates its StatusCollector

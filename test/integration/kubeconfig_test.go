@@ -232,11 +232,7 @@ func TestKubeconfigSecretsAreGuarded(t *testing.T) {
 		})
 	}
 	// Mended, the exec Secret becomes a space and its refusal goes away.
-	mended, err := startSpace(suite.ctx, "mended", false)
-	if err != nil {
-		t.Fatalf("starting a space: %v", err)
-	}
-	t.Cleanup(mended.stop)
+	mended := newSpace(t, "mended", false)
 	raw, err := mended.AddUser(stagerUser)
 	if err != nil {
 		t.Fatal(err)

@@ -35,11 +35,10 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/cmd/stager/app"
+	"github.com/kubestellar/workload-stager/test/framework"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
 )
@@ -75,8 +74,7 @@ var suite struct {
 	wds1    *space
 	wds2    *space
 	stager  *runningStager
-	logPath string
-	// logger writes the log of every stager of the suite to logPath.
+	// logger writes the log of every stager of the suite to the suite's work directory.
 	logger logr.Logger
 }
 
@@ -89,57 +87,36 @@ type space struct {
 }
 
 func TestMain(m *testing.M) {
-	os.Exit(runSuite(m))
+	os.Exit(framework.Main(m, "integration", setUp))
 }
 
-func runSuite(m *testing.M) int {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	suite.ctx = ctx
-
+// setUp starts the hosting space, wds1 and wds2 with their simulators,
+// registers both WDSes and starts a stager serving them.
+func setUp(s *framework.Suite) error {
+	suite.ctx, suite.logger = s.Ctx, s.Logger
 	var err error
-	fail := func(err error) int {
-		fmt.Fprintln(os.Stderr, "integration suite set-up failed:", err)
-		return 1
-	}
 	if suite.hosting, err = environment.StartSpace("hosting"); err != nil {
-		return fail(err)
+		return err
 	}
-	defer func() { _ = suite.hosting.Stop() }()
-	if suite.wds1, err = startSpace(ctx, "wds1", true); err != nil {
-		return fail(err)
+	s.Defer(suite.hosting.Stop)
+	if suite.wds1, err = startSpace(s.Ctx, "wds1", true); err != nil {
+		return err
 	}
-	defer suite.wds1.stop()
-	if suite.wds2, err = startSpace(ctx, "wds2", true); err != nil {
-		return fail(err)
+	s.Defer(suite.wds1.stop)
+	if suite.wds2, err = startSpace(s.Ctx, "wds2", true); err != nil {
+		return err
 	}
-	defer suite.wds2.stop()
-	for _, s := range []*space{suite.wds1, suite.wds2} {
-		if err := register(ctx, s); err != nil {
-			return fail(err)
+	s.Defer(suite.wds2.stop)
+	for _, sp := range []*space{suite.wds1, suite.wds2} {
+		if err := register(s.Ctx, sp); err != nil {
+			return err
 		}
 	}
-
-	logFile, err := os.CreateTemp("", "stager-integration-*.log")
-	if err != nil {
-		return fail(err)
+	if suite.stager, err = startStager(s.Ctx, suite.hosting, suite.logger); err != nil {
+		return err
 	}
-	defer func() { _ = logFile.Close() }()
-	suite.logPath = logFile.Name()
-	suite.logger = zap.New(zap.WriteTo(logFile), zap.UseDevMode(true))
-	log.SetLogger(suite.logger)
-	if suite.stager, err = startStager(ctx, suite.hosting, suite.logger); err != nil {
-		return fail(err)
-	}
-	defer func() { suite.stager.stop() }() // the restart test replaces suite.stager
-
-	code := m.Run()
-	if code != 0 {
-		fmt.Fprintln(os.Stderr, "the stager's log is in", suite.logPath)
-	} else {
-		_ = os.Remove(suite.logPath)
-	}
-	return code
+	s.Defer(func() error { suite.stager.stop(); return nil }) // the restart test replaces suite.stager
+	return nil
 }
 
 // startSpace starts a WDS with the stager's and (when kubeStellar is true)
@@ -179,11 +156,28 @@ func startSpace(ctx context.Context, name string, kubeStellar bool) (*space, err
 	return s, nil
 }
 
-func (s *space) stop() {
+// newSpace starts a space for one test (see startSpace), stopped when the
+// test ends.
+func newSpace(t *testing.T, name string, kubeStellar bool) *space {
+	t.Helper()
+	s, err := startSpace(suite.ctx, name, kubeStellar)
+	if err != nil {
+		t.Fatalf("starting space %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		if err := s.stop(); err != nil {
+			t.Errorf("stopping space %s: %v", name, err)
+		}
+	})
+	return s
+}
+
+// stop stops the space's simulator and its API server.
+func (s *space) stop() error {
 	if s.cancel != nil {
 		s.cancel()
 	}
-	_ = s.Stop()
+	return s.Stop()
 }
 
 // register creates the kubeconfig Secret of a space, for the stager's

@@ -29,11 +29,7 @@ import (
 // only through a FaultProxy, and registers it.
 func startProxiedSpace(t *testing.T, name string) (*space, *environment.FaultProxy) {
 	t.Helper()
-	s, err := startSpace(suite.ctx, name, true)
-	if err != nil {
-		t.Fatalf("starting %s: %v", name, err)
-	}
-	t.Cleanup(s.stop)
+	s := newSpace(t, name, true)
 	user, err := s.AddUser(stagerUser)
 	if err != nil {
 		t.Fatal(err)

@@ -33,11 +33,7 @@ import (
 // controller throughout and the rollout must complete.
 func TestSecretRotationKeepsOneController(t *testing.T) {
 	const name, rotations = "rotated", 10
-	s, err := startSpace(suite.ctx, "rotated", true)
-	if err != nil {
-		t.Fatalf("starting the space: %v", err)
-	}
-	t.Cleanup(s.stop)
+	s := newSpace(t, "rotated", true)
 	if err := register(suite.ctx, s); err != nil {
 		t.Fatalf("registering the space: %v", err)
 	}

@@ -65,16 +65,8 @@ func waitForSpace(t *testing.T, r *runningStager, name string, ready bool, reaso
 // reported as unreachable while the others carry on to the end.
 func TestSpacesProgressIndependently(t *testing.T) {
 	const name = "independent"
-	wds3, err := startSpace(suite.ctx, "wds3", true)
-	if err != nil {
-		t.Fatalf("starting wds3: %v", err)
-	}
-	t.Cleanup(wds3.stop)
-	bare, err := startSpace(suite.ctx, "bare", false)
-	if err != nil {
-		t.Fatalf("starting a space without KubeStellar: %v", err)
-	}
-	t.Cleanup(bare.stop)
+	wds3 := newSpace(t, "wds3", true)
+	bare := newSpace(t, "bare", false)
 
 	// wds3 and the bare space are registered while the stager runs.
 	for _, s := range []*space{wds3, bare} {
@@ -214,11 +206,7 @@ func TestRestartResumesMidRollout(t *testing.T) {
 
 // TestSingleProvider runs a stager whose only space is its own cluster.
 func TestSingleProvider(t *testing.T) {
-	solo, err := startSpace(suite.ctx, "solo", true)
-	if err != nil {
-		t.Fatalf("starting the space: %v", err)
-	}
-	t.Cleanup(solo.stop)
+	solo := newSpace(t, "solo", true)
 	opts := singleOptions()
 	stager, err := startStagerWith(suite.ctx, solo.Space, opts, suite.logger)
 	if err != nil {

@@ -39,10 +39,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kubestellar/workload-stager/cmd/stager/app"
+	"github.com/kubestellar/workload-stager/test/framework"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/kcpstack"
 	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
@@ -95,90 +94,73 @@ var suite struct {
 }
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
+	os.Exit(framework.Main(m, "kcpe2e", setUp))
 }
 
-func run(m *testing.M) int {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	suite.ctx = ctx
+// setUp starts kcp with wds1 and wds2 as workspaces, a hosting space and
+// wds0 as a plain WDS, and the stager binary serving all three.
+func setUp(s *framework.Suite) error {
+	ctx := s.Ctx
+	suite.ctx, suite.workDir = s.Ctx, s.WorkDir
 	suite.wdss = map[string]*wds{}
-	fail := func(err error) int {
-		fmt.Fprintf(os.Stderr, "FAIL: kcp end-to-end set-up: %v (logs in %s)\n", err, suite.workDir)
-		return 1
-	}
 	var err error
-	if suite.workDir, err = os.MkdirTemp("", "stager-kcp-e2e-"); err != nil {
-		return fail(err)
-	}
-	logFile, err := os.Create(filepath.Join(suite.workDir, "suite.log"))
-	if err != nil {
-		return fail(err)
-	}
-	defer func() { _ = logFile.Close() }()
-	log.SetLogger(zap.New(zap.WriteTo(logFile), zap.UseDevMode(true)))
 
 	binary, err := stack.StagerBinary(suite.workDir)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	scheme, err := app.NewScheme()
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	suite.kcp, err = kcpstack.Start(ctx, kcpstack.Options{WorkDir: suite.workDir, Scheme: scheme, Clusters: clusters})
 	if err != nil {
-		return fail(err)
+		return err
 	}
-	defer func() { _ = suite.kcp.Stop() }()
+	s.Defer(suite.kcp.Stop)
 	for _, name := range []string{"wds1", "wds2"} {
 		if _, err := addWorkspace(ctx, name); err != nil {
-			return fail(err)
+			return err
 		}
 	}
 
 	// The hosting space holds the kubeconfig Secret of wds0, a plain WDS.
 	if suite.hosting, err = environment.StartSpace("hosting", environment.WithScheme(scheme)); err != nil {
-		return fail(err)
+		return err
 	}
-	defer func() { _ = suite.hosting.Stop() }()
+	s.Defer(suite.hosting.Stop)
 	wds0, err := environment.StartSpace("wds0", environment.WithKubeStellarCRDs(), environment.WithStagerCRDs(), environment.WithScheme(scheme))
 	if err != nil {
-		return fail(err)
+		return err
 	}
-	defer func() { _ = wds0.Stop() }()
+	s.Defer(wds0.Stop)
 	if err := registerWDS0(ctx, wds0); err != nil {
-		return fail(err)
+		return err
 	}
 
 	if err := suite.hosting.GrantMetricsReader(ctx, stack.MetricsReaderNamespace, stack.MetricsReaderName); err != nil {
-		return fail(err)
+		return err
 	}
 	if suite.metricsToken, err = suite.hosting.ServiceAccountToken(ctx, stack.MetricsReaderNamespace, stack.MetricsReaderName); err != nil {
-		return fail(err)
+		return err
 	}
 	hostingKubeconfig := filepath.Join(suite.workDir, "hosting.kubeconfig")
 	if err := os.WriteFile(hostingKubeconfig, suite.hosting.Kubeconfig(), 0o600); err != nil {
-		return fail(err)
+		return err
 	}
 	kcpKubeconfig, err := suite.kcp.WriteStagerKubeconfig(suite.workDir)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	args, err := stagerArgs(hostingKubeconfig, kcpKubeconfig)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	if suite.stager, err = stack.StartProcess(binary, args, filepath.Join(suite.workDir, "stager.log")); err != nil {
-		return fail(err)
+		return err
 	}
-	defer func() { _ = suite.stager.Stop(15 * time.Second) }()
-
-	code := m.Run()
-	if code != 0 {
-		fmt.Fprintln(os.Stderr, "kcp end-to-end logs are in", suite.workDir)
-	}
-	return code
+	s.Defer(func() error { return suite.stager.Stop(15 * time.Second) })
+	return nil
 }
 
 // addWorkspace adds a bound WDS workspace to the kcp stack and the suite.

@@ -39,6 +39,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubestellar/workload-stager/test/framework"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
 )
@@ -47,17 +48,14 @@ import (
 var space *environment.Space
 
 func TestMain(m *testing.M) {
-	var err error
-	space, err = environment.StartSpace("environment-test", environment.WithKubeStellarCRDs())
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: cannot start the test apiserver: %v\n", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := space.Stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "stopping the test apiserver: %v\n", err)
-	}
-	os.Exit(code)
+	os.Exit(framework.Main(m, "environment", func(s *framework.Suite) error {
+		var err error
+		if space, err = environment.StartSpace("environment-test", environment.WithKubeStellarCRDs()); err != nil {
+			return err
+		}
+		s.Defer(space.Stop)
+		return nil
+	}))
 }
 
 func jsonOf(v any) string {

@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/kubestellar/workload-stager/test/framework"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/kcp"
 )
@@ -46,41 +47,21 @@ var server *kcp.Server
 var logicalClusterID = regexp.MustCompile(`^[a-z0-9]{8,}$`)
 
 func TestMain(m *testing.M) {
-	os.Exit(runSuite(m))
-}
-
-func runSuite(m *testing.M) int {
-	log.SetLogger(logr.Discard())
-	if _, err := kcp.Binary(); err != nil {
-		fmt.Fprintln(os.Stderr, "kcp suite set-up failed:", err)
-		return 1
-	}
-	dir, err := os.MkdirTemp("", "kcp-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "kcp suite set-up failed:", err)
-		return 1
-	}
-	began := time.Now()
-	server, err = kcp.Start(context.Background(), kcp.Options{WorkDir: dir})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "kcp suite set-up failed:", err)
-		fmt.Fprintln(os.Stderr, "kcp's work directory is", dir)
-		return 1
-	}
-	fmt.Printf("kcp at %s ready after %s (Start took %s); log %s\n",
-		server.URL, server.ReadyAfter().Round(time.Millisecond), time.Since(began).Round(time.Millisecond), server.Log)
-
-	code := m.Run()
-	if err := server.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		code = 1
-	}
-	if code != 0 {
-		fmt.Fprintln(os.Stderr, "kcp's work directory (log, root directory) is", dir)
-	} else {
-		_ = os.RemoveAll(dir)
-	}
-	return code
+	os.Exit(framework.Main(m, "kcp", func(s *framework.Suite) error {
+		log.SetLogger(logr.Discard())
+		if _, err := kcp.Binary(); err != nil {
+			return err
+		}
+		began := time.Now()
+		var err error
+		if server, err = kcp.Start(context.Background(), kcp.Options{WorkDir: s.WorkDir}); err != nil {
+			return err
+		}
+		s.Defer(server.Stop)
+		fmt.Printf("kcp at %s ready after %s (Start took %s); log %s\n",
+			server.URL, server.ReadyAfter().Round(time.Millisecond), time.Since(began).Round(time.Millisecond), server.Log)
+		return nil
+	}))
 }
 
 // testContext returns a context for one test, with a deadline.

@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy"
+	"github.com/kubestellar/workload-stager/test/framework"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
 )
@@ -43,17 +44,14 @@ import (
 var space *environment.Space
 
 func TestMain(m *testing.M) {
-	var err error
-	space, err = environment.StartSpace("kubestellar-simulator-test", environment.WithKubeStellarCRDs())
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: cannot start the test apiserver: %v\n", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := space.Stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "stopping the test apiserver: %v\n", err)
-	}
-	os.Exit(code)
+	os.Exit(framework.Main(m, "kubestellar", func(s *framework.Suite) error {
+		var err error
+		if space, err = environment.StartSpace("kubestellar-simulator-test", environment.WithKubeStellarCRDs()); err != nil {
+			return err
+		}
+		s.Defer(space.Stop)
+		return nil
+	}))
 }
 
 // eventually polls check until it returns nil or 30s have passed.

@@ -19,6 +19,7 @@ package stack_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -38,10 +39,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy/expression"
+	"github.com/kubestellar/workload-stager/test/framework"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
 	"github.com/kubestellar/workload-stager/test/framework/stack"
@@ -61,66 +61,45 @@ var clusters = []kubestellar.Cluster{
 var st *stack.Stack
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
+	os.Exit(framework.Main(m, "stack", func(s *framework.Suite) error {
+		ctx, cancel := context.WithTimeout(s.Ctx, 8*time.Minute)
+		defer cancel()
+		begin := time.Now()
+		var err error
+		st, err = stack.Start(ctx, stack.Options{
+			WDSes:    []string{"wds1"},
+			Clusters: clusters,
+			WorkDir:  s.WorkDir,
+			Logger:   s.Logger,
+		})
+		if err != nil {
+			return fmt.Errorf("starting KubeStellar: %w", err)
+		}
+		fmt.Printf("stack started in %s (logs in %s)\n", time.Since(begin).Round(time.Millisecond), s.WorkDir)
+		s.Defer(func() error { return stopAndCheck(st) })
+		return nil
+	}))
 }
 
-func run(m *testing.M) int {
-	workDir, err := os.MkdirTemp("", "stack-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL:", err)
-		return 1
-	}
-	logFile, err := os.Create(filepath.Join(workDir, "stack.log"))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL:", err)
-		return 1
-	}
-	defer func() { _ = logFile.Close() }()
-
-	logger := zap.New(zap.WriteTo(logFile), zap.UseDevMode(true))
-	log.SetLogger(logger)
-
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	begin := time.Now()
-	st, err = stack.Start(ctx, stack.Options{
-		WDSes:    []string{"wds1"},
-		Clusters: clusters,
-		WorkDir:  workDir,
-		Logger:   logger,
-	})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: cannot start KubeStellar (logs in %s): %v\n", workDir, err)
-		return 1
-	}
-	fmt.Printf("stack started in %s (logs in %s)\n", time.Since(begin).Round(time.Millisecond), workDir)
-
-	code := m.Run()
-
-	// Before stopping, find the stack's processes: one controller-manager
-	// per WDS, one kube-apiserver and one etcd per space.
+// stopAndCheck stops the stack and checks that exactly its processes (one
+// controller-manager per WDS, one kube-apiserver and one etcd per space) ran
+// until then, and that none is left running.
+func stopAndCheck(st *stack.Stack) error {
 	leftovers := processesOf(st)
+	var errs []error
 	running := leftovers.check()
 	if want := len(st.WDS) + 2*(2+len(st.WDS)); len(running) != want {
-		fmt.Fprintf(os.Stderr, "FAIL: found %d processes of the stack, want %d: %s\n", len(running), want, strings.Join(running, "; "))
-		code = 1
+		errs = append(errs, fmt.Errorf("found %d processes of the stack, want %d: %s", len(running), want, strings.Join(running, "; ")))
 	}
-	begin = time.Now()
+	begin := time.Now()
 	if err := st.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL: stopping the stack:", err)
-		code = 1
+		errs = append(errs, fmt.Errorf("stopping the stack: %w", err))
 	}
 	fmt.Printf("stack stopped in %s\n", time.Since(begin).Round(time.Millisecond))
 	if left := leftovers.check(); len(left) > 0 {
-		fmt.Fprintf(os.Stderr, "FAIL: processes left running after Stop: %s\n", strings.Join(left, "; "))
-		code = 1
+		errs = append(errs, fmt.Errorf("processes left running after Stop: %s", strings.Join(left, "; ")))
 	}
-	if code != 0 {
-		fmt.Fprintln(os.Stderr, "logs are in", workDir)
-	} else {
-		_ = os.RemoveAll(workDir)
-	}
-	return code
+	return errors.Join(errs...)
 }
 
 // processes identifies the processes of a stack by a distinctive argument.
