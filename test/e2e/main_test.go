@@ -202,13 +202,12 @@ func waitForCompleted(t *testing.T, space, name string) *v1alpha1.StagedBindingP
 // stays checks that the policy stays in a stage for the duration.
 func stays(t *testing.T, space, name, stage string, d time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
+	environment.Consistently(t, d, fmt.Sprintf("%s/%s staying in stage %q", space, name, stage), func() error {
 		if p := getPolicy(t, space, name); p.Status.ActiveStage != stage {
-			t.Fatalf("%s/%s left stage %q for %q: %s", space, name, stage, p.Status.ActiveStage, policytest.Describe(p))
+			return fmt.Errorf("it moved to %q: %s", p.Status.ActiveStage, policytest.Describe(p))
 		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // waitForOnlyBindingPolicy waits until the policy's only BindingPolicy is the

@@ -163,18 +163,6 @@ func waitFor(t *testing.T, what string, check func() error) {
 	environment.Eventually(t, timeout, what, check)
 }
 
-// holdsFor checks that check keeps returning nil for the whole duration.
-func holdsFor(t *testing.T, what string, d time.Duration, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if err := check(); err != nil {
-			t.Fatalf("%s stopped holding: %v", what, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // waitForActiveStage waits until the policy's active stage is the given one.
 func waitForActiveStage(t *testing.T, s *space, name, stage string) *v1alpha1.StagedBindingPolicy {
 	t.Helper()

@@ -198,7 +198,7 @@ func TestKubeconfigSecretsAreGuarded(t *testing.T) {
 	}
 
 	// Whatever the provider does with them takes well under this.
-	holdsFor(t, "no refused Secret to become a space, run a command or send a file", 3*time.Second, func() error {
+	environment.Consistently(t, 3*time.Second, "no refused Secret to become a space, run a command or send a file", func() error {
 		for _, c := range cases {
 			if state, ok := spaceState(suite.stager, c.secret); ok {
 				return fmt.Errorf("Secret %s became a space: %+v", c.secret, state)

@@ -86,7 +86,7 @@ func TestLeaderElectionHandsOver(t *testing.T) {
 			standby.stop()
 		}
 	})
-	holdsFor(t, "the second stager to stand by", 3*time.Second, func() error {
+	environment.Consistently(t, 3*time.Second, "the second stager to stand by", func() error {
 		if standby.Spaces.Started() {
 			return fmt.Errorf("it serves spaces while %s leads", leader)
 		}
@@ -145,7 +145,7 @@ func TestReadinessWaitsForHostingCaches(t *testing.T) {
 		}
 		return nil
 	})
-	holdsFor(t, "the blind stager to stay not ready", 3*time.Second, func() error {
+	environment.Consistently(t, 3*time.Second, "the blind stager to stay not ready", func() error {
 		if code, body := readyz(blind); code != http.StatusInternalServerError || !strings.Contains(body, "[-]spaces") {
 			return fmt.Errorf("/readyz answered %d: %s", code, body)
 		}

@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/policytest"
 )
 
@@ -46,7 +47,7 @@ func TestThreeStageRollout(t *testing.T) {
 	if got, want := destinations(t, s, v1alpha1.BindingPolicyName(name, "dev")), []string{"dev1", "dev2"}; !slices.Equal(got, want) {
 		t.Fatalf("dev Binding destinations = %v, want %v", got, want)
 	}
-	holdsFor(t, "the policy staying in dev while dev is not available", 2*time.Second, func() error {
+	environment.Consistently(t, 2*time.Second, "the policy staying in dev while dev is not available", func() error {
 		if p := get(t, s, name); p.Status.ActiveStage != "dev" {
 			return fmt.Errorf("active stage is %q", p.Status.ActiveStage)
 		}

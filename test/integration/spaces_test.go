@@ -96,7 +96,7 @@ func TestSpacesProgressIndependently(t *testing.T) {
 	// Only wds3's dev clusters turn healthy: only wds3 moves on.
 	wds3.openGate(name, "dev")
 	waitForActiveStage(t, wds3, name, "test")
-	holdsFor(t, "wds1 and wds2 staying in dev", time.Second, func() error {
+	environment.Consistently(t, time.Second, "wds1 and wds2 staying in dev", func() error {
 		for _, s := range all[:2] {
 			if p := get(t, s, name); p.Status.ActiveStage != "dev" {
 				return fmt.Errorf("%s moved to %q", s.Name, p.Status.ActiveStage)
@@ -162,7 +162,7 @@ func TestRestartResumesMidRollout(t *testing.T) {
 	suite.stager.stop()
 	s.openGate(name, "test")
 	// Nothing moves while no stager runs.
-	holdsFor(t, "the policy staying in test while the stager is down", time.Second, func() error {
+	environment.Consistently(t, time.Second, "the policy staying in test while the stager is down", func() error {
 		if p := get(t, s, name); p.Status.ActiveStage != "test" {
 			return fmt.Errorf("active stage is %q", p.Status.ActiveStage)
 		}

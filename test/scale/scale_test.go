@@ -45,6 +45,7 @@ import (
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/cmd/stager/app"
+	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/kcpstack"
 	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
 	"github.com/kubestellar/workload-stager/test/framework/stack"
@@ -135,7 +136,7 @@ func BenchmarkKCPWorkspaces(b *testing.B) {
 	started := time.Now()
 	b.ResetTimer()
 
-	if err := waitFor(ctx, 10*time.Minute, func() error {
+	if err := environment.Poll(ctx, scalePollInterval, 10*time.Minute, "every space to be ready", func() error {
 		ready, err := readySpaces(ctx, metricsAddr)
 		if err != nil {
 			return err
@@ -155,7 +156,7 @@ func BenchmarkKCPWorkspaces(b *testing.B) {
 	if err := forEach(n, func(i int) error { return startRollout(ctx, workspaces[i]) }); err != nil {
 		b.Fatal(err)
 	}
-	if err := waitFor(ctx, 15*time.Minute, func() error {
+	if err := environment.Poll(ctx, scalePollInterval, 15*time.Minute, "every rollout to complete", func() error {
 		done := 0
 		for _, w := range workspaces {
 			p := &v1alpha1.StagedBindingPolicy{}
@@ -301,23 +302,7 @@ func cpuSeconds(pid int) float64 {
 // clockTicks is the kernel's USER_HZ, the unit of /proc/<pid>/stat times.
 const clockTicks = 100
 
-// waitFor polls check every second (not environment.Poll's 50ms: reading 100
-// workspaces that often would load kcp and skew the figures) until it
-// succeeds or the timeout passes.
-func waitFor(ctx context.Context, timeout time.Duration, check func() error) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("after %s: %w", timeout, err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Second):
-		}
-	}
-}
+// scalePollInterval is how often the scale run checks its workspaces: not
+// environment.PollInterval, since reading 100 workspaces that often would
+// load kcp and skew the figures.
+const scalePollInterval = time.Second

@@ -23,23 +23,40 @@ import (
 	"time"
 )
 
-// pollInterval is how often Eventually and Poll call their check.
-const pollInterval = 50 * time.Millisecond
+// PollInterval is how often Eventually and Consistently call their check.
+const PollInterval = 50 * time.Millisecond
 
-// Eventually calls check every 50ms until it returns nil, and fails the test
-// with check's last error if that does not happen within timeout.
-func Eventually(t testing.TB, timeout time.Duration, what string, check func() error) {
+// Eventually calls check every PollInterval until it returns nil, and fails
+// the test with check's last error if that does not happen within timeout.
+// It returns how long that took.
+func Eventually(t testing.TB, timeout time.Duration, what string, check func() error) time.Duration {
 	t.Helper()
-	if err := Poll(context.Background(), timeout, what, check); err != nil {
+	began := time.Now()
+	if err := Poll(context.Background(), PollInterval, timeout, what, check); err != nil {
 		t.Fatal(err)
+	}
+	return time.Since(began)
+}
+
+// Consistently calls check every PollInterval for the whole duration d, and
+// fails the test as soon as it returns an error.
+func Consistently(t testing.TB, d time.Duration, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if err := check(); err != nil {
+			t.Fatalf("%s stopped holding: %v", what, err)
+		}
+		time.Sleep(PollInterval)
 	}
 }
 
-// Poll calls check every 50ms until it returns nil, and returns an error
+// Poll calls check every interval until it returns nil, and returns an error
 // naming what it waited for, with check's last error, if that does not
 // happen within timeout or ctx is done first. It is Eventually for code
-// that reports errors rather than failing a test (set-up helpers, benchmarks).
-func Poll(ctx context.Context, timeout time.Duration, what string, check func() error) error {
+// that reports errors rather than failing a test (set-up helpers, benchmarks)
+// or that must poll less often (a large environment).
+func Poll(ctx context.Context, interval, timeout time.Duration, what string, check func() error) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		err := check()
@@ -52,7 +69,7 @@ func Poll(ctx context.Context, timeout time.Duration, what string, check func() 
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for %s: %w (last error: %w)", what, ctx.Err(), err)
-		case <-time.After(pollInterval):
+		case <-time.After(interval):
 		}
 	}
 }

@@ -18,15 +18,15 @@ package kcp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubestellar/workload-stager/test/framework/environment"
 )
 
 // kcp's own objects, handled as unstructured objects.
@@ -79,30 +79,35 @@ func (s *Server) CreateWorkspace(ctx context.Context, parentPath, name string) (
 	ctx, cancel := context.WithTimeout(ctx, workspaceTimeout)
 	defer cancel()
 	var phase string
-	var lastErr error
-	err = wait.PollUntilContextCancel(ctx, pollInterval, true, func(ctx context.Context) (bool, error) {
+	err = environment.Poll(ctx, pollInterval, workspaceTimeout, "kcp workspace "+path+" to be ready", func() error {
 		got := newWorkspace(name)
-		if lastErr = c.Get(ctx, client.ObjectKeyFromObject(got), got); lastErr != nil {
-			return false, nil
+		if err := c.Get(ctx, client.ObjectKeyFromObject(got), got); err != nil {
+			return err
 		}
 		phase, _, _ = unstructured.NestedString(got.Object, "status", "phase")
 		logicalClusterID, _, _ = unstructured.NestedString(got.Object, "spec", "cluster")
-		return phase == WorkspacePhaseReady && logicalClusterID != "", nil
+		if phase != WorkspacePhaseReady || logicalClusterID == "" {
+			return fmt.Errorf("phase %q, logical cluster %q", phase, logicalClusterID)
+		}
+		return nil
 	})
 	if err != nil {
-		return "", "", fmt.Errorf("kcp workspace %s is not ready (phase %q): %w", path, phase, errors.Join(err, lastErr))
+		return "", "", err
 	}
 
 	// Ready in its parent; wait until requests for its path reach it too.
-	err = wait.PollUntilContextCancel(ctx, pollInterval, true, func(ctx context.Context) (bool, error) {
+	err = environment.Poll(ctx, pollInterval, workspaceTimeout, "kcp workspace "+path+" (cluster "+logicalClusterID+") to be reachable by its path", func() error {
 		lc, err := s.LogicalCluster(ctx, path)
-		if lastErr = err; err != nil {
-			return false, nil
+		if err != nil {
+			return err
 		}
-		return lc.GetAnnotations()[PathAnnotation] == path, nil
+		if got := lc.GetAnnotations()[PathAnnotation]; got != path {
+			return fmt.Errorf("its path is %q", got)
+		}
+		return nil
 	})
 	if err != nil {
-		return "", "", fmt.Errorf("kcp workspace %s (cluster %s) is ready but not reachable by its path: %w", path, logicalClusterID, errors.Join(err, lastErr))
+		return "", "", err
 	}
 	return path, logicalClusterID, nil
 }
@@ -125,16 +130,13 @@ func (s *Server) DeleteWorkspace(ctx context.Context, parentPath, name string) e
 	}
 	ctx, cancel := context.WithTimeout(ctx, workspaceTimeout)
 	defer cancel()
-	var lastErr error
-	err = wait.PollUntilContextCancel(ctx, pollInterval, true, func(ctx context.Context) (bool, error) {
+	return environment.Poll(ctx, pollInterval, workspaceTimeout, "kcp workspace "+path+" to be gone", func() error {
 		got := newWorkspace(name)
-		lastErr = c.Get(ctx, client.ObjectKeyFromObject(got), got)
-		return apierrors.IsNotFound(lastErr), nil
+		if err := c.Get(ctx, client.ObjectKeyFromObject(got), got); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("still there (%v)", err)
+		}
+		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("kcp workspace %s is not gone: %w", path, errors.Join(err, lastErr))
-	}
-	return nil
 }
 
 // LogicalCluster returns the LogicalCluster object of the workspace with

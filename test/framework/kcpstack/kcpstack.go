@@ -157,7 +157,7 @@ func (s *Stack) setUpProvider(ctx context.Context) error {
 	export := &unstructured.Unstructured{}
 	export.SetAPIVersion("apis.kcp.io/v1alpha2")
 	export.SetKind("APIExport")
-	if err := environment.Poll(ctx, waitTimeout, "the identity hash of KubeStellar's export", func() error {
+	if err := environment.Poll(ctx, environment.PollInterval, waitTimeout, "the identity hash of KubeStellar's export", func() error {
 		if err := c.Get(ctx, types.NamespacedName{Name: "control.kubestellar.io"}, export); err != nil {
 			return err
 		}
@@ -248,7 +248,7 @@ func (s *Stack) serviceAccountKubeconfig(ctx context.Context, c client.Client, p
 	if err := c.Create(ctx, secret); err != nil {
 		return nil, fmt.Errorf("creating the ServiceAccount's token Secret: %w", err)
 	}
-	if err := environment.Poll(ctx, waitTimeout, "the ServiceAccount's token", func() error {
+	if err := environment.Poll(ctx, environment.PollInterval, waitTimeout, "the ServiceAccount's token", func() error {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(secret), secret); err != nil {
 			return err
 		}
@@ -290,7 +290,7 @@ func (s *Stack) AddWorkspace(ctx context.Context, name string) (*Workspace, erro
 	}
 	for _, list := range []string{"community.kubestellar.io/v1alpha1 StagedBindingPolicyList", "control.kubestellar.io/v1alpha1 StatusCollectorList"} {
 		apiVersion, kind, _ := strings.Cut(list, " ")
-		if err := environment.Poll(ctx, waitTimeout, kind+" served in "+path, func() error {
+		if err := environment.Poll(ctx, environment.PollInterval, waitTimeout, kind+" served in "+path, func() error {
 			return c.List(ctx, &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": apiVersion, "kind": kind}})
 		}); err != nil {
 			return nil, err

@@ -198,7 +198,6 @@ type Simulator struct {
 	passMu      sync.Mutex // serialises passes and guards the fields below
 	reportNSOK  bool
 	gvrToGVK    map[schema.GroupVersionResource]schema.GroupVersionKind
-	lastLogged  string
 	passesCount int
 }
 
@@ -256,39 +255,8 @@ func (s *Simulator) Passes() int {
 // returns nil. Failed passes are logged (once per distinct error) and
 // retried by the next pass.
 func (s *Simulator) Run(ctx context.Context) error {
-	ticker := time.NewTicker(s.interval)
-	defer ticker.Stop()
-	for {
-		err := s.SyncOnce(ctx)
-		if ctx.Err() != nil {
-			return nil
-		}
-		s.logPassError(err)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ticker.C:
-		case <-s.resync:
-		}
-	}
-}
-
-func (s *Simulator) logPassError(err error) {
-	s.passMu.Lock()
-	defer s.passMu.Unlock()
-	msg := ""
-	if err != nil {
-		msg = err.Error()
-	}
-	if msg == s.lastLogged {
-		return
-	}
-	s.lastLogged = msg
-	if err != nil {
-		s.log.Error(err, "KubeStellar simulator pass failed; retrying")
-	} else {
-		s.log.Info("KubeStellar simulator pass succeeded")
-	}
+	RunPasses(ctx, s.log, "KubeStellar simulator", s.interval, s.resync, s.SyncOnce)
+	return nil
 }
 
 // SyncOnce makes one pass now, synchronously (serialised with Run's passes),

@@ -29,12 +29,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -262,24 +262,18 @@ func AddCluster(ctx context.Context, its client.Client, c kubestellar.Cluster) e
 
 // waitForKubeStellarCRDs waits until KubeStellar's CRDs (which its
 // controller-manager installs by itself) are established in a WDS.
-func waitForKubeStellarCRDs(ctx context.Context, wds client.Client) error {
+func waitForKubeStellarCRDs(ctx context.Context, wds client.Client, timeout time.Duration) error {
 	names := []string{"bindingpolicies", "bindings", "combinedstatuses", "customtransforms", "statuscollectors"}
-	return wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+	return environment.Poll(ctx, 200*time.Millisecond, timeout, "KubeStellar's CRDs to be established", func() error {
 		for _, n := range names {
 			crd := &apiextensionsv1.CustomResourceDefinition{}
 			if err := wds.Get(ctx, client.ObjectKey{Name: n + ".control.kubestellar.io"}, crd); err != nil {
-				return false, nil // not yet there, or the API server is busy: try again
+				return err // not yet there, or the API server is busy: try again
 			}
-			established := false
-			for _, c := range crd.Status.Conditions {
-				if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-					established = true
-				}
-			}
-			if !established {
-				return false, nil
+			if !apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established) {
+				return fmt.Errorf("%s is not established", crd.Name)
 			}
 		}
-		return true, nil
+		return nil
 	})
 }

@@ -380,7 +380,7 @@ func (s *Stack) engageWDS(ctx context.Context, name string, space *environment.S
 		waitCtx, cancel := context.WithTimeout(ctx, s.opts.StartTimeout)
 		err = cm.waitReady(waitCtx)
 		if err == nil {
-			err = waitForKubeStellarCRDs(waitCtx, wdsClient)
+			err = waitForKubeStellarCRDs(waitCtx, wdsClient, s.opts.StartTimeout)
 			if err != nil {
 				err = fmt.Errorf("KubeStellar's CRDs are not established in %s: %w", name, err)
 			}

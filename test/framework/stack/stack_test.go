@@ -158,22 +158,6 @@ func mapValues[K comparable, V any](m map[K]V) []V {
 	return out
 }
 
-// eventually polls f until it returns nil, failing the test after timeout.
-func eventually(t *testing.T, what string, timeout time.Duration, f func() error) time.Duration {
-	t.Helper()
-	begin := time.Now()
-	var err error
-	for {
-		if err = f(); err == nil {
-			return time.Since(begin)
-		}
-		if time.Since(begin) > timeout {
-			t.Fatalf("%s: not after %s: %v", what, timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 func jsonOf(v any) string {
 	raw, _ := json.Marshal(v)
 	return string(raw)
@@ -226,7 +210,7 @@ func workload(ctx context.Context, t *testing.T, c client.Client, ns, deployName
 // Binding placing exactly the Deployment on the dev clusters.
 func checkBinding(ctx context.Context, t *testing.T, c client.Client, deploy *appsv1.Deployment, bp *ksv1alpha1.BindingPolicy) {
 	t.Helper()
-	took := eventually(t, "Binding "+bp.Name, time.Minute, func() error {
+	took := environment.Eventually(t, time.Minute, "Binding "+bp.Name, func() error {
 		b := &ksv1alpha1.Binding{}
 		if err := c.Get(ctx, client.ObjectKey{Name: bp.Name}, b); err != nil {
 			return err
@@ -259,7 +243,7 @@ func checkWorkStatuses(ctx context.Context, t *testing.T, wds string, c client.C
 	gvk := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
 	for _, cluster := range []string{"dev1", "dev2"} {
 		name := stack.WorkStatusName(wds, b.UID, cluster, gvk, deploy.Namespace, deploy.Name)
-		eventually(t, "WorkStatus "+cluster+"/"+name, 30*time.Second, func() error {
+		environment.Eventually(t, 30*time.Second, "WorkStatus "+cluster+"/"+name, func() error {
 			ws := &unstructured.Unstructured{}
 			ws.SetGroupVersionKind(schema.GroupVersionKind{Group: stack.WorkStatusGroup, Version: stack.WorkStatusVersion, Kind: stack.WorkStatusKind})
 			if err := st.ITS.Client.Get(ctx, client.ObjectKey{Namespace: cluster, Name: name}, ws); err != nil {
@@ -328,7 +312,7 @@ func checkCombinedStatus(ctx context.Context, t *testing.T, c client.Client, dep
 		t.Fatal(err)
 	}
 	var cs *ksv1alpha1.CombinedStatus
-	took := eventually(t, fmt.Sprintf("CombinedStatus reporting %v", want), time.Minute, func() error {
+	took := environment.Eventually(t, time.Minute, fmt.Sprintf("CombinedStatus reporting %v", want), func() error {
 		var err error
 		if cs, err = combinedStatus(ctx, c, deploy, bp); err != nil {
 			return err

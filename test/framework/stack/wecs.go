@@ -40,6 +40,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
 )
 
 const (
@@ -241,29 +243,7 @@ func (w *WECs) Passes() int64 {
 
 // run runs passes until ctx is done.
 func (w *WECs) run(ctx context.Context) {
-	ticker := time.NewTicker(w.interval)
-	defer ticker.Stop()
-	var lastErr string
-	for {
-		err := w.SyncOnce(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		switch {
-		case err != nil && err.Error() != lastErr:
-			w.logger.Error(err, "Simulated WECs: pass failed (retrying)")
-			lastErr = err.Error()
-		case err == nil && lastErr != "":
-			w.logger.Info("Simulated WECs: pass succeeded again")
-			lastErr = ""
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		case <-w.resync:
-		}
-	}
+	kubestellar.RunPasses(ctx, w.logger, "Simulated WECs", w.interval, w.resync, w.SyncOnce)
 }
 
 // desiredWorkStatus is a WorkStatus the agent wants in the ITS.
