@@ -34,7 +34,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,6 +45,7 @@ import (
 	"github.com/kubestellar/workload-stager/cmd/stager/app"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
+	"github.com/kubestellar/workload-stager/test/framework/policytest"
 	"github.com/kubestellar/workload-stager/test/framework/stack"
 )
 
@@ -191,26 +191,10 @@ func prepareSpace(ctx context.Context, st *stack.Stack, name, dir string) (*wds,
 
 // SamplePolicy is the seed's StagedBindingPolicy, extended to dev -> test -> prod.
 func SamplePolicy() *v1alpha1.StagedBindingPolicy {
-	condition := `combinedStatus.results.exists(r, r.name == 'deployments-aggregator' && r.rows.exists(row, row.columns.exists(col, col.type == 'Number' && col.float == '1')))`
-	selector := func(env string) []metav1.LabelSelector {
-		return []metav1.LabelSelector{{MatchLabels: map[string]string{"env": env}}}
-	}
-	return &v1alpha1.StagedBindingPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: PolicyName},
-		Spec: v1alpha1.StagedBindingPolicySpec{
-			Downsync: []ksv1alpha1.DownsyncPolicyClause{{
-				DownsyncObjectTest: ksv1alpha1.DownsyncObjectTest{
-					ObjectSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"app.kubernetes.io/name": "nginx"}}},
-				},
-				DownsyncModulation: ksv1alpha1.DownsyncModulation{StatusCollectors: []string{Collector}},
-			}},
-			Stages: []v1alpha1.Stage{
-				{Name: "dev", ClusterSelectors: selector("dev"), Filter: `downsyncClause.resource == "deployments"`, Condition: condition},
-				{Name: "test", ClusterSelectors: selector("test"), Filter: `downsyncClause.resource == "deployments"`, Condition: condition},
-				{Name: "prod", ClusterSelectors: selector("prod")},
-			},
-		},
-	}
+	return policytest.Policy(PolicyName, map[string]string{policytest.AppLabel: "nginx"},
+		policytest.Stage("dev", policytest.Deployments, policytest.AvailableCombinedStatus),
+		policytest.Stage("test", policytest.Deployments, policytest.AvailableCombinedStatus),
+		policytest.Stage("prod", "", ""))
 }
 
 // sampleWorkload is an nginx Deployment in its namespace.

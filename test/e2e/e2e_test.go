@@ -22,8 +22,6 @@ import (
 	"testing"
 	"time"
 
-	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
@@ -103,15 +101,15 @@ func TestSeedPolicy(t *testing.T) {
 			if err := wds(space).Create(suite.ctx, policy); err != nil {
 				t.Fatalf("creating the seed policy: %v", err)
 			}
-			t.Cleanup(func() { deletePolicy(t, space, name) })
+			t.Cleanup(func() { policies(space).Delete(t, name) })
 
-			waitForActiveStage(t, space, name, "dev")
+			policies(space).WaitForActiveStage(t, name, "dev")
 			waitForOnlyBindingPolicy(t, space, name, "dev", "dev1", "dev2")
 			// KubeStellar turns WorkStatuses into CombinedStatuses every ~5s:
 			// give it time to report the unavailable Deployment, and check
 			// that the policy waits.
 			environment.Eventually(t, timeout, "the condition to be evaluated false", func() error {
-				p := getPolicy(t, space, name)
+				p := policies(space).Get(t, name)
 				if p.Status.Stages[0].Message == "" || p.Status.Conditions == nil {
 					return fmt.Errorf("%s", policytest.Describe(p))
 				}
@@ -125,8 +123,8 @@ func TestSeedPolicy(t *testing.T) {
 			stays(t, space, name, "dev", 8*time.Second)
 
 			makeAvailable(space, name, "dev")
-			waitForActiveStage(t, space, name, "prod")
-			p := waitForCompleted(t, space, name)
+			policies(space).WaitForActiveStage(t, name, "prod")
+			p := policies(space).WaitForPhase(t, name, v1alpha1.RolloutCompleted)
 			waitForOnlyBindingPolicy(t, space, name, "prod", "prod1", "prod2")
 			if dev := p.Status.Stages[0]; dev.Phase != v1alpha1.StageSucceeded || dev.CompletionTime == nil {
 				t.Fatalf("dev record = %+v", dev)
@@ -141,45 +139,20 @@ func TestSeedPolicy(t *testing.T) {
 func TestThreeStagesWithFilter(t *testing.T) {
 	const space, name = "wds1", "web"
 	createWorkload(t, space, name, true)
-	policy := threeStagePolicy(name)
+	policy := policytest.ThreeStages(name, name)
 	if err := wds(space).Create(suite.ctx, policy); err != nil {
 		t.Fatalf("creating the policy: %v", err)
 	}
-	t.Cleanup(func() { deletePolicy(t, space, name) })
+	t.Cleanup(func() { policies(space).Delete(t, name) })
 
-	waitForActiveStage(t, space, name, "dev")
+	policies(space).WaitForActiveStage(t, name, "dev")
 	waitForOnlyBindingPolicy(t, space, name, "dev", "dev1", "dev2")
 	makeAvailable(space, name, "dev")
-	waitForActiveStage(t, space, name, "test")
+	policies(space).WaitForActiveStage(t, name, "test")
 	waitForOnlyBindingPolicy(t, space, name, "test", "test1")
 	makeAvailable(space, name, "test")
-	waitForCompleted(t, space, name)
+	policies(space).WaitForPhase(t, name, v1alpha1.RolloutCompleted)
 	waitForOnlyBindingPolicy(t, space, name, "prod", "prod1", "prod2")
-}
-
-// threeStagePolicy is a dev -> test -> prod policy with conditions on dev and
-// test, over the Deployments only, of the workload labelled with the name.
-func threeStagePolicy(name string) *v1alpha1.StagedBindingPolicy {
-	condition := `obj.results.exists(r, r.name == 'deployments-aggregator' && r.rows.exists(row, row.columns.exists(col, col.type == 'Number' && col.float == '1')))`
-	selector := func(env string) []metav1.LabelSelector {
-		return []metav1.LabelSelector{{MatchLabels: map[string]string{"env": env}}}
-	}
-	return &v1alpha1.StagedBindingPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1alpha1.StagedBindingPolicySpec{
-			Downsync: []ksv1alpha1.DownsyncPolicyClause{{
-				DownsyncObjectTest: ksv1alpha1.DownsyncObjectTest{
-					ObjectSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"app.kubernetes.io/name": name}}},
-				},
-				DownsyncModulation: ksv1alpha1.DownsyncModulation{StatusCollectors: []string{collector}},
-			}},
-			Stages: []v1alpha1.Stage{
-				{Name: "dev", ClusterSelectors: selector("dev"), Filter: `downsyncClause.resource == "deployments"`, Condition: condition},
-				{Name: "test", ClusterSelectors: selector("test"), Filter: `downsyncClause.resource == "deployments"`, Condition: condition},
-				{Name: "prod", ClusterSelectors: selector("prod")},
-			},
-		},
-	}
 }
 
 // TestTwoSpaces adds a second WDS, with its own KubeStellar controller-manager,
@@ -190,30 +163,30 @@ func TestTwoSpaces(t *testing.T) {
 	ensureWDS2(t)
 	for _, space := range []string{"wds1", "wds2"} {
 		createWorkload(t, space, name, false)
-		if err := wds(space).Create(suite.ctx, threeStagePolicy(name)); err != nil {
+		if err := wds(space).Create(suite.ctx, policytest.ThreeStages(name, name)); err != nil {
 			t.Fatalf("creating the policy in %s: %v", space, err)
 		}
-		waitForActiveStage(t, space, name, "dev")
+		policies(space).WaitForActiveStage(t, name, "dev")
 	}
 	t.Cleanup(func() {
-		deletePolicy(t, "wds1", name)
-		deletePolicy(t, "wds2", name)
+		policies("wds1").Delete(t, name)
+		policies("wds2").Delete(t, name)
 	})
 
 	// Only wds2's dev WECs turn healthy.
 	makeAvailable("wds2", name, "dev")
-	waitForActiveStage(t, "wds2", name, "test")
+	policies("wds2").WaitForActiveStage(t, name, "test")
 	stays(t, "wds1", name, "dev", 6*time.Second)
 
 	makeAvailable("wds1", name, "dev")
 	makeAvailable("wds1", name, "test")
-	waitForCompleted(t, "wds1", name)
+	policies("wds1").WaitForPhase(t, name, v1alpha1.RolloutCompleted)
 	waitForOnlyBindingPolicy(t, "wds1", name, "prod", "prod1", "prod2")
-	if p := getPolicy(t, "wds2", name); p.Status.ActiveStage != "test" {
+	if p := policies("wds2").Get(t, name); p.Status.ActiveStage != "test" {
 		t.Fatalf("wds2 moved on without its test WECs: %s", policytest.Describe(p))
 	}
 	makeAvailable("wds2", name, "test")
-	waitForCompleted(t, "wds2", name)
+	policies("wds2").WaitForPhase(t, name, v1alpha1.RolloutCompleted)
 	waitForOnlyBindingPolicy(t, "wds2", name, "prod", "prod1", "prod2")
 }
 
@@ -223,19 +196,19 @@ func TestTwoSpaces(t *testing.T) {
 func TestKilledStagerResumes(t *testing.T) {
 	const space, name = "wds1", "resume"
 	createWorkload(t, space, name, false)
-	if err := wds(space).Create(suite.ctx, threeStagePolicy(name)); err != nil {
+	if err := wds(space).Create(suite.ctx, policytest.ThreeStages(name, name)); err != nil {
 		t.Fatalf("creating the policy: %v", err)
 	}
-	t.Cleanup(func() { deletePolicy(t, space, name) })
-	waitForActiveStage(t, space, name, "dev")
+	t.Cleanup(func() { policies(space).Delete(t, name) })
+	policies(space).WaitForActiveStage(t, name, "dev")
 	makeAvailable(space, name, "dev")
-	before := waitForActiveStage(t, space, name, "test")
+	before := policies(space).WaitForActiveStage(t, name, "test")
 	devDone := before.Status.Stages[0].CompletionTime
 	// Events are sent asynchronously: a process killed right after a
 	// transition may lose its Events. Kill it once test's are out, so that
 	// the counts below show duplicates, not losses.
 	environment.Eventually(t, timeout, "the StageStarted Event of test", func() error {
-		if n := eventCounts(t, space, before)[`StageStarted/stage "test" started`]; n != 1 {
+		if n := policies(space).EventCounts(t, before)[`StageStarted/stage "test" started`]; n != 1 {
 			return fmt.Errorf("%d", n)
 		}
 		return nil
@@ -253,13 +226,13 @@ func TestKilledStagerResumes(t *testing.T) {
 	}
 	suite.stager = restarted
 
-	p := waitForCompleted(t, space, name)
+	p := policies(space).WaitForPhase(t, name, v1alpha1.RolloutCompleted)
 	waitForOnlyBindingPolicy(t, space, name, "prod", "prod1", "prod2")
 	if got := p.Status.Stages[0].CompletionTime; !got.Equal(devDone) {
 		t.Fatalf("dev's completion time changed across the restart: %v, was %v", got, devDone)
 	}
 	environment.Eventually(t, timeout, "one StageStarted Event per stage and two StageSucceeded", func() error {
-		counts := eventCounts(t, space, p)
+		counts := policies(space).EventCounts(t, p)
 		for _, stage := range []string{"dev", "test", "prod"} {
 			if n := counts[fmt.Sprintf("StageStarted/stage %q started", stage)]; n != 1 {
 				return fmt.Errorf("%d StageStarted for %s: %v", n, stage, counts)

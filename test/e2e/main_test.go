@@ -184,26 +184,11 @@ func policies(space string) policytest.Space {
 	return policytest.Space{Name: space, Client: wds(space), Ctx: suite.ctx, Timeout: timeout}
 }
 
-func getPolicy(t *testing.T, space, name string) *v1alpha1.StagedBindingPolicy {
-	t.Helper()
-	return policies(space).Get(t, name)
-}
-
-func waitForActiveStage(t *testing.T, space, name, stage string) *v1alpha1.StagedBindingPolicy {
-	t.Helper()
-	return policies(space).WaitForActiveStage(t, name, stage)
-}
-
-func waitForCompleted(t *testing.T, space, name string) *v1alpha1.StagedBindingPolicy {
-	t.Helper()
-	return policies(space).WaitForPhase(t, name, v1alpha1.RolloutCompleted)
-}
-
 // stays checks that the policy stays in a stage for the duration.
 func stays(t *testing.T, space, name, stage string, d time.Duration) {
 	t.Helper()
 	environment.Consistently(t, d, fmt.Sprintf("%s/%s staying in stage %q", space, name, stage), func() error {
-		if p := getPolicy(t, space, name); p.Status.ActiveStage != stage {
+		if p := policies(space).Get(t, name); p.Status.ActiveStage != stage {
 			return fmt.Errorf("it moved to %q: %s", p.Status.ActiveStage, policytest.Describe(p))
 		}
 		return nil
@@ -242,16 +227,4 @@ func waitForOnlyBindingPolicy(t *testing.T, space, name, stage string, destinati
 		}
 		return nil
 	})
-}
-
-// eventCounts counts a policy's Events by "reason/note".
-func eventCounts(t *testing.T, space string, p *v1alpha1.StagedBindingPolicy) map[string]int {
-	t.Helper()
-	return policies(space).EventCounts(t, p)
-}
-
-// deletePolicy deletes a policy and waits until it and its BindingPolicies are gone.
-func deletePolicy(t *testing.T, space, name string) {
-	t.Helper()
-	policies(space).Delete(t, name)
 }

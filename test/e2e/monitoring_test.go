@@ -27,7 +27,6 @@ import (
 	"time"
 
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -112,7 +111,7 @@ func TestDashboardAndAlerts(t *testing.T) {
 	const metered, broken = "metered", "broken"
 	for _, space := range []string{"wds1", "wds2"} {
 		createWorkload(t, space, metered, false)
-		if err := wds(space).Create(ctx, threeStagePolicy(metered)); err != nil {
+		if err := wds(space).Create(ctx, policytest.ThreeStages(metered, metered)); err != nil {
 			t.Fatalf("creating %s in %s: %v", metered, space, err)
 		}
 	}
@@ -121,23 +120,23 @@ func TestDashboardAndAlerts(t *testing.T) {
 		t.Fatalf("creating %s: %v", broken, err)
 	}
 	t.Cleanup(func() {
-		deletePolicy(t, "wds1", metered)
-		deletePolicy(t, "wds2", metered)
-		deletePolicy(t, "wds2", broken)
+		policies("wds1").Delete(t, metered)
+		policies("wds2").Delete(t, metered)
+		policies("wds2").Delete(t, broken)
 	})
 	// wds2's "held" is deleted while a finalizer nobody removes holds its
 	// BindingPolicy, as KubeStellar's does while its controller-manager is down.
 	const held = "held"
 	holdDeletion(t, "wds2", held)
 	for _, space := range []string{"wds1", "wds2"} {
-		waitForActiveStage(t, space, metered, "dev")
+		policies(space).WaitForActiveStage(t, metered, "dev")
 		makeAvailable(space, metered, "dev")
-		waitForActiveStage(t, space, metered, "test")
+		policies(space).WaitForActiveStage(t, metered, "test")
 	}
 	makeAvailable("wds1", metered, "test")
-	waitForCompleted(t, "wds1", metered)
+	policies("wds1").WaitForPhase(t, metered, v1alpha1.RolloutCompleted)
 	environment.Eventually(t, timeout, "wds2/broken to be Blocked", func() error {
-		if p := getPolicy(t, "wds2", broken); p.Status.Phase != v1alpha1.RolloutBlocked {
+		if p := policies("wds2").Get(t, broken); p.Status.Phase != v1alpha1.RolloutBlocked {
 			return fmt.Errorf("%s", policytest.Describe(p))
 		}
 		return nil
@@ -247,15 +246,8 @@ func registerRefusedSecret(t *testing.T) string {
 // brokenPolicy is a one-stage policy whose condition compiles but fails on
 // every CombinedStatus (there is no 100th row).
 func brokenPolicy(name string) *v1alpha1.StagedBindingPolicy {
-	p := threeStagePolicy(name)
-	p.Spec.Stages = []v1alpha1.Stage{{
-		Name:             "dev",
-		ClusterSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"env": "dev"}}},
-		Filter:           `downsyncClause.resource == "deployments"`,
-		Condition:        `obj.results[0].rows[99].columns[0].float == '1'`,
-	}}
-	p.Spec.Downsync = []ksv1alpha1.DownsyncPolicyClause{p.Spec.Downsync[0]}
-	return p
+	return policytest.Policy(name, map[string]string{policytest.AppLabel: name},
+		policytest.Stage("dev", policytest.Deployments, `obj.results[0].rows[99].columns[0].float == '1'`))
 }
 
 // checkVariables runs the dashboard's label_values() variable queries, as
@@ -413,10 +405,10 @@ func holdDeletion(t *testing.T, space, name string) {
 	const hold = "e2e.kubestellar.io/hold"
 	ctx := suite.ctx
 	createWorkload(t, space, name, false)
-	if err := wds(space).Create(ctx, threeStagePolicy(name)); err != nil {
+	if err := wds(space).Create(ctx, policytest.ThreeStages(name, name)); err != nil {
 		t.Fatalf("creating %s in %s: %v", name, space, err)
 	}
-	waitForActiveStage(t, space, name, "dev")
+	policies(space).WaitForActiveStage(t, name, "dev")
 	bpName := v1alpha1.BindingPolicyName(name, "dev")
 	changeFinalizers := func(change func(*ksv1alpha1.BindingPolicy)) {
 		t.Helper()
@@ -438,16 +430,7 @@ func holdDeletion(t *testing.T, space, name string) {
 	changeFinalizers(func(bp *ksv1alpha1.BindingPolicy) { controllerutil.AddFinalizer(bp, hold) })
 	t.Cleanup(func() {
 		changeFinalizers(func(bp *ksv1alpha1.BindingPolicy) { controllerutil.RemoveFinalizer(bp, hold) })
-		environment.Eventually(t, timeout, fmt.Sprintf("%s/%s to go once released", space, name), func() error {
-			err := wds(space).Get(ctx, types.NamespacedName{Name: name}, &v1alpha1.StagedBindingPolicy{})
-			switch {
-			case apierrors.IsNotFound(err):
-				return nil
-			case err != nil:
-				return err
-			}
-			return fmt.Errorf("still there")
-		})
+		policies(space).WaitGone(t, name) // once released
 	})
 	if err := wds(space).Delete(ctx, &v1alpha1.StagedBindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
 		t.Fatalf("deleting %s in %s: %v", name, space, err)

@@ -88,7 +88,7 @@ func TestHostileExpressionsDoNotSlowOtherPolicies(t *testing.T) {
 		"cel-hostile-estimated": "estimated worst-case cost",
 		"cel-hostile-runtime":   "cost limit exceeded",
 	} {
-		p := waitForCondition(t, s, name, v1alpha1.ConditionProgressing, metav1.ConditionFalse, v1alpha1.ReasonExpressionTooCostly)
+		p := policies(s).WaitForCondition(t, name, v1alpha1.ConditionProgressing, metav1.ConditionFalse, v1alpha1.ReasonExpressionTooCostly)
 		msg := conditionOf(p, v1alpha1.ConditionProgressing).Message
 		if !strings.Contains(msg, want) || !strings.Contains(msg, `stage "dev"`) || !strings.Contains(msg, hostile[name]) {
 			t.Errorf("%s: Progressing message %q does not name the stage, the expression and %q", name, msg, want)

@@ -27,8 +27,6 @@ import (
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
@@ -41,11 +39,9 @@ import (
 	"github.com/kubestellar/workload-stager/test/framework/policytest"
 )
 
-// The seed documents' conditions, verbatim but for the collector's name.
-const (
-	conditionObj = `obj.results.exists(r, r.name == 'deployments-aggregator' && r.rows.exists(row, row.columns.exists(col, col.type == 'Number' && col.float == '1')))`
-
-	conditionCombinedStatus = `combinedStatus.results.exists(r,
+// conditionCombinedStatus is the seed document 001's condition, verbatim
+// (root combinedStatus, over several lines).
+const conditionCombinedStatus = `combinedStatus.results.exists(r,
   r.name == 'deployments-aggregator' &&
   r.rows.exists(row,
     row.columns.exists(col,
@@ -53,35 +49,17 @@ const (
       col.float == '1'
 )))`
 
-	filterDeployments = `downsyncClause.resource == "deployments"`
-)
-
 // timeout bounds every wait of the suite.
 const timeout = 90 * time.Second
 
 // newPolicy returns a dev -> test -> prod policy selecting the workload
-// labelled app.kubernetes.io/name=<app>, with a condition on dev and test.
+// labelled app.kubernetes.io/name=<app>, with a condition on dev (root obj)
+// and test (root combinedStatus).
 func newPolicy(name, app string) *v1alpha1.StagedBindingPolicy {
-	return &v1alpha1.StagedBindingPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1alpha1.StagedBindingPolicySpec{
-			Downsync: []ksv1alpha1.DownsyncPolicyClause{{
-				DownsyncObjectTest: ksv1alpha1.DownsyncObjectTest{
-					ObjectSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"app.kubernetes.io/name": app}}},
-				},
-				DownsyncModulation: ksv1alpha1.DownsyncModulation{StatusCollectors: []string{collector}},
-			}},
-			Stages: []v1alpha1.Stage{
-				{Name: "dev", ClusterSelectors: envSelector("dev"), Filter: filterDeployments, Condition: conditionObj},
-				{Name: "test", ClusterSelectors: envSelector("test"), Filter: filterDeployments, Condition: conditionCombinedStatus},
-				{Name: "prod", ClusterSelectors: envSelector("prod")},
-			},
-		},
-	}
-}
-
-func envSelector(env string) []metav1.LabelSelector {
-	return []metav1.LabelSelector{{MatchLabels: map[string]string{"env": env}}}
+	return policytest.Policy(name, map[string]string{policytest.AppLabel: app},
+		policytest.Stage("dev", policytest.Deployments, policytest.Available),
+		policytest.Stage("test", policytest.Deployments, conditionCombinedStatus),
+		policytest.Stage("prod", "", ""))
 }
 
 // createWorkload creates a Deployment and a ConfigMap labelled with the app's name.
@@ -123,19 +101,6 @@ func policies(s *space) policytest.Space {
 	return policytest.Space{Name: s.Name, Client: s.Client, Ctx: suite.ctx, Timeout: timeout}
 }
 
-// get reads a policy.
-func get(t *testing.T, s *space, name string) *v1alpha1.StagedBindingPolicy {
-	t.Helper()
-	return policies(s).Get(t, name)
-}
-
-// update changes a policy's spec, reading it again when the controller wrote
-// it in between (the controller updates status and finalizers concurrently).
-func update(t *testing.T, s *space, name string, change func(*v1alpha1.StagedBindingPolicy)) {
-	t.Helper()
-	updateObject(t, s, name, change)
-}
-
 // updateObject changes a cluster-scoped object of a space, reading it again
 // on conflicts (the controller and the simulator write concurrently).
 func updateObject[T any, PT interface {
@@ -161,30 +126,6 @@ func updateObject[T any, PT interface {
 func waitFor(t *testing.T, what string, check func() error) {
 	t.Helper()
 	environment.Eventually(t, timeout, what, check)
-}
-
-// waitForActiveStage waits until the policy's active stage is the given one.
-func waitForActiveStage(t *testing.T, s *space, name, stage string) *v1alpha1.StagedBindingPolicy {
-	t.Helper()
-	return policies(s).WaitForActiveStage(t, name, stage)
-}
-
-// waitForCondition waits until a condition of the policy has the given status and reason.
-func waitForCondition(t *testing.T, s *space, name, conditionType string, status metav1.ConditionStatus, reason string) *v1alpha1.StagedBindingPolicy {
-	t.Helper()
-	var policy *v1alpha1.StagedBindingPolicy
-	waitFor(t, fmt.Sprintf("%s/%s condition %s=%s (%s)", s.Name, name, conditionType, status, reason), func() error {
-		policy = &v1alpha1.StagedBindingPolicy{}
-		if err := s.Client.Get(suite.ctx, types.NamespacedName{Name: name}, policy); err != nil {
-			return err
-		}
-		c := meta.FindStatusCondition(policy.Status.Conditions, conditionType)
-		if c == nil || c.Status != status || c.Reason != reason {
-			return fmt.Errorf("status: %s", policytest.Describe(policy))
-		}
-		return nil
-	})
-	return policy
 }
 
 // bindingPolicies returns the sorted names of the BindingPolicies generated for a policy.
@@ -256,31 +197,6 @@ func destinationsOrNil(s *space, name string) []string {
 	}
 	sort.Strings(ids)
 	return ids
-}
-
-// eventCounts counts the Events of a policy by "reason/note".
-func eventCounts(t *testing.T, s *space, policy *v1alpha1.StagedBindingPolicy) map[string]int {
-	t.Helper()
-	return policies(s).EventCounts(t, policy)
-}
-
-// deleteAndWait deletes a policy and waits until it is gone.
-func deleteAndWait(t *testing.T, s *space, name string) {
-	t.Helper()
-	policy := &v1alpha1.StagedBindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := s.Client.Delete(suite.ctx, policy); err != nil {
-		t.Fatalf("deleting StagedBindingPolicy %s in %s: %v", name, s.Name, err)
-	}
-	waitFor(t, fmt.Sprintf("StagedBindingPolicy %s to be gone from %s", name, s.Name), func() error {
-		err := s.Client.Get(suite.ctx, types.NamespacedName{Name: name}, &v1alpha1.StagedBindingPolicy{})
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		return fmt.Errorf("still there; BindingPolicies: %v", bindingPolicies(t, s, name))
-	})
 }
 
 // series counts the stager's metric series (served from controller-runtime's

@@ -70,7 +70,7 @@ func TestHungAPIServerReleasesWorkers(t *testing.T) {
 	s, proxy := startProxiedSpace(t, "hung")
 	createWorkload(t, s, name)
 	create(t, s, newPolicy(name, name))
-	waitForActiveStage(t, s, name, "dev")
+	policies(s).WaitForActiveStage(t, name, "dev")
 
 	errorsBefore, _ := metricValue(t, "stager_reconcile_errors_total", map[string]string{"space": s.Name})
 	setFault(t, proxy, environment.HangWrites)
@@ -82,13 +82,13 @@ func TestHungAPIServerReleasesWorkers(t *testing.T) {
 		}
 		return nil
 	})
-	if p := get(t, s, name); p.Status.ActiveStage != "dev" {
+	if p := policies(s).Get(t, name); p.Status.ActiveStage != "dev" {
 		t.Fatalf("the policy moved to %q while its API server hung", p.Status.ActiveStage)
 	}
 
 	setFault(t, proxy, environment.Pass)
-	waitForActiveStage(t, s, name, "test")
-	deleteAndWait(t, s, name)
+	policies(s).WaitForActiveStage(t, name, "test")
+	policies(s).Delete(t, name)
 }
 
 // TestSpaceResumesAfterOutage cuts a space's API server off for a while in the
@@ -104,7 +104,7 @@ func TestSpaceResumesAfterOutage(t *testing.T) {
 	s, proxy := startProxiedSpace(t, "outage")
 	createWorkload(t, s, name)
 	create(t, s, newPolicy(name, name))
-	waitForActiveStage(t, s, name, "dev")
+	policies(s).WaitForActiveStage(t, name, "dev")
 
 	setFault(t, proxy, environment.Down)
 	waitForSpace(t, suite.stager, s.Name, false, spaces.ReasonUnreachable)
@@ -116,11 +116,11 @@ func TestSpaceResumesAfterOutage(t *testing.T) {
 	waitForSpace(t, suite.stager, s.Name, true, spaces.ReasonReady)
 	back := time.Now()
 	environment.Eventually(t, resumeWithin, fmt.Sprintf("the rollout to move on within %s of the space being ready again", resumeWithin), func() error {
-		if p := get(t, s, name); p.Status.ActiveStage != "test" {
+		if p := policies(s).Get(t, name); p.Status.ActiveStage != "test" {
 			return fmt.Errorf("active stage %q", p.Status.ActiveStage)
 		}
 		return nil
 	})
 	t.Logf("the rollout moved on %s after the space was ready again", time.Since(back).Round(time.Millisecond))
-	deleteAndWait(t, s, name)
+	policies(s).Delete(t, name)
 }

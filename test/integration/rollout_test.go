@@ -41,21 +41,21 @@ func TestThreeStageRollout(t *testing.T) {
 	createWorkload(t, s, name)
 	create(t, s, newPolicy(name, name))
 
-	waitForActiveStage(t, s, name, "dev")
+	policies(s).WaitForActiveStage(t, name, "dev")
 	waitForBindingPolicies(t, s, name, "dev")
-	waitForCondition(t, s, name, v1alpha1.ConditionProgressing, metav1.ConditionTrue, v1alpha1.ReasonConditionNotMet)
+	policies(s).WaitForCondition(t, name, v1alpha1.ConditionProgressing, metav1.ConditionTrue, v1alpha1.ReasonConditionNotMet)
 	if got, want := destinations(t, s, v1alpha1.BindingPolicyName(name, "dev")), []string{"dev1", "dev2"}; !slices.Equal(got, want) {
 		t.Fatalf("dev Binding destinations = %v, want %v", got, want)
 	}
 	environment.Consistently(t, 2*time.Second, "the policy staying in dev while dev is not available", func() error {
-		if p := get(t, s, name); p.Status.ActiveStage != "dev" {
+		if p := policies(s).Get(t, name); p.Status.ActiveStage != "dev" {
 			return fmt.Errorf("active stage is %q", p.Status.ActiveStage)
 		}
 		return nil
 	})
 
 	s.openGate(name, "dev")
-	policy := waitForActiveStage(t, s, name, "test")
+	policy := policies(s).WaitForActiveStage(t, name, "test")
 	waitForBindingPolicies(t, s, name, "test")
 	if got, want := destinations(t, s, v1alpha1.BindingPolicyName(name, "test")), []string{"test1"}; !slices.Equal(got, want) {
 		t.Fatalf("test Binding destinations = %v, want %v", got, want)
@@ -69,8 +69,8 @@ func TestThreeStageRollout(t *testing.T) {
 	}
 
 	s.openGate(name, "test")
-	waitForActiveStage(t, s, name, "prod")
-	policy = waitForCondition(t, s, name, v1alpha1.ConditionCompleted, metav1.ConditionTrue, v1alpha1.ReasonRolloutCompleted)
+	policies(s).WaitForActiveStage(t, name, "prod")
+	policy = policies(s).WaitForCondition(t, name, v1alpha1.ConditionCompleted, metav1.ConditionTrue, v1alpha1.ReasonRolloutCompleted)
 	waitForBindingPolicies(t, s, name, "prod")
 	if got, want := destinations(t, s, v1alpha1.BindingPolicyName(name, "prod")), []string{"prod1", "prod2"}; !slices.Equal(got, want) {
 		t.Fatalf("prod Binding destinations = %v, want %v", got, want)
@@ -111,7 +111,7 @@ func TestThreeStageRollout(t *testing.T) {
 	}
 
 	waitFor(t, "one StageStarted Event per stage", func() error {
-		counts := eventCounts(t, s, policy)
+		counts := policies(s).EventCounts(t, policy)
 		for _, stage := range []string{"dev", "test", "prod"} {
 			if n := counts[fmt.Sprintf("StageStarted/stage %q started", stage)]; n != 1 {
 				return fmt.Errorf("%d StageStarted Events for %s; all: %v", n, stage, counts)
@@ -132,7 +132,7 @@ func TestInvalidExpressionIsReportedAndRecovers(t *testing.T) {
 	policy.Spec.Stages[0].Condition = "obj.results.exists(r, r.name == "
 	create(t, s, policy)
 
-	policy = waitForCondition(t, s, name, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonInvalidExpression)
+	policy = policies(s).WaitForCondition(t, name, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonInvalidExpression)
 	msg := conditionOf(policy, v1alpha1.ConditionReady).Message
 	if !strings.Contains(msg, `stage "dev"`) || !strings.Contains(msg, "obj.results.exists(r, r.name == ") {
 		t.Fatalf("Ready message %q does not name the stage and the expression", msg)
@@ -144,11 +144,11 @@ func TestInvalidExpressionIsReportedAndRecovers(t *testing.T) {
 		t.Fatalf("a blocked policy placed BindingPolicies %v", got)
 	}
 
-	update(t, s, name, func(p *v1alpha1.StagedBindingPolicy) { p.Spec.Stages[0].Condition = conditionObj })
-	waitForCondition(t, s, name, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonBindingPolicyInSync)
+	updateObject(t, s, name, func(p *v1alpha1.StagedBindingPolicy) { p.Spec.Stages[0].Condition = policytest.Available })
+	policies(s).WaitForCondition(t, name, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonBindingPolicyInSync)
 	waitForBindingPolicies(t, s, name, "dev")
 	s.openGate(name, "dev")
-	waitForActiveStage(t, s, name, "test")
+	policies(s).WaitForActiveStage(t, name, "test")
 }
 
 // TestEvaluationErrorIsReported checks that a condition that compiles but
@@ -161,7 +161,7 @@ func TestEvaluationErrorIsReported(t *testing.T) {
 	policy.Spec.Stages[0].Condition = "obj.results[0].rows[0].columns[0].missing == 'x'"
 	create(t, s, policy)
 
-	policy = waitForCondition(t, s, name, v1alpha1.ConditionProgressing, metav1.ConditionFalse, v1alpha1.ReasonEvaluationError)
+	policy = policies(s).WaitForCondition(t, name, v1alpha1.ConditionProgressing, metav1.ConditionFalse, v1alpha1.ReasonEvaluationError)
 	if msg := conditionOf(policy, v1alpha1.ConditionProgressing).Message; !strings.Contains(msg, `stage "dev"`) || !strings.Contains(msg, "missing") {
 		t.Fatalf("Progressing message %q does not name the stage and the failure", msg)
 	}
@@ -180,16 +180,16 @@ func TestDeletionLeavesNothingBehind(t *testing.T) {
 	const name = "deletion"
 	createWorkload(t, s, name)
 	create(t, s, newPolicy(name, name))
-	waitForActiveStage(t, s, name, "dev")
+	policies(s).WaitForActiveStage(t, name, "dev")
 	waitForBindingPolicies(t, s, name, "dev")
-	if got := get(t, s, name).Finalizers; !slices.Contains(got, v1alpha1.CleanupFinalizer) {
+	if got := policies(s).Get(t, name).Finalizers; !slices.Contains(got, v1alpha1.CleanupFinalizer) {
 		t.Fatalf("finalizers = %v, want %s", got, v1alpha1.CleanupFinalizer)
 	}
 	s.openGate(name, "dev")
-	waitForActiveStage(t, s, name, "test")
+	policies(s).WaitForActiveStage(t, name, "test")
 	waitForBindingPolicies(t, s, name, "test")
 
-	deleteAndWait(t, s, name)
+	policies(s).Delete(t, name)
 	if got := bindingPolicies(t, s, name); len(got) != 0 {
 		t.Fatalf("BindingPolicies left behind: %v", got)
 	}
@@ -208,7 +208,7 @@ func TestSpecChangeUpdatesBindingPolicy(t *testing.T) {
 	const name = "spec-change"
 	createWorkload(t, s, name)
 	create(t, s, newPolicy(name, name))
-	waitForActiveStage(t, s, name, "dev")
+	policies(s).WaitForActiveStage(t, name, "dev")
 	bp := v1alpha1.BindingPolicyName(name, "dev")
 	waitFor(t, "the dev Binding", func() error {
 		if got := destinationsOrNil(s, bp); !slices.Equal(got, []string{"dev1", "dev2"}) {
@@ -217,7 +217,7 @@ func TestSpecChangeUpdatesBindingPolicy(t *testing.T) {
 		return nil
 	})
 
-	update(t, s, name, func(p *v1alpha1.StagedBindingPolicy) {
+	updateObject(t, s, name, func(p *v1alpha1.StagedBindingPolicy) {
 		p.Spec.Stages[0].ClusterSelectors = []metav1.LabelSelector{{MatchLabels: map[string]string{"env": "test"}}}
 	})
 	waitFor(t, "the dev Binding to follow the new clusterSelectors", func() error {
@@ -227,7 +227,7 @@ func TestSpecChangeUpdatesBindingPolicy(t *testing.T) {
 		return nil
 	})
 	waitFor(t, "observedGeneration to catch up", func() error {
-		p := get(t, s, name)
+		p := policies(s).Get(t, name)
 		if p.Status.ObservedGeneration != p.Generation {
 			return fmt.Errorf("observedGeneration %d, generation %d", p.Status.ObservedGeneration, p.Generation)
 		}
@@ -242,23 +242,23 @@ func TestRemovedActiveStageRestartsRollout(t *testing.T) {
 	const name = "removed-stage"
 	createWorkload(t, s, name)
 	create(t, s, newPolicy(name, name))
-	waitForActiveStage(t, s, name, "dev")
+	policies(s).WaitForActiveStage(t, name, "dev")
 	s.openGate(name, "dev")
-	waitForActiveStage(t, s, name, "test")
+	policies(s).WaitForActiveStage(t, name, "test")
 
-	update(t, s, name, func(p *v1alpha1.StagedBindingPolicy) {
+	updateObject(t, s, name, func(p *v1alpha1.StagedBindingPolicy) {
 		p.Spec.Stages = []v1alpha1.Stage{p.Spec.Stages[0], p.Spec.Stages[2]}
 	})
 	// dev's gate is open, so the restarted rollout goes through dev again and on to prod.
-	policy := waitForActiveStage(t, s, name, "prod")
+	policy := policies(s).WaitForActiveStage(t, name, "prod")
 	waitForBindingPolicies(t, s, name, "prod")
 	waitFor(t, "the ActiveStageReset Event", func() error {
-		for reason, n := range eventCounts(t, s, policy) {
+		for reason, n := range policies(s).EventCounts(t, policy) {
 			if strings.HasPrefix(reason, "ActiveStageReset/") && n == 1 {
 				return nil
 			}
 		}
-		return fmt.Errorf("no ActiveStageReset Event: %v", eventCounts(t, s, policy))
+		return fmt.Errorf("no ActiveStageReset Event: %v", policies(s).EventCounts(t, policy))
 	})
 }
 

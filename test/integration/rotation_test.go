@@ -73,10 +73,10 @@ func TestSecretRotationKeepsOneController(t *testing.T) {
 	createWorkload(t, s, name)
 	create(t, s, newPolicy(name, name))
 	rotate(3)
-	waitForActiveStage(t, s, name, "dev")
+	policies(s).WaitForActiveStage(t, name, "dev")
 	s.openGate(name, "dev")
 	rotate(3)
-	waitForActiveStage(t, s, name, "test")
+	policies(s).WaitForActiveStage(t, name, "test")
 	s.openGate(name, "test")
 	rotate(rotations - rotated)
 	policies(s).WaitForPhase(t, name, v1alpha1.RolloutCompleted)
@@ -94,5 +94,5 @@ func TestSecretRotationKeepsOneController(t *testing.T) {
 	if m := most.Load(); m != 1 {
 		t.Errorf("the space had up to %d controllers at once during %d rotations, want 1", m, rotated)
 	}
-	deleteAndWait(t, s, name)
+	policies(s).Delete(t, name)
 }

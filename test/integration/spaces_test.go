@@ -90,15 +90,15 @@ func TestSpacesProgressIndependently(t *testing.T) {
 	for _, s := range all {
 		createWorkload(t, s, name)
 		create(t, s, newPolicy(name, name))
-		waitForActiveStage(t, s, name, "dev")
+		policies(s).WaitForActiveStage(t, name, "dev")
 	}
 
 	// Only wds3's dev clusters turn healthy: only wds3 moves on.
 	wds3.openGate(name, "dev")
-	waitForActiveStage(t, wds3, name, "test")
+	policies(wds3).WaitForActiveStage(t, name, "test")
 	environment.Consistently(t, time.Second, "wds1 and wds2 staying in dev", func() error {
 		for _, s := range all[:2] {
-			if p := get(t, s, name); p.Status.ActiveStage != "dev" {
+			if p := policies(s).Get(t, name); p.Status.ActiveStage != "dev" {
 				return fmt.Errorf("%s moved to %q", s.Name, p.Status.ActiveStage)
 			}
 		}
@@ -117,7 +117,7 @@ func TestSpacesProgressIndependently(t *testing.T) {
 		s.openGate(name, "test")
 	}
 	for _, s := range all[:2] {
-		waitForActiveStage(t, s, name, "prod")
+		policies(s).WaitForActiveStage(t, name, "prod")
 		waitForBindingPolicies(t, s, name, "prod")
 	}
 	if state, _ := spaceState(suite.stager, "wds1"); !state.Ready {
@@ -153,9 +153,9 @@ func TestRestartResumesMidRollout(t *testing.T) {
 	const name = "restart"
 	createWorkload(t, s, name)
 	create(t, s, newPolicy(name, name))
-	waitForActiveStage(t, s, name, "dev")
+	policies(s).WaitForActiveStage(t, name, "dev")
 	s.openGate(name, "dev")
-	before := waitForActiveStage(t, s, name, "test")
+	before := policies(s).WaitForActiveStage(t, name, "test")
 	waitForBindingPolicies(t, s, name, "test")
 	devDone := before.Status.Stages[0].CompletionTime
 
@@ -163,7 +163,7 @@ func TestRestartResumesMidRollout(t *testing.T) {
 	s.openGate(name, "test")
 	// Nothing moves while no stager runs.
 	environment.Consistently(t, time.Second, "the policy staying in test while the stager is down", func() error {
-		if p := get(t, s, name); p.Status.ActiveStage != "test" {
+		if p := policies(s).Get(t, name); p.Status.ActiveStage != "test" {
 			return fmt.Errorf("active stage is %q", p.Status.ActiveStage)
 		}
 		return nil
@@ -175,13 +175,13 @@ func TestRestartResumesMidRollout(t *testing.T) {
 	}
 	suite.stager = restarted
 
-	policy := waitForActiveStage(t, s, name, "prod")
+	policy := policies(s).WaitForActiveStage(t, name, "prod")
 	waitForBindingPolicies(t, s, name, "prod")
 	if got := policy.Status.Stages[0].CompletionTime; !got.Equal(devDone) {
 		t.Fatalf("dev's completion time changed across the restart: %v, was %v", got, devDone)
 	}
 	waitFor(t, "exactly one StageStarted and StageSucceeded Event per stage", func() error {
-		counts := eventCounts(t, s, policy)
+		counts := policies(s).EventCounts(t, policy)
 		var problems []string
 		for _, stage := range []string{"dev", "test", "prod"} {
 			if n := counts[fmt.Sprintf("StageStarted/stage %q started", stage)]; n != 1 {
@@ -218,10 +218,10 @@ func TestSingleProvider(t *testing.T) {
 	const name = "single"
 	createWorkload(t, solo, name)
 	create(t, solo, newPolicy(name, name))
-	waitForActiveStage(t, solo, name, "dev")
+	policies(solo).WaitForActiveStage(t, name, "dev")
 	solo.openGate(name, "dev")
 	solo.openGate(name, "test")
-	waitForActiveStage(t, solo, name, "prod")
+	policies(solo).WaitForActiveStage(t, name, "prod")
 	waitForBindingPolicies(t, solo, name, "prod")
 	if got := destinationsOrNil(solo, v1alpha1.BindingPolicyName(name, "prod")); !slices.Equal(got, []string{"prod1", "prod2"}) {
 		t.Fatalf("prod destinations = %v", got)

@@ -24,13 +24,12 @@ import (
 
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	eventsv1 "k8s.io/api/events/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/test/framework/policytest"
 )
 
 // Bounds on what the stager writes, as docs/security.md states them.
@@ -56,15 +55,13 @@ func TestLongInvalidExpressionsKeepTheStatus(t *testing.T) {
 	policy := newPolicy(name, name)
 	policy.Spec.Stages = nil
 	for i := range 32 {
-		policy.Spec.Stages = append(policy.Spec.Stages, v1alpha1.Stage{
-			Name:             fmt.Sprintf("s%02d", i),
-			ClusterSelectors: envSelector("dev"),
-			Condition:        fmt.Sprintf("obj.results.exists(r, r.name == '%s' &&", filler),
-		})
+		st := policytest.Stage("dev", "", fmt.Sprintf("obj.results.exists(r, r.name == '%s' &&", filler))
+		st.Name = fmt.Sprintf("s%02d", i)
+		policy.Spec.Stages = append(policy.Spec.Stages, st)
 	}
 	create(t, s, policy)
 
-	policy = waitForCondition(t, s, name, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonInvalidExpression)
+	policy = policies(s).WaitForCondition(t, name, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonInvalidExpression)
 	if policy.Status.Phase != v1alpha1.RolloutBlocked {
 		t.Fatalf("phase = %q, want Blocked", policy.Status.Phase)
 	}
@@ -115,13 +112,13 @@ func TestStuckDeletionIsReported(t *testing.T) {
 	create(t, s, newPolicy(name, name))
 	waitForBindingPolicies(t, s, name, "dev")
 	bpName := v1alpha1.BindingPolicyName(name, "dev")
-	changeBindingPolicy(t, s, bpName, func(bp *ksv1alpha1.BindingPolicy) { controllerutil.AddFinalizer(bp, hold) })
+	updateObject(t, s, bpName, func(bp *ksv1alpha1.BindingPolicy) { controllerutil.AddFinalizer(bp, hold) })
 
-	policy := get(t, s, name)
+	policy := policies(s).Get(t, name)
 	if err := s.Client.Delete(suite.ctx, policy); err != nil {
 		t.Fatalf("deleting StagedBindingPolicy %s: %v", name, err)
 	}
-	policy = waitForCondition(t, s, name, v1alpha1.ConditionDeleting, metav1.ConditionTrue, v1alpha1.ReasonDeletionBlocked)
+	policy = policies(s).WaitForCondition(t, name, v1alpha1.ConditionDeleting, metav1.ConditionTrue, v1alpha1.ReasonDeletionBlocked)
 	if policy.DeletionTimestamp == nil {
 		t.Fatal("the policy has no deletionTimestamp")
 	}
@@ -139,7 +136,7 @@ func TestStuckDeletionIsReported(t *testing.T) {
 				return nil
 			}
 		}
-		return fmt.Errorf("no DeletionBlocked Warning Event: %v", eventCounts(t, s, policy))
+		return fmt.Errorf("no DeletionBlocked Warning Event: %v", policies(s).EventCounts(t, policy))
 	})
 	labels := map[string]string{"space": s.Name, "policy": name}
 	waitFor(t, "the deletion metric", func() error {
@@ -150,30 +147,14 @@ func TestStuckDeletionIsReported(t *testing.T) {
 		return nil
 	})
 
-	changeBindingPolicy(t, s, bpName, func(bp *ksv1alpha1.BindingPolicy) { controllerutil.RemoveFinalizer(bp, hold) })
-	waitFor(t, "the policy to go once the finalizer is released", func() error {
-		err := s.Client.Get(suite.ctx, types.NamespacedName{Name: name}, &v1alpha1.StagedBindingPolicy{})
-		switch {
-		case apierrors.IsNotFound(err):
-			return nil
-		case err != nil:
-			return err
-		}
-		return fmt.Errorf("still there")
-	})
+	updateObject(t, s, bpName, func(bp *ksv1alpha1.BindingPolicy) { controllerutil.RemoveFinalizer(bp, hold) })
+	policies(s).WaitGone(t, name) // once the finalizer is released
 	waitFor(t, "the deleted policy's metric series to vanish", func() error {
 		if n := series(t, labels); n != 0 {
 			return fmt.Errorf("%d series left", n)
 		}
 		return nil
 	})
-}
-
-// changeBindingPolicy changes a BindingPolicy, reading it again on conflicts
-// (the simulator writes BindingPolicies concurrently).
-func changeBindingPolicy(t *testing.T, s *space, name string, change func(*ksv1alpha1.BindingPolicy)) {
-	t.Helper()
-	updateObject(t, s, name, change)
 }
 
 // events returns the Events regarding a policy.

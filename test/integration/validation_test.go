@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/test/framework/policytest"
 )
 
 // TestCRDValidation checks that the API server rejects invalid specs with a
@@ -30,7 +31,9 @@ import (
 func TestCRDValidation(t *testing.T) {
 	s := suite.wds1
 	stage := func(name string) v1alpha1.Stage {
-		return v1alpha1.Stage{Name: name, ClusterSelectors: envSelector("dev")}
+		st := policytest.Stage("dev", "", "")
+		st.Name = name
+		return st
 	}
 	tests := []struct {
 		name   string
@@ -71,5 +74,5 @@ func TestCRDValidation(t *testing.T) {
 		t.Fatalf("a valid policy was rejected: %v", err)
 	}
 	waitForBindingPolicies(t, s, ok.Name, ok.Spec.Stages[0].Name)
-	deleteAndWait(t, s, ok.Name)
+	policies(s).Delete(t, ok.Name)
 }

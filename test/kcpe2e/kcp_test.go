@@ -35,30 +35,12 @@ import (
 	"github.com/kubestellar/workload-stager/test/framework/stack"
 )
 
-// condition holds when a CombinedStatus reports the workload available.
-const condition = `obj.results.exists(r, r.name == 'deployments-aggregator' && r.rows.exists(row, row.columns.exists(col, col.float == '1')))`
-
 // policy is a dev -> prod policy for the ConfigMap labelled app=<name>
 // (kcp workspaces serve no Deployments).
 func policy(name string) *v1alpha1.StagedBindingPolicy {
-	selector := func(env string) []metav1.LabelSelector {
-		return []metav1.LabelSelector{{MatchLabels: map[string]string{"env": env}}}
-	}
-	return &v1alpha1.StagedBindingPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1alpha1.StagedBindingPolicySpec{
-			Downsync: []ksv1alpha1.DownsyncPolicyClause{{
-				DownsyncObjectTest: ksv1alpha1.DownsyncObjectTest{
-					ObjectSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"app": name}}},
-				},
-				DownsyncModulation: ksv1alpha1.DownsyncModulation{StatusCollectors: []string{collector}},
-			}},
-			Stages: []v1alpha1.Stage{
-				{Name: "dev", ClusterSelectors: selector("dev"), Filter: `downsyncClause.resource == "configmaps"`, Condition: condition},
-				{Name: "prod", ClusterSelectors: selector("prod")},
-			},
-		},
-	}
+	return policytest.Policy(name, map[string]string{"app": name},
+		policytest.Stage("dev", policytest.ConfigMaps, policytest.Available),
+		policytest.Stage("prod", "", ""))
 }
 
 // startRollout creates a ConfigMap workload and its policy in a WDS.

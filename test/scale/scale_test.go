@@ -34,7 +34,6 @@ import (
 	"testing"
 	"time"
 
-	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,6 +47,7 @@ import (
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/kcpstack"
 	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
+	"github.com/kubestellar/workload-stager/test/framework/policytest"
 	"github.com/kubestellar/workload-stager/test/framework/stack"
 )
 
@@ -58,8 +58,6 @@ const (
 	defaultWorkspaces = 100
 	// parallelism bounds the concurrent workspace set-ups and writes.
 	parallelism = 10
-	// condition holds when the workload is reported available.
-	condition = `obj.results.exists(r, r.name == 'deployments-aggregator' && r.rows.exists(row, row.columns.exists(col, col.float == '1')))`
 )
 
 var clusters = []kubestellar.Cluster{
@@ -195,24 +193,11 @@ func BenchmarkKCPWorkspaces(b *testing.B) {
 // startRollout creates a ConfigMap, a dev -> prod policy for it, and makes
 // the dev WECs report it available.
 func startRollout(ctx context.Context, w *kcpstack.Workspace) error {
-	sel := func(env string) []metav1.LabelSelector {
-		return []metav1.LabelSelector{{MatchLabels: map[string]string{"env": env}}}
-	}
 	objs := []client.Object{
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: kcpstack.Namespace, Name: "web", Labels: map[string]string{"app": "web"}}},
-		&v1alpha1.StagedBindingPolicy{
-			ObjectMeta: metav1.ObjectMeta{Name: "web"},
-			Spec: v1alpha1.StagedBindingPolicySpec{
-				Downsync: []ksv1alpha1.DownsyncPolicyClause{{
-					DownsyncObjectTest: ksv1alpha1.DownsyncObjectTest{ObjectSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"app": "web"}}}},
-					DownsyncModulation: ksv1alpha1.DownsyncModulation{StatusCollectors: []string{kcpstack.Collector}},
-				}},
-				Stages: []v1alpha1.Stage{
-					{Name: "dev", ClusterSelectors: sel("dev"), Condition: condition},
-					{Name: "prod", ClusterSelectors: sel("prod")},
-				},
-			},
-		},
+		policytest.Policy("web", map[string]string{"app": "web"},
+			policytest.Stage("dev", "", policytest.Available),
+			policytest.Stage("prod", "", "")),
 	}
 	for _, obj := range objs {
 		if err := w.Client.Create(ctx, obj); err != nil {

@@ -29,6 +29,7 @@ import (
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -92,6 +93,16 @@ func (s Space) WaitForPhase(t testing.TB, name string, phase v1alpha1.RolloutPha
 	})
 }
 
+// WaitForCondition waits until a condition of the policy has the given
+// status and reason.
+func (s Space) WaitForCondition(t testing.TB, name, conditionType string, status metav1.ConditionStatus, reason string) *v1alpha1.StagedBindingPolicy {
+	t.Helper()
+	return s.WaitFor(t, name, fmt.Sprintf("to have condition %s=%s (%s)", conditionType, status, reason), func(p *v1alpha1.StagedBindingPolicy) bool {
+		c := meta.FindStatusCondition(p.Status.Conditions, conditionType)
+		return c != nil && c.Status == status && c.Reason == reason
+	})
+}
+
 // EventCounts counts a policy's Events by "reason/note", with the counts of
 // Event series.
 func (s Space) EventCounts(t testing.TB, p *v1alpha1.StagedBindingPolicy) map[string]int {
@@ -121,6 +132,12 @@ func (s Space) Delete(t testing.TB, name string) {
 	if err := s.Client.Delete(s.Ctx, p); err != nil {
 		t.Fatalf("deleting StagedBindingPolicy %s in %s: %v", name, s.Name, err)
 	}
+	s.WaitGone(t, name)
+}
+
+// WaitGone waits until a policy and its BindingPolicies are gone.
+func (s Space) WaitGone(t testing.TB, name string) {
+	t.Helper()
 	environment.Eventually(t, s.Timeout, fmt.Sprintf("%s/%s and its BindingPolicies to be gone", s.Name, name), func() error {
 		if err := s.Client.Get(s.Ctx, types.NamespacedName{Name: name}, &v1alpha1.StagedBindingPolicy{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("policy still there (%w)", err)

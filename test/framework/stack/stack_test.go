@@ -44,11 +44,9 @@ import (
 	"github.com/kubestellar/workload-stager/test/framework"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
+	"github.com/kubestellar/workload-stager/test/framework/policytest"
 	"github.com/kubestellar/workload-stager/test/framework/stack"
 )
-
-// seedCondition is the seed's stage condition over a CombinedStatus.
-const seedCondition = `obj.results.exists(r, r.name == 'deployments-aggregator' && r.rows.exists(row, row.columns.exists(col, col.type == 'Number' && col.float == '1')))`
 
 // clusters is the inventory of simulated WECs.
 var clusters = []kubestellar.Cluster{
@@ -307,7 +305,7 @@ func checkCombinedStatus(ctx context.Context, t *testing.T, c client.Client, dep
 	if err != nil {
 		t.Fatal(err)
 	}
-	cond, err := engine.Compile(expression.KindCondition, seedCondition)
+	cond, err := engine.Compile(expression.KindCondition, policytest.Available)
 	if err != nil {
 		t.Fatal(err)
 	}
