@@ -37,7 +37,7 @@ TEST_ENV = export KUBEBUILDER_ASSETS="$$($(TOOL) envtest)"; \
 
 # The test layers, for a faster inner loop; `make test` runs them all.
 UNIT_PKGS ?= ./api/... ./cmd/... ./controllers/... ./providers/... ./hack/...
-INTEGRATION_PKGS ?= ./test/framework/ ./test/framework/environment/ ./test/framework/kubestellar/ ./test/integration/
+INTEGRATION_PKGS ?= ./controllers/spaces/ ./controllers/stagedbindingpolicy/ ./test/framework/ ./test/framework/environment/ ./test/framework/kubestellar/ ./test/integration/
 E2E_PKGS ?= ./test/framework/stack/ ./test/framework/prometheus/ ./test/e2e/
 KCP_PKGS ?= ./test/framework/kcp/ ./test/kcpe2e/
 
@@ -47,8 +47,8 @@ test: build ## Run every test (unit, integration, end-to-end) against real API s
 	go test $(GO_TEST_FLAGS) $(PKGS)
 
 .PHONY: test-unit
-test-unit: ## Unit tests only: no API server, seconds
-	go test $(GO_TEST_FLAGS) $(UNIT_PKGS)
+test-unit: ## Unit tests only: no API server, seconds (-short skips the package tests that need one)
+	go test -short $(GO_TEST_FLAGS) $(UNIT_PKGS)
 
 .PHONY: test-integration
 test-integration: build ## The stager in-process against real kube-apiservers, with a KubeStellar simulator

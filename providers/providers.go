@@ -239,9 +239,9 @@ func (o *Options) KubeconfigPolicy() kubeconfig.Policy {
 
 // AddKubeconfigAuditor adds to the hosting cluster's manager the Auditor that
 // reports every kubeconfig Secret the provider refuses (an Event on the
-// Secret, a log line, and reporter). It does nothing unless kubeconfig
+// Secret, a log line, and a metric). It does nothing unless kubeconfig
 // Secrets are a selected provider.
-func (o *Options) AddKubeconfigAuditor(hosting manager.Manager, reporter kubeconfig.Reporter) error {
+func (o *Options) AddKubeconfigAuditor(hosting manager.Manager) error {
 	if !o.Has(KindKubeconfig) {
 		return nil
 	}
@@ -252,7 +252,6 @@ func (o *Options) AddKubeconfigAuditor(hosting manager.Manager, reporter kubecon
 		Namespace: o.KubeconfigNamespace,
 		Label:     o.KubeconfigLabel,
 		Key:       o.KubeconfigKey,
-		Reporter:  reporter,
 	}
 	if err := auditor.SetupWithManager(hosting); err != nil {
 		return fmt.Errorf("setting up the kubeconfig auditor: %w", err)

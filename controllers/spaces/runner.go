@@ -267,9 +267,7 @@ func (r *Runner) serve(e *engagement, name multicluster.ClusterName) {
 			logger.Info("Space's replaced engagement stopped")
 			return
 		}
-		if r.opts.OnChange != nil {
-			r.opts.OnChange(State{Name: string(name), Reason: ReasonDisengaged, Since: time.Now()})
-		}
+		r.changed(State{Name: string(name), Reason: ReasonDisengaged, Since: time.Now()})
 		logger.Info("Space disengaged")
 	}()
 
@@ -467,10 +465,8 @@ func (r *Runner) setState(e *engagement, ready bool, reason, message string) {
 	}
 }
 
+// notify reports the current state of a space, if it is engaged.
 func (r *Runner) notify(name multicluster.ClusterName) {
-	if r.opts.OnChange == nil {
-		return
-	}
 	r.mu.Lock()
 	e, ok := r.spaces[name]
 	var state State
@@ -479,6 +475,15 @@ func (r *Runner) notify(name multicluster.ClusterName) {
 	}
 	r.mu.Unlock()
 	if ok {
+		r.changed(state)
+	}
+}
+
+// changed records a space's new state in the Runner's metrics and passes it
+// to OnChange.
+func (r *Runner) changed(state State) {
+	recordState(state)
+	if r.opts.OnChange != nil {
 		r.opts.OnChange(state)
 	}
 }

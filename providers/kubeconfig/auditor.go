@@ -46,19 +46,10 @@ const (
 // maxEventNote bounds an Event's note (the API server takes at most 1 KiB).
 const maxEventNote = 1000
 
-// Reporter receives the verdicts of the Auditor, for metrics.
-type Reporter interface {
-	// Refused is called when the Secret's kubeconfig is refused, with the
-	// reason of its first violation.
-	Refused(secret, reason string)
-	// Accepted is called when the Secret's kubeconfig is accepted, or the
-	// Secret is gone.
-	Accepted(secret string)
-}
-
 // Auditor checks every kubeconfig Secret the provider may engage against a
 // Policy and reports each refused one: a Warning Event on the Secret naming the
-// offending fields, an error log line and the Reporter. It does not engage or
+// offending fields, an error log line and the stager_kubeconfig_secret_refused
+// metric. It does not engage or
 // refuse anything itself: the provider's RESTOption does.
 type Auditor struct {
 	// Client reads the Secrets.
@@ -71,8 +62,6 @@ type Auditor struct {
 	Namespace, Label string
 	// Key is the data key of the kubeconfig.
 	Key string
-	// Reporter receives every verdict; may be nil.
-	Reporter Reporter
 
 	refused map[string]bool
 }
@@ -121,18 +110,14 @@ func (a *Auditor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 	logger.Error(verdict, "Kubeconfig Secret refused: it does not become a space", "reason", reason)
 	a.Recorder.Eventf(secret, nil, corev1.EventTypeWarning, EventReasonRefused, eventAction, "%s", truncate(verdict.Error(), maxEventNote))
 	a.refused[req.Name] = true
-	if a.Reporter != nil {
-		a.Reporter.Refused(req.Name, reason)
-	}
+	recordRefused(req.Name, reason)
 	return ctrl.Result{}, nil
 }
 
 // accepted forgets a refusal.
 func (a *Auditor) accepted(secret string) {
 	delete(a.refused, secret)
-	if a.Reporter != nil {
-		a.Reporter.Accepted(secret)
-	}
+	recordAccepted(secret)
 }
 
 // truncate cuts s to at most n bytes, marking the cut.

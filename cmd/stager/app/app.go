@@ -275,7 +275,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 	if err != nil {
 		return nil, fmt.Errorf("building the cluster provider: %w", err)
 	}
-	if err := o.Providers.AddKubeconfigAuditor(hosting, metrics.KubeconfigSecrets{}); err != nil {
+	if err := o.Providers.AddKubeconfigAuditor(hosting); err != nil {
 		return nil, err
 	}
 	mgr, err := mcmanager.WithMultiCluster(hosting, provider)
@@ -395,11 +395,12 @@ func (o *Options) metricsServerOptions() metricsserver.Options {
 	return opts
 }
 
-// recordSpaceMetrics keeps the space metrics in line with the spaces' states.
+// recordSpaceMetrics keeps the policy metrics of the spaces in line with the
+// spaces' states (the Runner keeps its own space gauges).
 func recordSpaceMetrics(s spaces.State) {
 	if s.Reason == spaces.ReasonDisengaged {
-		metrics.Disengaged(s.Name)
+		metrics.SpaceDisengaged(s.Name)
 		return
 	}
-	metrics.Engaged(s.Name, s.Ready)
+	metrics.SpaceEngaged(s.Name)
 }

@@ -14,7 +14,9 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package metrics defines the stager's Prometheus metrics. Every series
+// Package metrics defines the StagedBindingPolicy controller's Prometheus
+// metrics (the Runner's space gauges live in controllers/spaces, the kubeconfig
+// Secret gauge in providers/kubeconfig). Every series
 // carries a `space` label; per-policy series also carry `policy` (and, for
 // the active stage, `stage`), so their number is bounded by the number of
 // StagedBindingPolicies and their stages. A space's series are deleted when
@@ -25,8 +27,6 @@ limitations under the License.
 package metrics
 
 import (
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -43,8 +43,6 @@ const (
 	LabelStage  = "stage"
 	LabelPhase  = "phase"
 	LabelResult = "result"
-	LabelSecret = "secret"
-	LabelReason = "reason"
 )
 
 // Results of a condition evaluation.
@@ -117,47 +115,20 @@ var (
 		Help: "Reconciles of a space that ended in an error.",
 	}, []string{LabelSpace})
 
-	engaged = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "stager_space_engaged",
-		Help: "1 for every space the stager's providers have engaged.",
-	}, []string{LabelSpace})
-
-	ready = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "stager_space_ready",
-		Help: "Whether an engaged space is ready (1) or not (0): it serves KubeStellar's and the stager's APIs, its caches are synced and its API server answers.",
-	}, []string{LabelSpace})
-
-	kubeconfigRefused = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "stager_kubeconfig_secret_refused",
-		Help: "1 for every kubeconfig Secret the stager refuses to make a space of, with the reason of its first offending field (Exec, FileReference, InsecureTLS, Malformed, ...).",
-	}, []string{LabelSecret, LabelReason})
 )
 
-// collectors are every metric of the stager.
+// collectors are every metric of the StagedBindingPolicy controller.
 var collectors = []prometheus.Collector{policies, policyPhase, activeStage, activeStageIndex, stageCount, activeStageStart,
-	deletionStart, transitions, stageDuration, evaluations, evaluationLatency, reconcileErrors, engaged, ready, kubeconfigRefused}
+	deletionStart, transitions, stageDuration, evaluations, evaluationLatency, reconcileErrors}
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(collectors...)
 }
 
-// Names returns the name of every metric the stager exports, sorted; a
-// histogram's series add _bucket, _sum and _count to its name.
-func Names() []string {
-	var names []string
-	for _, c := range collectors {
-		ch := make(chan *prometheus.Desc, 1)
-		go func() { c.Describe(ch); close(ch) }()
-		for d := range ch {
-			// A Desc prints as Desc{fqName: "name", ...}.
-			if _, rest, ok := strings.Cut(d.String(), `fqName: "`); ok {
-				name, _, _ := strings.Cut(rest, `"`)
-				names = append(names, name)
-			}
-		}
-	}
-	sort.Strings(names)
-	return names
+// Collectors returns the controller's metrics, registered with
+// controller-runtime's registry.
+func Collectors() []prometheus.Collector {
+	return collectors
 }
 
 // Space records the metrics of one space.
@@ -174,32 +145,25 @@ func NewSpace(name string) *Space {
 	return &Space{name: name, phases: map[string]v1alpha1.RolloutPhase{}, stages: map[string]string{}}
 }
 
-// Engaged records that the space is engaged, and whether it is ready. It
-// also creates the space's counters and histograms at zero, so that rate()
-// and increase() see the first evaluation, error or completed stage as an
-// increase, and a space without errors shows 0 rather than no data.
-func Engaged(space string, isReady bool) {
-	engaged.WithLabelValues(space).Set(1)
+// SpaceEngaged creates the space's counters and histograms at zero, so that
+// rate() and increase() see the first evaluation, error or completed stage as
+// an increase, and a space without errors shows 0 rather than no data.
+func SpaceEngaged(space string) {
 	for _, result := range []string{ResultTrue, ResultFalse, ResultError} {
 		evaluations.WithLabelValues(space, result)
 	}
 	reconcileErrors.WithLabelValues(space)
 	stageDuration.WithLabelValues(space)
 	evaluationLatency.WithLabelValues(space)
-	v := 0.0
-	if isReady {
-		v = 1
-	}
-	ready.WithLabelValues(space).Set(v)
 }
 
-// Disengaged deletes every series of the space.
-func Disengaged(space string) {
+// SpaceDisengaged deletes every series of the space.
+func SpaceDisengaged(space string) {
 	labels := prometheus.Labels{LabelSpace: space}
 	for _, vec := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
 	}{policies, policyPhase, activeStage, activeStageIndex, stageCount, activeStageStart, deletionStart, transitions, stageDuration,
-		evaluations, evaluationLatency, reconcileErrors, engaged, ready} {
+		evaluations, evaluationLatency, reconcileErrors} {
 		vec.DeletePartialMatch(labels)
 	}
 }
@@ -291,19 +255,4 @@ func (s *Space) Evaluation(result string, took time.Duration) {
 // ReconcileError records a reconcile that failed.
 func (s *Space) ReconcileError() {
 	reconcileErrors.WithLabelValues(s.name).Inc()
-}
-
-// KubeconfigSecrets records the verdicts on kubeconfig Secrets
-// (stager_kubeconfig_secret_refused).
-type KubeconfigSecrets struct{}
-
-// Refused records that a Secret is refused, for one reason.
-func (KubeconfigSecrets) Refused(secret, reason string) {
-	kubeconfigRefused.DeletePartialMatch(prometheus.Labels{LabelSecret: secret})
-	kubeconfigRefused.WithLabelValues(secret, reason).Set(1)
-}
-
-// Accepted deletes the Secret's series: it is accepted, or gone.
-func (KubeconfigSecrets) Accepted(secret string) {
-	kubeconfigRefused.DeletePartialMatch(prometheus.Labels{LabelSecret: secret})
 }

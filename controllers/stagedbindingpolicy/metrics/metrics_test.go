@@ -47,7 +47,7 @@ func policyAt(name, stage string, phase v1alpha1.RolloutPhase, index int) *v1alp
 
 func TestPolicySeries(t *testing.T) {
 	s := NewSpace("metrics-test")
-	t.Cleanup(func() { Disengaged("metrics-test") })
+	t.Cleanup(func() { SpaceDisengaged("metrics-test") })
 
 	s.Policy(policyAt("a", "dev", v1alpha1.RolloutProgressing, 0))
 	s.Policy(policyAt("b", "", "", -1))
@@ -94,7 +94,7 @@ func TestPolicySeries(t *testing.T) {
 	}
 
 	// An engaged space's counters exist from the start, at zero.
-	Engaged("metrics-fresh", false)
+	SpaceEngaged("metrics-fresh")
 	for name, vec := range map[string]prometheus.Collector{"evaluations": evaluations, "reconcileErrors": reconcileErrors,
 		"stageDuration": stageDuration, "evaluationLatency": evaluationLatency} {
 		values := valuesOf(t, vec, "metrics-fresh")
@@ -108,14 +108,13 @@ func TestPolicySeries(t *testing.T) {
 			}
 		}
 	}
-	Disengaged("metrics-fresh")
+	SpaceDisengaged("metrics-fresh")
 
 	// A disengaged space's series all go.
-	Engaged("metrics-test", true)
-	Disengaged("metrics-test")
+	SpaceEngaged("metrics-test")
+	SpaceDisengaged("metrics-test")
 	for name, n := range map[string]int{
 		"policies": testutil.CollectAndCount(policies), "evaluations": testutil.CollectAndCount(evaluations),
-		"ready": testutil.CollectAndCount(ready), "engaged": testutil.CollectAndCount(engaged),
 		"stageCount": testutil.CollectAndCount(stageCount),
 	} {
 		if n != 0 {
@@ -150,7 +149,7 @@ func valuesOf(t *testing.T, c prometheus.Collector, space string) []float64 {
 // deletionTimestamp, and that the series goes with the policy.
 func TestDeletionStartSeries(t *testing.T) {
 	s := NewSpace("deletion-test")
-	t.Cleanup(func() { Disengaged("deletion-test") })
+	t.Cleanup(func() { SpaceDisengaged("deletion-test") })
 
 	p := policyAt("a", "dev", v1alpha1.RolloutProgressing, 0)
 	s.Policy(p)

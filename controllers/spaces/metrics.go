@@ -1,0 +1,61 @@
+/*
+Copyright 2026 The KubeStellar Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package spaces
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// The Runner's metrics: one series per engaged space, labelled space, gone
+// when the space is disengaged. docs/metrics.md documents them.
+var (
+	spaceEngaged = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "stager_space_engaged",
+		Help: "1 for every space the stager's providers have engaged.",
+	}, []string{"space"})
+
+	spaceReady = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "stager_space_ready",
+		Help: "Whether an engaged space is ready (1) or not (0): it serves KubeStellar's and the stager's APIs, its caches are synced and its API server answers.",
+	}, []string{"space"})
+)
+
+func init() {
+	ctrlmetrics.Registry.MustRegister(MetricCollectors()...)
+}
+
+// MetricCollectors returns the Runner's metrics, registered with
+// controller-runtime's registry.
+func MetricCollectors() []prometheus.Collector {
+	return []prometheus.Collector{spaceEngaged, spaceReady}
+}
+
+// recordState keeps a space's series in line with its state.
+func recordState(s State) {
+	if s.Reason == ReasonDisengaged {
+		spaceEngaged.DeleteLabelValues(s.Name)
+		spaceReady.DeleteLabelValues(s.Name)
+		return
+	}
+	spaceEngaged.WithLabelValues(s.Name).Set(1)
+	ready := 0.0
+	if s.Ready {
+		ready = 1
+	}
+	spaceReady.WithLabelValues(s.Name).Set(ready)
+}
