@@ -114,7 +114,6 @@ var (
 		Name: "stager_reconcile_errors_total",
 		Help: "Reconciles of a space that ended in an error.",
 	}, []string{LabelSpace})
-
 )
 
 // collectors are every metric of the StagedBindingPolicy controller.
