@@ -34,11 +34,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
@@ -199,20 +197,9 @@ func SamplePolicy() *v1alpha1.StagedBindingPolicy {
 
 // sampleWorkload is an nginx Deployment in its namespace.
 func sampleWorkload() []client.Object {
-	labels := map[string]string{"app.kubernetes.io/name": "nginx"}
 	return []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: WorkloadNamespace}},
-		&appsv1.Deployment{
-			ObjectMeta: metav1.ObjectMeta{Namespace: WorkloadNamespace, Name: "nginx", Labels: labels},
-			Spec: appsv1.DeploymentSpec{
-				Replicas: ptr.To[int32](1),
-				Selector: &metav1.LabelSelector{MatchLabels: labels},
-				Template: corev1.PodTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Labels: labels},
-					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "nginx", Image: "nginx"}}},
-				},
-			},
-		},
+		policytest.Deployment(WorkloadNamespace, "nginx"),
 	}
 }
 

@@ -18,6 +18,8 @@ package e2e
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -29,60 +31,6 @@ import (
 	"github.com/kubestellar/workload-stager/test/framework/policytest"
 )
 
-// The seed documents' StagedBindingPolicy, verbatim: 000 writes the condition
-// with root obj, 001 with root combinedStatus.
-const (
-	seedObj = `
-apiVersion: community.kubestellar.io/v1alpha1
-kind: StagedBindingPolicy
-metadata:
-  name: nginx-staged-bindingpolicy
-spec:
-  downsync:
-    - statusCollectors:
-      - deployments-aggregator
-      objectSelectors:
-      - matchLabels: {"app.kubernetes.io/name":"nginx"}
-  stages:
-    - name: dev
-      clusterSelectors:
-      - matchLabels: {"env":"dev"}
-      filter: downsyncClause.resource == "deployments"
-      condition: obj.results.exists(r, r.name == 'deployments-aggregator' && r.rows.exists(row, row.columns.exists(col, col.type == 'Number' && col.float == '1')))
-    - name: prod
-      clusterSelectors:
-      - matchLabels: {"env":"prod"}
-`
-	seedCombinedStatus = `
-apiVersion: community.kubestellar.io/v1alpha1
-kind: StagedBindingPolicy
-metadata:
-  name: nginx-staged-bindingpolicy
-spec:
-  downsync:
-    - statusCollectors:
-        - deployments-aggregator
-      objectSelectors:
-        - matchLabels: {"app.kubernetes.io/name":"nginx"}
-  stages:
-    - name: dev
-      clusterSelectors:
-        - matchLabels: {"env":"dev"}
-      filter: downsyncClause.resource == "deployments"
-      condition: |
-        combinedStatus.results.exists(r,
-          r.name == 'deployments-aggregator' &&
-          r.rows.exists(row,
-            row.columns.exists(col,
-              col.type == 'Number' &&
-              col.float == '1'
-        )))
-    - name: prod
-      clusterSelectors:
-        - matchLabels: {"env":"prod"}
-`
-)
-
 // TestSeedPolicy applies the seed's policy verbatim, with each root: it stays
 // in dev while the dev WECs do not report nginx available, moves to prod
 // once they do, and ends with only the prod BindingPolicy, whose Binding
@@ -90,10 +38,16 @@ spec:
 func TestSeedPolicy(t *testing.T) {
 	const space = "wds1"
 	createWorkload(t, space, "nginx", false)
-	for _, tt := range []struct{ root, manifest string }{{"obj", seedObj}, {"combinedStatus", seedCombinedStatus}} {
+	// testdata holds the seed documents' StagedBindingPolicy, verbatim: 000
+	// writes the condition with root obj, 001 with root combinedStatus.
+	for _, tt := range []struct{ root, file string }{{"obj", "seed-000-obj.yaml"}, {"combinedStatus", "seed-001-combinedstatus.yaml"}} {
 		t.Run(tt.root, func(t *testing.T) {
+			manifest, err := os.ReadFile(filepath.Join("testdata", tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
 			policy := &v1alpha1.StagedBindingPolicy{}
-			if err := yaml.UnmarshalStrict([]byte(tt.manifest), policy); err != nil {
+			if err := yaml.UnmarshalStrict(manifest, policy); err != nil {
 				t.Fatalf("parsing the seed: %v", err)
 			}
 			name := policy.Name

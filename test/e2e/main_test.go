@@ -32,12 +32,10 @@ import (
 	"time"
 
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
@@ -148,23 +146,9 @@ func wds(name string) client.Client {
 // createWorkload creates a Deployment (and, with config, a ConfigMap) labelled app.kubernetes.io/name=<name>.
 func createWorkload(t *testing.T, space, name string, config bool) {
 	t.Helper()
-	labels := map[string]string{"app.kubernetes.io/name": name}
-	objs := []client.Object{&appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx"}}},
-			},
-		},
-	}}
+	objs := []client.Object{policytest.Deployment(namespace, name)}
 	if config {
-		objs = append(objs, &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name + "-config", Labels: labels},
-			Data:       map[string]string{"greeting": "hello"},
-		})
+		objs = append(objs, policytest.ConfigMap(namespace, name))
 	}
 	for _, obj := range objs {
 		if err := wds(space).Create(suite.ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {

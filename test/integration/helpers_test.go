@@ -25,12 +25,8 @@ import (
 	"time"
 
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -65,23 +61,7 @@ func newPolicy(name, app string) *v1alpha1.StagedBindingPolicy {
 // createWorkload creates a Deployment and a ConfigMap labelled with the app's name.
 func createWorkload(t *testing.T, s *space, app string) {
 	t.Helper()
-	labels := map[string]string{"app.kubernetes.io/name": app}
-	deployment := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: workloadNamespace, Name: app, Labels: labels},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx"}}},
-			},
-		},
-	}
-	config := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: workloadNamespace, Name: app + "-config", Labels: labels},
-		Data:       map[string]string{"greeting": "hello"},
-	}
-	for _, obj := range []client.Object{deployment, config} {
+	for _, obj := range []client.Object{policytest.Deployment(workloadNamespace, app), policytest.ConfigMap(workloadNamespace, app)} {
 		if err := s.Client.Create(suite.ctx, obj); err != nil {
 			t.Fatalf("creating %T %s in %s: %v", obj, obj.GetName(), s.Name, err)
 		}

@@ -18,6 +18,7 @@ package kcp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -132,10 +133,13 @@ func (s *Server) DeleteWorkspace(ctx context.Context, parentPath, name string) e
 	defer cancel()
 	return environment.Poll(ctx, pollInterval, workspaceTimeout, "kcp workspace "+path+" to be gone", func() error {
 		got := newWorkspace(name)
-		if err := c.Get(ctx, client.ObjectKeyFromObject(got), got); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("still there (%v)", err)
+		switch err := c.Get(ctx, client.ObjectKeyFromObject(got), got); {
+		case apierrors.IsNotFound(err):
+			return nil
+		case err != nil:
+			return err
 		}
-		return nil
+		return errors.New("still there")
 	})
 }
 

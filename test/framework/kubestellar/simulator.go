@@ -190,15 +190,15 @@ type Simulator struct {
 	addFinalizer bool
 	log          logr.Logger
 
-	resync chan struct{}
+	// PassLoop makes the passes (SyncOnce, Resync, Passes), one at a time.
+	*PassLoop
 
 	mu       sync.Mutex // guards clusters
 	clusters []Cluster
 
-	passMu      sync.Mutex // serialises passes and guards the fields below
-	reportNSOK  bool
-	gvrToGVK    map[schema.GroupVersionResource]schema.GroupVersionKind
-	passesCount int
+	// Only passes use these, one at a time.
+	reportNSOK bool
+	gvrToGVK   map[schema.GroupVersionResource]schema.GroupVersionKind
 }
 
 // New returns a Simulator that works in the apiserver of the given client
@@ -214,13 +214,13 @@ func New(c client.Client, clusters []Cluster, opts ...Option) *Simulator {
 		interval:     DefaultInterval,
 		addFinalizer: true,
 		log:          logr.Discard(),
-		resync:       make(chan struct{}, 1),
 		gvrToGVK:     map[schema.GroupVersionResource]schema.GroupVersionKind{},
 	}
-	s.SetClusters(clusters)
 	for _, o := range opts {
 		o(s)
 	}
+	s.PassLoop = NewPassLoop("KubeStellar simulator", s.interval, s.pass)
+	s.SetClusters(clusters)
 	return s
 }
 
@@ -236,38 +236,12 @@ func (s *Simulator) SetClusters(clusters []Cluster) {
 	s.Resync()
 }
 
-// Resync asks Run for a pass now rather than at the next tick.
-func (s *Simulator) Resync() {
-	select {
-	case s.resync <- struct{}{}:
-	default:
-	}
-}
-
-// Passes returns how many passes have completed (successfully or not).
-func (s *Simulator) Passes() int {
-	s.passMu.Lock()
-	defer s.passMu.Unlock()
-	return s.passesCount
-}
-
 // Run makes passes every interval (and on Resync) until ctx is done, then
 // returns nil. Failed passes are logged (once per distinct error) and
 // retried by the next pass.
 func (s *Simulator) Run(ctx context.Context) error {
-	RunPasses(ctx, s.log, "KubeStellar simulator", s.interval, s.resync, s.SyncOnce)
+	s.PassLoop.Run(ctx, s.log)
 	return nil
-}
-
-// SyncOnce makes one pass now, synchronously (serialised with Run's passes),
-// and returns its errors. A pass that fails part-way still does the rest of
-// its work.
-func (s *Simulator) SyncOnce(ctx context.Context) error {
-	s.passMu.Lock()
-	defer s.passMu.Unlock()
-	err := s.pass(ctx)
-	s.passesCount++
-	return err
 }
 
 // pass converges the apiserver towards what KubeStellar would make of it.

@@ -18,7 +18,10 @@ package policytest
 
 import (
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 )
@@ -88,4 +91,30 @@ func ThreeStages(name, app string) *v1alpha1.StagedBindingPolicy {
 		Stage("dev", Deployments, Available),
 		Stage("test", Deployments, Available),
 		Stage("prod", "", ""))
+}
+
+// Deployment returns a one-replica nginx Deployment named app, labelled
+// AppLabel=<app>: the workload the suites and the demo roll out.
+func Deployment(namespace, app string) *appsv1.Deployment {
+	labels := map[string]string{AppLabel: app}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: app, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "nginx", Image: "nginx"}}},
+			},
+		},
+	}
+}
+
+// ConfigMap returns a ConfigMap named <app>-config, labelled AppLabel=<app>:
+// a workload object that never reports available.
+func ConfigMap(namespace, app string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: app + "-config", Labels: map[string]string{AppLabel: app}},
+		Data:       map[string]string{"greeting": "hello"},
+	}
 }

@@ -37,7 +37,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy/expression"
@@ -166,18 +165,9 @@ func jsonOf(v any) string {
 // (once) and a BindingPolicy placing the Deployment on the dev clusters.
 func workload(ctx context.Context, t *testing.T, c client.Client, ns, deployName, policy string) (*appsv1.Deployment, *ksv1alpha1.BindingPolicy) {
 	t.Helper()
-	labels := map[string]string{"app.kubernetes.io/name": "nginx"}
-	deploy := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: deployName, Labels: labels},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "nginx", Image: "nginx"}}},
-			},
-		},
-	}
+	deploy := policytest.Deployment(ns, "nginx")
+	deploy.Name = deployName
+	labels := deploy.Labels
 	bp := &ksv1alpha1.BindingPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: policy},
 		Spec: ksv1alpha1.BindingPolicySpec{

@@ -27,7 +27,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -165,9 +164,8 @@ type WECs struct {
 	wdses map[string]client.Client
 	rules []rule
 
-	syncMu sync.Mutex
-	resync chan struct{}
-	passes atomic.Int64
+	// PassLoop makes the passes (SyncOnce, Resync, Passes), one at a time.
+	*kubestellar.PassLoop
 }
 
 // newWECs returns the agent writing into the ITS through the given client.
@@ -175,13 +173,14 @@ func newWECs(its client.Client, logger logr.Logger, interval time.Duration) *WEC
 	if interval <= 0 {
 		interval = DefaultWECsInterval
 	}
-	return &WECs{
+	w := &WECs{
 		its:      its,
 		logger:   logger,
 		interval: interval,
 		wdses:    map[string]client.Client{},
-		resync:   make(chan struct{}, 1),
 	}
+	w.PassLoop = kubestellar.NewPassLoop("Simulated WECs", interval, w.pass)
+	return w
 }
 
 // addWDS makes the agent serve a WDS, read through the given client (whose
@@ -228,22 +227,9 @@ func (w *WECs) addRule(r rule) {
 	w.Resync()
 }
 
-// Resync asks for a pass now.
-func (w *WECs) Resync() {
-	select {
-	case w.resync <- struct{}{}:
-	default:
-	}
-}
-
-// Passes returns how many passes have completed (successfully or not).
-func (w *WECs) Passes() int64 {
-	return w.passes.Load()
-}
-
 // run runs passes until ctx is done.
 func (w *WECs) run(ctx context.Context) {
-	kubestellar.RunPasses(ctx, w.logger, "Simulated WECs", w.interval, w.resync, w.SyncOnce)
+	w.Run(ctx, w.logger)
 }
 
 // desiredWorkStatus is a WorkStatus the agent wants in the ITS.
@@ -255,13 +241,9 @@ type desiredWorkStatus struct {
 	status map[string]any
 }
 
-// SyncOnce runs one pass synchronously: it makes the ITS hold exactly the
-// WorkStatuses the WDSes' Bindings call for, with the statuses configured.
-func (w *WECs) SyncOnce(ctx context.Context) error {
-	w.syncMu.Lock()
-	defer w.syncMu.Unlock()
-	defer w.passes.Add(1)
-
+// pass makes the ITS hold exactly the WorkStatuses the WDSes' Bindings call
+// for, with the statuses configured.
+func (w *WECs) pass(ctx context.Context) error {
 	w.mu.Lock()
 	wdses := maps.Clone(w.wdses)
 	rules := slices.Clone(w.rules)
