@@ -55,6 +55,14 @@ func ChildProcesses() []int {
 	return children
 }
 
+// ProcessAttributes starts a suite's child process (a controller-manager,
+// the stager, kcp, Prometheus) in its own process group, so that a
+// terminal's Ctrl-C reaches only the test process, which then stops it in
+// order, and has the kernel kill it if the thread that started it exits.
+func ProcessAttributes() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}
+
 // killGroup kills a process and, when it leads one (envtest and the stack
 // start their processes in their own groups), its process group.
 func killGroup(pid int) {

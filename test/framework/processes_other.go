@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build unix && !linux
 
 /*
 Copyright 2026 The KubeStellar Authors.
@@ -18,8 +18,18 @@ limitations under the License.
 
 package framework
 
+import "syscall"
+
 // ChildProcesses returns nothing outside Linux: there the guard relies on
 // the clean-ups alone.
 func ChildProcesses() []int { return nil }
 
 func killGroup(int) {}
+
+// ProcessAttributes starts a suite's child process in its own process group,
+// so that a terminal's Ctrl-C reaches only the test process, which then stops
+// it in order. Outside Linux there is no parent-death signal: a child
+// outlives a test process that is killed before it can stop it.
+func ProcessAttributes() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true}
+}

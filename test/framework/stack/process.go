@@ -29,6 +29,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/kubestellar/workload-stager/test/framework"
 )
 
 const (
@@ -113,7 +115,7 @@ func startControllerManager(binary, hostingKubeconfig, wds, its, logPath string,
 
 	cmd := exec.Command(binary, args...)
 	cmd.Stdout, cmd.Stderr = pw, pw
-	cmd.SysProcAttr = sysProcAttr()
+	cmd.SysProcAttr = framework.ProcessAttributes()
 	cm := &controllerManager{wds: wds, logPath: logPath, cmd: cmd, done: make(chan struct{}), ready: make(chan struct{})}
 
 	// The process is started from a goroutine locked to its OS thread, which

@@ -31,6 +31,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kubestellar/workload-stager/test/framework"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 )
 
@@ -120,7 +121,7 @@ func StartProcess(binary string, args []string, logPath string) (*Process, error
 	}
 	cmd := exec.Command(binary, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = sysProcAttr()
+	cmd.SysProcAttr = framework.ProcessAttributes()
 	if err := cmd.Start(); err != nil {
 		_ = logFile.Close()
 		return nil, fmt.Errorf("starting %s: %w", binary, err)
