@@ -102,6 +102,8 @@ type Options struct {
 	NewCluster func(space string, cl cluster.Cluster) (cluster.Cluster, error)
 	// OnChange, when set, is called with a space's new state whenever it
 	// changes, and with Ready=false and Reason "Disengaged" when it goes away.
+	// Calls are serialised, in the order of the changes; OnChange must not
+	// call the Runner.
 	OnChange func(State)
 	// Logger is the base logger.
 	Logger logr.Logger
@@ -117,10 +119,23 @@ const ReasonDisengaged = "Disengaged"
 type Runner struct {
 	opts Options
 
+	// reportMu serialises the reports of state changes (metrics, OnChange)
+	// with the changes of records they report, so that a space engaged again
+	// is never last reported gone. It is taken before mu.
+	reportMu sync.Mutex
+
 	mu     sync.Mutex
 	spaces map[multicluster.ClusterName]*engagement
 	// running counts the controllers running per space, replaced ones included.
 	running map[multicluster.ClusterName]int
+	// stopped is set once Start has returned: no controller starts again.
+	stopped bool
+	// stopping is cancelled when Start's context is done; it stops every
+	// controller of the Runner.
+	stopping context.Context
+	// serving counts the engagements that run (or may start) controllers;
+	// Start waits for them before it returns.
+	serving sync.WaitGroup
 	started chan struct{}
 	once    sync.Once
 }
@@ -159,10 +174,19 @@ func New(opts Options) (*Runner, error) {
 }
 
 // Start marks the Runner as running, so that engaged spaces start their
-// controllers, and blocks until ctx is done.
+// controllers, and blocks until ctx is done. It then stops every controller
+// and returns once they have all stopped, so that a replica that loses or
+// releases its lease no longer serves any space.
 func (r *Runner) Start(ctx context.Context) error {
+	r.mu.Lock()
+	r.stopping = ctx
+	r.mu.Unlock()
 	r.once.Do(func() { close(r.started) })
 	<-ctx.Done()
+	r.mu.Lock()
+	r.stopped = true
+	r.mu.Unlock()
+	r.serving.Wait()
 	return nil
 }
 
@@ -257,6 +281,8 @@ func (r *Runner) serve(e *engagement, name multicluster.ClusterName) {
 	logger := r.opts.Logger.WithValues("space", name)
 	defer func() {
 		defer close(e.done)
+		r.reportMu.Lock()
+		defer r.reportMu.Unlock()
 		r.mu.Lock()
 		current := r.spaces[name] == e
 		if current {
@@ -276,6 +302,19 @@ func (r *Runner) serve(e *engagement, name multicluster.ClusterName) {
 	case <-ctx.Done():
 		return
 	}
+	r.mu.Lock()
+	if r.stopped {
+		r.mu.Unlock()
+		return
+	}
+	r.serving.Add(1)
+	stopping := r.stopping
+	r.mu.Unlock()
+	defer r.serving.Done()
+	// The engagement runs until it is disengaged or the Runner stops.
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	defer context.AfterFunc(stopping, stop)()
 
 	var probe *prober
 	// serving is the cluster whose caches feed the controller: the
@@ -467,6 +506,8 @@ func (r *Runner) setState(e *engagement, ready bool, reason, message string) {
 
 // notify reports the current state of a space, if it is engaged.
 func (r *Runner) notify(name multicluster.ClusterName) {
+	r.reportMu.Lock()
+	defer r.reportMu.Unlock()
 	r.mu.Lock()
 	e, ok := r.spaces[name]
 	var state State
@@ -480,7 +521,7 @@ func (r *Runner) notify(name multicluster.ClusterName) {
 }
 
 // changed records a space's new state in the Runner's metrics and passes it
-// to OnChange.
+// to OnChange. Its callers hold reportMu.
 func (r *Runner) changed(state State) {
 	recordState(state)
 	if r.opts.OnChange != nil {

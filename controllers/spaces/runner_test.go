@@ -217,10 +217,19 @@ func (tc *testController) Start(ctx context.Context) error {
 type changes struct {
 	mu     sync.Mutex
 	states []State
+	// before, when set, is called with each state before it is recorded:
+	// a test can hold a report there.
+	before func(State)
 }
 
 // onChange is the Runner's OnChange.
 func (c *changes) onChange(s State) {
+	c.mu.Lock()
+	before := c.before
+	c.mu.Unlock()
+	if before != nil {
+		before(s)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.states = append(c.states, s)
@@ -681,5 +690,89 @@ func TestSpaceMissingRequiredAPIIsNotReadyAndRunsNoController(t *testing.T) {
 	}
 	if err := h.changes.saw(name, true, ReasonReady); err == nil {
 		t.Errorf("OnChange heard the space ready: %s", summary(h.changes.of(name)))
+	}
+}
+
+// TestStoppingTheRunnerStopsItsControllers stops a Runner serving a space,
+// as the manager does when this replica loses or releases its lease: by the
+// time Start returns, no controller of the Runner runs any more, so the next
+// leader never shares a space with this replica.
+func TestStoppingTheRunnerStopsItsControllers(t *testing.T) {
+	needsAPIServer(t)
+	const name = "stopping"
+	h := newHarness(t, &corev1.ConfigMap{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	returned := make(chan error, 1)
+	go func() { returned <- h.runner.Start(ctx) }()
+	cl := h.newCluster()
+	h.engage(name, cl)
+	environment.Eventually(t, waitTimeout, "the space served", func() error { return h.serving(name, 1, cl) })
+
+	cancel()
+	select {
+	case err := <-returned:
+		if err != nil {
+			t.Fatalf("Start returned %v", err)
+		}
+	case <-time.After(waitTimeout):
+		t.Fatalf("Start did not return within %s of its context's end", waitTimeout)
+	}
+	if n := h.ctrls.runningOf(name); n != 0 {
+		t.Errorf("%d controller(s) of %s still run after Start returned; history %v", n, name, h.ctrls.history())
+	}
+	if n := h.runner.Controllers(name); n != 0 {
+		t.Errorf("the Runner counts %d controller(s) of %s after Start returned", n, name)
+	}
+}
+
+// TestReengagedSpaceIsNotReportedGone disengages a space and engages it
+// again while the Runner is still reporting it gone: the last state OnChange
+// hears (and so the space's metrics) must be the new engagement's, never the
+// stale Disengaged.
+func TestReengagedSpaceIsNotReportedGone(t *testing.T) {
+	needsAPIServer(t)
+	const name = "again"
+	h := newHarness(t, &corev1.ConfigMap{})
+	disengaging, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	h.changes.mu.Lock()
+	h.changes.before = func(s State) {
+		if s.Name == name && s.Reason == ReasonDisengaged {
+			once.Do(func() { close(disengaging) })
+			<-release // hold the Disengaged report while the space is engaged again
+		}
+	}
+	h.changes.mu.Unlock()
+
+	disengage := h.engage(name, h.newCluster())
+	disengage()
+	select {
+	case <-disengaging:
+	case <-time.After(waitTimeout):
+		t.Fatal("the Runner did not report the space disengaged")
+	}
+	engaged := make(chan struct{})
+	cl := h.newCluster()
+	go func() {
+		defer close(engaged)
+		h.engage(name, cl)
+	}()
+	environment.Eventually(t, waitTimeout, "the space engaged again", func() error {
+		_, err := h.state(name)
+		return err
+	})
+	close(release)
+	select {
+	case <-engaged:
+	case <-time.After(waitTimeout):
+		t.Fatal("Engage did not return once the Disengaged report was let through")
+	}
+	environment.Eventually(t, waitTimeout, "the held Disengaged report recorded", func() error {
+		return h.changes.saw(name, false, ReasonDisengaged)
+	})
+	states := h.changes.of(name)
+	if last := states[len(states)-1]; last.Reason != ReasonStarting {
+		t.Errorf("OnChange heard %s last, want the new engagement's %s; all: %s", last.Reason, ReasonStarting, summary(states))
 	}
 }
