@@ -65,9 +65,15 @@ test-kcp: build ## The stager serving real kcp workspaces
 	$(TEST_ENV); \
 	go test $(GO_TEST_FLAGS) $(KCP_PKGS)
 
+# What `stager --version` says: the nearest tag (or the commit) and the commit.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+VERSION_LDFLAGS = -X github.com/kubestellar/workload-stager/cmd/stager/app.version=$(VERSION) \
+	-X github.com/kubestellar/workload-stager/cmd/stager/app.commit=$(COMMIT)
+
 .PHONY: build
 build: ## Build the stager binary into bin/
-	go build -o $(BIN_DIR)/stager ./cmd/stager
+	go build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN_DIR)/stager ./cmd/stager
 
 .PHONY: run
 run: ## Run the stager against the current kubeconfig (ARGS="--provider=single")

@@ -35,6 +35,7 @@ func main() {
 	zapOpts := zap.Options{}
 	fs := pflag.NewFlagSet("stager", pflag.ExitOnError)
 	opts.AddFlags(fs)
+	printVersion := fs.Bool("version", false, "Print the stager's version and commit, and exit.")
 	goFlags := flag.NewFlagSet("stager", flag.ExitOnError)
 	zapOpts.BindFlags(goFlags)
 	fs.AddGoFlagSet(goFlags)
@@ -42,6 +43,10 @@ func main() {
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
+	}
+	if *printVersion {
+		fmt.Println(app.BinaryVersion())
+		return
 	}
 
 	logger := zap.New(zap.UseFlagOptions(&zapOpts))
@@ -58,7 +63,7 @@ func main() {
 		logger.Error(err, "Cannot set up the stager")
 		os.Exit(1)
 	}
-	logger.Info("Starting the stager", "provider", opts.Providers.Kind)
+	logger.Info("Starting the stager", "version", app.BinaryVersion().String(), "provider", opts.Providers.Kind)
 	if err := stager.Start(ctx); err != nil {
 		logger.Error(err, "The stager stopped with an error")
 		os.Exit(1)
