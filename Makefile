@@ -41,10 +41,20 @@ INTEGRATION_PKGS ?= ./controllers/spaces/ ./controllers/stagedbindingpolicy/ ./t
 E2E_PKGS ?= ./test/framework/stack/ ./test/framework/prometheus/ ./test/e2e/
 KCP_PKGS ?= ./test/framework/kcp/ ./test/kcpe2e/
 
+# The image's test (hack/tools/image, a module of its own) opens the layout
+# make image wrote.
+IMAGE_TEST = cd hack/tools/image && STAGER_IMAGE_LAYOUT="$(abspath $(IMAGE_LAYOUT))" STAGER_IMAGE_REVISION="$(COMMIT)" \
+	go test $(GO_TEST_FLAGS) ./...
+
 .PHONY: test
-test: build ## Run every test (unit, integration, end-to-end) against real API servers
+test: build image ## Run every test (unit, integration, end-to-end, the image) against real API servers
 	$(TEST_ENV); \
 	go test $(GO_TEST_FLAGS) $(PKGS)
+	$(IMAGE_TEST)
+
+.PHONY: test-image
+test-image: image ## The image: platforms, user, entrypoint, labels, and its binary's --version
+	$(IMAGE_TEST)
 
 .PHONY: test-unit
 test-unit: ## Unit tests only: no API server, seconds (-short skips the package tests that need one)
@@ -70,6 +80,19 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unkn
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 VERSION_LDFLAGS = -X github.com/kubestellar/workload-stager/cmd/stager/app.version=$(VERSION) \
 	-X github.com/kubestellar/workload-stager/cmd/stager/app.commit=$(COMMIT)
+
+# The image's platforms, and where make image writes its OCI image layout.
+IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
+IMAGE_LAYOUT ?= $(BIN_DIR)/image
+
+.PHONY: image
+image: ## Build the stager's multi-platform OCI image, without a container daemon, as an OCI image layout in bin/image (push it with crane, skopeo or oras)
+	for platform in $(IMAGE_PLATFORMS); do \
+		CGO_ENABLED=0 GOOS=$${platform%/*} GOARCH=$${platform#*/} \
+			go build -trimpath -ldflags "-s -w $(VERSION_LDFLAGS)" -o $(BIN_DIR)/$${platform/\//-}/stager ./cmd/stager; \
+	done
+	"$$($(TOOL) image-builder)" --out $(IMAGE_LAYOUT) --version $(VERSION) --revision $(COMMIT) \
+		$(foreach platform,$(IMAGE_PLATFORMS),--binary $(platform)=$(BIN_DIR)/$(subst /,-,$(platform))/stager)
 
 .PHONY: build
 build: ## Build the stager binary into bin/
@@ -128,12 +151,15 @@ fmt: ## Fail when a Go file is not gofmt'ed
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "not gofmt'ed: $$out"; exit 1; fi
 
 .PHONY: vet
-vet: ## go vet
+vet: ## go vet (the module and the image builder's)
 	go vet ./...
+	cd hack/tools/image && go vet ./...
 
 .PHONY: lint
-lint: ## golangci-lint
-	"$$($(TOOL) golangci-lint)" run ./...
+lint: ## golangci-lint (the module and the image builder's)
+	lint="$$($(TOOL) golangci-lint)"; \
+	"$$lint" run ./...; \
+	cd hack/tools/image && "$$lint" run --config ../../../.golangci.yml ./...
 
 .PHONY: verify
 verify: fmt vet lint verify-generated verify-config ## Every static check CI runs

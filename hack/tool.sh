@@ -18,6 +18,8 @@
 #   kcp            kcp's server (cmd/kcp), for the kcp tests and the scale run
 #   prometheus     the directory of prometheus and promtool, installing Debian's
 #                  prometheus package when they are missing
+#   image-builder  the program (hack/tools/image) that writes the stager's
+#                  multi-platform OCI image layout, on go-containerregistry
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -95,6 +97,13 @@ case "${1:-}" in
     GONOSUMDB=github.com/kcp-dev \
       build kcp "$out" kcp=github.com/kcp-dev/kcp/cmd/kcp
     echo "$out/kcp"
+    ;;
+  image-builder)
+    # The module holds the program itself: its sources are part of the key.
+    src=$(cat "$root"/hack/tools/image/*.go | sha256sum | cut -c1-10)
+    out="$cache/bin/image-builder-$(version image github.com/google/go-containerregistry)-$(key image)-$src"
+    build image "$out" image-builder=.
+    echo "$out/image-builder"
     ;;
   prometheus)
     if ! command -v prometheus > /dev/null || ! command -v promtool > /dev/null; then
