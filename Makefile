@@ -104,7 +104,7 @@ run: ## Run the stager against the current kubeconfig (ARGS="--provider=single")
 
 .PHONY: bench
 bench: build ## Run the Go benchmarks (CEL engine) and the scale harness (one stager, 100 kcp workspaces; docs/performance.md)
-	go test $(BENCH_FLAGS) ./controllers/...
+	go test -short $(BENCH_FLAGS) ./controllers/...
 	export STAGER_KCP="$${STAGER_KCP:-$$($(TOOL) kcp)}"; \
 	export STAGER_BINARY="$(abspath $(BIN_DIR))/stager"; \
 	go test -run='^$$' -bench=. -benchtime=1x -timeout=60m -v ./test/scale/
