@@ -65,9 +65,10 @@ type Options struct {
 
 // Build returns the multi-platform image index of the stager: one image per
 // platform, each FROM scratch with a single layer holding the binary and an
-// empty world-writable /tmp (controller-runtime writes the metrics server's
-// self-signed certificate there), run as a numeric non-root user, the
-// binary as entrypoint, and no shell.
+// empty world-writable /tmp (where Go's os.TempDir points; the stager itself
+// writes nothing: its metrics certificate, when none is mounted, is made in
+// memory), run as a numeric non-root user, the binary as entrypoint, and no
+// shell.
 func Build(o Options) (v1.ImageIndex, error) {
 	if len(o.Binaries) == 0 {
 		return nil, fmt.Errorf("no binary to put in the image")
