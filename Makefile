@@ -33,12 +33,13 @@ TEST_ENV = export KUBEBUILDER_ASSETS="$$($(TOOL) envtest)"; \
 	export STAGER_BINARY="$(abspath $(BIN_DIR))/stager"; \
 	export STAGER_PROMETHEUS_DIR="$$($(TOOL) prometheus)"; \
 	export STAGER_KCP="$${STAGER_KCP:-$$($(TOOL) kcp)}"; \
+	export STAGER_HELM="$${STAGER_HELM:-$$($(TOOL) helm)}"; \
 	echo "KUBEBUILDER_ASSETS=$$KUBEBUILDER_ASSETS"
 
 # The test layers, for a faster inner loop; `make test` runs them all.
 UNIT_PKGS ?= ./api/... ./cmd/... ./controllers/... ./providers/... ./hack/...
 INTEGRATION_PKGS ?= ./controllers/spaces/ ./controllers/stagedbindingpolicy/ ./test/framework/ ./test/framework/environment/ ./test/framework/kubestellar/ ./test/integration/
-E2E_PKGS ?= ./test/framework/stack/ ./test/framework/prometheus/ ./test/e2e/
+E2E_PKGS ?= ./test/chart/ ./test/framework/stack/ ./test/framework/prometheus/ ./test/e2e/
 KCP_PKGS ?= ./test/framework/kcp/ ./test/kcpe2e/
 
 # The image's test (hack/tools/image, a module of its own) opens the layout
@@ -115,10 +116,22 @@ bench: build ## Run the Go benchmarks (CEL engine) and the scale harness (one st
 generate: ## Generate deepcopy code
 	"$$($(TOOL) controller-gen)" object:headerFile=hack/boilerplate.go.txt paths=./api/...
 
+# The Helm charts: the stager in its hosting cluster, and what every WDS needs.
+CHART = config/chart/workload-stager
+SPACE_CHART = config/chart/workload-stager-space
+
 .PHONY: manifests
 manifests: ## Generate the CRD and RBAC manifests
 	"$$($(TOOL) controller-gen)" crd rbac:roleName=stager-space paths=./api/... paths=./controllers/... \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac/space
+	@# The charts carry the same CRD, RBAC and monitoring files as config/.
+	cp config/crd/bases/*.yaml $(CHART)/crds/
+	cp config/crd/bases/*.yaml $(SPACE_CHART)/crds/
+	cp config/rbac/space/role.yaml $(SPACE_CHART)/files/role.yaml
+	cp config/rbac/hosting/service_account.yaml config/rbac/hosting/role.yaml config/rbac/hosting/leader_election_role.yaml \
+		config/rbac/hosting/metrics_auth_role.yaml config/rbac/hosting/metrics_reader_role.yaml $(CHART)/files/rbac/
+	cp config/prometheus/monitor.yaml config/prometheus/rules.yaml $(CHART)/files/prometheus/
+	cp config/grafana/stage-progress.json $(CHART)/files/grafana/
 
 .PHONY: kcp-manifests
 kcp-manifests: ## Generate the kcp APIResourceSchemas, APIExports and RBAC (config/kcp)

@@ -18,6 +18,7 @@
 #   kcp            kcp's server (cmd/kcp), for the kcp tests and the scale run
 #   prometheus     the directory of prometheus and promtool, installing Debian's
 #                  prometheus package when they are missing
+#   helm           Helm, for the chart's lint and template checks and its install
 #   image-builder  the program (hack/tools/image) that writes the stager's
 #                  multi-platform OCI image layout, on go-containerregistry
 set -euo pipefail
@@ -97,6 +98,11 @@ case "${1:-}" in
     GONOSUMDB=github.com/kcp-dev \
       build kcp "$out" kcp=github.com/kcp-dev/kcp/cmd/kcp
     echo "$out/kcp"
+    ;;
+  helm)
+    out="$cache/bin/helm-$(version helm helm.sh/helm/v3)-$(key helm)"
+    build helm "$out" helm=helm.sh/helm/v3/cmd/helm
+    echo "$out/helm"
     ;;
   image-builder)
     # The module holds the program itself: its sources are part of the key.

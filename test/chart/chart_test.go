@@ -1,0 +1,295 @@
+/*
+Copyright 2026 The KubeStellar Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package chart checks the Helm charts of config/chart with a real helm
+// (built by hack/tool.sh): helm lint, and helm template with the default
+// values and every optional part enabled, against what config/ ships.
+package chart
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+)
+
+// The charts, and config/, seen from this package.
+var (
+	configDir  = filepath.Join("..", "..", "config")
+	chart      = filepath.Join(configDir, "chart", "workload-stager")
+	spaceChart = filepath.Join(configDir, "chart", "workload-stager-space")
+)
+
+// helmEnv names the helm binary; make test sets it.
+const helmEnv = "STAGER_HELM"
+
+// helm runs the helm binary and returns its standard output.
+func helm(t *testing.T, args ...string) []byte {
+	t.Helper()
+	bin := os.Getenv(helmEnv)
+	if bin == "" {
+		t.Fatalf("$%s is not set: run the tests through make test, which builds helm from source", helmEnv)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("helm %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+	}
+	return stdout.Bytes()
+}
+
+// objects parses a stream of YAML documents.
+func objects(t *testing.T, stream []byte) []*unstructured.Unstructured {
+	t.Helper()
+	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(stream), 4096)
+	var objs []*unstructured.Unstructured
+	for {
+		obj := &unstructured.Unstructured{}
+		err := decoder.Decode(&obj.Object)
+		if errors.Is(err, io.EOF) {
+			return objs
+		}
+		if err != nil {
+			t.Fatalf("parsing YAML: %v", err)
+		}
+		if len(obj.Object) > 0 {
+			objs = append(objs, obj)
+		}
+	}
+}
+
+// configObjects returns the objects of the YAML files of a config/ directory.
+func configObjects(t *testing.T, dir string, files ...string) []*unstructured.Unstructured {
+	t.Helper()
+	var objs []*unstructured.Unstructured
+	for _, f := range files {
+		data, err := os.ReadFile(filepath.Join(configDir, dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, objects(t, data)...)
+	}
+	return objs
+}
+
+// find returns the object of the kind and name, failing the test when there is none.
+func find(t *testing.T, objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() == kind && o.GetName() == name {
+			return o
+		}
+	}
+	t.Fatalf("no %s %s among %s", kind, name, names(objs))
+	return nil
+}
+
+// names lists objects as Kind/name.
+func names(objs []*unstructured.Unstructured) []string {
+	var out []string
+	for _, o := range objs {
+		out = append(out, o.GetKind()+"/"+o.GetName())
+	}
+	slices.Sort(out)
+	return out
+}
+
+// into converts an object to a typed one.
+func into[T any](t *testing.T, o *unstructured.Unstructured) *T {
+	t.Helper()
+	out := new(T)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, out); err != nil {
+		t.Fatalf("%s %s: %v", o.GetKind(), o.GetName(), err)
+	}
+	return out
+}
+
+func TestChartsLint(t *testing.T) {
+	for _, c := range []string{chart, spaceChart} {
+		out := helm(t, "lint", "--strict", c)
+		t.Logf("%s", out)
+	}
+	helm(t, "lint", "--strict", chart, "--set", "metrics.serviceMonitor.enabled=true,metrics.prometheusRule.enabled=true,metrics.dashboard.enabled=true")
+}
+
+// TestChartShipsWhatConfigShips renders the chart with its default values
+// and checks it against config/: the same RBAC objects and rules as
+// config/rbac/hosting (the stager's ServiceAccount bound in the release's
+// namespace), the same CRD, and a Deployment with the secure defaults.
+func TestChartShipsWhatConfigShips(t *testing.T) {
+	rendered := objects(t, helm(t, "template", "stager", chart, "--namespace", "kubestellar-stager", "--include-crds"))
+	want := configObjects(t, "rbac/hosting", "service_account.yaml", "role.yaml", "leader_election_role.yaml", "metrics_auth_role.yaml", "metrics_reader_role.yaml")
+	for _, w := range want {
+		got := find(t, rendered, w.GetKind(), w.GetName())
+		switch w.GetKind() {
+		case "Role", "ClusterRole":
+			if g, w := into[rbacv1.ClusterRole](t, got).Rules, into[rbacv1.ClusterRole](t, w).Rules; !reflect.DeepEqual(g, w) {
+				t.Errorf("%s %s: the chart's rules %v differ from config's %v", got.GetKind(), got.GetName(), g, w)
+			}
+			if got.GetKind() == "Role" && got.GetNamespace() != "kubestellar-stager" {
+				t.Errorf("Role %s is in namespace %q, want the release's", got.GetName(), got.GetNamespace())
+			}
+		case "RoleBinding", "ClusterRoleBinding":
+			binding := into[rbacv1.RoleBinding](t, got)
+			if !reflect.DeepEqual(binding.RoleRef, into[rbacv1.RoleBinding](t, w).RoleRef) {
+				t.Errorf("%s %s binds %v, want %v", got.GetKind(), got.GetName(), binding.RoleRef, into[rbacv1.RoleBinding](t, w).RoleRef)
+			}
+			if want := []rbacv1.Subject{{Kind: "ServiceAccount", Name: "stager", Namespace: "kubestellar-stager"}}; !reflect.DeepEqual(binding.Subjects, want) {
+				t.Errorf("%s %s binds %v, want %v", got.GetKind(), got.GetName(), binding.Subjects, want)
+			}
+		}
+	}
+	crd := find(t, rendered, "CustomResourceDefinition", "stagedbindingpolicies.community.kubestellar.io")
+	wantCRD := configObjects(t, "crd/bases", "community.kubestellar.io_stagedbindingpolicies.yaml")[0]
+	if !reflect.DeepEqual(crd.Object, wantCRD.Object) {
+		t.Error("the chart's CRD differs from config/crd/bases'")
+	}
+
+	deploy := into[appsv1.Deployment](t, find(t, rendered, "Deployment", "stager"))
+	pod := deploy.Spec.Template.Spec
+	if *deploy.Spec.Replicas != 2 || pod.ServiceAccountName != "stager" {
+		t.Errorf("Deployment: %d replicas as %q, want 2 as stager", *deploy.Spec.Replicas, pod.ServiceAccountName)
+	}
+	if sc := pod.SecurityContext; sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.RunAsUser == nil || *sc.RunAsUser != 65532 {
+		t.Errorf("pod security context %+v, want non-root user 65532", sc)
+	}
+	container := pod.Containers[0]
+	if sc := container.SecurityContext; sc == nil || !*sc.ReadOnlyRootFilesystem || *sc.AllowPrivilegeEscalation || !slices.Contains(sc.Capabilities.Drop, "ALL") {
+		t.Errorf("container security context %+v, want a read-only root, no privilege escalation, every capability dropped", sc)
+	}
+	if container.Image != "ghcr.io/kubestellar/workload-stager:0.1.0" {
+		t.Errorf("image %q, want the chart's appVersion", container.Image)
+	}
+	for _, arg := range []string{"--leader-elect=true", "--provider=kubeconfig", "--kubeconfig-namespace=kubestellar-stager", "--metrics-secure=true", "--metrics-bind-address=:8443"} {
+		if !slices.Contains(container.Args, arg) {
+			t.Errorf("the stager's arguments %q lack %s", container.Args, arg)
+		}
+	}
+	for _, arg := range container.Args {
+		if strings.HasPrefix(arg, "--insecure-") {
+			t.Errorf("the default values pass %s", arg)
+		}
+	}
+	for _, o := range rendered {
+		if k := o.GetKind(); k == "ServiceMonitor" || k == "PrometheusRule" || k == "ConfigMap" {
+			t.Errorf("%s %s is rendered though not enabled", k, o.GetName())
+		}
+	}
+}
+
+// TestChartMonitoring enables the ServiceMonitor, the PrometheusRule and the
+// dashboard: they are config/prometheus's and config/grafana's, labelled as
+// asked, the dashboard for Grafana's sidecar.
+func TestChartMonitoring(t *testing.T) {
+	rendered := objects(t, helm(t, "template", "stager", chart, "--namespace", "monitoring-test",
+		"--set", "metrics.serviceMonitor.enabled=true,metrics.serviceMonitor.labels.release=prom",
+		"--set", "metrics.prometheusRule.enabled=true,metrics.prometheusRule.labels.release=prom",
+		"--set", "metrics.dashboard.enabled=true,metrics.dashboard.namespace=grafana"))
+	rules := find(t, rendered, "PrometheusRule", "stager")
+	wantRules := configObjects(t, "prometheus", "rules.yaml")[0]
+	if !reflect.DeepEqual(rules.Object["spec"], wantRules.Object["spec"]) {
+		t.Error("the chart's PrometheusRule differs from config/prometheus/rules.yaml")
+	}
+	monitor := find(t, rendered, "ServiceMonitor", "stager")
+	for _, o := range []*unstructured.Unstructured{rules, monitor} {
+		if o.GetLabels()["release"] != "prom" || o.GetNamespace() != "monitoring-test" {
+			t.Errorf("%s: labels %v in %q, want release=prom in the release's namespace", o.GetKind(), o.GetLabels(), o.GetNamespace())
+		}
+	}
+	endpoints, _, _ := unstructured.NestedSlice(monitor.Object, "spec", "endpoints")
+	if len(endpoints) != 1 || endpoints[0].(map[string]any)["scheme"] != "https" {
+		t.Errorf("ServiceMonitor endpoints %v, want one over https", endpoints)
+	}
+	dashboard := find(t, rendered, "ConfigMap", "stager-stage-progress-dashboard")
+	want, err := os.ReadFile(filepath.Join(configDir, "grafana", "stage-progress.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _, _ := unstructured.NestedString(dashboard.Object, "data", "stage-progress.json")
+	if strings.TrimSpace(data) != strings.TrimSpace(string(want)) || dashboard.GetLabels()["grafana_dashboard"] != "1" || dashboard.GetNamespace() != "grafana" {
+		t.Errorf("the dashboard ConfigMap (labels %v, namespace %q) is not config/grafana's stage-progress.json for Grafana's sidecar", dashboard.GetLabels(), dashboard.GetNamespace())
+	}
+}
+
+// TestChartProviderValues renders the provider values: kcp's kubeconfig
+// mounted from a Secret, the kubeconfig Secrets' Role in their own
+// namespace, the opt-ins passed only when set.
+func TestChartProviderValues(t *testing.T) {
+	rendered := objects(t, helm(t, "template", "stager", chart, "--namespace", "stager",
+		"--set", "provider=kubeconfig\\,kcp,kubeconfig.namespace=wdses,kubeconfig.insecureTLS=true",
+		"--set", "kcp.kubeconfigSecret=kcp-admin,kcp.apiExportEndpointSlice=stager,reconcileTimeout=10s,leaderElection.enabled=false,replicas=1"))
+	deploy := into[appsv1.Deployment](t, find(t, rendered, "Deployment", "stager"))
+	args := deploy.Spec.Template.Spec.Containers[0].Args
+	for _, arg := range []string{"--provider=kubeconfig,kcp", "--kubeconfig-namespace=wdses", "--insecure-kubeconfig-tls", "--kcp-kubeconfig=/etc/stager/kcp/kubeconfig",
+		"--kcp-apiexport-endpointslice=stager", "--reconcile-timeout=10s", "--leader-elect=false"} {
+		if !slices.Contains(args, arg) {
+			t.Errorf("arguments %q lack %s", args, arg)
+		}
+	}
+	if slices.Contains(args, "--insecure-kubeconfig-exec") {
+		t.Error("--insecure-kubeconfig-exec is passed though not set")
+	}
+	mounted := false
+	for _, v := range deploy.Spec.Template.Spec.Volumes {
+		if v.Secret != nil && v.Secret.SecretName == "kcp-admin" {
+			mounted = true
+		}
+	}
+	if !mounted {
+		t.Error("the kcp kubeconfig Secret is not mounted")
+	}
+	for _, kind := range []string{"Role", "RoleBinding"} {
+		if o := find(t, rendered, kind, "stager-kubeconfigs"); o.GetNamespace() != "wdses" {
+			t.Errorf("%s stager-kubeconfigs is in %q, want the Secrets' namespace wdses", kind, o.GetNamespace())
+		}
+	}
+}
+
+// TestSpaceChartShipsWhatConfigShips renders the per-WDS chart: the CRD and
+// controller-gen's ClusterRole of config/rbac/space, bound to the subjects
+// given.
+func TestSpaceChartShipsWhatConfigShips(t *testing.T) {
+	rendered := objects(t, helm(t, "template", "space", spaceChart, "--include-crds",
+		"--set", "subjects[0].kind=ServiceAccount,subjects[0].name=stager,subjects[0].namespace=wds-access"))
+	want := configObjects(t, "rbac/space", "role.yaml")[0]
+	role := find(t, rendered, "ClusterRole", want.GetName())
+	if g, w := into[rbacv1.ClusterRole](t, role).Rules, into[rbacv1.ClusterRole](t, want).Rules; !reflect.DeepEqual(g, w) {
+		t.Errorf("the space chart's rules %v differ from config/rbac/space's %v", g, w)
+	}
+	binding := into[rbacv1.ClusterRoleBinding](t, find(t, rendered, "ClusterRoleBinding", want.GetName()))
+	if want := []rbacv1.Subject{{Kind: "ServiceAccount", Name: "stager", Namespace: "wds-access"}}; !reflect.DeepEqual(binding.Subjects, want) {
+		t.Errorf("the binding's subjects are %v, want %v", binding.Subjects, want)
+	}
+	find(t, rendered, "CustomResourceDefinition", "stagedbindingpolicies.community.kubestellar.io")
+	if got := fmt.Sprint(names(rendered)); !strings.Contains(got, "ClusterRoleBinding/stager-space") {
+		t.Errorf("rendered %s", got)
+	}
+}
+
