@@ -292,4 +292,3 @@ func TestSpaceChartShipsWhatConfigShips(t *testing.T) {
 		t.Errorf("rendered %s", got)
 	}
 }
-
