@@ -20,12 +20,8 @@ limitations under the License.
 package chart
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -36,53 +32,37 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	helmtest "github.com/kubestellar/workload-stager/test/framework/helm"
 )
 
-// The charts, and config/, seen from this package.
+// configDir is config/, seen from this package; helm runs in the
+// repository root, where the charts are helmtest.StagerChart and
+// helmtest.SpaceChart.
 var (
 	configDir  = filepath.Join("..", "..", "config")
-	chart      = filepath.Join(configDir, "chart", "workload-stager")
-	spaceChart = filepath.Join(configDir, "chart", "workload-stager-space")
+	chart      = helmtest.StagerChart
+	spaceChart = helmtest.SpaceChart
 )
 
-// helmEnv names the helm binary; make test sets it.
-const helmEnv = "STAGER_HELM"
-
-// helm runs the helm binary and returns its standard output.
+// helm runs helm, failing the test when it fails.
 func helm(t *testing.T, args ...string) []byte {
 	t.Helper()
-	bin := os.Getenv(helmEnv)
-	if bin == "" {
-		t.Fatalf("$%s is not set: run the tests through make test, which builds helm from source", helmEnv)
+	out, err := helmtest.Run(args...)
+	if err != nil {
+		t.Fatal(err)
 	}
-	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("helm %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
-	}
-	return stdout.Bytes()
+	return out
 }
 
-// objects parses a stream of YAML documents.
+// objects parses a stream of YAML documents, failing the test when it cannot.
 func objects(t *testing.T, stream []byte) []*unstructured.Unstructured {
 	t.Helper()
-	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(stream), 4096)
-	var objs []*unstructured.Unstructured
-	for {
-		obj := &unstructured.Unstructured{}
-		err := decoder.Decode(&obj.Object)
-		if errors.Is(err, io.EOF) {
-			return objs
-		}
-		if err != nil {
-			t.Fatalf("parsing YAML: %v", err)
-		}
-		if len(obj.Object) > 0 {
-			objs = append(objs, obj)
-		}
+	objs, err := helmtest.Objects(stream)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return objs
 }
 
 // configObjects returns the objects of the YAML files of a config/ directory.
@@ -102,13 +82,11 @@ func configObjects(t *testing.T, dir string, files ...string) []*unstructured.Un
 // find returns the object of the kind and name, failing the test when there is none.
 func find(t *testing.T, objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
 	t.Helper()
-	for _, o := range objs {
-		if o.GetKind() == kind && o.GetName() == name {
-			return o
-		}
+	o := helmtest.Find(objs, kind, name)
+	if o == nil {
+		t.Fatalf("no %s %s among %s", kind, name, names(objs))
 	}
-	t.Fatalf("no %s %s among %s", kind, name, names(objs))
-	return nil
+	return o
 }
 
 // names lists objects as Kind/name.
