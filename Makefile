@@ -39,7 +39,7 @@ TEST_ENV = export KUBEBUILDER_ASSETS="$$($(TOOL) envtest)"; \
 # The test layers, for a faster inner loop; `make test` runs them all.
 UNIT_PKGS ?= ./api/... ./cmd/... ./controllers/... ./providers/... ./hack/...
 INTEGRATION_PKGS ?= ./controllers/spaces/ ./controllers/stagedbindingpolicy/ ./test/framework/ ./test/framework/environment/ ./test/framework/kubestellar/ ./test/integration/
-E2E_PKGS ?= ./test/chart/ ./test/framework/stack/ ./test/framework/prometheus/ ./test/e2e/
+E2E_PKGS ?= ./test/chart/ ./test/install/ ./test/framework/stack/ ./test/framework/prometheus/ ./test/e2e/
 KCP_PKGS ?= ./test/framework/kcp/ ./test/kcpe2e/
 
 # The image's test (hack/tools/image, a module of its own) opens the layout
