@@ -56,6 +56,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/kubestellar/workload-stager/test/framework"
 )
 
 const (
@@ -415,4 +417,19 @@ func (s *Space) KillAPIServer() error {
 		return nil
 	}
 	return fmt.Errorf("space %s: no kube-apiserver process with %s", s.Name, flag)
+}
+
+// SharedSpace returns the set-up (for framework.Main) of a test package
+// whose tests share one space: it starts the space into *space and stops it
+// with the package.
+func SharedSpace(space **Space, name string, opts ...SpaceOption) func(*framework.Suite) error {
+	return func(s *framework.Suite) error {
+		started, err := StartSpace(name, opts...)
+		if err != nil {
+			return err
+		}
+		s.Defer(started.Stop)
+		*space = started
+		return nil
+	}
 }

@@ -48,14 +48,7 @@ import (
 var space *environment.Space
 
 func TestMain(m *testing.M) {
-	os.Exit(framework.Main(m, "environment", func(s *framework.Suite) error {
-		var err error
-		if space, err = environment.StartSpace("environment-test", environment.WithKubeStellarCRDs()); err != nil {
-			return err
-		}
-		s.Defer(space.Stop)
-		return nil
-	}))
+	os.Exit(framework.Main(m, "environment", environment.SharedSpace(&space, "environment-test", environment.WithKubeStellarCRDs())))
 }
 
 func jsonOf(v any) string {

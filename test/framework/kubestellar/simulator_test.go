@@ -44,14 +44,7 @@ import (
 var space *environment.Space
 
 func TestMain(m *testing.M) {
-	os.Exit(framework.Main(m, "kubestellar", func(s *framework.Suite) error {
-		var err error
-		if space, err = environment.StartSpace("kubestellar-simulator-test", environment.WithKubeStellarCRDs()); err != nil {
-			return err
-		}
-		s.Defer(space.Stop)
-		return nil
-	}))
+	os.Exit(framework.Main(m, "kubestellar", environment.SharedSpace(&space, "kubestellar-simulator-test", environment.WithKubeStellarCRDs())))
 }
 
 // eventually polls check until it returns nil or 30s have passed.
