@@ -17,10 +17,13 @@ limitations under the License.
 // Package providers builds the multicluster-runtime cluster provider that
 // engages the operator's spaces, from command-line flags.
 //
-// Three kinds of provider are offered:
+// Four kinds of provider are offered:
 //   - "kubeconfig": every Secret with a kubeconfig, in a namespace and with a
 //     label of the user's choice in the hosting cluster, is a space. Secrets
 //     created at run time engage new spaces; deleted ones disengage them.
+//   - "kubeflex": every Ready KubeFlex ControlPlane of the hosting cluster
+//     that a label selector selects (WDSes) is a space, reached through the
+//     kubeconfig its status.secretRef names (see providers/kubeflex).
 //   - "single": the hosting cluster itself is the only space.
 //   - "kcp": every kcp logical cluster that binds the stager's APIExport is a
 //     space, named after its workspace path (see providers/kcp).
@@ -35,8 +38,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
@@ -55,6 +60,7 @@ import (
 
 	"github.com/kubestellar/workload-stager/providers/kcp"
 	"github.com/kubestellar/workload-stager/providers/kubeconfig"
+	"github.com/kubestellar/workload-stager/providers/kubeflex"
 )
 
 // The kinds of provider.
@@ -65,12 +71,15 @@ const (
 	KindSingle = "single"
 	// KindKCP engages the kcp logical clusters bound to the stager's APIExport.
 	KindKCP = "kcp"
+	// KindKubeFlex engages the Ready KubeFlex ControlPlanes of the hosting
+	// cluster that a label selector selects (WDSes).
+	KindKubeFlex = "kubeflex"
 	// Separator separates the kind from the space name when several kinds serve.
 	Separator = "#"
 )
 
 // kinds are the valid kinds, in the order the flag's help lists them.
-var kinds = []string{KindKubeconfig, KindSingle, KindKCP}
+var kinds = []string{KindKubeconfig, KindKubeFlex, KindSingle, KindKCP}
 
 // Defaults of the flags.
 const (
@@ -104,17 +113,30 @@ type Options struct {
 	// InsecureKubeconfigTLS lets kubeconfig Secrets skip the verification of
 	// the server's certificate, or use plain http servers.
 	InsecureKubeconfigTLS bool
+	// KubeFlexSelector selects the ControlPlanes that are spaces.
+	KubeFlexSelector string
+	// KubeFlexKubeconfigKey chooses the Secret key of a ControlPlane's
+	// kubeconfig: "in-cluster", "external", or "auto" (in-cluster inside a pod).
+	KubeFlexKubeconfigKey string
+	// KubeFlexSecretNamespaces, when not empty, are the only namespaces whose
+	// Secrets a ControlPlane may name.
+	KubeFlexSecretNamespaces []string
+	// KubeFlexResync is how often an engaged ControlPlane's Secret is read again.
+	KubeFlexResync time.Duration
 }
 
 // NewOptions returns Options with their defaults.
 func NewOptions() *Options {
 	return &Options{
-		Kind:                KindKubeconfig,
-		KubeconfigNamespace: DefaultKubeconfigNamespace,
-		KubeconfigLabel:     mcrkubeconfig.DefaultKubeconfigSecretLabel,
-		KubeconfigKey:       mcrkubeconfig.DefaultKubeconfigSecretKey,
-		SingleName:          DefaultSingleName,
-		KCPEndpointSlice:    kcp.DefaultEndpointSlice,
+		Kind:                  KindKubeconfig,
+		KubeconfigNamespace:   DefaultKubeconfigNamespace,
+		KubeconfigLabel:       mcrkubeconfig.DefaultKubeconfigSecretLabel,
+		KubeconfigKey:         mcrkubeconfig.DefaultKubeconfigSecretKey,
+		SingleName:            DefaultSingleName,
+		KCPEndpointSlice:      kcp.DefaultEndpointSlice,
+		KubeFlexSelector:      kubeflex.DefaultSelector,
+		KubeFlexKubeconfigKey: "auto",
+		KubeFlexResync:        kubeflex.DefaultResync,
 	}
 }
 
@@ -137,7 +159,7 @@ func (o *Options) Has(kind string) bool {
 // AddFlags registers the provider flags.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kind, "provider", o.Kind,
-		`how spaces are found: "kubeconfig" (one space per labelled kubeconfig Secret in the hosting cluster), "single" (the hosting cluster is the only space) or "kcp" (one space per kcp workspace bound to the stager's APIExport); several, separated by commas, serve together with space names prefixed by "<provider>#"`)
+		`how spaces are found: "kubeconfig" (one space per labelled kubeconfig Secret in the hosting cluster), "kubeflex" (one space per Ready KubeFlex ControlPlane of the hosting cluster that --kubeflex-selector selects), "single" (the hosting cluster is the only space) or "kcp" (one space per kcp workspace bound to the stager's APIExport); several, separated by commas, serve together with space names prefixed by "<provider>#"`)
 	fs.StringVar(&o.KubeconfigNamespace, "kubeconfig-namespace", o.KubeconfigNamespace,
 		"namespace of the hosting cluster holding the kubeconfig Secrets of the spaces")
 	fs.StringVar(&o.KubeconfigLabel, "kubeconfig-label", o.KubeconfigLabel,
@@ -154,6 +176,14 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"kubeconfig of the kcp workspace holding the stager's APIExport and its endpoint slice (default: the hosting cluster's)")
 	fs.StringVar(&o.KCPEndpointSlice, "kcp-apiexport-endpointslice", o.KCPEndpointSlice,
 		"name of the APIExportEndpointSlice of the stager's APIExport, in the --kcp-kubeconfig workspace")
+	fs.StringVar(&o.KubeFlexSelector, "kubeflex-selector", o.KubeFlexSelector,
+		"label selector of the KubeFlex ControlPlanes that are spaces, with --provider=kubeflex")
+	fs.StringVar(&o.KubeFlexKubeconfigKey, "kubeflex-kubeconfig-key", o.KubeFlexKubeconfigKey,
+		`which kubeconfig of a ControlPlane's Secret to use: "in-cluster" (status.secretRef.inClusterKey), "external" (status.secretRef.key), or "auto" (in-cluster when the stager runs in a pod)`)
+	fs.StringSliceVar(&o.KubeFlexSecretNamespaces, "kubeflex-secret-namespaces", o.KubeFlexSecretNamespaces,
+		"the only namespaces whose Secrets a ControlPlane may name (default: any; the stager then needs get on Secrets cluster-wide)")
+	fs.DurationVar(&o.KubeFlexResync, "kubeflex-resync", o.KubeFlexResync,
+		"how often an engaged ControlPlane's Secret is read again, so that a rotated kubeconfig takes over")
 }
 
 // Validate reports flags that cannot work together.
@@ -192,6 +222,13 @@ func (o *Options) Validate() error {
 		case KindKCP:
 			if o.KCPEndpointSlice == "" {
 				errs = append(errs, errors.New("--kcp-apiexport-endpointslice must not be empty"))
+			}
+		case KindKubeFlex:
+			if _, err := labels.Parse(o.KubeFlexSelector); err != nil || o.KubeFlexSelector == "" {
+				errs = append(errs, fmt.Errorf("--kubeflex-selector must be a non-empty label selector: %q", o.KubeFlexSelector))
+			}
+			if !slices.Contains([]string{"auto", "in-cluster", "external"}, o.KubeFlexKubeconfigKey) {
+				errs = append(errs, fmt.Errorf(`--kubeflex-kubeconfig-key must be "auto", "in-cluster" or "external", not %q`, o.KubeFlexKubeconfigKey))
 			}
 		}
 	}
@@ -300,6 +337,20 @@ func newProvider(kind string, o *Options, hosting manager.Manager, spaceOptions 
 	switch kind {
 	case KindSingle:
 		return &singleProvider{Provider: single.New(multicluster.ClusterName(o.SingleName), hosting)}, nil
+	case KindKubeFlex:
+		selector, err := labels.Parse(o.KubeFlexSelector)
+		if err != nil {
+			return nil, fmt.Errorf("--kubeflex-selector: %w", err)
+		}
+		inCluster := o.KubeFlexKubeconfigKey == "in-cluster" || o.KubeFlexKubeconfigKey == "auto" && os.Getenv("KUBERNETES_SERVICE_HOST") != ""
+		return kubeflex.New(kubeflex.Options{
+			Selector:         selector,
+			InCluster:        inCluster,
+			SecretNamespaces: o.KubeFlexSecretNamespaces,
+			Policy:           o.KubeconfigPolicy(),
+			ClusterOptions:   spaceOptions,
+			Resync:           o.KubeFlexResync,
+		}, hosting.GetLogger().WithName("kubeflex-provider")), nil
 	case KindKCP:
 		cfg := hosting.GetConfig()
 		if o.KCPKubeconfig != "" {

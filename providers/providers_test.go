@@ -20,6 +20,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
@@ -95,12 +96,25 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "empty provider",
 			change:    func(o *Options) { o.Kind = "" },
 			wantFlags: []string{"--provider"}},
+		{name: "kubeflex with defaults", change: func(o *Options) { o.Kind = KindKubeFlex }},
+		{name: "kubeflex and kubeconfig together", change: func(o *Options) { o.Kind = "kubeconfig,kubeflex" }},
+		{name: "kubeflex without selector",
+			change:    func(o *Options) { o.Kind, o.KubeFlexSelector = KindKubeFlex, "" },
+			wantFlags: []string{"--kubeflex-selector"}},
+		{name: "kubeflex with a selector that does not parse",
+			change:    func(o *Options) { o.Kind, o.KubeFlexSelector = KindKubeFlex, "cptype in (wds" },
+			wantFlags: []string{"--kubeflex-selector"}},
+		{name: "kubeflex with an unknown key choice",
+			change:    func(o *Options) { o.Kind, o.KubeFlexKubeconfigKey = KindKubeFlex, "internal" },
+			wantFlags: []string{"--kubeflex-kubeconfig-key"}},
+		{name: "kubeconfig ignores the kubeflex flags",
+			change: func(o *Options) { o.KubeFlexSelector, o.KubeFlexKubeconfigKey = "", "" }},
 		{name: "provider names are case-sensitive",
 			change:    func(o *Options) { o.Kind = "Single" },
 			wantFlags: []string{"--provider", `"Single"`}},
 	}
 	allFlags := []string{"--provider", "--kubeconfig-namespace", "--kubeconfig-label", "--kubeconfig-key", "--single-space-name",
-		"--kcp-apiexport-endpointslice"}
+		"--kcp-apiexport-endpointslice", "--kubeflex-selector", "--kubeflex-kubeconfig-key"}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			o := NewOptions()
@@ -135,12 +149,15 @@ func TestOptionsValidate(t *testing.T) {
 
 func TestNewOptionsDefaults(t *testing.T) {
 	want := &Options{
-		Kind:                KindKubeconfig,
-		KubeconfigNamespace: DefaultKubeconfigNamespace,
-		KubeconfigLabel:     kubeconfig.DefaultKubeconfigSecretLabel,
-		KubeconfigKey:       kubeconfig.DefaultKubeconfigSecretKey,
-		SingleName:          DefaultSingleName,
-		KCPEndpointSlice:    kcp.DefaultEndpointSlice,
+		Kind:                  KindKubeconfig,
+		KubeconfigNamespace:   DefaultKubeconfigNamespace,
+		KubeconfigLabel:       kubeconfig.DefaultKubeconfigSecretLabel,
+		KubeconfigKey:         kubeconfig.DefaultKubeconfigSecretKey,
+		SingleName:            DefaultSingleName,
+		KCPEndpointSlice:      kcp.DefaultEndpointSlice,
+		KubeFlexSelector:      "kflex.kubestellar.io/cptype=wds",
+		KubeFlexKubeconfigKey: "auto",
+		KubeFlexResync:        30 * time.Second,
 	}
 	if got := NewOptions(); !reflect.DeepEqual(got, want) {
 		t.Errorf("NewOptions() = %+v, want %+v", got, want)

@@ -300,3 +300,21 @@ func (p Policy) RESTOption() func(*rest.Config) error {
 		return p.CheckRESTConfig(cfg)
 	}
 }
+
+// RESTConfig is the one way the stager turns a kubeconfig it was handed into
+// a client configuration, for the providers that read kubeconfigs themselves
+// (KubeFlex's ControlPlanes): Check, then the same hook as RESTOption on what
+// client-go made of it.
+func (p Policy) RESTConfig(raw []byte) (*rest.Config, error) {
+	if err := p.Check(raw); err != nil {
+		return nil, err
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(raw)
+	if err != nil {
+		return nil, refuse([]Violation{{Reason: ReasonMalformed, Why: err.Error()}})
+	}
+	if err := p.RESTOption()(cfg); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}

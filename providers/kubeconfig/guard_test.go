@@ -242,3 +242,22 @@ func TestRESTOption(t *testing.T) {
 		})
 	}
 }
+
+// TestRESTConfig checks the one entry point of the providers that read
+// kubeconfigs themselves: a safe kubeconfig gives its client configuration,
+// a risky one the same refusal as Check, and a malformed one ReasonMalformed.
+func TestRESTConfig(t *testing.T) {
+	safe := write(t, func(*clientcmdapi.Config, *clientcmdapi.Cluster, *clientcmdapi.AuthInfo) {})
+	cfg, err := Policy{}.RESTConfig(safe)
+	if err != nil || cfg.Host == "" || cfg.BearerToken == "" && len(cfg.CertData) == 0 {
+		t.Fatalf("RESTConfig(safe) = %+v, %v; want its host and inline credentials", cfg, err)
+	}
+	_, exec := stagerFiles(t)
+	risky := write(t, func(_ *clientcmdapi.Config, _ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) { u.Exec = exec })
+	if _, err := (Policy{}).RESTConfig(risky); ReasonOf(err) != ReasonExec {
+		t.Errorf("RESTConfig(exec) = %v (reason %q), want refused for %s", err, ReasonOf(err), ReasonExec)
+	}
+	if _, err := (Policy{}).RESTConfig([]byte("not: [a kubeconfig")); ReasonOf(err) != ReasonMalformed {
+		t.Errorf("RESTConfig(malformed) = %v (reason %q), want %s", err, ReasonOf(err), ReasonMalformed)
+	}
+}

@@ -17,6 +17,7 @@ limitations under the License.
 package app
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -142,7 +143,7 @@ func TestAddFlags(t *testing.T) {
 	want.LeaderElect, want.LeaderElectionNamespace = true, "stager"
 	want.MaxConcurrentReconciles, want.SpaceProbeInterval, want.CacheSyncTimeout, want.CELCostLimit = 5, 30*time.Second, time.Minute, 42
 	want.CELEstimatedCostLimit, want.CELEvalTimeout, want.CELReconcileCostBudget, want.CELReconcileTimeBudget = 43, 250*time.Millisecond, 44, 3*time.Second
-	if *o.Providers != *want.Providers {
+	if !reflect.DeepEqual(*o.Providers, *want.Providers) {
 		t.Errorf("provider options = %+v, want %+v", *o.Providers, *want.Providers)
 	}
 	o.Providers, want.Providers = nil, nil

@@ -31,13 +31,14 @@ import (
 	"github.com/kubestellar/workload-stager/controllers/spaces"
 	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy/metrics"
 	"github.com/kubestellar/workload-stager/providers/kubeconfig"
+	"github.com/kubestellar/workload-stager/providers/kubeflex"
 )
 
 // exportedMetrics returns the name of every metric the stager exports,
 // sorted; a histogram's series add _bucket, _sum and _count to its name.
 func exportedMetrics(t *testing.T) []string {
 	t.Helper()
-	collectors := slices.Concat(metrics.Collectors(), spaces.MetricCollectors(), kubeconfig.MetricCollectors())
+	collectors := slices.Concat(metrics.Collectors(), spaces.MetricCollectors(), kubeconfig.MetricCollectors(), kubeflex.MetricCollectors())
 	var names []string
 	for _, c := range collectors {
 		ch := make(chan *prometheus.Desc, 1)

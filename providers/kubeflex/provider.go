@@ -1,0 +1,316 @@
+/*
+Copyright 2026 The KubeStellar Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package kubeflex
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	"github.com/kubestellar/workload-stager/providers/kubeconfig"
+)
+
+// DefaultResync is how often each engaged ControlPlane's Secret is read
+// again, so that a rotated kubeconfig replaces the space's connection.
+const DefaultResync = 30 * time.Second
+
+// EventReasonUnusable is the reason of the Warning Event on a ControlPlane
+// that is selected but cannot be a space.
+const EventReasonUnusable = "ControlPlaneUnusable"
+
+// Options configure the provider.
+type Options struct {
+	// Selector selects the ControlPlanes that are spaces.
+	Selector labels.Selector
+	// InCluster reads the Secret's in-cluster key (the stager runs in the
+	// hosting cluster) rather than its external one.
+	InCluster bool
+	// SecretNamespaces, when not empty, are the only namespaces whose
+	// Secrets may be read.
+	SecretNamespaces []string
+	// Policy is what a ControlPlane's kubeconfig may use.
+	Policy kubeconfig.Policy
+	// ClusterOptions configure every space's cluster.
+	ClusterOptions []cluster.Option
+	// Resync is how often an engaged ControlPlane's Secret is read again.
+	// Default DefaultResync.
+	Resync time.Duration
+}
+
+// Provider engages the selected, Ready KubeFlex ControlPlanes of the hosting
+// cluster as spaces. It runs as a controller of the hosting cluster's
+// manager.
+type Provider struct {
+	opts Options
+	log  logr.Logger
+
+	ctx      context.Context
+	mgr      mcmanager.Manager
+	client   client.Client
+	reader   client.Reader
+	recorder events.EventRecorder
+
+	mu       sync.Mutex
+	clusters map[string]*engaged
+	indexers []index
+	// unusable is the reason reported for each unusable ControlPlane.
+	unusable map[string]string
+}
+
+// engaged is a ControlPlane served as a space.
+type engaged struct {
+	cluster cluster.Cluster
+	cancel  context.CancelFunc
+	hash    string
+}
+
+// index is a field index to apply to every space's cluster.
+type index struct {
+	object  client.Object
+	field   string
+	extract client.IndexerFunc
+}
+
+var _ multicluster.Provider = &Provider{}
+
+// New returns a provider.
+func New(opts Options, log logr.Logger) *Provider {
+	if opts.Resync <= 0 {
+		opts.Resync = DefaultResync
+	}
+	return &Provider{opts: opts, log: log, clusters: map[string]*engaged{}, unusable: map[string]string{}}
+}
+
+// SetupWithManager watches the hosting cluster's ControlPlanes; ctx bounds
+// every space's cluster.
+func (p *Provider) SetupWithManager(ctx context.Context, mgr mcmanager.Manager) error {
+	if p.opts.Selector == nil {
+		return errors.New("kubeflex provider: no selector")
+	}
+	local := mgr.GetLocalManager()
+	p.ctx, p.mgr = ctx, mgr
+	p.client, p.reader = local.GetClient(), local.GetAPIReader()
+	p.recorder = local.GetEventRecorder("workload-stager")
+	cp := &unstructured.Unstructured{}
+	cp.SetGroupVersionKind(ControlPlaneGVK)
+	return ctrl.NewControllerManagedBy(local).For(cp).Named("kubeflex-provider").Complete(p)
+}
+
+// Get returns the cluster of an engaged ControlPlane.
+func (p *Provider) Get(_ context.Context, name multicluster.ClusterName) (cluster.Cluster, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e, ok := p.clusters[string(name)]; ok {
+		return e.cluster, nil
+	}
+	return nil, multicluster.ErrClusterNotFound
+}
+
+// IndexField indexes a field on every space's cluster, current and future.
+func (p *Provider) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.indexers = append(p.indexers, index{object: obj, field: field, extract: extract})
+	for name, e := range p.clusters {
+		if err := e.cluster.GetFieldIndexer().IndexField(ctx, obj, field, extract); err != nil {
+			return fmt.Errorf("indexing %s on space %s: %w", field, name, err)
+		}
+	}
+	return nil
+}
+
+// Reconcile engages, replaces or disengages the space of one ControlPlane.
+func (p *Provider) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	name := req.Name
+	log := p.log.WithValues("controlPlane", name)
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(ControlPlaneGVK)
+	if err := p.client.Get(ctx, req.NamespacedName, u); err != nil {
+		if apierrors.IsNotFound(err) {
+			p.disengage(name, log)
+			p.forget(name)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("reading ControlPlane %s: %w", name, err)
+	}
+	cp, err := parseControlPlane(u)
+	if err != nil {
+		p.disengage(name, log)
+		p.report(u, kubeconfig.ReasonMalformed, err.Error(), log)
+		return ctrl.Result{}, nil
+	}
+	d := decide(cp, p.opts.Selector, p.opts.InCluster, p.opts.SecretNamespaces)
+	if d.Ignore {
+		p.disengage(name, log)
+		p.forget(name)
+		return ctrl.Result{}, nil
+	}
+	if d.Reason != "" {
+		p.disengage(name, log)
+		p.report(u, d.Reason, d.Message, log)
+		return ctrl.Result{}, nil
+	}
+	raw, reason, message := p.kubeconfigOf(ctx, d)
+	if reason != "" {
+		p.disengage(name, log)
+		p.report(u, reason, message, log)
+		return ctrl.Result{RequeueAfter: p.opts.Resync}, nil
+	}
+	if err := p.engage(name, raw, log); err != nil {
+		var refused *kubeconfig.RefusedError
+		if errors.As(err, &refused) {
+			p.disengage(name, log)
+			p.report(u, refused.Reason(), refused.Error(), log)
+			return ctrl.Result{RequeueAfter: p.opts.Resync}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	p.forget(name)
+	return ctrl.Result{RequeueAfter: p.opts.Resync}, nil
+}
+
+// kubeconfigOf reads the kubeconfig a decision names, uncached.
+func (p *Provider) kubeconfigOf(ctx context.Context, d Decision) (raw []byte, reason, message string) {
+	secret := &corev1.Secret{}
+	key := types.NamespacedName{Namespace: d.Secret.Namespace, Name: d.Secret.Name}
+	if err := p.reader.Get(ctx, key, secret); err != nil {
+		return nil, ReasonSecretUnreadable, fmt.Sprintf("reading Secret %s: %v", key, err)
+	}
+	raw = secret.Data[d.Key]
+	if len(raw) == 0 {
+		return nil, ReasonNoKubeconfig, fmt.Sprintf("Secret %s has no data under key %q", key, d.Key)
+	}
+	return raw, "", ""
+}
+
+// engage serves a ControlPlane's space from its kubeconfig, unless it is
+// already served from the same one. A changed kubeconfig replaces the
+// served cluster: the new one is engaged first (the space runner then stops
+// the old controller and starts the new one), and only then is the old
+// cluster stopped, so the space is never without a controller.
+func (p *Provider) engage(name string, raw []byte, log logr.Logger) error {
+	sum := sha256.Sum256(raw)
+	hash := hex.EncodeToString(sum[:])
+	p.mu.Lock()
+	old := p.clusters[name]
+	indexers := append([]index(nil), p.indexers...)
+	p.mu.Unlock()
+	if old != nil && old.hash == hash {
+		return nil
+	}
+	cfg, err := p.opts.Policy.RESTConfig(raw)
+	if err != nil {
+		return err
+	}
+	cl, err := cluster.New(cfg, p.opts.ClusterOptions...)
+	if err != nil {
+		return fmt.Errorf("space %s: %w", name, err)
+	}
+	for _, idx := range indexers {
+		if err := cl.GetFieldIndexer().IndexField(p.ctx, idx.object, idx.field, idx.extract); err != nil {
+			return fmt.Errorf("space %s: indexing %s: %w", name, idx.field, err)
+		}
+	}
+	ctx, cancel := context.WithCancel(p.ctx)
+	go func() {
+		if err := cl.Start(ctx); err != nil {
+			log.Error(err, "A space's cluster stopped")
+		}
+	}()
+	e := &engaged{cluster: cl, cancel: cancel, hash: hash}
+	p.mu.Lock()
+	p.clusters[name] = e
+	p.mu.Unlock()
+	if err := p.mgr.Engage(ctx, multicluster.ClusterName(name), cl); err != nil {
+		p.mu.Lock()
+		if old != nil {
+			p.clusters[name] = old
+		} else {
+			delete(p.clusters, name)
+		}
+		p.mu.Unlock()
+		cancel()
+		return fmt.Errorf("engaging space %s: %w", name, err)
+	}
+	if old != nil {
+		old.cancel()
+		log.Info("ControlPlane's kubeconfig changed; its space is served from the new one")
+	} else {
+		log.Info("ControlPlane engaged as a space")
+	}
+	return nil
+}
+
+// disengage stops serving a ControlPlane's space, if it is served.
+func (p *Provider) disengage(name string, log logr.Logger) {
+	p.mu.Lock()
+	e := p.clusters[name]
+	delete(p.clusters, name)
+	p.mu.Unlock()
+	if e != nil {
+		e.cancel()
+		log.Info("ControlPlane disengaged")
+	}
+}
+
+// report reports a selected ControlPlane that cannot be a space: a log line
+// and the metric every time, an Event when the reason changes.
+func (p *Provider) report(cp *unstructured.Unstructured, reason, message string, log logr.Logger) {
+	name := cp.GetName()
+	recordUnusable(name, reason)
+	p.mu.Lock()
+	changed := p.unusable[name] != reason
+	p.unusable[name] = reason
+	p.mu.Unlock()
+	log.Error(errors.New(message), "ControlPlane cannot be a space", "reason", reason)
+	if changed {
+		p.recorder.Eventf(cp, nil, corev1.EventTypeWarning, EventReasonUnusable, "Engage", "%s", truncate(message, 1000))
+	}
+}
+
+// forget clears a ControlPlane's report.
+func (p *Provider) forget(name string) {
+	recordUsable(name)
+	p.mu.Lock()
+	delete(p.unusable, name)
+	p.mu.Unlock()
+}
+
+// truncate cuts s to at most n bytes.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
