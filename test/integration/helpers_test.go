@@ -21,6 +21,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -240,4 +241,27 @@ func metricValue(t *testing.T, name string, labels map[string]string) (float64, 
 		}
 	}
 	return 0, false
+}
+
+// sampleControllers samples how many controllers the stager runs for a
+// space, every 2ms until the test ends, and returns a function that tells
+// the most seen at once so far.
+func sampleControllers(t *testing.T, r *runningStager, space string) (most func() int64) {
+	var seen atomic.Int64
+	stop, sampled := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			if n := int64(r.Spaces.Controllers(space)); n > seen.Load() {
+				seen.Store(n)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-sampled })
+	return seen.Load
 }

@@ -18,7 +18,6 @@ package integration
 
 import (
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,24 +38,7 @@ func TestSecretRotationKeepsOneController(t *testing.T) {
 	}
 	waitForSpace(t, suite.stager, s.Name, true, spaces.ReasonReady)
 
-	// Sample the number of the space's controllers until the test ends.
-	var most atomic.Int64
-	stop := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		for {
-			if n := int64(suite.stager.Spaces.Controllers(s.Name)); n > most.Load() {
-				most.Store(n)
-			}
-			select {
-			case <-stop:
-				return
-			case <-time.After(2 * time.Millisecond):
-			}
-		}
-	}()
-	defer func() { close(stop); <-sampled }()
+	most := sampleControllers(t, suite.stager, s.Name)
 
 	rotated := 0
 	rotate := func(n int) {
@@ -91,7 +73,7 @@ func TestSecretRotationKeepsOneController(t *testing.T) {
 	if v, ok := metricValue(t, "stager_space_ready", map[string]string{"space": s.Name}); !ok || v != 1 {
 		t.Errorf("stager_space_ready{space=%s} = %v (present %t), want 1", s.Name, v, ok)
 	}
-	if m := most.Load(); m != 1 {
+	if m := most(); m != 1 {
 		t.Errorf("the space had up to %d controllers at once during %d rotations, want 1", m, rotated)
 	}
 	policies(s).Delete(t, name)

@@ -162,9 +162,9 @@ func existingDir(elem ...string) (string, error) {
 	return dir, nil
 }
 
-// kubeFlexCRDDir returns KubeFlex's CRD directory (ControlPlane,
+// KubeFlexCRDDir returns KubeFlex's CRD directory (ControlPlane,
 // PostCreateHook) in the module cache.
-func kubeFlexCRDDir() (string, error) {
+func KubeFlexCRDDir() (string, error) {
 	mod, err := toolsModuleDirOf(kubeFlexModulePath)
 	if err != nil {
 		return "", err

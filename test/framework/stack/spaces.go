@@ -91,14 +91,14 @@ func ControlPlaneSecretNamespace(space string) string {
 	return space + "-system"
 }
 
-// registerControlPlane makes the named space known to KubeStellar the way
-// KubeFlex does: a Secret holding its kubeconfig in the hosting space, and a
-// ControlPlane labelled with its type whose status.secretRef (written
-// through the status subresource) points at that Secret. The ControlPlane is
-// of type "external" (an existing API server adopted by KubeFlex); its
-// Secret still carries both keys, because KubeStellar v0.30.0 reads "key"
-// when it runs outside a cluster.
-func registerControlPlane(ctx context.Context, hosting client.Client, name, cpType string, kubeconfig []byte) error {
+// RegisterControlPlane makes the named space known the way KubeFlex does: a
+// Secret holding its kubeconfig in the hosting space, and a ControlPlane
+// labelled with its type whose status (written through the status
+// subresource) is Ready and whose status.secretRef points at that Secret.
+// The ControlPlane is of type "external" (an existing API server adopted by
+// KubeFlex); its Secret still carries both keys, because KubeStellar v0.30.0
+// reads "key" when it runs outside a cluster.
+func RegisterControlPlane(ctx context.Context, hosting client.Client, name, cpType string, kubeconfig []byte) error {
 	ns := ControlPlaneSecretNamespace(name)
 	if err := hosting.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating namespace %s in the hosting space: %w", ns, err)
@@ -125,7 +125,7 @@ func registerControlPlane(ctx context.Context, hosting client.Client, name, cpTy
 		return fmt.Errorf("creating ControlPlane %s in the hosting space: %w", name, err)
 	}
 	cp.Object["status"] = map[string]any{
-		"conditions":         []any{},
+		"conditions":         []any{readyCondition(true)},
 		"observedGeneration": cp.GetGeneration(),
 		"secretRef": map[string]any{
 			"namespace":    ns,
@@ -136,6 +136,34 @@ func registerControlPlane(ctx context.Context, hosting client.Client, name, cpTy
 	}
 	if err := hosting.Status().Update(ctx, cp); err != nil {
 		return fmt.Errorf("writing the status of ControlPlane %s in the hosting space: %w", name, err)
+	}
+	return nil
+}
+
+// readyCondition is a ControlPlane's Ready condition, as KubeFlex writes it.
+func readyCondition(ready bool) map[string]any {
+	status, reason := "True", "Available"
+	if !ready {
+		status, reason = "False", "Unavailable"
+	}
+	now := time.Now().UTC().Format(time.RFC3339)
+	return map[string]any{"type": "Ready", "status": status, "reason": reason, "message": "",
+		"lastTransitionTime": now, "lastUpdateTime": now}
+}
+
+// SetControlPlaneReady sets a ControlPlane's Ready condition, as KubeFlex
+// does when its API server comes up or goes down.
+func SetControlPlaneReady(ctx context.Context, hosting client.Client, name string, ready bool) error {
+	cp := &unstructured.Unstructured{}
+	cp.SetGroupVersionKind(controlPlaneGVK)
+	if err := hosting.Get(ctx, client.ObjectKey{Name: name}, cp); err != nil {
+		return fmt.Errorf("reading ControlPlane %s: %w", name, err)
+	}
+	if err := unstructured.SetNestedSlice(cp.Object, []any{readyCondition(ready)}, "status", "conditions"); err != nil {
+		return err
+	}
+	if err := hosting.Status().Update(ctx, cp); err != nil {
+		return fmt.Errorf("writing the status of ControlPlane %s: %w", name, err)
 	}
 	return nil
 }

@@ -190,7 +190,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	} else if err := checkExecutable(o.KSControllerManager); err != nil {
 		return nil, fmt.Errorf("KubeStellar's controller-manager: %w; `make test` builds it (hack/tool.sh ks-controller-manager)", err)
 	}
-	kfDir, err := kubeFlexCRDDir()
+	kfDir, err := KubeFlexCRDDir()
 	if err != nil {
 		return nil, fmt.Errorf("locating KubeFlex's CRDs: %w", err)
 	}
@@ -245,7 +245,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	if err := prepareITS(ctx, s.ITS, o.Clusters); err != nil {
 		return nil, err
 	}
-	if err := registerControlPlane(ctx, s.hostingClient, o.ITSName, ControlPlaneTypeITS, s.ITS.Kubeconfig()); err != nil {
+	if err := RegisterControlPlane(ctx, s.hostingClient, o.ITSName, ControlPlaneTypeITS, s.ITS.Kubeconfig()); err != nil {
 		return nil, err
 	}
 
@@ -355,7 +355,7 @@ func (s *Stack) startSpaces(names []string, opts map[string][]environment.SpaceO
 func (s *Stack) engageWDS(ctx context.Context, name string, space *environment.Space) error {
 	log := s.opts.Logger.WithName("stack").WithValues("wds", name)
 	begin := time.Now()
-	if err := registerControlPlane(ctx, s.hostingClient, name, ControlPlaneTypeWDS, space.Kubeconfig()); err != nil {
+	if err := RegisterControlPlane(ctx, s.hostingClient, name, ControlPlaneTypeWDS, space.Kubeconfig()); err != nil {
 		return err
 	}
 	wdsClient, err := client.New(space.Config, client.Options{Scheme: environment.Scheme()})

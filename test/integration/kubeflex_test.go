@@ -1,0 +1,185 @@
+/*
+Copyright 2026 The KubeStellar Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package integration
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/cmd/stager/app"
+	"github.com/kubestellar/workload-stager/controllers/spaces"
+	"github.com/kubestellar/workload-stager/providers"
+	"github.com/kubestellar/workload-stager/providers/kubeflex"
+	"github.com/kubestellar/workload-stager/test/framework/environment"
+	"github.com/kubestellar/workload-stager/test/framework/stack"
+)
+
+// TestKubeFlexControlPlanesAreSpaces serves the WDSes a hosting space knows
+// as KubeFlex ControlPlanes (KubeFlex's own CRD), with --provider=kubeflex:
+// a Ready WDS ControlPlane becomes a space and a rollout completes in it
+// while its kubeconfig Secret is rotated, with exactly one controller
+// throughout; an ITS ControlPlane is ignored; a WDS ControlPlane that is not
+// Ready is reported (an Event on it and the metric) and engaged once Ready;
+// a deleted ControlPlane is disengaged and its series go.
+func TestKubeFlexControlPlanesAreSpaces(t *testing.T) {
+	const name = "found"
+	kubeflexCRDs, err := stack.KubeFlexCRDDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheme, err := app.NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosting, err := environment.StartSpace("kubeflex-hosting", environment.WithCRDDirs(kubeflexCRDs), environment.WithScheme(scheme))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hosting.Stop() })
+	wds, pending := newSpace(t, "kf-wds", true), newSpace(t, "kf-pending", true)
+	register := func(s *space, cpType string) {
+		t.Helper()
+		kubeconfig, err := s.AddUser(stagerUser)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := stack.RegisterControlPlane(suite.ctx, hosting.Client, s.Name, cpType, kubeconfig); err != nil {
+			t.Fatal(err)
+		}
+	}
+	register(wds, stack.ControlPlaneTypeWDS)
+	register(pending, stack.ControlPlaneTypeWDS)
+	if err := stack.SetControlPlaneReady(suite.ctx, hosting.Client, pending.Name, false); err != nil {
+		t.Fatal(err)
+	}
+	its := newSpace(t, "kf-its", false)
+	register(its, stack.ControlPlaneTypeITS)
+
+	opts := app.NewOptions()
+	opts.Providers.Kind = providers.KindKubeFlex
+	opts.Providers.KubeFlexKubeconfigKey = "external"
+	opts.Providers.KubeFlexResync = time.Second
+	opts.LeaderElectionNamespace = metav1.NamespaceDefault
+	opts.MetricsBindAddress, opts.HealthProbeBindAddress = "0", "0"
+	opts.SpaceProbeInterval = time.Second
+	opts.AllowSeveralInProcess = true
+	r, err := startStagerWith(suite.ctx, hosting, opts, suite.logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.stop)
+
+	waitForSpace(t, r, wds.Name, true, spaces.ReasonReady)
+	waitFor(t, "the ControlPlane that is not Ready reported", func() error {
+		if v, ok := metricValue(t, "stager_kubeflex_controlplane_unusable", map[string]string{"controlplane": pending.Name, "reason": kubeflex.ReasonNotReady}); !ok || v != 1 {
+			return fmt.Errorf("stager_kubeflex_controlplane_unusable{controlplane=%s,reason=NotReady} = %v (present %t)", pending.Name, v, ok)
+		}
+		return controlPlaneEvent(hosting.Client, pending.Name)
+	})
+	if _, engaged := spaceState(r, its.Name); engaged {
+		t.Errorf("the ITS ControlPlane %s is a space", its.Name)
+	}
+	if _, engaged := spaceState(r, pending.Name); engaged {
+		t.Errorf("the ControlPlane %s is a space though not Ready", pending.Name)
+	}
+
+	// A rollout, while the WDS's kubeconfig Secret is rotated twice.
+	most := sampleControllers(t, r, wds.Name)
+	rotate := func() {
+		t.Helper()
+		kubeconfig, err := wds.AddUser(stagerUser) // a new client certificate
+		if err != nil {
+			t.Fatal(err)
+		}
+		secret := &corev1.Secret{}
+		key := client.ObjectKey{Namespace: stack.ControlPlaneSecretNamespace(wds.Name), Name: stack.ControlPlaneSecretName}
+		if err := hosting.Client.Get(suite.ctx, key, secret); err != nil {
+			t.Fatal(err)
+		}
+		secret.Data[stack.ControlPlaneSecretKey] = kubeconfig
+		if err := hosting.Client.Update(suite.ctx, secret); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(1500 * time.Millisecond) // a resync reads it
+	}
+	createWorkload(t, wds, name)
+	create(t, wds, newPolicy(name, name))
+	policies(wds).WaitForActiveStage(t, name, "dev")
+	rotate()
+	wds.openGate(name, "dev")
+	policies(wds).WaitForActiveStage(t, name, "test")
+	rotate()
+	wds.openGate(name, "test")
+	policies(wds).WaitForPhase(t, name, v1alpha1.RolloutCompleted)
+	if m := most(); m != 1 {
+		t.Errorf("the space had up to %d controllers at once across two rotations, want 1", m)
+	}
+	waitForSpace(t, r, wds.Name, true, spaces.ReasonReady)
+
+	// Ready at last: engaged, and no longer reported.
+	if err := stack.SetControlPlaneReady(suite.ctx, hosting.Client, pending.Name, true); err != nil {
+		t.Fatal(err)
+	}
+	waitForSpace(t, r, pending.Name, true, spaces.ReasonReady)
+	waitFor(t, "the report of the ready ControlPlane gone", func() error {
+		if n := series(t, map[string]string{"controlplane": pending.Name}); n != 0 {
+			return fmt.Errorf("%d series left", n)
+		}
+		return nil
+	})
+
+	// Deleted: disengaged, its series gone.
+	policies(wds).Delete(t, name)
+	cp := &unstructured.Unstructured{}
+	cp.SetGroupVersionKind(kubeflex.ControlPlaneGVK)
+	cp.SetName(wds.Name)
+	if err := hosting.Client.Delete(suite.ctx, cp); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the deleted ControlPlane's space disengaged and its series gone", func() error {
+		if _, engaged := spaceState(r, wds.Name); engaged {
+			return fmt.Errorf("%s is still a space", wds.Name)
+		}
+		if n := series(t, map[string]string{"space": wds.Name}); n != 0 {
+			return fmt.Errorf("%d series of %s left", n, wds.Name)
+		}
+		return nil
+	})
+}
+
+// controlPlaneEvent returns an error unless a ControlPlaneUnusable Event
+// regards the ControlPlane.
+func controlPlaneEvent(c client.Client, controlPlane string) error {
+	list := &eventsv1.EventList{}
+	if err := c.List(suite.ctx, list); err != nil {
+		return err
+	}
+	for _, e := range list.Items {
+		if e.Regarding.Kind == "ControlPlane" && e.Regarding.Name == controlPlane && e.Reason == kubeflex.EventReasonUnusable {
+			return nil
+		}
+	}
+	return fmt.Errorf("no %s Event regards ControlPlane %s", kubeflex.EventReasonUnusable, controlPlane)
+}
