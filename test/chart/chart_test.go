@@ -270,3 +270,49 @@ func TestSpaceChartShipsWhatConfigShips(t *testing.T) {
 		t.Errorf("rendered %s", got)
 	}
 }
+
+// TestChartKubeFlex renders provider kubeflex: config/rbac/kubeflex's
+// ClusterRole and the provider's flags; with kubeflex.secretNamespaces, get
+// on Secrets only in those namespaces. Without kubeflex, none of it.
+func TestChartKubeFlex(t *testing.T) {
+	if o := helmtest.Find(objects(t, helm(t, "template", "stager", chart, "--namespace", "stager")), "ClusterRole", "workload-stager-kubeflex"); o != nil {
+		t.Error("the kubeflex ClusterRole is rendered though the provider is kubeconfig")
+	}
+
+	rendered := objects(t, helm(t, "template", "stager", chart, "--namespace", "stager", "--set", "provider=kubeflex"))
+	want := configObjects(t, "rbac/kubeflex", "role.yaml")
+	role := find(t, rendered, "ClusterRole", "workload-stager-kubeflex")
+	if g, w := into[rbacv1.ClusterRole](t, role).Rules, into[rbacv1.ClusterRole](t, want[0]).Rules; !reflect.DeepEqual(g, w) {
+		t.Errorf("the chart's kubeflex rules %v differ from config/rbac/kubeflex's %v", g, w)
+	}
+	binding := into[rbacv1.ClusterRoleBinding](t, find(t, rendered, "ClusterRoleBinding", "workload-stager-kubeflex"))
+	if want := []rbacv1.Subject{{Kind: "ServiceAccount", Name: "stager", Namespace: "stager"}}; !reflect.DeepEqual(binding.Subjects, want) {
+		t.Errorf("the kubeflex binding's subjects are %v, want %v", binding.Subjects, want)
+	}
+	args := into[appsv1.Deployment](t, find(t, rendered, "Deployment", "stager")).Spec.Template.Spec.Containers[0].Args
+	for _, arg := range []string{"--provider=kubeflex", "--kubeflex-selector=kflex.kubestellar.io/cptype=wds", "--kubeflex-kubeconfig-key=auto", "--kubeflex-resync=30s"} {
+		if !slices.Contains(args, arg) {
+			t.Errorf("arguments %q lack %s", args, arg)
+		}
+	}
+
+	narrowed := objects(t, helm(t, "template", "stager", chart, "--namespace", "stager", "--set", "provider=kubeflex,kubeflex.secretNamespaces={wds1-system,wds2-system}"))
+	for _, rule := range into[rbacv1.ClusterRole](t, find(t, narrowed, "ClusterRole", "workload-stager-kubeflex")).Rules {
+		if slices.Contains(rule.Resources, "secrets") {
+			t.Errorf("with kubeflex.secretNamespaces, the ClusterRole still grants %v on secrets", rule.Verbs)
+		}
+	}
+	var namespaces []string
+	for _, o := range narrowed {
+		if o.GetKind() == "Role" && o.GetName() == "workload-stager-kubeflex-secrets" {
+			namespaces = append(namespaces, o.GetNamespace())
+		}
+	}
+	if want := []string{"wds1-system", "wds2-system"}; !slices.Equal(namespaces, want) {
+		t.Errorf("the Secrets Roles are in %v, want %v", namespaces, want)
+	}
+	args = into[appsv1.Deployment](t, find(t, narrowed, "Deployment", "stager")).Spec.Template.Spec.Containers[0].Args
+	if !slices.Contains(args, "--kubeflex-secret-namespaces=wds1-system,wds2-system") {
+		t.Errorf("arguments %q lack --kubeflex-secret-namespaces", args)
+	}
+}
