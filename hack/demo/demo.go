@@ -35,12 +35,14 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/cmd/stager/app"
+	"github.com/kubestellar/workload-stager/providers"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
 	"github.com/kubestellar/workload-stager/test/framework/policytest"
@@ -139,7 +141,7 @@ func Run(ctx context.Context, o Options) (err error) {
 		}
 		spaces = append(spaces, w)
 	}
-	args, err := st.StagerArgs()
+	args, err := kubeFlexStagerArgs(ctx, st)
 	if err != nil {
 		return err
 	}
@@ -164,15 +166,34 @@ func Run(ctx context.Context, o Options) (err error) {
 		return fmt.Errorf("writing %s: %w", tokenFile, err)
 	}
 	printGuide(out, o, st.HostingKubeconfig, spaces, stager.Flag("metrics-bind-address"), tokenFile)
-	return follow(ctx, out, st, spaces, o.StageDelay)
+	return follow(ctx, out, st, stager, spaces, o.StageDelay)
 }
 
-// prepareSpace registers a WDS with the stager, writes its kubeconfig and
-// creates the StatusCollector and the sample workload.
-func prepareSpace(ctx context.Context, st *stack.Stack, name, dir string) (*wds, error) {
-	if err := st.RegisterWithStager(ctx, name); err != nil {
+// kubeFlexStagerArgs returns the stager's arguments to find the WDSes on its
+// own, as KubeFlex ControlPlanes of the hosting space (which the stack
+// created, as KubeFlex would), reading their external kubeconfigs: the
+// stager runs outside the hosting cluster. Its leader election Lease goes in
+// the namespace of --kubeconfig-namespace, made here.
+func kubeFlexStagerArgs(ctx context.Context, st *stack.Stack) ([]string, error) {
+	args, err := st.StagerArgs()
+	if err != nil {
 		return nil, err
 	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: stack.StagerSecretNamespace}}
+	if err := st.Hosting.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating namespace %s in the hosting space: %w", ns.Name, err)
+	}
+	for i, arg := range args {
+		if strings.HasPrefix(arg, "--provider=") {
+			args[i] = "--provider=" + providers.KindKubeFlex
+		}
+	}
+	return append(args, "--kubeflex-kubeconfig-key=external", "--leader-election-namespace="+stack.StagerSecretNamespace), nil
+}
+
+// prepareSpace writes a WDS's kubeconfig and creates the StatusCollector and
+// the sample workload. The stager finds the WDS through its ControlPlane.
+func prepareSpace(ctx context.Context, st *stack.Stack, name, dir string) (*wds, error) {
 	space := st.WDS[name]
 	path, err := writeKubeconfig(dir, name, space.Kubeconfig())
 	if err != nil {
@@ -221,9 +242,11 @@ func printGuide(out io.Writer, o Options, hostingKubeconfig string, spaces []*wd
 		}
 	}
 	fmt.Fprintf(out, "\nThe demo is running. Files are in %s:\n", o.WorkDir)
-	fmt.Fprintf(out, "  hosting space: %s (KubeFlex ControlPlanes; the WDSes' kubeconfig Secrets in namespace %s)\n", hostingKubeconfig, stack.StagerSecretNamespace)
+	fmt.Fprintf(out, "  hosting space: %s (KubeFlex ControlPlanes: the stager finds the WDSes there, --provider=%s)\n", hostingKubeconfig, providers.KindKubeFlex)
 	for _, w := range spaces {
-		fmt.Fprintf(out, "  %s: %s (KubeStellar's log: %s)\n", w.name, w.kubeconfig, filepath.Join(o.WorkDir, "ks-controller-manager-"+w.name+".log"))
+		fmt.Fprintf(out, "  %s: %s (found by the %s provider from ControlPlane %s, through Secret %s/%s; KubeStellar's log: %s)\n",
+			w.name, w.kubeconfig, providers.KindKubeFlex, w.name, stack.ControlPlaneSecretNamespace(w.name), stack.ControlPlaneSecretName,
+			filepath.Join(o.WorkDir, "ks-controller-manager-"+w.name+".log"))
 	}
 	fmt.Fprintf(out, "  stager log: %s\n\nLook around:\n", filepath.Join(o.WorkDir, "stager.log"))
 	w := spaces[0]
@@ -232,15 +255,16 @@ func printGuide(out io.Writer, o Options, hostingKubeconfig string, spaces []*wd
 	fmt.Fprintf(out, "  %s --kubeconfig=%s get bindingpolicies,bindings\n", kubectl, w.kubeconfig)
 	fmt.Fprintf(out, "  %s --kubeconfig=%s get combinedstatuses -A\n", kubectl, w.kubeconfig)
 	fmt.Fprintf(out, "  %s --kubeconfig=%s get events.events.k8s.io -A\n", kubectl, w.kubeconfig)
-	fmt.Fprintf(out, "  %s --kubeconfig=%s -n %s get secrets\n", kubectl, hostingKubeconfig, stack.StagerSecretNamespace)
+	fmt.Fprintf(out, "  %s --kubeconfig=%s get controlplanes -L kflex.kubestellar.io/cptype\n", kubectl, hostingKubeconfig)
 	fmt.Fprintf(out, "  curl -sk -H \"Authorization: Bearer $(cat %s)\" https://%s/metrics | grep ^stager_   # HTTPS, token of ServiceAccount %s/%s (metrics-reader)\n\n",
 		tokenFile, metricsAddr, stack.MetricsReaderNamespace, stack.MetricsReaderName)
 	fmt.Fprintf(out, "Each stage's WECs report the nginx Deployment available %s after the stage starts.\nPress Ctrl-C to stop.\n\n", o.StageDelay)
 }
 
 // follow prints every change of the rollouts, turns the WECs of each active
-// stage healthy after the delay, and returns when ctx is done.
-func follow(ctx context.Context, out io.Writer, st *stack.Stack, spaces []*wds, delay time.Duration) error {
+// stage healthy after the delay, and returns when ctx is done, or with an
+// error if the stager stops.
+func follow(ctx context.Context, out io.Writer, st *stack.Stack, stager *stack.Process, spaces []*wds, delay time.Duration) error {
 	last := map[string]string{}
 	announced := false
 	ticker := time.NewTicker(250 * time.Millisecond)
@@ -250,6 +274,9 @@ func follow(ctx context.Context, out io.Writer, st *stack.Stack, spaces []*wds, 
 		case <-ctx.Done():
 			return nil
 		case <-ticker.C:
+		}
+		if stager.Exited() {
+			return fmt.Errorf("the stager stopped: see its log, %s", stager.Log)
 		}
 		completed := 0
 		for _, w := range spaces {
