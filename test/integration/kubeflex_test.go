@@ -37,12 +37,14 @@ import (
 )
 
 // TestKubeFlexControlPlanesAreSpaces serves the WDSes a hosting space knows
-// as KubeFlex ControlPlanes (KubeFlex's own CRD), with --provider=kubeflex:
+// as KubeFlex ControlPlanes (KubeFlex's own CRD), with
+// --provider=kubeconfig,kubeflex (so its spaces are named kubeflex#<name>):
 // a Ready WDS ControlPlane becomes a space and a rollout completes in it
 // while its kubeconfig Secret is rotated, with exactly one controller
 // throughout; an ITS ControlPlane is ignored; a WDS ControlPlane that is not
-// Ready is reported (an Event on it and the metric) and engaged once Ready;
-// a deleted ControlPlane is disengaged and its series go.
+// Ready is reported (an Event on it and the metric) and engaged once Ready,
+// and disengaged and reported again when its Secret goes; a deleted
+// ControlPlane is disengaged and its series go.
 func TestKubeFlexControlPlanesAreSpaces(t *testing.T) {
 	const name = "found"
 	kubeflexCRDs, err := stack.KubeFlexCRDDir()
@@ -78,7 +80,8 @@ func TestKubeFlexControlPlanesAreSpaces(t *testing.T) {
 	register(its, stack.ControlPlaneTypeITS)
 
 	opts := app.NewOptions()
-	opts.Providers.Kind = providers.KindKubeFlex
+	opts.Providers.Kind = providers.KindKubeconfig + "," + providers.KindKubeFlex
+	opts.Providers.KubeconfigNamespace = secretNamespace
 	opts.Providers.KubeFlexKubeconfigKey = "external"
 	opts.Providers.KubeFlexResync = time.Second
 	opts.LeaderElectionNamespace = metav1.NamespaceDefault
@@ -90,23 +93,24 @@ func TestKubeFlexControlPlanesAreSpaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(r.stop)
+	spaceOf := func(s *space) string { return providers.KindKubeFlex + providers.Separator + s.Name }
 
-	waitForSpace(t, r, wds.Name, true, spaces.ReasonReady)
+	waitForSpace(t, r, spaceOf(wds), true, spaces.ReasonReady)
 	waitFor(t, "the ControlPlane that is not Ready reported", func() error {
 		if v, ok := metricValue(t, "stager_kubeflex_controlplane_unusable", map[string]string{"controlplane": pending.Name, "reason": kubeflex.ReasonNotReady}); !ok || v != 1 {
 			return fmt.Errorf("stager_kubeflex_controlplane_unusable{controlplane=%s,reason=NotReady} = %v (present %t)", pending.Name, v, ok)
 		}
 		return controlPlaneEvent(hosting.Client, pending.Name)
 	})
-	if _, engaged := spaceState(r, its.Name); engaged {
+	if _, engaged := spaceState(r, spaceOf(its)); engaged {
 		t.Errorf("the ITS ControlPlane %s is a space", its.Name)
 	}
-	if _, engaged := spaceState(r, pending.Name); engaged {
+	if _, engaged := spaceState(r, spaceOf(pending)); engaged {
 		t.Errorf("the ControlPlane %s is a space though not Ready", pending.Name)
 	}
 
 	// A rollout, while the WDS's kubeconfig Secret is rotated twice.
-	most := sampleControllers(t, r, wds.Name)
+	most := sampleControllers(t, r, spaceOf(wds))
 	rotate := func() {
 		t.Helper()
 		kubeconfig, err := wds.AddUser(stagerUser) // a new client certificate
@@ -136,16 +140,31 @@ func TestKubeFlexControlPlanesAreSpaces(t *testing.T) {
 	if m := most(); m != 1 {
 		t.Errorf("the space had up to %d controllers at once across two rotations, want 1", m)
 	}
-	waitForSpace(t, r, wds.Name, true, spaces.ReasonReady)
+	waitForSpace(t, r, spaceOf(wds), true, spaces.ReasonReady)
 
 	// Ready at last: engaged, and no longer reported.
 	if err := stack.SetControlPlaneReady(suite.ctx, hosting.Client, pending.Name, true); err != nil {
 		t.Fatal(err)
 	}
-	waitForSpace(t, r, pending.Name, true, spaces.ReasonReady)
+	waitForSpace(t, r, spaceOf(pending), true, spaces.ReasonReady)
 	waitFor(t, "the report of the ready ControlPlane gone", func() error {
 		if n := series(t, map[string]string{"controlplane": pending.Name}); n != 0 {
 			return fmt.Errorf("%d series left", n)
+		}
+		return nil
+	})
+
+	// Its Secret gone: disengaged, and reported.
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: stack.ControlPlaneSecretNamespace(pending.Name), Name: stack.ControlPlaneSecretName}}
+	if err := hosting.Client.Delete(suite.ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the ControlPlane whose Secret went disengaged and reported", func() error {
+		if _, engaged := spaceState(r, spaceOf(pending)); engaged {
+			return fmt.Errorf("%s is still a space", spaceOf(pending))
+		}
+		if v, ok := metricValue(t, "stager_kubeflex_controlplane_unusable", map[string]string{"controlplane": pending.Name, "reason": kubeflex.ReasonSecretUnreadable}); !ok || v != 1 {
+			return fmt.Errorf("stager_kubeflex_controlplane_unusable{controlplane=%s,reason=SecretUnreadable} = %v (present %t)", pending.Name, v, ok)
 		}
 		return nil
 	})
@@ -159,10 +178,10 @@ func TestKubeFlexControlPlanesAreSpaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the deleted ControlPlane's space disengaged and its series gone", func() error {
-		if _, engaged := spaceState(r, wds.Name); engaged {
+		if _, engaged := spaceState(r, spaceOf(wds)); engaged {
 			return fmt.Errorf("%s is still a space", wds.Name)
 		}
-		if n := series(t, map[string]string{"space": wds.Name}); n != 0 {
+		if n := series(t, map[string]string{"space": spaceOf(wds)}); n != 0 {
 			return fmt.Errorf("%d series of %s left", n, wds.Name)
 		}
 		return nil
