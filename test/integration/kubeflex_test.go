@@ -25,6 +25,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
@@ -42,9 +43,10 @@ import (
 // a Ready WDS ControlPlane becomes a space and a rollout completes in it
 // while its kubeconfig Secret is rotated, with exactly one controller
 // throughout; an ITS ControlPlane is ignored; a WDS ControlPlane that is not
-// Ready is reported (an Event on it and the metric) and engaged once Ready,
-// and disengaged and reported again when its Secret goes; a deleted
-// ControlPlane is disengaged and its series go.
+// Ready is reported (an Event on it and the metric) and engaged once Ready;
+// it is disengaged and reported when its kubeconfig skips TLS verification
+// and when its Secret goes, and no longer reported once not selected; a
+// deleted ControlPlane is disengaged and its series go.
 func TestKubeFlexControlPlanesAreSpaces(t *testing.T) {
 	const name = "found"
 	kubeflexCRDs, err := stack.KubeFlexCRDDir()
@@ -154,17 +156,54 @@ func TestKubeFlexControlPlanesAreSpaces(t *testing.T) {
 		return nil
 	})
 
-	// Its Secret gone: disengaged, and reported.
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: stack.ControlPlaneSecretNamespace(pending.Name), Name: stack.ControlPlaneSecretName}}
+	// Served, then refused, unreadable, no longer selected.
+	secretKey := client.ObjectKey{Namespace: stack.ControlPlaneSecretNamespace(pending.Name), Name: stack.ControlPlaneSecretName}
+	goneAndReported := func(what, reason string) {
+		t.Helper()
+		waitFor(t, what, func() error {
+			if _, engaged := spaceState(r, spaceOf(pending)); engaged {
+				return fmt.Errorf("%s is still a space", spaceOf(pending))
+			}
+			if v, ok := metricValue(t, "stager_kubeflex_controlplane_unusable", map[string]string{"controlplane": pending.Name, "reason": reason}); !ok || v != 1 {
+				return fmt.Errorf("stager_kubeflex_controlplane_unusable{controlplane=%s,reason=%s} = %v (present %t)", pending.Name, reason, v, ok)
+			}
+			return nil
+		})
+	}
+	secret := &corev1.Secret{}
+	if err := hosting.Client.Get(suite.ctx, secretKey, secret); err != nil {
+		t.Fatal(err)
+	}
+	config, err := clientcmd.Load(secret.Data[stack.ControlPlaneSecretKey])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range config.Clusters {
+		c.InsecureSkipTLSVerify, c.CertificateAuthorityData = true, nil
+	}
+	if secret.Data[stack.ControlPlaneSecretKey], err = clientcmd.Write(*config); err != nil {
+		t.Fatal(err)
+	}
+	if err := hosting.Client.Update(suite.ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	goneAndReported("the ControlPlane whose kubeconfig skips TLS verification disengaged and reported", "InsecureTLS")
 	if err := hosting.Client.Delete(suite.ctx, secret); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the ControlPlane whose Secret went disengaged and reported", func() error {
-		if _, engaged := spaceState(r, spaceOf(pending)); engaged {
-			return fmt.Errorf("%s is still a space", spaceOf(pending))
-		}
-		if v, ok := metricValue(t, "stager_kubeflex_controlplane_unusable", map[string]string{"controlplane": pending.Name, "reason": kubeflex.ReasonSecretUnreadable}); !ok || v != 1 {
-			return fmt.Errorf("stager_kubeflex_controlplane_unusable{controlplane=%s,reason=SecretUnreadable} = %v (present %t)", pending.Name, v, ok)
+	goneAndReported("the ControlPlane whose Secret went disengaged and reported", kubeflex.ReasonSecretUnreadable)
+	relabeled := &unstructured.Unstructured{}
+	relabeled.SetGroupVersionKind(kubeflex.ControlPlaneGVK)
+	if err := hosting.Client.Get(suite.ctx, client.ObjectKey{Name: pending.Name}, relabeled); err != nil {
+		t.Fatal(err)
+	}
+	relabeled.SetLabels(map[string]string{stack.ControlPlaneTypeLabel: stack.ControlPlaneTypeITS})
+	if err := hosting.Client.Update(suite.ctx, relabeled); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the ControlPlane no longer selected no longer reported", func() error {
+		if n := series(t, map[string]string{"controlplane": pending.Name}); n != 0 {
+			return fmt.Errorf("%d series left", n)
 		}
 		return nil
 	})
