@@ -46,7 +46,8 @@ import (
 // Ready is reported (an Event on it and the metric) and engaged once Ready;
 // it is disengaged and reported when its kubeconfig skips TLS verification
 // and when its Secret goes, and no longer reported once not selected; a
-// deleted ControlPlane is disengaged and its series go.
+// served ControlPlane that stops being Ready is disengaged and reported, and
+// engaged again once Ready; a deleted one is disengaged and its series go.
 func TestKubeFlexControlPlanesAreSpaces(t *testing.T) {
 	const name = "found"
 	kubeflexCRDs, err := stack.KubeFlexCRDDir()
@@ -208,8 +209,26 @@ func TestKubeFlexControlPlanesAreSpaces(t *testing.T) {
 		return nil
 	})
 
-	// Deleted: disengaged, its series gone.
+	// No longer Ready: disengaged and reported; Ready again: engaged.
 	policies(wds).Delete(t, name)
+	if err := stack.SetControlPlaneReady(suite.ctx, hosting.Client, wds.Name, false); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the ControlPlane no longer Ready disengaged and reported", func() error {
+		if _, engaged := spaceState(r, spaceOf(wds)); engaged {
+			return fmt.Errorf("%s is still a space", spaceOf(wds))
+		}
+		if v, ok := metricValue(t, "stager_kubeflex_controlplane_unusable", map[string]string{"controlplane": wds.Name, "reason": kubeflex.ReasonNotReady}); !ok || v != 1 {
+			return fmt.Errorf("stager_kubeflex_controlplane_unusable{controlplane=%s,reason=NotReady} = %v (present %t)", wds.Name, v, ok)
+		}
+		return nil
+	})
+	if err := stack.SetControlPlaneReady(suite.ctx, hosting.Client, wds.Name, true); err != nil {
+		t.Fatal(err)
+	}
+	waitForSpace(t, r, spaceOf(wds), true, spaces.ReasonReady)
+
+	// Deleted: disengaged, its series gone.
 	cp := &unstructured.Unstructured{}
 	cp.SetGroupVersionKind(kubeflex.ControlPlaneGVK)
 	cp.SetName(wds.Name)
