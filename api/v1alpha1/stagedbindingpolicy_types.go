@@ -76,6 +76,13 @@ type StagedBindingPolicySpec struct {
 	// +optional
 	Downsync []ksv1alpha1.DownsyncPolicyClause `json:"downsync,omitempty"`
 
+	// Suspend, when true, starts no new stage: the rollout stays where it
+	// is, with what it placed, and its phase is Suspended. Setting it back to
+	// false resumes the rollout where it stopped. Deleting a suspended
+	// policy still removes what it placed.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+
 	// Stages are placed one after the other, in this order.
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=32
@@ -116,7 +123,7 @@ type Stage struct {
 }
 
 // RolloutPhase summarises a StagedBindingPolicy's rollout.
-// +kubebuilder:validation:Enum=Pending;Progressing;Completed;Blocked
+// +kubebuilder:validation:Enum=Pending;Progressing;Completed;Blocked;Suspended
 type RolloutPhase string
 
 // The phases of a rollout.
@@ -129,6 +136,8 @@ const (
 	RolloutCompleted RolloutPhase = "Completed"
 	// RolloutBlocked means an error in the spec stops the rollout until it is fixed.
 	RolloutBlocked RolloutPhase = "Blocked"
+	// RolloutSuspended means spec.suspend holds the rollout where it is.
+	RolloutSuspended RolloutPhase = "Suspended"
 )
 
 // StagePhase is where one stage is in the rollout.
@@ -204,6 +213,8 @@ const (
 	ReasonFinalConditionNotMet = "FinalConditionNotMet"
 	// ReasonNoStages means the spec lists no stage.
 	ReasonNoStages = "NoStages"
+	// ReasonSuspended means spec.suspend holds the rollout where it is.
+	ReasonSuspended = "Suspended"
 	// ReasonWaitingForFinalizers means a policy being deleted waits for the
 	// finalizers of its BindingPolicies (KubeStellar's, normally) to be removed.
 	ReasonWaitingForFinalizers = "WaitingForFinalizers"
@@ -224,6 +235,10 @@ const (
 	// EventReasonActiveStageReset marks a rollout restarted because its active
 	// stage was removed from the spec.
 	EventReasonActiveStageReset = "ActiveStageReset"
+	// EventReasonSuspended marks a rollout held by spec.suspend.
+	EventReasonSuspended = "Suspended"
+	// EventReasonResumed marks a suspended rollout going on again.
+	EventReasonResumed = "Resumed"
 )
 
 // StagedBindingPolicyStatus reports where a rollout is. All the rollout's

@@ -131,13 +131,15 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //  2. a policy gets the finalizer before anything is placed;
 //  3. expressions that do not compile, or whose estimated cost is too high,
 //     block the rollout, changing nothing placed;
-//  4. a rollout that has not started, or whose active stage was removed from
+//  4. a suspended rollout (spec.suspend) stays where it is, changing nothing
+//     placed, and says so; resumed, it goes on from there;
+//  5. a rollout that has not started, or whose active stage was removed from
 //     the spec, starts at the first stage;
-//  5. the active stage's BindingPolicy is created or brought in line with the spec;
-//  6. a done stage hands over to the next one;
-//  7. BindingPolicies of earlier stages are deleted once the active stage's
+//  6. the active stage's BindingPolicy is created or brought in line with the spec;
+//  7. a done stage hands over to the next one;
+//  8. BindingPolicies of earlier stages are deleted once the active stage's
 //     Binding places the workload on a cluster (make-before-break);
-//  8. the status is brought up to date.
+//  9. the status is brought up to date.
 //
 // Every message of the Action is bounded (MaxConditionMessage, MaxEventNote).
 // Timers are computed from times in the snapshot (Now and the objects'
@@ -150,6 +152,10 @@ func Plan(snap *Snapshot, engine *expression.Engine, opts ...PlanOption) Action 
 	action := plan(snap, engine, cfg)
 	if action.Status != nil {
 		boundStatus(action.Status)
+		if snap.Policy.Status.Phase == v1alpha1.RolloutSuspended && action.Status.Phase != v1alpha1.RolloutSuspended {
+			action.Events = append(action.Events, Event{Type: corev1.EventTypeNormal, Reason: v1alpha1.EventReasonResumed,
+				Note: "spec.suspend is off: the rollout goes on"})
+		}
 	}
 	for i := range action.Events {
 		action.Events[i].Note = cutMessage(action.Events[i].Note, MaxEventNote)
@@ -180,6 +186,10 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 		return statusAction(policy, status,
 			Event{Type: corev1.EventTypeWarning, Reason: reason, Note: compileFailures(failures, MaxEventNote)},
 			"an expression does not compile")
+	}
+
+	if policy.Spec.Suspend {
+		return suspended(policy, snap.Now)
 	}
 
 	active, started, reset := ActiveStage(policy)
@@ -413,6 +423,31 @@ func progressStatus(policy *v1alpha1.StagedBindingPolicy, active int, result ass
 	}
 	setSummary(status, policy, phase, ready, progressing, now)
 	return status
+}
+
+// suspended holds a rollout where it is: no stage starts and nothing placed
+// changes; the status says Suspended, with a Normal Event when it begins.
+func suspended(policy *v1alpha1.StagedBindingPolicy, now metav1.Time) Action {
+	message := "spec.suspend holds the rollout before its first stage: nothing is placed until it is resumed"
+	if policy.Status.ActiveStage != "" {
+		message = fmt.Sprintf("spec.suspend holds the rollout in stage %q: no stage starts and nothing placed changes until it is resumed", policy.Status.ActiveStage)
+	}
+	status := policy.Status.DeepCopy()
+	ready := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonSuspended, Message: message}
+	if current := meta.FindStatusCondition(policy.Status.Conditions, v1alpha1.ConditionReady); current != nil && policy.Status.ActiveStage != "" {
+		ready = *current // what is placed stays as it was
+	}
+	setSummary(status, policy, v1alpha1.RolloutSuspended, ready,
+		metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonSuspended, Message: message},
+		now)
+	if equality.Semantic.DeepEqual(&policy.Status, status) {
+		return Action{Type: ActionNone, Why: "the rollout is suspended"}
+	}
+	action := Action{Type: ActionUpdateStatus, Status: status, Why: "the rollout is suspended"}
+	if policy.Status.Phase != v1alpha1.RolloutSuspended {
+		action.Events = []Event{{Type: corev1.EventTypeNormal, Reason: v1alpha1.EventReasonSuspended, Note: message}}
+	}
+	return action
 }
 
 // blockedStatus is the status of a policy whose spec stops the rollout.

@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
@@ -203,4 +204,56 @@ func TestKilledStagerResumes(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestSuspendAndResume suspends a rollout in its first stage, with the real
+// KubeStellar controller-manager: while suspended, the stage's WECs turning
+// healthy starts no next stage and the phase says Suspended; resumed, the
+// rollout goes on from where it stopped and completes.
+func TestSuspendAndResume(t *testing.T) {
+	const space, name = "wds1", "suspended"
+	createWorkload(t, space, name, false)
+	if err := wds(space).Create(suite.ctx, policytest.ThreeStages(name, name)); err != nil {
+		t.Fatalf("creating the policy: %v", err)
+	}
+	t.Cleanup(func() { policies(space).Delete(t, name) })
+	policies(space).WaitForActiveStage(t, name, "dev")
+	waitForOnlyBindingPolicy(t, space, name, "dev", "dev1", "dev2")
+
+	setSuspend(t, space, name, true)
+	policies(space).WaitForPhase(t, name, v1alpha1.RolloutSuspended)
+	makeAvailable(space, name, "dev")
+	stays(t, space, name, "dev", 8*time.Second) // KubeStellar reports the Deployment available meanwhile
+	if p := policies(space).Get(t, name); p.Status.Phase != v1alpha1.RolloutSuspended {
+		t.Fatalf("not suspended any more: %s", policytest.Describe(p))
+	}
+	waitForOnlyBindingPolicy(t, space, name, "dev", "dev1", "dev2") // placement stays as it was
+
+	setSuspend(t, space, name, false)
+	policies(space).WaitForActiveStage(t, name, "test")
+	makeAvailable(space, name, "test")
+	policies(space).WaitForPhase(t, name, v1alpha1.RolloutCompleted)
+	counts := policies(space).EventCounts(t, policies(space).Get(t, name))
+	for _, reason := range []string{v1alpha1.EventReasonSuspended, v1alpha1.EventReasonResumed} {
+		found := false
+		for key := range counts {
+			found = found || strings.HasPrefix(key, reason+"/")
+		}
+		if !found {
+			t.Errorf("no %s Event; Events: %v", reason, counts)
+		}
+	}
+}
+
+// setSuspend sets a policy's spec.suspend.
+func setSuspend(t *testing.T, space, name string, suspend bool) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p := policies(space).Get(t, name)
+		p.Spec.Suspend = suspend
+		return wds(space).Update(suite.ctx, p)
+	})
+	if err != nil {
+		t.Fatalf("setting spec.suspend=%t on %s/%s: %v", suspend, space, name, err)
+	}
 }

@@ -55,7 +55,7 @@ const (
 var (
 	policies = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "stager_policies",
-		Help: "StagedBindingPolicies per space by rollout phase (Pending, Progressing, Completed, Blocked).",
+		Help: "StagedBindingPolicies per space by rollout phase (Pending, Progressing, Completed, Blocked, Suspended).",
 	}, []string{LabelSpace, LabelPhase})
 
 	policyPhase = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -229,7 +229,7 @@ func (s *Space) PolicyDeleted(policy string) {
 // refreshPhasesLocked sets the per-phase policy counts of the space.
 func (s *Space) refreshPhasesLocked() {
 	counts := map[v1alpha1.RolloutPhase]int{
-		v1alpha1.RolloutPending: 0, v1alpha1.RolloutProgressing: 0, v1alpha1.RolloutCompleted: 0, v1alpha1.RolloutBlocked: 0,
+		v1alpha1.RolloutPending: 0, v1alpha1.RolloutProgressing: 0, v1alpha1.RolloutCompleted: 0, v1alpha1.RolloutBlocked: 0, v1alpha1.RolloutSuspended: 0,
 	}
 	for _, phase := range s.phases {
 		counts[phase]++
