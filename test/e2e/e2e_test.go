@@ -75,7 +75,7 @@ func TestSeedPolicy(t *testing.T) {
 				}
 				return fmt.Errorf("%s", policytest.Describe(p))
 			})
-			stays(t, space, name, "dev", 8*time.Second)
+			stays(t, policies(space), name, "dev", 8*time.Second)
 
 			makeAvailable(space, name, "dev")
 			policies(space).WaitForActiveStage(t, name, "prod")
@@ -131,7 +131,7 @@ func TestTwoSpaces(t *testing.T) {
 	// Only wds2's dev WECs turn healthy.
 	makeAvailable("wds2", name, "dev")
 	policies("wds2").WaitForActiveStage(t, name, "test")
-	stays(t, "wds1", name, "dev", 6*time.Second)
+	stays(t, policies("wds1"), name, "dev", 6*time.Second)
 
 	makeAvailable("wds1", name, "dev")
 	makeAvailable("wds1", name, "test")
@@ -173,7 +173,7 @@ func TestKilledStagerResumes(t *testing.T) {
 		t.Fatalf("killing the stager: %v", err)
 	}
 	makeAvailable(space, name, "test")
-	stays(t, space, name, "test", 8*time.Second) // nothing moves while the stager is down
+	stays(t, policies(space), name, "test", 8*time.Second) // nothing moves while the stager is down
 
 	restarted, err := startStager()
 	if err != nil {
@@ -223,7 +223,7 @@ func TestSuspendAndResume(t *testing.T) {
 	setSuspend(t, space, name, true)
 	policies(space).WaitForPhase(t, name, v1alpha1.RolloutSuspended)
 	makeAvailable(space, name, "dev")
-	stays(t, space, name, "dev", 8*time.Second) // KubeStellar reports the Deployment available meanwhile
+	stays(t, policies(space), name, "dev", 8*time.Second) // KubeStellar reports the Deployment available meanwhile
 	if p := policies(space).Get(t, name); p.Status.Phase != v1alpha1.RolloutSuspended {
 		t.Fatalf("not suspended any more: %s", policytest.Describe(p))
 	}

@@ -169,10 +169,10 @@ func policies(space string) policytest.Space {
 }
 
 // stays checks that the policy stays in a stage for the duration.
-func stays(t *testing.T, space, name, stage string, d time.Duration) {
+func stays(t *testing.T, space policytest.Space, name, stage string, d time.Duration) {
 	t.Helper()
-	environment.Consistently(t, d, fmt.Sprintf("%s/%s staying in stage %q", space, name, stage), func() error {
-		if p := policies(space).Get(t, name); p.Status.ActiveStage != stage {
+	environment.Consistently(t, d, fmt.Sprintf("%s/%s staying in stage %q", space.Name, name, stage), func() error {
+		if p := space.Get(t, name); p.Status.ActiveStage != stage {
 			return fmt.Errorf("it moved to %q: %s", p.Status.ActiveStage, policytest.Describe(p))
 		}
 		return nil
