@@ -34,6 +34,11 @@ const (
 	// before a StagedBindingPolicy goes away, even where no garbage collector runs.
 	CleanupFinalizer = "community.kubestellar.io/cleanup-binding-policies"
 
+	// RestartedAtAnnotation, set or changed on a StagedBindingPolicy (to a
+	// timestamp, say), restarts its rollout from the first stage, once per
+	// new value; status.restartedAt records the value handled.
+	RestartedAtAnnotation = "community.kubestellar.io/restartedAt"
+
 	// bindingPolicyInfix joins the policy name and the stage name in the name
 	// of a generated BindingPolicy.
 	bindingPolicyInfix = ".stage."
@@ -239,6 +244,9 @@ const (
 	EventReasonSuspended = "Suspended"
 	// EventReasonResumed marks a suspended rollout going on again.
 	EventReasonResumed = "Resumed"
+	// EventReasonRestarted marks a rollout restarted from its first stage by
+	// a new value of the restartedAt annotation.
+	EventReasonRestarted = "RolloutRestarted"
 )
 
 // StagedBindingPolicyStatus reports where a rollout is. All the rollout's
@@ -251,6 +259,12 @@ type StagedBindingPolicyStatus struct {
 	// ActiveStage is the name of the stage whose BindingPolicy is placed.
 	// +optional
 	ActiveStage string `json:"activeStage,omitempty"`
+
+	// RestartedAt is the value of the community.kubestellar.io/restartedAt
+	// annotation the current rollout started from.
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	RestartedAt string `json:"restartedAt,omitempty"`
 
 	// Phase summarises the rollout.
 	// +optional

@@ -133,13 +133,15 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //     block the rollout, changing nothing placed;
 //  4. a suspended rollout (spec.suspend) stays where it is, changing nothing
 //     placed, and says so; resumed, it goes on from there;
-//  5. a rollout that has not started, or whose active stage was removed from
+//  5. a new value of the restartedAt annotation restarts the rollout from its
+//     first stage, make-before-break (step 8 takes the old stage away);
+//  6. a rollout that has not started, or whose active stage was removed from
 //     the spec, starts at the first stage;
-//  6. the active stage's BindingPolicy is created or brought in line with the spec;
-//  7. a done stage hands over to the next one;
-//  8. BindingPolicies of earlier stages are deleted once the active stage's
+//  7. the active stage's BindingPolicy is created or brought in line with the spec;
+//  8. a done stage hands over to the next one;
+//  9. BindingPolicies of earlier stages are deleted once the active stage's
 //     Binding places the workload on a cluster (make-before-break);
-//  9. the status is brought up to date.
+//  10. the status is brought up to date.
 //
 // Every message of the Action is bounded (MaxConditionMessage, MaxEventNote).
 // Timers are computed from times in the snapshot (Now and the objects'
@@ -190,6 +192,10 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 
 	if policy.Spec.Suspend {
 		return suspended(policy, snap.Now)
+	}
+
+	if want := policy.Annotations[v1alpha1.RestartedAtAnnotation]; want != "" && want != policy.Status.RestartedAt {
+		return restartRollout(policy, want, snap.Now)
 	}
 
 	active, started, reset := ActiveStage(policy)
@@ -365,6 +371,20 @@ func startRollout(policy *v1alpha1.StagedBindingPolicy, reset bool, now metav1.T
 		why = note
 	}
 	return Action{Type: ActionUpdateStatus, Status: status, Events: events, Why: why}
+}
+
+// restartRollout starts the rollout again from its first stage for a new
+// value of the restartedAt annotation, and records the value handled.
+func restartRollout(policy *v1alpha1.StagedBindingPolicy, value string, now metav1.Time) Action {
+	action := startRollout(policy, false, now)
+	action.Status.RestartedAt = value
+	note := fmt.Sprintf("annotation %s=%q: restarting the rollout from stage %q", v1alpha1.RestartedAtAnnotation, value, policy.Spec.Stages[0].Name)
+	if policy.Status.ActiveStage == "" {
+		note = fmt.Sprintf("annotation %s=%q: starting the rollout from stage %q", v1alpha1.RestartedAtAnnotation, value, policy.Spec.Stages[0].Name)
+	}
+	action.Events = append([]Event{{Type: corev1.EventTypeNormal, Reason: v1alpha1.EventReasonRestarted, Note: note}}, action.Events...)
+	action.Why = note
+	return action
 }
 
 // advance records the active stage as done and makes the next one active.

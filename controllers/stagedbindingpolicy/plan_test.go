@@ -2279,3 +2279,85 @@ func TestPlanResume(t *testing.T) {
 		t.Errorf("events %v, want Resumed and StageStarted", got)
 	}
 }
+
+// ---------------------------------------------------------------------------
+// Restart
+// ---------------------------------------------------------------------------
+
+// restartAt sets the restartedAt annotation on the snapshot's policy.
+func restartAt(value string) func(*Snapshot) {
+	return func(s *Snapshot) {
+		s.Policy.Annotations = map[string]string{v1alpha1.RestartedAtAnnotation: value}
+	}
+}
+
+func TestPlanRestart(t *testing.T) {
+	engine := newEngine(t)
+	const value = "2026-11-23T14:00:00Z"
+	// completed is a rollout done in prod.
+	completed := func() fixture {
+		f := at("prod").bound().reporting(deployment, "1")
+		f.Policy.Status.Phase = v1alpha1.RolloutCompleted
+		f.Policy.Status.Stages = []v1alpha1.StageStatus{
+			{Name: "dev", Phase: v1alpha1.StageSucceeded, StartTime: ptr.To(muchEarlier), CompletionTime: ptr.To(earlier)},
+			{Name: "test", Phase: v1alpha1.StageSucceeded, StartTime: ptr.To(earlier), CompletionTime: ptr.To(earlier)},
+			{Name: "prod", Phase: v1alpha1.StageSucceeded, StartTime: ptr.To(earlier), CompletionTime: ptr.To(earlier), BindingPolicy: "web.stage.prod"},
+		}
+		return f
+	}
+	tests := []struct {
+		name       string
+		snap       *Snapshot
+		wantStage  string
+		wantEvents []string
+	}{
+		{name: "a completed rollout restarts from the first stage",
+			snap: completed().with(restartAt(value)).Snapshot, wantStage: "dev",
+			wantEvents: []string{"Normal/RolloutRestarted", "Normal/StageStarted"}},
+		{name: "a rollout in its second stage restarts too",
+			snap: at("test").bound().with(restartAt(value)).Snapshot, wantStage: "dev",
+			wantEvents: []string{"Normal/RolloutRestarted", "Normal/StageStarted"}},
+		{name: "a new policy with the annotation starts, recording the value",
+			snap: fixture{newSnapshot(newPolicy())}.with(restartAt(value)).Snapshot, wantStage: "dev",
+			wantEvents: []string{"Normal/RolloutRestarted", "Normal/StageStarted"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			action := Plan(tt.snap, engine)
+			if action.Type != ActionUpdateStatus || action.Status.ActiveStage != tt.wantStage || action.Status.RestartedAt != value {
+				t.Fatalf("action %s (%s) to stage %q recording %q, want the rollout restarted in %q recording %q",
+					action.Type, action.Why, action.Status.ActiveStage, action.Status.RestartedAt, tt.wantStage, value)
+			}
+			if got := eventKeys(action.Events); !slices.Equal(got, tt.wantEvents) {
+				t.Errorf("events %v, want %v", got, tt.wantEvents)
+			}
+			for i, r := range action.Status.Stages {
+				if i > 0 && r.Phase != v1alpha1.StagePending {
+					t.Errorf("stage %s is %s after the restart, want Pending", r.Name, r.Phase)
+				}
+			}
+			// The same value again restarts nothing: the first stage's
+			// BindingPolicy comes next, the old one stays until it is placed.
+			next := replan(t, tt.snap, engine, action)
+			if next.Status != nil && next.Status.ActiveStage != tt.wantStage || slices.Contains(eventKeys(next.Events), "Normal/RolloutRestarted") {
+				t.Errorf("planned again: %s (%s), events %v; want no second restart", next.Type, next.Why, eventKeys(next.Events))
+			}
+			if next.Type == ActionDeleteBindingPolicy {
+				t.Errorf("planned again: deletes %s before the first stage is placed", next.BindingPolicy.Name)
+			}
+		})
+	}
+
+	t.Run("a value already handled restarts nothing", func(t *testing.T) {
+		snap := completed().with(restartAt(value)).with(func(s *Snapshot) { s.Policy.Status.RestartedAt = value }).Snapshot
+		if action := Plan(snap, engine); slices.Contains(eventKeys(action.Events), "Normal/RolloutRestarted") || action.Status != nil && action.Status.ActiveStage != "prod" {
+			t.Errorf("action %s (%s), events %v: want the completed rollout left alone", action.Type, action.Why, eventKeys(action.Events))
+		}
+	})
+	t.Run("a suspended rollout restarts once resumed", func(t *testing.T) {
+		snap := completed().with(restartAt(value)).with(suspend).Snapshot
+		if action := Plan(snap, engine); action.Status == nil || action.Status.Phase != v1alpha1.RolloutSuspended || action.Status.ActiveStage != "prod" {
+			t.Errorf("action %s (%s): want the suspension to hold the restart", action.Type, action.Why)
+		}
+	})
+}

@@ -257,3 +257,59 @@ func setSuspend(t *testing.T, space, name string, suspend bool) {
 		t.Fatalf("setting spec.suspend=%t on %s/%s: %v", suspend, space, name, err)
 	}
 }
+
+// TestRestart restarts a completed rollout with the restartedAt annotation,
+// with the real KubeStellar controller-manager: the rollout starts again in
+// dev and completes again, ending with prod's BindingPolicy alone; the same
+// value set again restarts nothing (one RolloutRestarted Event). Plan's table
+// test checks that prod's BindingPolicy stays until dev's is placed.
+func TestRestart(t *testing.T) {
+	const space, name = "wds1", "restarted"
+	createWorkload(t, space, name, false)
+	if err := wds(space).Create(suite.ctx, policytest.ThreeStages(name, name)); err != nil {
+		t.Fatalf("creating the policy: %v", err)
+	}
+	t.Cleanup(func() { policies(space).Delete(t, name) })
+	policies(space).WaitForActiveStage(t, name, "dev")
+	makeAvailable(space, name, "dev")
+	policies(space).WaitForActiveStage(t, name, "test")
+	makeAvailable(space, name, "test")
+	policies(space).WaitForPhase(t, name, v1alpha1.RolloutCompleted)
+	waitForOnlyBindingPolicy(t, space, name, "prod", "prod1", "prod2")
+
+	const value = "2026-11-23T14:00:00Z"
+	annotate := func() {
+		t.Helper()
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			p := policies(space).Get(t, name)
+			p.Annotations = map[string]string{v1alpha1.RestartedAtAnnotation: value}
+			return wds(space).Update(suite.ctx, p)
+		})
+		if err != nil {
+			t.Fatalf("annotating %s: %v", name, err)
+		}
+	}
+	annotate()
+	p := policies(space).WaitFor(t, name, "to restart in dev", func(p *v1alpha1.StagedBindingPolicy) bool {
+		return p.Status.RestartedAt == value && p.Status.ActiveStage == "dev"
+	})
+	if p.Status.Phase == v1alpha1.RolloutCompleted {
+		t.Fatalf("restarted but still Completed: %s", policytest.Describe(p))
+	}
+	// dev's WECs still report the workload available: the rollout goes
+	// through again, and ends with prod's BindingPolicy alone.
+	policies(space).WaitForPhase(t, name, v1alpha1.RolloutCompleted)
+	waitForOnlyBindingPolicy(t, space, name, "prod", "prod1", "prod2")
+	annotate() // the same value: nothing happens
+	stays(t, policies(space), name, "prod", 6*time.Second)
+	counts := policies(space).EventCounts(t, policies(space).Get(t, name))
+	restarts := 0
+	for key, n := range counts {
+		if strings.HasPrefix(key, v1alpha1.EventReasonRestarted+"/") {
+			restarts += n
+		}
+	}
+	if restarts != 1 {
+		t.Errorf("%d RolloutRestarted Events, want 1: %v", restarts, counts)
+	}
+}
