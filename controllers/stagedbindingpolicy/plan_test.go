@@ -2284,16 +2284,17 @@ func TestPlanResume(t *testing.T) {
 // Restart
 // ---------------------------------------------------------------------------
 
-// restartAt sets the restartedAt annotation on the snapshot's policy.
-func restartAt(value string) func(*Snapshot) {
-	return func(s *Snapshot) {
-		s.Policy.Annotations = map[string]string{v1alpha1.RestartedAtAnnotation: value}
-	}
+// restartedAt is the value of the restartedAt annotation in the restart tests.
+const restartedAt = "2026-11-23T14:00:00Z"
+
+// restart sets the restartedAt annotation on the snapshot's policy.
+func restart(s *Snapshot) {
+	s.Policy.Annotations = map[string]string{v1alpha1.RestartedAtAnnotation: restartedAt}
 }
 
 func TestPlanRestart(t *testing.T) {
 	engine := newEngine(t)
-	const value = "2026-11-23T14:00:00Z"
+	const value = restartedAt
 	// completed is a rollout done in prod.
 	completed := func() fixture {
 		f := at("prod").bound().reporting(deployment, "1")
@@ -2312,13 +2313,13 @@ func TestPlanRestart(t *testing.T) {
 		wantEvents []string
 	}{
 		{name: "a completed rollout restarts from the first stage",
-			snap: completed().with(restartAt(value)).Snapshot, wantStage: "dev",
+			snap: completed().with(restart).Snapshot, wantStage: "dev",
 			wantEvents: []string{"Normal/RolloutRestarted", "Normal/StageStarted"}},
 		{name: "a rollout in its second stage restarts too",
-			snap: at("test").bound().with(restartAt(value)).Snapshot, wantStage: "dev",
+			snap: at("test").bound().with(restart).Snapshot, wantStage: "dev",
 			wantEvents: []string{"Normal/RolloutRestarted", "Normal/StageStarted"}},
 		{name: "a new policy with the annotation starts, recording the value",
-			snap: fixture{newSnapshot(newPolicy())}.with(restartAt(value)).Snapshot, wantStage: "dev",
+			snap: fixture{newSnapshot(newPolicy())}.with(restart).Snapshot, wantStage: "dev",
 			wantEvents: []string{"Normal/RolloutRestarted", "Normal/StageStarted"}},
 	}
 	for _, tt := range tests {
@@ -2349,13 +2350,13 @@ func TestPlanRestart(t *testing.T) {
 	}
 
 	t.Run("a value already handled restarts nothing", func(t *testing.T) {
-		snap := completed().with(restartAt(value)).with(func(s *Snapshot) { s.Policy.Status.RestartedAt = value }).Snapshot
+		snap := completed().with(restart).with(func(s *Snapshot) { s.Policy.Status.RestartedAt = value }).Snapshot
 		if action := Plan(snap, engine); slices.Contains(eventKeys(action.Events), "Normal/RolloutRestarted") || action.Status != nil && action.Status.ActiveStage != "prod" {
 			t.Errorf("action %s (%s), events %v: want the completed rollout left alone", action.Type, action.Why, eventKeys(action.Events))
 		}
 	})
 	t.Run("a suspended rollout restarts once resumed", func(t *testing.T) {
-		snap := completed().with(restartAt(value)).with(suspend).Snapshot
+		snap := completed().with(restart).with(suspend).Snapshot
 		if action := Plan(snap, engine); action.Status == nil || action.Status.Phase != v1alpha1.RolloutSuspended || action.Status.ActiveStage != "prod" {
 			t.Errorf("action %s (%s): want the suspension to hold the restart", action.Type, action.Why)
 		}
