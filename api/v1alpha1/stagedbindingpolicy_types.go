@@ -98,6 +98,7 @@ type StagedBindingPolicySpec struct {
 
 // Stage is one step of a rollout: where to place the workload and when that
 // step is done.
+// +kubebuilder:validation:XValidation:rule="!has(self.soakDuration) || has(self.condition) && self.condition != ''",message="soakDuration needs a condition to soak"
 type Stage struct {
 	// Name identifies the stage. It is a DNS label and unique in the policy.
 	// +kubebuilder:validation:MinLength=1
@@ -125,6 +126,15 @@ type Stage struct {
 	// +kubebuilder:validation:MaxLength=4096
 	// +optional
 	Condition string `json:"condition,omitempty"`
+
+	// SoakDuration is how long the condition must keep holding, from when it
+	// is first seen to hold, before the stage is done; if it stops holding
+	// meanwhile, the clock starts again. At most a week; it needs a condition.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('168h')",message="soakDuration must be between 0s and 168h"
+	// +optional
+	SoakDuration *metav1.Duration `json:"soakDuration,omitempty"`
 }
 
 // RolloutPhase summarises a StagedBindingPolicy's rollout.
@@ -220,6 +230,9 @@ const (
 	ReasonNoStages = "NoStages"
 	// ReasonSuspended means spec.suspend holds the rollout where it is.
 	ReasonSuspended = "Suspended"
+	// ReasonSoaking means the active stage's condition holds and must keep
+	// holding for the stage's soakDuration.
+	ReasonSoaking = "Soaking"
 	// ReasonWaitingForFinalizers means a policy being deleted waits for the
 	// finalizers of its BindingPolicies (KubeStellar's, normally) to be removed.
 	ReasonWaitingForFinalizers = "WaitingForFinalizers"
@@ -296,7 +309,14 @@ type StageStatus struct {
 	// +optional
 	StartTime *metav1.Time `json:"startTime,omitempty"`
 
-	// CompletionTime is when the stage's condition was first seen to hold.
+	// ConditionMetTime is when the stage's condition was last seen to start
+	// holding, while the stage soaks (soakDuration); it is cleared when the
+	// condition stops holding.
+	// +optional
+	ConditionMetTime *metav1.Time `json:"conditionMetTime,omitempty"`
+
+	// CompletionTime is when the stage was done: its condition held (for
+	// soakDuration, when given).
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
 

@@ -238,6 +238,7 @@ func planAfterAssessment(snap *Snapshot, active int, current *ksv1alpha1.Binding
 	policy := snap.Policy
 	stage := policy.Spec.Stages[active]
 	final := active == len(policy.Spec.Stages)-1
+	result, metSince, soakLeft := soak(policy, active, result, snap.Now)
 	if result.satisfied && !final {
 		return advance(policy, active, result, snap.Now)
 	}
@@ -253,6 +254,9 @@ func planAfterAssessment(snap *Snapshot, active int, current *ksv1alpha1.Binding
 	}
 
 	status := progressStatus(policy, active, result, snap.Now)
+	if status.Stages[active].Phase == v1alpha1.StageActive {
+		status.Stages[active].ConditionMetTime = metSince
+	}
 	var events []Event
 	if recordSucceeded(status, active) && !recordSucceeded(&policy.Status, active) {
 		events = append(events, Event{Type: corev1.EventTypeNormal, Reason: v1alpha1.ReasonRolloutCompleted,
@@ -264,9 +268,38 @@ func planAfterAssessment(snap *Snapshot, active int, current *ksv1alpha1.Binding
 	}
 	if action := statusAction(policy, status, Event{}, "the status is out of date"); action.Type != ActionNone {
 		action.Events = events
+		action.RequeueAfter = soakLeft
 		return action
 	}
-	return Action{Type: ActionNone, Why: result.message}
+	return Action{Type: ActionNone, Why: result.message, RequeueAfter: soakLeft}
+}
+
+// soak applies the stage's soakDuration to its assessment: a stage whose
+// condition holds is done only once it has held for soakDuration since it
+// was first seen to (the stage record's ConditionMetTime, or now). It
+// returns the assessment, when the condition started holding (nil when it
+// does not hold), and how long until the stage is done (0 when not soaking).
+func soak(policy *v1alpha1.StagedBindingPolicy, active int, result assessment, now metav1.Time) (assessment, *metav1.Time, time.Duration) {
+	stage := policy.Spec.Stages[active]
+	if !result.satisfied || stage.SoakDuration == nil || stage.SoakDuration.Duration <= 0 {
+		return result, nil, 0
+	}
+	since := now
+	for _, r := range policy.Status.Stages {
+		if r.Name == stage.Name && r.ConditionMetTime != nil {
+			since = *r.ConditionMetTime
+		}
+	}
+	doneAt := since.Add(stage.SoakDuration.Duration)
+	if !now.Time.Before(doneAt) {
+		result.message = fmt.Sprintf("%s; it held for soakDuration %s", result.message, stage.SoakDuration.Duration)
+		return result, &since, 0
+	}
+	result.satisfied = false
+	result.reason = v1alpha1.ReasonSoaking
+	result.message = fmt.Sprintf("%s since %s; the stage is done at %s unless it stops holding (soakDuration %s)",
+		result.message, since.UTC().Format(time.RFC3339), doneAt.UTC().Format(time.RFC3339), stage.SoakDuration.Duration)
+	return result, &since, doneAt.Sub(now.Time)
 }
 
 // planDeletion removes what the policy placed, then lets it go. While

@@ -2362,3 +2362,95 @@ func TestPlanRestart(t *testing.T) {
 		}
 	})
 }
+
+// ---------------------------------------------------------------------------
+// Soak
+// ---------------------------------------------------------------------------
+
+// soakingFor returns the dev stage, over the Deployments with the seed's
+// condition, and soakDuration d.
+func soakingFor(d time.Duration) v1alpha1.Stage {
+	s := stageWith("dev", deploymentsFilter, seedCondition)
+	s.SoakDuration = &metav1.Duration{Duration: d}
+	return s
+}
+
+// metSince sets when the dev stage's condition started holding.
+func metSince(t metav1.Time) func(*Snapshot) {
+	return func(s *Snapshot) {
+		s.Policy.Status.Stages = stageRecords(s.Policy, s.Policy.Status.Stages, 0, earlier)
+		s.Policy.Status.Stages[0].ConditionMetTime = ptr.To(t)
+	}
+}
+
+func TestPlanSoak(t *testing.T) {
+	engine := newEngine(t)
+	soak := soakingFor(10 * time.Minute)
+	holding := func() fixture { return at("dev", soak, stage("test")).bound().reporting(deployment, "1") }
+
+	t.Run("the condition holds for the first time: the clock starts", func(t *testing.T) {
+		snap := holding().Snapshot
+		action := Plan(snap, engine)
+		if action.Type != ActionUpdateStatus || action.Status.ActiveStage != "dev" {
+			t.Fatalf("action %s (%s) in stage %q, want a status update in dev", action.Type, action.Why, action.Status.ActiveStage)
+		}
+		if got := action.Status.Stages[0].ConditionMetTime; !timeEqual(got, now) {
+			t.Errorf("conditionMetTime %v, want %v", got, now)
+		}
+		if c := condition(t, action.Status, v1alpha1.ConditionProgressing); c.Reason != v1alpha1.ReasonSoaking || !strings.Contains(c.Message, "2026-03-01T12:10:00Z") {
+			t.Errorf("Progressing %s: %q, want Soaking naming when it is done", c.Reason, c.Message)
+		}
+		if action.RequeueAfter != 10*time.Minute {
+			t.Errorf("requeue after %s, want 10m", action.RequeueAfter)
+		}
+		// A minute later nothing changes but the time left.
+		again := replan(t, snap, engine, action)
+		if again.Type != ActionNone || again.RequeueAfter != 9*time.Minute {
+			t.Errorf("a minute later: %s (%s) requeue %s, want None, requeue 9m", again.Type, again.Why, again.RequeueAfter)
+		}
+	})
+	t.Run("held for the whole soak: the next stage starts", func(t *testing.T) {
+		action := Plan(holding().with(metSince(metav1.NewTime(now.Add(-10*time.Minute)))).Snapshot, engine)
+		if action.Type != ActionUpdateStatus || action.Status.ActiveStage != "test" {
+			t.Fatalf("action %s (%s) to stage %q, want test to start", action.Type, action.Why, action.Status.ActiveStage)
+		}
+		if !strings.Contains(action.Status.Stages[0].Message, "soakDuration 10m0s") {
+			t.Errorf("dev's message %q does not say it soaked", action.Status.Stages[0].Message)
+		}
+	})
+	t.Run("held for part of the soak: it waits for the rest", func(t *testing.T) {
+		snap := holding().with(metSince(metav1.NewTime(now.Add(-4 * time.Minute)))).Snapshot
+		action := Plan(snap, engine)
+		if action.Status != nil && action.Status.ActiveStage != "dev" {
+			t.Fatalf("action %s moved to %q before the soak ended", action.Type, action.Status.ActiveStage)
+		}
+		if action.RequeueAfter != 6*time.Minute {
+			t.Errorf("requeue after %s, want 6m", action.RequeueAfter)
+		}
+		if action.Status != nil && !timeEqual(action.Status.Stages[0].ConditionMetTime, metav1.NewTime(now.Add(-4*time.Minute))) {
+			t.Errorf("conditionMetTime moved to %v", action.Status.Stages[0].ConditionMetTime)
+		}
+	})
+	t.Run("the condition stops holding: the clock is cleared", func(t *testing.T) {
+		snap := at("dev", soak, stage("test")).bound().reporting(deployment, "0").with(metSince(metav1.NewTime(now.Add(-4 * time.Minute)))).Snapshot
+		action := Plan(snap, engine)
+		if action.Type != ActionUpdateStatus || action.Status.Stages[0].ConditionMetTime != nil || action.Status.ActiveStage != "dev" {
+			t.Fatalf("action %s (%s): want the status to clear conditionMetTime and stay in dev", action.Type, action.Why)
+		}
+		if action.RequeueAfter != 0 {
+			t.Errorf("requeue after %s, want none for the soak", action.RequeueAfter)
+		}
+	})
+	t.Run("a final stage completes only after its soak", func(t *testing.T) {
+		final := soakingFor(5 * time.Minute)
+		f := at("dev", final).bound().reporting(deployment, "1")
+		action := Plan(f.Snapshot, engine)
+		if action.Status == nil || action.Status.Phase == v1alpha1.RolloutCompleted {
+			t.Fatalf("action %s (%s): completed before the soak", action.Type, action.Why)
+		}
+		done := Plan(at("dev", final).bound().reporting(deployment, "1").with(metSince(metav1.NewTime(now.Add(-5*time.Minute)))).Snapshot, engine)
+		if done.Status == nil || done.Status.Phase != v1alpha1.RolloutCompleted {
+			t.Fatalf("action %s (%s): want Completed after the soak", done.Type, done.Why)
+		}
+	})
+}

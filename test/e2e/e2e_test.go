@@ -24,12 +24,14 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/policytest"
+	"github.com/kubestellar/workload-stager/test/framework/stack"
 )
 
 // TestSeedPolicy applies the seed's policy verbatim, with each root: it stays
@@ -311,5 +313,52 @@ func TestRestart(t *testing.T) {
 	}
 	if restarts != 1 {
 		t.Errorf("%d RolloutRestarted Events, want 1: %v", restarts, counts)
+	}
+}
+
+// TestSoakRestartsWhenTheConditionFlips gives dev a soakDuration, with the
+// real KubeStellar controller-manager: the condition holding starts the
+// clock; the workload turning unavailable clears it, and dev does not end;
+// available again, dev ends only once the condition has held for the whole
+// soakDuration since then.
+func TestSoakRestartsWhenTheConditionFlips(t *testing.T) {
+	const space, name, soak = "wds1", "soaked", 15 * time.Second
+	createWorkload(t, space, name, false)
+	policy := policytest.ThreeStages(name, name)
+	policy.Spec.Stages[0].SoakDuration = &metav1.Duration{Duration: soak}
+	if err := wds(space).Create(suite.ctx, policy); err != nil {
+		t.Fatalf("creating the policy: %v", err)
+	}
+	t.Cleanup(func() { policies(space).Delete(t, name) })
+	policies(space).WaitForActiveStage(t, name, "dev")
+	devAvailable := func(replicas int32) {
+		suite.stack.WECs.SetAvailable(stack.Match{WDS: space, BindingPolicy: v1alpha1.BindingPolicyName(name, "dev"), Resource: "deployments"}, replicas)
+		suite.stack.WECs.Resync()
+	}
+	metSince := func(p *v1alpha1.StagedBindingPolicy) *metav1.Time {
+		for _, r := range p.Status.Stages {
+			if r.Name == "dev" {
+				return r.ConditionMetTime
+			}
+		}
+		return nil
+	}
+
+	devAvailable(1)
+	first := metSince(policies(space).WaitFor(t, name, "to soak in dev", func(p *v1alpha1.StagedBindingPolicy) bool { return metSince(p) != nil }))
+	devAvailable(0)
+	policies(space).WaitFor(t, name, "the soak clock cleared", func(p *v1alpha1.StagedBindingPolicy) bool { return metSince(p) == nil })
+	if p := policies(space).Get(t, name); p.Status.ActiveStage != "dev" {
+		t.Fatalf("dev ended though its condition stopped holding during the soak (first held at %s): %s", first, policytest.Describe(p))
+	}
+
+	devAvailable(1)
+	second := metSince(policies(space).WaitFor(t, name, "to soak in dev again", func(p *v1alpha1.StagedBindingPolicy) bool { return metSince(p) != nil }))
+	if !second.After(first.Time) {
+		t.Errorf("the clock did not restart: it held at %s, then at %s", first, second)
+	}
+	p := policies(space).WaitForActiveStage(t, name, "test")
+	if done := p.Status.Stages[0].CompletionTime; done == nil || done.Sub(second.Time) < soak {
+		t.Errorf("dev ended at %v, less than %s after its condition held again at %s", done, soak, second)
 	}
 }

@@ -19,6 +19,7 @@ package integration
 import (
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -35,6 +36,16 @@ func TestCRDValidation(t *testing.T) {
 		st.Name = name
 		return st
 	}
+	soaking := func(name, condition, soak string) v1alpha1.Stage {
+		st := stage(name)
+		st.Condition = condition
+		d, err := time.ParseDuration(soak)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.SoakDuration = &metav1.Duration{Duration: d}
+		return st
+	}
 	tests := []struct {
 		name   string
 		policy string
@@ -46,6 +57,10 @@ func TestCRDValidation(t *testing.T) {
 		{name: "stage name not a DNS label", policy: "bad-name", stages: []v1alpha1.Stage{stage("Dev_1")}, want: "spec.stages[0].name"},
 		{name: "stage name too long", policy: "long-name", stages: []v1alpha1.Stage{stage(strings.Repeat("a", 64))}, want: "spec.stages[0].name"},
 		{name: "no clusterSelectors", policy: "no-selectors", stages: []v1alpha1.Stage{{Name: "dev"}}, want: "clusterSelectors"},
+		{name: "soakDuration without a condition", policy: "soak-no-condition",
+			stages: []v1alpha1.Stage{soaking("dev", "", "10m")}, want: "soakDuration needs a condition to soak"},
+		{name: "soakDuration over a week", policy: "soak-too-long",
+			stages: []v1alpha1.Stage{soaking("dev", policytest.Available, "169h")}, want: "soakDuration must be between 0s and 168h"},
 		{name: "policy name longer than a label value", policy: strings.Repeat("p", 64), stages: []v1alpha1.Stage{stage("dev")},
 			want: "must be at most 63 characters"},
 	}
