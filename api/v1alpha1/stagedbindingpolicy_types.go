@@ -98,7 +98,7 @@ type StagedBindingPolicySpec struct {
 
 // Stage is one step of a rollout: where to place the workload and when that
 // step is done.
-// +kubebuilder:validation:XValidation:rule="!has(self.soakDuration) || has(self.condition) && self.condition != ''",message="soakDuration needs a condition to soak"
+// +kubebuilder:validation:XValidation:rule="!has(self.soakDuration) || has(self.condition) && self.condition != ”",message="soakDuration needs a condition to soak"
 type Stage struct {
 	// Name identifies the stage. It is a DNS label and unique in the policy.
 	// +kubebuilder:validation:MinLength=1
