@@ -88,6 +88,17 @@ type StagedBindingPolicySpec struct {
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
 
+	// Placement says what becomes of a stage's placement once the next stage
+	// starts. Replace (the default) takes it away once the next stage is
+	// placed (make-before-break), so only the active stage's clusters hold
+	// the workload. Accumulate keeps it, so the end state covers every
+	// stage's clusters. Changing it mid-rollout: to Accumulate places every
+	// earlier stage again; to Replace takes the earlier stages away once the
+	// active one is placed.
+	// +kubebuilder:validation:Enum=Replace;Accumulate
+	// +optional
+	Placement Placement `json:"placement,omitempty"`
+
 	// Stages are placed one after the other, in this order.
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=32
@@ -96,9 +107,20 @@ type StagedBindingPolicySpec struct {
 	Stages []Stage `json:"stages"`
 }
 
+// Placement is what becomes of a stage's placement once the next stage starts.
+type Placement string
+
+// The placements.
+const (
+	// PlacementReplace takes a stage's placement away once the next stage is placed.
+	PlacementReplace Placement = "Replace"
+	// PlacementAccumulate keeps every earlier stage's placement.
+	PlacementAccumulate Placement = "Accumulate"
+)
+
 // Stage is one step of a rollout: where to place the workload and when that
 // step is done.
-// +kubebuilder:validation:XValidation:rule="!has(self.soakDuration) || has(self.condition) && self.condition != ”",message="soakDuration needs a condition to soak"
+// +kubebuilder:validation:XValidation:rule="!has(self.soakDuration) || has(self.condition) && self.condition.size() > 0",message="soakDuration needs a condition to soak"
 type Stage struct {
 	// Name identifies the stage. It is a DNS label and unique in the policy.
 	// +kubebuilder:validation:MinLength=1

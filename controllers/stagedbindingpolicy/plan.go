@@ -137,7 +137,8 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //     first stage, make-before-break (step 8 takes the old stage away);
 //  6. a rollout that has not started, or whose active stage was removed from
 //     the spec, starts at the first stage;
-//  7. the active stage's BindingPolicy is created or brought in line with the spec;
+//  7. the active stage's BindingPolicy is created or brought in line with the
+//     spec, and with placement Accumulate, every earlier stage's too;
 //  8. a done stage hands over to the next one;
 //  9. BindingPolicies of earlier stages are deleted once the active stage's
 //     Binding places the workload on a cluster (make-before-break);
@@ -226,6 +227,10 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 			Why: fmt.Sprintf("BindingPolicy %s differs from the spec of stage %q", current.Name, stage.Name)}
 	}
 
+	if action, ok := accumulate(snap, active); ok {
+		return action
+	}
+
 	result := assessStage(stage, programs[active], current, snap.Binding, snap.CombinedStatuses, engine.NewBudget())
 	action := planAfterAssessment(snap, active, current, result)
 	action.Evaluations = result.evaluations
@@ -246,7 +251,7 @@ func planAfterAssessment(snap *Snapshot, active int, current *ksv1alpha1.Binding
 	if result.bindingObserved && result.placed {
 		for i := range snap.BindingPolicies {
 			bp := &snap.BindingPolicies[i]
-			if bp.Name != current.Name && bp.DeletionTimestamp == nil && ownedBy(bp, policy) {
+			if bp.Name != current.Name && bp.DeletionTimestamp == nil && ownedBy(bp, policy) && !accumulated(policy, active, bp) {
 				return Action{Type: ActionDeleteBindingPolicy, BindingPolicy: bp,
 					Why: fmt.Sprintf("BindingPolicy %s belongs to a stage that is no longer active", bp.Name)}
 			}
@@ -272,6 +277,55 @@ func planAfterAssessment(snap *Snapshot, active int, current *ksv1alpha1.Binding
 		return action
 	}
 	return Action{Type: ActionNone, Why: result.message, RequeueAfter: soakLeft}
+}
+
+// accumulate keeps, with spec.placement Accumulate, the BindingPolicy of
+// every stage before the active one in place and in line with the spec (one
+// change at a time), so that the end state covers every stage's clusters. It
+// reports whether it has a change to make.
+func accumulate(snap *Snapshot, active int) (Action, bool) {
+	policy := snap.Policy
+	if policy.Spec.Placement != v1alpha1.PlacementAccumulate {
+		return Action{}, false
+	}
+	for _, stage := range policy.Spec.Stages[:active] {
+		desired := desiredBindingPolicy(policy, stage)
+		var current *ksv1alpha1.BindingPolicy
+		for i := range snap.BindingPolicies {
+			if snap.BindingPolicies[i].Name == desired.Name {
+				current = &snap.BindingPolicies[i]
+			}
+		}
+		switch {
+		case current == nil:
+			return Action{Type: ActionCreateBindingPolicy, BindingPolicy: desired,
+				Why: fmt.Sprintf("placement Accumulate keeps stage %q placed", stage.Name)}, true
+		case !ownedBy(current, policy) || current.DeletionTimestamp != nil:
+			continue // a foreign or departing object is not ours to change
+		case !bindingPolicyInSync(current, desired):
+			updated := current.DeepCopy()
+			updated.Labels = mergeLabels(updated.Labels, desired.Labels)
+			updated.OwnerReferences = desired.OwnerReferences
+			updated.Spec = desired.Spec
+			return Action{Type: ActionUpdateBindingPolicy, BindingPolicy: updated,
+				Why: fmt.Sprintf("BindingPolicy %s differs from the spec of accumulated stage %q", current.Name, stage.Name)}, true
+		}
+	}
+	return Action{}, false
+}
+
+// accumulated reports whether a BindingPolicy is one that placement
+// Accumulate keeps: that of a stage before the active one.
+func accumulated(policy *v1alpha1.StagedBindingPolicy, active int, bp *ksv1alpha1.BindingPolicy) bool {
+	if policy.Spec.Placement != v1alpha1.PlacementAccumulate {
+		return false
+	}
+	for _, stage := range policy.Spec.Stages[:active] {
+		if bp.Name == v1alpha1.BindingPolicyName(policy.Name, stage.Name) {
+			return true
+		}
+	}
+	return false
 }
 
 // soak applies the stage's soakDuration to its assessment: a stage whose

@@ -2454,3 +2454,57 @@ func TestPlanSoak(t *testing.T) {
 		}
 	})
 }
+
+// ---------------------------------------------------------------------------
+// Placement
+// ---------------------------------------------------------------------------
+
+// accumulating sets spec.placement Accumulate on the snapshot's policy.
+func accumulating(s *Snapshot) { s.Policy.Spec.Placement = v1alpha1.PlacementAccumulate }
+
+func TestPlanPlacement(t *testing.T) {
+	engine := newEngine(t)
+	p := newPolicy()
+	devBP := ownedBP(p, "dev", "bp-dev")
+	tests := []struct {
+		name     string
+		snap     *Snapshot
+		wantType ActionType
+		wantBP   string // the BindingPolicy the action writes
+	}{
+		{name: "Replace (the default): the earlier stage's BindingPolicy goes once the active one is placed",
+			snap:     at("test").bound().alsoBP(devBP).Snapshot,
+			wantType: ActionDeleteBindingPolicy, wantBP: "web.stage.dev"},
+		{name: "Accumulate: the earlier stage's BindingPolicy stays",
+			snap:     at("test").bound().alsoBP(devBP).with(accumulating).Snapshot,
+			wantType: ActionUpdateStatus},
+		{name: "Accumulate: a missing earlier stage's BindingPolicy is created (a switch from Replace)",
+			snap:     at("test").bound().with(accumulating).Snapshot,
+			wantType: ActionCreateBindingPolicy, wantBP: "web.stage.dev"},
+		{name: "Accumulate: an earlier stage's BindingPolicy follows the spec",
+			snap: at("test").bound().alsoBP(devBP).with(accumulating).with(func(s *Snapshot) {
+				s.Policy.Spec.Downsync[0].ObjectSelectors = []metav1.LabelSelector{{MatchLabels: map[string]string{"app": "other"}}}
+				s.ActiveBindingPolicy.Spec.Downsync = s.Policy.Spec.Downsync
+				for i := range s.BindingPolicies {
+					if s.BindingPolicies[i].Name == "web.stage.test" {
+						s.BindingPolicies[i].Spec.Downsync = s.Policy.Spec.Downsync
+					}
+				}
+			}).Snapshot,
+			wantType: ActionUpdateBindingPolicy, wantBP: "web.stage.dev"},
+		{name: "Accumulate: a later stage's BindingPolicy (a restart) still goes",
+			snap:     at("dev").bound().alsoBP(ownedBP(p, "prod", "bp-prod")).with(accumulating).Snapshot,
+			wantType: ActionDeleteBindingPolicy, wantBP: "web.stage.prod"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			action := Plan(tt.snap, engine)
+			if action.Type != tt.wantType {
+				t.Fatalf("action %s (%s), want %s", action.Type, action.Why, tt.wantType)
+			}
+			if tt.wantBP != "" && (action.BindingPolicy == nil || action.BindingPolicy.Name != tt.wantBP) {
+				t.Errorf("action writes %v, want %s", action.BindingPolicy, tt.wantBP)
+			}
+		})
+	}
+}

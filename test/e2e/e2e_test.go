@@ -362,3 +362,25 @@ func TestSoakRestartsWhenTheConditionFlips(t *testing.T) {
 		t.Errorf("dev ended at %v, less than %s after its condition held again at %s", done, soak, second)
 	}
 }
+
+// TestAccumulatePlacement rolls out with spec.placement Accumulate, with the
+// real KubeStellar controller-manager: each stage's placement stays as the
+// next starts, so the end state places the workload on every stage's
+// clusters.
+func TestAccumulatePlacement(t *testing.T) {
+	const space, name = "wds1", "accumulated"
+	createWorkload(t, space, name, false)
+	policy := policytest.ThreeStages(name, name)
+	policy.Spec.Placement = v1alpha1.PlacementAccumulate
+	if err := wds(space).Create(suite.ctx, policy); err != nil {
+		t.Fatalf("creating the policy: %v", err)
+	}
+	t.Cleanup(func() { policies(space).Delete(t, name) })
+	policies(space).WaitForActiveStage(t, name, "dev")
+	makeAvailable(space, name, "dev")
+	policies(space).WaitForActiveStage(t, name, "test")
+	waitForPlacement(t, space, name, map[string][]string{"dev": {"dev1", "dev2"}, "test": {"test1"}})
+	makeAvailable(space, name, "test")
+	policies(space).WaitForPhase(t, name, v1alpha1.RolloutCompleted)
+	waitForPlacement(t, space, name, map[string][]string{"dev": {"dev1", "dev2"}, "test": {"test1"}, "prod": {"prod1", "prod2"}})
+}

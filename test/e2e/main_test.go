@@ -24,6 +24,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -183,9 +184,19 @@ func stays(t *testing.T, space policytest.Space, name, stage string, d time.Dura
 // stage's and its Binding places the workload on exactly the given clusters.
 func waitForOnlyBindingPolicy(t *testing.T, space, name, stage string, destinations ...string) {
 	t.Helper()
-	want := v1alpha1.BindingPolicyName(name, stage)
-	sort.Strings(destinations)
-	environment.Eventually(t, timeout, fmt.Sprintf("only BindingPolicy %s placing on %v in %s", want, destinations, space), func() error {
+	waitForPlacement(t, space, name, map[string][]string{stage: destinations})
+}
+
+// waitForPlacement waits until the policy's BindingPolicies are exactly
+// those of the given stages, each one's Binding placing the workload on
+// exactly the given clusters.
+func waitForPlacement(t *testing.T, space, name string, stages map[string][]string) {
+	t.Helper()
+	want := map[string][]string{}
+	for stage, destinations := range stages {
+		want[v1alpha1.BindingPolicyName(name, stage)] = slices.Sorted(slices.Values(destinations))
+	}
+	environment.Eventually(t, timeout, fmt.Sprintf("the BindingPolicies of %s/%s placing %v", space, name, stages), func() error {
 		list := &ksv1alpha1.BindingPolicyList{}
 		if err := wds(space).List(suite.ctx, list, client.MatchingLabels{v1alpha1.PolicyLabel: name}); err != nil {
 			return err
@@ -194,20 +205,22 @@ func waitForOnlyBindingPolicy(t *testing.T, space, name, stage string, destinati
 		for _, bp := range list.Items {
 			names = append(names, bp.Name)
 		}
-		if len(names) != 1 || names[0] != want {
+		if !slices.Equal(slices.Sorted(slices.Values(names)), slices.Sorted(maps.Keys(want))) {
 			return fmt.Errorf("BindingPolicies %v", names)
 		}
-		binding := &ksv1alpha1.Binding{}
-		if err := wds(space).Get(suite.ctx, types.NamespacedName{Name: want}, binding); err != nil {
-			return err
-		}
-		var got []string
-		for _, d := range binding.Spec.Destinations {
-			got = append(got, d.ClusterId)
-		}
-		sort.Strings(got)
-		if !slices.Equal(got, destinations) {
-			return fmt.Errorf("Binding destinations %v", got)
+		for bpName, destinations := range want {
+			binding := &ksv1alpha1.Binding{}
+			if err := wds(space).Get(suite.ctx, types.NamespacedName{Name: bpName}, binding); err != nil {
+				return err
+			}
+			var got []string
+			for _, d := range binding.Spec.Destinations {
+				got = append(got, d.ClusterId)
+			}
+			sort.Strings(got)
+			if !slices.Equal(got, destinations) {
+				return fmt.Errorf("Binding %s destinations %v", bpName, got)
+			}
 		}
 		return nil
 	})
