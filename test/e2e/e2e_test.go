@@ -384,3 +384,49 @@ func TestAccumulatePlacement(t *testing.T) {
 	policies(space).WaitForPhase(t, name, v1alpha1.RolloutCompleted)
 	waitForPlacement(t, space, name, map[string][]string{"dev": {"dev1", "dev2"}, "test": {"test1"}, "prod": {"prod1", "prod2"}})
 }
+
+// TestKilledStagerKeepsTheSoakDeadline kills the stager while dev soaks and
+// starts it again: the soak's clock is in the status, so the restarted
+// stager keeps conditionMetTime and ends dev at the same deadline, not a
+// soakDuration after its own start.
+func TestKilledStagerKeepsTheSoakDeadline(t *testing.T) {
+	const space, name, soak = "wds1", "soak-resume", 20 * time.Second
+	createWorkload(t, space, name, false)
+	policy := policytest.ThreeStages(name, name)
+	policy.Spec.Stages[0].SoakDuration = &metav1.Duration{Duration: soak}
+	if err := wds(space).Create(suite.ctx, policy); err != nil {
+		t.Fatalf("creating the policy: %v", err)
+	}
+	t.Cleanup(func() { policies(space).Delete(t, name) })
+	policies(space).WaitForActiveStage(t, name, "dev")
+	makeAvailable(space, name, "dev")
+	soaking := policies(space).WaitFor(t, name, "to soak in dev", func(p *v1alpha1.StagedBindingPolicy) bool {
+		return p.Status.Stages[0].ConditionMetTime != nil
+	})
+	met := soaking.Status.Stages[0].ConditionMetTime
+
+	if err := suite.stager.Kill(); err != nil {
+		t.Fatalf("killing the stager: %v", err)
+	}
+	time.Sleep(3 * time.Second)
+	restartedAt := time.Now()
+	restarted, err := startStager()
+	if err != nil {
+		t.Fatalf("restarting the stager: %v", err)
+	}
+	suite.stager = restarted
+
+	p := policies(space).WaitForActiveStage(t, name, "test")
+	if got := p.Status.Stages[0].ConditionMetTime; got == nil || !got.Equal(met) {
+		t.Errorf("conditionMetTime changed across the restart: %v, was %v", got, met)
+	}
+	done := p.Status.Stages[0].CompletionTime
+	if done == nil || done.Sub(met.Time) < soak {
+		t.Fatalf("dev ended at %v, less than %s after its condition held at %s", done, soak, met)
+	}
+	// metav1.Time has second precision: allow the rounding and a requeue.
+	if late := done.Sub(restartedAt.Add(soak)); late > -2*time.Second {
+		t.Errorf("dev ended at %s, a whole soakDuration after the restart at %s: the deadline did not survive it (held since %s)",
+			done, restartedAt.Format(time.RFC3339), met)
+	}
+}
