@@ -152,12 +152,7 @@ func TestTwoSpaces(t *testing.T) {
 // stage is started or completed twice.
 func TestKilledStagerResumes(t *testing.T) {
 	const space, name = "wds1", "resume"
-	createWorkload(t, space, name, false)
-	if err := wds(space).Create(suite.ctx, policytest.ThreeStages(name, name)); err != nil {
-		t.Fatalf("creating the policy: %v", err)
-	}
-	t.Cleanup(func() { policies(space).Delete(t, name) })
-	policies(space).WaitForActiveStage(t, name, "dev")
+	startRollout(t, name, nil)
 	makeAvailable(space, name, "dev")
 	before := policies(space).WaitForActiveStage(t, name, "test")
 	devDone := before.Status.Stages[0].CompletionTime
@@ -214,12 +209,7 @@ func TestKilledStagerResumes(t *testing.T) {
 // rollout goes on from where it stopped and completes.
 func TestSuspendAndResume(t *testing.T) {
 	const space, name = "wds1", "suspended"
-	createWorkload(t, space, name, false)
-	if err := wds(space).Create(suite.ctx, policytest.ThreeStages(name, name)); err != nil {
-		t.Fatalf("creating the policy: %v", err)
-	}
-	t.Cleanup(func() { policies(space).Delete(t, name) })
-	policies(space).WaitForActiveStage(t, name, "dev")
+	startRollout(t, name, nil)
 	waitForOnlyBindingPolicy(t, space, name, "dev", "dev1", "dev2")
 
 	setSuspend(t, space, name, true)
@@ -267,12 +257,7 @@ func setSuspend(t *testing.T, space, name string, suspend bool) {
 // test checks that prod's BindingPolicy stays until dev's is placed.
 func TestRestart(t *testing.T) {
 	const space, name = "wds1", "restarted"
-	createWorkload(t, space, name, false)
-	if err := wds(space).Create(suite.ctx, policytest.ThreeStages(name, name)); err != nil {
-		t.Fatalf("creating the policy: %v", err)
-	}
-	t.Cleanup(func() { policies(space).Delete(t, name) })
-	policies(space).WaitForActiveStage(t, name, "dev")
+	startRollout(t, name, nil)
 	makeAvailable(space, name, "dev")
 	policies(space).WaitForActiveStage(t, name, "test")
 	makeAvailable(space, name, "test")
@@ -323,14 +308,9 @@ func TestRestart(t *testing.T) {
 // soakDuration since then.
 func TestSoakRestartsWhenTheConditionFlips(t *testing.T) {
 	const space, name, soak = "wds1", "soaked", 15 * time.Second
-	createWorkload(t, space, name, false)
-	policy := policytest.ThreeStages(name, name)
-	policy.Spec.Stages[0].SoakDuration = &metav1.Duration{Duration: soak}
-	if err := wds(space).Create(suite.ctx, policy); err != nil {
-		t.Fatalf("creating the policy: %v", err)
-	}
-	t.Cleanup(func() { policies(space).Delete(t, name) })
-	policies(space).WaitForActiveStage(t, name, "dev")
+	startRollout(t, name, func(p *v1alpha1.StagedBindingPolicy) {
+		p.Spec.Stages[0].SoakDuration = &metav1.Duration{Duration: soak}
+	})
 	devAvailable := func(replicas int32) {
 		suite.stack.WECs.SetAvailable(stack.Match{WDS: space, BindingPolicy: v1alpha1.BindingPolicyName(name, "dev"), Resource: "deployments"}, replicas)
 		suite.stack.WECs.Resync()
@@ -369,14 +349,7 @@ func TestSoakRestartsWhenTheConditionFlips(t *testing.T) {
 // clusters.
 func TestAccumulatePlacement(t *testing.T) {
 	const space, name = "wds1", "accumulated"
-	createWorkload(t, space, name, false)
-	policy := policytest.ThreeStages(name, name)
-	policy.Spec.Placement = v1alpha1.PlacementAccumulate
-	if err := wds(space).Create(suite.ctx, policy); err != nil {
-		t.Fatalf("creating the policy: %v", err)
-	}
-	t.Cleanup(func() { policies(space).Delete(t, name) })
-	policies(space).WaitForActiveStage(t, name, "dev")
+	startRollout(t, name, func(p *v1alpha1.StagedBindingPolicy) { p.Spec.Placement = v1alpha1.PlacementAccumulate })
 	makeAvailable(space, name, "dev")
 	policies(space).WaitForActiveStage(t, name, "test")
 	waitForPlacement(t, space, name, map[string][]string{"dev": {"dev1", "dev2"}, "test": {"test1"}})
@@ -391,14 +364,9 @@ func TestAccumulatePlacement(t *testing.T) {
 // soakDuration after its own start.
 func TestKilledStagerKeepsTheSoakDeadline(t *testing.T) {
 	const space, name, soak = "wds1", "soak-resume", 20 * time.Second
-	createWorkload(t, space, name, false)
-	policy := policytest.ThreeStages(name, name)
-	policy.Spec.Stages[0].SoakDuration = &metav1.Duration{Duration: soak}
-	if err := wds(space).Create(suite.ctx, policy); err != nil {
-		t.Fatalf("creating the policy: %v", err)
-	}
-	t.Cleanup(func() { policies(space).Delete(t, name) })
-	policies(space).WaitForActiveStage(t, name, "dev")
+	startRollout(t, name, func(p *v1alpha1.StagedBindingPolicy) {
+		p.Spec.Stages[0].SoakDuration = &metav1.Duration{Duration: soak}
+	})
 	makeAvailable(space, name, "dev")
 	soaking := policies(space).WaitFor(t, name, "to soak in dev", func(p *v1alpha1.StagedBindingPolicy) bool {
 		return p.Status.Stages[0].ConditionMetTime != nil

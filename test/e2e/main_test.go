@@ -158,6 +158,24 @@ func createWorkload(t *testing.T, space, name string, config bool) {
 	}
 }
 
+// startRollout creates, in wds1, a Deployment and its dev → test → prod
+// policy (ThreeStages, changed by change when given), deleted when the test
+// ends, and waits until dev is active.
+func startRollout(t *testing.T, name string, change func(*v1alpha1.StagedBindingPolicy)) {
+	t.Helper()
+	const space = "wds1"
+	createWorkload(t, space, name, false)
+	policy := policytest.ThreeStages(name, name)
+	if change != nil {
+		change(policy)
+	}
+	if err := wds(space).Create(suite.ctx, policy); err != nil {
+		t.Fatalf("creating policy %s in %s: %v", name, space, err)
+	}
+	t.Cleanup(func() { policies(space).Delete(t, name) })
+	policies(space).WaitForActiveStage(t, name, "dev")
+}
+
 // makeAvailable makes the WECs of one stage of a policy report its Deployments available.
 func makeAvailable(space, policy, stage string) {
 	suite.stack.WECs.SetAvailable(stack.Match{WDS: space, BindingPolicy: v1alpha1.BindingPolicyName(policy, stage), Resource: "deployments"}, 1)
