@@ -219,11 +219,7 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 	case current.DeletionTimestamp != nil:
 		return Action{Type: ActionNone, Why: fmt.Sprintf("BindingPolicy %s is being deleted; waiting to recreate it", current.Name)}
 	case !bindingPolicyInSync(current, desired):
-		updated := current.DeepCopy()
-		updated.Labels = mergeLabels(updated.Labels, desired.Labels)
-		updated.OwnerReferences = desired.OwnerReferences
-		updated.Spec = desired.Spec
-		return Action{Type: ActionUpdateBindingPolicy, BindingPolicy: updated,
+		return Action{Type: ActionUpdateBindingPolicy, BindingPolicy: inLineWith(current, desired),
 			Why: fmt.Sprintf("BindingPolicy %s differs from the spec of stage %q", current.Name, stage.Name)}
 	}
 
@@ -303,11 +299,7 @@ func accumulate(snap *Snapshot, active int) (Action, bool) {
 		case !ownedBy(current, policy) || current.DeletionTimestamp != nil:
 			continue // a foreign or departing object is not ours to change
 		case !bindingPolicyInSync(current, desired):
-			updated := current.DeepCopy()
-			updated.Labels = mergeLabels(updated.Labels, desired.Labels)
-			updated.OwnerReferences = desired.OwnerReferences
-			updated.Spec = desired.Spec
-			return Action{Type: ActionUpdateBindingPolicy, BindingPolicy: updated,
+			return Action{Type: ActionUpdateBindingPolicy, BindingPolicy: inLineWith(current, desired),
 				Why: fmt.Sprintf("BindingPolicy %s differs from the spec of accumulated stage %q", current.Name, stage.Name)}, true
 		}
 	}
@@ -758,6 +750,16 @@ func bindingPolicyInSync(current, desired *ksv1alpha1.BindingPolicy) bool {
 	}
 	return equality.Semantic.DeepEqual(current.OwnerReferences, desired.OwnerReferences) &&
 		equality.Semantic.DeepEqual(current.Spec, desired.Spec)
+}
+
+// inLineWith returns current brought in line with desired: its labels,
+// owner and spec, keeping whatever else others put on it.
+func inLineWith(current, desired *ksv1alpha1.BindingPolicy) *ksv1alpha1.BindingPolicy {
+	updated := current.DeepCopy()
+	updated.Labels = mergeLabels(updated.Labels, desired.Labels)
+	updated.OwnerReferences = desired.OwnerReferences
+	updated.Spec = desired.Spec
+	return updated
 }
 
 // mergeLabels returns current's labels with desired's set over them.

@@ -108,16 +108,23 @@ func (a *Auditor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 
 	reason := ReasonOf(verdict)
 	logger.Error(verdict, "Kubeconfig Secret refused: it does not become a space", "reason", reason)
-	a.Recorder.Eventf(secret, nil, corev1.EventTypeWarning, EventReasonRefused, eventAction, "%s", truncate(verdict.Error(), maxEventNote))
+	a.Recorder.Eventf(secret, nil, corev1.EventTypeWarning, EventReasonRefused, eventAction, "%s", EventNote(verdict.Error()))
 	a.refused[req.Name] = true
-	recordRefused(req.Name, reason)
+	refusedSecrets.Refused(req.Name, reason)
 	return ctrl.Result{}, nil
 }
 
 // accepted forgets a refusal.
 func (a *Auditor) accepted(secret string) {
 	delete(a.refused, secret)
-	recordAccepted(secret)
+	refusedSecrets.Accepted(secret)
+}
+
+// EventNote cuts a note to what an Event may hold (the API server takes at
+// most 1 KiB), marking the cut, for every provider that reports on the
+// objects it reads kubeconfigs from.
+func EventNote(note string) string {
+	return truncate(note, maxEventNote)
 }
 
 // truncate cuts s to at most n bytes, marking the cut.

@@ -21,13 +21,44 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
+// Verdicts is a gauge with one series per object the stager refuses to make
+// a space of, labelled with why; an object's series goes once it is
+// accepted or gone. The Auditor's refused Secrets and the kubeflex
+// provider's unusable ControlPlanes are both Verdicts.
+type Verdicts struct {
+	vec    *prometheus.GaugeVec
+	object string
+}
+
+// NewVerdicts returns a Verdicts gauge named name, whose objects are
+// labelled objectLabel and whose reasons are labelled "reason".
+func NewVerdicts(name, help, objectLabel string) Verdicts {
+	vec := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, []string{objectLabel, "reason"})
+	return Verdicts{vec: vec, object: objectLabel}
+}
+
+// Refused records why an object is refused, replacing an earlier reason.
+func (v Verdicts) Refused(object, reason string) {
+	v.vec.DeletePartialMatch(prometheus.Labels{v.object: object})
+	v.vec.WithLabelValues(object, reason).Set(1)
+}
+
+// Accepted forgets an object's refusal.
+func (v Verdicts) Accepted(object string) {
+	v.vec.DeletePartialMatch(prometheus.Labels{v.object: object})
+}
+
+// Collector returns the gauge, to register.
+func (v Verdicts) Collector() prometheus.Collector {
+	return v.vec
+}
+
 // refusedSecrets is the Auditor's metric: one series per refused kubeconfig
 // Secret, gone once the Secret is accepted or deleted. docs/metrics.md
 // documents it; the StagerKubeconfigSecretRefused alert fires on it.
-var refusedSecrets = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-	Name: "stager_kubeconfig_secret_refused",
-	Help: "1 for every kubeconfig Secret the stager refuses to make a space of, with the reason of its first offending field (Exec, FileReference, InsecureTLS, Malformed, ...).",
-}, []string{"secret", "reason"})
+var refusedSecrets = NewVerdicts("stager_kubeconfig_secret_refused",
+	"1 for every kubeconfig Secret the stager refuses to make a space of, with the reason of its first offending field (Exec, FileReference, InsecureTLS, Malformed, ...).",
+	"secret")
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(MetricCollectors()...)
@@ -36,17 +67,5 @@ func init() {
 // MetricCollectors returns the Auditor's metrics, registered with
 // controller-runtime's registry.
 func MetricCollectors() []prometheus.Collector {
-	return []prometheus.Collector{refusedSecrets}
-}
-
-// recordRefused records a Secret's refusal, with the reason of its first
-// offending field.
-func recordRefused(secret, reason string) {
-	refusedSecrets.DeletePartialMatch(prometheus.Labels{"secret": secret})
-	refusedSecrets.WithLabelValues(secret, reason).Set(1)
-}
-
-// recordAccepted forgets a Secret's refusal.
-func recordAccepted(secret string) {
-	refusedSecrets.DeletePartialMatch(prometheus.Labels{"secret": secret})
+	return []prometheus.Collector{refusedSecrets.Collector()}
 }

@@ -19,15 +19,16 @@ package kubeflex
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/kubestellar/workload-stager/providers/kubeconfig"
 )
 
 // unusableControlPlanes is the provider's metric: one series per selected
 // ControlPlane that cannot be a space, gone once it is one or is no longer
 // selected. docs/metrics.md documents it.
-var unusableControlPlanes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-	Name: "stager_kubeflex_controlplane_unusable",
-	Help: "1 for every selected KubeFlex ControlPlane the stager cannot make a space of, with the reason (NotReady, NoSecretRef, SecretUnreadable, NoKubeconfig, SecretNamespaceNotAllowed, or the kubeconfig guard's: Exec, FileReference, InsecureTLS, ...).",
-}, []string{"controlplane", "reason"})
+var unusableControlPlanes = kubeconfig.NewVerdicts("stager_kubeflex_controlplane_unusable",
+	"1 for every selected KubeFlex ControlPlane the stager cannot make a space of, with the reason (NotReady, NoSecretRef, SecretUnreadable, NoKubeconfig, SecretNamespaceNotAllowed, or the kubeconfig guard's: Exec, FileReference, InsecureTLS, ...).",
+	"controlplane")
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(MetricCollectors()...)
@@ -36,16 +37,5 @@ func init() {
 // MetricCollectors returns the provider's metrics, registered with
 // controller-runtime's registry.
 func MetricCollectors() []prometheus.Collector {
-	return []prometheus.Collector{unusableControlPlanes}
-}
-
-// recordUnusable records why a ControlPlane is not a space.
-func recordUnusable(controlPlane, reason string) {
-	unusableControlPlanes.DeletePartialMatch(prometheus.Labels{"controlplane": controlPlane})
-	unusableControlPlanes.WithLabelValues(controlPlane, reason).Set(1)
-}
-
-// recordUsable forgets a ControlPlane's reason.
-func recordUsable(controlPlane string) {
-	unusableControlPlanes.DeletePartialMatch(prometheus.Labels{"controlplane": controlPlane})
+	return []prometheus.Collector{unusableControlPlanes.Collector()}
 }

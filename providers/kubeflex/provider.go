@@ -288,29 +288,21 @@ func (p *Provider) disengage(name string, log logr.Logger) {
 // and the metric every time, an Event when the reason changes.
 func (p *Provider) report(cp *unstructured.Unstructured, reason, message string, log logr.Logger) {
 	name := cp.GetName()
-	recordUnusable(name, reason)
+	unusableControlPlanes.Refused(name, reason)
 	p.mu.Lock()
 	changed := p.unusable[name] != reason
 	p.unusable[name] = reason
 	p.mu.Unlock()
 	log.Error(errors.New(message), "ControlPlane cannot be a space", "reason", reason)
 	if changed {
-		p.recorder.Eventf(cp, nil, corev1.EventTypeWarning, EventReasonUnusable, "Engage", "%s", truncate(message, 1000))
+		p.recorder.Eventf(cp, nil, corev1.EventTypeWarning, EventReasonUnusable, "Engage", "%s", kubeconfig.EventNote(message))
 	}
 }
 
 // forget clears a ControlPlane's report.
 func (p *Provider) forget(name string) {
-	recordUsable(name)
+	unusableControlPlanes.Accepted(name)
 	p.mu.Lock()
 	delete(p.unusable, name)
 	p.mu.Unlock()
-}
-
-// truncate cuts s to at most n bytes.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
 }
