@@ -503,3 +503,232 @@ func TestUpToDate(t *testing.T) {
 		}
 	}
 }
+
+// stagerCRDFile is the stager's real CRD in config/crd/bases.
+const stagerCRDFile = StagerExport + "_stagedbindingpolicies.yaml"
+
+// secondStagerCRD is a copy of the real stager CRD renamed to StageApproval
+// (cluster-scoped, with a status subresource), as YAML; modify edits it
+// before it is rendered.
+func secondStagerCRD(t *testing.T, real string, modify func(*apiextensionsv1.CustomResourceDefinition)) []byte {
+	t.Helper()
+	crd, err := readCRD(real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd.Name = "stageapprovals." + StagerExport
+	crd.Spec.Names = apiextensionsv1.CustomResourceDefinitionNames{
+		Plural: "stageapprovals", Singular: "stageapproval", Kind: "StageApproval", ListKind: "StageApprovalList",
+		ShortNames: []string{"sap"}, Categories: []string{"kubestellar"},
+	}
+	crd.Spec.Scope = apiextensionsv1.ClusterScoped
+	for i := range crd.Spec.Versions {
+		crd.Spec.Versions[i].Subresources = &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}}
+	}
+	if modify != nil {
+		modify(crd)
+	}
+	data, err := yaml.Marshal(crd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// documents parses a generated multi-document YAML file.
+func documents(t *testing.T, data []byte) []map[string]any {
+	t.Helper()
+	var docs []map[string]any
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		m := map[string]any{}
+		if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, m)
+	}
+	return docs
+}
+
+// grants reports whether the ClusterRole among rbac lets the stager identity
+// use resource of the stager's export: through the export's virtual
+// workspace (apiexports/content of StagerExport, every verb), which serves
+// every resource of the export and its subresources, or by a rule of its own.
+func grants(t *testing.T, rbac []map[string]any, resource string) bool {
+	t.Helper()
+	for _, obj := range rbac {
+		if obj["kind"] != "ClusterRole" {
+			continue
+		}
+		for _, r := range obj["rules"].([]any) {
+			rule := toMap(t, r)
+			has := func(field, value string) bool {
+				list, _ := rule[field].([]any)
+				return slices.Contains(list, any(value))
+			}
+			if has("apiGroups", "apis.kcp.io") && has("resources", "apiexports/content") &&
+				has("resourceNames", StagerExport) && has("verbs", "*") {
+				return true
+			}
+			if has("apiGroups", StagerExport) && has("resources", resource) && has("verbs", "*") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func TestFilesStagerCRDs(t *testing.T) {
+	ksDir, err := environment.KubeStellarCRDDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stagerDir, err := environment.StagerCRDDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	realPath := filepath.Join(stagerDir, stagerCRDFile)
+	real, err := os.ReadFile(realPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := secondStagerCRD(t, realPath, nil)
+	for _, tc := range []struct {
+		name string
+		// files are the contents of --stager-crds.
+		files map[string][]byte
+		// want are the plurals of the stager's export, in order; none wants an error.
+		want    []string
+		wantErr string
+		// comment is the comment line of stager/apiresourceschema.yaml.
+		comment string
+	}{
+		{
+			name:    "the real CRD",
+			files:   map[string][]byte{stagerCRDFile: real},
+			want:    []string{"stagedbindingpolicies"},
+			comment: "# Apply in the provider workspace. The StagedBindingPolicy CRD as an APIResourceSchema.",
+		},
+		{
+			name:    "a second CRD of the group, sorted by file name",
+			files:   map[string][]byte{stagerCRDFile: real, StagerExport + "_stageapprovals.yaml": second},
+			want:    []string{"stageapprovals", "stagedbindingpolicies"},
+			comment: "# Apply in the provider workspace. The StageApproval and StagedBindingPolicy CRDs as APIResourceSchemas.",
+		},
+		{
+			name: "other files ignored",
+			files: map[string][]byte{
+				stagerCRDFile: real, "notes.txt": []byte("not a CRD"),
+				"example.com_stageapprovals.yaml": second, StagerExport + "_stageapprovals.yaml.orig": second,
+			},
+			want:    []string{"stagedbindingpolicies"},
+			comment: "# Apply in the provider workspace. The StagedBindingPolicy CRD as an APIResourceSchema.",
+		},
+		{
+			name:    "no stager CRD",
+			files:   map[string][]byte{"example.com_stageapprovals.yaml": second},
+			wantErr: "no stager CRD",
+		},
+		{
+			name: "another group",
+			files: map[string][]byte{stagerCRDFile: real, StagerExport + "_stageapprovals.yaml": secondStagerCRD(t, realPath,
+				func(crd *apiextensionsv1.CustomResourceDefinition) { crd.Spec.Group = "example.com" })},
+			wantErr: `of group "example.com"`,
+		},
+		{
+			name: "a plural twice",
+			files: map[string][]byte{stagerCRDFile: real, StagerExport + "_stageapprovals.yaml": secondStagerCRD(t, realPath,
+				func(crd *apiextensionsv1.CustomResourceDefinition) { crd.Spec.Names.Plural = "stagedbindingpolicies" })},
+			wantErr: "both define stagedbindingpolicies",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for name, content := range tc.files {
+				if err := os.WriteFile(filepath.Join(dir, name), content, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			files, err := Files(dir, ksDir)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			// One APIResourceSchema per CRD, in order, each keeping its scope and status subresource.
+			schemaFile := files["stager/apiresourceschema.yaml"]
+			if line := strings.Split(string(schemaFile), "\n")[1]; line != tc.comment {
+				t.Errorf("schema comment %q, want %q", line, tc.comment)
+			}
+			schemas := documents(t, schemaFile)
+			var schemaNames []string
+			for _, s := range schemas {
+				spec := s["spec"].(map[string]any)
+				name := schemaName(s)
+				plural := spec["names"].(map[string]any)["plural"].(string)
+				schemaNames = append(schemaNames, name)
+				if s["kind"] != "APIResourceSchema" || spec["group"] != StagerExport || !strings.HasSuffix(name, "."+plural+"."+StagerExport) {
+					t.Errorf("schema %s: kind %v, group %v", name, s["kind"], spec["group"])
+				}
+				if spec["scope"] != "Cluster" {
+					t.Errorf("schema %s scope %v, want Cluster", name, spec["scope"])
+				}
+				for _, v := range spec["versions"].([]any) {
+					if _, ok := v.(map[string]any)["subresources"].(map[string]any)["status"]; !ok {
+						t.Errorf("schema %s version %v has no status subresource", name, v.(map[string]any)["name"])
+					}
+				}
+			}
+			if len(schemas) != len(tc.want) {
+				t.Fatalf("%d schemas %v, want %d", len(schemas), schemaNames, len(tc.want))
+			}
+
+			// The export lists every schema, in the same order, besides its claims.
+			export := documents(t, files["stager/apiexport.yaml"])[0]
+			var plurals, exportedSchemas []string
+			for _, r := range export["spec"].(map[string]any)["resources"].([]any) {
+				r := r.(map[string]any)
+				if r["group"] != StagerExport {
+					t.Errorf("exported resource %v of group %v", r["name"], r["group"])
+				}
+				plurals = append(plurals, r["name"].(string))
+				exportedSchemas = append(exportedSchemas, r["schema"].(string))
+			}
+			if !slices.Equal(plurals, tc.want) || !slices.Equal(exportedSchemas, schemaNames) {
+				t.Errorf("export resources %v (schemas %v), want %v (schemas %v)", plurals, exportedSchemas, tc.want, schemaNames)
+			}
+			if n := len(export["spec"].(map[string]any)["permissionClaims"].([]any)); n != len(StagerClaims) {
+				t.Errorf("%d claims, want %d", n, len(StagerClaims))
+			}
+
+			// The stager identity may use every resource and its status.
+			rbac := documents(t, files["rbac/rbac.yaml"])
+			for _, plural := range tc.want {
+				for _, resource := range []string{plural, plural + "/status"} {
+					if !grants(t, rbac, resource) {
+						t.Errorf("the RBAC does not grant %s", resource)
+					}
+				}
+			}
+
+			// The README names every schema; the WDS binds the stager's export.
+			readme := string(files["README.md"])
+			for _, name := range schemaNames {
+				if !strings.Contains(readme, "`"+name+"`") {
+					t.Errorf("README.md does not name %s", name)
+				}
+			}
+			if wantWord := map[bool]string{false: "APIResourceSchema `", true: "APIResourceSchemas `"}[len(schemaNames) > 1]; !strings.Contains(readme, "| "+wantWord) {
+				t.Errorf("README.md does not list the stager's schemas as %q", wantWord)
+			}
+			if bindings := documents(t, files["consumer/apibindings.yaml"]); len(bindings) != 2 ||
+				bindings[1]["metadata"].(map[string]any)["name"] != StagerExport {
+				t.Errorf("consumer bindings %v, want the stager's second", bindings)
+			}
+		})
+	}
+}
