@@ -119,6 +119,7 @@ const (
 // Stage is one step of a rollout: where to place the workload and when that
 // step is done.
 // +kubebuilder:validation:XValidation:rule="!has(self.soakDuration) || has(self.condition) && self.condition.size() > 0",message="soakDuration needs a condition to soak"
+// +kubebuilder:validation:XValidation:rule="!has(self.progressDeadline) || !has(self.soakDuration) || duration(self.progressDeadline) > duration(self.soakDuration)",message="progressDeadline must be longer than soakDuration: the stage could never be done in time"
 type Stage struct {
 	// Name identifies the stage. It is a DNS label and unique in the policy.
 	// +kubebuilder:validation:MinLength=1
@@ -155,10 +156,23 @@ type Stage struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('168h')",message="soakDuration must be between 0s and 168h"
 	// +optional
 	SoakDuration *metav1.Duration `json:"soakDuration,omitempty"`
+
+	// ProgressDeadline is the most time the stage may take from its start
+	// to being done, not counting the time the rollout is suspended (nor,
+	// as the stage starts once approved, the time it awaits approval). Past
+	// it the rollout's phase is Stalled and its Progressing condition says
+	// ProgressDeadlineExceeded, with a Warning Event; the rollout keeps
+	// waiting, and goes on by itself if the condition later holds. Between
+	// 1s and 168h; longer than soakDuration.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('168h')",message="progressDeadline must be between 1s and 168h"
+	// +optional
+	ProgressDeadline *metav1.Duration `json:"progressDeadline,omitempty"`
 }
 
 // RolloutPhase summarises a StagedBindingPolicy's rollout.
-// +kubebuilder:validation:Enum=Pending;Progressing;Completed;Blocked;Suspended
+// +kubebuilder:validation:Enum=Pending;Progressing;Completed;Blocked;Suspended;Stalled
 type RolloutPhase string
 
 // The phases of a rollout.
@@ -173,6 +187,9 @@ const (
 	RolloutBlocked RolloutPhase = "Blocked"
 	// RolloutSuspended means spec.suspend holds the rollout where it is.
 	RolloutSuspended RolloutPhase = "Suspended"
+	// RolloutStalled means the active stage is past its progressDeadline; the
+	// rollout keeps waiting and goes on if the stage's condition later holds.
+	RolloutStalled RolloutPhase = "Stalled"
 )
 
 // StagePhase is where one stage is in the rollout.
@@ -253,6 +270,9 @@ const (
 	// ReasonSoaking means the active stage's condition holds and must keep
 	// holding for the stage's soakDuration.
 	ReasonSoaking = "Soaking"
+	// ReasonProgressDeadlineExceeded means the active stage is not done past
+	// its progressDeadline; the message says what it still waits for.
+	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
 	// ReasonWaitingForFinalizers means a policy being deleted waits for the
 	// finalizers of its BindingPolicies (KubeStellar's, normally) to be removed.
 	ReasonWaitingForFinalizers = "WaitingForFinalizers"
@@ -303,6 +323,12 @@ type StagedBindingPolicyStatus struct {
 	// +optional
 	Phase RolloutPhase `json:"phase,omitempty"`
 
+	// SuspendedTime is when spec.suspend began to hold the rollout; it is
+	// cleared when the rollout resumes, and the time suspended is added to
+	// the active stage's suspendedDuration.
+	// +optional
+	SuspendedTime *metav1.Time `json:"suspendedTime,omitempty"`
+
 	// Conditions are Ready, Progressing and Completed, and Deleting while a
 	// deletion waits for the finalizers of the policy's BindingPolicies.
 	// +listType=map
@@ -339,6 +365,16 @@ type StageStatus struct {
 	// soakDuration, when given).
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+
+	// SuspendedDuration is how long the rollout was suspended while the
+	// stage was active: it does not count against the stage's progressDeadline.
+	// +optional
+	SuspendedDuration *metav1.Duration `json:"suspendedDuration,omitempty"`
+
+	// ProgressDeadlineTime is when the stage's progressDeadline passes:
+	// startTime plus progressDeadline plus suspendedDuration.
+	// +optional
+	ProgressDeadlineTime *metav1.Time `json:"progressDeadlineTime,omitempty"`
 
 	// BindingPolicy is the name of the BindingPolicy generated for the stage.
 	// +optional

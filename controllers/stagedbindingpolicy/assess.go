@@ -60,6 +60,8 @@ type assessment struct {
 	satisfied bool
 	// evaluationError is true when a filter or condition failed to evaluate.
 	evaluationError bool
+	// stalled is true when the stage is past its progressDeadline.
+	stalled bool
 	// reason is a condition reason from the API package.
 	reason string
 	// message says in words what the stage waits for or what it found.

@@ -152,6 +152,9 @@ func Plan(snap *Snapshot, engine *expression.Engine, opts ...PlanOption) Action 
 	}
 	action := plan(snap, engine, cfg)
 	if action.Status != nil {
+		if !snap.Policy.Spec.Suspend {
+			endSuspension(action.Status, snap.Now)
+		}
 		boundStatus(action.Status)
 		if snap.Policy.Status.Phase == v1alpha1.RolloutSuspended && action.Status.Phase != v1alpha1.RolloutSuspended {
 			action.Events = append(action.Events, Event{Type: corev1.EventTypeNormal, Reason: v1alpha1.EventReasonResumed,
@@ -241,6 +244,8 @@ func planAfterAssessment(snap *Snapshot, active int, current *ksv1alpha1.Binding
 	if result.satisfied && !final {
 		return advance(policy, active, result, snap.Now)
 	}
+	result, deadline, deadlineLeft := progressDeadline(policy, active, result, snap.Now)
+	requeue := earliest(soakLeft, deadlineLeft)
 
 	if result.bindingObserved && result.placed {
 		for i := range snap.BindingPolicies {
@@ -255,8 +260,13 @@ func planAfterAssessment(snap *Snapshot, active int, current *ksv1alpha1.Binding
 	status := progressStatus(policy, active, result, snap.Now)
 	if status.Stages[active].Phase == v1alpha1.StageActive {
 		status.Stages[active].ConditionMetTime = metSince
+		status.Stages[active].ProgressDeadlineTime = deadline
 	}
 	var events []Event
+	if result.stalled && progressingReason(&policy.Status) != v1alpha1.ReasonProgressDeadlineExceeded {
+		events = append(events, Event{Type: corev1.EventTypeWarning, Reason: v1alpha1.ReasonProgressDeadlineExceeded,
+			Note: fmt.Sprintf("stage %q: %s", stage.Name, result.message)})
+	}
 	if recordSucceeded(status, active) && !recordSucceeded(&policy.Status, active) {
 		events = append(events, Event{Type: corev1.EventTypeNormal, Reason: v1alpha1.ReasonRolloutCompleted,
 			Note: fmt.Sprintf("final stage %q is done: %s", stage.Name, result.message)})
@@ -267,10 +277,86 @@ func planAfterAssessment(snap *Snapshot, active int, current *ksv1alpha1.Binding
 	}
 	if action := statusAction(policy, status, Event{}, "the status is out of date"); action.Type != ActionNone {
 		action.Events = events
-		action.RequeueAfter = soakLeft
+		action.RequeueAfter = requeue
 		return action
 	}
-	return Action{Type: ActionNone, Why: result.message, RequeueAfter: soakLeft}
+	return Action{Type: ActionNone, Why: result.message, RequeueAfter: requeue}
+}
+
+// progressDeadline applies the stage's progressDeadline to its assessment:
+// a stage not done by startTime + progressDeadline + the time the rollout
+// was suspended meanwhile is stalled. It returns the assessment, the
+// deadline (nil when the stage has none or is done), and how long until it
+// passes (0 when it has passed or there is none).
+func progressDeadline(policy *v1alpha1.StagedBindingPolicy, active int, result assessment, now metav1.Time) (assessment, *metav1.Time, time.Duration) {
+	stage := policy.Spec.Stages[active]
+	record := stageRecord(&policy.Status, stage.Name)
+	if stage.ProgressDeadline == nil || stage.ProgressDeadline.Duration <= 0 || result.satisfied || result.evaluationError ||
+		record == nil || record.Phase != v1alpha1.StageActive || record.StartTime == nil {
+		return result, nil, 0
+	}
+	deadline := metav1.NewTime(record.StartTime.Add(stage.ProgressDeadline.Duration + suspendedFor(&policy.Status, record, now)))
+	if now.Before(&deadline) {
+		// Now is truncated to the second: a second more is past the deadline.
+		return result, &deadline, deadline.Sub(now.Time) + time.Second
+	}
+	result.stalled = true
+	result.reason = v1alpha1.ReasonProgressDeadlineExceeded
+	result.message = fmt.Sprintf("past its progressDeadline %s (at %s): %s",
+		stage.ProgressDeadline.Duration, deadline.UTC().Format(time.RFC3339), result.message)
+	return result, &deadline, 0
+}
+
+// suspendedFor is how long the rollout has been suspended while the stage
+// of record was active: what the record says, plus the suspension going on.
+func suspendedFor(status *v1alpha1.StagedBindingPolicyStatus, record *v1alpha1.StageStatus, now metav1.Time) time.Duration {
+	var d time.Duration
+	if record.SuspendedDuration != nil {
+		d = record.SuspendedDuration.Duration
+	}
+	if status.SuspendedTime != nil && now.After(status.SuspendedTime.Time) {
+		d += now.Sub(status.SuspendedTime.Time)
+	}
+	return d
+}
+
+// endSuspension, on the first status written after a rollout is resumed,
+// adds the time it was suspended to the active stage's suspendedDuration
+// and clears suspendedTime.
+func endSuspension(status *v1alpha1.StagedBindingPolicyStatus, now metav1.Time) {
+	if status.SuspendedTime == nil {
+		return
+	}
+	if record := stageRecord(status, status.ActiveStage); record != nil && record.Phase == v1alpha1.StageActive {
+		record.SuspendedDuration = &metav1.Duration{Duration: suspendedFor(status, record, now)}
+	}
+	status.SuspendedTime = nil
+}
+
+// earliest returns the shorter of two waits, ignoring one that is not positive.
+func earliest(a, b time.Duration) time.Duration {
+	if a <= 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
+}
+
+// stageRecord returns the record of the named stage in status, or nil.
+func stageRecord(status *v1alpha1.StagedBindingPolicyStatus, name string) *v1alpha1.StageStatus {
+	for i := range status.Stages {
+		if status.Stages[i].Name == name {
+			return &status.Stages[i]
+		}
+	}
+	return nil
+}
+
+// progressingReason is the reason of the status's Progressing condition, or "".
+func progressingReason(status *v1alpha1.StagedBindingPolicyStatus) string {
+	if c := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionProgressing); c != nil {
+		return c.Reason
+	}
+	return ""
 }
 
 // accumulate keeps, with spec.placement Accumulate, the BindingPolicy of
@@ -517,6 +603,9 @@ func progressStatus(policy *v1alpha1.StagedBindingPolicy, active int, result ass
 	case result.evaluationError:
 		phase = v1alpha1.RolloutBlocked
 		progressing.Status = metav1.ConditionFalse
+	case result.stalled:
+		phase = v1alpha1.RolloutStalled
+		progressing.Status = metav1.ConditionFalse
 	}
 	setSummary(status, policy, phase, ready, progressing, now)
 	return status
@@ -530,6 +619,9 @@ func suspended(policy *v1alpha1.StagedBindingPolicy, now metav1.Time) Action {
 		message = fmt.Sprintf("spec.suspend holds the rollout in stage %q: no stage starts and nothing placed changes until it is resumed", policy.Status.ActiveStage)
 	}
 	status := policy.Status.DeepCopy()
+	if status.SuspendedTime == nil {
+		status.SuspendedTime = ptr.To(now)
+	}
 	ready := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonSuspended, Message: message}
 	if current := meta.FindStatusCondition(policy.Status.Conditions, v1alpha1.ConditionReady); current != nil && policy.Status.ActiveStage != "" {
 		ready = *current // what is placed stays as it was
@@ -684,6 +776,7 @@ func stageRecords(policy *v1alpha1.StagedBindingPolicy, previous []v1alpha1.Stag
 			r.StartTime = ptr.To(now)
 			if had && old.Phase != v1alpha1.StagePending {
 				r.Phase, r.StartTime, r.CompletionTime, r.Message = old.Phase, old.StartTime, old.CompletionTime, old.Message
+				r.SuspendedDuration = old.SuspendedDuration
 			}
 		}
 		records[i] = r

@@ -2506,3 +2506,191 @@ func TestPlanPlacement(t *testing.T) {
 		})
 	}
 }
+
+// ---------------------------------------------------------------------------
+// Progress deadline
+// ---------------------------------------------------------------------------
+
+// deadlined returns dev with the seed's condition and a progressDeadline.
+func deadlined(name, condition string, d time.Duration) v1alpha1.Stage {
+	s := stageWith(name, deploymentsFilter, condition)
+	s.ProgressDeadline = &metav1.Duration{Duration: d}
+	return s
+}
+
+// suspendedWhileActive records that the rollout was suspended for d while the
+// active stage was active.
+func suspendedWhileActive(d time.Duration) func(*Snapshot) {
+	return func(s *Snapshot) {
+		s.Policy.Status.Stages[slices.IndexFunc(s.Policy.Status.Stages, func(r v1alpha1.StageStatus) bool {
+			return r.Name == s.Policy.Status.ActiveStage
+		})].SuspendedDuration = &metav1.Duration{Duration: d}
+	}
+}
+
+// resumedAfter records a suspension that began d ago and has just been
+// lifted: status still says Suspended, the spec no longer does.
+func resumedAfter(d time.Duration) func(*Snapshot) {
+	return func(s *Snapshot) {
+		s.Policy.Status.Phase = v1alpha1.RolloutSuspended
+		s.Policy.Status.SuspendedTime = ptr.To(metav1.NewTime(now.Add(-d)))
+	}
+}
+
+// alreadyStalled records that the rollout is already Stalled.
+func alreadyStalled(s *Snapshot) {
+	s.Policy.Status.Phase = v1alpha1.RolloutStalled
+	meta.SetStatusCondition(&s.Policy.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionProgressing,
+		Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonProgressDeadlineExceeded, Message: "earlier"})
+}
+
+// TestPlanProgressDeadline checks the stage deadline: counted from the
+// stage's start (an hour before now in these fixtures), not counting the
+// time suspended; past it the rollout is Stalled with one Warning Event; it
+// recovers by itself when the condition holds.
+func TestPlanProgressDeadline(t *testing.T) {
+	engine := newEngine(t)
+	dev := func(d time.Duration) v1alpha1.Stage { return deadlined("dev", seedCondition, d) }
+	tests := []struct {
+		name         string
+		snap         *Snapshot
+		wantStage    string // the active stage after the action
+		wantPhase    v1alpha1.RolloutPhase
+		wantReason   string // of Progressing
+		wantEvents   []string
+		wantDeadline *metav1.Time // of the active stage's record
+		wantRequeue  time.Duration
+		wantMsg      string // substring of Progressing's message
+	}{
+		{name: "within the deadline: waits, requeued for when it passes",
+			snap:      at("dev", dev(2*time.Hour), stage("test")).bound().reporting(deployment, "0").Snapshot,
+			wantStage: "dev", wantPhase: v1alpha1.RolloutProgressing, wantReason: v1alpha1.ReasonConditionNotMet,
+			wantDeadline: ptr.To(metav1.NewTime(now.Add(time.Hour))), wantRequeue: time.Hour + time.Second},
+		{name: "past the deadline: Stalled, with a Warning Event",
+			snap:      at("dev", dev(30*time.Minute), stage("test")).bound().reporting(deployment, "0").Snapshot,
+			wantStage: "dev", wantPhase: v1alpha1.RolloutStalled, wantReason: v1alpha1.ReasonProgressDeadlineExceeded,
+			wantEvents: []string{"Warning/ProgressDeadlineExceeded"}, wantDeadline: ptr.To(metav1.NewTime(now.Add(-30 * time.Minute))),
+			wantMsg: "past its progressDeadline 30m0s (at 2026-03-01T11:30:00Z): "},
+		{name: "past the deadline waiting for the Binding: Stalled too",
+			snap:      at("dev", dev(30*time.Minute), stage("test")).Snapshot,
+			wantStage: "dev", wantPhase: v1alpha1.RolloutStalled, wantReason: v1alpha1.ReasonProgressDeadlineExceeded,
+			wantEvents: []string{"Warning/ProgressDeadlineExceeded"}, wantDeadline: ptr.To(metav1.NewTime(now.Add(-30 * time.Minute))),
+			wantMsg: "to resolve BindingPolicy web.stage.dev into a Binding"},
+		{name: "already Stalled: no second Event",
+			snap:      at("dev", dev(30*time.Minute), stage("test")).bound().reporting(deployment, "0").with(alreadyStalled).Snapshot,
+			wantStage: "dev", wantPhase: v1alpha1.RolloutStalled, wantReason: v1alpha1.ReasonProgressDeadlineExceeded,
+			wantDeadline: ptr.To(metav1.NewTime(now.Add(-30 * time.Minute)))},
+		{name: "Stalled, then the condition holds: the rollout goes on",
+			snap:      at("dev", dev(30*time.Minute), stage("test")).bound().reporting(deployment, "1").with(alreadyStalled).Snapshot,
+			wantStage: "test", wantPhase: v1alpha1.RolloutProgressing, wantReason: v1alpha1.ReasonStageAdvanced,
+			wantEvents: []string{"Normal/StageSucceeded", "Normal/StageStarted"}},
+		{name: "time suspended does not count",
+			snap:      at("dev", dev(30*time.Minute), stage("test")).bound().reporting(deployment, "0").with(suspendedWhileActive(45 * time.Minute)).Snapshot,
+			wantStage: "dev", wantPhase: v1alpha1.RolloutProgressing, wantReason: v1alpha1.ReasonConditionNotMet,
+			wantDeadline: ptr.To(metav1.NewTime(now.Add(15 * time.Minute))), wantRequeue: 15*time.Minute + time.Second},
+		{name: "just resumed: the suspension is added to the stage's record",
+			snap:      at("dev", dev(30*time.Minute), stage("test")).bound().reporting(deployment, "0").with(resumedAfter(45 * time.Minute)).Snapshot,
+			wantStage: "dev", wantPhase: v1alpha1.RolloutProgressing, wantReason: v1alpha1.ReasonConditionNotMet,
+			wantEvents:   []string{"Normal/Resumed"},
+			wantDeadline: ptr.To(metav1.NewTime(now.Add(15 * time.Minute))), wantRequeue: 15*time.Minute + time.Second},
+		{name: "final stage past the deadline: Stalled, not Completed",
+			snap:      at("dev", dev(30*time.Minute)).bound().reporting(deployment, "0").Snapshot,
+			wantStage: "dev", wantPhase: v1alpha1.RolloutStalled, wantReason: v1alpha1.ReasonProgressDeadlineExceeded,
+			wantEvents: []string{"Warning/ProgressDeadlineExceeded"}, wantDeadline: ptr.To(metav1.NewTime(now.Add(-30 * time.Minute)))},
+		{name: "an evaluation error past the deadline: Blocked, as without one",
+			snap:      at("dev", deadlined("dev", `obj.results[3].name == 'x'`, 30*time.Minute), stage("test")).bound().reporting(deployment, "1").Snapshot,
+			wantStage: "dev", wantPhase: v1alpha1.RolloutBlocked, wantReason: v1alpha1.ReasonEvaluationError,
+			wantEvents: []string{"Warning/EvaluationError"}},
+		{name: "soaking past the deadline: Stalled, the soak goes on",
+			snap: at("dev", func() v1alpha1.Stage {
+				s := dev(30 * time.Minute)
+				s.SoakDuration = &metav1.Duration{Duration: 20 * time.Minute}
+				return s
+			}(), stage("test")).bound().reporting(deployment, "1").with(metSince(metav1.NewTime(now.Add(-10 * time.Minute)))).Snapshot,
+			wantStage: "dev", wantPhase: v1alpha1.RolloutStalled, wantReason: v1alpha1.ReasonProgressDeadlineExceeded,
+			wantEvents: []string{"Warning/ProgressDeadlineExceeded"}, wantDeadline: ptr.To(metav1.NewTime(now.Add(-30 * time.Minute))),
+			wantRequeue: 10 * time.Minute, wantMsg: "unless it stops holding"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			action := Plan(tt.snap, engine)
+			if action.Type != ActionUpdateStatus {
+				t.Fatalf("action %s (%s), want UpdateStatus", action.Type, action.Why)
+			}
+			st := action.Status
+			if st.ActiveStage != tt.wantStage || st.Phase != tt.wantPhase {
+				t.Errorf("stage %q phase %s, want %q %s", st.ActiveStage, st.Phase, tt.wantStage, tt.wantPhase)
+			}
+			c := condition(t, st, v1alpha1.ConditionProgressing)
+			if c.Reason != tt.wantReason || !strings.Contains(c.Message, tt.wantMsg) {
+				t.Errorf("Progressing %s %q, want %s naming %q", c.Reason, c.Message, tt.wantReason, tt.wantMsg)
+			}
+			if tt.wantPhase == v1alpha1.RolloutStalled && c.Status != metav1.ConditionFalse {
+				t.Errorf("Progressing is %s while Stalled, want False", c.Status)
+			}
+			if got := eventKeys(action.Events); !slices.Equal(got, tt.wantEvents) {
+				t.Errorf("events %v, want %v", got, tt.wantEvents)
+			}
+			if st.SuspendedTime != nil {
+				t.Errorf("suspendedTime %v left after resuming", st.SuspendedTime)
+			}
+			if action.RequeueAfter != tt.wantRequeue {
+				t.Errorf("requeue after %s, want %s", action.RequeueAfter, tt.wantRequeue)
+			}
+			record := stageRecord(st, st.ActiveStage)
+			if got := record.ProgressDeadlineTime; (got == nil) != (tt.wantDeadline == nil) || got != nil && !got.Equal(tt.wantDeadline) {
+				t.Errorf("progressDeadlineTime %v, want %v", got, tt.wantDeadline)
+			}
+			if tt.wantPhase == v1alpha1.RolloutStalled || tt.wantRequeue > 0 {
+				// Planned again a minute later, nothing new happens: no second
+				// Event, and the deadline stays where it is.
+				again := replan(t, tt.snap, engine, action)
+				if len(again.Events) > 0 {
+					t.Errorf("planned again: events %v", eventKeys(again.Events))
+				}
+				if again.Status != nil && !stageRecord(again.Status, st.ActiveStage).ProgressDeadlineTime.Equal(record.ProgressDeadlineTime) {
+					t.Errorf("planned again: the deadline moved to %v", stageRecord(again.Status, st.ActiveStage).ProgressDeadlineTime)
+				}
+			}
+		})
+	}
+}
+
+// TestPlanSuspensionStopsTheDeadlineClock suspends a stage with a deadline
+// for longer than the deadline and resumes it: the stage is not stalled
+// until the deadline plus the time suspended has passed.
+func TestPlanSuspensionStopsTheDeadlineClock(t *testing.T) {
+	engine := newEngine(t)
+	snap := at("dev", deadlined("dev", seedCondition, 90*time.Minute), stage("test")).bound().reporting(deployment, "0").with(suspend).Snapshot
+	held := Plan(snap, engine)
+	if held.Status == nil || !timeEqual(held.Status.SuspendedTime, now) {
+		t.Fatalf("suspending: %s (%s), want suspendedTime %v", held.Type, held.Why, now)
+	}
+	// Resumed two hours later: the stage has been active for three hours,
+	// two of them suspended, so 30 minutes of its 90 are left.
+	resumed := cloneSnapshot(snap)
+	resumed.Policy.Status = *held.Status.DeepCopy()
+	resumed.Policy.Spec.Suspend = false
+	resumed.Now = metav1.NewTime(now.Add(2 * time.Hour))
+	action := Plan(resumed, engine)
+	if action.Type != ActionUpdateStatus || action.Status.Phase != v1alpha1.RolloutProgressing {
+		t.Fatalf("resumed: %s (%s) phase %v, want Progressing", action.Type, action.Why, action.Status)
+	}
+	record := stageRecord(action.Status, "dev")
+	if record.SuspendedDuration == nil || record.SuspendedDuration.Duration != 2*time.Hour {
+		t.Errorf("suspendedDuration %v, want 2h", record.SuspendedDuration)
+	}
+	if want := metav1.NewTime(now.Add(30 * time.Minute).Add(2 * time.Hour)); !timeEqual(record.ProgressDeadlineTime, want) {
+		t.Errorf("progressDeadlineTime %v, want %v", record.ProgressDeadlineTime, want)
+	}
+	if action.RequeueAfter != 30*time.Minute+time.Second {
+		t.Errorf("requeue after %s, want 30m1s", action.RequeueAfter)
+	}
+	// Once written, the suspension stays counted.
+	later := cloneSnapshot(resumed)
+	later.Policy.Status = *action.Status.DeepCopy()
+	later.Now = metav1.NewTime(resumed.Now.Add(31 * time.Minute))
+	if stalled := Plan(later, engine); stalled.Status == nil || stalled.Status.Phase != v1alpha1.RolloutStalled {
+		t.Errorf("31 minutes after resuming: %s (%s), want Stalled", stalled.Type, stalled.Why)
+	}
+}
