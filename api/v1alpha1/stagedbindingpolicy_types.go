@@ -58,6 +58,10 @@ func BindingPolicyName(policy, stage string) string {
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Active Stage",type=string,JSONPath=`.status.activeStage`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Progressing")].reason`
+// +kubebuilder:printcolumn:name="Stage Started",type=date,JSONPath=`.status.stages[?(@.phase=="Active")].startTime`
+// +kubebuilder:printcolumn:name="Condition Met",type=date,priority=1,JSONPath=`.status.stages[?(@.phase=="Active")].conditionMetTime`
+// +kubebuilder:printcolumn:name="Deadline",type=string,priority=1,JSONPath=`.status.stages[?(@.phase=="Active")].progressDeadlineTime`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="the policy name must be at most 63 characters: it is the value of the community.kubestellar.io/staged-binding-policy label of the generated BindingPolicies"
 type StagedBindingPolicy struct {

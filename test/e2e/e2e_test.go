@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/yaml"
@@ -398,5 +399,62 @@ func TestRestartedStagerKeepsTheSoakDeadline(t *testing.T) {
 	if late := done.Sub(restartedAt.Add(soak)); late > -soak/4 {
 		t.Errorf("dev ended at %s, a whole soakDuration after the restart at %s: the deadline did not survive it (held since %s)",
 			done, restartedAt.Format(time.RFC3339), met)
+	}
+}
+
+// TestProgressDeadlineStallsAndRecovers gives dev a progressDeadline and
+// suspends the rollout for longer than that right after dev starts, with
+// the real KubeStellar controller-manager: the time suspended does not
+// count, so dev stalls only a deadline after it started plus the time
+// suspended, with a Warning Event; once dev's WECs turn healthy the rollout
+// goes on by itself.
+func TestProgressDeadlineStallsAndRecovers(t *testing.T) {
+	const space, name = "wds1", "deadline"
+	const deadline, pause = 10 * time.Second, 15 * time.Second
+	startRollout(t, name, func(p *v1alpha1.StagedBindingPolicy) {
+		p.Spec.Stages[0].ProgressDeadline = &metav1.Duration{Duration: deadline}
+	})
+	setSuspend(t, space, name, true)
+	policies(space).WaitForPhase(t, name, v1alpha1.RolloutSuspended)
+	stays(t, policies(space), name, "dev", pause)
+	setSuspend(t, space, name, false)
+
+	dev := func(p *v1alpha1.StagedBindingPolicy) v1alpha1.StageStatus { return p.Status.Stages[0] }
+	p := policies(space).WaitFor(t, name, "to resume with the suspension recorded", func(p *v1alpha1.StagedBindingPolicy) bool {
+		return p.Status.SuspendedTime == nil && dev(p).SuspendedDuration != nil && dev(p).ProgressDeadlineTime != nil
+	})
+	record := dev(p)
+	if record.SuspendedDuration.Duration < pause {
+		t.Errorf("suspendedDuration %s, want at least the %s the rollout was suspended", record.SuspendedDuration.Duration, pause)
+	}
+	want := record.StartTime.Add(deadline + record.SuspendedDuration.Duration)
+	if !record.ProgressDeadlineTime.Time.Equal(want) {
+		t.Errorf("progressDeadlineTime %s, want startTime + %s + suspendedDuration = %s", record.ProgressDeadlineTime, deadline, want)
+	}
+
+	p = policies(space).WaitForPhase(t, name, v1alpha1.RolloutStalled)
+	stalledAt := time.Now()
+	if stalledAt.Before(want) {
+		t.Errorf("stalled at %s, before its deadline %s", stalledAt, want)
+	}
+	if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionProgressing); c == nil ||
+		c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonProgressDeadlineExceeded {
+		t.Errorf("Progressing %v, want False ProgressDeadlineExceeded", c)
+	}
+	counts := policies(space).EventCounts(t, p)
+	stalls := 0
+	for key, n := range counts {
+		if strings.HasPrefix(key, v1alpha1.ReasonProgressDeadlineExceeded+"/") {
+			stalls += n
+		}
+	}
+	if stalls != 1 {
+		t.Errorf("%d ProgressDeadlineExceeded Events, want one; Events: %v", stalls, counts)
+	}
+
+	makeAvailable(space, name, "dev")
+	p = policies(space).WaitForActiveStage(t, name, "test")
+	if p.Status.Phase != v1alpha1.RolloutProgressing {
+		t.Errorf("after dev's condition held: %s, want Progressing", policytest.Describe(p))
 	}
 }

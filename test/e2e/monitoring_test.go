@@ -117,15 +117,29 @@ func TestDashboardAndAlerts(t *testing.T) {
 	if err := wds("wds2").Create(ctx, brokenPolicy(broken)); err != nil {
 		t.Fatalf("creating %s: %v", broken, err)
 	}
+	// wds2's "stalled" is past its first stage's progressDeadline, which
+	// nothing meets; "paused" is suspended before it starts.
+	const stalled, paused = "stalled", "paused"
+	createWorkload(t, "wds2", stalled, false)
+	late := policytest.ThreeStages(stalled, stalled)
+	late.Spec.Stages[0].ProgressDeadline = &metav1.Duration{Duration: time.Second}
+	held := policytest.ThreeStages(paused, paused)
+	held.Spec.Suspend = true
+	for _, p := range []*v1alpha1.StagedBindingPolicy{late, held} {
+		if err := wds("wds2").Create(ctx, p); err != nil {
+			t.Fatalf("creating %s: %v", p.Name, err)
+		}
+	}
 	t.Cleanup(func() {
 		policies("wds1").Delete(t, metered)
-		policies("wds2").Delete(t, metered)
-		policies("wds2").Delete(t, broken)
+		for _, name := range []string{metered, broken, stalled, paused} {
+			policies("wds2").Delete(t, name)
+		}
 	})
-	// wds2's "held" is deleted while a finalizer nobody removes holds its
+	// wds2's "deleting" is deleted while a finalizer nobody removes holds its
 	// BindingPolicy, as KubeStellar's does while its controller-manager is down.
-	const held = "held"
-	holdDeletion(t, "wds2", held)
+	const deleting = "deleting"
+	holdDeletion(t, "wds2", deleting)
 	for _, space := range []string{"wds1", "wds2"} {
 		policies(space).WaitForActiveStage(t, metered, "dev")
 		makeAvailable(space, metered, "dev")
@@ -139,17 +153,19 @@ func TestDashboardAndAlerts(t *testing.T) {
 		}
 		return nil
 	})
+	policies("wds2").WaitForPhase(t, stalled, v1alpha1.RolloutStalled)
+	policies("wds2").WaitForPhase(t, paused, v1alpha1.RolloutSuspended)
 
 	values := map[string]string{
 		"datasource":      "prometheus",
 		"space":           "(" + strings.Join(spaces, "|") + ")",
-		"policy":          "(" + metered + "|" + broken + "|" + held + ")",
+		"policy":          "(" + strings.Join([]string{metered, broken, deleting, stalled, paused}, "|") + ")",
 		"__rate_interval": rateInterval,
 		"__interval":      scrapeInterval.String(),
 	}
 	environment.Eventually(t, 2*time.Minute, "every dashboard query and alert to show the run", func() error {
 		var problems []string
-		problems = append(problems, checkVariables(ctx, server, dashboard, values, spaces, []string{metered, broken, held})...)
+		problems = append(problems, checkVariables(ctx, server, dashboard, values, spaces, []string{metered, broken, deleting, stalled, paused})...)
 		problems = append(problems, checkPanels(ctx, server, dashboard, values, spaces, start)...)
 		problems = append(problems, checkAlerts(ctx, server, groups, spaces, bare, refused)...)
 		if len(problems) > 0 {
@@ -384,6 +400,7 @@ func checkAlerts(ctx context.Context, server *prometheus.Server, groups []promet
 	}
 	for alert, want := range map[string]string{
 		"StagerRolloutBlocked":            "wds2/broken",
+		"StagerRolloutStalled":            "wds2/stalled",
 		"StagerConditionEvaluationErrors": "wds2/",
 		"StagerSpaceNotReady":             bare + "/",
 		"StagerKubeconfigSecretRefused":   "/" + refused,

@@ -44,6 +44,18 @@ func TestCRDValidation(t *testing.T) {
 		st.SoakDuration = &metav1.Duration{Duration: d}
 		return st
 	}
+	deadlined := func(name, soak, deadline string) v1alpha1.Stage {
+		st := stage(name)
+		if soak != "" {
+			st = soaking(name, policytest.Available, soak)
+		}
+		d, err := time.ParseDuration(deadline)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.ProgressDeadline = &metav1.Duration{Duration: d}
+		return st
+	}
 	tests := []struct {
 		name   string
 		policy string
@@ -59,6 +71,12 @@ func TestCRDValidation(t *testing.T) {
 			stages: []v1alpha1.Stage{soaking("dev", "", "10m")}, want: "soakDuration needs a condition to soak"},
 		{name: "soakDuration over a week", policy: "soak-too-long",
 			stages: []v1alpha1.Stage{soaking("dev", policytest.Available, "169h")}, want: "soakDuration must be between 0s and 168h"},
+		{name: "progressDeadline of zero", policy: "deadline-zero",
+			stages: []v1alpha1.Stage{deadlined("dev", "", "0s")}, want: "progressDeadline must be between 1s and 168h"},
+		{name: "progressDeadline over a week", policy: "deadline-too-long",
+			stages: []v1alpha1.Stage{deadlined("dev", "", "169h")}, want: "progressDeadline must be between 1s and 168h"},
+		{name: "progressDeadline no longer than soakDuration", policy: "deadline-before-soak",
+			stages: []v1alpha1.Stage{deadlined("dev", "10m", "10m")}, want: "progressDeadline must be longer than soakDuration"},
 		{name: "policy name longer than a label value", policy: strings.Repeat("p", 64), stages: []v1alpha1.Stage{stage("dev")},
 			want: "must be at most 63 characters"},
 	}
@@ -77,6 +95,16 @@ func TestCRDValidation(t *testing.T) {
 			}
 		})
 	}
+
+	// A deadline longer than the soak is accepted.
+	fine := &v1alpha1.StagedBindingPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "deadline-after-soak"},
+		Spec:       v1alpha1.StagedBindingPolicySpec{Suspend: true, Stages: []v1alpha1.Stage{deadlined("dev", "10m", "11m")}},
+	}
+	if err := s.Client.Create(suite.ctx, fine); err != nil {
+		t.Fatalf("a valid progressDeadline was rejected: %v", err)
+	}
+	policies(s).Delete(t, fine.Name)
 
 	// A valid policy with the longest allowed names is accepted and placed.
 	ok := &v1alpha1.StagedBindingPolicy{

@@ -53,7 +53,7 @@ const (
 var (
 	policies = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "stager_policies",
-		Help: "StagedBindingPolicies per space by rollout phase (Pending, Progressing, Completed, Blocked, Suspended).",
+		Help: "StagedBindingPolicies per space by rollout phase (Pending, Progressing, Completed, Blocked, Suspended, Stalled).",
 	}, []string{LabelSpace, LabelPhase})
 
 	policyPhase = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -81,6 +81,10 @@ var (
 		Help: "Unix time at which each policy's active stage started; time() minus it is the time spent in the stage.",
 	}, []string{LabelSpace, LabelPolicy})
 
+	progressDeadline = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "stager_policy_progress_deadline_time_seconds",
+		Help: "Unix time at which each policy's active stage passes its progressDeadline (its startTime plus progressDeadline plus the time suspended); absent for a stage without one, a done stage and a suspended rollout.",
+	}, []string{LabelSpace, LabelPolicy})
 	deletionStart = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "stager_policy_deletion_start_time_seconds",
 		Help: "Unix time at which each policy being deleted was asked to go (its deletionTimestamp); time() minus it is how long the deletion has waited, normally for the finalizers of its BindingPolicies.",
@@ -116,7 +120,7 @@ var (
 
 // collectors are every metric of the StagedBindingPolicy controller.
 var collectors = []prometheus.Collector{policies, policyPhase, activeStage, activeStageIndex, stageCount, activeStageStart,
-	deletionStart, transitions, stageDuration, evaluations, evaluationLatency, reconcileErrors}
+	progressDeadline, deletionStart, transitions, stageDuration, evaluations, evaluationLatency, reconcileErrors}
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(collectors...)
@@ -159,7 +163,7 @@ func SpaceDisengaged(space string) {
 	labels := prometheus.Labels{LabelSpace: space}
 	for _, vec := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
-	}{policies, policyPhase, activeStage, activeStageIndex, stageCount, activeStageStart, deletionStart, transitions, stageDuration,
+	}{policies, policyPhase, activeStage, activeStageIndex, stageCount, activeStageStart, progressDeadline, deletionStart, transitions, stageDuration,
 		evaluations, evaluationLatency, reconcileErrors} {
 		vec.DeletePartialMatch(labels)
 	}
@@ -190,6 +194,7 @@ func (s *Space) Policy(policy *v1alpha1.StagedBindingPolicy) {
 	if previous, ok := s.stages[policy.Name]; ok && previous != active {
 		activeStage.DeleteLabelValues(s.name, policy.Name, previous)
 	}
+	progressDeadline.DeleteLabelValues(s.name, policy.Name)
 	if active == "" {
 		delete(s.stages, policy.Name)
 		activeStageIndex.DeleteLabelValues(s.name, policy.Name)
@@ -206,6 +211,9 @@ func (s *Space) Policy(policy *v1alpha1.StagedBindingPolicy) {
 		if st.StartTime != nil {
 			activeStageStart.WithLabelValues(s.name, policy.Name).Set(float64(st.StartTime.Unix()))
 		}
+		if st.ProgressDeadlineTime != nil && st.Phase == v1alpha1.StageActive && phase != v1alpha1.RolloutSuspended {
+			progressDeadline.WithLabelValues(s.name, policy.Name).Set(float64(st.ProgressDeadlineTime.Unix()))
+		}
 	}
 }
 
@@ -219,7 +227,7 @@ func (s *Space) PolicyDeleted(policy string) {
 	labels := prometheus.Labels{LabelSpace: s.name, LabelPolicy: policy}
 	for _, vec := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
-	}{policyPhase, activeStage, activeStageIndex, stageCount, activeStageStart, deletionStart, transitions} {
+	}{policyPhase, activeStage, activeStageIndex, stageCount, activeStageStart, progressDeadline, deletionStart, transitions} {
 		vec.DeletePartialMatch(labels)
 	}
 }
@@ -227,7 +235,8 @@ func (s *Space) PolicyDeleted(policy string) {
 // refreshPhasesLocked sets the per-phase policy counts of the space.
 func (s *Space) refreshPhasesLocked() {
 	counts := map[v1alpha1.RolloutPhase]int{
-		v1alpha1.RolloutPending: 0, v1alpha1.RolloutProgressing: 0, v1alpha1.RolloutCompleted: 0, v1alpha1.RolloutBlocked: 0, v1alpha1.RolloutSuspended: 0,
+		v1alpha1.RolloutPending: 0, v1alpha1.RolloutProgressing: 0, v1alpha1.RolloutCompleted: 0, v1alpha1.RolloutBlocked: 0,
+		v1alpha1.RolloutSuspended: 0, v1alpha1.RolloutStalled: 0,
 	}
 	for _, phase := range s.phases {
 		counts[phase]++

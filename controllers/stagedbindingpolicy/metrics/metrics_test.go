@@ -165,3 +165,44 @@ func TestDeletionStartSeries(t *testing.T) {
 		t.Fatalf("%d deletion series after the policy went, want 0", n)
 	}
 }
+
+// TestProgressDeadlineSeries checks that the active stage's progress
+// deadline is exported while the stage is active and the rollout not
+// suspended, that the phase counts include Stalled, and that the series goes
+// with the stage and with the policy.
+func TestProgressDeadlineSeries(t *testing.T) {
+	s := NewSpace("deadline-test")
+	t.Cleanup(func() { SpaceDisengaged("deadline-test") })
+
+	p := policyAt("a", "dev", v1alpha1.RolloutStalled, 0)
+	p.Status.Stages[0].ProgressDeadlineTime = &metav1.Time{Time: time.Unix(7000, 0)}
+	s.Policy(p)
+	if got := testutil.ToFloat64(progressDeadline.WithLabelValues("deadline-test", "a")); got != 7000 {
+		t.Fatalf("progress deadline = %v, want 7000", got)
+	}
+	if got := testutil.ToFloat64(policies.WithLabelValues("deadline-test", "Stalled")); got != 1 {
+		t.Fatalf("Stalled policies = %v, want 1", got)
+	}
+
+	p.Status.Phase = v1alpha1.RolloutSuspended // the deadline moves on resume: no stale series meanwhile
+	s.Policy(p)
+	if n := testutil.CollectAndCount(progressDeadline); n != 0 {
+		t.Fatalf("%d progress deadline series while suspended, want 0", n)
+	}
+	if got := testutil.ToFloat64(policies.WithLabelValues("deadline-test", "Stalled")); got != 0 {
+		t.Fatalf("Stalled policies = %v once suspended, want 0", got)
+	}
+
+	p.Status.Phase = v1alpha1.RolloutProgressing
+	s.Policy(p)
+	next := policyAt("a", "test", v1alpha1.RolloutProgressing, 1) // test has no deadline
+	s.Policy(next)
+	if n := testutil.CollectAndCount(progressDeadline); n != 0 {
+		t.Fatalf("%d progress deadline series once the stage is done, want 0", n)
+	}
+	s.Policy(p)
+	s.PolicyDeleted("a")
+	if n := testutil.CollectAndCount(progressDeadline); n != 0 {
+		t.Fatalf("%d progress deadline series after the policy went, want 0", n)
+	}
+}
