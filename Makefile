@@ -128,6 +128,7 @@ manifests: ## Generate the CRD and RBAC manifests
 	cp config/crd/bases/*.yaml $(CHART)/crds/
 	cp config/crd/bases/*.yaml $(SPACE_CHART)/crds/
 	cp config/rbac/space/role.yaml $(SPACE_CHART)/files/role.yaml
+	cp config/approval/approver_role.yaml config/approval/admission_policy.yaml $(SPACE_CHART)/files/
 	cp config/rbac/hosting/service_account.yaml config/rbac/hosting/role.yaml config/rbac/hosting/leader_election_role.yaml \
 		config/rbac/hosting/metrics_auth_role.yaml config/rbac/hosting/metrics_reader_role.yaml $(CHART)/files/rbac/
 	cp config/rbac/kubeflex/role.yaml $(CHART)/files/kubeflex/role.yaml
@@ -153,7 +154,7 @@ kustomize-build: ## Render the deployment manifests (config/default)
 .PHONY: verify-config
 verify-config: ## Fail when a kustomization under config/ does not build
 	kustomize="$$($(TOOL) kustomize)"; \
-	for dir in config/default config/space config/single config/grafana config/prometheus config/rbac/kubeflex \
+	for dir in config/default config/space config/approval config/single config/grafana config/prometheus config/rbac/kubeflex \
 		config/kcp/kubestellar config/kcp/stager config/kcp/consumer config/kcp/rbac; do \
 		"$$kustomize" build "$$dir" > /dev/null || { echo "kustomize build $$dir failed"; exit 1; }; \
 	done

@@ -13,7 +13,8 @@
 // limitations under the License.
 
 // Package v1alpha1 contains the community.kubestellar.io/v1alpha1 API:
-// the StagedBindingPolicy, which places a KubeStellar workload stage by stage.
+// the StagedBindingPolicy, which places a KubeStellar workload stage by stage,
+// and the StageApproval, through which a person lets a stage start.
 // +kubebuilder:object:generate=true
 // +groupName=community.kubestellar.io
 package v1alpha1
@@ -37,7 +38,7 @@ var (
 
 // addKnownTypes registers the types of this API.
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(GroupVersion, &StagedBindingPolicy{}, &StagedBindingPolicyList{})
+	scheme.AddKnownTypes(GroupVersion, &StagedBindingPolicy{}, &StagedBindingPolicyList{}, &StageApproval{}, &StageApprovalList{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }

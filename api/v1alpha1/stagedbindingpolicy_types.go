@@ -48,6 +48,12 @@ func BindingPolicyName(policy, stage string) string {
 	return policy + bindingPolicyInfix + stage
 }
 
+// StageApprovalName returns the name of the StageApproval of one stage of a
+// StagedBindingPolicy: the name of the stage's BindingPolicy.
+func StageApprovalName(policy, stage string) string {
+	return BindingPolicyName(policy, stage)
+}
+
 // StagedBindingPolicy places a KubeStellar workload stage by stage: it keeps
 // one BindingPolicy for its active stage and moves to the next stage when the
 // active stage's condition holds for the CombinedStatus of every selected
@@ -60,6 +66,7 @@ func BindingPolicyName(policy, stage string) string {
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Progressing")].reason`
 // +kubebuilder:printcolumn:name="Stage Started",type=date,JSONPath=`.status.stages[?(@.phase=="Active")].startTime`
+// +kubebuilder:printcolumn:name="Awaiting Approval",type=date,JSONPath=`.status.stages[?(@.phase=="AwaitingApproval")].approvalRequestedTime`
 // +kubebuilder:printcolumn:name="Condition Met",type=date,priority=1,JSONPath=`.status.stages[?(@.phase=="Active")].conditionMetTime`
 // +kubebuilder:printcolumn:name="Deadline",type=string,priority=1,JSONPath=`.status.stages[?(@.phase=="Active")].progressDeadlineTime`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
@@ -173,10 +180,30 @@ type Stage struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('168h')",message="progressDeadline must be between 1s and 168h"
 	// +optional
 	ProgressDeadline *metav1.Duration `json:"progressDeadline,omitempty"`
+
+	// Approval Required holds the stage before it starts (its BindingPolicy
+	// is not created) until a person approves it through the StageApproval
+	// the stager creates for it, named like the stage's BindingPolicy. An
+	// approval counts for the policy's current spec and restartedAt only.
+	// None (the default) starts the stage as soon as the one before is done.
+	// +kubebuilder:validation:Enum=None;Required
+	// +optional
+	Approval Approval `json:"approval,omitempty"`
 }
 
+// Approval says whether a stage waits for a person's approval to start.
+type Approval string
+
+// The approvals.
+const (
+	// ApprovalNone starts the stage without approval.
+	ApprovalNone Approval = "None"
+	// ApprovalRequired starts the stage once its StageApproval is approved.
+	ApprovalRequired Approval = "Required"
+)
+
 // RolloutPhase summarises a StagedBindingPolicy's rollout.
-// +kubebuilder:validation:Enum=Pending;Progressing;Completed;Blocked;Suspended;Stalled
+// +kubebuilder:validation:Enum=Pending;Progressing;Completed;Blocked;Suspended;Stalled;AwaitingApproval
 type RolloutPhase string
 
 // The phases of a rollout.
@@ -194,16 +221,21 @@ const (
 	// RolloutStalled means the active stage is past its progressDeadline; the
 	// rollout keeps waiting and goes on if the stage's condition later holds.
 	RolloutStalled RolloutPhase = "Stalled"
+	// RolloutAwaitingApproval means the next stage waits for its StageApproval.
+	RolloutAwaitingApproval RolloutPhase = "AwaitingApproval"
 )
 
 // StagePhase is where one stage is in the rollout.
-// +kubebuilder:validation:Enum=Pending;Active;Succeeded;Skipped
+// +kubebuilder:validation:Enum=Pending;AwaitingApproval;Active;Succeeded;Skipped
 type StagePhase string
 
 // The phases of a stage.
 const (
 	// StagePending means the stage has not been reached yet.
 	StagePending StagePhase = "Pending"
+	// StageAwaitingApproval means the rollout has reached the stage, which
+	// waits for its StageApproval before its BindingPolicy is created.
+	StageAwaitingApproval StagePhase = "AwaitingApproval"
 	// StageActive means the stage's BindingPolicy is placed and its condition is awaited.
 	StageActive StagePhase = "Active"
 	// StageSucceeded means the stage's condition held.
@@ -277,6 +309,12 @@ const (
 	// ReasonProgressDeadlineExceeded means the active stage is not done past
 	// its progressDeadline; the message says what it still waits for.
 	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+	// ReasonAwaitingApproval means the active stage waits for its
+	// StageApproval before it starts.
+	ReasonAwaitingApproval = "AwaitingApproval"
+	// ReasonStageApprovalConflict means a StageApproval with the stage's
+	// name exists and belongs to someone else.
+	ReasonStageApprovalConflict = "StageApprovalConflict"
 	// ReasonWaitingForFinalizers means a policy being deleted waits for the
 	// finalizers of its BindingPolicies (KubeStellar's, normally) to be removed.
 	ReasonWaitingForFinalizers = "WaitingForFinalizers"
@@ -304,6 +342,11 @@ const (
 	// EventReasonRestarted marks a rollout restarted from its first stage by
 	// a new value of the restartedAt annotation.
 	EventReasonRestarted = "RolloutRestarted"
+	// EventReasonApprovalRequested marks a rollout reaching a stage that
+	// waits for its StageApproval.
+	EventReasonApprovalRequested = "ApprovalRequested"
+	// EventReasonStageApproved marks a stage approved through its StageApproval.
+	EventReasonStageApproved = "StageApproved"
 )
 
 // StagedBindingPolicyStatus reports where a rollout is. All the rollout's
@@ -352,7 +395,7 @@ type StageStatus struct {
 	// Name is the stage's name.
 	Name string `json:"name"`
 
-	// Phase is Pending, Active, Succeeded or Skipped.
+	// Phase is Pending, AwaitingApproval, Active, Succeeded or Skipped.
 	Phase StagePhase `json:"phase"`
 
 	// StartTime is when the stage became active.
@@ -369,6 +412,25 @@ type StageStatus struct {
 	// soakDuration, when given).
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+
+	// Approval is the name of the stage's StageApproval, for a stage whose
+	// approval is Required.
+	// +optional
+	Approval string `json:"approval,omitempty"`
+
+	// ApprovalRequestedTime is when the rollout reached the stage and began
+	// to wait for its approval.
+	// +optional
+	ApprovalRequestedTime *metav1.Time `json:"approvalRequestedTime,omitempty"`
+
+	// ApprovedTime is when the stage was approved (the lastTransitionTime of
+	// its StageApproval's Approved condition).
+	// +optional
+	ApprovedTime *metav1.Time `json:"approvedTime,omitempty"`
+
+	// ApprovedBy is who approved the stage, as its StageApproval says.
+	// +optional
+	ApprovedBy string `json:"approvedBy,omitempty"`
 
 	// SuspendedDuration is how long the rollout was suspended while the
 	// stage was active: it does not count against the stage's progressDeadline.

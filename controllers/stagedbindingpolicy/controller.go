@@ -62,6 +62,7 @@ type Options struct {
 func WatchedObjects() []client.Object {
 	return []client.Object{
 		&v1alpha1.StagedBindingPolicy{},
+		&v1alpha1.StageApproval{},
 		&ksv1alpha1.BindingPolicy{},
 		&ksv1alpha1.Binding{},
 		&ksv1alpha1.CombinedStatus{},
@@ -102,6 +103,10 @@ func NewController(space string, cl cluster.Cluster, engine *expression.Engine, 
 	reader := cl.GetClient()
 	watches := []source.Source{
 		source.Kind(informers, &v1alpha1.StagedBindingPolicy{}, &handler.TypedEnqueueRequestForObject[*v1alpha1.StagedBindingPolicy]{}),
+		source.Kind(informers, &v1alpha1.StageApproval{}, handler.TypedEnqueueRequestsFromMapFunc(
+			func(_ context.Context, a *v1alpha1.StageApproval) []reconcile.Request {
+				return policyOf(a.Labels)
+			})),
 		source.Kind(informers, &ksv1alpha1.BindingPolicy{}, handler.TypedEnqueueRequestsFromMapFunc(
 			func(_ context.Context, bp *ksv1alpha1.BindingPolicy) []reconcile.Request {
 				return policyOf(bp.Labels)
@@ -123,7 +128,7 @@ func NewController(space string, cl cluster.Cluster, engine *expression.Engine, 
 	return c, nil
 }
 
-// policyOf maps a generated BindingPolicy's labels to its policy.
+// policyOf maps the labels of a generated BindingPolicy or StageApproval to its policy.
 func policyOf(labels map[string]string) []reconcile.Request {
 	name := labels[v1alpha1.PolicyLabel]
 	if name == "" {

@@ -50,6 +50,13 @@ const (
 	ActionUpdateBindingPolicy ActionType = "UpdateBindingPolicy"
 	// ActionDeleteBindingPolicy deletes a BindingPolicy of a stage that is no longer active.
 	ActionDeleteBindingPolicy ActionType = "DeleteBindingPolicy"
+	// ActionCreateStageApproval creates the StageApproval of a stage whose approval is Required.
+	ActionCreateStageApproval ActionType = "CreateStageApproval"
+	// ActionUpdateStageApproval brings a StageApproval's spec in line with
+	// the policy's, which makes an approval given before count no more.
+	ActionUpdateStageApproval ActionType = "UpdateStageApproval"
+	// ActionDeleteStageApproval deletes a StageApproval no stage asks for.
+	ActionDeleteStageApproval ActionType = "DeleteStageApproval"
 	// ActionUpdateStatus writes the policy's status, which is where the
 	// rollout's state lives: moving to the next stage is a status update.
 	ActionUpdateStatus ActionType = "UpdateStatus"
@@ -71,6 +78,8 @@ type Action struct {
 	Type ActionType
 	// BindingPolicy is the object to create, update or delete.
 	BindingPolicy *ksv1alpha1.BindingPolicy
+	// StageApproval is the StageApproval to create, update or delete.
+	StageApproval *v1alpha1.StageApproval
 	// Status is the status to write, for ActionUpdateStatus.
 	Status *v1alpha1.StagedBindingPolicyStatus
 	// Events are emitted once the change is made.
@@ -204,7 +213,13 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 	if !started {
 		return startRollout(policy, reset, snap.Now)
 	}
+	if action, ok := approvalRequests(snap, active); ok {
+		return action
+	}
 	stage := policy.Spec.Stages[active]
+	if record := stageRecord(&policy.Status, stage.Name); record != nil && record.Phase == v1alpha1.StageAwaitingApproval {
+		return approvalGate(snap, active)
+	}
 	desired := desiredBindingPolicy(policy, stage)
 
 	current := snap.ActiveBindingPolicy
@@ -452,6 +467,12 @@ func planDeletion(snap *Snapshot, cfg planConfig) Action {
 		return Action{Type: ActionDeleteBindingPolicy, BindingPolicy: bp,
 			Why: fmt.Sprintf("the policy is being deleted and BindingPolicy %s is still there", bp.Name)}
 	}
+	for i := range snap.Approvals {
+		if a := &snap.Approvals[i]; ownedBy(a, policy) && a.DeletionTimestamp == nil {
+			return Action{Type: ActionDeleteStageApproval, StageApproval: a,
+				Why: fmt.Sprintf("the policy is being deleted and StageApproval %s is still there", a.Name)}
+		}
+	}
 	if len(held) > 0 {
 		if !hasFinalizer(policy) {
 			// Someone released the policy by hand: nothing of ours waits.
@@ -514,18 +535,8 @@ func deletionBlocked(snap *Snapshot, held []*ksv1alpha1.BindingPolicy, cfg planC
 func startRollout(policy *v1alpha1.StagedBindingPolicy, reset bool, now metav1.Time) Action {
 	first := policy.Spec.Stages[0]
 	status := policy.Status.DeepCopy()
-	status.ActiveStage = first.Name
 	status.Stages = nil // a fresh start forgets the records of an earlier rollout
-	status.Stages = stageRecords(policy, status.Stages, 0, now)
-	status.Stages[0].Message = "creating the stage's BindingPolicy"
-	setSummary(status, policy, v1alpha1.RolloutProgressing,
-		metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonBindingPolicyPending,
-			Message: fmt.Sprintf("creating BindingPolicy %s", v1alpha1.BindingPolicyName(policy.Name, first.Name))},
-		metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonBindingPolicyPending,
-			Message: fmt.Sprintf("stage %q started", first.Name)},
-		now)
-
-	events := []Event{{Type: corev1.EventTypeNormal, Reason: v1alpha1.EventReasonStageStarted, Note: fmt.Sprintf("stage %q started", first.Name)}}
+	events := []Event{enterStage(policy, status, 0, now, v1alpha1.ReasonBindingPolicyPending, "")}
 	why := "the rollout has not started"
 	if reset {
 		note := fmt.Sprintf("active stage %q is no longer in the spec; restarting the rollout from stage %q",
@@ -534,6 +545,49 @@ func startRollout(policy *v1alpha1.StagedBindingPolicy, reset bool, now metav1.T
 		why = note
 	}
 	return Action{Type: ActionUpdateStatus, Status: status, Events: events, Why: why}
+}
+
+// enterStage makes the stage with the given index the active stage of
+// status as the rollout reaches it: Active, its BindingPolicy to be created,
+// or AwaitingApproval when its approval is Required. It sets the summary:
+// the Progressing condition has the given reason (AwaitingApproval for a
+// stage awaiting approval) and says done before the stage's own news. It
+// returns the Event of the stage's start or of its request for approval.
+func enterStage(policy *v1alpha1.StagedBindingPolicy, status *v1alpha1.StagedBindingPolicyStatus, index int, now metav1.Time,
+	reason, done string) Event {
+	stage := policy.Spec.Stages[index]
+	status.ActiveStage = stage.Name
+	status.Stages = stageRecords(policy, status.Stages, index, now)
+	record := &status.Stages[index]
+	bp := v1alpha1.BindingPolicyName(policy.Name, stage.Name)
+	if stage.Approval == v1alpha1.ApprovalRequired {
+		approval := v1alpha1.StageApprovalName(policy.Name, stage.Name)
+		record.Phase, record.StartTime, record.BindingPolicy = v1alpha1.StageAwaitingApproval, nil, ""
+		record.Approval, record.ApprovalRequestedTime = approval, ptr.To(now)
+		record.Message = awaitingApproval(approval)
+		setSummary(status, policy, v1alpha1.RolloutAwaitingApproval,
+			metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonAwaitingApproval,
+				Message: fmt.Sprintf("BindingPolicy %s is created once stage %q is approved", bp, stage.Name)},
+			metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonAwaitingApproval,
+				Message: done + fmt.Sprintf("stage %q: %s", stage.Name, record.Message)},
+			now)
+		return Event{Type: corev1.EventTypeNormal, Reason: v1alpha1.EventReasonApprovalRequested,
+			Note: fmt.Sprintf("stage %q waits for approval: approve StageApproval %s", stage.Name, approval)}
+	}
+	record.Message = "creating the stage's BindingPolicy"
+	setSummary(status, policy, v1alpha1.RolloutProgressing,
+		metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonBindingPolicyPending,
+			Message: fmt.Sprintf("creating BindingPolicy %s", bp)},
+		metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: reason,
+			Message: done + fmt.Sprintf("stage %q started", stage.Name)},
+		now)
+	return Event{Type: corev1.EventTypeNormal, Reason: v1alpha1.EventReasonStageStarted, Note: fmt.Sprintf("stage %q started", stage.Name)}
+}
+
+// awaitingApproval says what a stage awaiting approval waits for.
+func awaitingApproval(approval string) string {
+	return fmt.Sprintf("waiting for approval: set the Approved condition of StageApproval %s to True, "+
+		"with its observedGeneration the StageApproval's generation", approval)
 }
 
 // restartRollout starts the rollout again from its first stage for a new
@@ -552,23 +606,16 @@ func restartRollout(policy *v1alpha1.StagedBindingPolicy, value string, now meta
 
 // advance records the active stage as done and makes the next one active.
 func advance(policy *v1alpha1.StagedBindingPolicy, active int, result assessment, now metav1.Time) Action {
-	done, next := policy.Spec.Stages[active], policy.Spec.Stages[active+1]
+	done := policy.Spec.Stages[active]
 	status := policy.Status.DeepCopy()
-	status.ActiveStage = next.Name
-	status.Stages = stageRecords(policy, status.Stages, active+1, now)
+	status.Stages = stageRecords(policy, status.Stages, active, now)
 	status.Stages[active].CompletionTime = ptr.To(now)
 	status.Stages[active].Message = result.message
-	status.Stages[active+1].Message = "creating the stage's BindingPolicy"
-	setSummary(status, policy, v1alpha1.RolloutProgressing,
-		metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonBindingPolicyPending,
-			Message: fmt.Sprintf("creating BindingPolicy %s", v1alpha1.BindingPolicyName(policy.Name, next.Name))},
-		metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonStageAdvanced,
-			Message: fmt.Sprintf("stage %q is done; stage %q started", done.Name, next.Name)},
-		now)
+	entered := enterStage(policy, status, active+1, now, v1alpha1.ReasonStageAdvanced, fmt.Sprintf("stage %q is done; ", done.Name))
 	return Action{Type: ActionUpdateStatus, Status: status,
 		Events: []Event{
 			{Type: corev1.EventTypeNormal, Reason: v1alpha1.EventReasonStageSucceeded, Note: fmt.Sprintf("stage %q is done: %s", done.Name, result.message)},
-			{Type: corev1.EventTypeNormal, Reason: v1alpha1.EventReasonStageStarted, Note: fmt.Sprintf("stage %q started", next.Name)},
+			entered,
 		},
 		Why: fmt.Sprintf("stage %q is done", done.Name)}
 }
@@ -765,7 +812,7 @@ func stageRecords(policy *v1alpha1.StagedBindingPolicy, previous []v1alpha1.Stag
 		case i < active:
 			r = old
 			r.Name = stage.Name
-			if !had || old.Phase == v1alpha1.StagePending || old.Phase == v1alpha1.StageSkipped {
+			if !had || old.Phase == v1alpha1.StagePending || old.Phase == v1alpha1.StageSkipped || old.Phase == v1alpha1.StageAwaitingApproval {
 				r.Phase = v1alpha1.StageSkipped
 			} else {
 				r.Phase = v1alpha1.StageSucceeded
@@ -777,6 +824,10 @@ func stageRecords(policy *v1alpha1.StagedBindingPolicy, previous []v1alpha1.Stag
 			if had && old.Phase != v1alpha1.StagePending {
 				r.Phase, r.StartTime, r.CompletionTime, r.Message = old.Phase, old.StartTime, old.CompletionTime, old.Message
 				r.SuspendedDuration = old.SuspendedDuration
+				r.Approval, r.ApprovalRequestedTime, r.ApprovedTime, r.ApprovedBy = old.Approval, old.ApprovalRequestedTime, old.ApprovedTime, old.ApprovedBy
+				if r.Phase == v1alpha1.StageAwaitingApproval {
+					r.BindingPolicy = ""
+				}
 			}
 		}
 		records[i] = r

@@ -1452,6 +1452,10 @@ func cloneSnapshot(s *Snapshot) *Snapshot {
 	for i := range s.CombinedStatuses {
 		c.CombinedStatuses = append(c.CombinedStatuses, *s.CombinedStatuses[i].DeepCopy())
 	}
+	c.Approvals = nil
+	for i := range s.Approvals {
+		c.Approvals = append(c.Approvals, *s.Approvals[i].DeepCopy())
+	}
 	return &c
 }
 

@@ -38,6 +38,7 @@ import (
 // +kubebuilder:rbac:groups=community.kubestellar.io,resources=stagedbindingpolicies,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=community.kubestellar.io,resources=stagedbindingpolicies/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=community.kubestellar.io,resources=stagedbindingpolicies/finalizers,verbs=update
+// +kubebuilder:rbac:groups=community.kubestellar.io,resources=stageapprovals,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=control.kubestellar.io,resources=bindingpolicies,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=control.kubestellar.io,resources=bindings;combinedstatuses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -168,6 +169,12 @@ func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*S
 	}
 	snap.BindingPolicies = owned.Items
 
+	approvals := &v1alpha1.StageApprovalList{}
+	if err := r.Client.List(ctx, approvals, client.MatchingLabels{v1alpha1.PolicyLabel: policy.Name}); err != nil {
+		return nil, fmt.Errorf("listing StageApprovals of %s: %w", policy.Name, err)
+	}
+	snap.Approvals = approvals.Items
+
 	active, started, _ := ActiveStage(policy)
 	if !started || policy.DeletionTimestamp != nil {
 		return snap, nil
@@ -215,6 +222,13 @@ func (r *Reconciler) apply(ctx context.Context, policy *v1alpha1.StagedBindingPo
 		return r.Client.Update(ctx, action.BindingPolicy)
 	case ActionDeleteBindingPolicy:
 		err := r.Client.Delete(ctx, action.BindingPolicy, client.Preconditions{UID: &action.BindingPolicy.UID})
+		return client.IgnoreNotFound(err)
+	case ActionCreateStageApproval:
+		return r.Client.Create(ctx, action.StageApproval)
+	case ActionUpdateStageApproval:
+		return r.Client.Update(ctx, action.StageApproval)
+	case ActionDeleteStageApproval:
+		err := r.Client.Delete(ctx, action.StageApproval, client.Preconditions{UID: &action.StageApproval.UID})
 		return client.IgnoreNotFound(err)
 	case ActionUpdateStatus:
 		updated := policy.DeepCopy()

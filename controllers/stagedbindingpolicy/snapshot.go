@@ -31,6 +31,10 @@ type Snapshot struct {
 	// Plan only acts on those that Policy owns.
 	BindingPolicies []ksv1alpha1.BindingPolicy
 
+	// Approvals are the StageApprovals labelled as the policy's. Plan only
+	// acts on those that Policy owns.
+	Approvals []v1alpha1.StageApproval
+
 	// ActiveBindingPolicy is the BindingPolicy with the active stage's name,
 	// whoever made it, or nil when there is none.
 	ActiveBindingPolicy *ksv1alpha1.BindingPolicy

@@ -142,10 +142,10 @@ func TestChartShipsWhatConfigShips(t *testing.T) {
 			}
 		}
 	}
-	crd := find(t, rendered, "CustomResourceDefinition", "stagedbindingpolicies.community.kubestellar.io")
-	wantCRD := configObjects(t, "crd/bases", "community.kubestellar.io_stagedbindingpolicies.yaml")[0]
-	if !reflect.DeepEqual(crd.Object, wantCRD.Object) {
-		t.Error("the chart's CRD differs from config/crd/bases'")
+	for _, wantCRD := range configObjects(t, "crd/bases", "community.kubestellar.io_stagedbindingpolicies.yaml", "community.kubestellar.io_stageapprovals.yaml") {
+		if crd := find(t, rendered, "CustomResourceDefinition", wantCRD.GetName()); !reflect.DeepEqual(crd.Object, wantCRD.Object) {
+			t.Errorf("the chart's CRD %s differs from config/crd/bases'", wantCRD.GetName())
+		}
 	}
 
 	deploy := into[appsv1.Deployment](t, find(t, rendered, "Deployment", "stager"))
@@ -264,8 +264,34 @@ func TestSpaceChartShipsWhatConfigShips(t *testing.T) {
 		t.Errorf("the binding's subjects are %v, want %v", binding.Subjects, want)
 	}
 	find(t, rendered, "CustomResourceDefinition", "stagedbindingpolicies.community.kubestellar.io")
+	find(t, rendered, "CustomResourceDefinition", "stageapprovals.community.kubestellar.io")
 	if got := fmt.Sprint(names(rendered)); !strings.Contains(got, "ClusterRoleBinding/stager-space") {
 		t.Errorf("rendered %s", got)
+	}
+
+	// Approvals: the approvers' role and the admission policy as
+	// config/approval ships them; approvers bound only when named.
+	for _, w := range configObjects(t, "approval", "approver_role.yaml", "admission_policy.yaml") {
+		got := find(t, rendered, w.GetKind(), w.GetName())
+		if !reflect.DeepEqual(got.Object["spec"], w.Object["spec"]) || !reflect.DeepEqual(got.Object["rules"], w.Object["rules"]) {
+			t.Errorf("the space chart's %s %s differs from config/approval's", w.GetKind(), w.GetName())
+		}
+	}
+	for _, o := range rendered {
+		if o.GetKind() == "ClusterRoleBinding" && o.GetName() == "workload-stager-approver" {
+			t.Error("approvers bound though none was named")
+		}
+	}
+	approvers := objects(t, helm(t, "template", "space", spaceChart, "--set", "approval.admissionPolicy=false",
+		"--set", "subjects[0].kind=User,subjects[0].name=stager,approval.approvers[0].kind=Group,approval.approvers[0].name=release-managers"))
+	binding = into[rbacv1.ClusterRoleBinding](t, find(t, approvers, "ClusterRoleBinding", "workload-stager-approver"))
+	if want := []rbacv1.Subject{{Kind: "Group", Name: "release-managers"}}; !reflect.DeepEqual(binding.Subjects, want) {
+		t.Errorf("the approvers' binding's subjects are %v, want %v", binding.Subjects, want)
+	}
+	for _, o := range approvers {
+		if strings.HasPrefix(o.GetKind(), "ValidatingAdmissionPolicy") {
+			t.Errorf("%s rendered with approval.admissionPolicy=false", o.GetKind())
+		}
 	}
 }
 

@@ -1,0 +1,223 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package stagedbindingpolicy
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+)
+
+// This file holds Plan's rules for stages whose approval is Required: the
+// StageApprovals that ask for approval, and the gate that holds such a stage
+// until its StageApproval approves the current rollout.
+
+// approvalRequests keeps one StageApproval, in line with the policy, for
+// every stage from the active one on whose approval is Required and which
+// has not started yet, so that a stage can be approved before the rollout
+// reaches it; and deletes the policy's StageApprovals that no stage of the
+// spec asks for. It reports whether it has a change to make (one at a time).
+func approvalRequests(snap *Snapshot, active int) (Action, bool) {
+	policy := snap.Policy
+	for i := range snap.Approvals {
+		a := &snap.Approvals[i]
+		if !ownedBy(a, policy) || a.DeletionTimestamp != nil {
+			continue
+		}
+		if stage := specStage(policy, a.Spec.Stage); stage == nil || stage.Approval != v1alpha1.ApprovalRequired ||
+			a.Name != v1alpha1.StageApprovalName(policy.Name, stage.Name) {
+			return Action{Type: ActionDeleteStageApproval, StageApproval: a,
+				Why: fmt.Sprintf("no stage of the spec asks for StageApproval %s any more", a.Name)}, true
+		}
+	}
+	revision := rolloutRevision(policy)
+	for i := active; i < len(policy.Spec.Stages); i++ {
+		stage := policy.Spec.Stages[i]
+		if stage.Approval != v1alpha1.ApprovalRequired {
+			continue
+		}
+		if record := stageRecord(&policy.Status, stage.Name); i == active && record != nil &&
+			record.Phase != v1alpha1.StageAwaitingApproval && record.Phase != v1alpha1.StagePending {
+			continue // the stage has passed its gate: its approval is a record now
+		}
+		desired := desiredApproval(policy, stage, revision)
+		current := findApproval(snap.Approvals, desired.Name)
+		switch {
+		case current == nil:
+			return Action{Type: ActionCreateStageApproval, StageApproval: desired,
+				Why: fmt.Sprintf("stage %q needs approval", stage.Name)}, true
+		case !ownedBy(current, policy) || current.DeletionTimestamp != nil:
+			continue // the gate reports a foreign one; a departing one is created again once gone
+		case current.Spec.Revision != desired.Spec.Revision,
+			current.Labels[v1alpha1.PolicyLabel] != policy.Name || current.Labels[v1alpha1.StageLabel] != stage.Name:
+			updated := current.DeepCopy()
+			updated.Labels = mergeLabels(updated.Labels, desired.Labels)
+			updated.OwnerReferences = desired.OwnerReferences
+			updated.Spec = desired.Spec
+			return Action{Type: ActionUpdateStageApproval, StageApproval: updated,
+				Why: fmt.Sprintf("StageApproval %s is of an earlier rollout: an approval given before no longer counts", current.Name)}, true
+		}
+	}
+	return Action{}, false
+}
+
+// approvalGate decides for an active stage awaiting approval: it starts once
+// its StageApproval approves the current rollout (or once its approval is no
+// longer Required), and waits, saying so, until then.
+func approvalGate(snap *Snapshot, active int) Action {
+	policy := snap.Policy
+	stage := policy.Spec.Stages[active]
+	if stage.Approval != v1alpha1.ApprovalRequired {
+		return startApprovedStage(policy, active, nil, snap.Now)
+	}
+	name := v1alpha1.StageApprovalName(policy.Name, stage.Name)
+	approval := findApproval(snap.Approvals, name)
+	switch {
+	case approval != nil && !ownedBy(approval, policy):
+		msg := fmt.Sprintf("StageApproval %s already exists and does not belong to this policy; rename or delete it", name)
+		status := blockedStatus(policy, v1alpha1.ReasonStageApprovalConflict, msg, snap.Now)
+		return statusAction(policy, status, Event{Type: corev1.EventTypeWarning, Reason: v1alpha1.ReasonStageApprovalConflict, Note: msg},
+			"the stage's StageApproval name is taken")
+	case approval == nil || approval.DeletionTimestamp != nil || approval.Spec.Revision != rolloutRevision(policy):
+		return awaitApproval(policy, active, fmt.Sprintf("waiting for StageApproval %s to be created", name), snap.Now)
+	case approval.Approved() == nil:
+		msg := awaitingApproval(name)
+		if c := meta.FindStatusCondition(approval.Status.Conditions, v1alpha1.ConditionApproved); c != nil &&
+			c.Status == metav1.ConditionTrue && c.ObservedGeneration != approval.Generation {
+			msg = fmt.Sprintf("StageApproval %s was approved at its generation %d, for an earlier rollout; it is at generation %d "+
+				"since the policy changed: approve it again", name, c.ObservedGeneration, approval.Generation)
+		}
+		return awaitApproval(policy, active, msg, snap.Now)
+	}
+	return startApprovedStage(policy, active, approval, snap.Now)
+}
+
+// awaitApproval is the status of a rollout whose active stage awaits
+// approval, with message saying what for.
+func awaitApproval(policy *v1alpha1.StagedBindingPolicy, active int, message string, now metav1.Time) Action {
+	stage := policy.Spec.Stages[active]
+	status := policy.Status.DeepCopy()
+	status.Stages = stageRecords(policy, status.Stages, active, now)
+	record := &status.Stages[active]
+	if record.ApprovalRequestedTime == nil {
+		record.ApprovalRequestedTime = ptr.To(now)
+	}
+	record.Approval = v1alpha1.StageApprovalName(policy.Name, stage.Name)
+	record.Message = message
+	setSummary(status, policy, v1alpha1.RolloutAwaitingApproval,
+		metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonAwaitingApproval,
+			Message: fmt.Sprintf("BindingPolicy %s is created once stage %q is approved", v1alpha1.BindingPolicyName(policy.Name, stage.Name), stage.Name)},
+		metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonAwaitingApproval,
+			Message: fmt.Sprintf("stage %q: %s", stage.Name, message)},
+		now)
+	return statusAction(policy, status, Event{}, fmt.Sprintf("stage %q awaits approval", stage.Name))
+}
+
+// startApprovedStage starts an active stage that awaited approval, recording
+// who approved it and when from approval (nil when its approval is no longer
+// Required).
+func startApprovedStage(policy *v1alpha1.StagedBindingPolicy, active int, approval *v1alpha1.StageApproval, now metav1.Time) Action {
+	stage := policy.Spec.Stages[active]
+	status := policy.Status.DeepCopy()
+	status.Stages = stageRecords(policy, status.Stages, active, now)
+	record := &status.Stages[active]
+	record.Phase, record.StartTime = v1alpha1.StageActive, ptr.To(now)
+	record.BindingPolicy = v1alpha1.BindingPolicyName(policy.Name, stage.Name)
+	record.Message = "creating the stage's BindingPolicy"
+	var events []Event
+	news := fmt.Sprintf("stage %q started: its approval is no longer required", stage.Name)
+	if approval != nil {
+		approved := approval.Approved()
+		record.ApprovedTime, record.ApprovedBy = ptr.To(approved.LastTransitionTime), approval.Status.ApprovedBy
+		by := approval.Status.ApprovedBy
+		if by == "" {
+			by = "someone who did not give status.approvedBy"
+		}
+		news = fmt.Sprintf("stage %q started: approved by %s at %s", stage.Name, by, approved.LastTransitionTime.UTC().Format(time.RFC3339))
+		events = append(events, Event{Type: corev1.EventTypeNormal, Reason: v1alpha1.EventReasonStageApproved,
+			Note: fmt.Sprintf("StageApproval %s approves stage %q (approved by %s)", approval.Name, stage.Name, by)})
+	}
+	setSummary(status, policy, v1alpha1.RolloutProgressing,
+		metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonBindingPolicyPending,
+			Message: fmt.Sprintf("creating BindingPolicy %s", record.BindingPolicy)},
+		metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonBindingPolicyPending,
+			Message: news},
+		now)
+	events = append(events, Event{Type: corev1.EventTypeNormal, Reason: v1alpha1.EventReasonStageStarted, Note: news})
+	return Action{Type: ActionUpdateStatus, Status: status, Events: events, Why: news}
+}
+
+// desiredApproval is the StageApproval of one stage of the policy, for the
+// rollout of the given revision.
+func desiredApproval(policy *v1alpha1.StagedBindingPolicy, stage v1alpha1.Stage, revision string) *v1alpha1.StageApproval {
+	return &v1alpha1.StageApproval{
+		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "StageApproval"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: v1alpha1.StageApprovalName(policy.Name, stage.Name),
+			Labels: map[string]string{
+				v1alpha1.PolicyLabel: policy.Name,
+				v1alpha1.StageLabel:  stage.Name,
+			},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(policy, v1alpha1.GroupVersion.WithKind("StagedBindingPolicy"))},
+		},
+		Spec: v1alpha1.StageApprovalSpec{Policy: policy.Name, Stage: stage.Name, PolicyGeneration: policy.Generation, Revision: revision},
+	}
+}
+
+// rolloutRevision identifies the policy's current rollout for its
+// approvals: a digest of its spec, but spec.suspend (suspending and resuming
+// keeps approvals), and of its restartedAt annotation.
+func rolloutRevision(policy *v1alpha1.StagedBindingPolicy) string {
+	spec := policy.Spec.DeepCopy()
+	spec.Suspend = false
+	raw, err := json.Marshal(struct {
+		Spec        *v1alpha1.StagedBindingPolicySpec `json:"spec"`
+		RestartedAt string                            `json:"restartedAt"`
+	}{spec, policy.Annotations[v1alpha1.RestartedAtAnnotation]})
+	if err != nil { // a spec of plain data always marshals; were it not to, no approval would count
+		raw = []byte(err.Error())
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:16])
+}
+
+// findApproval returns the StageApproval with the given name, or nil.
+func findApproval(approvals []v1alpha1.StageApproval, name string) *v1alpha1.StageApproval {
+	for i := range approvals {
+		if approvals[i].Name == name {
+			return &approvals[i]
+		}
+	}
+	return nil
+}
+
+// specStage returns the stage of the spec with the given name, or nil.
+func specStage(policy *v1alpha1.StagedBindingPolicy, name string) *v1alpha1.Stage {
+	for i := range policy.Spec.Stages {
+		if policy.Spec.Stages[i].Name == name {
+			return &policy.Spec.Stages[i]
+		}
+	}
+	return nil
+}
