@@ -81,7 +81,9 @@ func pending(stage string) func(*v1alpha1.StagedBindingPolicy) v1alpha1.StageApp
 }
 
 func approvedBy(stage, by string) func(*v1alpha1.StagedBindingPolicy) v1alpha1.StageApproval {
-	return func(p *v1alpha1.StagedBindingPolicy) v1alpha1.StageApproval { return approved(approvalOf(p, stage), 1, by) }
+	return func(p *v1alpha1.StagedBindingPolicy) v1alpha1.StageApproval {
+		return approved(approvalOf(p, stage), 1, by)
+	}
 }
 
 // TestPlanApproval table-tests the rules for stages whose approval is
@@ -99,7 +101,7 @@ func TestPlanApproval(t *testing.T) {
 		check      func(t *testing.T, a Action)
 	}{
 		{name: "the rollout starts at a stage that needs approval: it awaits it",
-			snap: fixture{newSnapshot(newPolicy(gated()[1], stage("prod")))}.Snapshot,
+			snap:     fixture{newSnapshot(newPolicy(gated()[1], stage("prod")))}.Snapshot,
 			wantType: ActionUpdateStatus, wantPhase: v1alpha1.RolloutAwaitingApproval, wantRecord: v1alpha1.StageAwaitingApproval,
 			wantEvents: []string{"Normal/ApprovalRequested"}, wantMsg: "StageApproval web.stage.test",
 			check: func(t *testing.T, a Action) {
@@ -312,7 +314,9 @@ func TestRolloutRevision(t *testing.T) {
 	for name, change := range map[string]func(*v1alpha1.StagedBindingPolicy){
 		"a stage's clusters": func(p *v1alpha1.StagedBindingPolicy) { p.Spec.Stages[2].ClusterSelectors = nil },
 		"the downsync":       func(p *v1alpha1.StagedBindingPolicy) { p.Spec.Downsync = nil },
-		"restartedAt":        func(p *v1alpha1.StagedBindingPolicy) { p.Annotations = map[string]string{v1alpha1.RestartedAtAnnotation: "x"} },
+		"restartedAt": func(p *v1alpha1.StagedBindingPolicy) {
+			p.Annotations = map[string]string{v1alpha1.RestartedAtAnnotation: "x"}
+		},
 	} {
 		p := base.DeepCopy()
 		change(p)
