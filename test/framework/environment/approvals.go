@@ -1,0 +1,127 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package environment
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+)
+
+// ApprovalDir is the shipped approvals configuration of a space (the
+// approvers' ClusterRole and the admission policy), relative to the
+// repository root.
+var ApprovalDir = filepath.Join("config", "approval")
+
+// ApproverRole is the name of the shipped approvers' ClusterRole.
+const ApproverRole = "workload-stager-approver"
+
+// InstallApprovals creates in the space the objects of ApprovalDir's
+// approver_role.yaml and admission_policy.yaml, and waits until the API
+// server enforces the admission policy.
+func (s *Space) InstallApprovals(ctx context.Context) error {
+	root, err := RepoRoot()
+	if err != nil {
+		return err
+	}
+	for _, file := range []string{"approver_role.yaml", "admission_policy.yaml"} {
+		raw, err := os.ReadFile(filepath.Join(root, ApprovalDir, file))
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", file, err)
+		}
+		decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
+		for {
+			obj := &unstructured.Unstructured{}
+			if err := decoder.Decode(&obj.Object); errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				return fmt.Errorf("parsing %s: %w", file, err)
+			}
+			if len(obj.Object) == 0 {
+				continue
+			}
+			if err := s.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("space %s: creating %s %s: %w", s.Name, obj.GetKind(), obj.GetName(), err)
+			}
+		}
+	}
+	return s.waitForApprovalPolicy(ctx)
+}
+
+// waitForApprovalPolicy waits until the API server refuses a StageApproval
+// whose status.approvedBy names someone other than the writer: admission
+// policies take effect a moment after they are created.
+func (s *Space) waitForApprovalPolicy(ctx context.Context) error {
+	probe := &v1alpha1.StageApproval{
+		ObjectMeta: metav1.ObjectMeta{Name: "approval-policy-probe"},
+		Spec:       v1alpha1.StageApprovalSpec{Policy: "probe", Stage: "probe"},
+	}
+	if err := s.Client.Create(ctx, probe); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("space %s: creating the admission policy's probe: %w", s.Name, err)
+	}
+	defer func() { _ = s.Client.Delete(context.WithoutCancel(ctx), probe) }()
+	return Poll(ctx, 200*time.Millisecond, time.Minute, "the approvals admission policy to hold", func() error {
+		current := &v1alpha1.StageApproval{}
+		if err := s.Client.Get(ctx, client.ObjectKeyFromObject(probe), current); err != nil {
+			return err
+		}
+		current.Status.ApprovedBy = "not-" + SpaceUserName
+		switch err := s.Client.Status().Update(ctx, current); {
+		case err == nil:
+			return fmt.Errorf("space %s: the admission policy does not hold yet", s.Name)
+		case apierrors.IsForbidden(err) || apierrors.IsInvalid(err):
+			return nil
+		default:
+			return err
+		}
+	})
+}
+
+// AddApprover provisions a user bound to the shipped approvers' ClusterRole
+// (InstallApprovals creates it) and returns a client acting as that user.
+func (s *Space) AddApprover(ctx context.Context, name string) (client.Client, error) {
+	kubeconfig, err := s.AddUser(name)
+	if err != nil {
+		return nil, err
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: ApproverRole + "-" + name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ApproverRole},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: name}},
+	}
+	if err := s.Client.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("space %s: binding %s to %s: %w", s.Name, name, ApproverRole, err)
+	}
+	config, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("space %s: the kubeconfig of %s: %w", s.Name, name, err)
+	}
+	return client.New(config, client.Options{Scheme: s.Client.Scheme()})
+}

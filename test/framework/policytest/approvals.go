@@ -1,0 +1,55 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package policytest
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+)
+
+// Approve approves the StageApproval of the named policy's stage through its
+// status subresource, as an approver does: the Approved condition True at
+// the StageApproval's current generation, and status.approvedBy set to by.
+// It returns the StageApproval as approved.
+func Approve(ctx context.Context, c client.Client, policy, stage, by string) (*v1alpha1.StageApproval, error) {
+	approval := &v1alpha1.StageApproval{}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, types.NamespacedName{Name: v1alpha1.StageApprovalName(policy, stage)}, approval); err != nil {
+			return err
+		}
+		SetApproved(approval, by)
+		return c.Status().Update(ctx, approval)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("approving stage %q of %s as %s: %w", stage, policy, by, err)
+	}
+	return approval, nil
+}
+
+// SetApproved sets approval's Approved condition True at its current
+// generation and status.approvedBy to by, without writing it.
+func SetApproved(approval *v1alpha1.StageApproval, by string) {
+	meta.SetStatusCondition(&approval.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionApproved,
+		Status: metav1.ConditionTrue, Reason: "Approved", Message: "approved by " + by, ObservedGeneration: approval.Generation})
+	approval.Status.ApprovedBy = by
+}
