@@ -53,6 +53,10 @@ const (
 	// deletionHorizon is how far ahead StagerDeletionStuck's expression is
 	// evaluated: a deletion is stuck only after 15 minutes.
 	deletionHorizon = 16 * time.Minute
+	// approvalHorizon is how far ahead StagerApprovalWaitingTooLong's
+	// expression looks, past its threshold of a day: longer than the
+	// lookback, so its time() is moved on instead of the evaluation time.
+	approvalHorizon = 25 * time.Hour
 	lookback        = 2 * time.Hour
 )
 
@@ -118,21 +122,24 @@ func TestDashboardAndAlerts(t *testing.T) {
 		t.Fatalf("creating %s: %v", broken, err)
 	}
 	// wds2's "stalled" is past its first stage's progressDeadline, which
-	// nothing meets; "paused" is suspended before it starts.
-	const stalled, paused = "stalled", "paused"
+	// nothing meets; "paused" is suspended before it starts; "gated" awaits
+	// the approval of its first stage.
+	const stalled, paused, gated = "stalled", "paused", "gated"
 	createWorkload(t, "wds2", stalled, false)
 	late := policytest.ThreeStages(stalled, stalled)
 	late.Spec.Stages[0].ProgressDeadline = &metav1.Duration{Duration: time.Second}
 	held := policytest.ThreeStages(paused, paused)
 	held.Spec.Suspend = true
-	for _, p := range []*v1alpha1.StagedBindingPolicy{late, held} {
+	waiting := policytest.ThreeStages(gated, gated)
+	waiting.Spec.Stages[0].Approval = v1alpha1.ApprovalRequired
+	for _, p := range []*v1alpha1.StagedBindingPolicy{late, held, waiting} {
 		if err := wds("wds2").Create(ctx, p); err != nil {
 			t.Fatalf("creating %s: %v", p.Name, err)
 		}
 	}
 	t.Cleanup(func() {
 		policies("wds1").Delete(t, metered)
-		for _, name := range []string{metered, broken, stalled, paused} {
+		for _, name := range []string{metered, broken, stalled, paused, gated} {
 			policies("wds2").Delete(t, name)
 		}
 	})
@@ -155,17 +162,18 @@ func TestDashboardAndAlerts(t *testing.T) {
 	})
 	policies("wds2").WaitForPhase(t, stalled, v1alpha1.RolloutStalled)
 	policies("wds2").WaitForPhase(t, paused, v1alpha1.RolloutSuspended)
+	policies("wds2").WaitForPhase(t, gated, v1alpha1.RolloutAwaitingApproval)
 
 	values := map[string]string{
 		"datasource":      "prometheus",
 		"space":           "(" + strings.Join(spaces, "|") + ")",
-		"policy":          "(" + strings.Join([]string{metered, broken, deleting, stalled, paused}, "|") + ")",
+		"policy":          "(" + strings.Join([]string{metered, broken, deleting, stalled, paused, gated}, "|") + ")",
 		"__rate_interval": rateInterval,
 		"__interval":      scrapeInterval.String(),
 	}
 	environment.Eventually(t, 2*time.Minute, "every dashboard query and alert to show the run", func() error {
 		var problems []string
-		problems = append(problems, checkVariables(ctx, server, dashboard, values, spaces, []string{metered, broken, deleting, stalled, paused})...)
+		problems = append(problems, checkVariables(ctx, server, dashboard, values, spaces, []string{metered, broken, deleting, stalled, paused, gated})...)
 		problems = append(problems, checkPanels(ctx, server, dashboard, values, spaces, start)...)
 		problems = append(problems, checkAlerts(ctx, server, groups, spaces, bare, refused)...)
 		if len(problems) > 0 {
@@ -353,7 +361,8 @@ func checkPanels(ctx context.Context, server *prometheus.Server, d *prometheus.D
 }
 
 // checkAlerts evaluates every alert expression (StagerRolloutStuck
-// stuckHorizon ahead, StagerDeletionStuck deletionHorizon ahead) and checks
+// stuckHorizon ahead, StagerDeletionStuck deletionHorizon ahead,
+// StagerApprovalWaitingTooLong with time() approvalHorizon ahead) and checks
 // that each returns data for the run's spaces (or its refused kubeconfig
 // Secret), that Prometheus evaluates every rule without error, and that the
 // blocked rollout, its evaluation errors, the bare space and the refused
@@ -362,14 +371,16 @@ func checkAlerts(ctx context.Context, server *prometheus.Server, groups []promet
 	var problems []string
 	for _, g := range groups {
 		for _, r := range g.Rules {
-			at := time.Now()
+			at, expr := time.Now(), r.Expr
 			switch r.Alert {
 			case "StagerRolloutStuck":
 				at = at.Add(stuckHorizon)
 			case "StagerDeletionStuck":
 				at = at.Add(deletionHorizon)
+			case "StagerApprovalWaitingTooLong":
+				expr = strings.ReplaceAll(expr, "time()", fmt.Sprintf("(time() + %d)", int(approvalHorizon.Seconds())))
 			}
-			samples, err := server.Query(ctx, r.Expr, at)
+			samples, err := server.Query(ctx, expr, at)
 			if err != nil {
 				problems = append(problems, fmt.Sprintf("alert %s: %v", r.Alert, err))
 				continue

@@ -53,7 +53,7 @@ const (
 var (
 	policies = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "stager_policies",
-		Help: "StagedBindingPolicies per space by rollout phase (Pending, Progressing, Completed, Blocked, Suspended, Stalled).",
+		Help: "StagedBindingPolicies per space by rollout phase (Pending, Progressing, Completed, Blocked, Suspended, Stalled, AwaitingApproval).",
 	}, []string{LabelSpace, LabelPhase})
 
 	policyPhase = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -84,6 +84,10 @@ var (
 	progressDeadline = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "stager_policy_progress_deadline_time_seconds",
 		Help: "Unix time at which each policy's active stage passes its progressDeadline (its startTime plus progressDeadline plus the time suspended); absent for a stage without one, a done stage and a suspended rollout.",
+	}, []string{LabelSpace, LabelPolicy})
+	awaitingApproval = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "stager_policy_awaiting_approval_since_seconds",
+		Help: "Unix time since which each policy's active stage awaits approval (its approvalRequestedTime); absent when it does not await approval.",
 	}, []string{LabelSpace, LabelPolicy})
 	deletionStart = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "stager_policy_deletion_start_time_seconds",
@@ -120,7 +124,7 @@ var (
 
 // collectors are every metric of the StagedBindingPolicy controller.
 var collectors = []prometheus.Collector{policies, policyPhase, activeStage, activeStageIndex, stageCount, activeStageStart,
-	progressDeadline, deletionStart, transitions, stageDuration, evaluations, evaluationLatency, reconcileErrors}
+	progressDeadline, awaitingApproval, deletionStart, transitions, stageDuration, evaluations, evaluationLatency, reconcileErrors}
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(collectors...)
@@ -163,7 +167,7 @@ func SpaceDisengaged(space string) {
 	labels := prometheus.Labels{LabelSpace: space}
 	for _, vec := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
-	}{policies, policyPhase, activeStage, activeStageIndex, stageCount, activeStageStart, progressDeadline, deletionStart, transitions, stageDuration,
+	}{policies, policyPhase, activeStage, activeStageIndex, stageCount, activeStageStart, progressDeadline, awaitingApproval, deletionStart, transitions, stageDuration,
 		evaluations, evaluationLatency, reconcileErrors} {
 		vec.DeletePartialMatch(labels)
 	}
@@ -195,6 +199,7 @@ func (s *Space) Policy(policy *v1alpha1.StagedBindingPolicy) {
 		activeStage.DeleteLabelValues(s.name, policy.Name, previous)
 	}
 	progressDeadline.DeleteLabelValues(s.name, policy.Name)
+	awaitingApproval.DeleteLabelValues(s.name, policy.Name)
 	if active == "" {
 		delete(s.stages, policy.Name)
 		activeStageIndex.DeleteLabelValues(s.name, policy.Name)
@@ -210,6 +215,9 @@ func (s *Space) Policy(policy *v1alpha1.StagedBindingPolicy) {
 		activeStageIndex.WithLabelValues(s.name, policy.Name).Set(float64(i))
 		if st.StartTime != nil {
 			activeStageStart.WithLabelValues(s.name, policy.Name).Set(float64(st.StartTime.Unix()))
+		}
+		if st.ApprovalRequestedTime != nil && st.Phase == v1alpha1.StageAwaitingApproval {
+			awaitingApproval.WithLabelValues(s.name, policy.Name).Set(float64(st.ApprovalRequestedTime.Unix()))
 		}
 		if st.ProgressDeadlineTime != nil && st.Phase == v1alpha1.StageActive && phase != v1alpha1.RolloutSuspended {
 			progressDeadline.WithLabelValues(s.name, policy.Name).Set(float64(st.ProgressDeadlineTime.Unix()))
@@ -227,7 +235,7 @@ func (s *Space) PolicyDeleted(policy string) {
 	labels := prometheus.Labels{LabelSpace: s.name, LabelPolicy: policy}
 	for _, vec := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
-	}{policyPhase, activeStage, activeStageIndex, stageCount, activeStageStart, progressDeadline, deletionStart, transitions} {
+	}{policyPhase, activeStage, activeStageIndex, stageCount, activeStageStart, progressDeadline, awaitingApproval, deletionStart, transitions} {
 		vec.DeletePartialMatch(labels)
 	}
 }
@@ -236,7 +244,7 @@ func (s *Space) PolicyDeleted(policy string) {
 func (s *Space) refreshPhasesLocked() {
 	counts := map[v1alpha1.RolloutPhase]int{
 		v1alpha1.RolloutPending: 0, v1alpha1.RolloutProgressing: 0, v1alpha1.RolloutCompleted: 0, v1alpha1.RolloutBlocked: 0,
-		v1alpha1.RolloutSuspended: 0, v1alpha1.RolloutStalled: 0,
+		v1alpha1.RolloutSuspended: 0, v1alpha1.RolloutStalled: 0, v1alpha1.RolloutAwaitingApproval: 0,
 	}
 	for _, phase := range s.phases {
 		counts[phase]++

@@ -206,3 +206,27 @@ func TestProgressDeadlineSeries(t *testing.T) {
 		t.Fatalf("%d progress deadline series after the policy went, want 0", n)
 	}
 }
+
+// TestAwaitingApprovalSeries checks that a policy whose active stage awaits
+// approval exports since when, counted in the AwaitingApproval phase, and
+// that the series goes once the stage starts.
+func TestAwaitingApprovalSeries(t *testing.T) {
+	s := NewSpace("approval-test")
+	t.Cleanup(func() { SpaceDisengaged("approval-test") })
+
+	p := policyAt("a", "test", v1alpha1.RolloutAwaitingApproval, 1)
+	p.Status.Stages[1].Phase, p.Status.Stages[1].StartTime = v1alpha1.StageAwaitingApproval, nil
+	p.Status.Stages[1].ApprovalRequestedTime = &metav1.Time{Time: time.Unix(9000, 0)}
+	s.Policy(p)
+	if got := testutil.ToFloat64(awaitingApproval.WithLabelValues("approval-test", "a")); got != 9000 {
+		t.Fatalf("awaiting approval since = %v, want 9000", got)
+	}
+	if got := testutil.ToFloat64(policies.WithLabelValues("approval-test", "AwaitingApproval")); got != 1 {
+		t.Fatalf("AwaitingApproval policies = %v, want 1", got)
+	}
+	p.Status.Phase, p.Status.Stages[1].Phase = v1alpha1.RolloutProgressing, v1alpha1.StageActive
+	s.Policy(p)
+	if n := testutil.CollectAndCount(awaitingApproval); n != 0 {
+		t.Fatalf("%d awaiting-approval series once the stage started, want 0", n)
+	}
+}
