@@ -226,11 +226,7 @@ func TestSuspendAndResume(t *testing.T) {
 	policies(space).WaitForPhase(t, name, v1alpha1.RolloutCompleted)
 	counts := policies(space).EventCounts(t, policies(space).Get(t, name))
 	for _, reason := range []string{v1alpha1.EventReasonSuspended, v1alpha1.EventReasonResumed} {
-		found := false
-		for key := range counts {
-			found = found || strings.HasPrefix(key, reason+"/")
-		}
-		if !found {
+		if policytest.EventsWithReason(counts, reason) == 0 {
 			t.Errorf("no %s Event; Events: %v", reason, counts)
 		}
 	}
@@ -289,13 +285,7 @@ func TestRestart(t *testing.T) {
 	annotate() // the same value: nothing happens
 	stays(t, policies(space), name, "prod", 6*time.Second)
 	counts := policies(space).EventCounts(t, policies(space).Get(t, name))
-	restarts := 0
-	for key, n := range counts {
-		if strings.HasPrefix(key, v1alpha1.EventReasonRestarted+"/") {
-			restarts += n
-		}
-	}
-	if restarts != 1 {
+	if restarts := policytest.EventsWithReason(counts, v1alpha1.EventReasonRestarted); restarts != 1 {
 		t.Errorf("%d RolloutRestarted Events, want 1: %v", restarts, counts)
 	}
 }
@@ -442,13 +432,7 @@ func TestProgressDeadlineStallsAndRecovers(t *testing.T) {
 		t.Errorf("Progressing %v, want False ProgressDeadlineExceeded", c)
 	}
 	counts := policies(space).EventCounts(t, p)
-	stalls := 0
-	for key, n := range counts {
-		if strings.HasPrefix(key, v1alpha1.ReasonProgressDeadlineExceeded+"/") {
-			stalls += n
-		}
-	}
-	if stalls != 1 {
+	if stalls := policytest.EventsWithReason(counts, v1alpha1.ReasonProgressDeadlineExceeded); stalls != 1 {
 		t.Errorf("%d ProgressDeadlineExceeded Events, want one; Events: %v", stalls, counts)
 	}
 

@@ -86,11 +86,7 @@ func TestApprovalThroughStatusOnly(t *testing.T) {
 	}
 	counts := policies(s).EventCounts(t, p)
 	for _, reason := range []string{v1alpha1.EventReasonApprovalRequested, v1alpha1.EventReasonStageApproved} {
-		found := false
-		for key := range counts {
-			found = found || strings.HasPrefix(key, reason+"/")
-		}
-		if !found {
+		if policytest.EventsWithReason(counts, reason) == 0 {
 			t.Errorf("no %s Event; Events: %v", reason, counts)
 		}
 	}

@@ -101,6 +101,18 @@ func (s Space) WaitForCondition(t testing.TB, name, conditionType string, status
 	})
 }
 
+// EventsWithReason returns how many of the Events that EventCounts counted
+// have the given reason.
+func EventsWithReason(counts map[string]int, reason string) int {
+	n := 0
+	for key, count := range counts {
+		if strings.HasPrefix(key, reason+"/") {
+			n += count
+		}
+	}
+	return n
+}
+
 // EventCounts counts a policy's Events by "reason/note", with the counts of
 // Event series.
 func (s Space) EventCounts(t testing.TB, p *v1alpha1.StagedBindingPolicy) map[string]int {
