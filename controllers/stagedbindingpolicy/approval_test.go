@@ -76,8 +76,9 @@ func withApprovals(make ...func(*v1alpha1.StagedBindingPolicy) v1alpha1.StageApp
 	}
 }
 
-func pending(stage string) func(*v1alpha1.StagedBindingPolicy) v1alpha1.StageApproval {
-	return func(p *v1alpha1.StagedBindingPolicy) v1alpha1.StageApproval { return approvalOf(p, stage) }
+// testUnapproved is test's StageApproval, not approved.
+func testUnapproved(p *v1alpha1.StagedBindingPolicy) v1alpha1.StageApproval {
+	return approvalOf(p, "test")
 }
 
 func approvedBy(stage, by string) func(*v1alpha1.StagedBindingPolicy) v1alpha1.StageApproval {
@@ -111,7 +112,7 @@ func TestPlanApproval(t *testing.T) {
 			}},
 		{name: "dev is done: the rollout reaches test, which awaits approval",
 			snap: at("dev", gated()...).bound().reporting(deployment, "1").reporting(configMap, "1").reporting(namespaceObj, "1").
-				with(withApprovals(pending("test"))).Snapshot,
+				with(withApprovals(testUnapproved)).Snapshot,
 			wantType: ActionUpdateStatus, wantPhase: v1alpha1.RolloutAwaitingApproval, wantRecord: v1alpha1.StageAwaitingApproval,
 			wantEvents: []string{"Normal/StageSucceeded", "Normal/ApprovalRequested"}, wantMsg: `stage "dev" is done; stage "test": waiting for approval`},
 		{name: "a stage ahead that needs approval gets its StageApproval early, so it can be approved before it is reached",
@@ -125,7 +126,7 @@ func TestPlanApproval(t *testing.T) {
 				}
 			}},
 		{name: "awaiting, not approved: says what to do",
-			snap:     awaitingAt().with(withApprovals(pending("test"))).Snapshot,
+			snap:     awaitingAt().with(withApprovals(testUnapproved)).Snapshot,
 			wantType: ActionUpdateStatus, wantPhase: v1alpha1.RolloutAwaitingApproval, wantRecord: v1alpha1.StageAwaitingApproval,
 			wantMsg: "set the Approved condition of StageApproval web.stage.test to True",
 			check: func(t *testing.T, a Action) {
@@ -134,7 +135,7 @@ func TestPlanApproval(t *testing.T) {
 				}
 			}},
 		{name: "awaiting, while dev's BindingPolicy stays placed (Replace deletes it only once test is placed)",
-			snap:     awaitingAt().with(withApprovals(pending("test"))).Snapshot,
+			snap:     awaitingAt().with(withApprovals(testUnapproved)).Snapshot,
 			wantType: ActionUpdateStatus, wantPhase: v1alpha1.RolloutAwaitingApproval, wantRecord: v1alpha1.StageAwaitingApproval},
 		{name: "approved for the current rollout: the stage starts, recording who and when",
 			snap:     awaitingAt().with(withApprovals(approvedBy("test", "alice"))).Snapshot,
@@ -188,7 +189,7 @@ func TestPlanApproval(t *testing.T) {
 			snap:     awaitingAt().Snapshot,
 			wantType: ActionCreateStageApproval},
 		{name: "awaiting, approval no longer required: the stage starts",
-			snap: awaitingAt().with(withApprovals(pending("test"))).with(func(s *Snapshot) {
+			snap: awaitingAt().with(withApprovals(testUnapproved)).with(func(s *Snapshot) {
 				s.Policy.Spec.Stages[1].Approval = v1alpha1.ApprovalNone
 			}).Snapshot,
 			wantType: ActionDeleteStageApproval},
@@ -207,7 +208,7 @@ func TestPlanApproval(t *testing.T) {
 			wantType: ActionUpdateStatus, wantPhase: v1alpha1.RolloutBlocked, wantRecord: v1alpha1.StageAwaitingApproval,
 			wantEvents: []string{"Warning/StageApprovalConflict"}, wantMsg: "does not belong to this policy"},
 		{name: "a StageApproval of a stage removed from the spec is deleted",
-			snap: at("dev", gated()...).with(withApprovals(pending("test"))).with(func(s *Snapshot) {
+			snap: at("dev", gated()...).with(withApprovals(testUnapproved)).with(func(s *Snapshot) {
 				a := approvalOf(s.Policy, "test")
 				a.Name, a.Spec.Stage, a.UID = "web.stage.qa", "qa", "approval-qa"
 				s.Approvals = append(s.Approvals, a)
@@ -226,7 +227,7 @@ func TestPlanApproval(t *testing.T) {
 			wantType: ActionUpdateStatus, wantPhase: v1alpha1.RolloutProgressing, wantRecord: v1alpha1.StageActive,
 			wantMsg: "to resolve BindingPolicy web.stage.test"},
 		{name: "the policy is deleted: its StageApprovals go before its finalizer",
-			snap: at("dev", gated()...).with(withApprovals(pending("test"))).with(func(s *Snapshot) {
+			snap: at("dev", gated()...).with(withApprovals(testUnapproved)).with(func(s *Snapshot) {
 				s.Policy.DeletionTimestamp = ptr.To(now)
 				s.BindingPolicies = nil
 				resync(s)

@@ -211,7 +211,7 @@ func TestSuspendAndResume(t *testing.T) {
 	startRollout(t, name, nil)
 	waitForOnlyBindingPolicy(t, space, name, "dev", "dev1", "dev2")
 
-	setSuspend(t, space, name, true)
+	setSuspend(t, name, true)
 	policies(space).WaitForPhase(t, name, v1alpha1.RolloutSuspended)
 	makeAvailable(space, name, "dev")
 	stays(t, policies(space), name, "dev", 8*time.Second) // KubeStellar reports the Deployment available meanwhile
@@ -220,7 +220,7 @@ func TestSuspendAndResume(t *testing.T) {
 	}
 	waitForOnlyBindingPolicy(t, space, name, "dev", "dev1", "dev2") // placement stays as it was
 
-	setSuspend(t, space, name, false)
+	setSuspend(t, name, false)
 	policies(space).WaitForActiveStage(t, name, "test")
 	makeAvailable(space, name, "test")
 	policies(space).WaitForPhase(t, name, v1alpha1.RolloutCompleted)
@@ -233,7 +233,8 @@ func TestSuspendAndResume(t *testing.T) {
 }
 
 // setSuspend sets a policy's spec.suspend.
-func setSuspend(t *testing.T, space, name string, suspend bool) {
+func setSuspend(t *testing.T, name string, suspend bool) {
+	const space = "wds1"
 	t.Helper()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		p := policies(space).Get(t, name)
@@ -404,10 +405,10 @@ func TestProgressDeadlineStallsAndRecovers(t *testing.T) {
 	startRollout(t, name, func(p *v1alpha1.StagedBindingPolicy) {
 		p.Spec.Stages[0].ProgressDeadline = &metav1.Duration{Duration: deadline}
 	})
-	setSuspend(t, space, name, true)
+	setSuspend(t, name, true)
 	policies(space).WaitForPhase(t, name, v1alpha1.RolloutSuspended)
 	stays(t, policies(space), name, "dev", pause)
-	setSuspend(t, space, name, false)
+	setSuspend(t, name, false)
 
 	dev := func(p *v1alpha1.StagedBindingPolicy) v1alpha1.StageStatus { return p.Status.Stages[0] }
 	p := policies(space).WaitFor(t, name, "to resume with the suspension recorded", func(p *v1alpha1.StagedBindingPolicy) bool {
