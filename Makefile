@@ -38,7 +38,7 @@ TEST_ENV = export KUBEBUILDER_ASSETS="$$($(TOOL) envtest)"; \
 
 # The test layers, for a faster inner loop; `make test` runs them all.
 UNIT_PKGS ?= ./api/... ./cmd/... ./controllers/... ./providers/... ./hack/...
-INTEGRATION_PKGS ?= ./controllers/spaces/ ./controllers/stagedbindingpolicy/ ./test/framework/ ./test/framework/environment/ ./test/framework/kubestellar/ ./test/integration/
+INTEGRATION_PKGS ?= ./controllers/spaces/ ./controllers/stagedbindingpolicy/ ./test/framework/ ./test/framework/environment/ ./test/framework/kubestellar/ ./test/integration/ ./test/plugin/
 E2E_PKGS ?= ./test/chart/ ./test/install/ ./test/framework/stack/ ./test/framework/prometheus/ ./test/e2e/
 KCP_PKGS ?= ./test/framework/kcp/ ./test/kcpe2e/
 
@@ -98,6 +98,10 @@ image: ## Build the stager's multi-platform OCI image, without a container daemo
 .PHONY: build
 build: ## Build the stager binary into bin/
 	go build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN_DIR)/stager ./cmd/stager
+
+.PHONY: plugin
+plugin: ## Build the kubectl plugin into bin/kubectl-stager (put it on your PATH: kubectl stager ...)
+	go build -o $(BIN_DIR)/kubectl-stager ./cmd/kubectl-stager
 
 .PHONY: run
 run: ## Run the stager against the current kubeconfig (ARGS="--provider=single")

@@ -111,17 +111,25 @@ func (s *Space) AddApprover(ctx context.Context, name string) (client.Client, er
 	if err != nil {
 		return nil, err
 	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: ApproverRole + "-" + name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ApproverRole},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: name}},
-	}
-	if err := s.Client.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
-		return nil, fmt.Errorf("space %s: binding %s to %s: %w", s.Name, name, ApproverRole, err)
+	if err := s.Grant(ctx, name, ApproverRole); err != nil {
+		return nil, err
 	}
 	config, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("space %s: the kubeconfig of %s: %w", s.Name, name, err)
 	}
 	return client.New(config, client.Options{Scheme: s.Client.Scheme()})
+}
+
+// Grant binds the named user to the named ClusterRole in the space.
+func (s *Space) Grant(ctx context.Context, user, clusterRole string) error {
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: clusterRole + "-" + user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterRole},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	if err := s.Client.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("space %s: binding %s to %s: %w", s.Name, user, clusterRole, err)
+	}
+	return nil
 }

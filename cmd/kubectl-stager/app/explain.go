@@ -1,0 +1,238 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package app
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/printers"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy"
+	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy/expression"
+)
+
+func newExplainCommand(o *options) *cobra.Command {
+	var stageName string
+	cmd := &cobra.Command{
+		Use:   "explain NAME",
+		Short: "Explain what a stage sees and what it waits for",
+		Long: `Explain one stage of a rollout (the active one unless --stage names another):
+its BindingPolicy and clusters, every workload object of its Binding with
+whether the filter selects it, its CombinedStatus and the condition's value for
+it, the rows and columns of the CombinedStatus of every selected object the
+condition does not hold for, and what the stage waits for. The expressions are
+evaluated with the stager's own CEL engine and limits.`,
+		Example: `  # why is web's active stage not done?
+  kubectl stager explain web
+
+  # what does prod see (once it is placed)?
+  kubectl stager explain web --stage prod`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: o.completePolicies,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.explain(cmd, args[0], stageName, nil)
+		},
+	}
+	cmd.Flags().StringVar(&stageName, "stage", "", "The stage to explain (default: the active stage)")
+	return cmd
+}
+
+// explain prints the explanation of a stage; draft, when not nil, changes
+// the stage's expressions first (eval).
+func (o *options) explain(cmd *cobra.Command, name, stageName string, draft func(*v1alpha1.Stage) string) error {
+	ctx := cmd.Context()
+	c, err := o.client()
+	if err != nil {
+		return err
+	}
+	p, err := getPolicy(ctx, c, name)
+	if err != nil {
+		return err
+	}
+	stage, err := stageOrActive(p, stageName)
+	if err != nil {
+		return err
+	}
+	objs, err := readStage(ctx, c, p.Name, stage.Name)
+	if err != nil {
+		return err
+	}
+	engine, err := expression.NewEngine()
+	if err != nil {
+		return err
+	}
+	tried := stage.DeepCopy()
+	what := ""
+	if draft != nil {
+		what = draft(tried)
+	}
+	e, err := stagedbindingpolicy.ExplainStage(engine, *tried, objs.bindingPolicy, objs.binding, objs.statuses)
+	if err != nil {
+		return err
+	}
+	out := o.streams.Out
+	if draft != nil {
+		printEvaluation(out, p, tried, what, e)
+		return nil
+	}
+	printStage(out, p, stage, objs, e, o)
+	return nil
+}
+
+// printStage prints the header of an explanation, then its objects.
+func printStage(out io.Writer, p *v1alpha1.StagedBindingPolicy, stage *v1alpha1.Stage, objs stageObjects,
+	e stagedbindingpolicy.StageExplanation, o *options) {
+	index := 0
+	for i, s := range p.Spec.Stages {
+		if s.Name == stage.Name {
+			index = i + 1
+		}
+	}
+	fmt.Fprintf(out, "StagedBindingPolicy %s: phase %s, active stage %s\n", p.Name, orNone(string(p.Status.Phase)), orNone(p.Status.ActiveStage))
+	w := printers.GetNewTabWriter(out)
+	record := stageRecord(p, stage.Name)
+	state := string(v1alpha1.StagePending)
+	if record != nil {
+		state = string(record.Phase)
+		switch {
+		case record.Phase == v1alpha1.StageAwaitingApproval && record.ApprovalRequestedTime != nil:
+			state += " for " + age(record.ApprovalRequestedTime.Time, o.now())
+		case record.StartTime != nil:
+			state += ", started " + age(record.StartTime.Time, o.now()) + " ago"
+		}
+	}
+	fmt.Fprintf(w, "Stage:\t%s (%d of %d), %s\n", stage.Name, index, len(p.Spec.Stages), state)
+	bp := "<none>"
+	if objs.bindingPolicy != nil {
+		bp = objs.bindingPolicy.Name
+	}
+	fmt.Fprintf(w, "BindingPolicy:\t%s\n", bp)
+	fmt.Fprintf(w, "Clusters:\t%s\n", orNone(strings.Join(e.Clusters, ", ")))
+	fmt.Fprintf(w, "Filter:\t%s\n", orNone(stage.Filter))
+	fmt.Fprintf(w, "Condition:\t%s\n", orNone(stage.Condition))
+	switch {
+	case record == nil || record.Phase == v1alpha1.StagePending:
+		fmt.Fprintf(w, "Waits for:\tthe rollout to reach it\n")
+	case record.Phase == v1alpha1.StageActive:
+		fmt.Fprintf(w, "Waits for:\t%s: %s\n", e.Reason, e.Message)
+	case record.Phase == v1alpha1.StageSucceeded && e.Done:
+		fmt.Fprintf(w, "Waits for:\tnothing: it is done, and its condition still holds\n")
+	default:
+		fmt.Fprintf(w, "Waits for:\t%s\n", orNone(record.Message))
+	}
+	_ = w.Flush()
+	printObjectTable(out, e)
+}
+
+// printObjectTable prints one row per workload object of the explanation,
+// then what the condition read for each selected object it does not hold for.
+func printObjectTable(out io.Writer, e stagedbindingpolicy.StageExplanation) {
+	if len(e.Objects) == 0 {
+		fmt.Fprintln(out, "\nNo workload object: the stage has no Binding yet.")
+		return
+	}
+	fmt.Fprintln(out)
+	w := printers.GetNewTabWriter(out)
+	fmt.Fprintln(w, "OBJECT\tSELECTED\tCOMBINED STATUS\tCONDITION")
+	for _, obj := range e.Objects {
+		selected := yesNo(obj.Selected)
+		if obj.FilterError != "" {
+			selected = "error"
+		}
+		status := yesNo(obj.CombinedStatus != nil)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", obj.Object, selected, status, verdict(obj))
+	}
+	_ = w.Flush()
+	for _, obj := range e.Objects {
+		switch {
+		case obj.FilterError != "":
+			fmt.Fprintf(out, "\n%s: the filter fails: %s\n", obj.Object, obj.FilterError)
+		case obj.ConditionError != "":
+			fmt.Fprintf(out, "\n%s: the condition fails: %s\n", obj.Object, obj.ConditionError)
+			printResults(out, obj.CombinedStatus)
+		case obj.Holds != nil && !*obj.Holds:
+			fmt.Fprintf(out, "\n%s: the condition does not hold on its CombinedStatus:\n", obj.Object)
+			printResults(out, obj.CombinedStatus)
+		}
+	}
+}
+
+// verdict is the CONDITION cell of an object.
+func verdict(obj stagedbindingpolicy.ObjectExplanation) string {
+	switch {
+	case obj.ConditionError != "":
+		return "error"
+	case obj.Holds != nil:
+		return strconv.FormatBool(*obj.Holds)
+	case obj.Selected && obj.CombinedStatus == nil:
+		return "no status yet"
+	}
+	return "-"
+}
+
+// printResults prints the rows and columns of a CombinedStatus, one table
+// per status collector.
+func printResults(out io.Writer, cs *ksv1alpha1.CombinedStatus) {
+	if cs == nil {
+		return
+	}
+	if len(cs.Results) == 0 {
+		fmt.Fprintln(out, "  (no results: does the downsync clause name a status collector?)")
+		return
+	}
+	for _, r := range cs.Results {
+		fmt.Fprintf(out, "  results[name=%s]: %d row(s)\n", r.Name, len(r.Rows))
+		w := printers.GetNewTabWriter(out)
+		fmt.Fprintf(w, "    ROW\t%s\n", strings.Join(r.ColumnNames, "\t"))
+		for i, row := range r.Rows {
+			cells := make([]string, 0, len(row.Columns))
+			for _, v := range row.Columns {
+				cells = append(cells, value(v))
+			}
+			fmt.Fprintf(w, "    %d\t%s\n", i, strings.Join(cells, "\t"))
+		}
+		_ = w.Flush()
+	}
+}
+
+// value renders one column value with its type, as the condition sees it.
+func value(v ksv1alpha1.Value) string {
+	switch {
+	case v.String != nil:
+		return fmt.Sprintf("%q (%s)", *v.String, v.Type)
+	case v.Number != nil:
+		return fmt.Sprintf("%s (%s)", *v.Number, v.Type)
+	case v.Bool != nil:
+		return fmt.Sprintf("%t (%s)", *v.Bool, v.Type)
+	case v.Object != nil:
+		return fmt.Sprintf("%s (%s)", v.Object.Raw, v.Type)
+	case v.Array != nil:
+		return fmt.Sprintf("%s (%s)", v.Array.Raw, v.Type)
+	}
+	return string(v.Type)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

@@ -1,0 +1,233 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/printers"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+)
+
+// Stage marks of the STAGES column.
+const (
+	markSucceeded = "✓"
+	markActive    = "▶"
+	markAwaiting  = "?"
+	markSkipped   = "-"
+	markPending   = "·"
+)
+
+func newGetCommand(o *options) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "get [NAME]",
+		Short: "Show where each staged rollout is",
+		Long: `Show the StagedBindingPolicies of the WDS and where each rollout is.
+
+STAGES marks each stage: ` + markSucceeded + ` done, ` + markActive + ` active, ` + markAwaiting + ` awaiting approval,
+` + markSkipped + ` skipped, ` + markPending + ` not reached. REASON is the Progressing condition's reason.
+-o wide adds the active stage's clusters, the soak time left, the approval,
+the progress deadline and what the stage waits for; -o yaml and -o json print
+the objects.`,
+		Example: `  # every rollout of the current context's WDS
+  kubectl stager get
+
+  # one rollout, with its clusters and what it waits for
+  kubectl stager get web -o wide`,
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: o.completePolicies,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			policies, err := listPolicies(cmd.Context(), c, args)
+			if err != nil {
+				return err
+			}
+			switch output {
+			case "yaml", "json":
+				return printObjects(o.streams.Out, output, policies)
+			case "", "wide":
+				return o.printTable(cmd.Context(), c, policies, output == "wide")
+			default:
+				return fmt.Errorf("unknown output format %q: want wide, yaml or json", output)
+			}
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: wide, yaml or json")
+	return cmd
+}
+
+// listPolicies reads the named policy, or every policy.
+func listPolicies(ctx context.Context, c client.Client, names []string) ([]v1alpha1.StagedBindingPolicy, error) {
+	if len(names) == 1 {
+		p, err := getPolicy(ctx, c, names[0])
+		if err != nil {
+			return nil, err
+		}
+		return []v1alpha1.StagedBindingPolicy{*p}, nil
+	}
+	list := &v1alpha1.StagedBindingPolicyList{}
+	if err := c.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("listing StagedBindingPolicies: %w", err)
+	}
+	return list.Items, nil
+}
+
+// printObjects prints the policies as YAML or JSON: one object, or a List.
+func printObjects(out io.Writer, format string, policies []v1alpha1.StagedBindingPolicy) error {
+	var printer printers.ResourcePrinter = &printers.JSONPrinter{}
+	if format == "yaml" {
+		printer = &printers.YAMLPrinter{}
+	}
+	kind := v1alpha1.GroupVersion.WithKind("StagedBindingPolicy")
+	var obj runtime.Object
+	if len(policies) == 1 {
+		p := policies[0].DeepCopy()
+		p.SetGroupVersionKind(kind)
+		obj = p
+	} else {
+		list := &v1alpha1.StagedBindingPolicyList{Items: policies}
+		list.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("StagedBindingPolicyList"))
+		for i := range list.Items {
+			list.Items[i].SetGroupVersionKind(kind)
+		}
+		obj = list
+	}
+	return printer.PrintObj(obj, out)
+}
+
+// printTable prints one row per policy.
+func (o *options) printTable(ctx context.Context, c client.Client, policies []v1alpha1.StagedBindingPolicy, wide bool) error {
+	now := o.now()
+	w := printers.GetNewTabWriter(o.streams.Out)
+	header := []string{"NAME", "STAGES", "PHASE", "REASON", "AGE"}
+	if wide {
+		header = []string{"NAME", "STAGES", "PHASE", "REASON", "CLUSTERS", "SOAK LEFT", "APPROVAL", "DEADLINE", "AGE", "MESSAGE"}
+	}
+	fmt.Fprintln(w, strings.Join(header, "\t"))
+	for i := range policies {
+		p := &policies[i]
+		row := []string{p.Name, stageMarks(p), orNone(string(p.Status.Phase)), orNone(progressing(p).Reason)}
+		if wide {
+			view, err := o.activeView(ctx, c, p, now)
+			if err != nil {
+				return err
+			}
+			row = append(row, view.clusters, view.soakLeft, view.approval, view.deadline)
+		}
+		row = append(row, age(p.CreationTimestamp.Time, now))
+		if wide {
+			row = append(row, orNone(progressing(p).Message))
+		}
+		fmt.Fprintln(w, strings.Join(row, "\t"))
+	}
+	return w.Flush()
+}
+
+// stageMarks renders the stages of a policy with their marks: "dev✓ test▶ prod·".
+func stageMarks(p *v1alpha1.StagedBindingPolicy) string {
+	marks := make([]string, 0, len(p.Spec.Stages))
+	for _, s := range p.Spec.Stages {
+		mark := markPending
+		if r := stageRecord(p, s.Name); r != nil {
+			switch r.Phase {
+			case v1alpha1.StageSucceeded:
+				mark = markSucceeded
+			case v1alpha1.StageActive:
+				mark = markActive
+			case v1alpha1.StageAwaitingApproval:
+				mark = markAwaiting
+			case v1alpha1.StageSkipped:
+				mark = markSkipped
+			}
+		}
+		marks = append(marks, s.Name+mark)
+	}
+	return strings.Join(marks, " ")
+}
+
+// progressing returns the policy's Progressing condition, or an empty one.
+func progressing(p *v1alpha1.StagedBindingPolicy) metav1.Condition {
+	if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionProgressing); c != nil {
+		return *c
+	}
+	return metav1.Condition{}
+}
+
+// activeView is what the wide view and the watch show of the active stage.
+type activeView struct {
+	clusters, soakLeft, approval, deadline string
+}
+
+// activeView reads and renders the active stage's clusters, soak time left,
+// approval and progress deadline.
+func (o *options) activeView(ctx context.Context, c client.Client, p *v1alpha1.StagedBindingPolicy, now time.Time) (activeView, error) {
+	view := activeView{clusters: "<none>", soakLeft: "-", approval: "-", deadline: "-"}
+	stage, record := specStage(p, p.Status.ActiveStage), stageRecord(p, p.Status.ActiveStage)
+	if stage == nil || record == nil {
+		return view, nil
+	}
+	if record.Phase == v1alpha1.StageActive || record.Phase == v1alpha1.StageSucceeded {
+		objs, err := readStage(ctx, c, p.Name, stage.Name)
+		if err != nil {
+			return view, err
+		}
+		if names := clusters(objs.binding); len(names) > 0 {
+			view.clusters = strings.Join(names, ",")
+		}
+	}
+	if stage.SoakDuration != nil && record.ConditionMetTime != nil && record.Phase == v1alpha1.StageActive {
+		view.soakLeft = left(record.ConditionMetTime.Add(stage.SoakDuration.Duration), now)
+	}
+	switch {
+	case record.Phase == v1alpha1.StageAwaitingApproval && record.ApprovalRequestedTime != nil:
+		view.approval = "awaiting for " + age(record.ApprovalRequestedTime.Time, now)
+	case record.ApprovedTime != nil:
+		view.approval = "approved by " + orNone(record.ApprovedBy)
+	}
+	if record.ProgressDeadlineTime != nil && record.Phase == v1alpha1.StageActive {
+		view.deadline = left(record.ProgressDeadlineTime.Time, now)
+	}
+	return view, nil
+}
+
+// left tells how long until t, or how long ago it passed.
+func left(t, now time.Time) string {
+	if d := t.Sub(now); d > 0 {
+		return "in " + age(now.Add(-d), now)
+	}
+	return "passed " + age(t, now) + " ago"
+}
+
+// orNone returns s, or "<none>" when it is empty.
+func orNone(s string) string {
+	if s == "" {
+		return "<none>"
+	}
+	return s
+}

@@ -1,0 +1,132 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package app
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy"
+)
+
+// getPolicy reads the named StagedBindingPolicy.
+func getPolicy(ctx context.Context, c client.Client, name string) (*v1alpha1.StagedBindingPolicy, error) {
+	p := &v1alpha1.StagedBindingPolicy{}
+	if err := c.Get(ctx, types.NamespacedName{Name: name}, p); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("no StagedBindingPolicy %q in this WDS", name)
+		}
+		return nil, fmt.Errorf("reading StagedBindingPolicy %s: %w", name, err)
+	}
+	return p, nil
+}
+
+// stageObjects are the objects around one stage of a policy: its
+// BindingPolicy and what KubeStellar made of it.
+type stageObjects struct {
+	bindingPolicy *ksv1alpha1.BindingPolicy // nil when there is none
+	binding       *ksv1alpha1.Binding       // nil when there is none
+	statuses      []ksv1alpha1.CombinedStatus
+}
+
+// readStage reads the objects around the named stage of a policy, as the
+// controller's snapshot does.
+func readStage(ctx context.Context, c client.Client, policy, stage string) (stageObjects, error) {
+	var objs stageObjects
+	name := v1alpha1.BindingPolicyName(policy, stage)
+	bp := &ksv1alpha1.BindingPolicy{}
+	switch err := c.Get(ctx, types.NamespacedName{Name: name}, bp); {
+	case err == nil:
+		objs.bindingPolicy = bp
+	case !apierrors.IsNotFound(err):
+		return objs, fmt.Errorf("reading BindingPolicy %s: %w", name, err)
+	}
+	binding := &ksv1alpha1.Binding{}
+	switch err := c.Get(ctx, types.NamespacedName{Name: name}, binding); {
+	case err == nil:
+		objs.binding = binding
+	case !apierrors.IsNotFound(err):
+		return objs, fmt.Errorf("reading Binding %s: %w", name, err)
+	}
+	statuses := &ksv1alpha1.CombinedStatusList{}
+	if err := c.List(ctx, statuses, client.MatchingLabels{stagedbindingpolicy.StatusLabelBindingPolicy: name}); err != nil {
+		return objs, fmt.Errorf("listing the CombinedStatuses of %s: %w", name, err)
+	}
+	objs.statuses = statuses.Items
+	return objs, nil
+}
+
+// clusters returns the destinations of a Binding, or nil.
+func clusters(b *ksv1alpha1.Binding) []string {
+	if b == nil {
+		return nil
+	}
+	var out []string
+	for _, d := range b.Spec.Destinations {
+		out = append(out, d.ClusterId)
+	}
+	return out
+}
+
+// specStage returns the named stage of the policy's spec, or nil.
+func specStage(p *v1alpha1.StagedBindingPolicy, name string) *v1alpha1.Stage {
+	for i := range p.Spec.Stages {
+		if p.Spec.Stages[i].Name == name {
+			return &p.Spec.Stages[i]
+		}
+	}
+	return nil
+}
+
+// stageRecord returns the named stage's record in the policy's status, or nil.
+func stageRecord(p *v1alpha1.StagedBindingPolicy, name string) *v1alpha1.StageStatus {
+	for i := range p.Status.Stages {
+		if p.Status.Stages[i].Name == name {
+			return &p.Status.Stages[i]
+		}
+	}
+	return nil
+}
+
+// stageOrActive returns the stage named by --stage, or the active one.
+func stageOrActive(p *v1alpha1.StagedBindingPolicy, name string) (*v1alpha1.Stage, error) {
+	if name == "" {
+		name = p.Status.ActiveStage
+		if name == "" {
+			name = p.Spec.Stages[0].Name
+		}
+	}
+	stage := specStage(p, name)
+	if stage == nil {
+		return nil, fmt.Errorf("StagedBindingPolicy %s has no stage %q", p.Name, name)
+	}
+	return stage, nil
+}
+
+// age tells how long ago t was, as kubectl does.
+func age(t time.Time, now time.Time) string {
+	if t.IsZero() {
+		return "<unknown>"
+	}
+	return duration.HumanDuration(now.Sub(t))
+}

@@ -1,0 +1,197 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package plugin
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/test/framework/environment"
+	"github.com/kubestellar/workload-stager/test/framework/policytest"
+)
+
+// rollout creates a policy for the workload app (a Deployment, which turns
+// available when its stage's WECs say so, and a ConfigMap, which never
+// does), shaped by change, and returns it.
+func rollout(t *testing.T, app string, change func(*v1alpha1.StagedBindingPolicy)) *v1alpha1.StagedBindingPolicy {
+	t.Helper()
+	for _, obj := range []client.Object{policytest.Deployment(namespace, app), policytest.ConfigMap(namespace, app)} {
+		if err := suite.wds.Client.Create(suite.ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := policytest.ThreeStages(app, app)
+	if change != nil {
+		change(p)
+	}
+	if err := suite.wds.Client.Create(suite.ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// place creates the BindingPolicy of a policy's stage, as the stager does,
+// and waits until the simulator has resolved it and reported the status of
+// its objects.
+func place(t *testing.T, p *v1alpha1.StagedBindingPolicy, stage string) {
+	t.Helper()
+	var selectors []metav1.LabelSelector
+	for _, s := range p.Spec.Stages {
+		if s.Name == stage {
+			selectors = s.ClusterSelectors
+		}
+	}
+	bp := &ksv1alpha1.BindingPolicy{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            v1alpha1.BindingPolicyName(p.Name, stage),
+			Labels:          map[string]string{v1alpha1.PolicyLabel: p.Name, v1alpha1.StageLabel: stage},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(p, v1alpha1.GroupVersion.WithKind("StagedBindingPolicy"))},
+		},
+		Spec: ksv1alpha1.BindingPolicySpec{ClusterSelectors: selectors, Downsync: p.Spec.Downsync},
+	}
+	if err := suite.wds.Client.Create(suite.ctx, bp); err != nil {
+		t.Fatal(err)
+	}
+	environment.Eventually(t, 30*time.Second, "the simulator to resolve "+bp.Name, func() error {
+		statuses := &ksv1alpha1.CombinedStatusList{}
+		if err := suite.wds.Client.List(suite.ctx, statuses, client.MatchingLabels{"status.kubestellar.io/binding-policy": bp.Name}); err != nil {
+			return err
+		}
+		binding := &ksv1alpha1.Binding{}
+		if err := suite.wds.Client.Get(suite.ctx, types.NamespacedName{Name: bp.Name}, binding); err != nil {
+			return err
+		}
+		current := &ksv1alpha1.BindingPolicy{}
+		if err := suite.wds.Client.Get(suite.ctx, types.NamespacedName{Name: bp.Name}, current); err != nil {
+			return err
+		}
+		if len(statuses.Items) < 2 || current.Status.ObservedGeneration != current.Generation {
+			return fmt.Errorf("%d CombinedStatuses, observed generation %d of %d", len(statuses.Items), current.Status.ObservedGeneration, current.Generation)
+		}
+		return nil
+	})
+}
+
+// setStatus writes a policy's status as the stager would.
+func setStatus(t *testing.T, p *v1alpha1.StagedBindingPolicy, status v1alpha1.StagedBindingPolicyStatus) {
+	t.Helper()
+	current := &v1alpha1.StagedBindingPolicy{}
+	if err := suite.wds.Client.Get(suite.ctx, client.ObjectKeyFromObject(p), current); err != nil {
+		t.Fatal(err)
+	}
+	status.ObservedGeneration = current.Generation
+	current.Status = status
+	if err := suite.wds.Client.Status().Update(suite.ctx, current); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func at(t time.Time) *metav1.Time { return ptr.To(metav1.NewTime(t)) }
+
+func condition(kind, status, reason, message string, now time.Time) metav1.Condition {
+	return metav1.Condition{Type: kind, Status: metav1.ConditionStatus(status), Reason: reason, Message: message,
+		LastTransitionTime: metav1.NewTime(now)}
+}
+
+// TestOutputs sets up three rollouts, as the stager and KubeStellar leave
+// them, and compares what get, explain and eval print with golden files:
+// web is in test (soaking under a progress deadline), api awaits approval
+// of prod, fresh has not started.
+func TestOutputs(t *testing.T) {
+	web := rollout(t, "web", func(p *v1alpha1.StagedBindingPolicy) {
+		p.Spec.Stages[1].SoakDuration = &metav1.Duration{Duration: 10 * time.Minute}
+		p.Spec.Stages[1].ProgressDeadline = &metav1.Duration{Duration: time.Hour}
+		p.Spec.Stages[2].Approval = v1alpha1.ApprovalRequired
+	})
+	api := rollout(t, "api", func(p *v1alpha1.StagedBindingPolicy) { p.Spec.Stages[2].Approval = v1alpha1.ApprovalRequired })
+	rollout(t, "fresh", nil)
+	place(t, web, "test")
+
+	// Three hours after the policies were made (ages "3h"), at a whole second.
+	now := web.CreationTimestamp.Add(3 * time.Hour)
+	setStatus(t, web, v1alpha1.StagedBindingPolicyStatus{ActiveStage: "test", Phase: v1alpha1.RolloutProgressing,
+		Conditions: []metav1.Condition{
+			condition(v1alpha1.ConditionReady, "True", v1alpha1.ReasonBindingPolicyInSync, `BindingPolicy web.stage.test places stage "test"`, now),
+			condition(v1alpha1.ConditionProgressing, "True", v1alpha1.ReasonConditionNotMet,
+				`stage "test": condition holds for 0 of 1 object(s); not yet for deployments.apps web/web`, now),
+		},
+		Stages: []v1alpha1.StageStatus{
+			{Name: "dev", Phase: v1alpha1.StageSucceeded, StartTime: at(now.Add(-2 * time.Hour)), CompletionTime: at(now.Add(-20 * time.Minute)),
+				BindingPolicy: "web.stage.dev", Message: "condition holds for all 1 object(s) on 2 cluster(s)"},
+			{Name: "test", Phase: v1alpha1.StageActive, StartTime: at(now.Add(-20 * time.Minute)), BindingPolicy: "web.stage.test",
+				ProgressDeadlineTime: at(now.Add(40 * time.Minute)), Message: "condition holds for 0 of 1 object(s); not yet for deployments.apps web/web"},
+			{Name: "prod", Phase: v1alpha1.StagePending},
+		}})
+	setStatus(t, api, v1alpha1.StagedBindingPolicyStatus{ActiveStage: "prod", Phase: v1alpha1.RolloutAwaitingApproval,
+		Conditions: []metav1.Condition{
+			condition(v1alpha1.ConditionProgressing, "True", v1alpha1.ReasonAwaitingApproval,
+				`stage "prod": waiting for approval: set the Approved condition of StageApproval api.stage.prod to True`, now),
+		},
+		Stages: []v1alpha1.StageStatus{
+			{Name: "dev", Phase: v1alpha1.StageSucceeded, StartTime: at(now.Add(-150 * time.Minute)), CompletionTime: at(now.Add(-2 * time.Hour))},
+			{Name: "test", Phase: v1alpha1.StageSucceeded, StartTime: at(now.Add(-2 * time.Hour)), CompletionTime: at(now.Add(-90 * time.Minute))},
+			{Name: "prod", Phase: v1alpha1.StageAwaitingApproval, Approval: "api.stage.prod", ApprovalRequestedTime: at(now.Add(-90 * time.Minute)),
+				Message: "waiting for approval: set the Approved condition of StageApproval api.stage.prod to True"},
+		}})
+
+	available := `obj.results.exists(r, r.name == 'deployments-aggregator' && r.rows.exists(row, row.columns.exists(c, c.float == '0')))`
+	for _, tt := range []struct {
+		name string
+		args []string
+	}{
+		{"get", []string{"get"}},
+		{"get-wide", []string{"get", "-o", "wide"}},
+		{"explain-web", []string{"explain", "web"}},
+		{"explain-web-prod", []string{"explain", "web", "--stage", "prod"}},
+		{"explain-api", []string{"explain", "api"}},
+		{"eval-condition", []string{"eval", "web", "--condition", available}},
+		{"eval-filter", []string{"eval", "web", "--filter", "downsyncClause.namespace == 'web'"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := run(t, now, "", tt.args...)
+			if err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			golden(t, tt.name, out)
+		})
+	}
+
+	t.Run("eval-invalid", func(t *testing.T) {
+		out, err := run(t, now, "", "eval", "web", "--condition", "obj.results.exists(")
+		if err == nil {
+			t.Fatalf("an expression that does not compile was accepted: %s", out)
+		}
+		golden(t, "eval-invalid", out)
+	})
+	t.Run("get-json", func(t *testing.T) {
+		out, err := run(t, now, "", "get", "web", "-o", "json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := &v1alpha1.StagedBindingPolicy{}
+		if err := json.Unmarshal([]byte(out), got); err != nil || got.Kind != "StagedBindingPolicy" || got.Status.ActiveStage != "test" {
+			t.Errorf("-o json printed %v (%v): %s", got, err, out)
+		}
+	})
+}
