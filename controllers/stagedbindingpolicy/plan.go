@@ -822,11 +822,10 @@ func stageRecords(policy *v1alpha1.StagedBindingPolicy, previous []v1alpha1.Stag
 			r.BindingPolicy = v1alpha1.BindingPolicyName(policy.Name, stage.Name)
 			r.StartTime = ptr.To(now)
 			if had && old.Phase != v1alpha1.StagePending {
-				r.Phase, r.StartTime, r.CompletionTime, r.Message = old.Phase, old.StartTime, old.CompletionTime, old.Message
-				r.SuspendedDuration = old.SuspendedDuration
-				r.Approval, r.ApprovalRequestedTime, r.ApprovedTime, r.ApprovedBy = old.Approval, old.ApprovalRequestedTime, old.ApprovedTime, old.ApprovedBy
-				if r.Phase == v1alpha1.StageAwaitingApproval {
-					r.BindingPolicy = ""
+				r = old // a stage already reached keeps its record
+				r.Name = stage.Name
+				if r.Phase != v1alpha1.StageAwaitingApproval && r.BindingPolicy == "" {
+					r.BindingPolicy = v1alpha1.BindingPolicyName(policy.Name, stage.Name)
 				}
 			}
 		}

@@ -2419,6 +2419,10 @@ func TestPlanSoak(t *testing.T) {
 		if !strings.Contains(action.Status.Stages[0].Message, "soakDuration 10m0s") {
 			t.Errorf("dev's message %q does not say it soaked", action.Status.Stages[0].Message)
 		}
+		// dev's record keeps when its condition started holding.
+		if got := action.Status.Stages[0].ConditionMetTime; !timeEqual(got, metav1.NewTime(now.Add(-10*time.Minute))) {
+			t.Errorf("dev's conditionMetTime %v once done, want it kept", got)
+		}
 	})
 	t.Run("held for part of the soak: it waits for the rest", func(t *testing.T) {
 		snap := holding().with(metSince(metav1.NewTime(now.Add(-4 * time.Minute)))).Snapshot
