@@ -30,6 +30,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -62,6 +63,7 @@ var suite struct {
 	availability *kubestellar.Availability
 	sim          *kubestellar.Simulator
 	kubeconfig   string // the WDS's kubeconfig file, for --kubeconfig
+	logger       logr.Logger
 }
 
 func TestMain(m *testing.M) {
@@ -69,7 +71,7 @@ func TestMain(m *testing.M) {
 }
 
 func setUp(s *framework.Suite) error {
-	suite.ctx = s.Ctx
+	suite.ctx, suite.logger = s.Ctx, s.Logger
 	scheme, err := stagerapp.NewScheme()
 	if err != nil {
 		return err

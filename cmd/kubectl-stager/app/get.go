@@ -42,6 +42,8 @@ const (
 
 func newGetCommand(o *options) *cobra.Command {
 	var output string
+	var watch bool
+	var interval time.Duration
 	cmd := &cobra.Command{
 		Use:   "get [NAME]",
 		Short: "Show where each staged rollout is",
@@ -56,13 +58,19 @@ the objects.`,
   kubectl stager get
 
   # one rollout, with its clusters and what it waits for
-  kubectl stager get web -o wide`,
+  kubectl stager get web -o wide
+
+  # follow every rollout live, stage by stage
+  kubectl stager get --watch`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: o.completePolicies,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := o.client()
 			if err != nil {
 				return err
+			}
+			if watch {
+				return o.watch(cmd.Context(), c, args, interval)
 			}
 			policies, err := listPolicies(cmd.Context(), c, args)
 			if err != nil {
@@ -79,6 +87,8 @@ the objects.`,
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: wide, yaml or json")
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "Redraw a live view of each rollout until interrupted: every stage with its mark, its clusters and what it says")
+	cmd.Flags().DurationVar(&interval, "interval", 2*time.Second, "How often --watch reads the rollouts")
 	return cmd
 }
 

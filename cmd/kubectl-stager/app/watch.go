@@ -1,0 +1,208 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"golang.org/x/term"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+)
+
+// ANSI sequences of the live view on a terminal.
+const (
+	clearScreen = "\x1b[H\x1b[2J"
+	colourReset = "\x1b[0m"
+	colourGreen = "\x1b[32m"
+	colourBlue  = "\x1b[34m"
+	colourCyan  = "\x1b[36m"
+	colourRed   = "\x1b[31m"
+	colourDim   = "\x1b[2m"
+	colourBold  = "\x1b[1m"
+)
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// watch redraws the live view of the policies every interval until ctx
+// ends: on a terminal it clears the screen and colours the marks; otherwise
+// it prints each view that differs from the one before, as plain text.
+func (o *options) watch(ctx context.Context, c client.Client, names []string, interval time.Duration) error {
+	tty := isTerminal(o.streams.Out)
+	last := ""
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		view, err := o.readView(ctx, c, names, tty)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil:
+			// A live view outlives a passing error (an API server restarting):
+			// say so and read again at the next tick.
+			fmt.Fprintf(o.streams.ErrOut, "%s: %v\n", clock(o.now()), err)
+		case view != last:
+			switch {
+			case tty:
+				fmt.Fprint(o.streams.Out, clearScreen+view)
+			case last != "":
+				fmt.Fprint(o.streams.Out, "\n"+view)
+			default:
+				fmt.Fprint(o.streams.Out, view)
+			}
+			last = view
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		}
+	}
+}
+
+// readView reads the named policies (every policy without names) and renders their live view.
+func (o *options) readView(ctx context.Context, c client.Client, names []string, tty bool) (string, error) {
+	policies, err := listPolicies(ctx, c, names)
+	if err != nil {
+		return "", err
+	}
+	return o.liveView(ctx, c, policies, tty)
+}
+
+// liveView renders every policy as a block: a line with its name, phase and
+// reason, then one line per stage with its mark, its clusters and what it
+// says. Times are absolute (UTC), so a view changes only when the rollout does.
+func (o *options) liveView(ctx context.Context, c client.Client, policies []v1alpha1.StagedBindingPolicy, tty bool) (string, error) {
+	paint := func(colour, s string) string {
+		if !tty {
+			return s
+		}
+		return colour + s + colourReset
+	}
+	var b strings.Builder
+	for i := range policies {
+		p := &policies[i]
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		phase := string(p.Status.Phase)
+		if phase == "" {
+			phase = string(v1alpha1.RolloutPending)
+		}
+		phaseColour := colourBlue
+		switch p.Status.Phase {
+		case v1alpha1.RolloutCompleted:
+			phaseColour = colourGreen
+		case v1alpha1.RolloutBlocked, v1alpha1.RolloutStalled:
+			phaseColour = colourRed
+		case v1alpha1.RolloutAwaitingApproval, v1alpha1.RolloutSuspended:
+			phaseColour = colourCyan
+		}
+		fmt.Fprintf(&b, "%s  %s", paint(colourBold, p.Name), paint(phaseColour, phase))
+		if reason := progressing(p).Reason; reason != "" {
+			fmt.Fprintf(&b, "  %s", reason)
+		}
+		b.WriteString("\n")
+		width := 0
+		for _, s := range p.Spec.Stages {
+			width = max(width, len(s.Name))
+		}
+		for _, s := range p.Spec.Stages {
+			line, err := o.stageLine(ctx, c, p, s)
+			if err != nil {
+				return "", err
+			}
+			fmt.Fprintf(&b, "  %s %-*s  %s\n", paint(line.colour, line.mark), width, s.Name, strings.TrimRight(line.clusters+"  "+line.note, " "))
+		}
+	}
+	return b.String(), nil
+}
+
+// stageView is one stage's line of the live view.
+type stageView struct {
+	mark, colour, clusters, note string
+}
+
+// stageLine renders one stage: its mark, the clusters its Binding places
+// the workload on (while its BindingPolicy exists) and what it says.
+func (o *options) stageLine(ctx context.Context, c client.Client, p *v1alpha1.StagedBindingPolicy, s v1alpha1.Stage) (stageView, error) {
+	view := stageView{mark: markPending, colour: colourDim, clusters: "-"}
+	record := stageRecord(p, s.Name)
+	if record == nil || record.Phase == v1alpha1.StagePending {
+		if s.Approval == v1alpha1.ApprovalRequired {
+			view.note = "needs approval"
+		}
+		return view, nil
+	}
+	if record.Phase == v1alpha1.StageActive || record.Phase == v1alpha1.StageSucceeded {
+		objs, err := readStage(ctx, c, p.Name, s.Name)
+		if err != nil {
+			return view, err
+		}
+		if names := clusters(objs.binding); len(names) > 0 {
+			view.clusters = strings.Join(names, ",")
+		}
+	}
+	var notes []string
+	switch record.Phase {
+	case v1alpha1.StageSucceeded:
+		view.mark, view.colour = markSucceeded, colourGreen
+		if record.CompletionTime != nil {
+			notes = append(notes, "done at "+clock(record.CompletionTime.Time))
+		}
+	case v1alpha1.StageSkipped:
+		view.mark, view.colour = markSkipped, colourDim
+		notes = append(notes, "skipped")
+	case v1alpha1.StageAwaitingApproval:
+		view.mark, view.colour = markAwaiting, colourCyan
+		note := "awaits approval"
+		if record.ApprovalRequestedTime != nil {
+			note += " since " + clock(record.ApprovalRequestedTime.Time)
+		}
+		notes = append(notes, note+": kubectl stager approve "+p.Name)
+	case v1alpha1.StageActive:
+		view.mark, view.colour = markActive, colourBlue
+		if p.Status.Phase == v1alpha1.RolloutStalled || p.Status.Phase == v1alpha1.RolloutBlocked {
+			view.colour = colourRed
+		}
+		notes = append(notes, record.Message)
+		if s.SoakDuration != nil && record.ConditionMetTime != nil {
+			notes = append(notes, "soaks until "+clock(record.ConditionMetTime.Add(s.SoakDuration.Duration)))
+		}
+		if record.ProgressDeadlineTime != nil {
+			notes = append(notes, "deadline "+clock(record.ProgressDeadlineTime.Time))
+		}
+	}
+	if record.ApprovedBy != "" {
+		notes = append(notes, "approved by "+record.ApprovedBy)
+	}
+	view.note = strings.Join(notes, "; ")
+	return view, nil
+}
+
+// clock renders a time of day in UTC.
+func clock(t time.Time) string {
+	return t.UTC().Format("15:04:05Z")
+}
