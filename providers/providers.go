@@ -184,6 +184,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"how often an engaged ControlPlane's Secret is read again, so that a rotated kubeconfig takes over")
 }
 
+// kubeFlexInCluster reports whether a ControlPlane's in-cluster kubeconfig
+// is used: asked for, or "auto" inside a pod.
+func (o *Options) kubeFlexInCluster() bool {
+	return o.KubeFlexKubeconfigKey == "in-cluster" || o.KubeFlexKubeconfigKey == "auto" && os.Getenv("KUBERNETES_SERVICE_HOST") != ""
+}
+
 // Validate reports flags that cannot work together.
 func (o *Options) Validate() error {
 	var errs []error
@@ -340,10 +346,9 @@ func newProvider(kind string, o *Options, hosting manager.Manager, spaceOptions 
 		if err != nil {
 			return nil, fmt.Errorf("--kubeflex-selector: %w", err)
 		}
-		inCluster := o.KubeFlexKubeconfigKey == "in-cluster" || o.KubeFlexKubeconfigKey == "auto" && os.Getenv("KUBERNETES_SERVICE_HOST") != ""
 		return kubeflex.New(kubeflex.Options{
 			Selector:         selector,
-			InCluster:        inCluster,
+			InCluster:        o.kubeFlexInCluster(),
 			SecretNamespaces: o.KubeFlexSecretNamespaces,
 			Policy:           o.KubeconfigPolicy(),
 			ClusterOptions:   spaceOptions,

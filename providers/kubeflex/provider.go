@@ -200,9 +200,14 @@ func (p *Provider) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 
 // kubeconfigOf reads the kubeconfig a decision names, uncached.
 func (p *Provider) kubeconfigOf(ctx context.Context, d Decision) (raw []byte, reason, message string) {
+	return readKubeconfig(ctx, p.reader, d)
+}
+
+// readKubeconfig reads the kubeconfig a decision names through reader.
+func readKubeconfig(ctx context.Context, reader client.Reader, d Decision) (raw []byte, reason, message string) {
 	secret := &corev1.Secret{}
 	key := types.NamespacedName{Namespace: d.Secret.Namespace, Name: d.Secret.Name}
-	if err := p.reader.Get(ctx, key, secret); err != nil {
+	if err := reader.Get(ctx, key, secret); err != nil {
 		return nil, ReasonSecretUnreadable, fmt.Sprintf("reading Secret %s: %v", key, err)
 	}
 	raw = secret.Data[d.Key]

@@ -44,6 +44,7 @@ func newGetCommand(o *options) *cobra.Command {
 	var output string
 	var watch bool
 	var interval time.Duration
+	var spaces *spaceFlags
 	cmd := &cobra.Command{
 		Use:   "get [NAME]",
 		Short: "Show where each staged rollout is",
@@ -61,26 +62,41 @@ the objects.`,
   kubectl stager get web -o wide
 
   # follow every rollout live, stage by stage
-  kubectl stager get --watch`,
+  kubectl stager get --watch
+
+  # every rollout of every WDS the stager serves (the current context being
+  # its hosting cluster, where its kubeconfig Secrets live)
+  kubectl stager get --all-spaces --kubeconfig-namespace kubestellar-stager
+
+  # ... found from KubeFlex ControlPlanes instead
+  kubectl stager get -A --provider kubeflex`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: o.completePolicies,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := o.client()
+			ctx := cmd.Context()
+			targets, err := o.targets(ctx, spaces)
 			if err != nil {
 				return err
 			}
 			if watch {
-				return o.watch(cmd.Context(), c, args, interval)
+				return o.watch(ctx, targets, args, interval, spaces.all)
 			}
-			policies, err := listPolicies(cmd.Context(), c, args)
+			found, err := o.collect(ctx, targets, args, spaces.all)
 			if err != nil {
 				return err
 			}
 			switch output {
 			case "yaml", "json":
+				if spaces.all {
+					return fmt.Errorf("-o %s shows one space's objects: name it with --context rather than --all-spaces", output)
+				}
+				policies := make([]v1alpha1.StagedBindingPolicy, 0, len(found))
+				for _, f := range found {
+					policies = append(policies, f.policy)
+				}
 				return printObjects(o.streams.Out, output, policies)
 			case "", "wide":
-				return o.printTable(cmd.Context(), c, policies, output == "wide")
+				return o.printTable(ctx, found, output == "wide", spaces.all)
 			default:
 				return fmt.Errorf("unknown output format %q: want wide, yaml or json", output)
 			}
@@ -89,7 +105,37 @@ the objects.`,
 	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: wide, yaml or json")
 	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "Redraw a live view of each rollout until interrupted: every stage with its mark, its clusters and what it says")
 	cmd.Flags().DurationVar(&interval, "interval", 2*time.Second, "How often --watch reads the rollouts")
+	spaces = addSpaceFlags(cmd.Flags())
 	return cmd
+}
+
+// located is a policy and the space it lives in.
+type located struct {
+	target
+	policy v1alpha1.StagedBindingPolicy
+}
+
+// collect reads the named policy, or every policy, of every target. With
+// several spaces, a space that cannot be read is reported on the error
+// stream and the others are shown.
+func (o *options) collect(ctx context.Context, targets []target, names []string, all bool) ([]located, error) {
+	var found []located
+	for _, t := range targets {
+		policies, err := listPolicies(ctx, t.client, names)
+		if err != nil {
+			if !all {
+				return nil, err
+			}
+			if len(names) == 0 || !strings.Contains(err.Error(), "no StagedBindingPolicy") {
+				fmt.Fprintf(o.streams.ErrOut, "space %s: %v\n", t.space, err)
+			}
+			continue
+		}
+		for _, p := range policies {
+			found = append(found, located{target: t, policy: p})
+		}
+	}
+	return found, nil
 }
 
 // listPolicies reads the named policy, or every policy.
@@ -131,20 +177,24 @@ func printObjects(out io.Writer, format string, policies []v1alpha1.StagedBindin
 	return printer.PrintObj(obj, out)
 }
 
-// printTable prints one row per policy.
-func (o *options) printTable(ctx context.Context, c client.Client, policies []v1alpha1.StagedBindingPolicy, wide bool) error {
+// printTable prints one row per policy, with its space's name first when
+// all is set.
+func (o *options) printTable(ctx context.Context, found []located, wide, all bool) error {
 	now := o.now()
 	w := printers.GetNewTabWriter(o.streams.Out)
 	header := []string{"NAME", "STAGES", "PHASE", "REASON", "AGE"}
 	if wide {
 		header = []string{"NAME", "STAGES", "PHASE", "REASON", "CLUSTERS", "SOAK LEFT", "APPROVAL", "DEADLINE", "AGE", "MESSAGE"}
 	}
+	if all {
+		header = append([]string{"SPACE"}, header...)
+	}
 	fmt.Fprintln(w, strings.Join(header, "\t"))
-	for i := range policies {
-		p := &policies[i]
+	for i := range found {
+		p := &found[i].policy
 		row := []string{p.Name, stageMarks(p), orNone(string(p.Status.Phase)), orNone(progressing(p).Reason)}
 		if wide {
-			view, err := o.activeView(ctx, c, p, now)
+			view, err := o.activeView(ctx, found[i].client, p, now)
 			if err != nil {
 				return err
 			}
@@ -153,6 +203,9 @@ func (o *options) printTable(ctx context.Context, c client.Client, policies []v1
 		row = append(row, age(p.CreationTimestamp.Time, now))
 		if wide {
 			row = append(row, orNone(progressing(p).Message))
+		}
+		if all {
+			row = append([]string{found[i].space}, row...)
 		}
 		fmt.Fprintln(w, strings.Join(row, "\t"))
 	}

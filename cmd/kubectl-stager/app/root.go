@@ -26,9 +26,11 @@ import (
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	"github.com/spf13/cobra"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
@@ -78,8 +80,14 @@ func (o *options) client() (client.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the kubeconfig: %w", err)
 	}
+	return clientFor(config)
+}
+
+// clientFor returns a client of the cluster config reaches, knowing the
+// stager's and KubeStellar's kinds.
+func clientFor(config *rest.Config) (client.Client, error) {
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{v1alpha1.AddToScheme, ksv1alpha1.AddToScheme, authenticationv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{v1alpha1.AddToScheme, ksv1alpha1.AddToScheme, authenticationv1.AddToScheme, corev1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return nil, err
 		}

@@ -49,13 +49,13 @@ func isTerminal(w io.Writer) bool {
 // watch redraws the live view of the policies every interval until ctx
 // ends: on a terminal it clears the screen and colours the marks; otherwise
 // it prints each view that differs from the one before, as plain text.
-func (o *options) watch(ctx context.Context, c client.Client, names []string, interval time.Duration) error {
+func (o *options) watch(ctx context.Context, targets []target, names []string, interval time.Duration, all bool) error {
 	tty := isTerminal(o.streams.Out)
 	last := ""
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	for {
-		view, err := o.readView(ctx, c, names, tty)
+		view, err := o.readView(ctx, targets, names, tty, all)
 		switch {
 		case ctx.Err() != nil:
 			return nil
@@ -82,19 +82,20 @@ func (o *options) watch(ctx context.Context, c client.Client, names []string, in
 	}
 }
 
-// readView reads the named policies (every policy without names) and renders their live view.
-func (o *options) readView(ctx context.Context, c client.Client, names []string, tty bool) (string, error) {
-	policies, err := listPolicies(ctx, c, names)
+// readView reads the named policies (every policy without names) of the
+// targets and renders their live view.
+func (o *options) readView(ctx context.Context, targets []target, names []string, tty, all bool) (string, error) {
+	found, err := o.collect(ctx, targets, names, all)
 	if err != nil {
 		return "", err
 	}
-	return o.liveView(ctx, c, policies, tty)
+	return o.liveView(ctx, found, tty, all)
 }
 
 // liveView renders every policy as a block: a line with its name, phase and
 // reason, then one line per stage with its mark, its clusters and what it
 // says. Times are absolute (UTC), so a view changes only when the rollout does.
-func (o *options) liveView(ctx context.Context, c client.Client, policies []v1alpha1.StagedBindingPolicy, tty bool) (string, error) {
+func (o *options) liveView(ctx context.Context, found []located, tty, all bool) (string, error) {
 	paint := func(colour, s string) string {
 		if !tty {
 			return s
@@ -102,8 +103,8 @@ func (o *options) liveView(ctx context.Context, c client.Client, policies []v1al
 		return colour + s + colourReset
 	}
 	var b strings.Builder
-	for i := range policies {
-		p := &policies[i]
+	for i := range found {
+		p, c := &found[i].policy, found[i].client
 		if i > 0 {
 			b.WriteString("\n")
 		}
@@ -120,7 +121,11 @@ func (o *options) liveView(ctx context.Context, c client.Client, policies []v1al
 		case v1alpha1.RolloutAwaitingApproval, v1alpha1.RolloutSuspended:
 			phaseColour = colourCyan
 		}
-		fmt.Fprintf(&b, "%s  %s", paint(colourBold, p.Name), paint(phaseColour, phase))
+		title := p.Name
+		if all {
+			title = found[i].space + "/" + p.Name
+		}
+		fmt.Fprintf(&b, "%s  %s", paint(colourBold, title), paint(phaseColour, phase))
 		if reason := progressing(p).Reason; reason != "" {
 			fmt.Fprintf(&b, "  %s", reason)
 		}

@@ -1,0 +1,98 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package app
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/pflag"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubestellar/workload-stager/providers"
+)
+
+// target is one WDS whose rollouts a command shows: the current context's
+// (space ""), or one the stager serves (--all-spaces).
+type target struct {
+	space  string
+	client client.Client
+}
+
+// spaceFlags are the flags of --all-spaces: which registrations to read,
+// as the stager's provider flags say.
+type spaceFlags struct {
+	all       bool
+	providers *providers.Options
+}
+
+// addSpaceFlags registers --all-spaces and the provider flags it reads the
+// registrations by, with the stager's names and defaults.
+func addSpaceFlags(fs *pflag.FlagSet) *spaceFlags {
+	f := &spaceFlags{providers: providers.NewOptions()}
+	o := f.providers
+	fs.BoolVarP(&f.all, "all-spaces", "A", false,
+		"Every space the stager serves, found from its registrations in the current context's cluster (the stager's hosting cluster), with your permissions")
+	fs.StringVar(&o.Kind, "provider", o.Kind, `With --all-spaces: how the stager finds spaces ("kubeconfig", "kubeflex", "single"; several separated by commas), as its --provider`)
+	fs.StringVar(&o.KubeconfigNamespace, "kubeconfig-namespace", o.KubeconfigNamespace, "With --all-spaces: the namespace of the kubeconfig Secrets, as the stager's")
+	fs.StringVar(&o.KubeconfigLabel, "kubeconfig-label", o.KubeconfigLabel, "With --all-spaces: the label of the kubeconfig Secrets, as the stager's")
+	fs.StringVar(&o.KubeconfigKey, "kubeconfig-key", o.KubeconfigKey, "With --all-spaces: the key of the kubeconfig in a Secret, as the stager's")
+	fs.StringVar(&o.KubeFlexSelector, "kubeflex-selector", o.KubeFlexSelector, "With --all-spaces: the label selector of the KubeFlex ControlPlanes that are spaces, as the stager's")
+	fs.StringVar(&o.KubeFlexKubeconfigKey, "kubeflex-kubeconfig-key", o.KubeFlexKubeconfigKey,
+		`With --all-spaces: which kubeconfig of a ControlPlane's Secret to use ("in-cluster", "external", "auto")`)
+	fs.StringSliceVar(&o.KubeFlexSecretNamespaces, "kubeflex-secret-namespaces", o.KubeFlexSecretNamespaces,
+		"With --all-spaces: the only namespaces whose Secrets a ControlPlane may name, as the stager's")
+	return f
+}
+
+// targets returns the current context's WDS, or with --all-spaces every
+// space the registrations name. A registration that is no usable space is
+// reported on the error stream and left out: one broken space does not hide
+// the others.
+func (o *options) targets(ctx context.Context, f *spaceFlags) ([]target, error) {
+	if !f.all {
+		c, err := o.client()
+		if err != nil {
+			return nil, err
+		}
+		return []target{{client: c}}, nil
+	}
+	config, err := o.configFlags.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("reading the kubeconfig: %w", err)
+	}
+	hosting, err := clientFor(config)
+	if err != nil {
+		return nil, err
+	}
+	spaces, err := providers.Discover(ctx, f.providers, hosting, config)
+	if err != nil {
+		return nil, err
+	}
+	var targets []target
+	for _, s := range spaces {
+		if s.Problem != "" {
+			fmt.Fprintf(o.streams.ErrOut, "space %s: not usable: %s\n", s.Name, s.Problem)
+			continue
+		}
+		c, err := clientFor(s.Config)
+		if err != nil {
+			fmt.Fprintf(o.streams.ErrOut, "space %s: %v\n", s.Name, err)
+			continue
+		}
+		targets = append(targets, target{space: s.Name, client: c})
+	}
+	return targets, nil
+}
