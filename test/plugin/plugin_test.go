@@ -17,6 +17,8 @@ package plugin
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -183,6 +185,17 @@ func TestOutputs(t *testing.T) {
 			t.Fatalf("an expression that does not compile was accepted: %s", out)
 		}
 		golden(t, "eval-invalid", out)
+	})
+	t.Run("completion", func(t *testing.T) {
+		out, err := run(t, now, "", "__complete", "explain", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"web", "api", "fresh"} {
+			if !slices.Contains(strings.Split(out, "\n"), name) {
+				t.Errorf("completing a policy name offers no %s:\n%s", name, out)
+			}
+		}
 	})
 	t.Run("get-json", func(t *testing.T) {
 		out, err := run(t, now, "", "get", "web", "-o", "json")
