@@ -16,15 +16,16 @@ package providers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubestellar/workload-stager/providers/kcp"
 	"github.com/kubestellar/workload-stager/providers/kubeconfig"
 	"github.com/kubestellar/workload-stager/providers/kubeflex"
 )
@@ -43,10 +44,11 @@ type Space struct {
 
 // Discover lists the spaces the selected providers would engage, reading
 // their registrations (kubeconfig Secrets, KubeFlex ControlPlanes, the
-// hosting cluster itself) through hosting, with its permissions, and their
-// kubeconfigs through the same guard. hostingConfig is the hosting cluster's
-// REST config, the space of provider single. kcp workspaces are not listed
-// yet: with provider kcp it returns an error.
+// hosting cluster itself, the logical clusters bound to the kcp export)
+// through hosting, with its permissions, and their kubeconfigs through the
+// same guard. hostingConfig is the hosting cluster's REST config: the space of
+// provider single, and the kcp workspace of the export unless
+// --kcp-kubeconfig names another.
 func Discover(ctx context.Context, o *Options, hosting client.Reader, hostingConfig *rest.Config) ([]Space, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -116,7 +118,24 @@ func discover(ctx context.Context, kind string, o *Options, hosting client.Reade
 			spaces = append(spaces, space)
 		}
 		return spaces, nil
+	case KindKCP:
+		cfg := hostingConfig
+		if o.KCPKubeconfig != "" {
+			var err error
+			if cfg, err = clientcmd.BuildConfigFromFlags("", o.KCPKubeconfig); err != nil {
+				return nil, fmt.Errorf("reading --kcp-kubeconfig %s: %w", o.KCPKubeconfig, err)
+			}
+		}
+		found, err := kcp.Discover(ctx, cfg, o.KCPEndpointSlice)
+		if err != nil {
+			return nil, err
+		}
+		spaces := make([]Space, 0, len(found))
+		for _, f := range found {
+			spaces = append(spaces, Space{Name: f.Name, Config: f.Config})
+		}
+		return spaces, nil
 	default:
-		return nil, errors.New("listing kcp workspaces is not supported yet: point the current context at one workspace instead")
+		return nil, fmt.Errorf("unknown provider %q", kind)
 	}
 }
