@@ -28,6 +28,8 @@ import (
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/cmd/kubectl-stager/app"
+	"github.com/kubestellar/workload-stager/test/framework/environment"
+	"github.com/kubestellar/workload-stager/test/framework/stack"
 )
 
 // TestAllSpaces registers the suite's WDS twice, as kubeconfig Secrets
@@ -90,5 +92,49 @@ current-context: c
 	}
 	if _, err := os.Stat(ran); err == nil {
 		t.Error("the exec Secret's command ran")
+	}
+}
+
+// TestAllSpacesFromControlPlanes registers the suite's WDS as a Ready WDS
+// ControlPlane of a hosting space with KubeFlex's CRD, and the same WDS as a
+// ControlPlane that is not Ready and as an ITS: get --all-spaces --provider
+// kubeflex shows the Ready WDS's policies and reports the one not Ready.
+func TestAllSpacesFromControlPlanes(t *testing.T) {
+	ctx := suite.ctx
+	crds, err := stack.KubeFlexCRDDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosting, err := environment.StartSpace("kubeflex-hosting", environment.WithCRDDirs(crds))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hosting.Stop() })
+	for name, cpType := range map[string]string{"kf-wds": stack.ControlPlaneTypeWDS, "kf-pending": stack.ControlPlaneTypeWDS, "kf-its": stack.ControlPlaneTypeITS} {
+		if err := stack.RegisterControlPlane(ctx, hosting.Client, name, cpType, suite.wds.Kubeconfig()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := stack.SetControlPlaneReady(ctx, hosting.Client, "kf-pending", false); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "hosting.kubeconfig")
+	if err := os.WriteFile(kubeconfig, hosting.Kubeconfig(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rollout(t, "flexed", nil)
+
+	var out, errOut bytes.Buffer
+	cmd := app.New(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, time.Now)
+	cmd.SetArgs([]string{"--kubeconfig=" + kubeconfig, "get", "flexed", "-A", "--provider=kubeflex"})
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		t.Fatalf("%v: %s %s", err, out.String(), errOut.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[1], "kf-wds ") || !strings.Contains(lines[1], " flexed ") {
+		t.Errorf("want one row, of flexed in space kf-wds:\n%s", out.String())
+	}
+	if !strings.Contains(errOut.String(), "space kf-pending: not usable: NotReady") || strings.Contains(errOut.String()+out.String(), "kf-its") {
+		t.Errorf("want kf-pending reported as not Ready and kf-its ignored; errors: %q", errOut.String())
 	}
 }
