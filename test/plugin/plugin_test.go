@@ -15,8 +15,11 @@
 package plugin
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -26,9 +29,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/cmd/kubectl-stager/app"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/policytest"
 )
@@ -118,8 +123,8 @@ func condition(kind, status, reason, message string, now time.Time) metav1.Condi
 
 // TestOutputs sets up three rollouts, as the stager and KubeStellar leave
 // them, and compares what get, explain and eval print with golden files:
-// web is in test (soaking under a progress deadline), api awaits approval
-// of prod, fresh has not started.
+// web is in test (under a progress deadline), api awaits approval of prod,
+// fresh has not started, soaked soaks in dev.
 func TestOutputs(t *testing.T) {
 	web := rollout(t, "web", func(p *v1alpha1.StagedBindingPolicy) {
 		p.Spec.Stages[1].SoakDuration = &metav1.Duration{Duration: 10 * time.Minute}
@@ -127,11 +132,21 @@ func TestOutputs(t *testing.T) {
 		p.Spec.Stages[2].Approval = v1alpha1.ApprovalRequired
 	})
 	api := rollout(t, "api", func(p *v1alpha1.StagedBindingPolicy) { p.Spec.Stages[2].Approval = v1alpha1.ApprovalRequired })
-	rollout(t, "fresh", nil)
+	fresh := rollout(t, "fresh", nil)
+	soaked := rollout(t, "soaked", func(p *v1alpha1.StagedBindingPolicy) {
+		p.Spec.Stages[0].SoakDuration = &metav1.Duration{Duration: 10 * time.Minute}
+		p.Spec.Stages[0].ProgressDeadline = &metav1.Duration{Duration: time.Hour}
+	})
 	place(t, web, "test")
 
-	// Three hours after the policies were made (ages "3h"), at a whole second.
-	now := web.CreationTimestamp.Add(3 * time.Hour)
+	// Three hours after the last policy was made, at a whole second: every
+	// age is "3h" (less than a minute more for the earlier ones).
+	now := time.Time{}
+	for _, p := range []*v1alpha1.StagedBindingPolicy{web, api, fresh, soaked} {
+		if created := p.CreationTimestamp.Add(3 * time.Hour); created.After(now) {
+			now = created
+		}
+	}
 	setStatus(t, web, v1alpha1.StagedBindingPolicyStatus{ActiveStage: "test", Phase: v1alpha1.RolloutProgressing,
 		Conditions: []metav1.Condition{
 			condition(v1alpha1.ConditionReady, "True", v1alpha1.ReasonBindingPolicyInSync, `BindingPolicy web.stage.test places stage "test"`, now),
@@ -157,6 +172,18 @@ func TestOutputs(t *testing.T) {
 				Message: "waiting for approval: set the Approved condition of StageApproval api.stage.prod to True"},
 		}})
 
+	setStatus(t, soaked, v1alpha1.StagedBindingPolicyStatus{ActiveStage: "dev", Phase: v1alpha1.RolloutProgressing,
+		Conditions: []metav1.Condition{
+			condition(v1alpha1.ConditionProgressing, "True", v1alpha1.ReasonSoaking,
+				`stage "dev": condition holds for all 1 object(s) on 2 cluster(s) since 2026-11-23T14:56:00Z; the stage is done at ... unless it stops holding (soakDuration 10m0s)`, now),
+		},
+		Stages: []v1alpha1.StageStatus{
+			{Name: "dev", Phase: v1alpha1.StageActive, StartTime: at(now.Add(-30 * time.Minute)), ConditionMetTime: at(now.Add(-4 * time.Minute)),
+				ProgressDeadlineTime: at(now.Add(30 * time.Minute)), BindingPolicy: "soaked.stage.dev",
+				Message: "condition holds for all 1 object(s) on 2 cluster(s); soaking"},
+			{Name: "test", Phase: v1alpha1.StagePending}, {Name: "prod", Phase: v1alpha1.StagePending},
+		}})
+
 	available := `obj.results.exists(r, r.name == 'deployments-aggregator' && r.rows.exists(row, row.columns.exists(c, c.float == '0')))`
 	for _, tt := range []struct {
 		name string
@@ -179,6 +206,18 @@ func TestOutputs(t *testing.T) {
 		})
 	}
 
+	t.Run("watch", func(t *testing.T) {
+		// Not on a terminal: the first view, once, with absolute times.
+		var out bytes.Buffer
+		ctx, cancel := context.WithCancel(suite.ctx)
+		defer time.AfterFunc(2*time.Second, cancel).Stop()
+		cmd := app.New(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out}, func() time.Time { return now })
+		cmd.SetArgs([]string{"--kubeconfig=" + suite.kubeconfig, "get", "--watch", "--interval=100ms"})
+		if err := cmd.ExecuteContext(ctx); err != nil {
+			t.Fatal(err)
+		}
+		golden(t, "watch", relativeClocks(out.String(), now))
+	})
 	t.Run("eval-invalid", func(t *testing.T) {
 		out, err := run(t, now, "", "eval", "web", "--condition", "obj.results.exists(")
 		if err == nil {
@@ -191,7 +230,7 @@ func TestOutputs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, name := range []string{"web", "api", "fresh"} {
+		for _, name := range []string{"web", "api", "fresh", "soaked"} {
 			if !slices.Contains(strings.Split(out, "\n"), name) {
 				t.Errorf("completing a policy name offers no %s:\n%s", name, out)
 			}
@@ -206,5 +245,28 @@ func TestOutputs(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), got); err != nil || got.Kind != "StagedBindingPolicy" || got.Status.ActiveStage != "test" {
 			t.Errorf("-o json printed %v (%v): %s", got, err, out)
 		}
+	})
+}
+
+// clockPattern matches the times of day the live view prints.
+var clockPattern = regexp.MustCompile(`\b\d\d:\d\d:\d\dZ\b`)
+
+// relativeClocks replaces each time of day in out by its distance from now
+// ("<now-90m>"), so that a view stays the same whenever the test runs.
+func relativeClocks(out string, now time.Time) string {
+	return clockPattern.ReplaceAllStringFunc(out, func(clock string) string {
+		t, err := time.Parse("15:04:05Z", clock)
+		if err != nil {
+			return clock
+		}
+		now := now.UTC()
+		at := time.Date(now.Year(), now.Month(), now.Day(), t.Hour(), t.Minute(), t.Second(), 0, time.UTC)
+		switch d := at.Sub(now); {
+		case d > 12*time.Hour:
+			at = at.Add(-24 * time.Hour)
+		case d < -12*time.Hour:
+			at = at.Add(24 * time.Hour)
+		}
+		return fmt.Sprintf("<now%+v>", at.Sub(now))
 	})
 }

@@ -94,7 +94,8 @@ func (o *options) readView(ctx context.Context, targets []target, names []string
 
 // liveView renders every policy as a block: a line with its name, phase and
 // reason, then one line per stage with its mark, its clusters and what it
-// says. Times are absolute (UTC), so a view changes only when the rollout does.
+// says. Off a terminal times are absolute (UTC), so a view changes only when
+// the rollout does; on one, the soak and the deadline also count down.
 func (o *options) liveView(ctx context.Context, found []located, tty, all bool) (string, error) {
 	paint := func(colour, s string) string {
 		if !tty {
@@ -135,7 +136,7 @@ func (o *options) liveView(ctx context.Context, found []located, tty, all bool) 
 			width = max(width, len(s.Name))
 		}
 		for _, s := range p.Spec.Stages {
-			line, err := o.stageLine(ctx, c, p, s)
+			line, err := o.stageLine(ctx, c, p, s, tty)
 			if err != nil {
 				return "", err
 			}
@@ -151,8 +152,15 @@ type stageView struct {
 }
 
 // stageLine renders one stage: its mark, the clusters its Binding places
-// the workload on (while its BindingPolicy exists) and what it says.
-func (o *options) stageLine(ctx context.Context, c client.Client, p *v1alpha1.StagedBindingPolicy, s v1alpha1.Stage) (stageView, error) {
+// the workload on (while its BindingPolicy exists) and what it says. On a
+// terminal, the soak and the deadline also say how long is left.
+func (o *options) stageLine(ctx context.Context, c client.Client, p *v1alpha1.StagedBindingPolicy, s v1alpha1.Stage, tty bool) (stageView, error) {
+	until := func(what string, t time.Time) string {
+		if tty {
+			return fmt.Sprintf("%s %s (%s)", what, left(t, o.now()), clock(t))
+		}
+		return what + " at " + clock(t)
+	}
 	view := stageView{mark: markPending, colour: colourDim, clusters: "-"}
 	record := stageRecord(p, s.Name)
 	if record == nil || record.Phase == v1alpha1.StagePending {
@@ -194,10 +202,10 @@ func (o *options) stageLine(ctx context.Context, c client.Client, p *v1alpha1.St
 		}
 		notes = append(notes, record.Message)
 		if s.SoakDuration != nil && record.ConditionMetTime != nil {
-			notes = append(notes, "soaks until "+clock(record.ConditionMetTime.Add(s.SoakDuration.Duration)))
+			notes = append(notes, until("soak ends", record.ConditionMetTime.Add(s.SoakDuration.Duration)))
 		}
 		if record.ProgressDeadlineTime != nil {
-			notes = append(notes, "deadline "+clock(record.ProgressDeadlineTime.Time))
+			notes = append(notes, until("deadline", record.ProgressDeadlineTime.Time))
 		}
 	}
 	if record.ApprovedBy != "" {
