@@ -28,8 +28,8 @@ import (
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
@@ -116,8 +116,9 @@ func setStatus(t *testing.T, p *v1alpha1.StagedBindingPolicy, status v1alpha1.St
 
 func at(t time.Time) *metav1.Time { return ptr.To(metav1.NewTime(t)) }
 
-func condition(kind, status, reason, message string, now time.Time) metav1.Condition {
-	return metav1.Condition{Type: kind, Status: metav1.ConditionStatus(status), Reason: reason, Message: message,
+// trueCondition is a True condition of the policy's status, as of now.
+func trueCondition(kind, reason, message string, now time.Time) metav1.Condition {
+	return metav1.Condition{Type: kind, Status: metav1.ConditionTrue, Reason: reason, Message: message,
 		LastTransitionTime: metav1.NewTime(now)}
 }
 
@@ -149,8 +150,8 @@ func TestOutputs(t *testing.T) {
 	}
 	setStatus(t, web, v1alpha1.StagedBindingPolicyStatus{ActiveStage: "test", Phase: v1alpha1.RolloutProgressing,
 		Conditions: []metav1.Condition{
-			condition(v1alpha1.ConditionReady, "True", v1alpha1.ReasonBindingPolicyInSync, `BindingPolicy web.stage.test places stage "test"`, now),
-			condition(v1alpha1.ConditionProgressing, "True", v1alpha1.ReasonConditionNotMet,
+			trueCondition(v1alpha1.ConditionReady, v1alpha1.ReasonBindingPolicyInSync, `BindingPolicy web.stage.test places stage "test"`, now),
+			trueCondition(v1alpha1.ConditionProgressing, v1alpha1.ReasonConditionNotMet,
 				`stage "test": condition holds for 0 of 1 object(s); not yet for deployments.apps web/web`, now),
 		},
 		Stages: []v1alpha1.StageStatus{
@@ -162,7 +163,7 @@ func TestOutputs(t *testing.T) {
 		}})
 	setStatus(t, api, v1alpha1.StagedBindingPolicyStatus{ActiveStage: "prod", Phase: v1alpha1.RolloutAwaitingApproval,
 		Conditions: []metav1.Condition{
-			condition(v1alpha1.ConditionProgressing, "True", v1alpha1.ReasonAwaitingApproval,
+			trueCondition(v1alpha1.ConditionProgressing, v1alpha1.ReasonAwaitingApproval,
 				`stage "prod": waiting for approval: set the Approved condition of StageApproval api.stage.prod to True`, now),
 		},
 		Stages: []v1alpha1.StageStatus{
@@ -174,7 +175,7 @@ func TestOutputs(t *testing.T) {
 
 	setStatus(t, soaked, v1alpha1.StagedBindingPolicyStatus{ActiveStage: "dev", Phase: v1alpha1.RolloutProgressing,
 		Conditions: []metav1.Condition{
-			condition(v1alpha1.ConditionProgressing, "True", v1alpha1.ReasonSoaking,
+			trueCondition(v1alpha1.ConditionProgressing, v1alpha1.ReasonSoaking,
 				`stage "dev": condition holds for all 1 object(s) on 2 cluster(s) since 2026-11-23T14:56:00Z; the stage is done at ... unless it stops holding (soakDuration 10m0s)`, now),
 		},
 		Stages: []v1alpha1.StageStatus{
