@@ -31,6 +31,11 @@ var (
 		Name: "stager_space_ready",
 		Help: "Whether an engaged space is ready (1) or not (0): it serves KubeStellar's and the stager's APIs, its caches are synced and its API server answers.",
 	}, []string{"space"})
+
+	spaceOwner = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "stager_space_owner",
+		Help: "1 for every space this replica serves, labelled with the replica: summed over the replicas, which replica serves which space.",
+	}, []string{"space", "replica"})
 )
 
 func init() {
@@ -40,17 +45,20 @@ func init() {
 // MetricCollectors returns the Runner's metrics, registered with
 // controller-runtime's registry.
 func MetricCollectors() []prometheus.Collector {
-	return []prometheus.Collector{spaceEngaged, spaceReady}
+	return []prometheus.Collector{spaceEngaged, spaceReady, spaceOwner}
 }
 
-// recordState keeps a space's series in line with its state.
-func recordState(s State) {
+// recordState keeps a space's series in line with its state; replica is
+// the replica serving it.
+func recordState(s State, replica string) {
 	if s.Reason == ReasonDisengaged {
 		spaceEngaged.DeleteLabelValues(s.Name)
 		spaceReady.DeleteLabelValues(s.Name)
+		spaceOwner.DeletePartialMatch(prometheus.Labels{"space": s.Name})
 		return
 	}
 	spaceEngaged.WithLabelValues(s.Name).Set(1)
+	spaceOwner.WithLabelValues(s.Name, replica).Set(1)
 	ready := 0.0
 	if s.Ready {
 		ready = 1

@@ -103,6 +103,9 @@ type Options struct {
 	// Calls are serialised, in the order of the changes; OnChange must not
 	// call the Runner.
 	OnChange func(State)
+	// Replica names this replica: the stager_space_owner series of the
+	// spaces it serves carry it.
+	Replica string
 	// Logger is the base logger.
 	Logger logr.Logger
 }
@@ -521,7 +524,7 @@ func (r *Runner) notify(name multicluster.ClusterName) {
 // changed records a space's new state in the Runner's metrics and passes it
 // to OnChange. Its callers hold reportMu.
 func (r *Runner) changed(state State) {
-	recordState(state)
+	recordState(state, r.opts.Replica)
 	if r.opts.OnChange != nil {
 		r.opts.OnChange(state)
 	}

@@ -55,6 +55,9 @@ type Options struct {
 	// finalizers of its BindingPolicies before it is reported as blocked
 	// with a Warning Event; zero means DefaultDeletionWarningAfter.
 	DeletionWarningAfter time.Duration
+	// FieldOwner, when set, is the field manager of every write to the
+	// space (so its objects' managedFields tell which replica wrote them).
+	FieldOwner string
 }
 
 // WatchedObjects are the kinds the controller reads in every space. A space
@@ -72,9 +75,13 @@ func WatchedObjects() []client.Object {
 // NewController returns the controller of one space: its own work queue and
 // workers, fed by the space's own caches. It is not started.
 func NewController(space string, cl cluster.Cluster, engine *expression.Engine, opts Options) (controller.Controller, error) {
+	writer := cl.GetClient()
+	if opts.FieldOwner != "" {
+		writer = client.WithFieldOwner(writer, opts.FieldOwner)
+	}
 	r := &Reconciler{
 		Space:    space,
-		Client:   cl.GetClient(),
+		Client:   writer,
 		Recorder: cl.GetEventRecorder(ControllerName),
 		Engine:   engine,
 		Metrics:  metrics.NewSpace(space),

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -35,6 +36,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -42,6 +44,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded"
+	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/peers"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/controllers/spaces"
@@ -72,6 +76,22 @@ type Options struct {
 	LeaderElect bool
 	// LeaderElectionNamespace is the namespace of the leader election Lease.
 	LeaderElectionNamespace string
+	// Coordination is how replicas share the work: CoordinationLeaderElection
+	// (one leader serves every space) or CoordinationSharded (the replicas
+	// split the spaces, each fenced by a Lease of its own).
+	Coordination string
+	// ReplicaID names this replica among its peers: in the sharding Leases,
+	// the field manager of its writes, the stager_space_owner metric and the
+	// logs. Empty means $POD_NAME, else the hostname.
+	ReplicaID string
+	// ShardLeaseDuration is how long a space's fence Lease lasts without
+	// renewal: a dead replica's spaces move after it (and after its peer
+	// Lease, 30s, expires).
+	ShardLeaseDuration time.Duration
+	// ShardLeaseRenew is how often a replica renews the fences it holds.
+	ShardLeaseRenew time.Duration
+	// ShardProbeInterval is how often a replica decides again which spaces it owns.
+	ShardProbeInterval time.Duration
 	// MaxConcurrentReconciles is how many policies of one space are reconciled at once.
 	MaxConcurrentReconciles int
 	// SpaceProbeInterval is how often each space's API server is probed.
@@ -110,6 +130,10 @@ func NewOptions() *Options {
 		HealthProbeBindAddress:  ":8081",
 		LeaderElectionNamespace: "",
 		LeaderElect:             true,
+		Coordination:            CoordinationLeaderElection,
+		ShardLeaseDuration:      20 * time.Second,
+		ShardLeaseRenew:         5 * time.Second,
+		ShardProbeInterval:      2 * time.Second,
 		MaxConcurrentReconciles: 2,
 		SpaceProbeInterval:      15 * time.Second,
 		CacheSyncTimeout:        2 * time.Minute,
@@ -134,6 +158,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, `address of the /healthz and /readyz endpoints ("0" turns them off)`)
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader among replicas, so that only one works at a time; the leader releases its Lease when it stops")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "namespace of the leader election Lease (default: the pod's namespace; outside a pod, --kubeconfig-namespace)")
+	fs.StringVar(&o.Coordination, "coordination", o.Coordination,
+		`how replicas share the spaces: "leader-election" (one elected replica serves every space, as --leader-elect says) or "sharded" (every replica serves a share of the spaces, chosen by rendezvous hashing over the replicas' Leases; each space is served by one replica at a time, fenced by a Lease of its own in --leader-election-namespace)`)
+	fs.StringVar(&o.ReplicaID, "replica-id", o.ReplicaID, "this replica's name among its peers, in the sharding Leases, its writes' field manager, the stager_space_owner metric and the logs (default: $POD_NAME, else the hostname)")
+	fs.DurationVar(&o.ShardLeaseDuration, "shard-lease-duration", o.ShardLeaseDuration, "with --coordination=sharded: how long a space's fence Lease lasts unrenewed; a dead replica's spaces move once it has passed")
+	fs.DurationVar(&o.ShardLeaseRenew, "shard-lease-renew", o.ShardLeaseRenew, "with --coordination=sharded: how often a replica renews its fence Leases (less than --shard-lease-duration)")
+	fs.DurationVar(&o.ShardProbeInterval, "shard-probe-interval", o.ShardProbeInterval, "with --coordination=sharded: how often a replica decides again which spaces it serves")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "how many StagedBindingPolicies of one space are reconciled at once")
 	fs.DurationVar(&o.SpaceProbeInterval, "space-probe-interval", o.SpaceProbeInterval, "how often each space's API server is probed for readiness")
 	fs.DurationVar(&o.CacheSyncTimeout, "cache-sync-timeout", o.CacheSyncTimeout, "how long to wait for a space's caches before retrying it")
@@ -152,6 +182,18 @@ func (o *Options) Validate() error {
 	var errs []error
 	if err := o.Providers.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	switch o.Coordination {
+	case CoordinationLeaderElection:
+	case CoordinationSharded:
+		if o.ShardLeaseRenew <= 0 || o.ShardLeaseDuration <= o.ShardLeaseRenew {
+			errs = append(errs, errors.New("--shard-lease-renew must be positive and less than --shard-lease-duration"))
+		}
+		if o.ShardProbeInterval <= 0 {
+			errs = append(errs, errors.New("--shard-probe-interval must be positive"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf(`--coordination must be %q or %q, not %q`, CoordinationLeaderElection, CoordinationSharded, o.Coordination))
 	}
 	if o.MaxConcurrentReconciles < 1 {
 		errs = append(errs, errors.New("--max-concurrent-reconciles must be at least 1"))
@@ -186,6 +228,36 @@ func (o *Options) Validate() error {
 	return errors.Join(errs...)
 }
 
+// The ways replicas share the spaces (--coordination).
+const (
+	// CoordinationLeaderElection has one elected replica serve every space.
+	CoordinationLeaderElection = "leader-election"
+	// CoordinationSharded has the replicas split the spaces, through
+	// multicluster-runtime's sharded coordinator.
+	CoordinationSharded = "sharded"
+)
+
+// Names of the sharding Leases, in --leader-election-namespace: one peer
+// Lease per replica, one fence Lease per space.
+const (
+	ShardPeerLeasePrefix  = "workload-stager-peer"
+	ShardFenceLeasePrefix = "workload-stager-shard"
+)
+
+// replicaID is the name of this replica among its peers.
+func (o *Options) replicaID() string {
+	if o.ReplicaID != "" {
+		return o.ReplicaID
+	}
+	if pod := os.Getenv("POD_NAME"); pod != "" {
+		return pod
+	}
+	if host, err := os.Hostname(); err == nil && host != "" {
+		return host
+	}
+	return "workload-stager"
+}
+
 // DefaultReconcileTimeout bounds one reconcile unless --reconcile-timeout says otherwise.
 const DefaultReconcileTimeout = 30 * time.Second
 
@@ -207,6 +279,21 @@ func (o *Options) leaderElectionNamespace() (string, error) {
 		return o.Providers.KubeconfigNamespace, nil
 	}
 	return "", errors.New("--leader-election-namespace is required outside a pod unless the kubeconfig provider is used (or turn leader election off with --leader-elect=false)")
+}
+
+// shardNamespace is where the sharding Leases go: the flag's namespace,
+// else the pod's, else, outside a pod, the namespace of the kubeconfig Secrets.
+func (o *Options) shardNamespace() (string, error) {
+	if o.LeaderElectionNamespace != "" {
+		return o.LeaderElectionNamespace, nil
+	}
+	if ns, err := os.ReadFile(inClusterNamespaceFile); err == nil && len(ns) > 0 {
+		return strings.TrimSpace(string(ns)), nil
+	}
+	if o.Providers.Has(providers.KindKubeconfig) {
+		return o.Providers.KubeconfigNamespace, nil
+	}
+	return "", errors.New("--leader-election-namespace is required with --coordination=sharded outside a pod unless the kubeconfig provider is used")
 }
 
 // NewScheme returns a scheme with every type the stager reads or writes.
@@ -238,6 +325,9 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		return nil, err
 	}
 	spaceCache := cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields()}
+	shard := o.Coordination == CoordinationSharded
+	replica := o.replicaID()
+	logger = logger.WithValues("replica", replica)
 	leaseNamespace, err := o.leaderElectionNamespace()
 	if err != nil {
 		return nil, err
@@ -249,7 +339,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		Cache:                   o.Providers.HostingCacheOptions(spaceCache),
 		Metrics:                 o.metricsServerOptions(),
 		HealthProbeBindAddress:  o.HealthProbeBindAddress,
-		LeaderElection:          o.LeaderElect,
+		LeaderElection:          o.LeaderElect && !shard,
 		LeaderElectionID:        "workload-stager.community.kubestellar.io",
 		LeaderElectionNamespace: leaseNamespace,
 		// A stopping leader hands over at once instead of after its Lease
@@ -276,7 +366,15 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 	if err := o.Providers.AddKubeconfigAuditor(hosting); err != nil {
 		return nil, err
 	}
-	mgr, err := mcmanager.WithMultiCluster(hosting, provider)
+	var mcOptions []mcmanager.Option
+	if shard {
+		coordinator, err := o.shardingCoordinator(cfg, scheme, replica, logger)
+		if err != nil {
+			return nil, err
+		}
+		mcOptions = append(mcOptions, mcmanager.WithCoordinator(coordinator))
+	}
+	mgr, err := mcmanager.WithMultiCluster(hosting, provider, mcOptions...)
 	if err != nil {
 		return nil, fmt.Errorf("creating the multicluster manager: %w", err)
 	}
@@ -300,7 +398,13 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		Logger:                  logger.WithName(stagedbindingpolicy.ControllerName),
 		DeletionWarningAfter:    o.DeletionWarningAfter,
 	}
+	if shard {
+		// Each replica writes under a field manager of its own, so the
+		// objects' managedFields tell which replica wrote a space.
+		controllerOptions.FieldOwner = FieldOwnerPrefix + replica
+	}
 	runner, err := spaces.New(spaces.Options{
+		Replica:  replica,
 		Required: stagedbindingpolicy.WatchedObjects(),
 		NewController: func(space string, cl cluster.Cluster) (manager.Runnable, error) {
 			return stagedbindingpolicy.NewController(space, cl, engine, controllerOptions)
@@ -339,6 +443,32 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		return nil, fmt.Errorf("adding the readiness check: %w", err)
 	}
 	return &Stager{Manager: mgr, Spaces: runner}, nil
+}
+
+// FieldOwnerPrefix, with the replica's ID, is the field manager of a
+// sharded replica's writes.
+const FieldOwnerPrefix = "workload-stager-"
+
+// shardingCoordinator is multicluster-runtime's sharded coordinator, with
+// the replica's peer Lease and the spaces' fence Leases in the sharding
+// namespace, read and written uncached.
+func (o *Options) shardingCoordinator(cfg *rest.Config, scheme *runtime.Scheme, replica string, logger logr.Logger) (*sharded.Coordinator, error) {
+	namespace, err := o.shardNamespace()
+	if err != nil {
+		return nil, err
+	}
+	leases, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("creating the sharding Leases' client: %w", err)
+	}
+	log := logger.WithName("sharding")
+	return sharded.New(leases, log,
+		sharded.WithShardLease(namespace, ShardFenceLeasePrefix),
+		sharded.WithPerClusterLease(true),
+		sharded.WithLeaseTimings(o.ShardLeaseDuration, o.ShardLeaseRenew, time.Second),
+		sharded.WithSynchronizationIntervals(o.ShardProbeInterval, 3*o.ShardProbeInterval),
+		sharded.WithPeerRegistry(peers.NewLeaseRegistry(leases, namespace, ShardPeerLeasePrefix, replica, 1, log)),
+	), nil
 }
 
 // Start runs the stager until ctx is done.
