@@ -237,10 +237,11 @@ const (
 	CoordinationSharded = "sharded"
 )
 
-// Names of the sharding Leases, in --leader-election-namespace: one peer
-// Lease per replica, one fence Lease per space.
+// Names of the sharding Leases, in --leader-election-namespace.
 const (
-	ShardPeerLeasePrefix  = "workload-stager-peer"
+	// ShardPeerLeasePrefix starts the name of each replica's peer Lease.
+	ShardPeerLeasePrefix = "workload-stager-peer"
+	// ShardFenceLeasePrefix starts the name of each space's fence Lease.
 	ShardFenceLeasePrefix = "workload-stager-shard"
 )
 
@@ -445,8 +446,8 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 	return &Stager{Manager: mgr, Spaces: runner}, nil
 }
 
-// FieldOwnerPrefix, with the replica's ID, is the field manager of a
-// sharded replica's writes.
+// FieldOwnerPrefix is the start of the field manager of a sharded
+// replica's writes, which ends with the replica's ID.
 const FieldOwnerPrefix = "workload-stager-"
 
 // shardingCoordinator is multicluster-runtime's sharded coordinator, with
