@@ -39,7 +39,7 @@ TEST_ENV = export KUBEBUILDER_ASSETS="$$($(TOOL) envtest)"; \
 # The test layers, for a faster inner loop; `make test` runs them all.
 UNIT_PKGS ?= ./api/... ./cmd/... ./controllers/... ./providers/... ./hack/...
 INTEGRATION_PKGS ?= ./controllers/spaces/ ./controllers/stagedbindingpolicy/ ./test/framework/ ./test/framework/environment/ ./test/framework/kubestellar/ ./test/integration/ ./test/plugin/
-E2E_PKGS ?= ./test/chart/ ./test/install/ ./test/framework/stack/ ./test/framework/prometheus/ ./test/e2e/
+E2E_PKGS ?= ./test/chart/ ./test/install/ ./test/framework/stack/ ./test/framework/prometheus/ ./test/e2e/ ./test/chaos/
 KCP_PKGS ?= ./test/framework/kcp/ ./test/kcpe2e/
 
 # The image's test (hack/tools/image, a module of its own) opens the layout
@@ -70,6 +70,12 @@ test-integration: build ## The stager in-process against real kube-apiservers, w
 test-e2e: build ## The stager binary with the real KubeStellar controller-manager and a real Prometheus
 	$(TEST_ENV); \
 	go test $(GO_TEST_FLAGS) $(E2E_PKGS)
+
+.PHONY: chaos
+chaos: build ## The sharded replicas under faults at full size: 10 spaces, 20 kills (test/chaos; make test runs 4 and 2)
+	$(TEST_ENV); \
+	STAGER_CHAOS_SPACES=$${STAGER_CHAOS_SPACES:-10} STAGER_CHAOS_KILLS=$${STAGER_CHAOS_KILLS:-20} \
+		go test -count=1 -timeout=60m -v ./test/chaos/
 
 .PHONY: test-kcp
 test-kcp: build ## The stager serving real kcp workspaces

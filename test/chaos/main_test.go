@@ -1,0 +1,146 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+// Package chaos runs several replicas of the stager binary with
+// --coordination=sharded against real API servers and breaks them while
+// rollouts run in every space, checking that every rollout completes, no
+// stage is skipped or repeated, and no two replicas ever write one space.
+// `make test` runs it sized for CI (STAGER_CHAOS_SPACES, STAGER_CHAOS_KILLS);
+// `make chaos` runs the larger fault run.
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	stagerapp "github.com/kubestellar/workload-stager/cmd/stager/app"
+	"github.com/kubestellar/workload-stager/test/framework"
+	"github.com/kubestellar/workload-stager/test/framework/environment"
+	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
+	"github.com/kubestellar/workload-stager/test/framework/policytest"
+	"github.com/kubestellar/workload-stager/test/framework/stack"
+)
+
+const (
+	// secretNamespace holds the spaces' kubeconfig Secrets and the sharding Leases.
+	secretNamespace = "kubestellar-stager"
+	// stagerUser is the replicas' identity in every space.
+	stagerUser = "kubestellar-stager"
+	// namespace holds the workload objects in every space.
+	namespace = "web"
+	// replicas is how many stager processes share the spaces.
+	replicas = 3
+	// leaseDuration is the replicas' fence Lease duration (--shard-lease-duration).
+	leaseDuration = 6 * time.Second
+)
+
+// clusters are the simulated WECs of every space.
+var clusters = []kubestellar.Cluster{
+	{Name: "dev1", Labels: map[string]string{"env": "dev"}},
+	{Name: "test1", Labels: map[string]string{"env": "test"}},
+	{Name: "prod1", Labels: map[string]string{"env": "prod"}},
+}
+
+// space is a WDS of the suite with its simulator.
+type space struct {
+	*environment.Space
+	availability *kubestellar.Availability
+	sim          *kubestellar.Simulator
+}
+
+// suite is the environment shared by the tests of this package.
+var suite struct {
+	ctx       context.Context
+	workDir   string
+	hosting   *environment.Space
+	spaces    []*space
+	binary    string
+	hostingKC string
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(framework.Main(m, "chaos", setUp))
+}
+
+// envInt reads a positive number from the environment, or returns def.
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+func setUp(s *framework.Suite) error {
+	ctx := s.Ctx
+	suite.ctx, suite.workDir = ctx, s.WorkDir
+	var err error
+	if suite.binary, err = stack.StagerBinary(s.WorkDir); err != nil {
+		return err
+	}
+	scheme, err := stagerapp.NewScheme()
+	if err != nil {
+		return err
+	}
+	if suite.hosting, err = environment.StartSpace("hosting", environment.WithScheme(scheme)); err != nil {
+		return err
+	}
+	s.Defer(suite.hosting.Stop)
+	suite.hostingKC = filepath.Join(s.WorkDir, "hosting.kubeconfig")
+	if err := os.WriteFile(suite.hostingKC, suite.hosting.Kubeconfig(), 0o600); err != nil {
+		return err
+	}
+	for i := range envInt("STAGER_CHAOS_SPACES", 4) {
+		wds, err := environment.StartSpace(fmt.Sprintf("wds%d", i+1), environment.WithStagerCRDs(), environment.WithKubeStellarCRDs(),
+			environment.WithScheme(scheme))
+		if err != nil {
+			return err
+		}
+		s.Defer(wds.Stop)
+		if err := wds.RegisterWithStager(ctx, suite.hosting.Client, secretNamespace, stagerUser); err != nil {
+			return err
+		}
+		if err := wds.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
+			return err
+		}
+		sp := &space{Space: wds, availability: kubestellar.NewAvailability(policytest.Collector)}
+		sp.sim = kubestellar.New(wds.Client, clusters, kubestellar.WithReporter(sp.availability.Report), kubestellar.WithInterval(500*time.Millisecond))
+		simCtx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); _ = sp.sim.Run(simCtx) }()
+		s.Defer(func() error { cancel(); <-done; return nil })
+		suite.spaces = append(suite.spaces, sp)
+	}
+	return nil
+}
+
+// startReplica starts the stager binary as the named replica, sharded with
+// its peers.
+func startReplica(id string) (*stack.Process, error) {
+	args := []string{
+		"--kubeconfig=" + suite.hostingKC,
+		"--provider=kubeconfig", "--kubeconfig-namespace=" + secretNamespace,
+		"--coordination=sharded", "--replica-id=" + id, "--leader-election-namespace=" + secretNamespace,
+		"--shard-lease-duration=" + leaseDuration.String(), "--shard-lease-renew=2s", "--shard-probe-interval=1s",
+		"--space-probe-interval=1s", "--metrics-bind-address=0", "--health-probe-bind-address=0",
+	}
+	return stack.StartProcess(suite.binary, args, filepath.Join(suite.workDir, id+".log"))
+}
