@@ -47,6 +47,16 @@ func TestOptionsValidate(t *testing.T) {
 				o.SpaceProbeInterval, o.CacheSyncTimeout, o.CELCostLimit = time.Nanosecond, time.Nanosecond, 1
 				o.CELEstimatedCostLimit, o.CELEvalTimeout, o.CELReconcileCostBudget, o.CELReconcileTimeBudget = 1, time.Nanosecond, 1, time.Nanosecond
 			}},
+		{name: "sharded", change: func(o *Options) { o.Coordination = CoordinationSharded }},
+		{name: "an unknown coordination",
+			change:    func(o *Options) { o.Coordination = "raft" },
+			wantFlags: []string{"--coordination"}},
+		{name: "sharded, renewing no sooner than the Lease lasts",
+			change:    func(o *Options) { o.Coordination, o.ShardLeaseRenew, o.ShardLeaseDuration = CoordinationSharded, 20*time.Second, 20*time.Second },
+			wantFlags: []string{"--shard-lease-renew", "--shard-lease-duration"}},
+		{name: "sharded, no probe interval",
+			change:    func(o *Options) { o.Coordination, o.ShardProbeInterval = CoordinationSharded, 0 },
+			wantFlags: []string{"--shard-probe-interval"}},
 		{name: "no reconcile at all",
 			change:    func(o *Options) { o.MaxConcurrentReconciles = 0 },
 			wantFlags: []string{"--max-concurrent-reconciles"}},
