@@ -110,6 +110,16 @@ func (a *StageApproval) Approved() *metav1.Condition {
 	return c
 }
 
+// SetApproved approves the current generation of the StageApproval as by,
+// at the given time: the Approved condition True, observed at its
+// metadata.generation, and status.approvedBy. It only changes the object;
+// write it through the status subresource.
+func (a *StageApproval) SetApproved(by string, at metav1.Time) {
+	meta.SetStatusCondition(&a.Status.Conditions, metav1.Condition{Type: ConditionApproved, Status: metav1.ConditionTrue,
+		Reason: "Approved", Message: "approved by " + by, ObservedGeneration: a.Generation, LastTransitionTime: at})
+	a.Status.ApprovedBy = by
+}
+
 // StageApprovalList is a list of StageApprovals.
 //
 // +kubebuilder:object:root=true

@@ -451,6 +451,26 @@ type StageStatus struct {
 	Message string `json:"message,omitempty"`
 }
 
+// StageNamed returns the stage of the spec with the given name, or nil.
+func (s *StagedBindingPolicySpec) StageNamed(name string) *Stage {
+	for i := range s.Stages {
+		if s.Stages[i].Name == name {
+			return &s.Stages[i]
+		}
+	}
+	return nil
+}
+
+// StageNamed returns the record of the stage with the given name, or nil.
+func (s *StagedBindingPolicyStatus) StageNamed(name string) *StageStatus {
+	for i := range s.Stages {
+		if s.Stages[i].Name == name {
+			return &s.Stages[i]
+		}
+	}
+	return nil
+}
+
 // StagedBindingPolicyList is a list of StagedBindingPolicies.
 //
 // +kubebuilder:object:root=true

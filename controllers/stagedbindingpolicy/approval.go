@@ -45,7 +45,7 @@ func approvalRequests(snap *Snapshot, active int) (Action, bool) {
 		if !ownedBy(a, policy) || a.DeletionTimestamp != nil {
 			continue
 		}
-		if stage := specStage(policy, a.Spec.Stage); stage == nil || stage.Approval != v1alpha1.ApprovalRequired ||
+		if stage := policy.Spec.StageNamed(a.Spec.Stage); stage == nil || stage.Approval != v1alpha1.ApprovalRequired ||
 			a.Name != v1alpha1.StageApprovalName(policy.Name, stage.Name) {
 			return Action{Type: ActionDeleteStageApproval, StageApproval: a,
 				Why: fmt.Sprintf("no stage of the spec asks for StageApproval %s any more", a.Name)}, true
@@ -57,7 +57,7 @@ func approvalRequests(snap *Snapshot, active int) (Action, bool) {
 		if stage.Approval != v1alpha1.ApprovalRequired {
 			continue
 		}
-		if record := stageRecord(&policy.Status, stage.Name); i == active && record != nil &&
+		if record := policy.Status.StageNamed(stage.Name); i == active && record != nil &&
 			record.Phase != v1alpha1.StageAwaitingApproval && record.Phase != v1alpha1.StagePending {
 			continue // the stage has passed its gate: its approval is a record now
 		}
@@ -207,16 +207,6 @@ func findApproval(approvals []v1alpha1.StageApproval, name string) *v1alpha1.Sta
 	for i := range approvals {
 		if approvals[i].Name == name {
 			return &approvals[i]
-		}
-	}
-	return nil
-}
-
-// specStage returns the stage of the spec with the given name, or nil.
-func specStage(policy *v1alpha1.StagedBindingPolicy, name string) *v1alpha1.Stage {
-	for i := range policy.Spec.Stages {
-		if policy.Spec.Stages[i].Name == name {
-			return &policy.Spec.Stages[i]
 		}
 	}
 	return nil

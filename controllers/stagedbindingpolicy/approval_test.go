@@ -247,7 +247,7 @@ func TestPlanApproval(t *testing.T) {
 				if action.Status.Phase != tt.wantPhase {
 					t.Errorf("phase %s, want %s", action.Status.Phase, tt.wantPhase)
 				}
-				if r := stageRecord(action.Status, action.Status.ActiveStage); r == nil || r.Phase != tt.wantRecord {
+				if r := action.Status.StageNamed(action.Status.ActiveStage); r == nil || r.Phase != tt.wantRecord {
 					t.Errorf("active stage's record %+v, want phase %s", r, tt.wantRecord)
 				}
 				if c := condition(t, action.Status, v1alpha1.ConditionProgressing); !strings.Contains(c.Message, tt.wantMsg) {
@@ -297,7 +297,7 @@ func TestPlanApprovedBeforeReached(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("steps %v, want %v", got, want)
 	}
-	if r := stageRecord(&snap.Policy.Status, "prod"); r.ApprovedBy != "bob" || r.Phase != v1alpha1.StageActive {
+	if r := snap.Policy.Status.StageNamed("prod"); r.ApprovedBy != "bob" || r.Phase != v1alpha1.StageActive {
 		t.Errorf("prod's record %+v: want Active, approved by bob", r)
 	}
 }

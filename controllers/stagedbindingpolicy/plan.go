@@ -217,7 +217,7 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 		return action
 	}
 	stage := policy.Spec.Stages[active]
-	if record := stageRecord(&policy.Status, stage.Name); record != nil && record.Phase == v1alpha1.StageAwaitingApproval {
+	if record := policy.Status.StageNamed(stage.Name); record != nil && record.Phase == v1alpha1.StageAwaitingApproval {
 		return approvalGate(snap, active)
 	}
 	desired := desiredBindingPolicy(policy, stage)
@@ -305,7 +305,7 @@ func planAfterAssessment(snap *Snapshot, active int, current *ksv1alpha1.Binding
 // passes (0 when it has passed or there is none).
 func progressDeadline(policy *v1alpha1.StagedBindingPolicy, active int, result assessment, now metav1.Time) (assessment, *metav1.Time, time.Duration) {
 	stage := policy.Spec.Stages[active]
-	record := stageRecord(&policy.Status, stage.Name)
+	record := policy.Status.StageNamed(stage.Name)
 	if stage.ProgressDeadline == nil || stage.ProgressDeadline.Duration <= 0 || result.satisfied || result.evaluationError ||
 		record == nil || record.Phase != v1alpha1.StageActive || record.StartTime == nil {
 		return result, nil, 0
@@ -342,7 +342,7 @@ func endSuspension(status *v1alpha1.StagedBindingPolicyStatus, now metav1.Time) 
 	if status.SuspendedTime == nil {
 		return
 	}
-	if record := stageRecord(status, status.ActiveStage); record != nil && record.Phase == v1alpha1.StageActive {
+	if record := status.StageNamed(status.ActiveStage); record != nil && record.Phase == v1alpha1.StageActive {
 		record.SuspendedDuration = &metav1.Duration{Duration: suspendedFor(status, record, now)}
 	}
 	status.SuspendedTime = nil
@@ -354,16 +354,6 @@ func earliest(a, b time.Duration) time.Duration {
 		return b
 	}
 	return a
-}
-
-// stageRecord returns the record of the named stage in status, or nil.
-func stageRecord(status *v1alpha1.StagedBindingPolicyStatus, name string) *v1alpha1.StageStatus {
-	for i := range status.Stages {
-		if status.Stages[i].Name == name {
-			return &status.Stages[i]
-		}
-	}
-	return nil
 }
 
 // progressingReason is the reason of the status's Progressing condition, or "".

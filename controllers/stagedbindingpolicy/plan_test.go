@@ -2645,7 +2645,7 @@ func TestPlanProgressDeadline(t *testing.T) {
 			if action.RequeueAfter != tt.wantRequeue {
 				t.Errorf("requeue after %s, want %s", action.RequeueAfter, tt.wantRequeue)
 			}
-			record := stageRecord(st, st.ActiveStage)
+			record := st.StageNamed(st.ActiveStage)
 			if got := record.ProgressDeadlineTime; (got == nil) != (tt.wantDeadline == nil) || got != nil && !got.Equal(tt.wantDeadline) {
 				t.Errorf("progressDeadlineTime %v, want %v", got, tt.wantDeadline)
 			}
@@ -2656,8 +2656,8 @@ func TestPlanProgressDeadline(t *testing.T) {
 				if len(again.Events) > 0 {
 					t.Errorf("planned again: events %v", eventKeys(again.Events))
 				}
-				if again.Status != nil && !stageRecord(again.Status, st.ActiveStage).ProgressDeadlineTime.Equal(record.ProgressDeadlineTime) {
-					t.Errorf("planned again: the deadline moved to %v", stageRecord(again.Status, st.ActiveStage).ProgressDeadlineTime)
+				if again.Status != nil && !again.Status.StageNamed(st.ActiveStage).ProgressDeadlineTime.Equal(record.ProgressDeadlineTime) {
+					t.Errorf("planned again: the deadline moved to %v", again.Status.StageNamed(st.ActiveStage).ProgressDeadlineTime)
 				}
 			}
 		})
@@ -2684,7 +2684,7 @@ func TestPlanSuspensionStopsTheDeadlineClock(t *testing.T) {
 	if action.Type != ActionUpdateStatus || action.Status.Phase != v1alpha1.RolloutProgressing {
 		t.Fatalf("resumed: %s (%s) phase %v, want Progressing", action.Type, action.Why, action.Status)
 	}
-	record := stageRecord(action.Status, "dev")
+	record := action.Status.StageNamed("dev")
 	if record.SuspendedDuration == nil || record.SuspendedDuration.Duration != 2*time.Hour {
 		t.Errorf("suspendedDuration %v, want 2h", record.SuspendedDuration)
 	}

@@ -28,6 +28,8 @@ import (
 
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -183,40 +185,42 @@ func (a *audit) holder(space string) string {
 	return ""
 }
 
-// TestKilledReplicasNeverShareASpace runs three sharded replicas while every
-// space rolls out three stages again and again, and SIGKILLs a random
-// replica at random points (STAGER_CHAOS_KILLS times): its spaces move to the
-// survivors once its Leases expire, and come back when it is started again.
-// Every rollout completes, no rollout goes back to a stage it passed, and
-// every write to a space comes from the replica that held the space's fence
-// Lease then.
-func TestKilledReplicasNeverShareASpace(t *testing.T) {
-	ctx, cancel := context.WithCancel(suite.ctx)
-	defer cancel()
-	kills := envInt("STAGER_CHAOS_KILLS", 2)
-	a := newAudit()
-	a.watchFences(ctx, t)
-	for _, s := range suite.spaces {
-		a.watchSpace(ctx, t, s)
-	}
+// run is one fault run: sharded replicas serving every space while each
+// space rolls out the policy name again and again, and the audit of it all.
+type run struct {
+	t         *testing.T
+	ctx       context.Context
+	cancel    context.CancelFunc
+	name      string
+	a         *audit
+	ids       []string
+	procs     map[string]*stack.Process
+	rollouts  *sync.Map // space name → rollouts begun
+	keepGoing chan struct{}
+}
 
-	ids := make([]string, replicas)
-	procs := map[string]*stack.Process{}
-	for i := range ids {
-		ids[i] = fmt.Sprintf("r%d", i+1)
-		p, err := startReplica(ids[i])
-		if err != nil {
-			t.Fatal(err)
-		}
-		procs[ids[i]] = p
+// startRun starts the audit, the replicas (named prefix1, prefix2, ...), and
+// the rollouts of a policy named name in every space, and waits until every
+// space is served.
+func startRun(t *testing.T, name, prefix string) *run {
+	ctx, cancel := context.WithCancel(suite.ctx)
+	r := &run{t: t, ctx: ctx, cancel: cancel, name: name, a: newAudit(), procs: map[string]*stack.Process{},
+		rollouts: &sync.Map{}, keepGoing: make(chan struct{})}
+	t.Cleanup(cancel)
+	r.a.watchFences(ctx, t)
+	for _, s := range suite.spaces {
+		r.a.watchSpace(ctx, t, s)
+	}
+	for i := range replicas {
+		id := fmt.Sprintf("%s%d", prefix, i+1)
+		r.ids = append(r.ids, id)
+		r.start(id)
 	}
 	t.Cleanup(func() {
-		for _, p := range procs {
+		for _, p := range r.procs {
 			_ = p.Stop(15 * time.Second)
 		}
 	})
-
-	const name = "chaos"
 	for _, s := range suite.spaces {
 		if err := s.Client.Create(ctx, policytest.Deployment(namespace, name)); err != nil {
 			t.Fatal(err)
@@ -225,24 +229,11 @@ func TestKilledReplicasNeverShareASpace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	environment.Eventually(t, 2*time.Minute, "every space's fence held", func() error {
-		for _, s := range suite.spaces {
-			if a.holder(s.Name) == "" {
-				return fmt.Errorf("no holder of %s's fence yet", s.Name)
-			}
-		}
-		return nil
-	})
-	share := map[string][]string{}
-	for _, s := range suite.spaces {
-		share[a.holder(s.Name)] = append(share[a.holder(s.Name)], s.Name)
-	}
-	t.Logf("spaces per replica: %v", share)
+	r.waitServed("every space's fence held")
+	t.Logf("spaces per replica: %v", r.serving())
 
-	// Rollouts go on until the kills are done: each stage's WECs turn
-	// healthy 2s after it starts, and a completed rollout restarts.
-	var rollouts sync.Map // space name → rollouts begun
-	keepGoing := make(chan struct{})
+	// Rollouts go on until finish: each stage's WECs turn healthy 2s after
+	// it starts, and a completed rollout restarts.
 	go func() {
 		for {
 			select {
@@ -251,75 +242,104 @@ func TestKilledReplicasNeverShareASpace(t *testing.T) {
 			case <-time.After(500 * time.Millisecond):
 			}
 			for _, s := range suite.spaces {
-				advance(ctx, s, name, keepGoing, &rollouts)
+				advance(ctx, s, name, r.keepGoing, r.rollouts)
 			}
 		}
 	}()
+	return r
+}
 
-	// The kills: a random replica at a random moment; its spaces move once
-	// its Leases expire; then it starts again and takes its share back.
-	var failovers, rebalances []time.Duration
-	for k := range kills {
-		time.Sleep(time.Duration(1+rand.IntN(4)) * time.Second)
-		// The victim serves a space at least, so that its spaces must move.
-		serving := map[string][]string{}
-		for _, s := range suite.spaces {
-			if h := a.holder(s.Name); h != "" {
-				serving[h] = append(serving[h], s.Name)
-			}
-		}
-		candidates := slices.Sorted(maps.Keys(serving))
-		victim := candidates[rand.IntN(len(candidates))]
-		held := serving[victim]
-		killed := time.Now()
-		if err := procs[victim].Kill(); err != nil {
-			t.Fatal(err)
-		}
-		environment.Eventually(t, 2*time.Minute, fmt.Sprintf("kill %d: %s's spaces %v to move", k+1, victim, held), func() error {
-			for _, s := range held {
-				if h := a.holder(s); h == victim {
-					return fmt.Errorf("%s still held by %s", s, h)
-				}
-			}
-			return nil
-		})
-		failovers = append(failovers, time.Since(killed))
-		restarted := time.Now()
-		p, err := startReplica(victim)
-		if err != nil {
-			t.Fatal(err)
-		}
-		procs[victim] = p
-		environment.Eventually(t, 2*time.Minute, fmt.Sprintf("kill %d: %s to take a share back", k+1, victim), func() error {
-			for _, s := range suite.spaces {
-				if a.holder(s.Name) == victim {
-					return nil
-				}
-			}
-			return fmt.Errorf("%s holds no space", victim)
-		})
-		rebalances = append(rebalances, time.Since(restarted))
+// start starts (or starts again) the replica id.
+func (r *run) start(id string) {
+	r.t.Helper()
+	p, err := startReplica(id)
+	if err != nil {
+		r.t.Fatal(err)
 	}
-	close(keepGoing)
+	r.procs[id] = p
+}
 
-	completed := 0
+// serving returns the spaces each replica holds the fence of.
+func (r *run) serving() map[string][]string {
+	serving := map[string][]string{}
 	for _, s := range suite.spaces {
-		p := policytest.Space{Name: s.Name, Client: s.Client, Ctx: ctx, Timeout: 3 * time.Minute}.WaitForPhase(t, name, v1alpha1.RolloutCompleted)
-		for i, r := range p.Status.Stages {
-			if r.Phase != v1alpha1.StageSucceeded || r.StartTime == nil || r.CompletionTime == nil ||
-				i > 0 && r.StartTime.Before(p.Status.Stages[i-1].CompletionTime) {
-				t.Errorf("%s: stage record %+v of the last rollout is not done in order", s.Name, r)
+		if h := r.a.holder(s.Name); h != "" {
+			serving[h] = append(serving[h], s.Name)
+		}
+	}
+	return serving
+}
+
+// waitServed waits until every space's fence is held.
+func (r *run) waitServed(what string) {
+	r.t.Helper()
+	environment.Eventually(r.t, 2*time.Minute, what, func() error {
+		for _, s := range suite.spaces {
+			if r.a.holder(s.Name) == "" {
+				return fmt.Errorf("no holder of %s's fence", s.Name)
 			}
 		}
-		n, _ := rollouts.Load(s.Name)
-		completed += n.(int)
-	}
-	cancel()
+		return nil
+	})
+}
 
+// begun returns how many rollouts a space has begun.
+func (r *run) begun(space string) int {
+	n, ok := r.rollouts.Load(space)
+	if !ok {
+		return 0
+	}
+	return n.(int)
+}
+
+// othersProgress waits until every space but skip has begun another
+// rollout since counts were taken.
+func (r *run) othersProgress(what, skip string, counts map[string]int) {
+	r.t.Helper()
+	environment.Eventually(r.t, 2*time.Minute, what, func() error {
+		for _, s := range suite.spaces {
+			if s.Name != skip && r.begun(s.Name) <= counts[s.Name] {
+				return fmt.Errorf("%s has begun no rollout since (%d)", s.Name, counts[s.Name])
+			}
+		}
+		return nil
+	})
+}
+
+// counts returns how many rollouts each space has begun.
+func (r *run) counts() map[string]int {
+	out := map[string]int{}
+	for _, s := range suite.spaces {
+		out[s.Name] = r.begun(s.Name)
+	}
+	return out
+}
+
+// finish stops restarting rollouts, waits until every space's last rollout
+// completes, and checks the run: no rollout went back a stage, and every
+// write came from the holder of its space's fence. It returns how many
+// rollouts were begun (and so completed) and how many writes were audited.
+func (r *run) finish() (completed, writes int) {
+	t := r.t
+	t.Helper()
+	close(r.keepGoing)
+	for _, s := range suite.spaces {
+		p := policytest.Space{Name: s.Name, Client: s.Client, Ctx: r.ctx, Timeout: 3 * time.Minute}.WaitForPhase(t, r.name, v1alpha1.RolloutCompleted)
+		for i, rec := range p.Status.Stages {
+			if rec.Phase != v1alpha1.StageSucceeded || rec.StartTime == nil || rec.CompletionTime == nil ||
+				i > 0 && rec.StartTime.Before(p.Status.Stages[i-1].CompletionTime) {
+				t.Errorf("%s: stage record %+v of the last rollout is not done in order", s.Name, rec)
+			}
+		}
+		completed += r.begun(s.Name)
+	}
+	r.cancel()
+
+	a := r.a
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	order := map[string]int{"dev": 0, "test": 1, "prod": 2}
 	for key, seen := range a.stages {
-		order := map[string]int{"dev": 0, "test": 1, "prod": 2}
 		for i := 1; i < len(seen); i++ {
 			if order[seen[i]] <= order[seen[i-1]] {
 				t.Errorf("rollout %s went back: active stages %v", key, seen)
@@ -327,22 +347,143 @@ func TestKilledReplicasNeverShareASpace(t *testing.T) {
 		}
 	}
 	const slack = 2 * time.Second // managedFields keep whole seconds
-	foreign := 0
 	for w := range a.writes {
 		if holders := a.holders(w.space, w.at.Add(-slack), w.at.Add(time.Second+slack)); !slices.Contains(holders, w.replica) {
-			foreign++
-			t.Errorf("%s wrote %s in %s at %s without holding its fence (holders then: %v)", w.replica, w.object, w.space,
+			t.Errorf("%s wrote %s in %s at %s without holding its fence (holders then: %q)", w.replica, w.object, w.space,
 				w.at.Format(time.RFC3339), holders)
 		}
 	}
-	if foreign > 0 {
-		for space, ts := range a.tenures {
-			t.Logf("tenures of %s: %v", space, ts)
+	return completed, len(a.writes)
+}
+
+// TestKilledReplicasNeverShareASpace runs three sharded replicas while every
+// space rolls out three stages again and again, and SIGKILLs a replica
+// serving a space, at random points (STAGER_CHAOS_KILLS times): its spaces
+// move to the survivors once its Leases expire, and it takes a share back
+// when it starts again. Every rollout completes, no rollout goes back to a
+// stage it passed, and every write to a space comes from the replica that
+// held the space's fence Lease then.
+func TestKilledReplicasNeverShareASpace(t *testing.T) {
+	kills := envInt("STAGER_CHAOS_KILLS", 2)
+	r := startRun(t, "chaos", "r")
+	var failovers, rebalances []time.Duration
+	for k := range kills {
+		time.Sleep(time.Duration(1+rand.IntN(4)) * time.Second)
+		serving := r.serving()
+		candidates := slices.Sorted(maps.Keys(serving))
+		victim := candidates[rand.IntN(len(candidates))]
+		held := serving[victim]
+		killed := time.Now()
+		if err := r.procs[victim].Kill(); err != nil {
+			t.Fatal(err)
 		}
+		environment.Eventually(t, 2*time.Minute, fmt.Sprintf("kill %d: %s's spaces %v to move", k+1, victim, held), func() error {
+			for _, s := range held {
+				if h := r.a.holder(s); h == victim {
+					return fmt.Errorf("%s still held by %s", s, h)
+				}
+			}
+			return nil
+		})
+		failovers = append(failovers, time.Since(killed).Round(100*time.Millisecond))
+		restarted := time.Now()
+		r.start(victim)
+		environment.Eventually(t, 2*time.Minute, fmt.Sprintf("kill %d: %s to take a share back", k+1, victim), func() error {
+			if len(r.serving()[victim]) == 0 {
+				return fmt.Errorf("%s holds no space", victim)
+			}
+			return nil
+		})
+		rebalances = append(rebalances, time.Since(restarted).Round(100*time.Millisecond))
 	}
-	t.Logf("%d replicas, %d spaces, %d kills: %d rollouts begun and completed, %d writes audited, %d by a replica without the fence; "+
+	completed, writes := r.finish()
+	t.Logf("%d replicas, %d spaces, %d kills: %d rollouts begun and completed, %d writes audited; "+
 		"failover (kill to every space of the victim held by a survivor) %v; rebalance (restart to a share back) %v",
-		replicas, len(suite.spaces), kills, completed, len(a.writes), foreign, failovers, rebalances)
+		replicas, len(suite.spaces), kills, completed, writes, failovers, rebalances)
+}
+
+// TestOutagesStayInTheirSpace cuts, one after the other, for
+// STAGER_CHAOS_OUTAGE each: wds1's API server (behind its proxy), wds2's
+// KubeStellar (its simulator), and the hosting API server the replicas
+// coordinate through. The other spaces' rollouts go on through the first
+// two; each broken space resumes once mended, wds2 saying meanwhile what it
+// waits for; after the hosting outage every space is served again; and the
+// audit finds every write in its writer's tenure throughout.
+func TestOutagesStayInTheirSpace(t *testing.T) {
+	outage := time.Duration(envInt("STAGER_CHAOS_OUTAGE", 20)) * time.Second
+	r := startRun(t, "outage", "o")
+	wds1, wds2 := suite.spaces[0], suite.spaces[1]
+
+	// (c) wds1's API server is gone.
+	before := r.counts()
+	down := time.Now()
+	if err := suite.wds1Proxy.Set(environment.Down); err != nil {
+		t.Fatal(err)
+	}
+	r.othersProgress("the other spaces to go on while wds1 is down", wds1.Name, before)
+	time.Sleep(time.Until(down.Add(outage)))
+	stuck := r.begun(wds1.Name)
+	if err := suite.wds1Proxy.Set(environment.Pass); err != nil {
+		t.Fatal(err)
+	}
+	mended := time.Now()
+	environment.Eventually(t, 2*time.Minute, "wds1 to resume", func() error {
+		if r.begun(wds1.Name) <= stuck {
+			return fmt.Errorf("no rollout begun in wds1 since it came back")
+		}
+		return nil
+	})
+	wds1Resumed := time.Since(mended).Round(100 * time.Millisecond)
+
+	// (d) wds2's KubeStellar is gone.
+	before = r.counts()
+	down = time.Now()
+	wds2.stopSimulator()
+	r.othersProgress("the other spaces to go on while wds2's KubeStellar is down", wds2.Name, before)
+	time.Sleep(time.Until(down.Add(outage)))
+	p := &v1alpha1.StagedBindingPolicy{}
+	if err := wds2.Client.Get(r.ctx, types.NamespacedName{Name: r.name}, p); err != nil {
+		t.Fatal(err)
+	}
+	if c := progressingOf(p); c == nil || !slices.Contains([]string{v1alpha1.ReasonWaitingForBinding, v1alpha1.ReasonWaitingForStatus,
+		v1alpha1.ReasonConditionNotMet, v1alpha1.ReasonStageAdvanced, v1alpha1.ReasonBindingPolicyPending}, c.Reason) || p.Status.Phase == v1alpha1.RolloutCompleted {
+		t.Errorf("wds2 while its KubeStellar is down: %s, want a rollout waiting with the reason", policytest.Describe(p))
+	} else {
+		t.Logf("wds2 while its KubeStellar is down: %s: %s", c.Reason, c.Message)
+	}
+	stuck = r.begun(wds2.Name)
+	wds2.startSimulator(suite.ctx)
+	mended = time.Now()
+	environment.Eventually(t, 2*time.Minute, "wds2 to resume", func() error {
+		if r.begun(wds2.Name) <= stuck {
+			return fmt.Errorf("no rollout begun in wds2 since its KubeStellar came back")
+		}
+		return nil
+	})
+	wds2Resumed := time.Since(mended).Round(100 * time.Millisecond)
+
+	// (b) the hosting API server is gone: no replica can renew a fence.
+	if err := suite.hostingProxy.Set(environment.Down); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(outage)
+	if err := suite.hostingProxy.Set(environment.Pass); err != nil {
+		t.Fatal(err)
+	}
+	mended = time.Now()
+	before = r.counts()
+	r.othersProgress("every space to go on after the hosting outage", "", before)
+	hostingResumed := time.Since(mended).Round(100 * time.Millisecond)
+
+	completed, writes := r.finish()
+	t.Logf("%d replicas, %d spaces, outages of %s: %d rollouts begun and completed, %d writes audited; resumed after wds1's API server "+
+		"came back %s, after wds2's KubeStellar %s, every space after the hosting API server %s",
+		replicas, len(suite.spaces), outage, completed, writes, wds1Resumed, wds2Resumed, hostingResumed)
+}
+
+// progressingOf returns a policy's Progressing condition.
+func progressingOf(p *v1alpha1.StagedBindingPolicy) *metav1.Condition {
+	return meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionProgressing)
 }
 
 // advance moves a space's rollout on: the WECs of the active stage turn
@@ -359,7 +500,7 @@ func advance(ctx context.Context, s *space, name string, keepGoing chan struct{}
 	for _, r := range p.Status.Stages {
 		if r.Phase == v1alpha1.StageActive && r.StartTime != nil && time.Since(r.StartTime.Time) > 2*time.Second {
 			s.availability.SetAvailable(v1alpha1.BindingPolicyName(name, r.Name), true)
-			s.sim.Resync()
+			s.resync()
 		}
 	}
 	select {

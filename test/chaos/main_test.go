@@ -26,6 +26,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -60,11 +61,45 @@ var clusters = []kubestellar.Cluster{
 	{Name: "prod1", Labels: map[string]string{"env": "prod"}},
 }
 
-// space is a WDS of the suite with its simulator.
+// space is a WDS of the suite with its simulator, which stands in for its
+// KubeStellar and can be stopped and started again.
 type space struct {
 	*environment.Space
 	availability *kubestellar.Availability
-	sim          *kubestellar.Simulator
+
+	mu      sync.Mutex
+	sim     *kubestellar.Simulator
+	stopSim func()
+}
+
+// startSimulator starts the space's simulator (again).
+func (s *space) startSimulator(ctx context.Context) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sim := kubestellar.New(s.Client, clusters, kubestellar.WithReporter(s.availability.Report), kubestellar.WithInterval(500*time.Millisecond))
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = sim.Run(ctx) }()
+	s.sim, s.stopSim = sim, func() { cancel(); <-done }
+}
+
+// stopSimulator stops the space's simulator: its KubeStellar is down.
+func (s *space) stopSimulator() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopSim != nil {
+		s.stopSim()
+		s.stopSim = nil
+	}
+}
+
+// resync asks the running simulator for a prompt pass.
+func (s *space) resync() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopSim != nil {
+		s.sim.Resync()
+	}
 }
 
 // suite is the environment shared by the tests of this package.
@@ -74,7 +109,10 @@ var suite struct {
 	hosting   *environment.Space
 	spaces    []*space
 	binary    string
-	hostingKC string
+	hostingKC string // the replicas' kubeconfig of the hosting space, through hostingProxy
+	// hostingProxy stands between the replicas and the hosting space's API
+	// server; wds1Proxy between the replicas and wds1's.
+	hostingProxy, wds1Proxy *environment.FaultProxy
 }
 
 func TestMain(m *testing.M) {
@@ -104,8 +142,16 @@ func setUp(s *framework.Suite) error {
 		return err
 	}
 	s.Defer(suite.hosting.Stop)
+	if suite.hostingProxy, err = suite.hosting.StartFaultProxy(suite.hosting.Kubeconfig()); err != nil {
+		return err
+	}
+	s.Defer(func() error { suite.hostingProxy.Close(); return nil })
+	proxied, err := suite.hostingProxy.Kubeconfig()
+	if err != nil {
+		return err
+	}
 	suite.hostingKC = filepath.Join(s.WorkDir, "hosting.kubeconfig")
-	if err := os.WriteFile(suite.hostingKC, suite.hosting.Kubeconfig(), 0o600); err != nil {
+	if err := os.WriteFile(suite.hostingKC, proxied, 0o600); err != nil {
 		return err
 	}
 	for i := range envInt("STAGER_CHAOS_SPACES", 4) {
@@ -115,21 +161,44 @@ func setUp(s *framework.Suite) error {
 			return err
 		}
 		s.Defer(wds.Stop)
-		if err := wds.RegisterWithStager(ctx, suite.hosting.Client, secretNamespace, stagerUser); err != nil {
+		if i == 0 {
+			// The replicas reach wds1 through a proxy that can cut it off.
+			if err := registerThroughProxy(ctx, wds); err != nil {
+				return err
+			}
+			s.Defer(func() error { suite.wds1Proxy.Close(); return nil })
+		} else if err := wds.RegisterWithStager(ctx, suite.hosting.Client, secretNamespace, stagerUser); err != nil {
 			return err
 		}
 		if err := wds.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
 			return err
 		}
 		sp := &space{Space: wds, availability: kubestellar.NewAvailability(policytest.Collector)}
-		sp.sim = kubestellar.New(wds.Client, clusters, kubestellar.WithReporter(sp.availability.Report), kubestellar.WithInterval(500*time.Millisecond))
-		simCtx, cancel := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() { defer close(done); _ = sp.sim.Run(simCtx) }()
-		s.Defer(func() error { cancel(); <-done; return nil })
+		sp.startSimulator(ctx)
+		s.Defer(func() error { sp.stopSimulator(); return nil })
 		suite.spaces = append(suite.spaces, sp)
 	}
 	return nil
+}
+
+// registerThroughProxy gives the replicas an identity in wds and registers
+// it as a space they reach through suite.wds1Proxy.
+func registerThroughProxy(ctx context.Context, wds *environment.Space) error {
+	if err := wds.GrantStagerRole(ctx, stagerUser); err != nil {
+		return err
+	}
+	kubeconfig, err := wds.AddUser(stagerUser)
+	if err != nil {
+		return err
+	}
+	if suite.wds1Proxy, err = wds.StartFaultProxy(kubeconfig); err != nil {
+		return err
+	}
+	proxied, err := suite.wds1Proxy.Kubeconfig()
+	if err != nil {
+		return err
+	}
+	return environment.RegisterKubeconfigSecret(ctx, suite.hosting.Client, secretNamespace, wds.Name, "", proxied)
 }
 
 // startReplica starts the stager binary as the named replica, sharded with

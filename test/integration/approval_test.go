@@ -19,6 +19,7 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
@@ -68,7 +69,7 @@ func TestApprovalThroughStatusOnly(t *testing.T) {
 		t.Errorf("the approver updated the StageApproval's spec: %v, want Forbidden", err)
 	}
 	impersonated := approval.DeepCopy()
-	policytest.SetApproved(impersonated, "bob")
+	impersonated.SetApproved("bob", metav1.Now())
 	err = alice.Status().Update(ctx, impersonated)
 	if err == nil || !strings.Contains(err.Error(), "own user name") {
 		t.Errorf("alice approved as bob: %v, want the admission policy's refusal", err)

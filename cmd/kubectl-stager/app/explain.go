@@ -108,7 +108,7 @@ func printStage(out io.Writer, p *v1alpha1.StagedBindingPolicy, stage *v1alpha1.
 	}
 	fmt.Fprintf(out, "StagedBindingPolicy %s: phase %s, active stage %s\n", p.Name, orNone(string(p.Status.Phase)), orNone(p.Status.ActiveStage))
 	w := printers.GetNewTabWriter(out)
-	record := stageRecord(p, stage.Name)
+	record := p.Status.StageNamed(stage.Name)
 	state := string(v1alpha1.StagePending)
 	if record != nil {
 		state = string(record.Phase)

@@ -217,7 +217,7 @@ func stageMarks(p *v1alpha1.StagedBindingPolicy) string {
 	marks := make([]string, 0, len(p.Spec.Stages))
 	for _, s := range p.Spec.Stages {
 		mark := markPending
-		if r := stageRecord(p, s.Name); r != nil {
+		if r := p.Status.StageNamed(s.Name); r != nil {
 			switch r.Phase {
 			case v1alpha1.StageSucceeded:
 				mark = markSucceeded
@@ -251,7 +251,7 @@ type activeView struct {
 // approval and progress deadline.
 func (o *options) activeView(ctx context.Context, c client.Client, p *v1alpha1.StagedBindingPolicy, now time.Time) (activeView, error) {
 	view := activeView{clusters: "<none>", soakLeft: "-", approval: "-", deadline: "-"}
-	stage, record := specStage(p, p.Status.ActiveStage), stageRecord(p, p.Status.ActiveStage)
+	stage, record := p.Spec.StageNamed(p.Status.ActiveStage), p.Status.StageNamed(p.Status.ActiveStage)
 	if stage == nil || record == nil {
 		return view, nil
 	}

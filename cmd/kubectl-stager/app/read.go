@@ -88,26 +88,6 @@ func clusters(b *ksv1alpha1.Binding) []string {
 	return out
 }
 
-// specStage returns the named stage of the policy's spec, or nil.
-func specStage(p *v1alpha1.StagedBindingPolicy, name string) *v1alpha1.Stage {
-	for i := range p.Spec.Stages {
-		if p.Spec.Stages[i].Name == name {
-			return &p.Spec.Stages[i]
-		}
-	}
-	return nil
-}
-
-// stageRecord returns the named stage's record in the policy's status, or nil.
-func stageRecord(p *v1alpha1.StagedBindingPolicy, name string) *v1alpha1.StageStatus {
-	for i := range p.Status.Stages {
-		if p.Status.Stages[i].Name == name {
-			return &p.Status.Stages[i]
-		}
-	}
-	return nil
-}
-
 // stageOrActive returns the stage named by --stage, or the active one.
 func stageOrActive(p *v1alpha1.StagedBindingPolicy, name string) (*v1alpha1.Stage, error) {
 	if name == "" {
@@ -116,7 +96,7 @@ func stageOrActive(p *v1alpha1.StagedBindingPolicy, name string) (*v1alpha1.Stag
 			name = p.Spec.Stages[0].Name
 		}
 	}
-	stage := specStage(p, name)
+	stage := p.Spec.StageNamed(name)
 	if stage == nil {
 		return nil, fmt.Errorf("StagedBindingPolicy %s has no stage %q", p.Name, name)
 	}

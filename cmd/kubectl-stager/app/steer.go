@@ -23,7 +23,6 @@ import (
 	"github.com/spf13/cobra"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -69,13 +68,13 @@ func (o *options) approve(ctx context.Context, name, stageName string) error {
 		return err
 	}
 	if stageName == "" {
-		record := stageRecord(p, p.Status.ActiveStage)
+		record := p.Status.StageNamed(p.Status.ActiveStage)
 		if record == nil || record.Phase != v1alpha1.StageAwaitingApproval {
 			return fmt.Errorf("no stage of %s awaits approval now: name one with --stage", name)
 		}
 		stageName = record.Name
 	}
-	stage := specStage(p, stageName)
+	stage := p.Spec.StageNamed(stageName)
 	if stage == nil {
 		return fmt.Errorf("StagedBindingPolicy %s has no stage %q", name, stageName)
 	}
@@ -94,10 +93,7 @@ func (o *options) approve(ctx context.Context, name, stageName string) error {
 		}
 		return denied(err, user, "read StageApproval "+key.Name)
 	}
-	meta.SetStatusCondition(&approval.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionApproved,
-		Status: metav1.ConditionTrue, Reason: "Approved", Message: "approved with kubectl stager by " + user,
-		ObservedGeneration: approval.Generation, LastTransitionTime: metav1.NewTime(o.now())})
-	approval.Status.ApprovedBy = user
+	approval.SetApproved(user, metav1.NewTime(o.now()))
 	if err := c.Status().Update(ctx, approval); err != nil {
 		if apierrors.IsConflict(err) {
 			return fmt.Errorf("StageApproval %s changed while approving it (the policy may have changed): look again and approve again", key.Name)

@@ -162,7 +162,7 @@ func (o *options) stageLine(ctx context.Context, c client.Client, p *v1alpha1.St
 		return what + " at " + clock(t)
 	}
 	view := stageView{mark: markPending, colour: colourDim, clusters: "-"}
-	record := stageRecord(p, s.Name)
+	record := p.Status.StageNamed(s.Name)
 	if record == nil || record.Phase == v1alpha1.StagePending {
 		if s.Approval == v1alpha1.ApprovalRequired {
 			view.note = "needs approval"

@@ -52,7 +52,9 @@ func TestOptionsValidate(t *testing.T) {
 			change:    func(o *Options) { o.Coordination = "raft" },
 			wantFlags: []string{"--coordination"}},
 		{name: "sharded, renewing no sooner than the Lease lasts",
-			change:    func(o *Options) { o.Coordination, o.ShardLeaseRenew, o.ShardLeaseDuration = CoordinationSharded, 20*time.Second, 20*time.Second },
+			change: func(o *Options) {
+				o.Coordination, o.ShardLeaseRenew, o.ShardLeaseDuration = CoordinationSharded, 20*time.Second, 20*time.Second
+			},
 			wantFlags: []string{"--shard-lease-renew", "--shard-lease-duration"}},
 		{name: "sharded, no probe interval",
 			change:    func(o *Options) { o.Coordination, o.ShardProbeInterval = CoordinationSharded, 0 },

@@ -18,7 +18,6 @@ import (
 	"context"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
@@ -37,19 +36,11 @@ func Approve(ctx context.Context, c client.Client, policy, stage, by string) (*v
 		if err := c.Get(ctx, types.NamespacedName{Name: v1alpha1.StageApprovalName(policy, stage)}, approval); err != nil {
 			return err
 		}
-		SetApproved(approval, by)
+		approval.SetApproved(by, metav1.Now())
 		return c.Status().Update(ctx, approval)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("approving stage %q of %s as %s: %w", stage, policy, by, err)
 	}
 	return approval, nil
-}
-
-// SetApproved sets approval's Approved condition True at its current
-// generation and status.approvedBy to by, without writing it.
-func SetApproved(approval *v1alpha1.StageApproval, by string) {
-	meta.SetStatusCondition(&approval.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionApproved,
-		Status: metav1.ConditionTrue, Reason: "Approved", Message: "approved by " + by, ObservedGeneration: approval.Generation})
-	approval.Status.ApprovedBy = by
 }
