@@ -72,9 +72,9 @@ test-e2e: build ## The stager binary with the real KubeStellar controller-manage
 	go test $(GO_TEST_FLAGS) $(E2E_PKGS)
 
 .PHONY: chaos
-chaos: build ## The sharded replicas under faults at full size: 10 spaces, 20 kills (test/chaos; make test runs 4 and 2)
+chaos: build ## The sharded replicas under faults at full size: 10 spaces, 20 kills, 60s outages (test/chaos; make test runs 4, 2 and 20s)
 	$(TEST_ENV); \
-	STAGER_CHAOS_SPACES=$${STAGER_CHAOS_SPACES:-10} STAGER_CHAOS_KILLS=$${STAGER_CHAOS_KILLS:-20} \
+	STAGER_CHAOS_SPACES=$${STAGER_CHAOS_SPACES:-10} STAGER_CHAOS_KILLS=$${STAGER_CHAOS_KILLS:-20} STAGER_CHAOS_OUTAGE=$${STAGER_CHAOS_OUTAGE:-60} \
 		go test -count=1 -timeout=60m -v ./test/chaos/
 
 .PHONY: test-kcp

@@ -20,7 +20,6 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -35,6 +34,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/sharder"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	stagerapp "github.com/kubestellar/workload-stager/cmd/stager/app"
@@ -143,18 +143,25 @@ func (a *audit) watchFences(ctx context.Context, t *testing.T) {
 		}
 		a.mu.Lock()
 		defer a.mu.Unlock()
+		// The watch delivers a Lease's changes in order: tenures are kept in
+		// that order, each ending where the next begins.
+		ts := a.tenures[space]
 		next := tenure{replica: *l.Spec.HolderIdentity, since: l.Spec.AcquireTime.Time}
-		if next.replica == "" {
-			// A released Lease keeps its acquireTime: the tenure ended about now.
-			next.since = time.Now()
-			if ts := a.tenures[space]; len(ts) > 0 && ts[len(ts)-1].replica == "" {
+		switch {
+		case len(ts) > 0 && ts[len(ts)-1] == next:
+			return // a renewal
+		case next.replica == "":
+			// A released Lease keeps its acquireTime: the tenure ended by now.
+			if len(ts) > 0 && ts[len(ts)-1].replica == "" {
 				return
 			}
+			next.since = time.Now()
+		case len(ts) > 0 && ts[len(ts)-1].replica == "" && ts[len(ts)-1].since.After(next.since):
+			// The release was seen after the next holder took the Lease: it
+			// happened before.
+			ts[len(ts)-1].since = next.since
 		}
-		if !slices.Contains(a.tenures[space], next) {
-			a.tenures[space] = append(a.tenures[space], next)
-			sort.SliceStable(a.tenures[space], func(i, j int) bool { return a.tenures[space][i].since.Before(a.tenures[space][j].since) })
-		}
+		a.tenures[space] = append(ts, next)
 	})
 }
 
@@ -194,6 +201,7 @@ type run struct {
 	name      string
 	a         *audit
 	ids       []string
+	started   time.Time // when the run's first replica started
 	procs     map[string]*stack.Process
 	rollouts  *sync.Map // space name → rollouts begun
 	keepGoing chan struct{}
@@ -211,6 +219,7 @@ func startRun(t *testing.T, name, prefix string) *run {
 	for _, s := range suite.spaces {
 		r.a.watchSpace(ctx, t, s)
 	}
+	r.started = time.Now()
 	for i := range replicas {
 		id := fmt.Sprintf("%s%d", prefix, i+1)
 		r.ids = append(r.ids, id)
@@ -348,19 +357,29 @@ func (r *run) finish() (completed, writes int) {
 	}
 	const slack = 2 * time.Second // managedFields keep whole seconds
 	for w := range a.writes {
+		if _, ours := r.procs[w.replica]; !ours || w.at.Before(r.started.Truncate(time.Second)) {
+			continue // a write of an earlier run, still in the objects' managedFields
+		}
 		if holders := a.holders(w.space, w.at.Add(-slack), w.at.Add(time.Second+slack)); !slices.Contains(holders, w.replica) {
 			t.Errorf("%s wrote %s in %s at %s without holding its fence (holders then: %q)", w.replica, w.object, w.space,
 				w.at.Format(time.RFC3339), holders)
 		}
 	}
-	return completed, len(a.writes)
+	audited := 0
+	for w := range a.writes {
+		if _, ours := r.procs[w.replica]; ours && !w.at.Before(r.started.Truncate(time.Second)) {
+			audited++
+		}
+	}
+	return completed, audited
 }
 
 // TestKilledReplicasNeverShareASpace runs three sharded replicas while every
 // space rolls out three stages again and again, and SIGKILLs a replica
 // serving a space, at random points (STAGER_CHAOS_KILLS times): its spaces
 // move to the survivors once its Leases expire, and it takes a share back
-// when it starts again. Every rollout completes, no rollout goes back to a
+// when it starts again; then a fourth replica joins and takes the share the
+// hash gives it. Every rollout completes, no rollout goes back to a
 // stage it passed, and every write to a space comes from the replica that
 // held the space's fence Lease then.
 func TestKilledReplicasNeverShareASpace(t *testing.T) {
@@ -396,10 +415,34 @@ func TestKilledReplicasNeverShareASpace(t *testing.T) {
 		})
 		rebalances = append(rebalances, time.Since(restarted).Round(100*time.Millisecond))
 	}
+	// A new replica joins: it takes the share the hash gives it among four,
+	// handed over by its holders as they stay alive.
+	const newcomer = "r4"
+	peers := []sharder.PeerInfo{{ID: newcomer, Weight: 1}}
+	for _, id := range r.ids {
+		peers = append(peers, sharder.PeerInfo{ID: id, Weight: 1})
+	}
+	var share []string
+	for _, s := range suite.spaces {
+		if sharder.NewHRW().ShouldOwn(s.Name, peers, peers[0]) {
+			share = append(share, s.Name)
+		}
+	}
+	joined := time.Now()
+	r.start(newcomer)
+	environment.Eventually(t, 2*time.Minute, fmt.Sprintf("%s to take its share %v", newcomer, share), func() error {
+		if got := r.serving()[newcomer]; !slices.Equal(got, share) {
+			return fmt.Errorf("it serves %v", got)
+		}
+		return nil
+	})
+	joining := time.Since(joined).Round(100 * time.Millisecond)
+
 	completed, writes := r.finish()
 	t.Logf("%d replicas, %d spaces, %d kills: %d rollouts begun and completed, %d writes audited; "+
-		"failover (kill to every space of the victim held by a survivor) %v; rebalance (restart to a share back) %v",
-		replicas, len(suite.spaces), kills, completed, writes, failovers, rebalances)
+		"failover (kill to every space of the victim held by a survivor) %v; rebalance (restart to a share back) %v; "+
+		"a fourth replica took its share of %d space(s) in %s",
+		replicas, len(suite.spaces), kills, completed, writes, failovers, rebalances, len(share), joining)
 }
 
 // TestOutagesStayInTheirSpace cuts, one after the other, for
