@@ -59,11 +59,7 @@ evaluated with the stager's own CEL engine and limits.`,
 // the stage's expressions first (eval).
 func (o *options) explain(cmd *cobra.Command, name, stageName string, draft func(*v1alpha1.Stage) string) error {
 	ctx := cmd.Context()
-	c, err := o.client()
-	if err != nil {
-		return err
-	}
-	p, err := getPolicy(ctx, c, name)
+	c, p, err := o.policy(ctx, name)
 	if err != nil {
 		return err
 	}

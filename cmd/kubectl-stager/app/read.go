@@ -41,6 +41,19 @@ func getPolicy(ctx context.Context, c client.Client, name string) (*v1alpha1.Sta
 	return p, nil
 }
 
+// policy connects to the WDS the flags name and reads the named policy there.
+func (o *options) policy(ctx context.Context, name string) (client.Client, *v1alpha1.StagedBindingPolicy, error) {
+	c, err := o.client()
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := getPolicy(ctx, c, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, p, nil
+}
+
 // stageObjects are the objects around one stage of a policy: its
 // BindingPolicy and what KubeStellar made of it.
 type stageObjects struct {

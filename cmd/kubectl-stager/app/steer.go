@@ -59,11 +59,7 @@ ClusterRole allows it).`,
 
 // approve approves a stage of the named policy as the caller.
 func (o *options) approve(ctx context.Context, name, stageName string) error {
-	c, err := o.client()
-	if err != nil {
-		return err
-	}
-	p, err := getPolicy(ctx, c, name)
+	c, p, err := o.policy(ctx, name)
 	if err != nil {
 		return err
 	}
@@ -167,11 +163,7 @@ given for the rollout so far no longer count.`,
 
 // patch applies a merge patch to the named policy.
 func (o *options) patch(ctx context.Context, name string, patch []byte, verb string) error {
-	c, err := o.client()
-	if err != nil {
-		return err
-	}
-	p, err := getPolicy(ctx, c, name)
+	c, p, err := o.policy(ctx, name)
 	if err != nil {
 		return err
 	}
