@@ -15,29 +15,85 @@
 package expression
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
 	"testing"
 	"time"
 
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 )
 
+// benchStatus is the CombinedStatus of the evaluation benchmarks, as read
+// from an API server (with a UID and a resourceVersion).
+func benchStatus() *ksv1alpha1.CombinedStatus {
+	cs := combinedStatus("deployments-aggregator", []ksv1alpha1.Value{number("0")}, []ksv1alpha1.Value{number("1")})
+	cs.UID, cs.ResourceVersion = "bench-uid", "42"
+	return cs
+}
+
 // BenchmarkEvalCondition measures evaluating the (already compiled) seed
-// condition, including the conversion of the CombinedStatus to JSON form.
+// condition on a CombinedStatus whose JSON form the engine has cached, as
+// every stage and reconcile after the first to see a version does.
 func BenchmarkEvalCondition(b *testing.B) {
-	e := newEngine(b)
+	benchEval(b, newEngine(b))
+}
+
+// BenchmarkEvalConditionConverting measures the same evaluation converting
+// the CombinedStatus to JSON form every time (no conversion cache), as the
+// first evaluation of a version does.
+func BenchmarkEvalConditionConverting(b *testing.B) {
+	benchEval(b, newEngine(b, WithConversionCacheSize(0)))
+}
+
+func benchEval(b *testing.B, e *Engine) {
 	p, err := e.Compile(KindCondition, seedCondition)
 	if err != nil {
 		b.Fatal(err)
 	}
-	cs := combinedStatus("deployments-aggregator", []ksv1alpha1.Value{number("0")}, []ksv1alpha1.Value{number("1")})
+	cs := benchStatus()
 	b.ReportAllocs()
 	for b.Loop() {
 		ok, err := p.EvalCondition(cs)
 		if err != nil || !ok {
 			b.Fatalf("EvalCondition = %v, %v", ok, err)
+		}
+	}
+}
+
+// BenchmarkSeedPath measures the seed's way of evaluating the same
+// condition: a new CEL environment, a compilation and a program, and a JSON
+// round trip of the CombinedStatus, at every evaluation.
+func BenchmarkSeedPath(b *testing.B) {
+	cs := benchStatus()
+	b.ReportAllocs()
+	for b.Loop() {
+		env, err := cel.NewEnv(cel.Variable("obj", cel.DynType), cel.Variable("combinedStatus", cel.DynType))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ast, issues := env.Compile(seedCondition)
+		if issues.Err() != nil {
+			b.Fatal(issues.Err())
+		}
+		prog, err := env.Program(ast)
+		if err != nil {
+			b.Fatal(err)
+		}
+		raw, err := json.Marshal(cs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var obj map[string]any
+		if err := json.Unmarshal(raw, &obj); err != nil {
+			b.Fatal(err)
+		}
+		out, _, err := prog.Eval(map[string]any{"obj": obj, "combinedStatus": obj})
+		if err != nil || out != types.True {
+			b.Fatalf("seed path = %v, %v", out, err)
 		}
 	}
 }

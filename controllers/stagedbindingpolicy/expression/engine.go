@@ -88,6 +88,7 @@ type config struct {
 	budgetCost         uint64
 	budgetTime         time.Duration
 	cacheSize          int
+	conversionCache    int
 }
 
 // WithCostLimit sets the runtime cost limit applied to every evaluation
@@ -161,6 +162,21 @@ func WithCacheSize(n int) Option {
 	}
 }
 
+// WithConversionCacheSize sets how many CombinedStatuses the engine keeps in
+// the JSON form conditions evaluate, by UID and resourceVersion (default
+// DefaultConversionCacheSize): every stage and reconcile evaluating one
+// version of a CombinedStatus shares one conversion. Zero converts at every
+// evaluation.
+func WithConversionCacheSize(n int) Option {
+	return func(c *config) error {
+		if n < 0 {
+			return fmt.Errorf("conversion cache size must not be negative, got %d", n)
+		}
+		c.conversionCache = n
+		return nil
+	}
+}
+
 // Engine compiles CEL expressions and caches the resulting programs in a
 // bounded LRU cache keyed by kind and source text. Compile errors are cached
 // too, since compilation is deterministic. An Engine is safe for concurrent
@@ -171,6 +187,7 @@ type Engine struct {
 	conditionEnv *cel.Env
 
 	compilations atomic.Uint64
+	conversions  *conversions
 
 	mu       sync.Mutex
 	lru      *list.List // of *cacheEntry, most recently used first
@@ -206,6 +223,7 @@ func NewEngine(opts ...Option) (*Engine, error) {
 		budgetCost:         DefaultBudgetCost,
 		budgetTime:         DefaultBudgetTime,
 		cacheSize:          DefaultCacheSize,
+		conversionCache:    DefaultConversionCacheSize,
 	}
 	for _, opt := range opts {
 		if opt == nil {
@@ -234,6 +252,7 @@ func NewEngine(opts ...Option) (*Engine, error) {
 		config:       cfg,
 		filterEnv:    filterEnv,
 		conditionEnv: conditionEnv,
+		conversions:  newConversions(cfg.conversionCache),
 		lru:          list.New(),
 		entries:      make(map[cacheKey]*list.Element),
 		inflight:     make(map[cacheKey]*compileCall),
@@ -352,7 +371,8 @@ func (e *Engine) compile(kind Kind, source string) (prog *Program, err error) {
 	if err != nil {
 		return nil, newError(kind, source, ReasonCompileError, fmt.Errorf("building program: %w", err))
 	}
-	return &Program{kind: kind, source: source, costLimit: e.costLimit, evalTimeout: e.evalTimeout, prog: celProg}, nil
+	return &Program{kind: kind, source: source, costLimit: e.costLimit, evalTimeout: e.evalTimeout, prog: celProg,
+		conversions: e.conversions}, nil
 }
 
 // formatCost renders an estimated cost, saying "unbounded" for the largest.

@@ -34,6 +34,8 @@ type Program struct {
 	costLimit   uint64
 	evalTimeout time.Duration
 	prog        cel.Program
+	// conversions is the engine's cache of CombinedStatuses in JSON form.
+	conversions *conversions
 }
 
 // Source returns the source text the program was compiled from.
@@ -78,7 +80,7 @@ func (p *Program) evalCondition(cs *ksv1alpha1.CombinedStatus, b *Budget) (bool,
 	if cs == nil {
 		return false, newError(p.kind, p.source, ReasonEvaluationError, errors.New("no CombinedStatus given"))
 	}
-	obj, err := combinedStatusToJSON(cs)
+	obj, err := p.conversions.of(cs)
 	if err != nil {
 		return false, newError(p.kind, p.source, ReasonEvaluationError, err)
 	}

@@ -1,0 +1,105 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package expression
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+
+	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// versioned returns a CombinedStatus as read from an API server: with a UID
+// and a resourceVersion, reporting count available replicas.
+func versioned(uid, resourceVersion, count string) *ksv1alpha1.CombinedStatus {
+	cs := combinedStatus("deployments-aggregator", []ksv1alpha1.Value{number(count)})
+	cs.UID, cs.ResourceVersion = types.UID(uid), resourceVersion
+	return cs
+}
+
+func pointer(m map[string]any) uintptr { return reflect.ValueOf(m).Pointer() }
+
+// TestConversionsAreShared checks that one version of a CombinedStatus is
+// converted once, a new version again, an object without UID or
+// resourceVersion every time, and that the cache stays within its size.
+func TestConversionsAreShared(t *testing.T) {
+	c := newConversions(2)
+	first, err := c.of(versioned("a", "1", "1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := c.of(versioned("a", "1", "1"))
+	if pointer(first) != pointer(again) {
+		t.Error("the same version was converted twice")
+	}
+	newer, _ := c.of(versioned("a", "2", "0"))
+	if pointer(newer) == pointer(first) || reflect.DeepEqual(newer, first) {
+		t.Error("a new resourceVersion got the old version's form")
+	}
+	unread := versioned("", "", "1")
+	x, _ := c.of(unread)
+	y, _ := c.of(unread)
+	if pointer(x) == pointer(y) {
+		t.Error("a CombinedStatus without UID was cached")
+	}
+	for i := range 5 {
+		if _, err := c.of(versioned(fmt.Sprint("b", i), "1", "1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := c.len(); n != 2 {
+		t.Errorf("%d conversions cached, want the size, 2", n)
+	}
+}
+
+// TestCachedConversionsKeepTheSemantics evaluates conditions on the same
+// CombinedStatus versions with and without the cache, several times: the
+// results are the same, and an evaluation never changes the cached form.
+func TestCachedConversionsKeepTheSemantics(t *testing.T) {
+	cached, uncached := newEngine(t), newEngine(t, WithConversionCacheSize(0))
+	conditions := []string{
+		seedCondition,
+		`combinedStatus.results.all(r, r.rowErrors.size() == 0 && r.aggregationErrors.size() == 0)`,
+		`obj.results[0].rows[0].columns[0].float == '1'`,
+		`obj.results.exists(r, r.columnNames.size() >= 0)`,
+	}
+	statuses := []*ksv1alpha1.CombinedStatus{versioned("a", "1", "1"), versioned("a", "2", "0"), versioned("b", "7", "1")}
+	for _, src := range conditions {
+		pc, err := cached.Compile(KindCondition, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pu, err := uncached.Compile(KindCondition, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cs := range statuses {
+			want, wantErr := pu.EvalCondition(cs)
+			for range 3 {
+				got, gotErr := pc.EvalCondition(cs)
+				if got != want || (gotErr == nil) != (wantErr == nil) {
+					t.Errorf("%s on %s/%s: %v, %v with the cache; %v, %v without", src, cs.UID, cs.ResourceVersion, got, gotErr, want, wantErr)
+				}
+			}
+		}
+	}
+	form, _ := cached.conversions.of(statuses[0])
+	fresh, _ := combinedStatusToJSON(statuses[0])
+	if !reflect.DeepEqual(form, fresh) {
+		t.Error("an evaluation changed the cached form")
+	}
+}
