@@ -63,7 +63,7 @@ type audit struct {
 	mu      sync.Mutex
 	writes  map[write]bool
 	tenures map[string][]tenure // by space
-	stages  map[string][]string // by space and rollout ("<space>/<restartedAt>"): the active stages seen, in order
+	stages  map[string][]string // by rollout ("<space>/<policy>/<restartedAt>"): the active stages seen, in order
 }
 
 func newAudit() *audit {
@@ -110,7 +110,7 @@ func (a *audit) watchSpace(ctx context.Context, t *testing.T, s *space) {
 			}
 		}
 		if p, ok := obj.(*v1alpha1.StagedBindingPolicy); ok && p.Status.ActiveStage != "" {
-			key := s.Name + "/" + p.Status.RestartedAt
+			key := s.Name + "/" + p.Name + "/" + p.Status.RestartedAt
 			if seen := a.stages[key]; len(seen) == 0 || seen[len(seen)-1] != p.Status.ActiveStage {
 				a.stages[key] = append(seen, p.Status.ActiveStage)
 			}

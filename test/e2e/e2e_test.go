@@ -432,10 +432,19 @@ func TestProgressDeadlineStallsAndRecovers(t *testing.T) {
 		c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonProgressDeadlineExceeded {
 		t.Errorf("Progressing %v, want False ProgressDeadlineExceeded", c)
 	}
-	counts := policies(space).EventCounts(t, p)
-	if stalls := policytest.EventsWithReason(counts, v1alpha1.ReasonProgressDeadlineExceeded); stalls != 1 {
-		t.Errorf("%d ProgressDeadlineExceeded Events, want one; Events: %v", stalls, counts)
-	}
+	// Events are recorded in the background: wait for it, then for no second one.
+	environment.Eventually(t, timeout, "the ProgressDeadlineExceeded Event", func() error {
+		if counts := policies(space).EventCounts(t, p); policytest.EventsWithReason(counts, v1alpha1.ReasonProgressDeadlineExceeded) == 0 {
+			return fmt.Errorf("none yet; Events: %v", counts)
+		}
+		return nil
+	})
+	environment.Consistently(t, 3*time.Second, "one ProgressDeadlineExceeded Event", func() error {
+		if counts := policies(space).EventCounts(t, p); policytest.EventsWithReason(counts, v1alpha1.ReasonProgressDeadlineExceeded) != 1 {
+			return fmt.Errorf("Events: %v", counts)
+		}
+		return nil
+	})
 
 	makeAvailable(space, name, "dev")
 	p = policies(space).WaitForActiveStage(t, name, "test")

@@ -15,6 +15,7 @@
 package integration
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -85,10 +86,14 @@ func TestApprovalThroughStatusOnly(t *testing.T) {
 	if r := p.Status.Stages[0]; r.ApprovedBy != "alice" || r.ApprovedTime == nil || r.ApprovalRequestedTime == nil || r.StartTime == nil {
 		t.Errorf("dev's record %+v: want when approval was asked for, when and by whom it was given, and the start", r)
 	}
-	counts := policies(s).EventCounts(t, p)
-	for _, reason := range []string{v1alpha1.EventReasonApprovalRequested, v1alpha1.EventReasonStageApproved} {
-		if policytest.EventsWithReason(counts, reason) == 0 {
-			t.Errorf("no %s Event; Events: %v", reason, counts)
+	// Events are recorded in the background.
+	waitFor(t, "the ApprovalRequested and StageApproved Events", func() error {
+		counts := policies(s).EventCounts(t, p)
+		for _, reason := range []string{v1alpha1.EventReasonApprovalRequested, v1alpha1.EventReasonStageApproved} {
+			if policytest.EventsWithReason(counts, reason) == 0 {
+				return fmt.Errorf("no %s Event; Events: %v", reason, counts)
+			}
 		}
-	}
+		return nil
+	})
 }
