@@ -125,12 +125,7 @@ func awaitApproval(policy *v1alpha1.StagedBindingPolicy, active int, message str
 	}
 	record.Approval = v1alpha1.StageApprovalName(policy.Name, stage.Name)
 	record.Message = message
-	setSummary(status, policy, v1alpha1.RolloutAwaitingApproval,
-		metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonAwaitingApproval,
-			Message: fmt.Sprintf("BindingPolicy %s is created once stage %q is approved", v1alpha1.BindingPolicyName(policy.Name, stage.Name), stage.Name)},
-		metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonAwaitingApproval,
-			Message: fmt.Sprintf("stage %q: %s", stage.Name, message)},
-		now)
+	setAwaiting(status, policy, stage, fmt.Sprintf("stage %q: %s", stage.Name, message), now)
 	return statusAction(policy, status, Event{}, fmt.Sprintf("stage %q awaits approval", stage.Name))
 }
 
@@ -158,12 +153,7 @@ func startApprovedStage(policy *v1alpha1.StagedBindingPolicy, active int, approv
 		events = append(events, Event{Type: corev1.EventTypeNormal, Reason: v1alpha1.EventReasonStageApproved,
 			Note: fmt.Sprintf("StageApproval %s approves stage %q (approved by %s)", approval.Name, stage.Name, by)})
 	}
-	setSummary(status, policy, v1alpha1.RolloutProgressing,
-		metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonBindingPolicyPending,
-			Message: fmt.Sprintf("creating BindingPolicy %s", record.BindingPolicy)},
-		metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonBindingPolicyPending,
-			Message: news},
-		now)
+	setStarting(status, policy, stage, v1alpha1.ReasonBindingPolicyPending, news, now)
 	events = append(events, Event{Type: corev1.EventTypeNormal, Reason: v1alpha1.EventReasonStageStarted, Note: news})
 	return Action{Type: ActionUpdateStatus, Status: status, Events: events, Why: news}
 }

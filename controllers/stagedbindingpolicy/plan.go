@@ -549,29 +549,41 @@ func enterStage(policy *v1alpha1.StagedBindingPolicy, status *v1alpha1.StagedBin
 	status.ActiveStage = stage.Name
 	status.Stages = stageRecords(policy, status.Stages, index, now)
 	record := &status.Stages[index]
-	bp := v1alpha1.BindingPolicyName(policy.Name, stage.Name)
 	if stage.Approval == v1alpha1.ApprovalRequired {
 		approval := v1alpha1.StageApprovalName(policy.Name, stage.Name)
 		record.Phase, record.StartTime, record.BindingPolicy = v1alpha1.StageAwaitingApproval, nil, ""
 		record.Approval, record.ApprovalRequestedTime = approval, ptr.To(now)
 		record.Message = awaitingApproval(approval)
-		setSummary(status, policy, v1alpha1.RolloutAwaitingApproval,
-			metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonAwaitingApproval,
-				Message: fmt.Sprintf("BindingPolicy %s is created once stage %q is approved", bp, stage.Name)},
-			metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonAwaitingApproval,
-				Message: done + fmt.Sprintf("stage %q: %s", stage.Name, record.Message)},
-			now)
+		setAwaiting(status, policy, stage, done+fmt.Sprintf("stage %q: %s", stage.Name, record.Message), now)
 		return Event{Type: corev1.EventTypeNormal, Reason: v1alpha1.EventReasonApprovalRequested,
 			Note: fmt.Sprintf("stage %q waits for approval: approve StageApproval %s", stage.Name, approval)}
 	}
 	record.Message = "creating the stage's BindingPolicy"
+	setStarting(status, policy, stage, reason, done+fmt.Sprintf("stage %q started", stage.Name), now)
+	return Event{Type: corev1.EventTypeNormal, Reason: v1alpha1.EventReasonStageStarted, Note: fmt.Sprintf("stage %q started", stage.Name)}
+}
+
+// setStarting sets the summary of a rollout whose active stage has just
+// started: its BindingPolicy is being created, and the Progressing
+// condition has the given reason and message.
+func setStarting(status *v1alpha1.StagedBindingPolicyStatus, policy *v1alpha1.StagedBindingPolicy, stage v1alpha1.Stage,
+	reason, message string, now metav1.Time) {
 	setSummary(status, policy, v1alpha1.RolloutProgressing,
 		metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonBindingPolicyPending,
-			Message: fmt.Sprintf("creating BindingPolicy %s", bp)},
-		metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: reason,
-			Message: done + fmt.Sprintf("stage %q started", stage.Name)},
+			Message: fmt.Sprintf("creating BindingPolicy %s", v1alpha1.BindingPolicyName(policy.Name, stage.Name))},
+		metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: reason, Message: message},
 		now)
-	return Event{Type: corev1.EventTypeNormal, Reason: v1alpha1.EventReasonStageStarted, Note: fmt.Sprintf("stage %q started", stage.Name)}
+}
+
+// setAwaiting sets the summary of a rollout whose active stage awaits
+// approval, the Progressing condition saying message.
+func setAwaiting(status *v1alpha1.StagedBindingPolicyStatus, policy *v1alpha1.StagedBindingPolicy, stage v1alpha1.Stage,
+	message string, now metav1.Time) {
+	setSummary(status, policy, v1alpha1.RolloutAwaitingApproval,
+		metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonAwaitingApproval,
+			Message: fmt.Sprintf("BindingPolicy %s is created once stage %q is approved", v1alpha1.BindingPolicyName(policy.Name, stage.Name), stage.Name)},
+		metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonAwaitingApproval, Message: message},
+		now)
 }
 
 // awaitingApproval says what a stage awaiting approval waits for.

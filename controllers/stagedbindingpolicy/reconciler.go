@@ -92,7 +92,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	r.recordEvaluations(action.Evaluations)
 	if action.Type == ActionNone {
 		logger.V(1).Info("Waiting", "why", action.Why)
-		return reconcile.Result{RequeueAfter: sooner(requeueWhileWaiting, action.RequeueAfter)}, nil
+		return reconcile.Result{RequeueAfter: earliest(requeueWhileWaiting, action.RequeueAfter)}, nil
 	}
 	logger.Info("Making a change", "action", action.Type, "why", action.Why)
 	if err := r.apply(ctx, snap.Policy, action); err != nil {
@@ -111,15 +111,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 			r.Metrics.StageCompleted(snap.Policy.Name, st.Name, st.CompletionTime.Sub(st.StartTime.Time))
 		}
 	}
-	return reconcile.Result{RequeueAfter: sooner(requeueAfterChange, action.RequeueAfter)}, nil
-}
-
-// sooner returns the shorter of two requeue intervals, ignoring an unset one.
-func sooner(interval, planned time.Duration) time.Duration {
-	if planned > 0 && planned < interval {
-		return planned
-	}
-	return interval
+	return reconcile.Result{RequeueAfter: earliest(requeueAfterChange, action.RequeueAfter)}, nil
 }
 
 func (r *Reconciler) recordEvaluations(evaluations []Evaluation) {

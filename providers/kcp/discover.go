@@ -22,7 +22,6 @@ import (
 
 	"github.com/kcp-dev/logicalcluster/v3"
 	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/metadata"
@@ -100,9 +99,5 @@ func pathOf(ctx context.Context, cfg *rest.Config) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	obj, err := mc.Resource(logicalClusters).Get(ctx, LogicalClusterName, metav1.GetOptions{})
-	if err != nil {
-		return "", err
-	}
-	return obj.GetAnnotations()[PathAnnotation], nil
+	return pathFrom(ctx, mc)
 }

@@ -213,6 +213,12 @@ func workspacePath(ctx context.Context, cl cluster.Cluster) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("building a metadata client: %w", err)
 	}
+	return pathFrom(ctx, mc)
+}
+
+// pathFrom reads the kcp.io/path annotation of the workspace's LogicalCluster
+// through mc.
+func pathFrom(ctx context.Context, mc metadata.Interface) (string, error) {
 	obj, err := mc.Resource(logicalClusters).Get(ctx, LogicalClusterName, metav1.GetOptions{})
 	if err != nil {
 		return "", fmt.Errorf("reading LogicalCluster %s: %w", LogicalClusterName, err)

@@ -356,19 +356,15 @@ func (r *run) finish() (completed, writes int) {
 		}
 	}
 	const slack = 2 * time.Second // managedFields keep whole seconds
+	audited := 0
 	for w := range a.writes {
 		if _, ours := r.procs[w.replica]; !ours || w.at.Before(r.started.Truncate(time.Second)) {
 			continue // a write of an earlier run, still in the objects' managedFields
 		}
+		audited++
 		if holders := a.holders(w.space, w.at.Add(-slack), w.at.Add(time.Second+slack)); !slices.Contains(holders, w.replica) {
 			t.Errorf("%s wrote %s in %s at %s without holding its fence (holders then: %q)", w.replica, w.object, w.space,
 				w.at.Format(time.RFC3339), holders)
-		}
-	}
-	audited := 0
-	for w := range a.writes {
-		if _, ours := r.procs[w.replica]; ours && !w.at.Before(r.started.Truncate(time.Second)) {
-			audited++
 		}
 	}
 	return completed, audited
