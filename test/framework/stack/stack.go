@@ -360,11 +360,31 @@ func (s *Stack) engageWDS(ctx context.Context, name string, space *environment.S
 	if err != nil {
 		return fmt.Errorf("making a client of %s: %w", name, err)
 	}
+	cm, err := s.startManager(ctx, name, wdsClient)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.WDS[name] = space
+	s.mu.Unlock()
+	s.WECs.addWDS(name, wdsClient)
+	log.Info("KubeStellar's controller-manager is ready", "pid", cm.cmd.Process.Pid, "log", cm.logPath, "elapsed", time.Since(begin).Round(time.Millisecond))
+	return nil
+}
+
+// startManager starts the controller-manager of a registered WDS (again
+// when a port was taken meanwhile), records it for Stop and waits until it
+// is ready and KubeStellar's CRDs are established in the WDS.
+func (s *Stack) startManager(ctx context.Context, name string, wdsClient client.Client) (*controllerManager, error) {
+	log := s.opts.Logger.WithName("stack").WithValues("wds", name)
 	logPath := filepath.Join(s.WorkDir, "ks-controller-manager-"+name+".log")
-	var cm *controllerManager
+	var (
+		cm  *controllerManager
+		err error
+	)
 	for attempt := 1; ; attempt++ {
 		if cm, err = startControllerManager(s.opts.KSControllerManager, s.HostingKubeconfig, name, s.ITSName, logPath, s.opts.ControllerManagerArgs); err != nil {
-			return err
+			return nil, err
 		}
 		s.mu.Lock()
 		stopped := s.stopped
@@ -373,7 +393,7 @@ func (s *Stack) engageWDS(ctx context.Context, name string, space *environment.S
 		}
 		s.mu.Unlock()
 		if stopped { // Stop ran meanwhile: it did not see this process
-			return errors.Join(errors.New("the stack was stopped meanwhile"), cm.stop())
+			return nil, errors.Join(errors.New("the stack was stopped meanwhile"), cm.stop())
 		}
 		waitCtx, cancel := context.WithTimeout(ctx, s.opts.StartTimeout)
 		err = cm.waitReady(waitCtx)
@@ -392,14 +412,45 @@ func (s *Stack) engageWDS(ctx context.Context, name string, space *environment.S
 			log.Info("A port of KubeStellar's controller-manager was taken meanwhile; starting it again", "attempt", attempt)
 			continue
 		}
-		return errors.Join(err, stopErr)
+		return nil, errors.Join(err, stopErr)
 	}
+	return cm, nil
+}
+
+// StopControllerManager stops the named WDS's KubeStellar controller-manager
+// (SIGTERM twice, then SIGKILL), as an outage of KubeStellar would: the WDS
+// and its objects stay, the simulated WECs keep reporting, but no
+// BindingPolicy becomes a Binding and no WorkStatus reaches a CombinedStatus
+// until StartControllerManager.
+func (s *Stack) StopControllerManager(wds string) error {
 	s.mu.Lock()
-	s.WDS[name] = space
+	cm := s.managers[wds]
 	s.mu.Unlock()
-	s.WECs.addWDS(name, wdsClient)
-	log.Info("KubeStellar's controller-manager is ready", "pid", cm.cmd.Process.Pid, "log", logPath, "elapsed", time.Since(begin).Round(time.Millisecond))
-	return nil
+	if cm == nil {
+		return fmt.Errorf("WDS %q has no controller-manager", wds)
+	}
+	return cm.stop()
+}
+
+// StartControllerManager starts the named WDS's KubeStellar controller-manager
+// again after StopControllerManager, appending to the same log, and returns
+// once it is ready.
+func (s *Stack) StartControllerManager(ctx context.Context, wds string) error {
+	s.mu.Lock()
+	cm, space := s.managers[wds], s.WDS[wds]
+	s.mu.Unlock()
+	if space == nil {
+		return fmt.Errorf("WDS %q is not in the stack", wds)
+	}
+	if cm != nil && !cm.exitedEarly() {
+		return fmt.Errorf("KubeStellar's controller-manager for %s still runs (pid %d)", wds, cm.cmd.Process.Pid)
+	}
+	wdsClient, err := client.New(space.Config, client.Options{Scheme: environment.Scheme()})
+	if err != nil {
+		return fmt.Errorf("making a client of %s: %w", wds, err)
+	}
+	_, err = s.startManager(ctx, wds, wdsClient)
+	return err
 }
 
 // ControllerManagerLog returns the path of the log of the named WDS's
