@@ -33,15 +33,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
@@ -260,6 +257,10 @@ type Space struct {
 	kubeconfig []byte
 	stopOnce   sync.Once
 	stopErr    error
+
+	// restart holds the kube-apiserver's command line while StopAPIServer
+	// has it stopped, and the process StartAPIServer started.
+	restart apiServerRestart
 }
 
 // StartSpace starts a kube-apiserver and etcd from AssetsDir, installs the
@@ -352,8 +353,9 @@ func (s *Space) Kubeconfig() []byte {
 // Calling it more than once is harmless.
 func (s *Space) Stop() error {
 	s.stopOnce.Do(func() {
-		if err := withoutKilledAfterTimeout(s.Environment.Stop()); err != nil {
-			s.stopErr = fmt.Errorf("stopping space %s: %w", s.Name, err)
+		restartedErr := s.stopRestartedAPIServer()
+		if err := withoutKilledAfterTimeout(s.Environment.Stop()); err != nil || restartedErr != nil {
+			s.stopErr = fmt.Errorf("stopping space %s: %w", s.Name, errors.Join(restartedErr, err))
 		}
 	})
 	return s.stopErr
@@ -381,40 +383,6 @@ func withoutKilledAfterTimeout(err error) error {
 		kept = append(kept, e)
 	}
 	return errors.Join(kept...)
-}
-
-// KillAPIServer kills the space's kube-apiserver with SIGKILL, as a crash
-// would, leaving etcd running; Stop still cleans up afterwards. Clients of
-// the space see their connections refused from then on.
-func (s *Space) KillAPIServer() error {
-	u, err := url.Parse(s.Config.Host)
-	if err != nil {
-		return fmt.Errorf("space %s: parsing the API server address %q: %w", s.Name, s.Config.Host, err)
-	}
-	flag := "--secure-port=" + u.Port()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return fmt.Errorf("space %s: listing processes: %w", s.Name, err)
-	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(string(cmdline), "\x00")
-		if len(args) == 0 || filepath.Base(args[0]) != "kube-apiserver" || !slices.Contains(args, flag) {
-			continue
-		}
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-			return fmt.Errorf("space %s: killing kube-apiserver (pid %d): %w", s.Name, pid, err)
-		}
-		return nil
-	}
-	return fmt.Errorf("space %s: no kube-apiserver process with %s", s.Name, flag)
 }
 
 // SharedSpace returns the set-up (for framework.Main) of a test package

@@ -18,6 +18,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -371,4 +372,54 @@ func TestSpaceWithSimulator(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestRestartAPIServer stops a space's kube-apiserver and starts it again:
+// clients are refused meanwhile, and afterwards the same clients reach it at
+// the same address with the same credentials and find the space's objects.
+// Stop stops the restarted server too.
+func TestRestartAPIServer(t *testing.T) {
+	ctx := context.Background()
+	restarted, err := environment.StartSpace("restarted")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = restarted.Stop() }()
+	kept := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kept"}}
+	if err := restarted.Client.Create(ctx, kept); err != nil {
+		t.Fatal(err)
+	}
+	if err := restarted.StartAPIServer(ctx); err == nil {
+		t.Error("StartAPIServer while it runs: no error")
+	}
+	if err := restarted.StopAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	if err := restarted.StopAPIServer(); err == nil {
+		t.Error("StopAPIServer twice: no error")
+	}
+	address := strings.TrimPrefix(restarted.Config.Host, "https://")
+	if conn, err := net.DialTimeout("tcp", address, time.Second); err == nil {
+		_ = conn.Close()
+		t.Fatalf("%s still accepts connections after StopAPIServer", address)
+	}
+	if err := restarted.Client.Get(ctx, client.ObjectKeyFromObject(kept), &corev1.Namespace{}); err == nil {
+		t.Fatal("a Get succeeded while the API server was stopped")
+	}
+	begin := time.Now()
+	if err := restarted.StartAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("kube-apiserver ready again %s after StartAPIServer", time.Since(begin).Round(time.Millisecond))
+	got := &corev1.Namespace{}
+	if err := restarted.Client.Get(ctx, client.ObjectKeyFromObject(kept), got); err != nil || got.UID != kept.UID {
+		t.Fatalf("namespace after the restart: %v (UID %s, want %s)", err, got.UID, kept.UID)
+	}
+	if err := restarted.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if conn, err := net.DialTimeout("tcp", address, time.Second); err == nil {
+		_ = conn.Close()
+		t.Errorf("%s still accepts connections after Stop", address)
+	}
 }
