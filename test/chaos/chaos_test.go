@@ -73,13 +73,20 @@ func newAudit() *audit {
 // watchForever calls watchOnce again whenever its watch ends, until ctx ends.
 func watchForever(ctx context.Context, t *testing.T, what string, watchOnce func(context.Context) (watch.Interface, error), seen func(runtime.Object)) {
 	go func() {
+		failing := false
 		for ctx.Err() == nil {
 			w, err := watchOnce(ctx)
 			if err != nil {
-				t.Logf("watching %s: %v", what, err)
-				time.Sleep(time.Second)
+				// Retried promptly, so that a restarted API server is seen
+				// again at once; logged once per outage.
+				if !failing {
+					t.Logf("watching %s: %v (retrying)", what, err)
+				}
+				failing = true
+				time.Sleep(200 * time.Millisecond)
 				continue
 			}
+			failing = false
 			for e := range w.ResultChan() {
 				if e.Type == watch.Added || e.Type == watch.Modified {
 					seen(e.Object)
@@ -443,8 +450,9 @@ func TestKilledReplicasNeverShareASpace(t *testing.T) {
 
 // TestOutagesStayInTheirSpace cuts, one after the other, for
 // STAGER_CHAOS_OUTAGE each: wds1's API server (behind its proxy), wds2's
-// KubeStellar (its simulator), and the hosting API server the replicas
-// coordinate through. The other spaces' rollouts go on through the first
+// KubeStellar (the real controller-manager, stopped) and the hosting API
+// server the replicas coordinate through (its process stopped and started
+// again). The other spaces' rollouts go on through the first
 // two; each broken space resumes once mended, wds2 saying meanwhile what it
 // waits for; after the hosting outage every space is served again; and the
 // audit finds every write in its writer's tenure throughout.
@@ -477,7 +485,9 @@ func TestOutagesStayInTheirSpace(t *testing.T) {
 	// (d) wds2's KubeStellar is gone.
 	before = r.counts()
 	down = time.Now()
-	wds2.stopSimulator()
+	if err := wds2.stop(); err != nil {
+		t.Fatal(err)
+	}
 	r.othersProgress("the other spaces to go on while wds2's KubeStellar is down", wds2.Name, before)
 	time.Sleep(time.Until(down.Add(outage)))
 	p := &v1alpha1.StagedBindingPolicy{}
@@ -491,7 +501,9 @@ func TestOutagesStayInTheirSpace(t *testing.T) {
 		t.Logf("wds2 while its KubeStellar is down: %s: %s", c.Reason, c.Message)
 	}
 	stuck = r.begun(wds2.Name)
-	wds2.startSimulator(suite.ctx)
+	if err := wds2.start(suite.ctx); err != nil {
+		t.Fatal(err)
+	}
 	mended = time.Now()
 	environment.Eventually(t, 2*time.Minute, "wds2 to resume", func() error {
 		if r.begun(wds2.Name) <= stuck {
@@ -501,12 +513,13 @@ func TestOutagesStayInTheirSpace(t *testing.T) {
 	})
 	wds2Resumed := time.Since(mended).Round(100 * time.Millisecond)
 
-	// (b) the hosting API server is gone: no replica can renew a fence.
-	if err := suite.hostingProxy.Set(environment.Down); err != nil {
+	// (b) the hosting API server stops: no replica can renew a fence.
+	down = time.Now()
+	if err := suite.hosting.StopAPIServer(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(outage)
-	if err := suite.hostingProxy.Set(environment.Pass); err != nil {
+	time.Sleep(time.Until(down.Add(outage)))
+	if err := suite.hosting.StartAPIServer(r.ctx); err != nil {
 		t.Fatal(err)
 	}
 	mended = time.Now()
@@ -538,8 +551,7 @@ func advance(ctx context.Context, s *space, name string, keepGoing chan struct{}
 	}
 	for _, r := range p.Status.Stages {
 		if r.Phase == v1alpha1.StageActive && r.StartTime != nil && time.Since(r.StartTime.Time) > 2*time.Second {
-			s.availability.SetAvailable(v1alpha1.BindingPolicyName(name, r.Name), true)
-			s.resync()
+			s.setAvailable(v1alpha1.BindingPolicyName(name, r.Name), true)
 		}
 	}
 	select {
@@ -553,7 +565,7 @@ func advance(ctx context.Context, s *space, name string, keepGoing chan struct{}
 	n, _ := rollouts.Load(s.Name)
 	next := n.(int) + 1
 	for _, stage := range []string{"dev", "test", "prod"} {
-		s.availability.SetAvailable(v1alpha1.BindingPolicyName(name, stage), false)
+		s.setAvailable(v1alpha1.BindingPolicyName(name, stage), false)
 	}
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		current := &v1alpha1.StagedBindingPolicy{}

@@ -32,6 +32,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	stagerapp "github.com/kubestellar/workload-stager/cmd/stager/app"
 	"github.com/kubestellar/workload-stager/test/framework"
@@ -61,10 +62,28 @@ var clusters = []kubestellar.Cluster{
 	{Name: "prod1", Labels: map[string]string{"env": "prod"}},
 }
 
-// space is a WDS of the suite with its simulator, which stands in for its
-// KubeStellar and can be stopped and started again.
+// space is a WDS of the suite with its KubeStellar.
 type space struct {
 	*environment.Space
+	kubeStellar
+}
+
+// kubeStellar is a space's KubeStellar as the suite drives it: the
+// test/framework/kubestellar simulator in most spaces, the real
+// controller-manager with simulated WECs in wds2. Either can be stopped, as
+// an outage, and started again.
+type kubeStellar interface {
+	// setAvailable says whether the WECs of a BindingPolicy report its
+	// workload available, and has them report it promptly.
+	setAvailable(bindingPolicy string, available bool)
+	// stop stops it; start starts it again.
+	stop() error
+	start(ctx context.Context) error
+}
+
+// simulated is a space's KubeStellar simulator.
+type simulated struct {
+	client       client.Client
 	availability *kubestellar.Availability
 
 	mu      sync.Mutex
@@ -72,35 +91,60 @@ type space struct {
 	stopSim func()
 }
 
-// startSimulator starts the space's simulator (again).
-func (s *space) startSimulator(ctx context.Context) {
+func (s *simulated) start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sim := kubestellar.New(s.Client, clusters, kubestellar.WithReporter(s.availability.Report), kubestellar.WithInterval(500*time.Millisecond))
+	sim := kubestellar.New(s.client, clusters, kubestellar.WithReporter(s.availability.Report), kubestellar.WithInterval(500*time.Millisecond))
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = sim.Run(ctx) }()
 	s.sim, s.stopSim = sim, func() { cancel(); <-done }
+	return nil
 }
 
-// stopSimulator stops the space's simulator: its KubeStellar is down.
-func (s *space) stopSimulator() {
+func (s *simulated) stop() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopSim != nil {
 		s.stopSim()
 		s.stopSim = nil
 	}
+	return nil
 }
 
-// resync asks the running simulator for a prompt pass.
-func (s *space) resync() {
+func (s *simulated) setAvailable(bindingPolicy string, available bool) {
+	s.availability.SetAvailable(bindingPolicy, available)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopSim != nil {
 		s.sim.Resync()
 	}
 }
+
+// controllerManager is a WDS's real KubeStellar controller-manager in a
+// test/framework/stack, with the stack's simulated WECs.
+type controllerManager struct {
+	stack *stack.Stack
+	wds   string
+}
+
+func (c controllerManager) start(ctx context.Context) error {
+	return c.stack.StartControllerManager(ctx, c.wds)
+}
+
+func (c controllerManager) stop() error { return c.stack.StopControllerManager(c.wds) }
+
+func (c controllerManager) setAvailable(bindingPolicy string, available bool) {
+	replicas := int32(0)
+	if available {
+		replicas = 1
+	}
+	c.stack.WECs.SetAvailable(stack.Match{WDS: c.wds, BindingPolicy: bindingPolicy}, replicas)
+}
+
+// realKubeStellar is the space served by the real KubeStellar
+// controller-manager rather than the simulator.
+const realKubeStellar = "wds2"
 
 // suite is the environment shared by the tests of this package.
 var suite struct {
@@ -109,10 +153,9 @@ var suite struct {
 	hosting   *environment.Space
 	spaces    []*space
 	binary    string
-	hostingKC string // the replicas' kubeconfig of the hosting space, through hostingProxy
-	// hostingProxy stands between the replicas and the hosting space's API
-	// server; wds1Proxy between the replicas and wds1's.
-	hostingProxy, wds1Proxy *environment.FaultProxy
+	hostingKC string // the replicas' kubeconfig of the hosting space
+	// wds1Proxy stands between the replicas and wds1's API server.
+	wds1Proxy *environment.FaultProxy
 }
 
 func TestMain(m *testing.M) {
@@ -127,6 +170,10 @@ func envInt(name string, def int) int {
 	return def
 }
 
+// setUp starts the hosting space the replicas coordinate through and
+// STAGER_CHAOS_SPACES (at least 2) WDSes registered with them: wds2 in a
+// test/framework/stack with the real KubeStellar controller-manager, the
+// others with the simulator.
 func setUp(s *framework.Suite) error {
 	ctx := s.Ctx
 	suite.ctx, suite.workDir = ctx, s.WorkDir
@@ -142,40 +189,53 @@ func setUp(s *framework.Suite) error {
 		return err
 	}
 	s.Defer(suite.hosting.Stop)
-	if suite.hostingProxy, err = suite.hosting.StartFaultProxy(suite.hosting.Kubeconfig()); err != nil {
+	suite.hostingKC = filepath.Join(s.WorkDir, "hosting.kubeconfig")
+	if err := os.WriteFile(suite.hostingKC, suite.hosting.Kubeconfig(), 0o600); err != nil {
 		return err
 	}
-	s.Defer(func() error { suite.hostingProxy.Close(); return nil })
-	proxied, err := suite.hostingProxy.Kubeconfig()
+	ks, err := stack.Start(ctx, stack.Options{
+		WDSes:      []string{realKubeStellar},
+		Clusters:   clusters,
+		WorkDir:    filepath.Join(s.WorkDir, "kubestellar"),
+		WDSOptions: []environment.SpaceOption{environment.WithStagerCRDs(), environment.WithScheme(scheme)},
+	})
 	if err != nil {
 		return err
 	}
-	suite.hostingKC = filepath.Join(s.WorkDir, "hosting.kubeconfig")
-	if err := os.WriteFile(suite.hostingKC, proxied, 0o600); err != nil {
-		return err
-	}
-	for i := range envInt("STAGER_CHAOS_SPACES", 4) {
-		wds, err := environment.StartSpace(fmt.Sprintf("wds%d", i+1), environment.WithStagerCRDs(), environment.WithKubeStellarCRDs(),
-			environment.WithScheme(scheme))
-		if err != nil {
-			return err
+	s.Defer(ks.Stop)
+	for i := range max(envInt("STAGER_CHAOS_SPACES", 4), 2) {
+		name := fmt.Sprintf("wds%d", i+1)
+		sp := &space{}
+		if name == realKubeStellar {
+			sp.Space, sp.kubeStellar = ks.WDS[name], controllerManager{stack: ks, wds: name}
+			if err := sp.Client.Create(ctx, stack.NewDeploymentsAggregator(policytest.Collector)); err != nil {
+				return err
+			}
+		} else {
+			if sp.Space, err = environment.StartSpace(name, environment.WithStagerCRDs(), environment.WithKubeStellarCRDs(),
+				environment.WithScheme(scheme)); err != nil {
+				return err
+			}
+			s.Defer(sp.Stop)
+			sim := &simulated{client: sp.Client, availability: kubestellar.NewAvailability(policytest.Collector)}
+			if err := sim.start(ctx); err != nil {
+				return err
+			}
+			s.Defer(sim.stop)
+			sp.kubeStellar = sim
 		}
-		s.Defer(wds.Stop)
 		if i == 0 {
 			// The replicas reach wds1 through a proxy that can cut it off.
-			if err := registerThroughProxy(ctx, wds); err != nil {
+			if err := registerThroughProxy(ctx, sp.Space); err != nil {
 				return err
 			}
 			s.Defer(func() error { suite.wds1Proxy.Close(); return nil })
-		} else if err := wds.RegisterWithStager(ctx, suite.hosting.Client, secretNamespace, stagerUser); err != nil {
+		} else if err := sp.RegisterWithStager(ctx, suite.hosting.Client, secretNamespace, stagerUser); err != nil {
 			return err
 		}
-		if err := wds.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
+		if err := sp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
 			return err
 		}
-		sp := &space{Space: wds, availability: kubestellar.NewAvailability(policytest.Collector)}
-		sp.startSimulator(ctx)
-		s.Defer(func() error { sp.stopSimulator(); return nil })
 		suite.spaces = append(suite.spaces, sp)
 	}
 	return nil

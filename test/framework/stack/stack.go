@@ -417,6 +417,18 @@ func (s *Stack) startManager(ctx context.Context, name string, wdsClient client.
 	return cm, nil
 }
 
+// ControllerManagerPid returns the process ID of the named WDS's running
+// KubeStellar controller-manager, or 0 when none runs.
+func (s *Stack) ControllerManagerPid(wds string) int {
+	s.mu.Lock()
+	cm := s.managers[wds]
+	s.mu.Unlock()
+	if cm == nil || cm.exitedEarly() {
+		return 0
+	}
+	return cm.cmd.Process.Pid
+}
+
 // StopControllerManager stops the named WDS's KubeStellar controller-manager
 // (SIGTERM twice, then SIGKILL), as an outage of KubeStellar would: the WDS
 // and its objects stay, the simulated WECs keep reporting, but no
