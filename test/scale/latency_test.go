@@ -1,0 +1,520 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package scale
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/cmd/stager/app"
+	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy"
+	"github.com/kubestellar/workload-stager/test/framework/environment"
+	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
+	"github.com/kubestellar/workload-stager/test/framework/policytest"
+	"github.com/kubestellar/workload-stager/test/framework/stack"
+)
+
+const (
+	// LatencySpacesEnv overrides the number of spaces of
+	// BenchmarkStageAdvanceLatency (default 10).
+	LatencySpacesEnv = "STAGER_LATENCY_SPACES"
+	// LatencyPoliciesEnv overrides the number of policies per space of
+	// BenchmarkStageAdvanceLatency (default 100) and of
+	// BenchmarkOneSpaceManyPolicies (default 1000).
+	LatencyPoliciesEnv = "STAGER_LATENCY_POLICIES"
+
+	// secretNamespace holds the spaces' kubeconfig Secrets in the hosting space.
+	secretNamespace = "kubestellar-stager"
+	// workloadNamespace holds the Deployments and their CombinedStatuses.
+	workloadNamespace = "web"
+	// KeepEnv, when set, keeps the run's logs (the stager's, the
+	// harness's) in the directory it names at the end.
+	KeepEnv = "STAGER_SCALE_KEEP"
+
+	// floorNamespace holds the ConfigMaps of the round-trip floor.
+	floorNamespace = "floor"
+	// floorInterval is the time between two round-trip probes in a space.
+	floorInterval = 100 * time.Millisecond
+	// idleProbes is the number of round-trip probes per space before the rollouts.
+	idleProbes = 20
+)
+
+// stageClusters are the WECs of the three stages of policytest.ThreeStages.
+var stageClusters = []kubestellar.Cluster{
+	{Name: "dev1", Labels: map[string]string{"env": "dev"}},
+	{Name: "test1", Labels: map[string]string{"env": "test"}},
+	{Name: "prod1", Labels: map[string]string{"env": "prod"}},
+}
+
+// stages are the stages of policytest.ThreeStages, in order.
+var stages = []string{"dev", "test", "prod"}
+
+// BenchmarkStageAdvanceLatency runs, once whatever b.N, one stager binary
+// serving 10 spaces (real kube-apiservers, each with the KubeStellar
+// simulator resynced on every change, so without added delay) and rolls 100
+// three-stage policies out in each at once. For every stage transition it
+// records the time from the CombinedStatus write that satisfies the stage's
+// condition to the create of the next stage's BindingPolicy, both as a watch
+// sees them; beside it, in the same run and under the same load, the raw
+// create→watch round trip of a ConfigMap in every space, the floor. It also
+// reports the stager's memory per engaged space beside the resident memory
+// of one KubeStellar controller-manager (for one WDS), the time to converge,
+// CPU seconds and peak RSS.
+func BenchmarkStageAdvanceLatency(b *testing.B) {
+	runRollouts(b, envInt(b, LatencySpacesEnv, 10), envInt(b, LatencyPoliciesEnv, 100), true)
+}
+
+// BenchmarkOneSpaceManyPolicies is BenchmarkStageAdvanceLatency with 1,000
+// policies in a single space.
+func BenchmarkOneSpaceManyPolicies(b *testing.B) {
+	runRollouts(b, 1, envInt(b, LatencyPoliciesEnv, 1000), false)
+}
+
+// envInt reads a positive number from the environment, or returns def.
+func envInt(b *testing.B, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		b.Fatalf("$%s=%q is not a positive number", name, v)
+	}
+	return n
+}
+
+// latencySpace is one WDS of the run, with its simulator.
+type latencySpace struct {
+	*environment.Space
+	sim          *kubestellar.Simulator
+	availability *kubestellar.Availability
+}
+
+// timeline records, as the run's watches see them, when each BindingPolicy
+// was created and when a CombinedStatus first said its workload was
+// available, by "<space>/<BindingPolicy>"; and the round-trip probes.
+type timeline struct {
+	mu        sync.Mutex
+	created   map[string]time.Time
+	satisfied map[string]time.Time
+	sent      map[string]time.Time // probe ConfigMap "<space>/<name>" → before its create
+	trips     []time.Duration
+}
+
+func newTimeline() *timeline {
+	return &timeline{created: map[string]time.Time{}, satisfied: map[string]time.Time{}, sent: map[string]time.Time{}}
+}
+
+// firstAt records t under key in m unless a time is there already.
+func (tl *timeline) firstAt(m map[string]time.Time, key string, t time.Time) {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	if _, ok := m[key]; !ok {
+		m[key] = t
+	}
+}
+
+// watchSpace follows a space's BindingPolicies, CombinedStatuses and probe
+// ConfigMaps until ctx ends. A new stage BindingPolicy has the simulated
+// WECs report its workload available at once.
+func (tl *timeline) watchSpace(ctx context.Context, b *testing.B, sp *latencySpace) {
+	wc, err := client.NewWithWatch(sp.Config, client.Options{Scheme: sp.Client.Scheme()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	follow := func(list client.ObjectList, opts []client.ListOption, seen func(runtime.Object, time.Time)) {
+		w, err := wc.Watch(ctx, list, opts...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		go func() {
+			defer w.Stop()
+			for e := range w.ResultChan() {
+				now := time.Now()
+				if e.Type == watch.Added || e.Type == watch.Modified {
+					seen(e.Object, now)
+				}
+			}
+			if ctx.Err() == nil {
+				b.Errorf("%s: a watch ended before the run", sp.Name)
+			}
+		}()
+	}
+	follow(&ksv1alpha1.BindingPolicyList{}, nil, func(obj runtime.Object, now time.Time) {
+		bp, ok := obj.(*ksv1alpha1.BindingPolicy)
+		if !ok || bp.Labels[v1alpha1.PolicyLabel] == "" {
+			return
+		}
+		tl.firstAt(tl.created, sp.Name+"/"+bp.Name, now)
+		sp.availability.SetAvailable(bp.Name, true)
+		sp.sim.Resync()
+	})
+	follow(&ksv1alpha1.CombinedStatusList{}, []client.ListOption{client.InNamespace(workloadNamespace)}, func(obj runtime.Object, now time.Time) {
+		cs, ok := obj.(*ksv1alpha1.CombinedStatus)
+		if ok && reportsAvailable(cs) {
+			tl.firstAt(tl.satisfied, sp.Name+"/"+cs.Labels[stagedbindingpolicy.StatusLabelBindingPolicy], now)
+		}
+	})
+	follow(&corev1.ConfigMapList{}, []client.ListOption{client.InNamespace(floorNamespace)}, func(obj runtime.Object, now time.Time) {
+		cm, ok := obj.(*corev1.ConfigMap)
+		if !ok {
+			return
+		}
+		tl.mu.Lock()
+		defer tl.mu.Unlock()
+		key := sp.Name + "/" + cm.Name
+		if sent, ok := tl.sent[key]; ok {
+			tl.trips = append(tl.trips, now.Sub(sent))
+			delete(tl.sent, key)
+		}
+	})
+}
+
+// reportsAvailable says whether a CombinedStatus, as the simulator's
+// Availability writes it, counts an available replica.
+func reportsAvailable(cs *ksv1alpha1.CombinedStatus) bool {
+	for _, r := range cs.Results {
+		for _, row := range r.Rows {
+			for _, col := range row.Columns {
+				if col.Number != nil && *col.Number == "1" {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// probe creates the probe ConfigMap name in a space and records when.
+func (tl *timeline) probe(ctx context.Context, sp *latencySpace, name string) error {
+	tl.mu.Lock()
+	tl.sent[sp.Name+"/"+name] = time.Now()
+	tl.mu.Unlock()
+	return sp.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: floorNamespace, Name: name}})
+}
+
+// takeTrips returns the round trips recorded so far and forgets them.
+func (tl *timeline) takeTrips() []time.Duration {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	trips := tl.trips
+	tl.trips = nil
+	return trips
+}
+
+// advances returns, for every policy and every stage but the last, the time
+// from the satisfying CombinedStatus to the next stage's BindingPolicy.
+func (tl *timeline) advances(spaces []*latencySpace, policies int) ([]time.Duration, error) {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	var out []time.Duration
+	for _, sp := range spaces {
+		for i := range policies {
+			policy := policyName(i)
+			for s := 1; s < len(stages); s++ {
+				from := sp.Name + "/" + v1alpha1.BindingPolicyName(policy, stages[s-1])
+				to := sp.Name + "/" + v1alpha1.BindingPolicyName(policy, stages[s])
+				satisfied, ok1 := tl.satisfied[from]
+				created, ok2 := tl.created[to]
+				if !ok1 || !ok2 {
+					return nil, fmt.Errorf("%s → %s: satisfied seen %v, next created seen %v", from, to, ok1, ok2)
+				}
+				out = append(out, created.Sub(satisfied))
+			}
+		}
+	}
+	return out, nil
+}
+
+func policyName(i int) string { return fmt.Sprintf("p%04d", i) }
+
+// percentile returns the q-quantile (0 < q ≤ 1) of sorted durations.
+func percentile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[max(i, 0)]
+}
+
+// ms formats a duration in milliseconds for b.ReportMetric.
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// runRollouts is the harness of BenchmarkStageAdvanceLatency and
+// BenchmarkOneSpaceManyPolicies: n spaces with the given number of
+// three-stage policies each, all rolled out at once.
+func runRollouts(b *testing.B, n, policies int, compareKubeStellar bool) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dir, err := os.MkdirTemp("", "stager-latency-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		if b.Failed() || os.Getenv(KeepEnv) != "" {
+			b.Logf("logs kept in %s", dir)
+			return
+		}
+		_ = os.RemoveAll(dir)
+	}()
+	logFile, err := os.Create(filepath.Join(dir, "harness.log"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = logFile.Close() }()
+	log.SetLogger(zap.New(zap.WriteTo(logFile)))
+
+	binary, err := stack.StagerBinary(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	scheme, err := app.NewScheme()
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	// One KubeStellar controller-manager for one WDS, for its memory.
+	ksRSS := 0
+	if compareKubeStellar {
+		ks, err := stack.Start(ctx, stack.Options{Clusters: stageClusters, WorkDir: filepath.Join(dir, "kubestellar")})
+		if err != nil {
+			b.Fatal(err)
+		}
+		time.Sleep(5 * time.Second) // past its start-up
+		ksRSS, _ = memory(ks.ControllerManagerPid("wds1"))
+		if err := ks.Stop(); err != nil {
+			b.Fatal(err)
+		}
+	}
+
+	hosting, err := environment.StartSpace("hosting", environment.WithScheme(scheme))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = hosting.Stop() }()
+	spaces := make([]*latencySpace, n)
+	if err := forEach(n, func(i int) error {
+		wds, err := environment.StartSpace(fmt.Sprintf("wds%02d", i+1), environment.WithStagerCRDs(), environment.WithKubeStellarCRDs(),
+			environment.WithScheme(scheme))
+		if err != nil {
+			return err
+		}
+		availability := kubestellar.NewAvailability(policytest.Collector)
+		spaces[i] = &latencySpace{Space: wds, availability: availability,
+			sim: kubestellar.New(wds.Client, stageClusters, kubestellar.WithReporter(availability.Report), kubestellar.WithInterval(time.Second))}
+		for _, ns := range []string{workloadNamespace, floorNamespace} {
+			if err := wds.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		for _, sp := range spaces {
+			if sp != nil {
+				_ = sp.Stop()
+			}
+		}
+		b.Fatal(err)
+	}
+	for _, sp := range spaces {
+		defer func() { _ = sp.Stop() }()
+		go func() { _ = sp.sim.Run(ctx) }()
+	}
+
+	kubeconfig := filepath.Join(dir, "hosting.kubeconfig")
+	if err := os.WriteFile(kubeconfig, hosting.Kubeconfig(), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	metricsAddr, err := stack.FreeAddress()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stager, err := stack.StartProcess(binary, []string{
+		"--kubeconfig=" + kubeconfig, "--provider=kubeconfig", "--kubeconfig-namespace=" + secretNamespace,
+		"--leader-elect=false",
+		"--metrics-bind-address=" + metricsAddr, "--metrics-secure=false", "--health-probe-bind-address=0",
+	}, filepath.Join(dir, "stager.log"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = stager.Stop(15 * time.Second) }()
+	if err := environment.Poll(ctx, time.Second, time.Minute, "the stager's metrics", func() error {
+		_, err := readySpaces(ctx, metricsAddr)
+		return err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	bareRSS, _ := memory(stager.Pid())
+
+	// Register the spaces and wait until the stager serves them all.
+	registered := time.Now()
+	if err := forEach(n, func(i int) error {
+		return spaces[i].RegisterWithStager(ctx, hosting.Client, secretNamespace, "kubestellar-stager")
+	}); err != nil {
+		b.Fatal(err)
+	}
+	if err := environment.Poll(ctx, time.Second, 5*time.Minute, "every space to be ready", func() error {
+		ready, err := readySpaces(ctx, metricsAddr)
+		if err == nil && ready < n {
+			err = fmt.Errorf("%d of %d spaces ready", ready, n)
+		}
+		return err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	engaged := time.Since(registered)
+	time.Sleep(3 * time.Second)
+	engagedRSS, _ := memory(stager.Pid())
+	perSpace := float64(engagedRSS-bareRSS) / float64(n)
+
+	tl := newTimeline()
+	watching, stopWatching := context.WithCancel(ctx)
+	defer stopWatching() // before the spaces stop
+	for _, sp := range spaces {
+		tl.watchSpace(watching, b, sp)
+	}
+	// The idle floor: round trips one after the other, before any policy.
+	if err := forEach(n, func(i int) error {
+		for k := range idleProbes {
+			if err := tl.probe(ctx, spaces[i], fmt.Sprintf("idle-%d", k)); err != nil {
+				return err
+			}
+			time.Sleep(floorInterval)
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	idle := tl.takeTrips()
+
+	// The workload, then every policy at once.
+	if err := forEach(n*policies, func(i int) error {
+		sp, name := spaces[i/policies], policyName(i%policies)
+		return sp.Client.Create(ctx, policytest.Deployment(workloadNamespace, name))
+	}); err != nil {
+		b.Fatal(err)
+	}
+	cpuBefore := cpuSeconds(stager.Pid())
+	began := time.Now()
+	b.ResetTimer()
+	loaded := make(chan struct{})
+	var probes sync.WaitGroup
+	for _, sp := range spaces {
+		probes.Go(func() {
+			for k := 0; ; k++ {
+				select {
+				case <-loaded:
+					return
+				case <-time.After(floorInterval):
+				}
+				if err := tl.probe(ctx, sp, fmt.Sprintf("load-%d", k)); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	if err := forEach(n*policies, func(i int) error {
+		sp, name := spaces[i/policies], policyName(i%policies)
+		return sp.Client.Create(ctx, policytest.ThreeStages(name, name))
+	}); err != nil {
+		b.Fatal(err)
+	}
+	if err := environment.Poll(ctx, time.Second, 30*time.Minute, "every rollout to complete", func() error {
+		done := 0
+		for _, sp := range spaces {
+			list := &v1alpha1.StagedBindingPolicyList{}
+			if err := sp.Client.List(ctx, list); err != nil {
+				return err
+			}
+			for _, p := range list.Items {
+				if p.Status.Phase == v1alpha1.RolloutCompleted {
+					done++
+				}
+			}
+		}
+		if done < n*policies {
+			return fmt.Errorf("%d of %d rollouts completed", done, n*policies)
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	converged := time.Since(began)
+	b.StopTimer()
+	close(loaded)
+	probes.Wait()
+	time.Sleep(time.Second)
+	loadTrips := tl.takeTrips()
+	cpu := cpuSeconds(stager.Pid()) - cpuBefore
+	rss, peak := memory(stager.Pid())
+
+	advances, err := tl.advances(spaces, policies)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, d := range [][]time.Duration{advances, idle, loadTrips} {
+		slices.Sort(d)
+	}
+	report := func(name string, d time.Duration) { b.ReportMetric(ms(d), name) }
+	report("advance-p50-ms", percentile(advances, 0.5))
+	report("advance-p90-ms", percentile(advances, 0.9))
+	report("advance-p99-ms", percentile(advances, 0.99))
+	report("advance-max-ms", percentile(advances, 1))
+	report("roundtrip-loaded-p50-ms", percentile(loadTrips, 0.5))
+	report("roundtrip-loaded-p99-ms", percentile(loadTrips, 0.99))
+	report("roundtrip-idle-p50-ms", percentile(idle, 0.5))
+	report("roundtrip-idle-p99-ms", percentile(idle, 0.99))
+	b.ReportMetric(percentile(advances, 0.99).Seconds()/percentile(loadTrips, 0.99).Seconds(), "advance-p99/roundtrip-p99")
+	b.ReportMetric(converged.Seconds(), "s-to-converge")
+	b.ReportMetric(cpu, "cpu-s-to-converge")
+	b.ReportMetric(float64(peak)/1024, "MiB-rss-peak")
+	b.ReportMetric(perSpace/1024, "MiB-per-engaged-space")
+	b.Logf("%d spaces × %d three-stage policies; %d stage advances: p50 %s p90 %s p99 %s max %s; "+
+		"create→watch round trip under the same load (%d probes): p50 %s p99 %s, idle (%d): p50 %s p99 %s; "+
+		"p99 advance / p99 round trip = %.2f",
+		n, policies, len(advances), percentile(advances, 0.5), percentile(advances, 0.9), percentile(advances, 0.99), percentile(advances, 1),
+		len(loadTrips), percentile(loadTrips, 0.5), percentile(loadTrips, 0.99), len(idle), percentile(idle, 0.5), percentile(idle, 0.99),
+		percentile(advances, 0.99).Seconds()/percentile(loadTrips, 0.99).Seconds())
+	b.Logf("all %d rollouts completed %s after the first policy was created, stager CPU %.1f s; RSS %d MiB at the end, peak %d MiB",
+		n*policies, converged.Round(time.Millisecond), cpu, rss/1024, peak/1024)
+	b.Logf("stager RSS: %d MiB with no space, %d MiB with %d engaged (in %s): %.2f MiB per engaged space",
+		bareRSS/1024, engagedRSS/1024, n, engaged.Round(time.Millisecond), perSpace/1024)
+	if ksRSS > 0 {
+		b.ReportMetric(float64(ksRSS)/1024, "MiB-ks-controller-manager")
+		b.Logf("one KubeStellar controller-manager (one WDS, idle after start): RSS %d MiB, %.1f× the stager's per engaged space",
+			ksRSS/1024, float64(ksRSS)/perSpace)
+	}
+}
