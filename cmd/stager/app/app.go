@@ -96,6 +96,10 @@ type Options struct {
 	MaxConcurrentReconciles int
 	// SpaceProbeInterval is how often each space's API server is probed.
 	SpaceProbeInterval time.Duration
+	// SpaceQPS and SpaceBurst bound the requests to each space's API server:
+	// at most SpaceQPS a second, in bursts of up to SpaceBurst.
+	SpaceQPS   float32
+	SpaceBurst int
 	// CacheSyncTimeout bounds the wait for a space's caches.
 	CacheSyncTimeout time.Duration
 	// ReconcileTimeout bounds one reconcile of a policy, with every request
@@ -136,6 +140,8 @@ func NewOptions() *Options {
 		ShardProbeInterval:      2 * time.Second,
 		MaxConcurrentReconciles: 2,
 		SpaceProbeInterval:      15 * time.Second,
+		SpaceQPS:                spaces.DefaultQPS,
+		SpaceBurst:              spaces.DefaultBurst,
 		CacheSyncTimeout:        2 * time.Minute,
 		ReconcileTimeout:        DefaultReconcileTimeout,
 		CELCostLimit:            expression.DefaultCostLimit,
@@ -166,6 +172,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ShardProbeInterval, "shard-probe-interval", o.ShardProbeInterval, "with --coordination=sharded: how often a replica decides again which spaces it serves")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "how many StagedBindingPolicies of one space are reconciled at once")
 	fs.DurationVar(&o.SpaceProbeInterval, "space-probe-interval", o.SpaceProbeInterval, "how often each space's API server is probed for readiness")
+	fs.Float32Var(&o.SpaceQPS, "space-qps", o.SpaceQPS, "the most requests a second the stager sends to each space's API server")
+	fs.IntVar(&o.SpaceBurst, "space-burst", o.SpaceBurst, "the most requests the stager sends to each space's API server in a burst, above --space-qps")
 	fs.DurationVar(&o.CacheSyncTimeout, "cache-sync-timeout", o.CacheSyncTimeout, "how long to wait for a space's caches before retrying it")
 	fs.DurationVar(&o.ReconcileTimeout, "reconcile-timeout", o.ReconcileTimeout, "the longest one reconcile of a policy may take, with every request it makes to the space's API server (a hung API server cannot hold a worker longer)")
 	fs.Uint64Var(&o.CELCostLimit, "cel-cost-limit", o.CELCostLimit, "the most one evaluation of a stage filter or condition may cost (CEL cost units)")
@@ -200,6 +208,9 @@ func (o *Options) Validate() error {
 	}
 	if o.SpaceProbeInterval <= 0 {
 		errs = append(errs, errors.New("--space-probe-interval must be positive"))
+	}
+	if o.SpaceQPS <= 0 || o.SpaceBurst < 1 {
+		errs = append(errs, errors.New("--space-qps must be positive and --space-burst at least 1"))
 	}
 	if o.CacheSyncTimeout <= 0 {
 		errs = append(errs, errors.New("--cache-sync-timeout must be positive"))
@@ -359,6 +370,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		co.Scheme = scheme
 		co.Logger = logger
 		co.Cache = spaceCache
+		co.NewClient = spaces.WithRequestRate(o.SpaceQPS, o.SpaceBurst, co.NewClient)
 	}
 	provider, err := providers.New(o.Providers, hosting, spaceClusterOptions)
 	if err != nil {

@@ -71,6 +71,12 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "negative probe interval",
 			change:    func(o *Options) { o.SpaceProbeInterval = -time.Second },
 			wantFlags: []string{"--space-probe-interval"}},
+		{name: "no request to a space",
+			change:    func(o *Options) { o.SpaceQPS = 0 },
+			wantFlags: []string{"--space-qps"}},
+		{name: "no burst",
+			change:    func(o *Options) { o.SpaceBurst = 0 },
+			wantFlags: []string{"--space-burst"}},
 		{name: "zero cache sync timeout",
 			change:    func(o *Options) { o.CacheSyncTimeout = 0 },
 			wantFlags: []string{"--cache-sync-timeout"}},
@@ -143,6 +149,7 @@ func TestAddFlags(t *testing.T) {
 		"--leader-elect", "--leader-election-namespace=stager",
 		"--max-concurrent-reconciles=5", "--space-probe-interval=30s", "--cache-sync-timeout=1m", "--cel-cost-limit=42",
 		"--cel-estimated-cost-limit=43", "--cel-eval-timeout=250ms", "--cel-reconcile-cost-budget=44", "--cel-reconcile-time-budget=3s",
+		"--space-qps=7.5", "--space-burst=9",
 	})
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
@@ -153,6 +160,7 @@ func TestAddFlags(t *testing.T) {
 	want.LeaderElect, want.LeaderElectionNamespace = true, "stager"
 	want.MaxConcurrentReconciles, want.SpaceProbeInterval, want.CacheSyncTimeout, want.CELCostLimit = 5, 30*time.Second, time.Minute, 42
 	want.CELEstimatedCostLimit, want.CELEvalTimeout, want.CELReconcileCostBudget, want.CELReconcileTimeBudget = 43, 250*time.Millisecond, 44, 3*time.Second
+	want.SpaceQPS, want.SpaceBurst = 7.5, 9
 	if !reflect.DeepEqual(*o.Providers, *want.Providers) {
 		t.Errorf("provider options = %+v, want %+v", *o.Providers, *want.Providers)
 	}
