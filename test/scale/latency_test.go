@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -32,12 +33,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/cmd/stager/app"
 	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy"
+	"github.com/kubestellar/workload-stager/test/framework"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
 	"github.com/kubestellar/workload-stager/test/framework/policytest"
@@ -57,6 +60,9 @@ const (
 	secretNamespace = "kubestellar-stager"
 	// workloadNamespace holds the Deployments and their CombinedStatuses.
 	workloadNamespace = "web"
+	// StagerArgsEnv holds further arguments for the stager, separated by
+	// spaces, to compare settings such as --max-concurrent-reconciles.
+	StagerArgsEnv = "STAGER_SCALE_STAGER_ARGS"
 	// KeepEnv, when set, keeps the run's logs (the stager's, the
 	// harness's) in the directory it names at the end.
 	KeepEnv = "STAGER_SCALE_KEEP"
@@ -127,12 +133,27 @@ type timeline struct {
 	mu        sync.Mutex
 	created   map[string]time.Time
 	satisfied map[string]time.Time
+	recorded  map[string]time.Time // the stage's record first seen Succeeded in the policy's status
 	sent      map[string]time.Time // probe ConfigMap "<space>/<name>" → before its create
 	trips     []time.Duration
+	// resumed counts the watches resumed after the API server ended them,
+	// restarted those resumed from now on, events between being lost.
+	resumed, restarted int
+}
+
+// restart counts a watch resumed, or restarted from now on.
+func (tl *timeline) restart(lost bool) {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	if lost {
+		tl.restarted++
+	} else {
+		tl.resumed++
+	}
 }
 
 func newTimeline() *timeline {
-	return &timeline{created: map[string]time.Time{}, satisfied: map[string]time.Time{}, sent: map[string]time.Time{}}
+	return &timeline{created: map[string]time.Time{}, satisfied: map[string]time.Time{}, recorded: map[string]time.Time{}, sent: map[string]time.Time{}}
 }
 
 // firstAt records t under key in m unless a time is there already.
@@ -152,21 +173,48 @@ func (tl *timeline) watchSpace(ctx context.Context, b *testing.B, sp *latencySpa
 	if err != nil {
 		b.Fatal(err)
 	}
+	// follow watches a list until ctx ends. The API server ends a watch
+	// whose client falls behind; it is resumed from the last
+	// resourceVersion seen, or from now when that is too old (events
+	// missed then make the figures worse, not better; they are counted).
 	follow := func(list client.ObjectList, opts []client.ListOption, seen func(runtime.Object, time.Time)) {
-		w, err := wc.Watch(ctx, list, opts...)
+		watchOnce := func(rv string) (watch.Interface, error) {
+			return wc.Watch(ctx, list, append(slices.Clone(opts), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})...)
+		}
+		w, err := watchOnce("")
 		if err != nil {
 			b.Fatal(err)
 		}
 		go func() {
-			defer w.Stop()
-			for e := range w.ResultChan() {
-				now := time.Now()
-				if e.Type == watch.Added || e.Type == watch.Modified {
-					seen(e.Object, now)
+			rv := ""
+			for {
+				for e := range w.ResultChan() {
+					now := time.Now()
+					if e.Type == watch.Error {
+						rv = "" // too old: from now on
+						tl.restart(true)
+						continue // the server ends the watch after the error
+					}
+					if o, ok := e.Object.(client.Object); ok {
+						rv = o.GetResourceVersion()
+					}
+					if e.Type == watch.Added || e.Type == watch.Modified {
+						seen(e.Object, now)
+					}
 				}
-			}
-			if ctx.Err() == nil {
-				b.Errorf("%s: a watch ended before the run", sp.Name)
+				w.Stop()
+				if ctx.Err() == nil {
+					tl.restart(false)
+				}
+				for ctx.Err() == nil {
+					if w, err = watchOnce(rv); err == nil {
+						break
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+				if ctx.Err() != nil {
+					return
+				}
 			}
 		}()
 	}
@@ -183,6 +231,17 @@ func (tl *timeline) watchSpace(ctx context.Context, b *testing.B, sp *latencySpa
 		cs, ok := obj.(*ksv1alpha1.CombinedStatus)
 		if ok && reportsAvailable(cs) {
 			tl.firstAt(tl.satisfied, sp.Name+"/"+cs.Labels[stagedbindingpolicy.StatusLabelBindingPolicy], now)
+		}
+	})
+	follow(&v1alpha1.StagedBindingPolicyList{}, nil, func(obj runtime.Object, now time.Time) {
+		p, ok := obj.(*v1alpha1.StagedBindingPolicy)
+		if !ok {
+			return
+		}
+		for _, st := range p.Status.Stages {
+			if st.Phase == v1alpha1.StageSucceeded {
+				tl.firstAt(tl.recorded, sp.Name+"/"+v1alpha1.BindingPolicyName(p.Name, st.Name), now)
+			}
 		}
 	})
 	follow(&corev1.ConfigMapList{}, []client.ListOption{client.InNamespace(floorNamespace)}, func(obj runtime.Object, now time.Time) {
@@ -233,11 +292,13 @@ func (tl *timeline) takeTrips() []time.Duration {
 }
 
 // advances returns, for every policy and every stage but the last, the time
-// from the satisfying CombinedStatus to the next stage's BindingPolicy.
-func (tl *timeline) advances(spaces []*latencySpace, policies int) ([]time.Duration, error) {
+// from the satisfying CombinedStatus to the next stage's BindingPolicy, and
+// its two steps: from the satisfying CombinedStatus to the stage recorded
+// Succeeded in the policy's status, and from there to the next stage's
+// BindingPolicy.
+func (tl *timeline) advances(spaces []*latencySpace, policies int) (out, toRecord, toCreate []time.Duration, _ error) {
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
-	var out []time.Duration
 	for _, sp := range spaces {
 		for i := range policies {
 			policy := policyName(i)
@@ -246,14 +307,17 @@ func (tl *timeline) advances(spaces []*latencySpace, policies int) ([]time.Durat
 				to := sp.Name + "/" + v1alpha1.BindingPolicyName(policy, stages[s])
 				satisfied, ok1 := tl.satisfied[from]
 				created, ok2 := tl.created[to]
-				if !ok1 || !ok2 {
-					return nil, fmt.Errorf("%s → %s: satisfied seen %v, next created seen %v", from, to, ok1, ok2)
+				recorded, ok3 := tl.recorded[from]
+				if !ok1 || !ok2 || !ok3 {
+					return nil, nil, nil, fmt.Errorf("%s → %s: satisfied seen %v, next created seen %v, recorded seen %v", from, to, ok1, ok2, ok3)
 				}
 				out = append(out, created.Sub(satisfied))
+				toRecord = append(toRecord, recorded.Sub(satisfied))
+				toCreate = append(toCreate, created.Sub(recorded))
 			}
 		}
 	}
-	return out, nil
+	return out, toRecord, toCreate, nil
 }
 
 func policyName(i int) string { return fmt.Sprintf("p%04d", i) }
@@ -329,9 +393,20 @@ func runRollouts(b *testing.B, n, policies int, compareKubeStellar bool) {
 		if err != nil {
 			return err
 		}
+		// The simulator reads through informers, as KubeStellar's
+		// controllers do: its passes would otherwise list every object of
+		// the space from the API server, time and again.
+		cached, err := cluster.New(wds.Config, func(o *cluster.Options) {
+			o.Scheme = scheme
+			o.Client.Cache = &client.CacheOptions{Unstructured: true}
+		})
+		if err != nil {
+			return err
+		}
+		go func() { _ = cached.Start(ctx) }()
 		availability := kubestellar.NewAvailability(policytest.Collector)
 		spaces[i] = &latencySpace{Space: wds, availability: availability,
-			sim: kubestellar.New(wds.Client, stageClusters, kubestellar.WithReporter(availability.Report), kubestellar.WithInterval(time.Second))}
+			sim: kubestellar.New(cached.GetClient(), stageClusters, kubestellar.WithReporter(availability.Report), kubestellar.WithInterval(time.Second))}
 		for _, ns := range []string{workloadNamespace, floorNamespace} {
 			if err := wds.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 				return err
@@ -359,11 +434,11 @@ func runRollouts(b *testing.B, n, policies int, compareKubeStellar bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	stager, err := stack.StartProcess(binary, []string{
+	stager, err := stack.StartProcess(binary, append([]string{
 		"--kubeconfig=" + kubeconfig, "--provider=kubeconfig", "--kubeconfig-namespace=" + secretNamespace,
-		"--leader-elect=false",
+		"--leader-elect=false", "--zap-time-encoding=rfc3339nano",
 		"--metrics-bind-address=" + metricsAddr, "--metrics-secure=false", "--health-probe-bind-address=0",
-	}, filepath.Join(dir, "stager.log"))
+	}, strings.Fields(os.Getenv(StagerArgsEnv))...), filepath.Join(dir, "stager.log"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -427,6 +502,7 @@ func runRollouts(b *testing.B, n, policies int, compareKubeStellar bool) {
 		b.Fatal(err)
 	}
 	cpuBefore := cpuSeconds(stager.Pid())
+	othersBefore, harnessBefore := apiServersCPU(), cpuSeconds(os.Getpid())
 	began := time.Now()
 	b.ResetTimer()
 	loaded := make(chan struct{})
@@ -479,13 +555,14 @@ func runRollouts(b *testing.B, n, policies int, compareKubeStellar bool) {
 	time.Sleep(time.Second)
 	loadTrips := tl.takeTrips()
 	cpu := cpuSeconds(stager.Pid()) - cpuBefore
+	othersCPU, harnessCPU := apiServersCPU()-othersBefore, cpuSeconds(os.Getpid())-harnessBefore
 	rss, peak := memory(stager.Pid())
 
-	advances, err := tl.advances(spaces, policies)
+	advances, toRecord, toCreate, err := tl.advances(spaces, policies)
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, d := range [][]time.Duration{advances, idle, loadTrips} {
+	for _, d := range [][]time.Duration{advances, toRecord, toCreate, idle, loadTrips} {
 		slices.Sort(d)
 	}
 	report := func(name string, d time.Duration) { b.ReportMetric(ms(d), name) }
@@ -508,6 +585,11 @@ func runRollouts(b *testing.B, n, policies int, compareKubeStellar bool) {
 		n, policies, len(advances), percentile(advances, 0.5), percentile(advances, 0.9), percentile(advances, 0.99), percentile(advances, 1),
 		len(loadTrips), percentile(loadTrips, 0.5), percentile(loadTrips, 0.99), len(idle), percentile(idle, 0.5), percentile(idle, 0.99),
 		percentile(advances, 0.99).Seconds()/percentile(loadTrips, 0.99).Seconds())
+	b.Logf("the two steps of an advance: condition met → stage recorded Succeeded p50 %s p99 %s; recorded → next BindingPolicy p50 %s p99 %s",
+		percentile(toRecord, 0.5), percentile(toRecord, 0.99), percentile(toCreate, 0.5), percentile(toCreate, 0.99))
+	b.Logf("CPU seconds meanwhile: the stager %.1f, the %d kube-apiservers and etcds %.1f, this process (simulators, watches, probes) %.1f",
+		cpu, 2*(n+1), othersCPU, harnessCPU)
+	b.Logf("watches resumed after the API server ended them: %d, of which restarted from then on (events lost): %d", tl.resumed, tl.restarted)
 	b.Logf("all %d rollouts completed %s after the first policy was created, stager CPU %.1f s; RSS %d MiB at the end, peak %d MiB",
 		n*policies, converged.Round(time.Millisecond), cpu, rss/1024, peak/1024)
 	b.Logf("stager RSS: %d MiB with no space, %d MiB with %d engaged (in %s): %.2f MiB per engaged space",
@@ -517,4 +599,20 @@ func runRollouts(b *testing.B, n, policies int, compareKubeStellar bool) {
 		b.Logf("one KubeStellar controller-manager (one WDS, idle after start): RSS %d MiB, %.1f× the stager's per engaged space",
 			ksRSS/1024, float64(ksRSS)/perSpace)
 	}
+}
+
+// apiServersCPU returns the CPU seconds this process's kube-apiservers and
+// etcds have used.
+func apiServersCPU() float64 {
+	total := 0.0
+	for _, pid := range framework.ChildProcesses() {
+		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		if err != nil {
+			continue
+		}
+		if name := strings.TrimSpace(string(comm)); name == "kube-apiserver" || name == "etcd" {
+			total += cpuSeconds(pid)
+		}
+	}
+	return total
 }
