@@ -138,7 +138,7 @@ func NewOptions() *Options {
 		ShardLeaseDuration:      20 * time.Second,
 		ShardLeaseRenew:         5 * time.Second,
 		ShardProbeInterval:      2 * time.Second,
-		MaxConcurrentReconciles: 2,
+		MaxConcurrentReconciles: 10,
 		SpaceProbeInterval:      15 * time.Second,
 		SpaceQPS:                spaces.DefaultQPS,
 		SpaceBurst:              spaces.DefaultBurst,
