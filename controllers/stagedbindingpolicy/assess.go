@@ -195,7 +195,11 @@ func assessStage(_ v1alpha1.Stage, programs compiledStage, bp *ksv1alpha1.Bindin
 		return assessment{reason: v1alpha1.ReasonBindingPolicyPending,
 			message: "waiting for the stage's BindingPolicy to be created"}
 	}
-	if binding == nil || !ownedBy(binding, bp) {
+	// KubeStellar writes a new BindingPolicy's Binding before it records the
+	// resolution in the BindingPolicy's status: until both are there, the
+	// stage waits for the same thing and says the same, which spares a
+	// status write per stage.
+	if binding == nil || !ownedBy(binding, bp) || bp.Status.ObservedGeneration == 0 {
 		return assessment{reason: v1alpha1.ReasonWaitingForBinding,
 			message: fmt.Sprintf("waiting for KubeStellar to resolve BindingPolicy %s into a Binding", bp.Name)}
 	}

@@ -1312,6 +1312,32 @@ func quoted(s string) string {
 	return word
 }
 
+// TestPlanFirstResolutionIsOneWait: KubeStellar writes a new BindingPolicy's
+// Binding before it records the resolution in the BindingPolicy's status.
+// Between the two the stage still waits for the same thing, so the status
+// says the same and Plan writes nothing: a write per stage saved.
+func TestPlanFirstResolutionIsOneWait(t *testing.T) {
+	engine := newEngine(t)
+	unresolved := func(s *Snapshot) {
+		for i := range s.BindingPolicies {
+			s.BindingPolicies[i].Status.ObservedGeneration = 0
+		}
+		resync(s)
+	}
+	waiting := Plan(at("dev").with(unresolved).Snapshot, engine)
+	if waiting.Type != ActionUpdateStatus {
+		t.Fatalf("no Binding yet: %s (%s), want UpdateStatus", waiting.Type, waiting.Why)
+	}
+	snap := at("dev").with(unresolved).bound().Snapshot
+	snap.Policy.Status = *waiting.Status.DeepCopy()
+	if snap.ActiveBindingPolicy.Status.ObservedGeneration != 0 || snap.Binding == nil {
+		t.Fatal("the fixture is not between the Binding and the resolution's record")
+	}
+	if got := Plan(snap, engine); got.Type != ActionNone {
+		t.Errorf("Binding written, resolution not yet recorded: %s (%s), want None", got.Type, got.Why)
+	}
+}
+
 func TestPlanFullRollout(t *testing.T) {
 	engine := newEngine(t)
 	p := newPolicy()
