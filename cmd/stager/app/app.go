@@ -45,9 +45,9 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded"
-	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/peers"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/controllers/sharding"
 	"github.com/kubestellar/workload-stager/controllers/spaces"
 	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy"
 	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy/expression"
@@ -84,9 +84,8 @@ type Options struct {
 	// the field manager of its writes, the stager_space_owner metric and the
 	// logs. Empty means $POD_NAME, else the hostname.
 	ReplicaID string
-	// ShardLeaseDuration is how long a space's fence Lease lasts without
-	// renewal: a dead replica's spaces move after it (and after its peer
-	// Lease, 30s, expires).
+	// ShardLeaseDuration is how long a space's fence Lease, and a replica's
+	// peer Lease, last without renewal: a dead replica's spaces move after it.
 	ShardLeaseDuration time.Duration
 	// ShardLeaseRenew is how often a replica renews the fences it holds.
 	ShardLeaseRenew time.Duration
@@ -167,8 +166,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Coordination, "coordination", o.Coordination,
 		`how replicas share the spaces: "leader-election" (one elected replica serves every space, as --leader-elect says) or "sharded" (every replica serves a share of the spaces, chosen by rendezvous hashing over the replicas' Leases; each space is served by one replica at a time, fenced by a Lease of its own in --leader-election-namespace)`)
 	fs.StringVar(&o.ReplicaID, "replica-id", o.ReplicaID, "this replica's name among its peers, in the sharding Leases, its writes' field manager, the stager_space_owner metric and the logs (default: $POD_NAME, else the hostname)")
-	fs.DurationVar(&o.ShardLeaseDuration, "shard-lease-duration", o.ShardLeaseDuration, "with --coordination=sharded: how long a space's fence Lease lasts unrenewed; a dead replica's spaces move once it has passed")
-	fs.DurationVar(&o.ShardLeaseRenew, "shard-lease-renew", o.ShardLeaseRenew, "with --coordination=sharded: how often a replica renews its fence Leases (less than --shard-lease-duration)")
+	fs.DurationVar(&o.ShardLeaseDuration, "shard-lease-duration", o.ShardLeaseDuration, "with --coordination=sharded: how long a space's fence Lease and a replica's peer Lease last unrenewed; a dead replica's spaces move once it has passed")
+	fs.DurationVar(&o.ShardLeaseRenew, "shard-lease-renew", o.ShardLeaseRenew, "with --coordination=sharded: how often a replica renews its fence and peer Leases (less than --shard-lease-duration)")
 	fs.DurationVar(&o.ShardProbeInterval, "shard-probe-interval", o.ShardProbeInterval, "with --coordination=sharded: how often a replica decides again which spaces it serves")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "how many StagedBindingPolicies of one space are reconciled at once")
 	fs.DurationVar(&o.SpaceProbeInterval, "space-probe-interval", o.SpaceProbeInterval, "how often each space's API server is probed for readiness")
@@ -480,7 +479,10 @@ func (o *Options) shardingCoordinator(cfg *rest.Config, scheme *runtime.Scheme, 
 		sharded.WithPerClusterLease(true),
 		sharded.WithLeaseTimings(o.ShardLeaseDuration, o.ShardLeaseRenew, time.Second),
 		sharded.WithSynchronizationIntervals(o.ShardProbeInterval, 3*o.ShardProbeInterval),
-		sharded.WithPeerRegistry(peers.NewLeaseRegistry(leases, namespace, ShardPeerLeasePrefix, replica, 1, log)),
+		// The replicas' peer Leases last as long as the fences, so that a dead
+		// replica's spaces move once its fences expire.
+		sharded.WithPeerRegistry(sharding.NewPeerRegistry(leases, namespace, ShardPeerLeasePrefix, replica,
+			o.ShardLeaseDuration, o.ShardLeaseRenew, log)),
 	), nil
 }
 

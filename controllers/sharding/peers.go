@@ -1,0 +1,200 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+// Package sharding holds what the stager plugs into multicluster-runtime's
+// sharded coordinator: a peer registry whose Leases last as long as the
+// coordinator's fence Leases.
+package sharding
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/peers"
+	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/sharder"
+	"sigs.k8s.io/multicluster-runtime/pkg/util/sanitize"
+)
+
+// PeerLabel marks the peer Leases of the replicas, whose names start with
+// the registry's prefix, which is the label's value.
+const PeerLabel = "community.kubestellar.io/shard-peer"
+
+// releaseTimeout bounds the deletion of a stopping replica's peer Lease.
+const releaseTimeout = 5 * time.Second
+
+// PeerRegistry is the replicas' membership for multicluster-runtime's
+// sharded coordinator (sharded.WithPeerRegistry): each replica holds a Lease
+// named <prefix>-<replica>, renews it every renew for duration, and counts
+// as peers the replicas whose Lease has not expired.
+//
+// multicluster-runtime v0.24.1's own registry gives every peer Lease 30 s,
+// whatever the fences' duration: a killed replica keeps its share of the
+// hash, and so its spaces, for up to 30 s after their fences expire. Given
+// the fences' duration, a killed replica's spaces move once both expire.
+// A replica that stops deletes its Lease, so that its peers take its spaces
+// at once.
+type PeerRegistry struct {
+	client          client.Client
+	namespace       string
+	prefix, name    string
+	self            sharder.PeerInfo
+	duration, renew time.Duration
+	log             logr.Logger
+
+	mu    sync.RWMutex
+	peers []sharder.PeerInfo
+}
+
+var _ peers.Registry = &PeerRegistry{}
+
+// NewPeerRegistry returns the registry of the replica named replica, whose
+// Lease in namespace, named <prefix>-<replica>, lasts duration and is
+// renewed every renew, through c (which should not be cached: a replica
+// must see its peers' renewals as they happen).
+func NewPeerRegistry(c client.Client, namespace, prefix, replica string, duration, renew time.Duration, log logr.Logger) *PeerRegistry {
+	id := sanitize.DNS1123(replica)
+	return &PeerRegistry{
+		client:    c,
+		namespace: namespace,
+		prefix:    prefix,
+		name:      prefix + "-" + id,
+		self:      sharder.PeerInfo{ID: id, Weight: 1},
+		duration:  duration,
+		renew:     renew,
+		log:       log.WithName("peers").WithValues("namespace", namespace, "lease", prefix+"-"+id),
+	}
+}
+
+// Self returns this replica.
+func (r *PeerRegistry) Self() sharder.PeerInfo { return r.self }
+
+// Snapshot returns the live replicas, this one included, as of the last
+// refresh; none before the first.
+func (r *PeerRegistry) Snapshot() []sharder.PeerInfo {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return slices.Clone(r.peers)
+}
+
+// Run renews this replica's Lease and reads its peers' every renew until ctx
+// ends, then deletes this replica's Lease. Failures are logged and retried
+// at the next renewal: until then the last snapshot stands, as the fences
+// do.
+func (r *PeerRegistry) Run(ctx context.Context) error {
+	r.log.Info("Peer registry starting", "duration", r.duration, "renew", r.renew)
+	t := time.NewTicker(r.renew)
+	defer t.Stop()
+	for {
+		if err := r.renewSelf(ctx); err != nil && ctx.Err() == nil {
+			r.log.Error(err, "Cannot renew this replica's peer Lease; retrying")
+		}
+		if err := r.refresh(ctx); err != nil && ctx.Err() == nil {
+			r.log.Error(err, "Cannot read the peer Leases; retrying")
+		}
+		select {
+		case <-ctx.Done():
+			r.release()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// durationSeconds is the Lease duration in whole seconds, rounded up.
+func (r *PeerRegistry) durationSeconds() int32 {
+	return int32(min(math.Ceil(r.duration.Seconds()), math.MaxInt32))
+}
+
+// renewSelf creates or renews this replica's Lease.
+func (r *PeerRegistry) renewSelf(ctx context.Context) error {
+	now := metav1.NowMicro()
+	lease := &coordinationv1.Lease{}
+	err := r.client.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: r.name}, lease)
+	switch {
+	case apierrors.IsNotFound(err):
+		lease = &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: r.namespace, Name: r.name, Labels: map[string]string{PeerLabel: r.prefix}},
+			Spec: coordinationv1.LeaseSpec{
+				HolderIdentity: ptr.To(r.self.ID), AcquireTime: &now, RenewTime: &now,
+				LeaseDurationSeconds: ptr.To(r.durationSeconds()),
+			},
+		}
+		if err := r.client.Create(ctx, lease); err != nil {
+			return fmt.Errorf("creating peer Lease %s/%s: %w", r.namespace, r.name, err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading peer Lease %s/%s: %w", r.namespace, r.name, err)
+	}
+	if lease.Labels == nil {
+		lease.Labels = map[string]string{}
+	}
+	lease.Labels[PeerLabel] = r.prefix
+	lease.Spec.HolderIdentity, lease.Spec.RenewTime = ptr.To(r.self.ID), &now
+	lease.Spec.LeaseDurationSeconds = ptr.To(r.durationSeconds())
+	if err := r.client.Update(ctx, lease); err != nil {
+		return fmt.Errorf("renewing peer Lease %s/%s: %w", r.namespace, r.name, err)
+	}
+	return nil
+}
+
+// refresh reads the peer Leases and keeps, with this replica, the holders
+// of those not expired.
+func (r *PeerRegistry) refresh(ctx context.Context) error {
+	list := &coordinationv1.LeaseList{}
+	if err := r.client.List(ctx, list, client.InNamespace(r.namespace), client.MatchingLabels{PeerLabel: r.prefix}); err != nil {
+		return fmt.Errorf("listing the peer Leases in %s: %w", r.namespace, err)
+	}
+	now := time.Now()
+	live := []sharder.PeerInfo{r.self}
+	for _, l := range list.Items {
+		if !strings.HasPrefix(l.Name, r.prefix+"-") || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" ||
+			*l.Spec.HolderIdentity == r.self.ID || l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
+			continue
+		}
+		if now.After(l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second)) {
+			continue // expired: the replica is gone
+		}
+		live = append(live, sharder.PeerInfo{ID: *l.Spec.HolderIdentity, Weight: 1})
+	}
+	slices.SortFunc(live, func(a, b sharder.PeerInfo) int { return strings.Compare(a.ID, b.ID) })
+	r.mu.Lock()
+	r.peers = live
+	r.mu.Unlock()
+	return nil
+}
+
+// release deletes this replica's Lease, so that its peers count it out at
+// their next refresh rather than once it expires.
+func (r *PeerRegistry) release() {
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: r.namespace, Name: r.name}}
+	if err := r.client.Delete(ctx, lease); err != nil && !apierrors.IsNotFound(err) {
+		r.log.Error(err, "Cannot delete this replica's peer Lease; its peers count it out once it expires")
+		return
+	}
+	r.log.Info("Peer Lease released")
+}

@@ -1,0 +1,165 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package sharding
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/sharder"
+
+	"github.com/kubestellar/workload-stager/test/framework"
+	"github.com/kubestellar/workload-stager/test/framework/environment"
+)
+
+var space *environment.Space
+
+func TestMain(m *testing.M) {
+	os.Exit(framework.Main(m, "sharding", func(s *framework.Suite) error {
+		if testing.Short() {
+			return nil // make test-unit: no API server
+		}
+		return environment.SharedSpace(&space, "sharding")(s)
+	}))
+}
+
+const prefix = "peer"
+
+// newNamespace makes a namespace of its own for a test's Leases.
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs an API server")
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "sharding-"}}
+	if err := space.Client.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+// start runs a registry until the test ends or the returned stop is called,
+// which waits for Run to return.
+func start(t *testing.T, r *PeerRegistry) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = r.Run(ctx) }()
+	stop = func() { cancel(); <-done }
+	t.Cleanup(stop)
+	return stop
+}
+
+// ids returns the IDs of a snapshot.
+func ids(peers []sharder.PeerInfo) []string {
+	var out []string
+	for _, p := range peers {
+		out = append(out, p.ID)
+	}
+	return out
+}
+
+// waitFor waits until r's snapshot holds exactly want.
+func waitFor(t *testing.T, r *PeerRegistry, timeout time.Duration, want ...string) {
+	t.Helper()
+	environment.Eventually(t, timeout, fmt.Sprintf("%s to see %v", r.self.ID, want), func() error {
+		if got := ids(r.Snapshot()); !slices.Equal(got, want) {
+			return fmt.Errorf("it sees %v", got)
+		}
+		return nil
+	})
+}
+
+func TestReplicasSeeEachOther(t *testing.T) {
+	ns := newNamespace(t)
+	r1 := NewPeerRegistry(space.Client, ns, prefix, "Replica_1", 3*time.Second, 200*time.Millisecond, logr.Discard())
+	r2 := NewPeerRegistry(space.Client, ns, prefix, "replica-2", 3*time.Second, 200*time.Millisecond, logr.Discard())
+	if len(r1.Snapshot()) != 0 {
+		t.Errorf("snapshot before Run: %v, want none", r1.Snapshot())
+	}
+	start(t, r1)
+	start(t, r2)
+	waitFor(t, r1, 10*time.Second, "replica-1", "replica-2")
+	waitFor(t, r2, 10*time.Second, "replica-1", "replica-2")
+
+	lease := &coordinationv1.Lease{}
+	if err := space.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "peer-replica-1"}, lease); err != nil {
+		t.Fatal(err)
+	}
+	if d := lease.Spec.LeaseDurationSeconds; d == nil || *d != 3 || lease.Labels[PeerLabel] != prefix {
+		t.Errorf("peer Lease: duration %v, labels %v; want 3 s and %s=%s", d, lease.Labels, PeerLabel, prefix)
+	}
+}
+
+// TestDeadReplicaLeavesOnceItsLeaseExpires: a replica that stops renewing
+// (killed) counts until its Lease's duration has passed, then no more.
+func TestDeadReplicaLeavesOnceItsLeaseExpires(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+	renewed := metav1.NowMicro()
+	dead := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: prefix + "-dead", Labels: map[string]string{PeerLabel: prefix}},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("dead"), RenewTime: &renewed, LeaseDurationSeconds: ptr.To[int32](3)},
+	}
+	// Leases that are not peers of this prefix never count.
+	other := dead.DeepCopy()
+	other.Name, other.Labels[PeerLabel], other.Spec.HolderIdentity = "other-x", "other", ptr.To("x")
+	unlabelled := dead.DeepCopy()
+	unlabelled.Name, unlabelled.Labels, unlabelled.Spec.HolderIdentity = prefix+"-y", nil, ptr.To("y")
+	for _, l := range []*coordinationv1.Lease{dead, other, unlabelled} {
+		if err := space.Client.Create(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := NewPeerRegistry(space.Client, ns, prefix, "alive", 30*time.Second, 200*time.Millisecond, logr.Discard())
+	start(t, r)
+	waitFor(t, r, 10*time.Second, "alive", "dead")
+	left := environment.Eventually(t, 20*time.Second, "the dead replica to leave", func() error {
+		if got := ids(r.Snapshot()); !slices.Equal(got, []string{"alive"}) {
+			return fmt.Errorf("it sees %v", got)
+		}
+		return nil
+	})
+	if gone := time.Since(renewed.Time); gone < 3*time.Second {
+		t.Errorf("the dead replica left %s after its last renewal (after %s of waiting), before its Lease's 3 s", gone, left)
+	}
+}
+
+// TestStoppedReplicaLeavesAtOnce: a replica that stops deletes its Lease, and
+// its peers count it out at their next refresh, long before the Lease's 30 s.
+func TestStoppedReplicaLeavesAtOnce(t *testing.T) {
+	ns := newNamespace(t)
+	r1 := NewPeerRegistry(space.Client, ns, prefix, "r1", 30*time.Second, 200*time.Millisecond, logr.Discard())
+	r2 := NewPeerRegistry(space.Client, ns, prefix, "r2", 30*time.Second, 200*time.Millisecond, logr.Discard())
+	start(t, r1)
+	stop2 := start(t, r2)
+	waitFor(t, r1, 10*time.Second, "r1", "r2")
+	stop2()
+	err := space.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "peer-r2"}, &coordinationv1.Lease{})
+	if !apierrors.IsNotFound(err) {
+		t.Fatalf("r2's Lease after it stopped: %v, want NotFound", err)
+	}
+	waitFor(t, r1, 10*time.Second, "r1")
+}
