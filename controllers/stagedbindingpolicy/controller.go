@@ -22,10 +22,13 @@ import (
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -109,7 +112,7 @@ func NewController(space string, cl cluster.Cluster, engine *expression.Engine, 
 	informers := cl.GetCache()
 	reader := cl.GetClient()
 	watches := []source.Source{
-		source.Kind(informers, &v1alpha1.StagedBindingPolicy{}, &handler.TypedEnqueueRequestForObject[*v1alpha1.StagedBindingPolicy]{}),
+		source.Kind(informers, &v1alpha1.StagedBindingPolicy{}, policyEvents()),
 		source.Kind(informers, &v1alpha1.StageApproval{}, handler.TypedEnqueueRequestsFromMapFunc(
 			func(_ context.Context, a *v1alpha1.StageApproval) []reconcile.Request {
 				return policyOf(a.Labels)
@@ -133,6 +136,34 @@ func NewController(space string, cl cluster.Cluster, engine *expression.Engine, 
 		}
 	}
 	return c, nil
+}
+
+// StageStartPriority is the work-queue priority of a policy whose status has
+// just started a stage; other events have controller-runtime's (0, or
+// handler.LowPriority for the initial list and resyncs).
+const StageStartPriority = 100
+
+// policyEvents enqueues a policy on its own events. An update that starts a
+// stage (its status names another active stage) goes ahead of the rest of
+// the space's queue: the stage's BindingPolicy is the next change, and the
+// time until it exists is what the rollout's users wait for. Without a
+// priority queue, every event is queued alike.
+func policyEvents() handler.TypedEventHandler[*v1alpha1.StagedBindingPolicy, reconcile.Request] {
+	enqueue := &handler.TypedEnqueueRequestForObject[*v1alpha1.StagedBindingPolicy]{}
+	return handler.TypedFuncs[*v1alpha1.StagedBindingPolicy, reconcile.Request]{
+		CreateFunc:  enqueue.Create,
+		DeleteFunc:  enqueue.Delete,
+		GenericFunc: enqueue.Generic,
+		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[*v1alpha1.StagedBindingPolicy], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request])
+			if !ok || e.ObjectNew.Status.ActiveStage == "" || e.ObjectNew.Status.ActiveStage == e.ObjectOld.Status.ActiveStage {
+				enqueue.Update(ctx, e, q)
+				return
+			}
+			pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(StageStartPriority)},
+				reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.ObjectNew)})
+		},
+	}
 }
 
 // policyOf maps the labels of a generated BindingPolicy or StageApproval to its policy.
