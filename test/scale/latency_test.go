@@ -69,8 +69,11 @@ const (
 
 	// floorNamespace holds the ConfigMaps of the round-trip floor.
 	floorNamespace = "floor"
-	// floorInterval is the time between two round-trip probes in a space.
-	floorInterval = 100 * time.Millisecond
+	// idleInterval is the time between two round-trip probes in a space
+	// before the rollouts; loadedInterval while they run, where the probes
+	// must not add much load of their own (10 spaces: 10 writes a second).
+	idleInterval   = 100 * time.Millisecond
+	loadedInterval = time.Second
 	// idleProbes is the number of round-trip probes per space before the rollouts.
 	idleProbes = 20
 )
@@ -485,7 +488,7 @@ func runRollouts(b *testing.B, n, policies int, compareKubeStellar bool) {
 			if err := tl.probe(ctx, spaces[i], fmt.Sprintf("idle-%d", k)); err != nil {
 				return err
 			}
-			time.Sleep(floorInterval)
+			time.Sleep(idleInterval)
 		}
 		return nil
 	}); err != nil {
@@ -513,7 +516,7 @@ func runRollouts(b *testing.B, n, policies int, compareKubeStellar bool) {
 				select {
 				case <-loaded:
 					return
-				case <-time.After(floorInterval):
+				case <-time.After(loadedInterval):
 				}
 				if err := tl.probe(ctx, sp, fmt.Sprintf("load-%d", k)); err != nil {
 					b.Error(err)
