@@ -81,10 +81,10 @@ func ids(peers []sharder.PeerInfo) []string {
 	return out
 }
 
-// waitFor waits until r's snapshot holds exactly want.
-func waitFor(t *testing.T, r *PeerRegistry, timeout time.Duration, want ...string) {
+// waitFor waits up to 10 s until r's snapshot holds exactly want.
+func waitFor(t *testing.T, r *PeerRegistry, want ...string) {
 	t.Helper()
-	environment.Eventually(t, timeout, fmt.Sprintf("%s to see %v", r.self.ID, want), func() error {
+	environment.Eventually(t, 10*time.Second, fmt.Sprintf("%s to see %v", r.self.ID, want), func() error {
 		if got := ids(r.Snapshot()); !slices.Equal(got, want) {
 			return fmt.Errorf("it sees %v", got)
 		}
@@ -101,8 +101,8 @@ func TestReplicasSeeEachOther(t *testing.T) {
 	}
 	start(t, r1)
 	start(t, r2)
-	waitFor(t, r1, 10*time.Second, "replica-1", "replica-2")
-	waitFor(t, r2, 10*time.Second, "replica-1", "replica-2")
+	waitFor(t, r1, "replica-1", "replica-2")
+	waitFor(t, r2, "replica-1", "replica-2")
 
 	lease := &coordinationv1.Lease{}
 	if err := space.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "peer-replica-1"}, lease); err != nil {
@@ -135,7 +135,7 @@ func TestDeadReplicaLeavesOnceItsLeaseExpires(t *testing.T) {
 	}
 	r := NewPeerRegistry(space.Client, ns, prefix, "alive", 30*time.Second, 200*time.Millisecond, logr.Discard())
 	start(t, r)
-	waitFor(t, r, 10*time.Second, "alive", "dead")
+	waitFor(t, r, "alive", "dead")
 	left := environment.Eventually(t, 20*time.Second, "the dead replica to leave", func() error {
 		if got := ids(r.Snapshot()); !slices.Equal(got, []string{"alive"}) {
 			return fmt.Errorf("it sees %v", got)
@@ -155,11 +155,11 @@ func TestStoppedReplicaLeavesAtOnce(t *testing.T) {
 	r2 := NewPeerRegistry(space.Client, ns, prefix, "r2", 30*time.Second, 200*time.Millisecond, logr.Discard())
 	start(t, r1)
 	stop2 := start(t, r2)
-	waitFor(t, r1, 10*time.Second, "r1", "r2")
+	waitFor(t, r1, "r1", "r2")
 	stop2()
 	err := space.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "peer-r2"}, &coordinationv1.Lease{})
 	if !apierrors.IsNotFound(err) {
 		t.Fatalf("r2's Lease after it stopped: %v, want NotFound", err)
 	}
-	waitFor(t, r1, 10*time.Second, "r1")
+	waitFor(t, r1, "r1")
 }

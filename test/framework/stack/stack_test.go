@@ -405,7 +405,7 @@ func TestControllerManagerOutage(t *testing.T) {
 	// KubeStellar makes a Binding within about 2 s when it runs.
 	environment.Consistently(t, 8*time.Second, "no Binding while KubeStellar is down", func() error {
 		if err := c.Get(ctx, client.ObjectKey{Name: bp.Name}, &ksv1alpha1.Binding{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("getting Binding %s: %v, want NotFound", bp.Name, err)
+			return fmt.Errorf("getting Binding %s: %w, want NotFound", bp.Name, err)
 		}
 		return nil
 	})
