@@ -21,7 +21,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -34,11 +33,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
-	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
-	"github.com/kubestellar/workload-stager/cmd/stager/app"
 	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy"
 	"github.com/kubestellar/workload-stager/test/framework"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
@@ -63,9 +59,6 @@ const (
 	// StagerArgsEnv holds further arguments for the stager, separated by
 	// spaces, to compare settings such as --max-concurrent-reconciles.
 	StagerArgsEnv = "STAGER_SCALE_STAGER_ARGS"
-	// KeepEnv, when set, keeps the run's logs (the stager's, the
-	// harness's) in the directory it names at the end.
-	KeepEnv = "STAGER_SCALE_KEEP"
 
 	// floorNamespace holds the ConfigMaps of the round-trip floor.
 	floorNamespace = "floor"
@@ -107,19 +100,6 @@ func BenchmarkStageAdvanceLatency(b *testing.B) {
 // policies in a single space.
 func BenchmarkOneSpaceManyPolicies(b *testing.B) {
 	runRollouts(b, 1, envInt(b, LatencyPoliciesEnv, 1000), false)
-}
-
-// envInt reads a positive number from the environment, or returns def.
-func envInt(b *testing.B, name string, def int) int {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		b.Fatalf("$%s=%q is not a positive number", name, v)
-	}
-	return n
 }
 
 // latencySpace is one WDS of the run, with its simulator.
@@ -341,34 +321,8 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // BenchmarkOneSpaceManyPolicies: n spaces with the given number of
 // three-stage policies each, all rolled out at once.
 func runRollouts(b *testing.B, n, policies int, compareKubeStellar bool) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	dir, err := os.MkdirTemp("", "stager-latency-")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		if b.Failed() || os.Getenv(KeepEnv) != "" {
-			b.Logf("logs kept in %s", dir)
-			return
-		}
-		_ = os.RemoveAll(dir)
-	}()
-	logFile, err := os.Create(filepath.Join(dir, "harness.log"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = logFile.Close() }()
-	log.SetLogger(zap.New(zap.WriteTo(logFile)))
-
-	binary, err := stack.StagerBinary(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	scheme, err := app.NewScheme()
-	if err != nil {
-		b.Fatal(err)
-	}
+	h := startHarness(b, "stager-latency-")
+	ctx, dir, binary, scheme := h.ctx, h.dir, h.binary, h.scheme
 
 	// One KubeStellar controller-manager for one WDS, for its memory.
 	ksRSS := 0

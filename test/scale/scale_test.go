@@ -35,6 +35,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -52,6 +53,9 @@ import (
 const (
 	// WorkspacesEnv overrides the number of workspaces (default 100).
 	WorkspacesEnv = "STAGER_SCALE_WORKSPACES"
+	// KeepEnv, when set, keeps a run's logs (the stager's, the harness's)
+	// in the directory it names at the end.
+	KeepEnv = "STAGER_SCALE_KEEP"
 	// defaultWorkspaces is the number of workspaces of the scale run.
 	defaultWorkspaces = 100
 	// parallelism bounds the concurrent workspace set-ups and writes.
@@ -65,31 +69,9 @@ var clusters = []kubestellar.Cluster{
 
 // BenchmarkKCPWorkspaces runs the scale harness once, whatever b.N.
 func BenchmarkKCPWorkspaces(b *testing.B) {
-	n := defaultWorkspaces
-	if v := os.Getenv(WorkspacesEnv); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n < 1 {
-			b.Fatalf("$%s=%q is not a positive number", WorkspacesEnv, v)
-		}
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	dir := b.TempDir()
-	logFile, err := os.Create(filepath.Join(dir, "harness.log"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = logFile.Close() }()
-	log.SetLogger(zap.New(zap.WriteTo(logFile)))
-
-	binary, err := stack.StagerBinary(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	scheme, err := app.NewScheme()
-	if err != nil {
-		b.Fatal(err)
-	}
+	n := envInt(b, WorkspacesEnv, defaultWorkspaces)
+	h := startHarness(b, "stager-kcp-scale-")
+	ctx, dir, binary, scheme := h.ctx, h.dir, h.binary, h.scheme
 	kcp, err := kcpstack.Start(ctx, kcpstack.Options{WorkDir: dir, Scheme: scheme, Clusters: clusters, SimulatorInterval: time.Second})
 	if err != nil {
 		b.Fatal(err)
@@ -204,6 +186,63 @@ func startRollout(ctx context.Context, w *kcpstack.Workspace) error {
 	}
 	w.Availability.SetAvailable(v1alpha1.BindingPolicyName("web", "dev"), true)
 	return nil
+}
+
+// envInt reads a positive number from the environment, or returns def.
+func envInt(b *testing.B, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		b.Fatalf("$%s=%q is not a positive number", name, v)
+	}
+	return n
+}
+
+// harness is what every run of the package starts with: a context that
+// ends with the run, a directory for the logs, the stager binary and the
+// stager's scheme.
+type harness struct {
+	ctx    context.Context
+	dir    string
+	binary string
+	scheme *runtime.Scheme
+}
+
+// startHarness makes the run's directory (removed at the end unless the run
+// failed or $STAGER_SCALE_KEEP is set), sends the harness's own logs to
+// harness.log there, and builds or finds the stager binary.
+func startHarness(b *testing.B, prefix string) *harness {
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if b.Failed() || os.Getenv(KeepEnv) != "" {
+			b.Logf("logs kept in %s", dir)
+			return
+		}
+		_ = os.RemoveAll(dir)
+	})
+	logFile, err := os.Create(filepath.Join(dir, "harness.log"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = logFile.Close() })
+	log.SetLogger(zap.New(zap.WriteTo(logFile)))
+	binary, err := stack.StagerBinary(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	scheme, err := app.NewScheme()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &harness{ctx: ctx, dir: dir, binary: binary, scheme: scheme}
 }
 
 // forEach calls f for 0..n-1, parallelism at a time, and returns the first error.
