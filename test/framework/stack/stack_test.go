@@ -401,7 +401,11 @@ func TestControllerManagerOutage(t *testing.T) {
 		t.Error("starting the controller-manager of an unknown WDS: no error")
 	}
 	c := st.WDS["wds1"].Client
-	deploy, bp := workload(ctx, t, c, "outage", "web", "outage-bp")
+	// The Deployment's name is its own: KubeStellar v0.30.0 finds a WEC's
+	// WorkStatus by the object's name without its namespace and WDS, and its
+	// status controller panics when it starts with a Binding whose object
+	// shares a name with another WDS's (TestAddWDS places "web").
+	deploy, bp := workload(ctx, t, c, "outage", "outage-web", "outage-bp")
 	// KubeStellar makes a Binding within about 2 s when it runs.
 	environment.Consistently(t, 8*time.Second, "no Binding while KubeStellar is down", func() error {
 		if err := c.Get(ctx, client.ObjectKey{Name: bp.Name}, &ksv1alpha1.Binding{}); !apierrors.IsNotFound(err) {
