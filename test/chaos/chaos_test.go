@@ -449,10 +449,9 @@ func TestKilledReplicasNeverShareASpace(t *testing.T) {
 }
 
 // TestOutagesStayInTheirSpace cuts, one after the other, for
-// STAGER_CHAOS_OUTAGE each: wds1's API server (behind its proxy), wds2's
-// KubeStellar (the real controller-manager, stopped) and the hosting API
-// server the replicas coordinate through (its process stopped and started
-// again). The other spaces' rollouts go on through the first
+// STAGER_CHAOS_OUTAGE each: wds1's API server, wds2's KubeStellar (the real
+// controller-manager) and the hosting API server the replicas coordinate
+// through, each process stopped and started again. The other spaces' rollouts go on through the first
 // two; each broken space resumes once mended, wds2 saying meanwhile what it
 // waits for; after the hosting outage every space is served again; and the
 // audit finds every write in its writer's tenure throughout.
@@ -461,16 +460,16 @@ func TestOutagesStayInTheirSpace(t *testing.T) {
 	r := startRun(t, "outage", "o")
 	wds1, wds2 := suite.spaces[0], suite.spaces[1]
 
-	// (c) wds1's API server is gone.
+	// (c) wds1's API server stops.
 	before := r.counts()
 	down := time.Now()
-	if err := suite.wds1Proxy.Set(environment.Down); err != nil {
+	if err := wds1.StopAPIServer(); err != nil {
 		t.Fatal(err)
 	}
 	r.othersProgress("the other spaces to go on while wds1 is down", wds1.Name, before)
 	time.Sleep(time.Until(down.Add(outage)))
 	stuck := r.begun(wds1.Name)
-	if err := suite.wds1Proxy.Set(environment.Pass); err != nil {
+	if err := wds1.StartAPIServer(r.ctx); err != nil {
 		t.Fatal(err)
 	}
 	mended := time.Now()

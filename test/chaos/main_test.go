@@ -154,8 +154,6 @@ var suite struct {
 	spaces    []*space
 	binary    string
 	hostingKC string // the replicas' kubeconfig of the hosting space
-	// wds1Proxy stands between the replicas and wds1's API server.
-	wds1Proxy *environment.FaultProxy
 }
 
 func TestMain(m *testing.M) {
@@ -224,13 +222,7 @@ func setUp(s *framework.Suite) error {
 			s.Defer(sim.stop)
 			sp.kubeStellar = sim
 		}
-		if i == 0 {
-			// The replicas reach wds1 through a proxy that can cut it off.
-			if err := registerThroughProxy(ctx, sp.Space); err != nil {
-				return err
-			}
-			s.Defer(func() error { suite.wds1Proxy.Close(); return nil })
-		} else if err := sp.RegisterWithStager(ctx, suite.hosting.Client, secretNamespace, stagerUser); err != nil {
+		if err := sp.RegisterWithStager(ctx, suite.hosting.Client, secretNamespace, stagerUser); err != nil {
 			return err
 		}
 		if err := sp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
@@ -239,26 +231,6 @@ func setUp(s *framework.Suite) error {
 		suite.spaces = append(suite.spaces, sp)
 	}
 	return nil
-}
-
-// registerThroughProxy gives the replicas an identity in wds and registers
-// it as a space they reach through suite.wds1Proxy.
-func registerThroughProxy(ctx context.Context, wds *environment.Space) error {
-	if err := wds.GrantStagerRole(ctx, stagerUser); err != nil {
-		return err
-	}
-	kubeconfig, err := wds.AddUser(stagerUser)
-	if err != nil {
-		return err
-	}
-	if suite.wds1Proxy, err = wds.StartFaultProxy(kubeconfig); err != nil {
-		return err
-	}
-	proxied, err := suite.wds1Proxy.Kubeconfig()
-	if err != nil {
-		return err
-	}
-	return environment.RegisterKubeconfigSecret(ctx, suite.hosting.Client, secretNamespace, wds.Name, "", proxied)
 }
 
 // startReplica starts the stager binary as the named replica, sharded with
