@@ -45,11 +45,9 @@ func run() error {
 	flag.Parse()
 
 	dir := *workDir
-	if dir == "" {
-		var err error
-		if dir, err = os.MkdirTemp("", "stager-demo-"); err != nil {
-			return err
-		}
+	dir, err := prepareWorkDir(dir)
+	if err != nil {
+		return err
 	}
 	logFile, err := os.Create(filepath.Join(dir, "stack.log"))
 	if err != nil {
@@ -62,4 +60,13 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return Run(ctx, Options{StagerBinary: *stager, WorkDir: dir, StageDelay: *delay, Out: os.Stdout, Logger: logger})
+}
+
+// prepareWorkDir returns the demo's work directory: dir, made if it does not exist
+// yet, or a new temporary directory when dir is empty.
+func prepareWorkDir(dir string) (string, error) {
+	if dir == "" {
+		return os.MkdirTemp("", "stager-demo-")
+	}
+	return dir, os.MkdirAll(dir, 0o755)
 }
