@@ -38,7 +38,7 @@ TEST_ENV = export KUBEBUILDER_ASSETS="$$($(TOOL) envtest)"; \
 
 # The test layers, for a faster inner loop; `make test` runs them all.
 UNIT_PKGS ?= ./api/... ./cmd/... ./controllers/... ./providers/... ./hack/...
-INTEGRATION_PKGS ?= ./controllers/spaces/ ./controllers/stagedbindingpolicy/ ./test/framework/ ./test/framework/environment/ ./test/framework/kubestellar/ ./test/integration/ ./test/plugin/
+INTEGRATION_PKGS ?= ./controllers/sharding/ ./controllers/spaces/ ./controllers/stagedbindingpolicy/ ./test/framework/ ./test/framework/environment/ ./test/framework/kubestellar/ ./test/integration/ ./test/plugin/
 E2E_PKGS ?= ./test/chart/ ./test/install/ ./test/framework/stack/ ./test/framework/prometheus/ ./test/e2e/ ./test/chaos/
 KCP_PKGS ?= ./test/framework/kcp/ ./test/kcpe2e/
 
