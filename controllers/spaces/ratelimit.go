@@ -16,29 +16,34 @@ package spaces
 
 import (
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Default request rate of a space's client: client-go's own default (5
-// requests a second, bursts of 10) holds back a space where many policies
-// advance at once, each advance taking a few writes.
+// requests a second, bursts of 10, for each resource) holds back a space
+// where many policies advance at once, each advance taking a few writes.
 const (
-	DefaultQPS   = 50
-	DefaultBurst = 100
+	DefaultQPS   = 100
+	DefaultBurst = 200
 )
 
 // WithRequestRate returns a client.NewClientFunc (for cluster.Options) that
-// makes, with next, clients sending at most qps requests a second to the
-// space's API server, in bursts of up to burst. The space's rest.Config is
-// copied, not changed; a config with a RateLimiter of its own keeps it.
+// makes, with next, a client sending at most qps requests a second to the
+// space's API server, in bursts of up to burst, for all resources together:
+// one token bucket per client made, which every resource's REST client of it
+// shares. The space's rest.Config is copied, not changed; a config with a
+// RateLimiter of its own, or with rate limiting turned off (negative QPS),
+// keeps it.
 func WithRequestRate(qps float32, burst int, next client.NewClientFunc) client.NewClientFunc {
 	if next == nil {
 		next = client.New
 	}
 	return func(config *rest.Config, options client.Options) (client.Client, error) {
 		limited := rest.CopyConfig(config)
-		if limited.RateLimiter == nil {
+		if limited.RateLimiter == nil && limited.QPS >= 0 {
 			limited.QPS, limited.Burst = qps, burst
+			limited.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(qps, burst)
 		}
 		return next(limited, options)
 	}

@@ -33,6 +33,7 @@ func TestWithRequestRate(t *testing.T) {
 		{name: "client-go's default", config: &rest.Config{Host: "https://wds1"}, wantQPS: 50, wantBurst: 100},
 		{name: "set in the kubeconfig", config: &rest.Config{Host: "https://wds1", QPS: 3, Burst: 4}, wantQPS: 50, wantBurst: 100},
 		{name: "a rate limiter of its own", config: &rest.Config{Host: "https://wds1", RateLimiter: limiter}, wantQPS: 0, wantBurst: 0},
+		{name: "rate limiting off", config: &rest.Config{Host: "https://wds1", QPS: -1}, wantQPS: -1, wantBurst: 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := *tc.config
@@ -47,7 +48,20 @@ func TestWithRequestRate(t *testing.T) {
 			if got.QPS != tc.wantQPS || got.Burst != tc.wantBurst || got.Host != tc.config.Host {
 				t.Errorf("client made with QPS %v, burst %d, host %s; want %v, %d, %s", got.QPS, got.Burst, got.Host, tc.wantQPS, tc.wantBurst, tc.config.Host)
 			}
-			if got == tc.config || tc.config.QPS != before.QPS || tc.config.Burst != before.Burst {
+			switch {
+			case tc.config.RateLimiter != nil:
+				if got.RateLimiter != tc.config.RateLimiter {
+					t.Error("the config's own rate limiter was replaced")
+				}
+			case tc.wantQPS < 0:
+				if got.RateLimiter != nil {
+					t.Error("rate limiting turned back on")
+				}
+			case got.RateLimiter == nil || got.RateLimiter.QPS() != tc.wantQPS:
+				// One bucket for every resource's REST client of the client.
+				t.Errorf("no shared token bucket of %v requests a second: %v", tc.wantQPS, got.RateLimiter)
+			}
+			if got == tc.config || tc.config.QPS != before.QPS || tc.config.Burst != before.Burst || tc.config.RateLimiter != before.RateLimiter {
 				t.Errorf("the space's config was changed: %+v", tc.config)
 			}
 		})
