@@ -208,8 +208,11 @@ func (o *Options) Validate() error {
 	if o.SpaceProbeInterval <= 0 {
 		errs = append(errs, errors.New("--space-probe-interval must be positive"))
 	}
-	if o.SpaceQPS <= 0 || o.SpaceBurst < 1 {
-		errs = append(errs, errors.New("--space-qps must be positive and --space-burst at least 1"))
+	if o.SpaceQPS <= 0 {
+		errs = append(errs, errors.New("--space-qps must be positive"))
+	}
+	if o.SpaceBurst < 1 {
+		errs = append(errs, errors.New("--space-burst must be at least 1"))
 	}
 	if o.CacheSyncTimeout <= 0 {
 		errs = append(errs, errors.New("--cache-sync-timeout must be positive"))
