@@ -212,6 +212,9 @@ type run struct {
 	procs     map[string]*stack.Process
 	rollouts  *sync.Map // space name → rollouts begun
 	keepGoing chan struct{}
+	// restarts is held while a rollout is restarted, so that once finish
+	// has closed keepGoing under it, no restart can follow.
+	restarts sync.Mutex
 }
 
 // startRun starts the audit, the replicas (named prefix1, prefix2, ...), and
@@ -258,7 +261,7 @@ func startRun(t *testing.T, name, prefix string) *run {
 			case <-time.After(500 * time.Millisecond):
 			}
 			for _, s := range suite.spaces {
-				advance(ctx, s, name, r.keepGoing, r.rollouts)
+				advance(ctx, s, name, r.keepGoing, &r.restarts, r.rollouts)
 			}
 		}
 	}()
@@ -338,7 +341,9 @@ func (r *run) counts() map[string]int {
 func (r *run) finish() (completed, writes int) {
 	t := r.t
 	t.Helper()
+	r.restarts.Lock()
 	close(r.keepGoing)
+	r.restarts.Unlock()
 	for _, s := range suite.spaces {
 		p := policytest.Space{Name: s.Name, Client: s.Client, Ctx: r.ctx, Timeout: 3 * time.Minute}.WaitForPhase(t, r.name, v1alpha1.RolloutCompleted)
 		for i, rec := range p.Status.Stages {
@@ -539,8 +544,8 @@ func progressingOf(p *v1alpha1.StagedBindingPolicy) *metav1.Condition {
 
 // advance moves a space's rollout on: the WECs of the active stage turn
 // healthy 2s after it starts, and, until keepGoing is closed, a completed
-// rollout restarts (restartedAt "r<n>").
-func advance(ctx context.Context, s *space, name string, keepGoing chan struct{}, rollouts *sync.Map) {
+// rollout restarts (restartedAt "r<n>"), under restarts.
+func advance(ctx context.Context, s *space, name string, keepGoing chan struct{}, restarts *sync.Mutex, rollouts *sync.Map) {
 	p := &v1alpha1.StagedBindingPolicy{}
 	if err := s.Client.Get(ctx, types.NamespacedName{Name: name}, p); err != nil {
 		return
@@ -553,6 +558,8 @@ func advance(ctx context.Context, s *space, name string, keepGoing chan struct{}
 			s.setAvailable(v1alpha1.BindingPolicyName(name, r.Name), true)
 		}
 	}
+	restarts.Lock()
+	defer restarts.Unlock()
 	select {
 	case <-keepGoing:
 		return
