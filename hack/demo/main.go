@@ -44,8 +44,7 @@ func run() error {
 	delay := flag.Duration("stage-delay", 8*time.Second, "how long each stage's WECs take to report the workload available")
 	flag.Parse()
 
-	dir := *workDir
-	dir, err := prepareWorkDir(dir)
+	dir, err := prepareWorkDir(*workDir)
 	if err != nil {
 		return err
 	}

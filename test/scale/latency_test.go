@@ -531,6 +531,9 @@ func runRollouts(b *testing.B, n, policies int, compareKubeStellar bool) {
 	report("roundtrip-loaded-p99-ms", percentile(loadTrips, 0.99))
 	report("roundtrip-idle-p50-ms", percentile(idle, 0.5))
 	report("roundtrip-idle-p99-ms", percentile(idle, 0.99))
+	if len(loadTrips) == 0 {
+		b.Fatal("no round trip was measured under load")
+	}
 	b.ReportMetric(percentile(advances, 0.99).Seconds()/percentile(loadTrips, 0.99).Seconds(), "advance-p99/roundtrip-p99")
 	b.ReportMetric(converged.Seconds(), "s-to-converge")
 	b.ReportMetric(cpu, "cpu-s-to-converge")
@@ -551,7 +554,7 @@ func runRollouts(b *testing.B, n, policies int, compareKubeStellar bool) {
 		n*policies, converged.Round(time.Millisecond), cpu, rss/1024, peak/1024)
 	b.Logf("stager RSS: %d MiB with no space, %d MiB with %d engaged (in %s): %.2f MiB per engaged space",
 		bareRSS/1024, engagedRSS/1024, n, engaged.Round(time.Millisecond), perSpace/1024)
-	if ksRSS > 0 {
+	if ksRSS > 0 && perSpace > 0 {
 		b.ReportMetric(float64(ksRSS)/1024, "MiB-ks-controller-manager")
 		b.Logf("one KubeStellar controller-manager (one WDS, idle after start): RSS %d MiB, %.1f× the stager's per engaged space",
 			ksRSS/1024, float64(ksRSS)/perSpace)
