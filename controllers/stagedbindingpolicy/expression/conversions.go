@@ -15,11 +15,13 @@
 package expression
 
 import (
-	"container/list"
 	"sync"
 
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
-	"k8s.io/apimachinery/pkg/types"
+	apitypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/lru"
 )
 
 // DefaultConversionCacheSize is how many CombinedStatuses an Engine keeps in
@@ -28,69 +30,89 @@ const DefaultConversionCacheSize = 4096
 
 // conversionKey identifies one version of one CombinedStatus.
 type conversionKey struct {
-	uid             types.UID
+	uid             apitypes.UID
 	resourceVersion string
 }
 
-// conversions keeps the JSON form of the CombinedStatuses evaluated lately,
-// by UID and resourceVersion, so that the conditions of every stage and
-// every reconcile share one conversion of each version. The forms are only
-// read (CEL does not change its inputs). Safe for concurrent use.
-type conversions struct {
-	size int
-
-	mu      sync.Mutex
-	lru     *list.List // of conversionKey, most recently used first
-	entries map[conversionKey]conversion
+// input is a CombinedStatus in the forms a condition reads: its JSON form,
+// and the same built once as CEL values, so that evaluations do not wrap
+// again every map and list they reach. Both are only read.
+type input struct {
+	obj map[string]any
+	val ref.Val
+	// bounds holds, by *bounder, what each condition evaluated on it may
+	// cost (see bound.go).
+	bounds sync.Map
 }
 
-// conversion is a cached JSON form and its place in the LRU list.
-type conversion struct {
-	obj  map[string]any
-	elem *list.Element
+// conversions keeps the inputs of the CombinedStatuses evaluated lately, by
+// UID and resourceVersion, so that the conditions of every stage and every
+// reconcile share one conversion of each version. Safe for concurrent use.
+type conversions struct {
+	size  int
+	cache *lru.Cache // of conversionKey to *input
 }
 
 func newConversions(size int) *conversions {
-	return &conversions{size: size, lru: list.New(), entries: map[conversionKey]conversion{}}
+	c := &conversions{size: size}
+	if size > 0 {
+		c.cache = lru.New(size)
+	}
+	return c
 }
 
-// of returns cs in JSON form, converting it only when this version of it is
+// of returns cs as an input, converting it only when this version of it is
 // not cached. A CombinedStatus without UID or resourceVersion (one not read
 // from an API server) is converted every time.
-func (c *conversions) of(cs *ksv1alpha1.CombinedStatus) (map[string]any, error) {
-	if c == nil || c.size <= 0 || cs.UID == "" || cs.ResourceVersion == "" {
-		return combinedStatusToJSON(cs)
+func (c *conversions) of(cs *ksv1alpha1.CombinedStatus) (*input, error) {
+	if c == nil || c.cache == nil || cs.UID == "" || cs.ResourceVersion == "" {
+		return newInput(cs)
 	}
 	key := conversionKey{uid: cs.UID, resourceVersion: cs.ResourceVersion}
-	c.mu.Lock()
-	if hit, ok := c.entries[key]; ok {
-		c.lru.MoveToFront(hit.elem)
-		c.mu.Unlock()
-		return hit.obj, nil
+	if hit, ok := c.cache.Get(key); ok {
+		return hit.(*input), nil
 	}
-	c.mu.Unlock()
-
-	obj, err := combinedStatusToJSON(cs)
+	in, err := newInput(cs)
 	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if hit, ok := c.entries[key]; ok { // converted meanwhile by another evaluation
-		return hit.obj, nil
-	}
-	c.entries[key] = conversion{obj: obj, elem: c.lru.PushFront(key)}
-	for c.lru.Len() > c.size {
-		oldest := c.lru.Back()
-		c.lru.Remove(oldest)
-		delete(c.entries, oldest.Value.(conversionKey))
-	}
-	return obj, nil
+	c.cache.Add(key, in)
+	return in, nil
 }
 
 // len returns how many conversions are cached.
 func (c *conversions) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.lru.Len()
+	if c.cache == nil {
+		return 0
+	}
+	return c.cache.Len()
+}
+
+// newInput converts cs.
+func newInput(cs *ksv1alpha1.CombinedStatus) (*input, error) {
+	obj, err := combinedStatusToJSON(cs)
+	if err != nil {
+		return nil, err
+	}
+	return &input{obj: obj, val: celValue(obj)}, nil
+}
+
+// celValue converts a value of a JSON form to the CEL value that cel-go's
+// adapter would make of it, recursively.
+func celValue(v any) ref.Val {
+	switch v := v.(type) {
+	case map[string]any:
+		m := make(map[ref.Val]ref.Val, len(v))
+		for k, e := range v {
+			m[types.String(k)] = celValue(e)
+		}
+		return types.NewRefValMap(types.DefaultTypeAdapter, m)
+	case []any:
+		l := make([]ref.Val, len(v))
+		for i, e := range v {
+			l[i] = celValue(e)
+		}
+		return types.NewRefValList(types.DefaultTypeAdapter, l)
+	}
+	return types.DefaultTypeAdapter.NativeToValue(v)
 }

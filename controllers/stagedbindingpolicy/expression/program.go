@@ -15,13 +15,15 @@
 package expression
 
 import (
-	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/interpreter"
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -36,6 +38,12 @@ type Program struct {
 	prog        cel.Program
 	// conversions is the engine's cache of CombinedStatuses in JSON form.
 	conversions *conversions
+	// timeouts gives the contexts that stop evaluations at evalTimeout.
+	timeouts *timeouts
+	// bounder lets a condition run without cost tracking on inputs too
+	// small to reach the cost limit; nil for filters and for conditions
+	// it cannot bound.
+	bounder *bounder
 }
 
 // Source returns the source text the program was compiled from.
@@ -61,7 +69,7 @@ func (p *Program) EvalFilter(clause Clause) (bool, error) {
 	if err := p.check(KindFilter); err != nil {
 		return false, err
 	}
-	return p.eval(map[string]any{VarDownsyncClause: clause.celView()}, nil)
+	return p.eval(p.prog, map[string]any{VarDownsyncClause: clause.celView()}, nil, unbounded)
 }
 
 // EvalCondition evaluates a condition program against one CombinedStatus and
@@ -80,12 +88,33 @@ func (p *Program) evalCondition(cs *ksv1alpha1.CombinedStatus, b *Budget) (bool,
 	if cs == nil {
 		return false, newError(p.kind, p.source, ReasonEvaluationError, errors.New("no CombinedStatus given"))
 	}
-	obj, err := p.conversions.of(cs)
+	in, err := p.conversions.of(cs)
 	if err != nil {
 		return false, newError(p.kind, p.source, ReasonEvaluationError, err)
 	}
-	return p.eval(map[string]any{VarObj: obj, VarCombinedStatus: obj}, b)
+	vars := conditionVars{obj: in.val}
+	if p.bounder != nil {
+		if bnd, ok := p.bounder.boundFor(in); ok && bnd.fits {
+			return p.eval(p.bounder.untracked, vars, b, bnd.cost)
+		}
+	}
+	return p.eval(p.prog, vars, b, unbounded)
 }
+
+// conditionVars are the variables of a condition: one object under two
+// names.
+type conditionVars struct{ obj ref.Val }
+
+// ResolveName implements interpreter.Activation.
+func (v conditionVars) ResolveName(name string) (any, bool) {
+	if name == VarObj || name == VarCombinedStatus {
+		return v.obj, true
+	}
+	return nil, false
+}
+
+// Parent implements interpreter.Activation.
+func (conditionVars) Parent() interpreter.Activation { return nil }
 
 // check verifies that p is usable in the role want.
 func (p *Program) check(want Kind) error {
@@ -99,30 +128,37 @@ func (p *Program) check(want Kind) error {
 	return nil
 }
 
-// eval runs the program on the given variables, within the evaluation
-// timeout and budget b (nil for none), and classifies the outcome.
-func (p *Program) eval(vars map[string]any, b *Budget) (result bool, err error) {
+// unbounded says that an evaluation tracks its cost.
+const unbounded = math.MaxUint64
+
+// eval runs prog (p's program, or its untracked form) on the given
+// variables, within the evaluation timeout and budget b (nil for none), and
+// classifies the outcome. bound is what the evaluation may cost when prog
+// does not track it (charged to b), or unbounded.
+func (p *Program) eval(prog cel.Program, vars any, b *Budget, bound uint64) (result bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			result, err = false, newError(p.kind, p.source, ReasonEvaluationError, fmt.Errorf("internal error: %v", r))
 		}
 	}()
 	now := time.Now()
-	deadline, byBudget := now.Add(p.evalTimeout), false
+	ctx, deadline := p.timeouts.context(now)
+	byBudget := false
 	if b != nil {
 		if why := b.exhausted(now); why != "" {
 			return false, newError(p.kind, p.source, ReasonBudgetExhausted, errors.New(why))
 		}
 		if b.deadline.Before(deadline) {
-			deadline, byBudget = b.deadline, true
+			ctx, byBudget = b.context(), true
 		}
 	}
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	defer cancel()
-	out, details, evalErr := p.prog.ContextEval(ctx, vars)
-	if b != nil && details != nil {
-		if cost := details.ActualCost(); cost != nil {
-			b.spent += *cost
+	out, details, evalErr := prog.ContextEval(ctx, vars)
+	if b != nil {
+		switch {
+		case bound != unbounded:
+			b.spent += bound
+		case details != nil && details.ActualCost() != nil:
+			b.spent += *details.ActualCost()
 		}
 	}
 	if evalErr != nil {
