@@ -72,46 +72,75 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return result, err
 }
 
+// maxStepsPerRun bounds the steps of one run. A step is one snapshot, one
+// Plan and one change; a status write that starts a stage (the rollout's
+// start, an advance, a restart) is followed at once by the step it leads to,
+// creating the stage's BindingPolicy, on the policy as written: the cache
+// has not seen the write yet, and waiting for its watch event and the queue
+// would make every advance two round trips and two turns in the queue long.
+const maxStepsPerRun = 2
+
 func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	logger := log.FromContext(ctx)
-	snap, err := r.snapshot(ctx, req.NamespacedName)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	if snap == nil {
+	var written *v1alpha1.StagedBindingPolicy // the policy as the last step wrote it
+	for step := 1; ; step++ {
+		snap, err := r.snapshot(ctx, req.NamespacedName, written)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if snap == nil {
+			if r.Metrics != nil {
+				r.Metrics.PolicyDeleted(req.Name)
+			}
+			return reconcile.Result{}, nil
+		}
 		if r.Metrics != nil {
-			r.Metrics.PolicyDeleted(req.Name)
+			r.Metrics.Policy(snap.Policy)
 		}
-		return reconcile.Result{}, nil
-	}
-	if r.Metrics != nil {
-		r.Metrics.Policy(snap.Policy)
-	}
 
-	action := Plan(snap, r.Engine, WithDeletionWarningAfter(r.DeletionWarningAfter))
-	r.recordEvaluations(action.Evaluations)
-	if action.Type == ActionNone {
-		logger.V(1).Info("Waiting", "why", action.Why)
-		return reconcile.Result{RequeueAfter: earliest(requeueWhileWaiting, action.RequeueAfter)}, nil
-	}
-	logger.Info("Making a change", "action", action.Type, "why", action.Why)
-	if err := r.apply(ctx, snap.Policy, action); err != nil {
-		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
-			// The cache lagged behind the API server; the next run reads a newer state.
-			logger.V(1).Info("Change raced with another write; trying again", "action", action.Type, "error", err.Error())
-			return reconcile.Result{RequeueAfter: time.Second}, nil
+		action := Plan(snap, r.Engine, WithDeletionWarningAfter(r.DeletionWarningAfter))
+		r.recordEvaluations(action.Evaluations)
+		if action.Type == ActionNone {
+			logger.V(1).Info("Waiting", "why", action.Why)
+			return reconcile.Result{RequeueAfter: earliest(requeueWhileWaiting, action.RequeueAfter)}, nil
 		}
-		return reconcile.Result{}, fmt.Errorf("%s for StagedBindingPolicy %s: %w", action.Type, req.Name, err)
-	}
-	for _, e := range action.Events {
-		r.Recorder.Eventf(snap.Policy, nil, e.Type, e.Reason, string(action.Type), "%s", e.Note)
-	}
-	if action.Type == ActionUpdateStatus && r.Metrics != nil {
-		for _, st := range CompletedStages(&snap.Policy.Status, action.Status) {
-			r.Metrics.StageCompleted(snap.Policy.Name, st.Name, st.CompletionTime.Sub(st.StartTime.Time))
+		logger.Info("Making a change", "action", action.Type, "why", action.Why, "step", step)
+		written, err = r.apply(ctx, snap.Policy, action)
+		if err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+				// The cache lagged behind the API server; the next run reads a newer state.
+				logger.V(1).Info("Change raced with another write; trying again", "action", action.Type, "error", err.Error())
+				return reconcile.Result{RequeueAfter: time.Second}, nil
+			}
+			return reconcile.Result{}, fmt.Errorf("%s for StagedBindingPolicy %s: %w", action.Type, req.Name, err)
+		}
+		for _, e := range action.Events {
+			r.Recorder.Eventf(snap.Policy, nil, e.Type, e.Reason, string(action.Type), "%s", e.Note)
+		}
+		if action.Type == ActionUpdateStatus && r.Metrics != nil {
+			for _, st := range CompletedStages(&snap.Policy.Status, action.Status) {
+				r.Metrics.StageCompleted(snap.Policy.Name, st.Name, st.CompletionTime.Sub(st.StartTime.Time))
+			}
+		}
+		if step == maxStepsPerRun || !startsStage(snap.Policy, action) {
+			return reconcile.Result{RequeueAfter: earliest(requeueAfterChange, action.RequeueAfter)}, nil
 		}
 	}
-	return reconcile.Result{RequeueAfter: earliest(requeueAfterChange, action.RequeueAfter)}, nil
+}
+
+// startsStage reports whether action is a status write that makes a stage
+// active that was not (the rollout's start or restart, an advance), so that
+// the stage's BindingPolicy is the next change.
+func startsStage(policy *v1alpha1.StagedBindingPolicy, action Action) bool {
+	if action.Type != ActionUpdateStatus {
+		return false
+	}
+	after := action.Status.StageNamed(action.Status.ActiveStage)
+	if after == nil || after.Phase != v1alpha1.StageActive {
+		return false
+	}
+	before := policy.Status.StageNamed(action.Status.ActiveStage)
+	return action.Status.ActiveStage != policy.Status.ActiveStage || before == nil || before.Phase != v1alpha1.StageActive
 }
 
 func (r *Reconciler) recordEvaluations(evaluations []Evaluation) {
@@ -140,14 +169,19 @@ func CompletedStages(before, after *v1alpha1.StagedBindingPolicyStatus) []v1alph
 }
 
 // snapshot reads the policy and the objects around its active stage from the
-// space's cache. It returns nil when the policy does not exist.
-func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*Snapshot, error) {
-	policy := &v1alpha1.StagedBindingPolicy{}
-	if err := r.Client.Get(ctx, key, policy); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
+// space's cache. It returns nil when the policy does not exist. A non-nil
+// written is the policy as this run wrote it, newer than the cache's copy,
+// and is used instead.
+func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName, written *v1alpha1.StagedBindingPolicy) (*Snapshot, error) {
+	policy := written
+	if policy == nil {
+		policy = &v1alpha1.StagedBindingPolicy{}
+		if err := r.Client.Get(ctx, key, policy); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("reading StagedBindingPolicy %s: %w", key.Name, err)
 		}
-		return nil, fmt.Errorf("reading StagedBindingPolicy %s: %w", key.Name, err)
 	}
 	now := time.Now()
 	if r.Clock != nil {
@@ -197,8 +231,9 @@ func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*S
 	return snap, nil
 }
 
-// apply makes the change an Action describes.
-func (r *Reconciler) apply(ctx context.Context, policy *v1alpha1.StagedBindingPolicy, action Action) error {
+// apply makes the change an Action describes. It returns the policy as the
+// API server stored it when the change wrote the policy, else nil.
+func (r *Reconciler) apply(ctx context.Context, policy *v1alpha1.StagedBindingPolicy, action Action) (*v1alpha1.StagedBindingPolicy, error) {
 	switch action.Type {
 	case ActionAddFinalizer, ActionRemoveFinalizer:
 		patched := policy.DeepCopy()
@@ -207,26 +242,34 @@ func (r *Reconciler) apply(ctx context.Context, policy *v1alpha1.StagedBindingPo
 		} else {
 			controllerutil.RemoveFinalizer(patched, v1alpha1.CleanupFinalizer)
 		}
-		return r.Client.Patch(ctx, patched, client.MergeFromWithOptions(policy, client.MergeFromWithOptimisticLock{}))
+		return written(patched, r.Client.Patch(ctx, patched, client.MergeFromWithOptions(policy, client.MergeFromWithOptimisticLock{})))
 	case ActionCreateBindingPolicy:
-		return r.Client.Create(ctx, action.BindingPolicy)
+		return nil, r.Client.Create(ctx, action.BindingPolicy)
 	case ActionUpdateBindingPolicy:
-		return r.Client.Update(ctx, action.BindingPolicy)
+		return nil, r.Client.Update(ctx, action.BindingPolicy)
 	case ActionDeleteBindingPolicy:
 		err := r.Client.Delete(ctx, action.BindingPolicy, client.Preconditions{UID: &action.BindingPolicy.UID})
-		return client.IgnoreNotFound(err)
+		return nil, client.IgnoreNotFound(err)
 	case ActionCreateStageApproval:
-		return r.Client.Create(ctx, action.StageApproval)
+		return nil, r.Client.Create(ctx, action.StageApproval)
 	case ActionUpdateStageApproval:
-		return r.Client.Update(ctx, action.StageApproval)
+		return nil, r.Client.Update(ctx, action.StageApproval)
 	case ActionDeleteStageApproval:
 		err := r.Client.Delete(ctx, action.StageApproval, client.Preconditions{UID: &action.StageApproval.UID})
-		return client.IgnoreNotFound(err)
+		return nil, client.IgnoreNotFound(err)
 	case ActionUpdateStatus:
 		updated := policy.DeepCopy()
 		updated.Status = *action.Status
-		return r.Client.Status().Update(ctx, updated)
+		return written(updated, r.Client.Status().Update(ctx, updated))
 	default:
-		return fmt.Errorf("unknown action %q", action.Type)
+		return nil, fmt.Errorf("unknown action %q", action.Type)
 	}
+}
+
+// written returns policy if err is nil, for apply.
+func written(policy *v1alpha1.StagedBindingPolicy, err error) (*v1alpha1.StagedBindingPolicy, error) {
+	if err != nil {
+		return nil, err
+	}
+	return policy, nil
 }

@@ -270,7 +270,7 @@ func TestSnapshotOfStartedPolicyReadsItsObjectsAroundTheActiveStage(t *testing.T
 
 	clockTime := time.Date(2026, 3, 1, 12, 0, 0, 999_000_000, time.UTC)
 	r := newTestReconciler(t, clockTime)
-	snap, err := r.snapshot(ctx, types.NamespacedName{Name: p.Name})
+	snap, err := r.snapshot(ctx, types.NamespacedName{Name: p.Name}, nil)
 	if err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
@@ -325,7 +325,7 @@ func TestSnapshotOfStartedPolicyReadsItsObjectsAroundTheActiveStage(t *testing.T
 func TestSnapshotOfMissingPolicyIsNil(t *testing.T) {
 	needsAPIServer(t)
 	r := newTestReconciler(t, time.Now())
-	snap, err := r.snapshot(t.Context(), types.NamespacedName{Name: "snap-missing"})
+	snap, err := r.snapshot(t.Context(), types.NamespacedName{Name: "snap-missing"}, nil)
 	if err != nil || snap != nil {
 		t.Fatalf("snapshot of a missing policy = %+v, %v; want nil, nil", snap, err)
 	}
@@ -377,7 +377,7 @@ func TestSnapshotOfPolicyNotStartedReadsOnlyPolicyAndBindingPolicies(t *testing.
 			createBinding(t, devBP)
 			createCombinedStatus(t, devBP, deployment, createNamespace(t, tc.name))
 
-			snap, err := r.snapshot(t.Context(), types.NamespacedName{Name: p.Name})
+			snap, err := r.snapshot(t.Context(), types.NamespacedName{Name: p.Name}, nil)
 			if err != nil {
 				t.Fatalf("snapshot: %v", err)
 			}
@@ -399,7 +399,7 @@ func TestSnapshotOfPolicyBeingDeletedReadsOnlyPolicyAndBindingPolicies(t *testin
 	}
 
 	r := newTestReconciler(t, time.Now())
-	snap, err := r.snapshot(ctx, types.NamespacedName{Name: p.Name})
+	snap, err := r.snapshot(ctx, types.NamespacedName{Name: p.Name}, nil)
 	if err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
@@ -419,7 +419,7 @@ func TestApplyAddFinalizer(t *testing.T) {
 	r := newTestReconciler(t, time.Now())
 	p := createPolicy(t, "apply-add-finalizer", "example.com/hold")
 
-	if err := r.apply(ctx, p, Action{Type: ActionAddFinalizer}); err != nil {
+	if _, err := r.apply(ctx, p, Action{Type: ActionAddFinalizer}); err != nil {
 		t.Fatalf("AddFinalizer: %v", err)
 	}
 	got := getPolicy(t, p.Name)
@@ -434,7 +434,7 @@ func TestApplyAddFinalizer(t *testing.T) {
 	// overwrite the list of finalizers written since.
 	stale := createPolicy(t, "apply-add-finalizer-stale")
 	bumpPolicy(t, stale.Name)
-	err := r.apply(ctx, stale, Action{Type: ActionAddFinalizer})
+	_, err := r.apply(ctx, stale, Action{Type: ActionAddFinalizer})
 	if !apierrors.IsConflict(err) {
 		t.Fatalf("AddFinalizer on a stale policy: error %v, want a Conflict", err)
 	}
@@ -449,7 +449,7 @@ func TestApplyRemoveFinalizer(t *testing.T) {
 	r := newTestReconciler(t, time.Now())
 	p := createPolicy(t, "apply-remove-finalizer", v1alpha1.CleanupFinalizer, "example.com/hold")
 
-	if err := r.apply(ctx, p, Action{Type: ActionRemoveFinalizer}); err != nil {
+	if _, err := r.apply(ctx, p, Action{Type: ActionRemoveFinalizer}); err != nil {
 		t.Fatalf("RemoveFinalizer: %v", err)
 	}
 	if got := getPolicy(t, p.Name); !slices.Equal(got.Finalizers, []string{"example.com/hold"}) {
@@ -463,7 +463,7 @@ func TestApplyRemoveFinalizer(t *testing.T) {
 		t.Fatalf("deleting %s: %v", deleting.Name, err)
 	}
 	deleting = getPolicy(t, deleting.Name)
-	if err := r.apply(ctx, deleting, Action{Type: ActionRemoveFinalizer}); err != nil {
+	if _, err := r.apply(ctx, deleting, Action{Type: ActionRemoveFinalizer}); err != nil {
 		t.Fatalf("RemoveFinalizer on a policy being deleted: %v", err)
 	}
 	err := testSpace.Client.Get(ctx, types.NamespacedName{Name: deleting.Name}, &v1alpha1.StagedBindingPolicy{})
@@ -473,7 +473,7 @@ func TestApplyRemoveFinalizer(t *testing.T) {
 
 	stale := createPolicy(t, "apply-remove-finalizer-stale", v1alpha1.CleanupFinalizer)
 	bumpPolicy(t, stale.Name)
-	err = r.apply(ctx, stale, Action{Type: ActionRemoveFinalizer})
+	_, err = r.apply(ctx, stale, Action{Type: ActionRemoveFinalizer})
 	if !apierrors.IsConflict(err) {
 		t.Fatalf("RemoveFinalizer on a stale policy: error %v, want a Conflict", err)
 	}
@@ -488,7 +488,7 @@ func TestApplyCreateBindingPolicy(t *testing.T) {
 	r := newTestReconciler(t, time.Now())
 	p := createPolicy(t, "apply-create-bp", v1alpha1.CleanupFinalizer)
 
-	if err := r.apply(ctx, p, Action{Type: ActionCreateBindingPolicy, BindingPolicy: desiredBindingPolicy(p, p.Spec.Stages[0])}); err != nil {
+	if _, err := r.apply(ctx, p, Action{Type: ActionCreateBindingPolicy, BindingPolicy: desiredBindingPolicy(p, p.Spec.Stages[0])}); err != nil {
 		t.Fatalf("CreateBindingPolicy: %v", err)
 	}
 	want := desiredBindingPolicy(p, p.Spec.Stages[0])
@@ -501,7 +501,7 @@ func TestApplyCreateBindingPolicy(t *testing.T) {
 		t.Errorf("owner references = %+v, want the policy (uid %s)", got.OwnerReferences, p.UID)
 	}
 
-	err := r.apply(ctx, p, Action{Type: ActionCreateBindingPolicy, BindingPolicy: desiredBindingPolicy(p, p.Spec.Stages[0])})
+	_, err := r.apply(ctx, p, Action{Type: ActionCreateBindingPolicy, BindingPolicy: desiredBindingPolicy(p, p.Spec.Stages[0])})
 	if !apierrors.IsAlreadyExists(err) {
 		t.Errorf("second CreateBindingPolicy: error %v, want AlreadyExists", err)
 	}
@@ -522,7 +522,7 @@ func TestApplyUpdateBindingPolicy(t *testing.T) {
 	updated.Labels = mergeLabels(updated.Labels, desired.Labels)
 	updated.OwnerReferences = desired.OwnerReferences
 	updated.Spec = desired.Spec
-	if err := r.apply(ctx, p, Action{Type: ActionUpdateBindingPolicy, BindingPolicy: updated}); err != nil {
+	if _, err := r.apply(ctx, p, Action{Type: ActionUpdateBindingPolicy, BindingPolicy: updated}); err != nil {
 		t.Fatalf("UpdateBindingPolicy: %v", err)
 	}
 	got := getBP(t, current.Name)
@@ -536,7 +536,7 @@ func TestApplyUpdateBindingPolicy(t *testing.T) {
 	// An update built from a copy read before the last write conflicts.
 	stale.Spec = desired.Spec
 	stale.Spec.ClusterSelectors = []metav1.LabelSelector{{MatchLabels: map[string]string{"tier": "stale"}}}
-	err := r.apply(ctx, p, Action{Type: ActionUpdateBindingPolicy, BindingPolicy: stale})
+	_, err := r.apply(ctx, p, Action{Type: ActionUpdateBindingPolicy, BindingPolicy: stale})
 	if !apierrors.IsConflict(err) {
 		t.Errorf("UpdateBindingPolicy from a stale copy: error %v, want a Conflict", err)
 	}
@@ -552,14 +552,14 @@ func TestApplyDeleteBindingPolicy(t *testing.T) {
 	p := createPolicy(t, "apply-delete-bp", v1alpha1.CleanupFinalizer)
 	bp := createBP(t, p, "dev")
 
-	if err := r.apply(ctx, p, Action{Type: ActionDeleteBindingPolicy, BindingPolicy: bp.DeepCopy()}); err != nil {
+	if _, err := r.apply(ctx, p, Action{Type: ActionDeleteBindingPolicy, BindingPolicy: bp.DeepCopy()}); err != nil {
 		t.Fatalf("DeleteBindingPolicy: %v", err)
 	}
 	if !bpGone(t, bp.Name) {
 		t.Errorf("BindingPolicy %s still there after DeleteBindingPolicy", bp.Name)
 	}
 	// The cache may lag: deleting a BindingPolicy already gone is done.
-	if err := r.apply(ctx, p, Action{Type: ActionDeleteBindingPolicy, BindingPolicy: bp.DeepCopy()}); err != nil {
+	if _, err := r.apply(ctx, p, Action{Type: ActionDeleteBindingPolicy, BindingPolicy: bp.DeepCopy()}); err != nil {
 		t.Errorf("DeleteBindingPolicy of a BindingPolicy already gone: %v, want no error", err)
 	}
 }
@@ -580,7 +580,7 @@ func TestApplyDeleteBindingPolicyKeepsARecreatedOne(t *testing.T) {
 	}
 
 	// An action planned from a snapshot that still held the old one.
-	err := r.apply(ctx, p, Action{Type: ActionDeleteBindingPolicy, BindingPolicy: old.DeepCopy()})
+	_, err := r.apply(ctx, p, Action{Type: ActionDeleteBindingPolicy, BindingPolicy: old.DeepCopy()})
 	if !apierrors.IsConflict(err) {
 		t.Errorf("DeleteBindingPolicy with the old uid: error %v, want a Conflict (failed UID precondition)", err)
 	}
@@ -616,7 +616,7 @@ func TestApplyUpdateStatus(t *testing.T) {
 	policy := p.DeepCopy()
 	policy.Spec.Stages = policy.Spec.Stages[:1]
 	before := policy.DeepCopy()
-	if err := r.apply(ctx, policy, Action{Type: ActionUpdateStatus, Status: status.DeepCopy()}); err != nil {
+	if _, err := r.apply(ctx, policy, Action{Type: ActionUpdateStatus, Status: status.DeepCopy()}); err != nil {
 		t.Fatalf("UpdateStatus: %v", err)
 	}
 	got := getPolicy(t, p.Name)
@@ -635,7 +635,7 @@ func TestApplyUpdateStatus(t *testing.T) {
 
 	// The status is the rollout's state: a stale copy must not overwrite it.
 	status.ActiveStage = "test"
-	err := r.apply(ctx, p, Action{Type: ActionUpdateStatus, Status: status.DeepCopy()})
+	_, err := r.apply(ctx, p, Action{Type: ActionUpdateStatus, Status: status.DeepCopy()})
 	if !apierrors.IsConflict(err) {
 		t.Errorf("UpdateStatus from a stale policy: error %v, want a Conflict", err)
 	}
@@ -649,7 +649,7 @@ func TestApplyUnknownActionFails(t *testing.T) {
 	r := &Reconciler{}
 	p := newPolicy()
 	for _, actionType := range []ActionType{"Bogus", ActionNone} {
-		err := r.apply(t.Context(), p, Action{Type: actionType})
+		_, err := r.apply(t.Context(), p, Action{Type: actionType})
 		if err == nil || !strings.Contains(err.Error(), string(actionType)) {
 			t.Errorf("apply %q: error %v, want an unknown action error naming it", actionType, err)
 		}
@@ -702,5 +702,41 @@ func TestReconcileDeletedPolicyDoesNothing(t *testing.T) {
 	result, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}})
 	if err != nil || result != (reconcile.Result{}) {
 		t.Errorf("Reconcile of a deleted policy = %+v, %v; want an empty result and no error", result, err)
+	}
+}
+
+// TestReconcileAdvanceCreatesTheNextBindingPolicyInTheSameRun checks that
+// the run that records a stage done also creates the next stage's
+// BindingPolicy: the step after a status write that starts a stage runs at
+// once on the policy as written, not once the cache has seen the write.
+func TestReconcileAdvanceCreatesTheNextBindingPolicyInTheSameRun(t *testing.T) {
+	needsAPIServer(t)
+	ctx := t.Context()
+	p := createPolicy(t, "reconcile-advance", v1alpha1.CleanupFinalizer)
+	atStage(p, "dev")
+	if err := testSpace.Client.Status().Update(ctx, p); err != nil {
+		t.Fatalf("recording stage dev active: %v", err)
+	}
+	devBP := createBP(t, p, "dev")
+	devBP.Status.ObservedGeneration = devBP.Generation
+	if err := testSpace.Client.Status().Update(ctx, devBP); err != nil {
+		t.Fatalf("recording BindingPolicy %s observed: %v", devBP.Name, err)
+	}
+	createBinding(t, devBP)
+	createCombinedStatus(t, devBP, deployment, createNamespace(t, "reconcile-advance"))
+
+	r := newTestReconciler(t, time.Now())
+	if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}}); err != nil {
+		t.Fatalf("Reconcile: %v", err)
+	}
+	got := getPolicy(t, p.Name)
+	if got.Status.ActiveStage != "test" {
+		t.Fatalf("active stage %q after the run, want test (dev's condition holds)", got.Status.ActiveStage)
+	}
+	if bpGone(t, p.Name+".stage.test") {
+		t.Errorf("BindingPolicy %s.stage.test does not exist after the run that started stage test", p.Name)
+	}
+	if bpGone(t, devBP.Name) {
+		t.Errorf("BindingPolicy %s was deleted in the same run (make-before-break waits for the next stage's Binding)", devBP.Name)
 	}
 }
