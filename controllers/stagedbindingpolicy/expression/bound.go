@@ -19,11 +19,14 @@ import (
 	"math/bits"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/checker"
-	"github.com/google/cel-go/common/ast"
+	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/common/types/traits"
 )
 
 // This file lets a condition skip cel-go's runtime cost tracking when its
@@ -31,23 +34,32 @@ import (
 //
 // Tracking the cost as it goes makes an evaluation about five times slower
 // (cel-go observes every step). But the cost of an expression is bounded by
-// the sizes of what it reads, and cel-go can estimate that bound before
-// evaluating: given, for every path of the input the expression reads (such
-// as obj.results.@items.rows), the largest size found there (elements of a
-// list or map, bytes of a string), its estimate is an upper bound of the
-// cost cel-go tracks. A condition is thus evaluated without tracking when
-// the bound for the sizes of its input is within the cost limit; the
-// evaluation timeout still applies, and a Budget is charged the bound.
+// the sizes of what it reads, and cel-go can estimate it before evaluating:
+// given, for every path of the input the expression reads (such as
+// obj.results.@items.rows), the largest size found there (elements of a
+// list or map, bytes of a string), cel-go's estimate follows its runtime
+// cost for the functions of boundedOverloads. A condition that calls only
+// those is evaluated without tracking when its bound for the sizes of its
+// input is within the cost limit; the evaluation timeout still applies, and
+// a Budget is charged the bound.
 //
-// cel-go's estimate charges a field selection only on an operand known to
-// be a map or a message, while the runtime charges every one; on the dyn
-// values of a condition a chain of k selections (r.rows.columns) is charged
-// once for its root instead of 1+k times. The bound is thus the estimate
-// times one plus the longest chain of selections of the expression.
+// Three corrections make the estimate a bound:
 //
-// The bound is computed once per program and size class: every size is
-// rounded up to one less than a power of two, so that the inputs of a
-// fleet share a few classes.
+//   - cel-go's estimate charges a field selection only on an operand known
+//     to be a map or a message, while its runtime charges every one; on the
+//     dyn values of a condition a chain of k selections (r.rows.columns) is
+//     charged once for its root instead of 1+k times. The bound is thus the
+//     estimate times one plus the longest chain of selections.
+//   - Functions whose runtime cost the engine charges itself (actualCost:
+//     the strings extension, list concatenation, and so the map and filter
+//     macros, which build their lists by concatenation) are not in
+//     boundedOverloads, nor are cel-go functions whose estimate falls short
+//     of their runtime cost (flatten takes its result to be the size of its
+//     argument) or that only a few conditions need (timestamps, regular
+//     expressions, the extensions). A condition calling one is tracked.
+//   - Sizes are rounded up to one less than a power of two, so that the
+//     inputs of a fleet share a few size classes; the bound is computed once
+//     per program and size class, and kept with each cached input.
 
 // maxBoundedPaths is the most input paths a program may read and still be
 // evaluated without cost tracking; a program reading more is always
@@ -58,11 +70,41 @@ const maxBoundedPaths = 16
 // inputs of further classes are evaluated with cost tracking.
 const maxBoundClasses = 256
 
-// boundMargin divides the cost limit that a bound must stay within. cel-go
-// sizes string literals in runes, which the runtime cost charges in bytes
-// (up to four per rune); a margin of four keeps the bound above the cost in
-// every case.
-const boundMargin = 4
+// boundedOverloads are the functions, by cel-go overload ID, that a
+// condition evaluated without cost tracking may call: the core operators,
+// size, in, index, contains, startsWith, endsWith, conversions between
+// scalars and optional values. Comparisons (less_*, greater_*) are allowed
+// by prefix.
+var boundedOverloads = map[string]bool{
+	"conditional": true, "logical_and": true, "logical_or": true, "logical_not": true, "not_strictly_false": true,
+	"equals": true, "not_equals": true,
+	"add_int64": true, "add_uint64": true, "add_double": true, "add_string": true,
+	"subtract_int64": true, "subtract_uint64": true, "subtract_double": true,
+	"multiply_int64": true, "multiply_uint64": true, "multiply_double": true,
+	"divide_int64": true, "divide_uint64": true, "divide_double": true,
+	"modulo_int64": true, "modulo_uint64": true, "negate_int64": true, "negate_double": true,
+	"index_list": true, "index_map": true, "in_list": true, "in_map": true,
+	"size_string": true, "size_bytes": true, "size_list": true, "size_map": true,
+	"string_size": true, "bytes_size": true, "list_size": true, "map_size": true,
+	"contains_string": true, "starts_with_string": true, "ends_with_string": true,
+	"to_dyn": true, "int64_to_int64": true, "uint64_to_int64": true, "double_to_int64": true, "string_to_int64": true,
+	"int64_to_uint64": true, "uint64_to_uint64": true, "double_to_uint64": true, "string_to_uint64": true,
+	"double_to_double": true, "int64_to_double": true, "uint64_to_double": true, "string_to_double": true,
+	"bool_to_bool": true, "string_to_bool": true, "string_to_string": true, "bool_to_string": true,
+	"int64_to_string": true, "uint64_to_string": true, "double_to_string": true, "bytes_to_string": true,
+	"timestamp_to_string": true, "duration_to_string": true,
+	"optional_of": true, "optional_none": true, "optional_value": true, "optional_hasValue": true,
+	"optional_or_optional": true, "optional_orValue_value": true, "select_optional_field": true,
+	"list_optindex_optional_int": true, "optional_list_optindex_optional_int": true,
+	"map_optindex_optional_value": true, "optional_map_optindex_optional_value": true,
+	"optional_list_index_int": true, "optional_map_index_value": true,
+}
+
+// boundedOverload reports whether a condition evaluated without cost
+// tracking may call the overload.
+func boundedOverload(id string) bool {
+	return boundedOverloads[id] || strings.HasPrefix(id, "less_") || strings.HasPrefix(id, "greater_")
+}
 
 // sizeClasses holds, for each input path a program reads, the class of the
 // largest size found there: bits.Len64 of it, so that class c stands for
@@ -75,14 +117,19 @@ type bound struct {
 	cost uint64 // the bound, when it fits
 }
 
+// bounders numbers the bounders, so that an input keeps their bounds by
+// number without keeping the programs alive.
+var bounders atomic.Uint64
+
 // bounder decides, for one compiled condition, whether an input allows
 // evaluating it without cost tracking, and holds the untracked program.
 type bounder struct {
+	id        uint64
 	env       *cel.Env
 	ast       *cel.Ast
 	paths     [][]string     // the input paths the cost estimate reads
 	index     map[string]int // position in paths, by path joined with "."
-	limit     uint64         // the cost limit divided by boundMargin
+	limit     uint64         // the cost limit
 	factor    uint64         // what the estimate is multiplied by: 1 + the longest chain of selections
 	untracked cel.Program
 
@@ -91,10 +138,12 @@ type bounder struct {
 }
 
 // newBounder returns the bounder of a condition compiled to ast in env, or
-// nil if the condition cannot be bounded by the sizes of its input (it reads
-// too many paths, or builds a program only with tracking). untracked is the
-// program without cost tracking.
-func newBounder(env *cel.Env, ast *cel.Ast, costLimit uint64, untracked cel.Program) *bounder {
+// nil if the condition cannot be bounded by the sizes of its input: it calls
+// a function not in boundedOverloads, or reads too many paths.
+func newBounder(env *cel.Env, ast *cel.Ast, costLimit uint64) (*bounder, error) {
+	if !callsOnlyBoundedOverloads(ast.NativeRep()) {
+		return nil, nil
+	}
 	var paths [][]string
 	index := map[string]int{}
 	record := &boundEstimator{sizeOf: func(path []string) (uint64, bool) {
@@ -106,21 +155,47 @@ func newBounder(env *cel.Env, ast *cel.Ast, costLimit uint64, untracked cel.Prog
 		return 0, true
 	}}
 	if _, err := env.EstimateCost(ast, record); err != nil || len(paths) > maxBoundedPaths {
-		return nil
+		return nil, nil
+	}
+	untracked, err := env.Program(ast,
+		cel.InterruptCheckFrequency(interruptCheckFrequency),
+		cel.EvalOptions(cel.OptOptimize),
+	)
+	if err != nil {
+		return nil, err
 	}
 	return &bounder{
-		env: env, ast: ast, paths: paths, index: index,
-		limit: costLimit / boundMargin, factor: 1 + uint64(longestSelection(ast.NativeRep().Expr())),
+		id: bounders.Add(1), env: env, ast: ast, paths: paths, index: index,
+		limit: costLimit, factor: 1 + uint64(longestSelection(ast.NativeRep().Expr())),
 		untracked: untracked, bounds: map[sizeClasses]bound{},
-	}
+	}, nil
+}
+
+// callsOnlyBoundedOverloads reports whether every call of the checked
+// expression can only resolve to overloads in boundedOverloads.
+func callsOnlyBoundedOverloads(checked *celast.AST) bool {
+	ok := true
+	celast.PostOrderVisit(checked.Expr(), celast.NewExprVisitor(func(e celast.Expr) {
+		if e.Kind() != celast.CallKind {
+			return
+		}
+		ids := checked.GetOverloadIDs(e.ID())
+		if len(ids) == 0 {
+			ok = false
+		}
+		for _, id := range ids {
+			ok = ok && boundedOverload(id)
+		}
+	}))
+	return ok
 }
 
 // longestSelection returns the longest chain of field selections in e.
-func longestSelection(e ast.Expr) int {
+func longestSelection(e celast.Expr) int {
 	longest := 0
-	ast.PostOrderVisit(e, ast.NewExprVisitor(func(x ast.Expr) {
+	celast.PostOrderVisit(e, celast.NewExprVisitor(func(x celast.Expr) {
 		n := 0
-		for ; x.Kind() == ast.SelectKind; x = x.AsSelect().Operand() {
+		for ; x.Kind() == celast.SelectKind; x = x.AsSelect().Operand() {
 			n++
 		}
 		longest = max(longest, n)
@@ -132,19 +207,19 @@ func longestSelection(e ast.Expr) int {
 // ok is false when the bound of in's size class is not known and there is
 // no room to keep another.
 func (b *bounder) boundFor(in *input) (bound, bool) {
-	if known, ok := in.bounds.Load(b); ok {
+	if known, ok := in.bounds.Load(b.id); ok {
 		return known.(bound), true
 	}
-	bnd, ok := b.classBound(in.obj)
+	bnd, ok := b.classBound(in.val)
 	if ok {
-		in.bounds.Store(b, bnd)
+		in.bounds.Store(b.id, bnd)
 	}
 	return bnd, ok
 }
 
 // classBound returns the bound of obj's size class, computing it if it is
 // not known yet and there is room to keep it.
-func (b *bounder) classBound(obj map[string]any) (bnd bound, ok bool) {
+func (b *bounder) classBound(obj ref.Val) (bnd bound, ok bool) {
 	var classes sizeClasses
 	for i, path := range b.paths {
 		classes[i] = uint8(bits.Len64(largestAt(obj, path[1:])))
@@ -199,7 +274,7 @@ func classMax(c uint8) uint64 {
 // value of a map (cel-go names the elements of a collection of unknown type
 // @keys). Taking more values than the step names only makes the bound
 // larger.
-func largestAt(v any, path []string) uint64 {
+func largestAt(v ref.Val, path []string) uint64 {
 	if len(path) == 0 {
 		return sizeOf(v)
 	}
@@ -207,19 +282,20 @@ func largestAt(v any, path []string) uint64 {
 	var largest uint64
 	switch step {
 	case "@items", "@keys", "@values", "@indices":
-		switch v := v.(type) {
-		case []any:
-			for _, e := range v {
-				largest = max(largest, largestAt(e, rest))
+		switch c := v.(type) {
+		case traits.Mapper:
+			for it := c.Iterator(); it.HasNext() == types.True; {
+				k := it.Next()
+				largest = max(largest, largestAt(k, rest), largestAt(c.Get(k), rest))
 			}
-		case map[string]any:
-			for k, e := range v {
-				largest = max(largest, largestAt(k, rest), largestAt(e, rest))
+		case traits.Lister:
+			for it := c.Iterator(); it.HasNext() == types.True; {
+				largest = max(largest, largestAt(it.Next(), rest))
 			}
 		}
 	default:
-		if m, ok := v.(map[string]any); ok {
-			if e, ok := m[step]; ok {
+		if m, ok := v.(traits.Mapper); ok {
+			if e, found := m.Find(types.String(step)); found {
 				largest = largestAt(e, rest)
 			}
 		}
@@ -227,24 +303,25 @@ func largestAt(v any, path []string) uint64 {
 	return largest
 }
 
-// sizeOf is the size of one value of the JSON form: the bytes of a string,
-// the elements of a list or map, and 1 for anything else, as the runtime
-// cost counts them.
-func sizeOf(v any) uint64 {
+// sizeOf is the size of one value: the bytes of a string (at least its
+// runes, which cel-go counts), the elements of a list or map, and 1 for
+// anything else, as the runtime cost counts them.
+func sizeOf(v ref.Val) uint64 {
 	switch v := v.(type) {
-	case string:
+	case types.String:
 		return uint64(len(v))
-	case []any:
+	case types.Bytes:
 		return uint64(len(v))
-	case map[string]any:
-		return uint64(len(v))
+	case traits.Sizer:
+		if n, ok := v.Size().(types.Int); ok && n >= 0 {
+			return uint64(n)
+		}
 	}
 	return 1
 }
 
-// boundEstimator is the checker.CostEstimator of a bound: the input's sizes
-// come from sizeOf, by path, and the functions that actualCost charges by
-// size are estimated the same way (at least as high).
+// boundEstimator is the checker.CostEstimator of a bound: the sizes of the
+// input come from sizeOf, by path; everything else is cel-go's estimate.
 type boundEstimator struct {
 	// sizeOf returns the largest size at an input path; false if unknown.
 	sizeOf func(path []string) (uint64, bool)
@@ -265,95 +342,8 @@ func (c *boundEstimator) EstimateSize(node checker.AstNode) *checker.SizeEstimat
 	return nil
 }
 
-// size returns the size estimate of node, unbounded if unknown.
-func (c *boundEstimator) size(node checker.AstNode) uint64 {
-	if sz := node.ComputedSize(); sz != nil {
-		return sz.Max
-	}
-	if sz := c.EstimateSize(node); sz != nil {
-		return sz.Max
-	}
-	return math.MaxUint64
-}
-
-// EstimateCallCost implements checker.CostEstimator for the calls that
-// actualCost charges, with the same formulas applied to the largest sizes.
-func (c *boundEstimator) EstimateCallCost(function, overloadID string, target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
-	charge := func(cost float64, result uint64) *checker.CallEstimate {
-		max := uint64(math.MaxUint64)
-		if cost < float64(math.MaxUint64/2) {
-			max = uint64(math.Ceil(cost)) + 1
-		}
-		return &checker.CallEstimate{CostEstimate: checker.CostEstimate{Min: 0, Max: max},
-			ResultSize: &checker.SizeEstimate{Min: 0, Max: result}}
-	}
-	if overloadID == "add_list" && len(args) == 2 {
-		result := saturatingAdd(c.size(args[0]), c.size(args[1]))
-		return charge(float64(result)*costPerByte, result)
-	}
-	if target == nil {
-		return nil
-	}
-	sz := c.size(*target)
-	bytes := float64(sz)
-	switch function {
-	case "lowerAscii", "upperAscii", "trim", "reverse", "substring", "charAt":
-		return charge(bytes*costPerByte, sz)
-	case "indexOf", "lastIndexOf":
-		cost := bytes * costPerByte
-		if len(args) > 0 {
-			cost *= math.Max(1, float64(c.size(args[0]))*costPerByte)
-		}
-		return charge(cost, 1)
-	case "split":
-		result := saturatingAdd(sz, 1)
-		return charge(bytes*2*costPerByte+float64(result), result)
-	case "replace":
-		if len(args) < 2 {
-			return nil
-		}
-		old := checker.SizeEstimate{Max: c.size(args[0])}
-		if literal := args[0].ComputedSize(); literal != nil {
-			old = *literal
-		}
-		result := replaceSize(checker.SizeEstimate{Max: sz}, old, checker.SizeEstimate{Max: c.size(args[1])})
-		return charge(bytes*2*costPerByte+float64(result.Max)*costPerByte, result.Max)
-	case "join":
-		n := sz
-		elem := c.elementSize(*target)
-		result := saturatingMul(n, elem)
-		if len(args) > 0 && n > 0 {
-			result = saturatingAdd(result, saturatingMul(n-1, c.size(args[0])))
-		}
-		return charge(float64(result)*2*costPerByte, result)
-	case "format":
-		return charge(math.Inf(1), math.MaxUint64)
-	}
+// EstimateCallCost implements checker.CostEstimator: cel-go's own estimate
+// of every function in boundedOverloads.
+func (c *boundEstimator) EstimateCallCost(string, string, *checker.AstNode, []checker.AstNode) *checker.CallEstimate {
 	return nil
-}
-
-// elementSize is the largest size of the elements of the list node: its
-// largest literal for a list of literals, else what the input holds at
-// the node's path.
-func (c *boundEstimator) elementSize(node checker.AstNode) uint64 {
-	if node.Expr().Kind() == ast.ListKind {
-		var largest uint64
-		for _, el := range node.Expr().AsList().Elements() {
-			if el.Kind() != ast.LiteralKind {
-				return math.MaxUint64
-			}
-			if s, ok := el.AsLiteral().(types.String); ok {
-				largest = max(largest, uint64(len(s)))
-			}
-		}
-		return largest
-	}
-	path := node.Path()
-	if len(path) == 0 || !inputRoots[path[0]] {
-		return math.MaxUint64
-	}
-	if size, ok := c.sizeOf(append(append([]string(nil), path...), "@items")); ok {
-		return size
-	}
-	return math.MaxUint64
 }

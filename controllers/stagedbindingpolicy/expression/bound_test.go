@@ -26,30 +26,43 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// boundedConditions read the input in the ways the bound must cover:
-// nested comprehensions, string and list functions charged by size, maps
-// iterated by key, concatenation, and macros that build lists.
+// boundedConditions call only functions whose cost cel-go's estimate
+// follows, and read the input in the ways the bound must cover: nested
+// comprehensions, selections on dyn values, maps iterated by key,
+// optional values, string concatenation and comparisons, in and size.
 var boundedConditions = []string{
 	seedCondition,
 	seedConditionMultiLine,
-	`obj.results.all(r, r.rows.all(row, row.columns.all(col, col.type != 'String' || col.string.lowerAscii().startsWith('ready'))))`,
-	`obj.results.exists(r, string(r.name).upperAscii().trim().contains('AGG') || r.name.endsWith('x'))`,
-	`obj.results.exists(r, r.name.split('-').size() > 1)`,
-	`obj.results.exists(r, r.name.replace('-', '--').size() > r.name.size())`,
-	`obj.results.exists(r, r.name.replace('', 'xx').size() > 0)`,
-	`obj.results.exists(r, r.name.indexOf(r.name.substring(1)) >= 0 || r.name.lastIndexOf('a') >= 0)`,
-	`obj.results.map(r, r.name).join(',').contains('deployments')`,
-	`obj.results.map(r, r.name + r.name).size() >= 0`,
-	`(obj.results + obj.results).size() == 2 * obj.results.size()`,
-	`obj.results.filter(r, r.rows.size() > 0).all(r, r.columnNames.size() >= 0)`,
-	`obj.metadata.labels.all(k, k.size() < 100 && obj.metadata.labels[k].size() < 100)`,
+	`obj.results.all(r, r.rows.all(row, row.columns.all(col, col.type != 'String' || col.string.startsWith('ready'))))`,
+	`obj.results.exists(r, r.name.endsWith('x') || r.name.contains(r.columnNames[0]))`,
+	`obj.results.exists(a, obj.results.exists(b, a.name == string(b.name) + 'x' || string(a.name) + 'é' == b.name))`,
+	`obj.results.exists_one(r, r.rows.size() > 1)`,
+	`obj.metadata.annotations.all(k, k.size() < 100 && obj.metadata.annotations[k].size() < 1000)`,
 	`obj.exists(k, k == 'kind') && 'results' in obj`,
 	`obj.results.exists(r, r.rows.exists(row, row.columns.exists(col, has(col.float) && double(col.float) >= 1.0)))`,
 	`obj.results.all(r, r.rows.all(row, row.columns.all(col, !has(col.string) || col.string in ['a', 'b', 'é'])))`,
-	`obj.?metadata.?annotations.?note.orValue('') == ''`,
+	`obj.?metadata.?annotations.?note.orValue('') == '' || obj.results[?0].hasValue()`,
+	`obj.results.exists(r, r.columnNames.exists(n, n > r.name) && r.name.size() % 2 == 0)`,
+	`obj.metadata.name + '/' + obj.kind != '' && string(obj.results.size()) != '-1'`,
+}
+
+// trackedConditions call functions that the bound does not cover (the
+// ones actualCost charges by size, flatten, the map and filter macros,
+// extensions): they are always evaluated with cost tracking. The first
+// ones, evaluated untracked on the input of trackedInputs, would cost
+// thousands of times their estimate.
+var trackedConditions = []string{
+	`[obj.results[0].rows].flatten().all(w, [obj.results[0].rows].flatten().all(v, true))`,
+	`obj.results.map(r, r.rows).flatten().all(w, obj.results.map(r, r.rows).flatten().all(v, v.columns.size() >= 0))`,
+	`obj['results'].map(r, 1).size() >= 0`,
+	`obj.results.exists(r, r.name.replace('a', '𝔸').indexOf(r.columnNames[0].replace('a', '𝔸')) >= 0)`,
+	`obj.results.exists(r, string(r.name).lowerAscii() == 'x')`,
+	`obj.results.exists(r, r.name.split('-').size() > 1)`,
+	`obj.results.map(r, r.name).join(',').contains('deployments')`,
+	`(obj.results + obj.results).size() == 2 * obj.results.size()`,
+	`obj.results.filter(r, r.rows.size() > 0).all(r, r.columnNames.size() >= 0)`,
 	`sets.contains(obj.results.map(r, r.name), ['deployments-aggregator'])`,
-	`obj.results.exists(r, r.name.reverse().charAt(0) == 'r')`,
-	`obj.metadata.name + '/' + obj.kind != ''`,
+	`obj.results.exists(r, r.name.matches('^dep'))`,
 }
 
 // randomStatus builds a CombinedStatus of random shape, with at most the
@@ -89,13 +102,23 @@ func randomStatus(rng *rand.Rand, results, rows, cols, length int) *ksv1alpha1.C
 	return cs
 }
 
-// TestBoundCoversTheCost evaluates conditions on CombinedStatuses of many
-// shapes. Whenever the bound lets a condition run without cost tracking,
+// TestBoundCoversTheCost evaluates the bounded conditions on
+// CombinedStatuses of many shapes, among them sizes at the top of their
+// class. Whenever the bound lets a condition run without cost tracking,
 // the tracked evaluation must give the same outcome at a cost within the
 // bound.
 func TestBoundCoversTheCost(t *testing.T) {
 	e := newEngine(t)
 	rng := rand.New(rand.NewPCG(1, 2))
+	var inputs []*input
+	for i := range 40 { // random shapes, from tiny to a few dozen elements
+		size := 1 + i/8*6
+		inputs = append(inputs, mustInput(t, randomStatus(rng, size, size, size, 4*size)))
+	}
+	for c := 1; c <= 8; c++ { // every count and length at the top of its class
+		top := 1<<c - 1
+		inputs = append(inputs, mustInput(t, fullStatus(min(top, 31), top, min(top, 7), top)))
+	}
 	var bounded, tracked int
 	for _, src := range boundedConditions {
 		p, err := e.Compile(KindCondition, src)
@@ -106,21 +129,15 @@ func TestBoundCoversTheCost(t *testing.T) {
 			t.Errorf("%s: no bounder", src)
 			continue
 		}
-		for i := range 60 {
-			size := 1 + i/10*3 // shapes from tiny to a few dozen elements
-			in, err := newInput(randomStatus(rng, size, size, size, 4*size))
-			if err != nil {
-				t.Fatal(err)
-			}
-			bnd, ok := p.bounder.classBound(in.obj)
+		for _, in := range inputs {
+			bnd, ok := p.bounder.classBound(in.val)
 			if !ok || !bnd.fits {
 				tracked++
 				continue
 			}
 			bounded++
 			out, details, trackedErr := p.prog.Eval(conditionVars{obj: in.val})
-			cost := *details.ActualCost()
-			if cost > bnd.cost {
+			if cost := *details.ActualCost(); cost > bnd.cost {
 				t.Errorf("%s: cost %d above the bound %d", src, cost, bnd.cost)
 			}
 			got, err := p.eval(p.bounder.untracked, conditionVars{obj: in.val}, nil, bnd.cost)
@@ -133,6 +150,66 @@ func TestBoundCoversTheCost(t *testing.T) {
 	if bounded == 0 || tracked == 0 {
 		t.Errorf("%d evaluations bounded and %d tracked: the shapes do not exercise both", bounded, tracked)
 	}
+}
+
+// TestUnboundedFunctionsAreTracked checks that a condition calling a
+// function outside the bound's reach has no bounder, and that the limits
+// stop the first of them, which an estimate would take as cheap.
+func TestUnboundedFunctionsAreTracked(t *testing.T) {
+	e := newEngine(t)
+	for _, src := range trackedConditions {
+		p, err := e.Compile(KindCondition, src)
+		if err != nil {
+			t.Fatalf("Compile(%s): %v", src, err)
+		}
+		if p.bounder != nil {
+			t.Errorf("%s: has a bounder", src)
+		}
+	}
+	p, err := e.Compile(KindCondition, trackedConditions[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A million iterations: the cost limit stops it (or, on a slow machine,
+	// the timeout first).
+	if _, err = p.EvalCondition(fullStatus(1, 1000, 1, 1)); !IsTooCostly(err) {
+		t.Fatalf("EvalCondition = %v, want an error with a cost reason", err)
+	}
+}
+
+func mustInput(t *testing.T, cs *ksv1alpha1.CombinedStatus) *input {
+	t.Helper()
+	in, err := newInput(cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+// fullStatus builds a CombinedStatus with exactly the given numbers of
+// results, rows per result and columns per row, whose strings (names,
+// column names, values, an annotation) are all length bytes long.
+func fullStatus(results, rows, cols, length int) *ksv1alpha1.CombinedStatus {
+	text := strings.Repeat("x", length)
+	cs := combinedStatus("deployments-aggregator")
+	cs.Annotations = map[string]string{"note": text}
+	cs.Results = nil
+	for range results {
+		res := ksv1alpha1.NamedStatusCombination{Name: text, ColumnNames: []string{text}}
+		for range rows {
+			var row ksv1alpha1.StatusCombinationRow
+			for c := range cols {
+				if c%2 == 0 {
+					row.Columns = append(row.Columns, number("1"))
+				} else {
+					row.Columns = append(row.Columns, str(text))
+				}
+			}
+			res.Rows = append(res.Rows, row)
+		}
+		cs.Results = append(cs.Results, res)
+	}
+	return cs
 }
 
 // TestLargeInputsAreTracked checks that the input decides: the same
@@ -184,7 +261,7 @@ func mustBound(t *testing.T, p *Program, in *input) bound {
 func TestBoundedEvaluationsKeepTheTimeout(t *testing.T) {
 	e := newEngine(t, WithCostLimit(1<<62), WithEvalTimeout(time.Millisecond))
 	p, err := e.Compile(KindCondition,
-		`obj.results.all(a, obj.results.all(b, obj.results.all(c, a.name + b.name + c.name != '')))`)
+		`obj.results.all(a, obj.results.all(b, obj.results.all(c, a.name != b.name || c.name != '')))`)
 	if err != nil {
 		t.Fatalf("Compile: %v", err)
 	}

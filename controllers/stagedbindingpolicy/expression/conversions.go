@@ -24,8 +24,8 @@ import (
 	"k8s.io/utils/lru"
 )
 
-// DefaultConversionCacheSize is how many CombinedStatuses an Engine keeps in
-// their JSON form unless WithConversionCacheSize says otherwise.
+// DefaultConversionCacheSize is how many CombinedStatuses an Engine keeps
+// converted unless WithConversionCacheSize says otherwise.
 const DefaultConversionCacheSize = 4096
 
 // conversionKey identifies one version of one CombinedStatus.
@@ -34,14 +34,13 @@ type conversionKey struct {
 	resourceVersion string
 }
 
-// input is a CombinedStatus in the forms a condition reads: its JSON form,
-// and the same built once as CEL values, so that evaluations do not wrap
-// again every map and list they reach. Both are only read.
+// input is a CombinedStatus as a condition reads it: its JSON form (see
+// the package documentation) built once as CEL values, so that evaluations
+// do not wrap again every map and list they reach. It is only read.
 type input struct {
-	obj map[string]any
 	val ref.Val
-	// bounds holds, by *bounder, what each condition evaluated on it may
-	// cost (see bound.go).
+	// bounds holds what each condition evaluated on it may cost, by
+	// bounder id (see bound.go).
 	bounds sync.Map
 }
 
@@ -49,16 +48,14 @@ type input struct {
 // UID and resourceVersion, so that the conditions of every stage and every
 // reconcile share one conversion of each version. Safe for concurrent use.
 type conversions struct {
-	size  int
-	cache *lru.Cache // of conversionKey to *input
+	cache *lru.Cache // of conversionKey to *input; nil converts every time
 }
 
 func newConversions(size int) *conversions {
-	c := &conversions{size: size}
-	if size > 0 {
-		c.cache = lru.New(size)
+	if size <= 0 {
+		return &conversions{}
 	}
-	return c
+	return &conversions{cache: lru.New(size)}
 }
 
 // of returns cs as an input, converting it only when this version of it is
@@ -94,7 +91,7 @@ func newInput(cs *ksv1alpha1.CombinedStatus) (*input, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &input{obj: obj, val: celValue(obj)}, nil
+	return &input{val: celValue(obj)}, nil
 }
 
 // celValue converts a value of a JSON form to the CEL value that cel-go's

@@ -36,7 +36,7 @@ type Program struct {
 	costLimit   uint64
 	evalTimeout time.Duration
 	prog        cel.Program
-	// conversions is the engine's cache of CombinedStatuses in JSON form.
+	// conversions is the engine's cache of converted CombinedStatuses.
 	conversions *conversions
 	// timeouts gives the contexts that stop evaluations at evalTimeout.
 	timeouts *timeouts
@@ -162,15 +162,19 @@ func (p *Program) eval(prog cel.Program, vars any, b *Budget, bound uint64) (res
 		}
 	}
 	if evalErr != nil {
+		// Stopped at the deadline, rather than failing near it.
+		var cancelled interpreter.EvalCancelledError
+		interrupted := ctx.Err() != nil && (errors.Is(evalErr, ctx.Err()) ||
+			errors.Is(evalErr, interpreter.InterruptError{}) || errors.As(evalErr, &cancelled))
 		switch {
 		case isCostLimitError(evalErr) || exceeds(details, p.costLimit):
 			return false, newError(p.kind, p.source, ReasonCostLimitExceeded,
 				fmt.Errorf("limit %d: %w", p.costLimit, evalErr))
-		case ctx.Err() != nil && byBudget:
+		case interrupted && byBudget:
 			return false, newError(p.kind, p.source, ReasonBudgetExhausted,
 				fmt.Errorf("stopped after %s, when the evaluations of this run had taken their whole budget of %s: %w",
 					time.Since(now).Round(time.Millisecond), b.allowance, evalErr))
-		case ctx.Err() != nil:
+		case interrupted:
 			return false, newError(p.kind, p.source, ReasonTimeout,
 				fmt.Errorf("stopped after %s (timeout %s): %w", time.Since(now).Round(time.Millisecond), p.evalTimeout, evalErr))
 		}
