@@ -16,6 +16,8 @@ package stagedbindingpolicy
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -27,7 +29,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -138,16 +139,11 @@ func NewController(space string, cl cluster.Cluster, engine *expression.Engine, 
 	return c, nil
 }
 
-// StageStartPriority is the work-queue priority of a policy whose status has
-// just started a stage; other events have controller-runtime's (0, or
-// handler.LowPriority for the initial list and resyncs).
-const StageStartPriority = 100
-
-// policyEvents enqueues a policy on its own events. An update that starts a
-// stage (its status names another active stage) goes ahead of the rest of
-// the space's queue: the stage's BindingPolicy is the next change, and the
-// time until it exists is what the rollout's users wait for. Without a
-// priority queue, every event is queued alike.
+// policyEvents enqueues a policy on its own events, except an update that
+// changes only its status: the stager writes the status, and the run that
+// wrote it goes on by itself to the change that follows (see
+// maxStepsPerRun); a run for its own write would find the objects that
+// change created missing from the cache, and make it again.
 func policyEvents() handler.TypedEventHandler[*v1alpha1.StagedBindingPolicy, reconcile.Request] {
 	enqueue := &handler.TypedEnqueueRequestForObject[*v1alpha1.StagedBindingPolicy]{}
 	return handler.TypedFuncs[*v1alpha1.StagedBindingPolicy, reconcile.Request]{
@@ -155,15 +151,22 @@ func policyEvents() handler.TypedEventHandler[*v1alpha1.StagedBindingPolicy, rec
 		DeleteFunc:  enqueue.Delete,
 		GenericFunc: enqueue.Generic,
 		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[*v1alpha1.StagedBindingPolicy], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request])
-			if !ok || e.ObjectNew.Status.ActiveStage == "" || e.ObjectNew.Status.ActiveStage == e.ObjectOld.Status.ActiveStage {
+			if !statusOnly(e.ObjectOld, e.ObjectNew) {
 				enqueue.Update(ctx, e, q)
-				return
 			}
-			pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(StageStartPriority)},
-				reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.ObjectNew)})
 		},
 	}
+}
+
+// statusOnly reports whether an update of a policy changed nothing that
+// Plan reads but its status: not its spec (generation), labels,
+// annotations (restartedAt), finalizers or deletion.
+func statusOnly(old, new *v1alpha1.StagedBindingPolicy) bool {
+	return old.Generation == new.Generation &&
+		maps.Equal(old.Labels, new.Labels) &&
+		maps.Equal(old.Annotations, new.Annotations) &&
+		slices.Equal(old.Finalizers, new.Finalizers) &&
+		old.DeletionTimestamp.Equal(new.DeletionTimestamp)
 }
 
 // policyOf maps the labels of a generated BindingPolicy or StageApproval to its policy.

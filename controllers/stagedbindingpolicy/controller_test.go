@@ -16,47 +16,53 @@ package stagedbindingpolicy
 
 import (
 	"context"
-	"slices"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 )
 
-// TestStageStartJumpsTheQueue: among the policies waiting in a space's queue,
-// one whose status has just started a stage is reconciled first, since
-// creating that stage's BindingPolicy is what its rollout waits for; other
-// updates keep their order.
-func TestStageStartJumpsTheQueue(t *testing.T) {
-	policy := func(name, rv, active string) *v1alpha1.StagedBindingPolicy {
-		return &v1alpha1.StagedBindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: rv},
-			Status: v1alpha1.StagedBindingPolicyStatus{ActiveStage: active}}
+// TestOwnStatusWritesAreNotQueued: an update of a policy that changes only
+// its status (the stager's own writes) does not queue the policy, since the
+// run that wrote it goes on by itself; an update of anything else Plan
+// reads does.
+func TestOwnStatusWritesAreNotQueued(t *testing.T) {
+	base := func() *v1alpha1.StagedBindingPolicy {
+		return &v1alpha1.StagedBindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p", ResourceVersion: "1", Generation: 1,
+			Labels: map[string]string{"team": "a"}, Annotations: map[string]string{"note": "x"},
+			Finalizers: []string{v1alpha1.CleanupFinalizer}},
+			Status: v1alpha1.StagedBindingPolicyStatus{ActiveStage: "dev"}}
 	}
-	update := func(name, from, to string) event.TypedUpdateEvent[*v1alpha1.StagedBindingPolicy] {
-		return event.TypedUpdateEvent[*v1alpha1.StagedBindingPolicy]{ObjectOld: policy(name, "1", from), ObjectNew: policy(name, "2", to)}
-	}
-	q := priorityqueue.New[reconcile.Request]("test")
-	defer q.ShutDown()
-	h := policyEvents()
-	ctx := context.Background()
-	h.Update(ctx, update("waiting", "dev", "dev"), q)
-	h.Create(ctx, event.TypedCreateEvent[*v1alpha1.StagedBindingPolicy]{Object: policy("new", "1", "")}, q)
-	h.Update(ctx, update("advanced", "dev", "test"), q)
-	h.Update(ctx, update("started", "", "dev"), q)
-
-	var order []string
-	for range 4 {
-		req, _ := q.Get()
-		order = append(order, req.Name)
-		q.Done(req)
-	}
-	first := []string{order[0], order[1]}
-	slices.Sort(first)
-	if !slices.Equal(first, []string{"advanced", "started"}) {
-		t.Errorf("reconciled in the order %v, want the two stage starts (advanced, started) first", order)
+	for name, tc := range map[string]struct {
+		change func(*v1alpha1.StagedBindingPolicy)
+		queued bool
+	}{
+		"status":      {func(p *v1alpha1.StagedBindingPolicy) { p.Status.ActiveStage = "test" }, false},
+		"spec":        {func(p *v1alpha1.StagedBindingPolicy) { p.Generation++ }, true},
+		"restartedAt": {func(p *v1alpha1.StagedBindingPolicy) { p.Annotations[v1alpha1.RestartedAtAnnotation] = "now" }, true},
+		"label":       {func(p *v1alpha1.StagedBindingPolicy) { p.Labels["team"] = "b" }, true},
+		"finalizer":   {func(p *v1alpha1.StagedBindingPolicy) { p.Finalizers = nil }, true},
+		"deletion":    {func(p *v1alpha1.StagedBindingPolicy) { p.DeletionTimestamp = ptr.To(metav1.Now()) }, true},
+		"status and deletion": {func(p *v1alpha1.StagedBindingPolicy) {
+			p.Status.ActiveStage = ""
+			p.DeletionTimestamp = ptr.To(metav1.Now())
+		}, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+			defer q.ShutDown()
+			old, updated := base(), base()
+			updated.ResourceVersion = "2"
+			tc.change(updated)
+			policyEvents().Update(context.Background(), event.TypedUpdateEvent[*v1alpha1.StagedBindingPolicy]{ObjectOld: old, ObjectNew: updated}, q)
+			if queued := q.Len() == 1; queued != tc.queued {
+				t.Errorf("queued = %v, want %v", queued, tc.queued)
+			}
+		})
 	}
 }

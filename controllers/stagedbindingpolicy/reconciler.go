@@ -73,11 +73,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 // maxStepsPerRun bounds the steps of one run. A step is one snapshot, one
-// Plan and one change; a status write that starts a stage (the rollout's
-// start, an advance, a restart) is followed at once by the step it leads to,
-// creating the stage's BindingPolicy, on the policy as written: the cache
-// has not seen the write yet, and waiting for its watch event and the queue
-// would make every advance two round trips and two turns in the queue long.
+// Plan and one change; a status write that enters a stage (the rollout's
+// start, an advance, a restart, an approval) is followed at once by the step
+// it leads to, creating the stage's BindingPolicy or StageApproval, on the
+// policy as written: the cache has not seen the write yet, and waiting for
+// its watch event and the queue would make every advance two round trips
+// and two turns in the queue long. The policy's own status writes do not
+// queue it (see policyEvents).
 const maxStepsPerRun = 2
 
 func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -122,25 +124,26 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 				r.Metrics.StageCompleted(snap.Policy.Name, st.Name, st.CompletionTime.Sub(st.StartTime.Time))
 			}
 		}
-		if step == maxStepsPerRun || !startsStage(snap.Policy, action) {
+		if step == maxStepsPerRun || !entersStage(snap.Policy, action) {
 			return reconcile.Result{RequeueAfter: earliest(requeueAfterChange, action.RequeueAfter)}, nil
 		}
 	}
 }
 
-// startsStage reports whether action is a status write that makes a stage
-// active that was not (the rollout's start or restart, an advance), so that
-// the stage's BindingPolicy is the next change.
-func startsStage(policy *v1alpha1.StagedBindingPolicy, action Action) bool {
+// entersStage reports whether action is a status write that enters a stage:
+// makes it active, or awaiting approval, when it was not (the rollout's
+// start or restart, an advance, an approval), so that the stage's
+// BindingPolicy or StageApproval is the next change.
+func entersStage(policy *v1alpha1.StagedBindingPolicy, action Action) bool {
 	if action.Type != ActionUpdateStatus {
 		return false
 	}
 	after := action.Status.StageNamed(action.Status.ActiveStage)
-	if after == nil || after.Phase != v1alpha1.StageActive {
+	if after == nil || (after.Phase != v1alpha1.StageActive && after.Phase != v1alpha1.StageAwaitingApproval) {
 		return false
 	}
 	before := policy.Status.StageNamed(action.Status.ActiveStage)
-	return action.Status.ActiveStage != policy.Status.ActiveStage || before == nil || before.Phase != v1alpha1.StageActive
+	return action.Status.ActiveStage != policy.Status.ActiveStage || before == nil || before.Phase != after.Phase
 }
 
 func (r *Reconciler) recordEvaluations(evaluations []Evaluation) {
