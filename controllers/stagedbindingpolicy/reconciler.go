@@ -61,6 +61,10 @@ type Reconciler struct {
 	// finalizers of the policy's BindingPolicies before it is reported as
 	// blocked; zero means DefaultDeletionWarningAfter.
 	DeletionWarningAfter time.Duration
+
+	// own lets runs read the reconciler's writes of policies before the
+	// cache has them.
+	own ownWrites
 }
 
 // Reconcile makes the single next change for one StagedBindingPolicy.
@@ -76,21 +80,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // Plan and one change; a status write that enters a stage (the rollout's
 // start, an advance, a restart, an approval) is followed at once by the step
 // it leads to, creating the stage's BindingPolicy or StageApproval, on the
-// policy as written: the cache has not seen the write yet, and waiting for
-// its watch event and the queue would make every advance two round trips
-// and two turns in the queue long. The policy's own status writes do not
-// queue it (see policyEvents).
+// policy as written (see ownWrites): waiting for the write's watch event and
+// the queue would make every advance two round trips and two turns in the
+// queue long. The policy's own status writes do not queue it (see
+// policyEvents).
 const maxStepsPerRun = 2
 
 func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	logger := log.FromContext(ctx)
-	var written *v1alpha1.StagedBindingPolicy // the policy as the last step wrote it
 	for step := 1; ; step++ {
-		snap, err := r.snapshot(ctx, req.NamespacedName, written)
+		snap, err := r.snapshot(ctx, req.NamespacedName)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
 		if snap == nil {
+			r.own.forget(req.NamespacedName)
 			if r.Metrics != nil {
 				r.Metrics.PolicyDeleted(req.Name)
 			}
@@ -107,7 +111,10 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{RequeueAfter: earliest(requeueWhileWaiting, action.RequeueAfter)}, nil
 		}
 		logger.Info("Making a change", "action", action.Type, "why", action.Why, "step", step)
-		written, err = r.apply(ctx, snap.Policy, action)
+		written, err := r.apply(ctx, snap.Policy, action)
+		if written != nil {
+			r.own.record(snap.Policy, written)
+		}
 		if err != nil {
 			if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
 				// The cache lagged behind the API server; the next run reads a newer state.
@@ -172,20 +179,18 @@ func CompletedStages(before, after *v1alpha1.StagedBindingPolicyStatus) []v1alph
 }
 
 // snapshot reads the policy and the objects around its active stage from the
-// space's cache. It returns nil when the policy does not exist. A non-nil
-// written is the policy as this run wrote it, newer than the cache's copy,
-// and is used instead.
-func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName, written *v1alpha1.StagedBindingPolicy) (*Snapshot, error) {
-	policy := written
-	if policy == nil {
-		policy = &v1alpha1.StagedBindingPolicy{}
-		if err := r.Client.Get(ctx, key, policy); err != nil {
-			if apierrors.IsNotFound(err) {
-				return nil, nil
-			}
-			return nil, fmt.Errorf("reading StagedBindingPolicy %s: %w", key.Name, err)
+// space's cache, the policy as the reconciler last wrote it if the cache has
+// not caught up with that write yet. It returns nil when the policy does not
+// exist.
+func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*Snapshot, error) {
+	policy := &v1alpha1.StagedBindingPolicy{}
+	if err := r.Client.Get(ctx, key, policy); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
 		}
+		return nil, fmt.Errorf("reading StagedBindingPolicy %s: %w", key.Name, err)
 	}
+	policy = r.own.freshest(policy)
 	now := time.Now()
 	if r.Clock != nil {
 		now = r.Clock.Now()

@@ -270,7 +270,7 @@ func TestSnapshotOfStartedPolicyReadsItsObjectsAroundTheActiveStage(t *testing.T
 
 	clockTime := time.Date(2026, 3, 1, 12, 0, 0, 999_000_000, time.UTC)
 	r := newTestReconciler(t, clockTime)
-	snap, err := r.snapshot(ctx, types.NamespacedName{Name: p.Name}, nil)
+	snap, err := r.snapshot(ctx, types.NamespacedName{Name: p.Name})
 	if err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
@@ -325,7 +325,7 @@ func TestSnapshotOfStartedPolicyReadsItsObjectsAroundTheActiveStage(t *testing.T
 func TestSnapshotOfMissingPolicyIsNil(t *testing.T) {
 	needsAPIServer(t)
 	r := newTestReconciler(t, time.Now())
-	snap, err := r.snapshot(t.Context(), types.NamespacedName{Name: "snap-missing"}, nil)
+	snap, err := r.snapshot(t.Context(), types.NamespacedName{Name: "snap-missing"})
 	if err != nil || snap != nil {
 		t.Fatalf("snapshot of a missing policy = %+v, %v; want nil, nil", snap, err)
 	}
@@ -377,7 +377,7 @@ func TestSnapshotOfPolicyNotStartedReadsOnlyPolicyAndBindingPolicies(t *testing.
 			createBinding(t, devBP)
 			createCombinedStatus(t, devBP, deployment, createNamespace(t, tc.name))
 
-			snap, err := r.snapshot(t.Context(), types.NamespacedName{Name: p.Name}, nil)
+			snap, err := r.snapshot(t.Context(), types.NamespacedName{Name: p.Name})
 			if err != nil {
 				t.Fatalf("snapshot: %v", err)
 			}
@@ -399,7 +399,7 @@ func TestSnapshotOfPolicyBeingDeletedReadsOnlyPolicyAndBindingPolicies(t *testin
 	}
 
 	r := newTestReconciler(t, time.Now())
-	snap, err := r.snapshot(ctx, types.NamespacedName{Name: p.Name}, nil)
+	snap, err := r.snapshot(ctx, types.NamespacedName{Name: p.Name})
 	if err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
