@@ -17,7 +17,9 @@
 //
 // The reconciler is step-based: every run reads the state of one policy into a
 // Snapshot, lets the pure function Plan choose the single next change, makes
-// that change and stops; the write (or a watch event) brings the next run.
+// that change and stops; a watch event, or a requeue, brings the next run.
+// A status write that enters a stage is followed at once, in the same run,
+// by the step that creates the stage's BindingPolicy (see maxStepsPerRun).
 // All state lives in the API server — the active stage is recorded in the
 // policy's status — so a restarted controller carries on exactly where the
 // previous one stopped, without repeating or skipping a stage.
