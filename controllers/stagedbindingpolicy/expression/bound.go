@@ -276,7 +276,7 @@ func classMax(c uint8) uint64 {
 // larger.
 func largestAt(v ref.Val, path []string) uint64 {
 	if len(path) == 0 {
-		return sizeOf(v)
+		return actualSize(v) // as the runtime cost counts it: bytes of a string (at least its runes, which cel-go counts)
 	}
 	step, rest := path[0], path[1:]
 	var largest uint64
@@ -303,23 +303,6 @@ func largestAt(v ref.Val, path []string) uint64 {
 	return largest
 }
 
-// sizeOf is the size of one value: the bytes of a string (at least its
-// runes, which cel-go counts), the elements of a list or map, and 1 for
-// anything else, as the runtime cost counts them.
-func sizeOf(v ref.Val) uint64 {
-	switch v := v.(type) {
-	case types.String:
-		return uint64(len(v))
-	case types.Bytes:
-		return uint64(len(v))
-	case traits.Sizer:
-		if n, ok := v.Size().(types.Int); ok && n >= 0 {
-			return uint64(n)
-		}
-	}
-	return 1
-}
-
 // boundEstimator is the checker.CostEstimator of a bound: the sizes of the
 // input come from sizeOf, by path; everything else is cel-go's estimate.
 type boundEstimator struct {
@@ -329,17 +312,7 @@ type boundEstimator struct {
 
 // EstimateSize implements checker.CostEstimator.
 func (c *boundEstimator) EstimateSize(node checker.AstNode) *checker.SizeEstimate {
-	path := node.Path()
-	if len(path) == 0 || !inputRoots[path[0]] {
-		return nil
-	}
-	switch node.Type().Kind() {
-	case types.StringKind, types.BytesKind, types.ListKind, types.MapKind, types.DynKind:
-		if size, ok := c.sizeOf(path); ok {
-			return &checker.SizeEstimate{Min: 0, Max: size}
-		}
-	}
-	return nil
+	return inputSize(node, c.sizeOf)
 }
 
 // EstimateCallCost implements checker.CostEstimator: cel-go's own estimate
