@@ -71,7 +71,7 @@ func (b *Budget) EvalFilter(p *Program, clause Clause) (bool, error) {
 	if err := p.check(KindFilter); err != nil {
 		return false, err
 	}
-	return p.eval(p.prog, map[string]any{VarDownsyncClause: clause.celView()}, b, unbounded)
+	return p.eval(p.prog, map[string]any{VarDownsyncClause: clause.celView()}, b)
 }
 
 // EvalCondition is Program.EvalCondition within the budget: it fails with

@@ -15,17 +15,13 @@
 package expression
 
 import (
-	"sync"
-
-	"github.com/google/cel-go/common/types"
-	"github.com/google/cel-go/common/types/ref"
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	apitypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/lru"
 )
 
-// DefaultConversionCacheSize is how many CombinedStatuses an Engine keeps
-// converted unless WithConversionCacheSize says otherwise.
+// DefaultConversionCacheSize is how many CombinedStatuses an Engine keeps in
+// their JSON form unless WithConversionCacheSize says otherwise.
 const DefaultConversionCacheSize = 4096
 
 // conversionKey identifies one version of one CombinedStatus.
@@ -35,13 +31,9 @@ type conversionKey struct {
 }
 
 // input is a CombinedStatus as a condition reads it: its JSON form (see
-// the package documentation) built once as CEL values, so that evaluations
-// do not wrap again every map and list they reach. It is only read.
+// the package documentation). It is only read.
 type input struct {
-	val ref.Val
-	// bounds holds what each condition evaluated on it may cost, by
-	// bounder id (see bound.go).
-	bounds sync.Map
+	obj map[string]any
 }
 
 // conversions keeps the inputs of the CombinedStatuses evaluated lately, by
@@ -91,25 +83,5 @@ func newInput(cs *ksv1alpha1.CombinedStatus) (*input, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &input{val: celValue(obj)}, nil
-}
-
-// celValue converts a value of a JSON form to the CEL value that cel-go's
-// adapter would make of it, recursively.
-func celValue(v any) ref.Val {
-	switch v := v.(type) {
-	case map[string]any:
-		m := make(map[ref.Val]ref.Val, len(v))
-		for k, e := range v {
-			m[types.String(k)] = celValue(e)
-		}
-		return types.NewRefValMap(types.DefaultTypeAdapter, m)
-	case []any:
-		l := make([]ref.Val, len(v))
-		for i, e := range v {
-			l[i] = celValue(e)
-		}
-		return types.NewRefValList(types.DefaultTypeAdapter, l)
-	}
-	return types.DefaultTypeAdapter.NativeToValue(v)
+	return &input{obj: obj}, nil
 }

@@ -74,10 +74,7 @@
 //     are charged by the bytes they read and build, list concatenation by the
 //     length of the list built, and replace, join and lists.range refuse to
 //     build a result larger than the cost limit pays for (ten bytes or one
-//     element per unit) before allocating it. A condition that calls only
-//     functions whose cost cel-go's estimate follows, and whose cost bounded
-//     from the sizes of the CombinedStatus it reads is within the limit, runs
-//     without tracking its cost, about five times faster (see bound.go);
+//     element per unit) before allocating it;
 //   - every evaluation is stopped with [ReasonTimeout] after the evaluation
 //     timeout ([WithEvalTimeout]);
 //   - evaluations made through one [Budget] ([Engine.NewBudget]), such as

@@ -164,9 +164,8 @@ func WithCacheSize(n int) Option {
 	}
 }
 
-// WithConversionCacheSize sets how many CombinedStatuses the engine keeps
-// converted to the CEL values conditions evaluate, by UID and
-// resourceVersion (default
+// WithConversionCacheSize sets how many CombinedStatuses the engine keeps in
+// the JSON form conditions evaluate, by UID and resourceVersion (default
 // DefaultConversionCacheSize): every stage and reconcile evaluating one
 // version of a CombinedStatus shares one conversion. Zero converts at every
 // evaluation.
@@ -378,11 +377,6 @@ func (e *Engine) compile(kind Kind, source string) (prog *Program, err error) {
 	}
 	prog = &Program{kind: kind, source: source, costLimit: e.costLimit, evalTimeout: e.evalTimeout, prog: celProg,
 		conversions: e.conversions, timeouts: e.timeouts}
-	if kind == KindCondition {
-		if prog.bounder, err = newBounder(env, ast, e.costLimit); err != nil {
-			return nil, newError(kind, source, ReasonCompileError, fmt.Errorf("building program: %w", err))
-		}
-	}
 	return prog, nil
 }
 

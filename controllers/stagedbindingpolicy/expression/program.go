@@ -17,12 +17,10 @@ package expression
 import (
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
-	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/interpreter"
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -40,10 +38,6 @@ type Program struct {
 	conversions *conversions
 	// timeouts gives the contexts that stop evaluations at evalTimeout.
 	timeouts *timeouts
-	// bounder lets a condition run without cost tracking on inputs too
-	// small to reach the cost limit; nil for filters and for conditions
-	// it cannot bound.
-	bounder *bounder
 }
 
 // Source returns the source text the program was compiled from.
@@ -69,7 +63,7 @@ func (p *Program) EvalFilter(clause Clause) (bool, error) {
 	if err := p.check(KindFilter); err != nil {
 		return false, err
 	}
-	return p.eval(p.prog, map[string]any{VarDownsyncClause: clause.celView()}, nil, unbounded)
+	return p.eval(p.prog, map[string]any{VarDownsyncClause: clause.celView()}, nil)
 }
 
 // EvalCondition evaluates a condition program against one CombinedStatus and
@@ -92,18 +86,12 @@ func (p *Program) evalCondition(cs *ksv1alpha1.CombinedStatus, b *Budget) (bool,
 	if err != nil {
 		return false, newError(p.kind, p.source, ReasonEvaluationError, err)
 	}
-	vars := conditionVars{obj: in.val}
-	if p.bounder != nil {
-		if bnd, ok := p.bounder.boundFor(in); ok && bnd.fits {
-			return p.eval(p.bounder.untracked, vars, b, bnd.cost)
-		}
-	}
-	return p.eval(p.prog, vars, b, unbounded)
+	return p.eval(p.prog, conditionVars{obj: in.obj}, b)
 }
 
 // conditionVars are the variables of a condition: one object under two
 // names.
-type conditionVars struct{ obj ref.Val }
+type conditionVars struct{ obj map[string]any }
 
 // ResolveName implements interpreter.Activation.
 func (v conditionVars) ResolveName(name string) (any, bool) {
@@ -128,14 +116,9 @@ func (p *Program) check(want Kind) error {
 	return nil
 }
 
-// unbounded says that an evaluation tracks its cost.
-const unbounded = math.MaxUint64
-
-// eval runs prog (p's program, or its untracked form) on the given
-// variables, within the evaluation timeout and budget b (nil for none), and
-// classifies the outcome. bound is what the evaluation may cost when prog
-// does not track it (charged to b), or unbounded.
-func (p *Program) eval(prog cel.Program, vars any, b *Budget, bound uint64) (result bool, err error) {
+// eval runs prog on the given variables, within the evaluation timeout and
+// budget b (nil for none), and classifies the outcome.
+func (p *Program) eval(prog cel.Program, vars any, b *Budget) (result bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			result, err = false, newError(p.kind, p.source, ReasonEvaluationError, fmt.Errorf("internal error: %v", r))
@@ -153,12 +136,9 @@ func (p *Program) eval(prog cel.Program, vars any, b *Budget, bound uint64) (res
 		}
 	}
 	out, details, evalErr := prog.ContextEval(ctx, vars)
-	if b != nil {
-		switch {
-		case bound != unbounded:
-			b.spent += bound
-		case details != nil && details.ActualCost() != nil:
-			b.spent += *details.ActualCost()
+	if b != nil && details != nil {
+		if cost := details.ActualCost(); cost != nil {
+			b.spent += *cost
 		}
 	}
 	if evalErr != nil {
