@@ -15,7 +15,6 @@
 package expression
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -33,19 +32,6 @@ type Budget struct {
 	spent     uint64
 	deadline  time.Time
 	allowance time.Duration
-	// ctx ends at deadline; made on first use, shared by the evaluations
-	// that the budget stops before their own timeout. cancel is never
-	// called: the context ends at the deadline, when its timer is released.
-	ctx    context.Context
-	cancel context.CancelFunc
-}
-
-// context returns the context that ends at the budget's deadline.
-func (b *Budget) context() context.Context {
-	if b.ctx == nil {
-		b.ctx, b.cancel = context.WithDeadline(context.Background(), b.deadline)
-	}
-	return b.ctx
 }
 
 // NewBudget returns a fresh Budget with the engine's budget cost and time
@@ -71,7 +57,7 @@ func (b *Budget) EvalFilter(p *Program, clause Clause) (bool, error) {
 	if err := p.check(KindFilter); err != nil {
 		return false, err
 	}
-	return p.eval(p.prog, map[string]any{VarDownsyncClause: clause.celView()}, b)
+	return p.eval(map[string]any{VarDownsyncClause: clause.celView()}, b)
 }
 
 // EvalCondition is Program.EvalCondition within the budget: it fails with

@@ -30,17 +30,12 @@ type conversionKey struct {
 	resourceVersion string
 }
 
-// input is a CombinedStatus as a condition reads it: its JSON form (see
-// the package documentation). It is only read.
-type input struct {
-	obj map[string]any
-}
-
-// conversions keeps the inputs of the CombinedStatuses evaluated lately, by
-// UID and resourceVersion, so that the conditions of every stage and every
-// reconcile share one conversion of each version. Safe for concurrent use.
+// conversions keeps the JSON form of the CombinedStatuses evaluated lately,
+// by UID and resourceVersion, so that the conditions of every stage and
+// every reconcile share one conversion of each version. The forms are only
+// read (CEL does not change its inputs). Safe for concurrent use.
 type conversions struct {
-	cache *lru.Cache // of conversionKey to *input; nil converts every time
+	cache *lru.Cache // of conversionKey to map[string]any; nil converts every time
 }
 
 func newConversions(size int) *conversions {
@@ -50,23 +45,23 @@ func newConversions(size int) *conversions {
 	return &conversions{cache: lru.New(size)}
 }
 
-// of returns cs as an input, converting it only when this version of it is
+// of returns cs in JSON form, converting it only when this version of it is
 // not cached. A CombinedStatus without UID or resourceVersion (one not read
 // from an API server) is converted every time.
-func (c *conversions) of(cs *ksv1alpha1.CombinedStatus) (*input, error) {
+func (c *conversions) of(cs *ksv1alpha1.CombinedStatus) (map[string]any, error) {
 	if c == nil || c.cache == nil || cs.UID == "" || cs.ResourceVersion == "" {
-		return newInput(cs)
+		return combinedStatusToJSON(cs)
 	}
 	key := conversionKey{uid: cs.UID, resourceVersion: cs.ResourceVersion}
 	if hit, ok := c.cache.Get(key); ok {
-		return hit.(*input), nil
+		return hit.(map[string]any), nil
 	}
-	in, err := newInput(cs)
+	obj, err := combinedStatusToJSON(cs)
 	if err != nil {
 		return nil, err
 	}
-	c.cache.Add(key, in)
-	return in, nil
+	c.cache.Add(key, obj)
+	return obj, nil
 }
 
 // len returns how many conversions are cached.
@@ -75,13 +70,4 @@ func (c *conversions) len() int {
 		return 0
 	}
 	return c.cache.Len()
-}
-
-// newInput converts cs.
-func newInput(cs *ksv1alpha1.CombinedStatus) (*input, error) {
-	obj, err := combinedStatusToJSON(cs)
-	if err != nil {
-		return nil, err
-	}
-	return &input{obj: obj}, nil
 }

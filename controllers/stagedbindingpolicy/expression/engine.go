@@ -123,10 +123,8 @@ func WithEstimatedCostLimit(limit uint64) Option {
 // WithEvalTimeout sets how long one evaluation may take (default
 // DefaultEvalTimeout); a longer one is stopped with ReasonTimeout. The
 // deadline is checked every few iterations of a comprehension, so an
-// evaluation may overrun it by the time of a few iterations; and the
-// evaluations that start within a sixteenth of the timeout share one
-// deadline, so an evaluation may also be stopped up to a sixteenth of the
-// timeout early. The timeout must be positive.
+// evaluation may overrun it by the time of a few iterations. The timeout must
+// be positive.
 func WithEvalTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {
@@ -190,7 +188,6 @@ type Engine struct {
 
 	compilations atomic.Uint64
 	conversions  *conversions
-	timeouts     *timeouts
 
 	mu       sync.Mutex
 	lru      *list.List // of *cacheEntry, most recently used first
@@ -256,7 +253,6 @@ func NewEngine(opts ...Option) (*Engine, error) {
 		filterEnv:    filterEnv,
 		conditionEnv: conditionEnv,
 		conversions:  newConversions(cfg.conversionCache),
-		timeouts:     &timeouts{timeout: cfg.evalTimeout},
 		lru:          list.New(),
 		entries:      make(map[cacheKey]*list.Element),
 		inflight:     make(map[cacheKey]*compileCall),
@@ -375,9 +371,8 @@ func (e *Engine) compile(kind Kind, source string) (prog *Program, err error) {
 	if err != nil {
 		return nil, newError(kind, source, ReasonCompileError, fmt.Errorf("building program: %w", err))
 	}
-	prog = &Program{kind: kind, source: source, costLimit: e.costLimit, evalTimeout: e.evalTimeout, prog: celProg,
-		conversions: e.conversions, timeouts: e.timeouts}
-	return prog, nil
+	return &Program{kind: kind, source: source, costLimit: e.costLimit, evalTimeout: e.evalTimeout, prog: celProg,
+		conversions: e.conversions}, nil
 }
 
 // formatCost renders an estimated cost, saying "unbounded" for the largest.

@@ -82,22 +82,13 @@ var inputRoots = map[string]bool{VarObj: true, VarCombinedStatus: true, VarDowns
 
 // EstimateSize implements checker.CostEstimator.
 func (c *costEstimator) EstimateSize(node checker.AstNode) *checker.SizeEstimate {
-	return inputSize(node, func([]string) (uint64, bool) { return c.levelSize, true })
-}
-
-// inputSize returns the size estimate, from sizeAt, of a node of the input
-// (a path from obj, combinedStatus or downsyncClause) whose kind has a size;
-// nil for any other node, or when sizeAt does not know the path.
-func inputSize(node checker.AstNode, sizeAt func(path []string) (uint64, bool)) *checker.SizeEstimate {
 	path := node.Path()
 	if len(path) == 0 || !inputRoots[path[0]] {
 		return nil
 	}
 	switch node.Type().Kind() {
 	case types.StringKind, types.BytesKind, types.ListKind, types.MapKind, types.DynKind:
-		if size, ok := sizeAt(path); ok {
-			return &checker.SizeEstimate{Min: 0, Max: size}
-		}
+		return &checker.SizeEstimate{Min: 0, Max: c.levelSize}
 	}
 	return nil
 }

@@ -15,6 +15,7 @@
 package expression
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -34,10 +35,8 @@ type Program struct {
 	costLimit   uint64
 	evalTimeout time.Duration
 	prog        cel.Program
-	// conversions is the engine's cache of converted CombinedStatuses.
+	// conversions is the engine's cache of CombinedStatuses in JSON form.
 	conversions *conversions
-	// timeouts gives the contexts that stop evaluations at evalTimeout.
-	timeouts *timeouts
 }
 
 // Source returns the source text the program was compiled from.
@@ -63,7 +62,7 @@ func (p *Program) EvalFilter(clause Clause) (bool, error) {
 	if err := p.check(KindFilter); err != nil {
 		return false, err
 	}
-	return p.eval(p.prog, map[string]any{VarDownsyncClause: clause.celView()}, nil)
+	return p.eval(map[string]any{VarDownsyncClause: clause.celView()}, nil)
 }
 
 // EvalCondition evaluates a condition program against one CombinedStatus and
@@ -82,11 +81,11 @@ func (p *Program) evalCondition(cs *ksv1alpha1.CombinedStatus, b *Budget) (bool,
 	if cs == nil {
 		return false, newError(p.kind, p.source, ReasonEvaluationError, errors.New("no CombinedStatus given"))
 	}
-	in, err := p.conversions.of(cs)
+	obj, err := p.conversions.of(cs)
 	if err != nil {
 		return false, newError(p.kind, p.source, ReasonEvaluationError, err)
 	}
-	return p.eval(p.prog, conditionVars{obj: in.obj}, b)
+	return p.eval(conditionVars{obj: obj}, b)
 }
 
 // conditionVars are the variables of a condition: one object under two
@@ -116,26 +115,27 @@ func (p *Program) check(want Kind) error {
 	return nil
 }
 
-// eval runs prog on the given variables, within the evaluation timeout and
-// budget b (nil for none), and classifies the outcome.
-func (p *Program) eval(prog cel.Program, vars any, b *Budget) (result bool, err error) {
+// eval runs the program on the given variables, within the evaluation
+// timeout and budget b (nil for none), and classifies the outcome.
+func (p *Program) eval(vars any, b *Budget) (result bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			result, err = false, newError(p.kind, p.source, ReasonEvaluationError, fmt.Errorf("internal error: %v", r))
 		}
 	}()
 	now := time.Now()
-	ctx, deadline := p.timeouts.context(now)
-	byBudget := false
+	deadline, byBudget := now.Add(p.evalTimeout), false
 	if b != nil {
 		if why := b.exhausted(now); why != "" {
 			return false, newError(p.kind, p.source, ReasonBudgetExhausted, errors.New(why))
 		}
 		if b.deadline.Before(deadline) {
-			ctx, byBudget = b.context(), true
+			deadline, byBudget = b.deadline, true
 		}
 	}
-	out, details, evalErr := prog.ContextEval(ctx, vars)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	out, details, evalErr := p.prog.ContextEval(ctx, vars)
 	if b != nil && details != nil {
 		if cost := details.ActualCost(); cost != nil {
 			b.spent += *cost
