@@ -15,6 +15,8 @@
 package expression
 
 import (
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	apitypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/lru"
@@ -30,12 +32,19 @@ type conversionKey struct {
 	resourceVersion string
 }
 
+// converted is a CombinedStatus as the CEL value of its JSON form, with the
+// sizes that bound the cost of evaluating a condition on it (see costBound).
+type converted struct {
+	obj   ref.Val
+	sizes inputSizes
+}
+
 // conversions keeps the JSON form of the CombinedStatuses evaluated lately,
 // by UID and resourceVersion, so that the conditions of every stage and
 // every reconcile share one conversion of each version. The forms are only
 // read (CEL does not change its inputs). Safe for concurrent use.
 type conversions struct {
-	cache *lru.Cache // of conversionKey to map[string]any; nil converts every time
+	cache *lru.Cache // of conversionKey to converted; nil converts every time
 }
 
 func newConversions(size int) *conversions {
@@ -48,20 +57,52 @@ func newConversions(size int) *conversions {
 // of returns cs in JSON form, converting it only when this version of it is
 // not cached. A CombinedStatus without UID or resourceVersion (one not read
 // from an API server) is converted every time.
-func (c *conversions) of(cs *ksv1alpha1.CombinedStatus) (map[string]any, error) {
+func (c *conversions) of(cs *ksv1alpha1.CombinedStatus) (converted, error) {
 	if c == nil || c.cache == nil || cs.UID == "" || cs.ResourceVersion == "" {
-		return combinedStatusToJSON(cs)
+		return convert(cs)
 	}
 	key := conversionKey{uid: cs.UID, resourceVersion: cs.ResourceVersion}
 	if hit, ok := c.cache.Get(key); ok {
-		return hit.(map[string]any), nil
+		return hit.(converted), nil
 	}
+	conv, err := convert(cs)
+	if err != nil {
+		return converted{}, err
+	}
+	c.cache.Add(key, conv)
+	return conv, nil
+}
+
+// convert converts cs to the CEL value of its JSON form and measures it.
+func convert(cs *ksv1alpha1.CombinedStatus) (converted, error) {
 	obj, err := combinedStatusToJSON(cs)
 	if err != nil {
-		return nil, err
+		return converted{}, err
 	}
-	c.cache.Add(key, obj)
-	return obj, nil
+	return converted{obj: celValue(obj), sizes: sizesOf(obj)}, nil
+}
+
+// celValue converts a value in JSON form to CEL values all the way down,
+// once, where cel-go's adapter would wrap each map and list again at every
+// access. The values are those the adapter gives (a map of strings to
+// values, a list, string, int, double, bool, null); only their Go types
+// differ.
+func celValue(v any) ref.Val {
+	switch v := v.(type) {
+	case map[string]any:
+		m := make(map[ref.Val]ref.Val, len(v))
+		for k, el := range v {
+			m[types.String(k)] = celValue(el)
+		}
+		return types.NewRefValMap(types.DefaultTypeAdapter, m)
+	case []any:
+		l := make([]ref.Val, len(v))
+		for i, el := range v {
+			l[i] = celValue(el)
+		}
+		return types.NewRefValList(types.DefaultTypeAdapter, l)
+	}
+	return types.DefaultTypeAdapter.NativeToValue(v)
 }
 
 // len returns how many conversions are cached.

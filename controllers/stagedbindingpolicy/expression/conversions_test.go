@@ -16,20 +16,22 @@ package expression
 
 import (
 	"fmt"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
 	"reflect"
 	"testing"
 
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
-	"k8s.io/apimachinery/pkg/types"
+	apitypes "k8s.io/apimachinery/pkg/types"
 )
 
-func pointer(m map[string]any) uintptr { return reflect.ValueOf(m).Pointer() }
+func pointer(v ref.Val) uintptr { return reflect.ValueOf(v).Pointer() }
 
 // versioned returns a CombinedStatus as read from an API server: with a UID
 // and a resourceVersion, reporting count available replicas.
 func versioned(uid, resourceVersion, count string) *ksv1alpha1.CombinedStatus {
 	cs := combinedStatus("deployments-aggregator", []ksv1alpha1.Value{number(count)})
-	cs.UID, cs.ResourceVersion = types.UID(uid), resourceVersion
+	cs.UID, cs.ResourceVersion = apitypes.UID(uid), resourceVersion
 	return cs
 }
 
@@ -43,17 +45,17 @@ func TestConversionsAreShared(t *testing.T) {
 		t.Fatal(err)
 	}
 	again, _ := c.of(versioned("a", "1", "1"))
-	if pointer(first) != pointer(again) {
+	if pointer(first.obj) != pointer(again.obj) {
 		t.Error("the same version was converted twice")
 	}
 	newer, _ := c.of(versioned("a", "2", "0"))
-	if pointer(newer) == pointer(first) || reflect.DeepEqual(newer, first) {
+	if pointer(newer.obj) == pointer(first.obj) || newer.obj.Equal(first.obj) == types.True {
 		t.Error("a new resourceVersion got the old version's form")
 	}
 	unread := versioned("", "", "1")
 	x, _ := c.of(unread)
 	y, _ := c.of(unread)
-	if pointer(x) == pointer(y) {
+	if pointer(x.obj) == pointer(y.obj) {
 		t.Error("a CombinedStatus without UID was cached")
 	}
 	for i := range 5 {
@@ -99,7 +101,7 @@ func TestCachedConversionsKeepTheSemantics(t *testing.T) {
 	}
 	form, _ := cached.conversions.of(statuses[0])
 	fresh, _ := combinedStatusToJSON(statuses[0])
-	if !reflect.DeepEqual(form, fresh) {
+	if form.obj.Equal(celValue(fresh)) != types.True {
 		t.Error("an evaluation changed the cached form")
 	}
 }

@@ -74,10 +74,13 @@
 //     are charged by the bytes they read and build, list concatenation by the
 //     length of the list built, and replace, join and lists.range refuse to
 //     build a result larger than the cost limit pays for (ten bytes or one
-//     element per unit) before allocating it;
+//     element per unit) before allocating it. A condition whose cost the
+//     sizes of its CombinedStatus bound within the limit runs without cost
+//     tracking (see costBound in bound.go);
 //   - every evaluation is stopped with [ReasonTimeout] after the evaluation
 //     timeout ([WithEvalTimeout]);
 //   - evaluations made through one [Budget] ([Engine.NewBudget]), such as
 //     those of one reconcile, stop with [ReasonBudgetExhausted] once they
-//     have spent its cost or time together ([WithBudget]).
+//     have spent its cost or time together ([WithBudget]); an evaluation
+//     without cost tracking is charged its bound.
 package expression

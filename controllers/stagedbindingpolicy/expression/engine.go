@@ -371,8 +371,20 @@ func (e *Engine) compile(kind Kind, source string) (prog *Program, err error) {
 	if err != nil {
 		return nil, newError(kind, source, ReasonCompileError, fmt.Errorf("building program: %w", err))
 	}
-	return &Program{kind: kind, source: source, costLimit: e.costLimit, evalTimeout: e.evalTimeout, prog: celProg,
-		conversions: e.conversions}, nil
+	prog = &Program{kind: kind, source: source, costLimit: e.costLimit, evalTimeout: e.evalTimeout, prog: celProg,
+		conversions: e.conversions}
+	if kind == KindCondition {
+		if prog.bound = newCostBound(ast.NativeRep()); prog.bound != nil {
+			prog.untracked, err = env.Program(ast,
+				cel.InterruptCheckFrequency(interruptCheckFrequency),
+				cel.EvalOptions(cel.OptOptimize),
+			)
+			if err != nil {
+				return nil, newError(kind, source, ReasonCompileError, fmt.Errorf("building program: %w", err))
+			}
+		}
+	}
+	return prog, nil
 }
 
 // formatCost renders an estimated cost, saying "unbounded" for the largest.

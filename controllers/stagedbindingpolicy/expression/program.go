@@ -22,6 +22,7 @@ import (
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/interpreter"
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -35,6 +36,11 @@ type Program struct {
 	costLimit   uint64
 	evalTimeout time.Duration
 	prog        cel.Program
+	// untracked is prog without cost tracking, and bound its cost bound,
+	// for conditions eligible for evaluation without tracking (nil for the
+	// others; see costBound).
+	untracked cel.Program
+	bound     *costBound
 	// conversions is the engine's cache of CombinedStatuses in JSON form.
 	conversions *conversions
 }
@@ -62,7 +68,7 @@ func (p *Program) EvalFilter(clause Clause) (bool, error) {
 	if err := p.check(KindFilter); err != nil {
 		return false, err
 	}
-	return p.eval(map[string]any{VarDownsyncClause: clause.celView()}, nil)
+	return p.eval(map[string]any{VarDownsyncClause: clause.celView()}, nil, 0)
 }
 
 // EvalCondition evaluates a condition program against one CombinedStatus and
@@ -81,16 +87,22 @@ func (p *Program) evalCondition(cs *ksv1alpha1.CombinedStatus, b *Budget) (bool,
 	if cs == nil {
 		return false, newError(p.kind, p.source, ReasonEvaluationError, errors.New("no CombinedStatus given"))
 	}
-	obj, err := p.conversions.of(cs)
+	conv, err := p.conversions.of(cs)
 	if err != nil {
 		return false, newError(p.kind, p.source, ReasonEvaluationError, err)
 	}
-	return p.eval(conditionVars{obj: obj}, b)
+	var bound uint64
+	if p.bound != nil {
+		if c := p.bound.cost(conv.sizes.elements, conv.sizes.bytes); c <= p.costLimit {
+			bound = c
+		}
+	}
+	return p.eval(conditionVars{obj: conv.obj}, b, bound)
 }
 
 // conditionVars are the variables of a condition: one object under two
 // names.
-type conditionVars struct{ obj map[string]any }
+type conditionVars struct{ obj ref.Val }
 
 // ResolveName implements interpreter.Activation.
 func (v conditionVars) ResolveName(name string) (any, bool) {
@@ -116,8 +128,11 @@ func (p *Program) check(want Kind) error {
 }
 
 // eval runs the program on the given variables, within the evaluation
-// timeout and budget b (nil for none), and classifies the outcome.
-func (p *Program) eval(vars any, b *Budget) (result bool, err error) {
+// timeout and budget b (nil for none), and classifies the outcome. A
+// nonzero bound is an upper bound of the evaluation's cost within the cost
+// limit: the program then runs without cost tracking, and b is charged the
+// bound.
+func (p *Program) eval(vars any, b *Budget, bound uint64) (result bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			result, err = false, newError(p.kind, p.source, ReasonEvaluationError, fmt.Errorf("internal error: %v", r))
@@ -135,10 +150,15 @@ func (p *Program) eval(vars any, b *Budget) (result bool, err error) {
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
-	out, details, evalErr := p.prog.ContextEval(ctx, vars)
-	if b != nil && details != nil {
-		if cost := details.ActualCost(); cost != nil {
-			b.spent += *cost
+	prog := p.prog
+	if bound != 0 {
+		prog = p.untracked
+	}
+	out, details, evalErr := prog.ContextEval(ctx, vars)
+	if b != nil {
+		b.spent += bound
+		if details != nil && details.ActualCost() != nil {
+			b.spent += *details.ActualCost()
 		}
 	}
 	if evalErr != nil {

@@ -1,0 +1,404 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package expression
+
+import (
+	"unicode/utf8"
+
+	celast "github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/types"
+)
+
+// This file lets a condition skip cel-go's runtime cost tracking when the
+// sizes of its input show that the cost limit cannot be reached.
+//
+// Tracking the cost as it goes makes an evaluation about five times slower:
+// cel-go observes every step. The bound here is deliberately coarse so that
+// it can be argued in a few lines, without following which part of the input
+// an expression reads (an earlier bound that did, built on cel-go's
+// path-based estimate, was broken by loop variables, ternaries between a list
+// and a map, and functions estimated on the wrong argument). It takes two
+// numbers of the input:
+//
+//	M, the most elements of any list or map (input or literal), and
+//	S, the most bytes of any string or map key (input or literal).
+//
+// A condition is eligible when every function it may call is in
+// boundedOverloads and every comprehension accumulates a bool or an int (the
+// all, exists and exists_one macros; map and filter accumulate lists). Then
+// no value built during an evaluation is larger than M elements or S bytes:
+// the values are parts of the input, literals, comprehension results (bools
+// and ints), or results of boundedOverloads, which build no list or map and
+// no string longer than their arguments or stringOverloadSize. So
+//
+//   - a comprehension runs at most M iterations, each evaluating its loop
+//     condition and step once (cel-go's folder), and a node nested in the
+//     loops of d comprehensions is evaluated at most M^d times;
+//   - one evaluation of a node costs at most 1 (an identifier, a field
+//     selection or index, a constant: cel-go's observer charges one unit per
+//     attribute and per qualifier, each the node of one identifier, select or
+//     index), plus the constructor cost of a list, map or message literal,
+//     plus the cel-go runtime cost of a call (interpreter.CostTracker's
+//     costCall) with every size at most M or S: see callCost.
+//
+// The bound is the sum over the nodes of the checked AST (macros expanded)
+// of M^d times that cost, in saturating integer arithmetic.
+
+// stringOverloadSize is the longest string an overload of boundedOverloads
+// builds from a scalar (string(double), string(timestamp) and the like); a
+// condition calling one takes S to be at least this.
+const stringOverloadSize = 64
+
+// boundedOverloads are the functions, by cel-go overload ID, that a
+// condition evaluated without cost tracking may call, with the runtime cost
+// (in interpreter.CostTracker's costCall) each of them is bounded by. None of
+// them builds a list or map, or a string longer than its argument or
+// stringOverloadSize. Overloads the engine charges itself (actualCost) are
+// absent.
+var boundedOverloads = func() map[string]callKind {
+	m := map[string]callKind{
+		"conditional": callFree, "logical_and": callFree, "logical_or": callFree,
+		"logical_not": callUnit, "not_strictly_false": callUnit,
+		"equals": callEquals, "not_equals": callEquals,
+		"add_int64": callUnit, "add_uint64": callUnit, "add_double": callUnit,
+		"subtract_int64": callUnit, "subtract_uint64": callUnit, "subtract_double": callUnit,
+		"multiply_int64": callUnit, "multiply_uint64": callUnit, "multiply_double": callUnit,
+		"divide_int64": callUnit, "divide_uint64": callUnit, "divide_double": callUnit,
+		"modulo_int64": callUnit, "modulo_uint64": callUnit, "negate_int64": callUnit, "negate_double": callUnit,
+		"index_list": callUnit, "index_map": callUnit,
+		// The checker offers the optional index overloads for any dyn
+		// operand. No value of an eligible condition is optional (none of
+		// these functions builds one, and inputs hold none); were one
+		// indexed, it would cost 1 and give a part of it.
+		"optional_list_index_int": callUnit, "optional_map_index_value": callUnit,
+		"in_list": callInList, "in_map": callUnit,
+		"size_string": callUnit, "size_bytes": callUnit, "size_list": callUnit, "size_map": callUnit,
+		"string_size": callUnit, "bytes_size": callUnit, "list_size": callUnit, "map_size": callUnit,
+		"starts_with_string": callTraverse, "ends_with_string": callTraverse,
+		"contains_string": callContains, "matches_string": callMatches, "matches": callUnit,
+		"to_dyn":         callUnit,
+		"int64_to_int64": callUnit, "uint64_to_int64": callUnit, "double_to_int64": callUnit,
+		"string_to_int64": callUnit, "timestamp_to_int64": callUnit, "duration_to_int64": callUnit,
+		"int64_to_uint64": callUnit, "uint64_to_uint64": callUnit, "double_to_uint64": callUnit, "string_to_uint64": callUnit,
+		"double_to_double": callUnit, "int64_to_double": callUnit, "uint64_to_double": callUnit, "string_to_double": callUnit,
+		"bool_to_bool": callUnit, "string_to_bool": callUnit,
+		"string_to_string": callUnit, "bytes_to_string": callTraverse,
+		"bool_to_string": callString, "int64_to_string": callString, "uint64_to_string": callString,
+		"double_to_string": callString, "timestamp_to_string": callString, "duration_to_string": callString,
+	}
+	for _, op := range []string{"less", "less_equals", "greater", "greater_equals"} {
+		for _, operands := range []string{"bool", "int64", "int64_double", "int64_uint64", "uint64", "uint64_double",
+			"uint64_int64", "double", "double_int64", "double_uint64", "timestamp", "duration"} {
+			m[op+"_"+operands] = callUnit
+		}
+		m[op+"_string"], m[op+"_bytes"] = callCompare, callCompare
+	}
+	return m
+}()
+
+// callKind classifies the runtime cost of a bounded overload.
+type callKind int
+
+const (
+	// callFree costs nothing itself (cel-go charges only the operands).
+	callFree callKind = iota
+	// callUnit costs 1.
+	callUnit
+	// callString costs 1 and builds a string of up to stringOverloadSize bytes.
+	callString
+	// callEquals costs ceil(min size of its two arguments / 10), strings
+	// counted in runes and lists and maps in elements.
+	callEquals
+	// callCompare is callEquals on strings or bytes only.
+	callCompare
+	// callInList costs the size of its list (second argument).
+	callInList
+	// callTraverse costs ceil(size of its first argument / 10).
+	callTraverse
+	// callContains costs ceil(size of its first argument / 10) times
+	// ceil(size of its second / 10).
+	callContains
+	// callMatches costs ceil((1 + size of its first argument) / 10) times
+	// ceil(size of its second / 4).
+	callMatches
+)
+
+// unit is a factor of a term of the bound, a function of M and S.
+type unit int
+
+const (
+	unitOne       unit = iota // 1
+	unitTenthS                // S/10 + 1
+	unitTenthMS               // max(M, S)/10 + 1
+	unitM                     // M
+	unitTenthS2               // (S/10 + 1)^2
+	unitTenthSRex             // ((S+1)/10 + 1) * (S/4 + 1)
+	numUnits
+)
+
+// tenth bounds ceil(0.1*n) as cel-go computes it in float64 (which may
+// round 0.1*n up past an integer): n/10 + 1.
+func tenth(n uint64) uint64 { return n/10 + 1 }
+
+// costBound is the bound of one eligible condition: coef[d][u] is the
+// coefficient of M^d times unit u.
+type costBound struct {
+	coef [][numUnits]uint64
+	// minS is the least S to assume: the longest string literal, or
+	// stringOverloadSize when the condition may convert a scalar to a string.
+	minS uint64
+	// minM is the least M to assume: the most elements of a list or map
+	// literal.
+	minM uint64
+}
+
+// newCostBound returns the bound of the checked AST a, or nil if a is not
+// eligible for evaluation without cost tracking.
+func newCostBound(a *celast.AST) *costBound {
+	b := &costBound{}
+	if !b.add(a, a.Expr(), 0) {
+		return nil
+	}
+	return b
+}
+
+// term adds c times M^depth times u.
+func (b *costBound) term(depth int, u unit, c uint64) {
+	for len(b.coef) <= depth {
+		b.coef = append(b.coef, [numUnits]uint64{})
+	}
+	b.coef[depth][u] = saturatingAdd(b.coef[depth][u], c)
+}
+
+// add adds the cost of e and its descendants, e being evaluated at most
+// M^depth times. It reports false if e is not eligible.
+func (b *costBound) add(a *celast.AST, e celast.Expr, depth int) bool {
+	if e == nil {
+		return true
+	}
+	b.term(depth, unitOne, 1)
+	switch e.Kind() {
+	case celast.IdentKind:
+		return true
+	case celast.LiteralKind:
+		b.minS = max(b.minS, literalBytes(e))
+		return true
+	case celast.SelectKind:
+		return b.add(a, e.AsSelect().Operand(), depth)
+	case celast.ListKind:
+		elems := e.AsList().Elements()
+		b.minM = max(b.minM, uint64(len(elems)))
+		b.term(depth, unitOne, 10) // common.ListCreateBaseCost
+		for _, el := range elems {
+			if !b.add(a, el, depth) {
+				return false
+			}
+		}
+		return true
+	case celast.MapKind:
+		entries := e.AsMap().Entries()
+		b.minM = max(b.minM, uint64(len(entries)))
+		b.term(depth, unitOne, 30) // common.MapCreateBaseCost
+		for _, entry := range entries {
+			if !b.add(a, entry.AsMapEntry().Key(), depth) || !b.add(a, entry.AsMapEntry().Value(), depth) {
+				return false
+			}
+		}
+		return true
+	case celast.ComprehensionKind:
+		comp := e.AsComprehension()
+		if comp.HasIterVar2() || !accumulatesScalar(comp.AccuInit()) {
+			return false
+		}
+		return b.add(a, comp.IterRange(), depth) && b.add(a, comp.AccuInit(), depth) &&
+			b.add(a, comp.Result(), depth) &&
+			b.add(a, comp.LoopCondition(), depth+1) && b.add(a, comp.LoopStep(), depth+1)
+	case celast.CallKind:
+		call := e.AsCall()
+		ids := a.GetOverloadIDs(e.ID())
+		if len(ids) == 0 {
+			return false
+		}
+		args := call.Args()
+		if call.IsMemberFunction() {
+			args = append([]celast.Expr{call.Target()}, args...)
+		}
+		// A checked call with several candidate overloads (on dyn
+		// operands) is dispatched at run time; it costs at most what the
+		// dearest candidate costs, unit by unit.
+		var cost [numUnits]uint64
+		for _, id := range ids {
+			kind, ok := boundedOverloads[id]
+			if !ok {
+				return false
+			}
+			for u, c := range b.call(kind, args) {
+				cost[u] = max(cost[u], c)
+			}
+		}
+		for u, c := range cost {
+			b.term(depth, unit(u), c)
+		}
+		for _, arg := range args {
+			if !b.add(a, arg, depth) {
+				return false
+			}
+		}
+		return true
+	}
+	// Messages (StructKind) and anything unknown.
+	return false
+}
+
+// call returns the cost of one call of kind with the given arguments (for a
+// member call, the target first, as cel-go passes them at run time), as
+// coefficients of the units.
+func (b *costBound) call(kind callKind, args []celast.Expr) (cost [numUnits]uint64) {
+	switch kind {
+	case callFree:
+	case callUnit:
+		cost[unitOne] = 1
+	case callString:
+		cost[unitOne] = 1
+		b.minS = max(b.minS, stringOverloadSize)
+	case callEquals, callCompare:
+		// The smaller argument is at most as large as a literal one.
+		if n, ok := literalSize(args); ok {
+			cost[unitOne] = tenth(n)
+		} else if kind == callCompare {
+			cost[unitTenthS] = 1
+		} else {
+			cost[unitTenthMS] = 1
+		}
+	case callInList:
+		if len(args) == 2 && args[1].Kind() == celast.ListKind {
+			cost[unitOne] = uint64(len(args[1].AsList().Elements()))
+		} else {
+			cost[unitM] = 1
+		}
+	case callTraverse:
+		cost[unitTenthS] = 1
+	case callContains:
+		cost[unitTenthS2] = 1
+	case callMatches:
+		cost[unitTenthSRex] = 1
+	}
+	return cost
+}
+
+// literalSize returns the size, as cel-go's actualSize counts it, of the
+// first of args that is a literal or a list or map literal.
+func literalSize(args []celast.Expr) (uint64, bool) {
+	for _, arg := range args {
+		switch arg.Kind() {
+		case celast.LiteralKind:
+			switch v := arg.AsLiteral().(type) {
+			case types.String:
+				return uint64(utf8.RuneCountInString(string(v))), true
+			case types.Bytes:
+				return uint64(len(v)), true
+			default:
+				return 1, true
+			}
+		case celast.ListKind:
+			return uint64(len(arg.AsList().Elements())), true
+		case celast.MapKind:
+			return uint64(len(arg.AsMap().Entries())), true
+		}
+	}
+	return 0, false
+}
+
+// literalBytes returns the bytes of a string or bytes literal, else 0.
+func literalBytes(e celast.Expr) uint64 {
+	switch v := e.AsLiteral().(type) {
+	case types.String:
+		return uint64(len(v))
+	case types.Bytes:
+		return uint64(len(v))
+	}
+	return 0
+}
+
+// accumulatesScalar reports whether a comprehension's accumulator starts as
+// a bool or int literal, as those of all, exists and exists_one do.
+func accumulatesScalar(init celast.Expr) bool {
+	if init == nil || init.Kind() != celast.LiteralKind {
+		return false
+	}
+	switch init.AsLiteral().(type) {
+	case types.Bool, types.Int:
+		return true
+	}
+	return false
+}
+
+// cost returns the bound for an input whose lists and maps have at most m
+// elements and whose strings and map keys at most s bytes.
+func (b *costBound) cost(m, s uint64) uint64 {
+	m, s = max(m, b.minM), max(s, b.minS)
+	units := [numUnits]uint64{
+		unitOne:       1,
+		unitTenthS:    tenth(s),
+		unitTenthMS:   tenth(max(m, s)),
+		unitM:         m,
+		unitTenthS2:   saturatingMul(tenth(s), tenth(s)),
+		unitTenthSRex: saturatingMul(tenth(saturatingAdd(s, 1)), s/4+1),
+	}
+	var total uint64
+	power := uint64(1) // m^depth
+	for depth, coef := range b.coef {
+		if depth > 0 {
+			power = saturatingMul(power, m)
+		}
+		for u, c := range coef {
+			if c != 0 {
+				total = saturatingAdd(total, saturatingMul(power, saturatingMul(c, units[u])))
+			}
+		}
+	}
+	return total
+}
+
+// inputSizes are the M and S of an input (see the top of this file).
+type inputSizes struct {
+	elements uint64 // most elements of a list or map
+	bytes    uint64 // most bytes of a string or map key
+}
+
+// sizesOf returns the sizes of a value in JSON form.
+func sizesOf(v any) inputSizes {
+	var s inputSizes
+	s.walk(v)
+	return s
+}
+
+func (s *inputSizes) walk(v any) {
+	switch v := v.(type) {
+	case string:
+		s.bytes = max(s.bytes, uint64(len(v)))
+	case []any:
+		s.elements = max(s.elements, uint64(len(v)))
+		for _, el := range v {
+			s.walk(el)
+		}
+	case map[string]any:
+		s.elements = max(s.elements, uint64(len(v)))
+		for k, el := range v {
+			s.bytes = max(s.bytes, uint64(len(k)))
+			s.walk(el)
+		}
+	}
+}
