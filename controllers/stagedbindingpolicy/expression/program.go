@@ -15,7 +15,6 @@
 package expression
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -148,8 +147,8 @@ func (p *Program) eval(vars any, b *Budget, bound uint64) (result bool, err erro
 			deadline, byBudget = b.deadline, true
 		}
 	}
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	defer cancel()
+	ctx := withDeadline(deadline)
+	defer ctx.release()
 	prog := p.prog
 	if bound != 0 {
 		prog = p.untracked
