@@ -16,11 +16,11 @@ package expression
 
 import (
 	"fmt"
-	"github.com/google/cel-go/common/types"
-	"github.com/google/cel-go/common/types/ref"
 	"reflect"
 	"testing"
 
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	apitypes "k8s.io/apimachinery/pkg/types"
 )
