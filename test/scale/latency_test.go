@@ -16,6 +16,7 @@ package scale
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -27,6 +28,7 @@ import (
 	"time"
 
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -51,6 +53,10 @@ const (
 	// BenchmarkStageAdvanceLatency (default 100) and of
 	// BenchmarkOneSpaceManyPolicies (default 1000).
 	LatencyPoliciesEnv = "STAGER_LATENCY_POLICIES"
+	// LatencyPaceEnv overrides the rate, in policies a second over all
+	// spaces, at which BenchmarkStageAdvanceLatencyPaced creates its
+	// policies (default 10).
+	LatencyPaceEnv = "STAGER_LATENCY_PACE"
 
 	// secretNamespace holds the spaces' kubeconfig Secrets in the hosting space.
 	secretNamespace = "kubestellar-stager"
@@ -93,13 +99,38 @@ var stages = []string{"dev", "test", "prod"}
 // of one KubeStellar controller-manager (for one WDS), the time to converge,
 // CPU seconds and peak RSS.
 func BenchmarkStageAdvanceLatency(b *testing.B) {
-	runRollouts(b, envInt(b, LatencySpacesEnv, 10), envInt(b, LatencyPoliciesEnv, 100), true)
+	runRollouts(b, rollouts{spaces: envInt(b, LatencySpacesEnv, 10), policies: envInt(b, LatencyPoliciesEnv, 100),
+		compareKubeStellar: true})
+}
+
+// BenchmarkStageAdvanceLatencyPaced is BenchmarkStageAdvanceLatency with the
+// policies created at a steady rate (10 a second over the 10 spaces, taking
+// turns) instead of all at once. All at once, each space's 100 policies
+// advance in lockstep and the API servers use nearly all of the machine, so
+// an advance mostly waits for CPU; paced, the same 1,000 rollouts tell what
+// the stager itself adds to the round trip.
+func BenchmarkStageAdvanceLatencyPaced(b *testing.B) {
+	runRollouts(b, rollouts{spaces: envInt(b, LatencySpacesEnv, 10), policies: envInt(b, LatencyPoliciesEnv, 100),
+		pace: envInt(b, LatencyPaceEnv, 10)})
 }
 
 // BenchmarkOneSpaceManyPolicies is BenchmarkStageAdvanceLatency with 1,000
 // policies in a single space.
 func BenchmarkOneSpaceManyPolicies(b *testing.B) {
-	runRollouts(b, 1, envInt(b, LatencyPoliciesEnv, 1000), false)
+	runRollouts(b, rollouts{spaces: 1, policies: envInt(b, LatencyPoliciesEnv, 1000)})
+}
+
+// rollouts describes one run of runRollouts.
+type rollouts struct {
+	// spaces is the number of spaces, policies the number of three-stage
+	// policies in each.
+	spaces, policies int
+	// pace, when positive, is how many policies a second are created, the
+	// spaces taking turns; otherwise every policy is created at once.
+	pace int
+	// compareKubeStellar measures one KubeStellar controller-manager's
+	// memory beside the stager's per engaged space.
+	compareKubeStellar bool
 }
 
 // latencySpace is one WDS of the run, with its simulator.
@@ -317,16 +348,17 @@ func percentile(sorted []time.Duration, q float64) time.Duration {
 // ms formats a duration in milliseconds for b.ReportMetric.
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// runRollouts is the harness of BenchmarkStageAdvanceLatency and
-// BenchmarkOneSpaceManyPolicies: n spaces with the given number of
-// three-stage policies each, all rolled out at once.
-func runRollouts(b *testing.B, n, policies int, compareKubeStellar bool) {
+// runRollouts is the harness of BenchmarkStageAdvanceLatency,
+// BenchmarkStageAdvanceLatencyPaced and BenchmarkOneSpaceManyPolicies: the
+// spaces with their three-stage policies, rolled out at once or paced.
+func runRollouts(b *testing.B, r rollouts) {
+	n, policies := r.spaces, r.policies
 	h := startHarness(b, "stager-latency-")
 	ctx, dir, binary, scheme := h.ctx, h.dir, h.binary, h.scheme
 
 	// One KubeStellar controller-manager for one WDS, for its memory.
 	ksRSS := 0
-	if compareKubeStellar {
+	if r.compareKubeStellar {
 		ks, err := stack.Start(ctx, stack.Options{Clusters: stageClusters, WorkDir: filepath.Join(dir, "kubestellar")})
 		if err != nil {
 			b.Fatal(err)
@@ -479,10 +511,7 @@ func runRollouts(b *testing.B, n, policies int, compareKubeStellar bool) {
 			}
 		})
 	}
-	if err := forEach(n*policies, func(i int) error {
-		sp, name := spaces[i/policies], policyName(i%policies)
-		return sp.Client.Create(ctx, policytest.ThreeStages(name, name))
-	}); err != nil {
+	if err := createPolicies(ctx, spaces, policies, r.pace); err != nil {
 		b.Fatal(err)
 	}
 	if err := environment.Poll(ctx, time.Second, 30*time.Minute, "every rollout to complete", func() error {
@@ -539,10 +568,14 @@ func runRollouts(b *testing.B, n, policies int, compareKubeStellar bool) {
 	b.ReportMetric(cpu, "cpu-s-to-converge")
 	b.ReportMetric(float64(peak)/1024, "MiB-rss-peak")
 	b.ReportMetric(perSpace/1024, "MiB-per-engaged-space")
-	b.Logf("%d spaces × %d three-stage policies; %d stage advances: p50 %s p90 %s p99 %s max %s; "+
+	created := "all at once"
+	if r.pace > 0 {
+		created = fmt.Sprintf("%d a second", r.pace)
+	}
+	b.Logf("%d spaces × %d three-stage policies, created %s; %d stage advances: p50 %s p90 %s p99 %s max %s; "+
 		"create→watch round trip under the same load (%d probes): p50 %s p99 %s, idle (%d): p50 %s p99 %s; "+
 		"p99 advance / p99 round trip = %.2f",
-		n, policies, len(advances), percentile(advances, 0.5), percentile(advances, 0.9), percentile(advances, 0.99), percentile(advances, 1),
+		n, policies, created, len(advances), percentile(advances, 0.5), percentile(advances, 0.9), percentile(advances, 0.99), percentile(advances, 1),
 		len(loadTrips), percentile(loadTrips, 0.5), percentile(loadTrips, 0.99), len(idle), percentile(idle, 0.5), percentile(idle, 0.99),
 		percentile(advances, 0.99).Seconds()/percentile(loadTrips, 0.99).Seconds())
 	b.Logf("the two steps of an advance: condition met → stage recorded Succeeded p50 %s p99 %s; recorded → next BindingPolicy p50 %s p99 %s",
@@ -559,6 +592,32 @@ func runRollouts(b *testing.B, n, policies int, compareKubeStellar bool) {
 		b.Logf("one KubeStellar controller-manager (one WDS, idle after start): RSS %d MiB, %.1f× the stager's per engaged space",
 			ksRSS/1024, float64(ksRSS)/perSpace)
 	}
+}
+
+// createPolicies creates the three-stage policies of every space: all at
+// once when pace is not positive, else pace a second, the spaces taking
+// turns (policy k of every space before policy k+1 of any).
+func createPolicies(ctx context.Context, spaces []*latencySpace, policies, pace int) error {
+	n := len(spaces)
+	create := func(i int) error {
+		sp, name := spaces[i%n], policyName(i/n)
+		return sp.Client.Create(ctx, policytest.ThreeStages(name, name))
+	}
+	if pace <= 0 {
+		return forEach(n*policies, create)
+	}
+	ticker := time.NewTicker(time.Second / time.Duration(pace))
+	defer ticker.Stop()
+	var g errgroup.Group
+	for i := range n * policies {
+		select {
+		case <-ctx.Done():
+			return errors.Join(ctx.Err(), g.Wait())
+		case <-ticker.C:
+		}
+		g.Go(func() error { return create(i) })
+	}
+	return g.Wait()
 }
 
 // apiServersCPU returns the CPU seconds this process's kube-apiservers and
