@@ -51,7 +51,13 @@ import (
 //     attribute and per qualifier, each the node of one identifier, select or
 //     index), plus the constructor cost of a list, map or message literal,
 //     plus the cel-go runtime cost of a call (interpreter.CostTracker's
-//     costCall) with every size at most M or S: see callCost.
+//     costCall) with every size at most M or S: see call. cel-go charges a
+//     call by the value that arrives, whatever the checker's type of the
+//     argument: startsWith, endsWith, contains and matches have one overload
+//     each, so the checker lets a dyn operand through to them, and a list or
+//     map of M elements that arrives is charged as a string of M runes
+//     before the call fails. Their operands are priced at S only when all of
+//     them are strings or bytes to the checker, at max(M, S) otherwise.
 //
 // The bound is the sum over the nodes of the checked AST (macros expanded)
 // of M^d times that cost, in saturating integer arithmetic.
@@ -133,18 +139,22 @@ const (
 	// callMatches costs ceil((1 + size of its first argument) / 10) times
 	// ceil(size of its second / 4).
 	callMatches
+	// The sizes in the three kinds above are those of the values that
+	// arrive, which may be lists or maps when the checker's type is dyn.
 )
 
 // unit is a factor of a term of the bound, a function of M and S.
 type unit int
 
 const (
-	unitOne       unit = iota // 1
-	unitTenthS                // S/10 + 1
-	unitTenthMS               // max(M, S)/10 + 1
-	unitM                     // M
-	unitTenthS2               // (S/10 + 1)^2
-	unitTenthSRex             // ((S+1)/10 + 1) * (S/4 + 1)
+	unitOne        unit = iota // 1
+	unitTenthS                 // S/10 + 1
+	unitTenthMS                // max(M, S)/10 + 1
+	unitM                      // M
+	unitTenthS2                // (S/10 + 1)^2
+	unitTenthSRex              // ((S+1)/10 + 1) * (S/4 + 1)
+	unitTenthMS2               // (max(M, S)/10 + 1)^2
+	unitTenthMSRex             // ((max(M, S)+1)/10 + 1) * (max(M, S)/4 + 1)
 	numUnits
 )
 
@@ -244,7 +254,7 @@ func (b *costBound) add(a *celast.AST, e celast.Expr, depth int) bool {
 			if !ok {
 				return false
 			}
-			for u, c := range b.call(kind, args) {
+			for u, c := range b.call(kind, args, textual(a, args)) {
 				cost[u] = max(cost[u], c)
 			}
 		}
@@ -264,8 +274,9 @@ func (b *costBound) add(a *celast.AST, e celast.Expr, depth int) bool {
 
 // call returns the cost of one call of kind with the given arguments (for a
 // member call, the target first, as cel-go passes them at run time), as
-// coefficients of the units.
-func (b *costBound) call(kind callKind, args []celast.Expr) (cost [numUnits]uint64) {
+// coefficients of the units. text says that the checker types every
+// argument as a string or bytes, so that no value larger than S arrives.
+func (b *costBound) call(kind callKind, args []celast.Expr, text bool) (cost [numUnits]uint64) {
 	switch kind {
 	case callFree:
 	case callUnit:
@@ -289,13 +300,35 @@ func (b *costBound) call(kind callKind, args []celast.Expr) (cost [numUnits]uint
 			cost[unitM] = 1
 		}
 	case callTraverse:
-		cost[unitTenthS] = 1
+		cost[pick(text, unitTenthS, unitTenthMS)] = 1
 	case callContains:
-		cost[unitTenthS2] = 1
+		cost[pick(text, unitTenthS2, unitTenthMS2)] = 1
 	case callMatches:
-		cost[unitTenthSRex] = 1
+		cost[pick(text, unitTenthSRex, unitTenthMSRex)] = 1
 	}
 	return cost
+}
+
+// pick returns ifText when text is true, else otherwise.
+func pick(text bool, ifText, otherwise unit) unit {
+	if text {
+		return ifText
+	}
+	return otherwise
+}
+
+// textual reports whether the checker types every one of args as a string
+// or bytes: then what arrives at run time is a string or bytes of at most S
+// bytes (or an error, of size 1).
+func textual(a *celast.AST, args []celast.Expr) bool {
+	for _, arg := range args {
+		switch a.GetType(arg.ID()).Kind() {
+		case types.StringKind, types.BytesKind:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // literalSize returns the size, as cel-go's actualSize counts it, of the
@@ -349,13 +382,16 @@ func accumulatesScalar(init celast.Expr) bool {
 // elements and whose strings and map keys at most s bytes.
 func (b *costBound) cost(m, s uint64) uint64 {
 	m, s = max(m, b.minM), max(s, b.minS)
+	x := max(m, s)
 	units := [numUnits]uint64{
-		unitOne:       1,
-		unitTenthS:    tenth(s),
-		unitTenthMS:   tenth(max(m, s)),
-		unitM:         m,
-		unitTenthS2:   saturatingMul(tenth(s), tenth(s)),
-		unitTenthSRex: saturatingMul(tenth(saturatingAdd(s, 1)), s/4+1),
+		unitOne:        1,
+		unitTenthS:     tenth(s),
+		unitTenthMS:    tenth(x),
+		unitM:          m,
+		unitTenthS2:    saturatingMul(tenth(s), tenth(s)),
+		unitTenthSRex:  saturatingMul(tenth(saturatingAdd(s, 1)), s/4+1),
+		unitTenthMS2:   saturatingMul(tenth(x), tenth(x)),
+		unitTenthMSRex: saturatingMul(tenth(saturatingAdd(x, 1)), x/4+1),
 	}
 	var total uint64
 	power := uint64(1) // m^depth

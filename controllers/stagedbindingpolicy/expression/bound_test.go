@@ -198,6 +198,46 @@ func TestCostBoundHoldsOnTheReviewsCounterexamples(t *testing.T) {
 	}
 }
 
+// TestCostBoundPricesStringFunctionsOnDynOperands takes the conditions with
+// which a third review broke this bound: startsWith, endsWith, contains and
+// matches have one overload each, so the checker takes a dyn operand for
+// them, and cel-go charges the call by the size of the value that arrives,
+// even when it is a list or a map and the call fails. Priced on strings of S
+// bytes, `L.contains(L) || true` on a list of 20,000 short names was bound by
+// 19 and tracked at 4,000,008, so the default engine ran untracked what the
+// cost limit refuses.
+func TestCostBoundPricesStringFunctionsOnDynOperands(t *testing.T) {
+	measuring, limited := trackingEngine(t), newEngine(t)
+	const names = `obj.results[0].columnNames`
+	for _, src := range []string{
+		names + `.contains(` + names + `) || true`,
+		names + `.matches(` + names + `) || true`,
+		names + `.startsWith('c') || true`,
+		names + `.all(c, ` + names + `.endsWith(c) || true)`,
+		`'x'.contains(` + names + `) || true`,
+		`'x'.matches(` + names + `) || true`,
+		names + `.matches('x') || true`,
+		`obj.metadata.labels.endsWith('x') || true`,
+	} {
+		obj := lopsided(1, 0, 2000, 1)
+		labels := map[string]any{}
+		for i := range 2000 {
+			labels[fmt.Sprint(i)] = "v"
+		}
+		obj["metadata"].(map[string]any)["labels"] = labels
+		checkBound(t, measuring, src, obj)
+	}
+	// On the review's input, the default engine tracks it and stops it.
+	p, err := limited.Compile(KindCondition, names+`.contains(`+names+`) || true`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := lopsided(1, 0, 20000, 1)
+	if bound := boundFor(p, obj); bound != 0 {
+		t.Errorf("evaluated without tracking, bound %d", bound)
+	}
+}
+
 // boundFor is what evalCondition passes to eval for obj.
 func boundFor(p *Program, obj map[string]any) uint64 {
 	if p.bound == nil {
