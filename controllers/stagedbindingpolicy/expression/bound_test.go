@@ -359,10 +359,17 @@ func randomString(r *rand.Rand, n int) string {
 	return b.String()
 }
 
-// randomInput returns a CombinedStatus-like input in JSON form.
+// randomInput returns a CombinedStatus-like input in JSON form. One input in
+// three is wide: short strings and lists of column names a thousand long, so
+// that M is far above S, where pricing a value by S rather than M shows.
 func randomInput(r *rand.Rand) map[string]any {
+	wide := r.IntN(3) == 0
 	size := func() int { return sizePick[r.IntN(len(sizePick))] }
-	str := func() string { return randomString(r, stringPick[r.IntN(len(stringPick))]) }
+	lengths := stringPick
+	if wide {
+		lengths = stringPick[:4]
+	}
+	str := func() string { return randomString(r, lengths[r.IntN(len(lengths))]) }
 	scalar := func() any {
 		switch r.IntN(5) {
 		case 0:
@@ -394,6 +401,9 @@ func randomInput(r *rand.Rand) map[string]any {
 			rows[j] = map[string]any{"columns": cols}
 		}
 		names := make([]any, size())
+		if wide {
+			names = make([]any, 1000+r.IntN(25))
+		}
 		for j := range names {
 			names[j] = str()
 		}
@@ -450,7 +460,11 @@ func (g *condGen) str(depth int) string {
 			func() string { return "string(" + g.integer(d) + ")" },
 			lit("string(1.5)"),
 			func() string { return "obj.metadata.labels[" + g.str(d) + "]" },
-			func() string { return "((" + g.boolean(d) + ") ? " + g.str(d) + " : " + g.str(d) + ")" })
+			func() string { return "((" + g.boolean(d) + ") ? " + g.str(d) + " : " + g.str(d) + ")" },
+			// A list or map where a string belongs: the checker lets a dyn
+			// through to the string functions, and cel-go charges what
+			// arrives by its size.
+			func() string { return "dyn(" + g.list(d) + ")" })
 	}
 	return g.choose(options...)
 }
@@ -486,6 +500,7 @@ func (g *condGen) listOf(depth int) (string, string) {
 		func() option { return option{"obj.results", "result"} },
 		func() option { return option{"obj.metadata.labels", "key"} },
 		func() option { return option{"['a', 'é', '" + randomString(g.r, 3) + "']", "name"} },
+		func() option { return option{"obj.results[0].columnNames", "name"} },
 	}
 	if v := g.loopVar("result"); v != "" {
 		options = append(options,
