@@ -93,7 +93,7 @@ var boundedOverloads = func() map[string]callKind {
 		"size_string": callUnit, "size_bytes": callUnit, "size_list": callUnit, "size_map": callUnit,
 		"string_size": callUnit, "bytes_size": callUnit, "list_size": callUnit, "map_size": callUnit,
 		"starts_with_string": callTraverse, "ends_with_string": callTraverse,
-		"contains_string": callContains, "matches_string": callMatches, "matches": callUnit,
+		"contains_string": callContains, "matches_string": callMatches, "matches": callMatches,
 		"to_dyn":         callUnit,
 		"int64_to_int64": callUnit, "uint64_to_int64": callUnit, "double_to_int64": callUnit,
 		"string_to_int64": callUnit, "timestamp_to_int64": callUnit, "duration_to_int64": callUnit,

@@ -188,6 +188,7 @@ type Engine struct {
 
 	compilations atomic.Uint64
 	conversions  *conversions
+	regex        *regexGuard
 
 	mu       sync.Mutex
 	lru      *list.List // of *cacheEntry, most recently used first
@@ -233,6 +234,7 @@ func NewEngine(opts ...Option) (*Engine, error) {
 			return nil, fmt.Errorf("configuring expression engine: %w", err)
 		}
 	}
+	regex := newRegexGuard(cfg.costLimit)
 	filterEnv, err := cel.NewEnv(append(commonEnvOptions(cfg.costLimit),
 		ext.NativeTypes(reflect.TypeFor[downsyncClause](), ext.ParseStructTags(true)),
 		cel.Variable(VarDownsyncClause, cel.ObjectType(downsyncClauseTypeName)),
@@ -253,6 +255,7 @@ func NewEngine(opts ...Option) (*Engine, error) {
 		filterEnv:    filterEnv,
 		conditionEnv: conditionEnv,
 		conversions:  newConversions(cfg.conversionCache),
+		regex:        regex,
 		lru:          list.New(),
 		entries:      make(map[cacheKey]*list.Element),
 		inflight:     make(map[cacheKey]*compileCall),
@@ -362,12 +365,12 @@ func (e *Engine) compile(kind Kind, source string) (prog *Program, err error) {
 			fmt.Errorf("estimated worst-case cost %s is above the limit %d (the estimate takes the input to be %d bytes)",
 				formatCost(estimate.Max), e.estimatedCostLimit, MaxObjectSize))
 	}
-	celProg, err := env.Program(ast,
+	celProg, err := env.Program(ast, append(e.regex.programOptions(),
 		cel.CostLimit(e.costLimit),
 		cel.CostTracking(actualCost{}),
 		cel.InterruptCheckFrequency(interruptCheckFrequency),
 		cel.EvalOptions(cel.OptOptimize),
-	)
+	)...)
 	if err != nil {
 		return nil, newError(kind, source, ReasonCompileError, fmt.Errorf("building program: %w", err))
 	}
@@ -375,10 +378,10 @@ func (e *Engine) compile(kind Kind, source string) (prog *Program, err error) {
 		conversions: e.conversions}
 	if kind == KindCondition {
 		if prog.bound = newCostBound(ast.NativeRep()); prog.bound != nil {
-			prog.untracked, err = env.Program(ast,
+			prog.untracked, err = env.Program(ast, append(e.regex.programOptions(),
 				cel.InterruptCheckFrequency(interruptCheckFrequency),
 				cel.EvalOptions(cel.OptOptimize),
-			)
+			)...)
 			if err != nil {
 				return nil, newError(kind, source, ReasonCompileError, fmt.Errorf("building program: %w", err))
 			}

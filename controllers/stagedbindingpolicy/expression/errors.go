@@ -216,5 +216,9 @@ func isCostLimitError(err error) bool {
 	if errors.As(err, &tooLarge) {
 		return true
 	}
+	var tooCostly *errMatchTooCostly
+	if errors.As(err, &tooCostly) {
+		return true
+	}
 	return strings.Contains(err.Error(), "cost limit")
 }

@@ -247,6 +247,10 @@ func (actualCost) CallCost(function, overloadID string, args []ref.Val, result r
 	switch {
 	case overloadID == "add_list":
 		cost = bytes(result) * costPerByte
+	case overloadID == "matches" && len(args) == 2:
+		// cel-go charges s.matches(re) so, and matches(s, re) one unit.
+		c := uint64(math.Ceil((1+bytes(args[0]))*costPerByte)) * uint64(math.Ceil(bytes(args[1])/4))
+		return &c
 	case len(args) == 0:
 		return nil
 	case function == "lowerAscii", function == "upperAscii", function == "trim", function == "reverse",

@@ -248,3 +248,62 @@ func TestEvalTimeoutStopsNestedComprehensions(t *testing.T) {
 		t.Fatalf("EvalCondition = %v, want an error with reason %s", err, ReasonTimeout)
 	}
 }
+
+// TestLargeMatchesAreRefusedBeforeTheyRun takes a hole a review found: Go's
+// regexp matches in time proportional to the string's length times the
+// compiled pattern's instructions, cel-go charges a match by the pattern's
+// characters (the global form matches(s, re) not at all), and one call is
+// never interrupted. (x|y){1000}z is 12 characters but about 4,000
+// instructions: matched against a 1 MB name it ran 12 s, past the
+// timeout, for 300,006 units. Such a match is refused before it runs, with
+// a cost reason, for constant and computed patterns in both forms; a match
+// within the limit still runs.
+func TestLargeMatchesAreRefusedBeforeTheyRun(t *testing.T) {
+	e := newEngine(t)
+	const pattern = `(x|y){1000}z`
+	cs := combinedStatus("deployments-aggregator", []ksv1alpha1.Value{number("1")})
+	cs.Name = strings.Repeat("x", 200_000)
+	cs.Labels["pattern"] = pattern
+	const computed = `obj.metadata.labels['pattern']`
+	for _, src := range []string{
+		`obj.metadata.name.matches('` + pattern + `')`,
+		`matches(obj.metadata.name, '` + pattern + `')`,
+		`obj.metadata.name.matches(` + computed + `)`,
+		`matches(obj.metadata.name, ` + computed + `)`,
+	} {
+		p, err := e.Compile(KindCondition, src)
+		if err != nil {
+			t.Fatalf("Compile(%s): %v", src, err)
+		}
+		start := time.Now()
+		_, err = p.EvalCondition(cs)
+		took := time.Since(start)
+		if !IsTooCostly(err) || !strings.Contains(err.Error(), "instructions") {
+			t.Errorf("%s: EvalCondition = %v after %s, want it refused for its instructions", src, err, took)
+		}
+	}
+	small := combinedStatus("deployments-aggregator", []ksv1alpha1.Value{number("1")})
+	small.Name = strings.Repeat("x", 1000) + "z"
+	small.Labels["pattern"] = pattern
+	for _, src := range []string{`obj.metadata.name.matches('(x|y){1000}z')`, `matches(obj.metadata.name, ` + computed + `)`} {
+		p, err := e.Compile(KindCondition, src)
+		if err != nil {
+			t.Fatalf("Compile(%s): %v", src, err)
+		}
+		if ok, err := p.EvalCondition(small); !ok || err != nil {
+			t.Errorf("%s on a 1,001-byte name = %v, %v, want true", src, ok, err)
+		}
+	}
+}
+
+// TestGlobalMatchesIsChargedAsTheMemberForm: cel-go charges
+// s.matches(re) by the sizes of s and re, but matches(s, re) one unit.
+func TestGlobalMatchesIsChargedAsTheMemberForm(t *testing.T) {
+	e := trackingEngine(t)
+	obj := lopsided(1, 0, 0, 100_000)
+	member, _, _ := measure(t, e, `obj.metadata.name.matches('^x+$')`, obj)
+	global, _, _ := measure(t, e, `matches(obj.metadata.name, '^x+$')`, obj)
+	if member < 10_000 || global != member {
+		t.Errorf("tracked cost of matches(s, re) %d, of s.matches(re) %d: want the same, by the sizes", global, member)
+	}
+}
