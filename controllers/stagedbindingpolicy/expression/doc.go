@@ -74,7 +74,9 @@
 //     are charged by the bytes they read and build, list concatenation by the
 //     length of the list built, and replace, join and lists.range refuse to
 //     build a result larger than the cost limit pays for (ten bytes or one
-//     element per unit) before allocating it. A condition whose cost the
+//     element per unit) before allocating it, and matches refuses a match
+//     whose string length times compiled pattern size is more than the cost
+//     limit pays for (see regex.go) before running it. A condition whose cost the
 //     sizes of its CombinedStatus bound within the limit runs without cost
 //     tracking (see costBound in bound.go);
 //   - every evaluation is stopped with [ReasonTimeout] after the evaluation
