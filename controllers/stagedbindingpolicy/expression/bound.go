@@ -136,8 +136,9 @@ const (
 	// callContains costs ceil(size of its first argument / 10) times
 	// ceil(size of its second / 10).
 	callContains
-	// callMatches costs ceil((1 + size of its first argument) / 10) times
-	// ceil(size of its second / 4).
+	// callMatches costs (size of its first argument + 1)/10 + 1 times
+	// a quarter of the instructions of its pattern, plus one (actualCost,
+	// matchCost), which are at most MaxRegexInstructions.
 	callMatches
 	// The sizes in the three kinds above are those of the values that
 	// arrive, which may be lists or maps when the checker's type is dyn.
@@ -152,9 +153,9 @@ const (
 	unitTenthMS                // max(M, S)/10 + 1
 	unitM                      // M
 	unitTenthS2                // (S/10 + 1)^2
-	unitTenthSRex              // ((S+1)/10 + 1) * (S/4 + 1)
+	unitTenthSRex              // ((S+1)/10 + 1) * (MaxRegexInstructions/4 + 1)
 	unitTenthMS2               // (max(M, S)/10 + 1)^2
-	unitTenthMSRex             // ((max(M, S)+1)/10 + 1) * (max(M, S)/4 + 1)
+	unitTenthMSRex             // ((max(M, S)+1)/10 + 1) * (MaxRegexInstructions/4 + 1)
 	numUnits
 )
 
@@ -389,9 +390,9 @@ func (b *costBound) cost(m, s uint64) uint64 {
 		unitTenthMS:    tenth(x),
 		unitM:          m,
 		unitTenthS2:    saturatingMul(tenth(s), tenth(s)),
-		unitTenthSRex:  saturatingMul(tenth(saturatingAdd(s, 1)), s/4+1),
+		unitTenthSRex:  saturatingMul(tenth(saturatingAdd(s, 1)), MaxRegexInstructions/4+1),
 		unitTenthMS2:   saturatingMul(tenth(x), tenth(x)),
-		unitTenthMSRex: saturatingMul(tenth(saturatingAdd(x, 1)), x/4+1),
+		unitTenthMSRex: saturatingMul(tenth(saturatingAdd(x, 1)), MaxRegexInstructions/4+1),
 	}
 	var total uint64
 	power := uint64(1) // m^depth

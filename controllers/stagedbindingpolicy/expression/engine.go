@@ -367,7 +367,7 @@ func (e *Engine) compile(kind Kind, source string) (prog *Program, err error) {
 	}
 	celProg, err := env.Program(ast, append(e.regex.programOptions(),
 		cel.CostLimit(e.costLimit),
-		cel.CostTracking(actualCost{}),
+		cel.CostTracking(actualCost{regex: e.regex}),
 		cel.InterruptCheckFrequency(interruptCheckFrequency),
 		cel.EvalOptions(cel.OptOptimize),
 	)...)

@@ -234,22 +234,26 @@ func nestingDepth(e ast.Expr) int {
 }
 
 // actualCost is the interpreter.ActualCostEstimator of the engine's programs.
-type actualCost struct{}
+type actualCost struct {
+	// regex knows the instructions of the patterns matches charges for.
+	regex *regexGuard
+}
 
 // CallCost implements interpreter.ActualCostEstimator: it charges the
 // functions of ext.Strings by the size of what they read and build, and list
 // concatenation by the size of the resulting list (cel-go charges all of them
 // one unit; building a list element by element, as the map macro does, takes
 // time quadratic in its length in cel-go's cost tracker).
-func (actualCost) CallCost(function, overloadID string, args []ref.Val, result ref.Val) *uint64 {
+func (a actualCost) CallCost(function, overloadID string, args []ref.Val, result ref.Val) *uint64 {
 	bytes := func(v ref.Val) float64 { return float64(actualSize(v)) }
 	var cost float64
 	switch {
 	case overloadID == "add_list":
 		cost = bytes(result) * costPerByte
-	case overloadID == "matches" && len(args) == 2:
-		// cel-go charges s.matches(re) so, and matches(s, re) one unit.
-		c := uint64(math.Ceil((1+bytes(args[0]))*costPerByte)) * uint64(math.Ceil(bytes(args[1])/4))
+	case (overloadID == "matches" || overloadID == "matches_string") && len(args) == 2:
+		// By the pattern's instructions (cel-go: its characters, and
+		// matches(s, re) one unit).
+		c := matchCost(actualSize(args[0]), a.regex.instructions(args[1]))
 		return &c
 	case len(args) == 0:
 		return nil

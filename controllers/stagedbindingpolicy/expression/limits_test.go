@@ -17,6 +17,7 @@ package expression
 import (
 	"errors"
 	"math"
+	"regexp/syntax"
 	"runtime"
 	"strings"
 	"testing"
@@ -256,8 +257,9 @@ func TestEvalTimeoutStopsNestedComprehensions(t *testing.T) {
 // never interrupted. (x|y){1000}z is 12 characters but about 4,000
 // instructions: matched against a 1 MB name it ran 12 s, past the
 // timeout, for 300,006 units. Such a match is refused before it runs, with
-// a cost reason, for constant and computed patterns in both forms; a match
-// within the limit still runs.
+// a cost reason, for constant and computed patterns in both forms (the
+// guard's own error, or the cost limit, which the refused match is still
+// charged against); a match within the limit still runs.
 func TestLargeMatchesAreRefusedBeforeTheyRun(t *testing.T) {
 	e := newEngine(t)
 	const pattern = `(x|y){1000}z`
@@ -278,8 +280,8 @@ func TestLargeMatchesAreRefusedBeforeTheyRun(t *testing.T) {
 		start := time.Now()
 		_, err = p.EvalCondition(cs)
 		took := time.Since(start)
-		if !IsTooCostly(err) || !strings.Contains(err.Error(), "instructions") {
-			t.Errorf("%s: EvalCondition = %v after %s, want it refused for its instructions", src, err, took)
+		if !IsTooCostly(err) || took > time.Second {
+			t.Errorf("%s: EvalCondition = %v after %s, want it refused at once with a cost reason", src, err, took)
 		}
 	}
 	small := combinedStatus("deployments-aggregator", []ksv1alpha1.Value{number("1")})
@@ -305,5 +307,68 @@ func TestGlobalMatchesIsChargedAsTheMemberForm(t *testing.T) {
 	global, _, _ := measure(t, e, `matches(obj.metadata.name, '^x+$')`, obj)
 	if member < 10_000 || global != member {
 		t.Errorf("tracked cost of matches(s, re) %d, of s.matches(re) %d: want the same, by the sizes", global, member)
+	}
+}
+
+// TestLargePatternsAreRefusedBeforeTheyCompile takes a second review's
+// hole: a pattern's instructions were counted by compiling it, and
+// x{1000} repeated 3,000 times (21 KB, three million instructions) took
+// 3.6 s to compile and kept 133 MB, constant or built by the expression.
+// Both are refused now, the constant one at compile time, each in a few
+// milliseconds.
+func TestLargePatternsAreRefusedBeforeTheyCompile(t *testing.T) {
+	e := newEngine(t)
+	cs := combinedStatus("deployments-aggregator", []ksv1alpha1.Value{number("1")})
+	start := time.Now()
+	p, err := e.Compile(KindCondition, `'a'.matches(lists.range(3000).map(i, 'x{1000}').join())`)
+	if err != nil {
+		t.Fatalf("Compile: %v", err)
+	}
+	if _, err := p.EvalCondition(cs); !IsTooCostly(err) || !strings.Contains(err.Error(), "instructions") {
+		t.Errorf("a built pattern of 3,000,000 instructions: EvalCondition = %v, want it refused for its instructions", err)
+	}
+	_, err = e.Compile(KindCondition, `'a'.matches('`+strings.Repeat("x{1000}", 3000)+`')`)
+	if err == nil || !strings.Contains(err.Error(), "instructions") {
+		t.Errorf("a constant pattern of 3,000,000 instructions: Compile = %v, want it refused for its instructions", err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("refusing both took %s", took)
+	}
+}
+
+// TestMatchesAreChargedByInstructions: the cost limit covers all the
+// matches of an evaluation, not each one alone. Ten matches of
+// (x|y){1000}z (3,003 instructions) against 1,400 bytes are about 1.06
+// million units by instructions; by the pattern's characters, about 42,000.
+func TestMatchesAreChargedByInstructions(t *testing.T) {
+	e := newEngine(t)
+	cs := combinedStatus("deployments-aggregator", []ksv1alpha1.Value{number("1")})
+	cs.Name = strings.Repeat("x", 1400)
+	p, err := e.Compile(KindCondition, `[1, 2, 3, 4, 5, 6, 7, 8, 9, 10].exists(i, obj.metadata.name.matches('(x|y){1000}z'))`)
+	if err != nil {
+		t.Fatalf("Compile: %v", err)
+	}
+	var exprErr *Error
+	if _, err := p.EvalCondition(cs); !errors.As(err, &exprErr) || exprErr.Reason != ReasonCostLimitExceeded {
+		t.Errorf("EvalCondition = %v, want an error with reason %s", err, ReasonCostLimitExceeded)
+	}
+}
+
+// TestRegexInstructionsAreAnUpperBound compares the count on the parsed
+// pattern with the program regexp compiles.
+func TestRegexInstructionsAreAnUpperBound(t *testing.T) {
+	for _, pattern := range []string{``, `a`, `abc`, `^v[0-9]+$`, `(x|y){1000}z`, `x{2,5}`, `x{3,}`, `(?i)héllo`, `a*b+c?`,
+		`((a|b|c){2,3}d){4}`, `[a-z0-9._-]{1,63}`, `^(?:[a-z]+\.)*example\.com$`, `\bword\b|\d{3}-\d{4}`, `(a{0,4}){0,5}`, `.*`, `(?s).+?`} {
+		parsed, err := syntax.Parse(pattern, syntax.Perl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prog, err := syntax.Compile(parsed.Simplify())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := regexInstructions(parsed), uint64(len(prog.Inst)); got < want {
+			t.Errorf("%q: counted %d instructions, regexp compiles %d", pattern, got, want)
+		}
 	}
 }

@@ -33,10 +33,23 @@ import (
 // short pattern with a counted repetition, such as (x|y){1000}z, could run
 // for seconds past the evaluation timeout within the cost limit. The engine
 // binds matches to a version that counts the instructions and refuses,
-// before it runs, a match whose work is more than the cost limit pays for.
+// before it runs, a match whose work is more than the cost limit pays for,
+// and charges a match by them (actualCost).
+//
+// Compiling a pattern costs time and memory in proportion to its program
+// too, and counted repetitions nest: x{1000} repeated 3,000 times is 21 KB
+// of pattern and three million instructions, seconds to compile and hundreds
+// of megabytes to keep. So the instructions are counted on the parsed
+// pattern, before anything is compiled, and a pattern of more than
+// MaxRegexInstructions is refused.
 
-// regexCacheSize is how many compiled patterns computed at run time are kept
-// (constant patterns are compiled once, with the program).
+// MaxRegexInstructions is the most instructions a pattern may compile to.
+// (x|y){1000}z is about 4,000; the patterns of status conditions, tens.
+const MaxRegexInstructions = 5000
+
+// regexCacheSize is how many compiled patterns are kept, for matches with
+// patterns computed at run time and for charging matches by their
+// instructions (constant patterns are also compiled once, with the program).
 const regexCacheSize = 256
 
 // compiledRegex is a pattern with the number of instructions of its program.
@@ -46,21 +59,58 @@ type compiledRegex struct {
 }
 
 // compileRegex compiles pattern as regexp.Compile does, counting the
-// instructions of its program.
+// instructions of its program first and refusing it above
+// MaxRegexInstructions.
 func compileRegex(pattern string) (*compiledRegex, error) {
-	re, err := regexp.Compile(pattern)
-	if err != nil {
-		return nil, err
-	}
 	parsed, err := syntax.Parse(pattern, syntax.Perl)
 	if err != nil {
 		return nil, err
 	}
-	prog, err := syntax.Compile(parsed.Simplify())
+	instructions := regexInstructions(parsed)
+	if instructions > MaxRegexInstructions {
+		return nil, &errMatchTooCostly{instructions: instructions, limit: MaxRegexInstructions}
+	}
+	re, err := regexp.Compile(pattern)
 	if err != nil {
 		return nil, err
 	}
-	return &compiledRegex{re: re, instructions: uint64(len(prog.Inst))}, nil
+	return &compiledRegex{re: re, instructions: instructions}, nil
+}
+
+// regexInstructions counts, on the parsed pattern, at least as many
+// instructions as regexp/syntax.Compile makes of it after Simplify, which
+// writes counted repetitions out (x{n,m} is n copies of x and m-n optional
+// ones), saturating: the program's fail and match instructions, and those
+// of the pattern.
+func regexInstructions(re *syntax.Regexp) uint64 {
+	return saturatingAdd(instructionsOf(re), 2)
+}
+
+// instructionsOf counts the instructions of one node of a parsed pattern.
+func instructionsOf(re *syntax.Regexp) uint64 {
+	var sum uint64
+	for _, sub := range re.Sub {
+		sum = saturatingAdd(sum, instructionsOf(sub))
+	}
+	switch re.Op {
+	case syntax.OpLiteral:
+		return uint64(max(len(re.Rune), 1))
+	case syntax.OpCapture:
+		return saturatingAdd(sum, 2)
+	case syntax.OpStar, syntax.OpPlus, syntax.OpQuest:
+		return saturatingAdd(sum, 1)
+	case syntax.OpRepeat:
+		if re.Max < 0 { // x{n,}: n-1 copies and x+
+			return saturatingAdd(saturatingMul(sum, uint64(max(re.Min, 1))), 1)
+		}
+		copies := saturatingMul(sum, uint64(re.Max))
+		return saturatingAdd(copies, uint64(re.Max-re.Min)) // one more per optional copy
+	case syntax.OpConcat:
+		return max(sum, 1)
+	case syntax.OpAlternate:
+		return saturatingAdd(sum, uint64(len(re.Sub)))
+	}
+	return saturatingAdd(sum, 1)
 }
 
 // errMatchTooCostly is the cause reported when a match would cost more than
@@ -70,6 +120,9 @@ type errMatchTooCostly struct {
 }
 
 func (e *errMatchTooCostly) Error() string {
+	if e.cost == 0 {
+		return fmt.Sprintf("matches: the pattern compiles to %d instructions or more, more than the %d allowed", e.instructions, e.limit)
+	}
 	return fmt.Sprintf("matches: a string of %d bytes against a pattern of %d instructions would cost %d, more than the cost limit %d allows",
 		e.bytes, e.instructions, e.cost, e.limit)
 }
@@ -84,12 +137,18 @@ func newRegexGuard(costLimit uint64) *regexGuard {
 	return &regexGuard{costLimit: costLimit, patterns: lru.New(regexCacheSize)}
 }
 
+// matchCost is what a match of a string of n bytes against a pattern of the
+// given instructions costs: a tenth of a unit per byte (one more for the
+// empty string) times a quarter of a unit per instruction, cel-go's charge
+// with instructions in place of the pattern's characters.
+func matchCost(n, instructions uint64) uint64 {
+	return saturatingMul(tenth(n+1), instructions/4+1)
+}
+
 // match reports whether s matches re, or an error if the match would cost
-// more than the cost limit: a tenth of a unit per byte of s (one more for
-// the empty string) times a quarter of a unit per instruction, cel-go's
-// charge with instructions in place of the pattern's characters.
+// more than the cost limit.
 func (g *regexGuard) match(s string, re *compiledRegex) ref.Val {
-	cost := saturatingMul(tenth(uint64(len(s))+1), re.instructions/4+1)
+	cost := matchCost(uint64(len(s)), re.instructions)
 	if cost > g.costLimit {
 		return types.WrapErr(&errMatchTooCostly{bytes: uint64(len(s)), instructions: re.instructions, cost: cost, limit: g.costLimit})
 	}
@@ -108,6 +167,17 @@ func (g *regexGuard) matchComputed(s, pattern ref.Val) ref.Val {
 		return types.WrapErr(err)
 	}
 	return g.match(string(str), re)
+}
+
+// instructions returns the instructions of the pattern p, or
+// MaxRegexInstructions if p is not a valid pattern of at most that many.
+func (g *regexGuard) instructions(p ref.Val) uint64 {
+	if pattern, ok := p.(types.String); ok {
+		if re, err := g.compiled(string(pattern)); err == nil {
+			return re.instructions
+		}
+	}
+	return MaxRegexInstructions
 }
 
 // compiled returns pattern compiled, from the cache when it can.
@@ -152,7 +222,7 @@ func (g *regexGuard) constantPatterns() cel.ProgramOption {
 	optimization := func(overloadID string) *interpreter.RegexOptimization {
 		return &interpreter.RegexOptimization{Function: "matches", OverloadID: overloadID, RegexIndex: 1,
 			Factory: func(call interpreter.InterpretableCall, pattern string) (interpreter.InterpretableCall, error) {
-				re, err := compileRegex(pattern)
+				re, err := g.compiled(pattern)
 				if err != nil {
 					return nil, err
 				}
