@@ -217,7 +217,8 @@ func isCostLimitError(err error) bool {
 		return true
 	}
 	var tooCostly *errMatchTooCostly
-	if errors.As(err, &tooCostly) {
+	var tooLargePattern *errPatternTooLarge
+	if errors.As(err, &tooCostly) || errors.As(err, &tooLargePattern) {
 		return true
 	}
 	return strings.Contains(err.Error(), "cost limit")

@@ -372,3 +372,23 @@ func TestRegexInstructionsAreAnUpperBound(t *testing.T) {
 		}
 	}
 }
+
+// TestLongPatternsAreRefused: a character class holds any number of bytes
+// in one instruction, and compiled patterns are cached by their text, so a
+// pattern longer than MaxRegexBytes is refused before it is parsed.
+func TestLongPatternsAreRefused(t *testing.T) {
+	e := newEngine(t)
+	cs := combinedStatus("deployments-aggregator", []ksv1alpha1.Value{number("1")})
+	cs.Labels["pattern"] = "[" + strings.Repeat("a", MaxRegexBytes) + "]"
+	p, err := e.Compile(KindCondition, `obj.metadata.name.matches(obj.metadata.labels['pattern'])`)
+	if err != nil {
+		t.Fatalf("Compile: %v", err)
+	}
+	if _, err := p.EvalCondition(cs); !IsTooCostly(err) || !strings.Contains(err.Error(), "bytes or more") {
+		t.Errorf("EvalCondition = %v, want the pattern refused for its length", err)
+	}
+	cs.Labels["pattern"] = "[" + strings.Repeat("a", MaxRegexBytes-2) + "]"
+	if ok, err := p.EvalCondition(cs); ok || err != nil {
+		t.Errorf("a pattern of MaxRegexBytes: EvalCondition = %v, %v, want false", ok, err)
+	}
+}

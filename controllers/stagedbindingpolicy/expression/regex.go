@@ -44,8 +44,12 @@ import (
 // MaxRegexInstructions is refused.
 
 // MaxRegexInstructions is the most instructions a pattern may compile to.
-// (x|y){1000}z is about 4,000; the patterns of status conditions, tens.
+// (x|y){1000}z is 3,003; the patterns of status conditions, tens.
 const MaxRegexInstructions = 5000
+
+// MaxRegexBytes is the longest a pattern may be: a character class can hold
+// a megabyte in one instruction, and the cache keeps patterns.
+const MaxRegexBytes = 32 << 10
 
 // regexCacheSize is how many compiled patterns are kept, for matches with
 // patterns computed at run time and for charging matches by their
@@ -62,13 +66,16 @@ type compiledRegex struct {
 // instructions of its program first and refusing it above
 // MaxRegexInstructions.
 func compileRegex(pattern string) (*compiledRegex, error) {
+	if len(pattern) > MaxRegexBytes {
+		return nil, &errPatternTooLarge{size: uint64(len(pattern)), limit: MaxRegexBytes, unit: "bytes"}
+	}
 	parsed, err := syntax.Parse(pattern, syntax.Perl)
 	if err != nil {
 		return nil, err
 	}
 	instructions := regexInstructions(parsed)
 	if instructions > MaxRegexInstructions {
-		return nil, &errMatchTooCostly{instructions: instructions, limit: MaxRegexInstructions}
+		return nil, &errPatternTooLarge{size: instructions, limit: MaxRegexInstructions, unit: "instructions"}
 	}
 	re, err := regexp.Compile(pattern)
 	if err != nil {
@@ -120,17 +127,25 @@ type errMatchTooCostly struct {
 }
 
 func (e *errMatchTooCostly) Error() string {
-	if e.cost == 0 {
-		return fmt.Sprintf("matches: the pattern compiles to %d instructions or more, more than the %d allowed", e.instructions, e.limit)
-	}
 	return fmt.Sprintf("matches: a string of %d bytes against a pattern of %d instructions would cost %d, more than the cost limit %d allows",
 		e.bytes, e.instructions, e.cost, e.limit)
+}
+
+// errPatternTooLarge is the cause reported for a pattern longer than
+// MaxRegexBytes or of more than MaxRegexInstructions.
+type errPatternTooLarge struct {
+	size, limit uint64
+	unit        string
+}
+
+func (e *errPatternTooLarge) Error() string {
+	return fmt.Sprintf("matches: the pattern has %d %s or more, more than the %d allowed", e.size, e.unit, e.limit)
 }
 
 // regexGuard matches within a cost limit.
 type regexGuard struct {
 	costLimit uint64
-	patterns  *lru.Cache // of pattern to *compiledRegex, for computed patterns
+	patterns  *lru.Cache // of pattern to compiledPattern
 }
 
 func newRegexGuard(costLimit uint64) *regexGuard {
@@ -180,17 +195,23 @@ func (g *regexGuard) instructions(p ref.Val) uint64 {
 	return MaxRegexInstructions
 }
 
-// compiled returns pattern compiled, from the cache when it can.
+// compiledPattern is a pattern compiled, or why it could not be.
+type compiledPattern struct {
+	re  *compiledRegex
+	err error
+}
+
+// compiled returns pattern compiled, from the cache when it can; a pattern
+// that does not compile, or has too many instructions, is kept too, since a
+// match is charged after the guard refused it.
 func (g *regexGuard) compiled(pattern string) (*compiledRegex, error) {
 	if hit, ok := g.patterns.Get(pattern); ok {
-		return hit.(*compiledRegex), nil
+		c := hit.(compiledPattern)
+		return c.re, c.err
 	}
 	re, err := compileRegex(pattern)
-	if err != nil {
-		return nil, err
-	}
-	g.patterns.Add(pattern, re)
-	return re, nil
+	g.patterns.Add(pattern, compiledPattern{re: re, err: err})
+	return re, err
 }
 
 // programOptions make every call of matches, in both forms, a guarded
