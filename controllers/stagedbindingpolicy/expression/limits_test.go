@@ -16,7 +16,9 @@ package expression
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"regexp/syntax"
 	"runtime"
 	"strings"
@@ -315,21 +317,21 @@ func TestGlobalMatchesIsChargedAsTheMemberForm(t *testing.T) {
 // x{1000} repeated 3,000 times (21 KB, three million instructions) took
 // 3.6 s to compile and kept 133 MB, constant or built by the expression.
 // Both are refused now, the constant one at compile time, each in a few
-// milliseconds.
+// milliseconds; here with 500 repetitions, under MaxRegexBytes.
 func TestLargePatternsAreRefusedBeforeTheyCompile(t *testing.T) {
 	e := newEngine(t)
 	cs := combinedStatus("deployments-aggregator", []ksv1alpha1.Value{number("1")})
 	start := time.Now()
-	p, err := e.Compile(KindCondition, `'a'.matches(lists.range(3000).map(i, 'x{1000}').join())`)
+	p, err := e.Compile(KindCondition, `'a'.matches(lists.range(500).map(i, 'x{1000}').join())`)
 	if err != nil {
 		t.Fatalf("Compile: %v", err)
 	}
 	if _, err := p.EvalCondition(cs); !IsTooCostly(err) || !strings.Contains(err.Error(), "instructions") {
-		t.Errorf("a built pattern of 3,000,000 instructions: EvalCondition = %v, want it refused for its instructions", err)
+		t.Errorf("a built pattern of 500,000 instructions: EvalCondition = %v, want it refused for its instructions", err)
 	}
-	_, err = e.Compile(KindCondition, `'a'.matches('`+strings.Repeat("x{1000}", 3000)+`')`)
+	_, err = e.Compile(KindCondition, `'a'.matches('`+strings.Repeat("x{1000}", 500)+`')`)
 	if err == nil || !strings.Contains(err.Error(), "instructions") {
-		t.Errorf("a constant pattern of 3,000,000 instructions: Compile = %v, want it refused for its instructions", err)
+		t.Errorf("a constant pattern of 500,000 instructions: Compile = %v, want it refused for its instructions", err)
 	}
 	if took := time.Since(start); took > time.Second {
 		t.Errorf("refusing both took %s", took)
@@ -355,21 +357,76 @@ func TestMatchesAreChargedByInstructions(t *testing.T) {
 }
 
 // TestRegexInstructionsAreAnUpperBound compares the count on the parsed
-// pattern with the program regexp compiles.
+// pattern with the program regexp compiles, on chosen patterns (among them
+// a fourth review's: x{0} compiles to a no-op, and a star of what can match
+// the empty string to two instructions more) and on random ones.
 func TestRegexInstructionsAreAnUpperBound(t *testing.T) {
-	for _, pattern := range []string{``, `a`, `abc`, `^v[0-9]+$`, `(x|y){1000}z`, `x{2,5}`, `x{3,}`, `(?i)héllo`, `a*b+c?`,
-		`((a|b|c){2,3}d){4}`, `[a-z0-9._-]{1,63}`, `^(?:[a-z]+\.)*example\.com$`, `\bword\b|\d{3}-\d{4}`, `(a{0,4}){0,5}`, `.*`, `(?s).+?`} {
+	checked := 0
+	check := func(pattern string) {
+		t.Helper()
 		parsed, err := syntax.Parse(pattern, syntax.Perl)
 		if err != nil {
-			t.Fatal(err)
+			return // the generator does not avoid every invalid pattern
 		}
 		prog, err := syntax.Compile(parsed.Simplify())
 		if err != nil {
-			t.Fatal(err)
+			return
 		}
+		checked++
 		if got, want := regexInstructions(parsed), uint64(len(prog.Inst)); got < want {
 			t.Errorf("%q: counted %d instructions, regexp compiles %d", pattern, got, want)
 		}
+	}
+	for _, pattern := range []string{``, `a`, `abc`, `^v[0-9]+$`, `(x|y){1000}z`, `x{2,5}`, `x{3,}`, `(?i)héllo`, `a*b+c?`,
+		`((a|b|c){2,3}d){4}`, `[a-z0-9._-]{1,63}`, `^(?:[a-z]+\.)*example\.com$`, `\bword\b|\d{3}-\d{4}`, `(a{0,4}){0,5}`, `.*`, `(?s).+?`,
+		`a{0}a{0}a{0}a{0}`, `(?:a?)*`, `(?:^)*`, `(a?)*`, `(?:a?){0,}`, `(?:a?){2,}`, `(?:a{0}|b?){3,}c{0,0}`} {
+		check(pattern)
+	}
+	r := rand.New(rand.NewPCG(25, 11))
+	atoms := []string{`a`, `b`, `ab`, `[ab]`, `.`, `^`, `$`, `\b`, `a{0}`, `(?i)a`, ``}
+	var gen func(depth int) string
+	gen = func(depth int) string {
+		if depth == 0 || r.IntN(3) == 0 {
+			return atoms[r.IntN(len(atoms))]
+		}
+		x := gen(depth - 1)
+		switch r.IntN(9) {
+		case 0:
+			return x + gen(depth-1)
+		case 1:
+			return `(?:` + x + `|` + gen(depth-1) + `)`
+		case 2:
+			return `(` + x + `)`
+		case 3:
+			return `(?:` + x + `)*`
+		case 4:
+			return `(?:` + x + `)+`
+		case 5:
+			return `(?:` + x + `)?`
+		case 6:
+			return fmt.Sprintf(`(?:%s){%d,}`, x, r.IntN(4))
+		case 7:
+			n := r.IntN(4)
+			return fmt.Sprintf(`(?:%s){%d,%d}`, x, n, n+r.IntN(4))
+		}
+		return `(?:` + x + `)*?`
+	}
+	for range 20000 {
+		check(gen(4))
+	}
+	if checked < 15000 {
+		t.Errorf("only %d patterns checked: the generator makes invalid ones", checked)
+	}
+}
+
+// TestNoOpRepetitionsAreCounted takes the fourth review's pattern: counted
+// as 4,003 instructions, it compiled to 400,000, took 83 MB and matched
+// 5,000 bytes in 8 s within the cost limit.
+func TestNoOpRepetitionsAreCounted(t *testing.T) {
+	pattern := strings.Repeat("(?:"+strings.Repeat("a{0}", 100)+"){1000}", 4) + "[ab]"
+	var tooLarge *errPatternTooLarge
+	if _, err := compileRegex(pattern); !errors.As(err, &tooLarge) || tooLarge.unit != "instructions" {
+		t.Errorf("compileRegex = %v, want the pattern refused for its instructions", err)
 	}
 }
 

@@ -48,15 +48,18 @@ import (
 const MaxRegexInstructions = 5000
 
 // MaxRegexBytes is the longest a pattern may be: a character class can hold
-// a megabyte in one instruction, and the cache keeps patterns.
-const MaxRegexBytes = 32 << 10
+// any number of bytes in one instruction and take seconds to parse (64 KiB
+// of \pL took about 2 s), and the cache keeps patterns. A match is charged
+// by the pattern's bytes where they are more than its instructions.
+const MaxRegexBytes = 4 << 10
 
 // regexCacheSize is how many compiled patterns are kept, for matches with
 // patterns computed at run time and for charging matches by their
 // instructions (constant patterns are also compiled once, with the program).
 const regexCacheSize = 256
 
-// compiledRegex is a pattern with the number of instructions of its program.
+// compiledRegex is a pattern with the number of instructions of its program
+// or of its bytes, whichever is more (what a match is charged by).
 type compiledRegex struct {
 	re           *regexp.Regexp
 	instructions uint64
@@ -81,7 +84,7 @@ func compileRegex(pattern string) (*compiledRegex, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &compiledRegex{re: re, instructions: instructions}, nil
+	return &compiledRegex{re: re, instructions: max(instructions, uint64(len(pattern)))}, nil
 }
 
 // regexInstructions counts, on the parsed pattern, at least as many
@@ -93,31 +96,35 @@ func regexInstructions(re *syntax.Regexp) uint64 {
 	return saturatingAdd(instructionsOf(re), 2)
 }
 
-// instructionsOf counts the instructions of one node of a parsed pattern.
+// instructionsOf counts the instructions of one node of a parsed pattern by
+// the rules of regexp/syntax's own size check (parser.calcSize): every node
+// at least one (x{0} compiles to a no-op), a star two more than what it
+// repeats (one more when that can match the empty string).
 func instructionsOf(re *syntax.Regexp) uint64 {
 	var sum uint64
 	for _, sub := range re.Sub {
 		sum = saturatingAdd(sum, instructionsOf(sub))
 	}
+	var size uint64
 	switch re.Op {
 	case syntax.OpLiteral:
-		return uint64(max(len(re.Rune), 1))
-	case syntax.OpCapture:
-		return saturatingAdd(sum, 2)
-	case syntax.OpStar, syntax.OpPlus, syntax.OpQuest:
-		return saturatingAdd(sum, 1)
-	case syntax.OpRepeat:
-		if re.Max < 0 { // x{n,}: n-1 copies and x+
-			return saturatingAdd(saturatingMul(sum, uint64(max(re.Min, 1))), 1)
-		}
-		copies := saturatingMul(sum, uint64(re.Max))
-		return saturatingAdd(copies, uint64(re.Max-re.Min)) // one more per optional copy
+		size = uint64(len(re.Rune))
+	case syntax.OpCapture, syntax.OpStar:
+		size = saturatingAdd(sum, 2)
+	case syntax.OpPlus, syntax.OpQuest:
+		size = saturatingAdd(sum, 1)
 	case syntax.OpConcat:
-		return max(sum, 1)
+		size = sum
 	case syntax.OpAlternate:
-		return saturatingAdd(sum, uint64(len(re.Sub)))
+		size = saturatingAdd(sum, uint64(max(len(re.Sub)-1, 0)))
+	case syntax.OpRepeat:
+		if re.Max < 0 { // x{n,}: n-1 copies and x+, or x*
+			size = saturatingAdd(saturatingMul(sum, uint64(max(re.Min, 1))), 2)
+		} else { // x{n,m}: n copies and m-n optional ones
+			size = saturatingAdd(saturatingMul(sum, uint64(re.Max)), uint64(re.Max-re.Min))
+		}
 	}
-	return saturatingAdd(sum, 1)
+	return max(size, 1)
 }
 
 // errMatchTooCostly is the cause reported when a match would cost more than
