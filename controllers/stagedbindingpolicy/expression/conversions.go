@@ -22,8 +22,8 @@ import (
 	"k8s.io/utils/lru"
 )
 
-// DefaultConversionCacheSize is how many CombinedStatuses an Engine keeps in
-// their JSON form unless WithConversionCacheSize says otherwise.
+// DefaultConversionCacheSize is how many CombinedStatuses an Engine keeps
+// converted unless WithConversionCacheSize says otherwise.
 const DefaultConversionCacheSize = 4096
 
 // conversionKey identifies one version of one CombinedStatus.
@@ -39,7 +39,7 @@ type converted struct {
 	sizes inputSizes
 }
 
-// conversions keeps the JSON form of the CombinedStatuses evaluated lately,
+// conversions keeps the CombinedStatuses evaluated lately, converted,
 // by UID and resourceVersion, so that the conditions of every stage and
 // every reconcile share one conversion of each version. The forms are only
 // read (CEL does not change its inputs). Safe for concurrent use.
@@ -54,7 +54,7 @@ func newConversions(size int) *conversions {
 	return &conversions{cache: lru.New(size)}
 }
 
-// of returns cs in JSON form, converting it only when this version of it is
+// of returns cs converted, converting it only when this version of it is
 // not cached. A CombinedStatus without UID or resourceVersion (one not read
 // from an API server) is converted every time.
 func (c *conversions) of(cs *ksv1alpha1.CombinedStatus) (converted, error) {

@@ -40,7 +40,7 @@ type Program struct {
 	// others; see costBound).
 	untracked cel.Program
 	bound     *costBound
-	// conversions is the engine's cache of CombinedStatuses in JSON form.
+	// conversions is the engine's cache of CombinedStatuses as CEL values.
 	conversions *conversions
 }
 
