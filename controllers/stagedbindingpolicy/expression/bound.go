@@ -72,7 +72,8 @@ const stringOverloadSize = 64
 // (in interpreter.CostTracker's costCall) each of them is bounded by. None of
 // them builds a list or map, or a string longer than its argument or
 // stringOverloadSize. Overloads the engine charges itself (actualCost) are
-// absent.
+// absent, but for both forms of matches, whose callMatches is what
+// actualCost charges them (matchCost).
 var boundedOverloads = func() map[string]callKind {
 	m := map[string]callKind{
 		"conditional": callFree, "logical_and": callFree, "logical_or": callFree,
@@ -136,9 +137,9 @@ const (
 	// callContains costs ceil(size of its first argument / 10) times
 	// ceil(size of its second / 10).
 	callContains
-	// callMatches costs (size of its first argument + 1)/10 + 1 times
-	// a quarter of the instructions of its pattern, plus one (actualCost,
-	// matchCost), which are at most MaxRegexInstructions.
+	// callMatches costs ((size of its first argument + 1)/10 + 1) times
+	// (instructions of its pattern/4 + 1), the instructions at most
+	// MaxRegexInstructions (actualCost, matchCost).
 	callMatches
 	// The sizes in the three kinds above are those of the values that
 	// arrive, which may be lists or maps when the checker's type is dyn.
