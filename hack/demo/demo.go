@@ -139,11 +139,8 @@ func Run(ctx context.Context, o Options) (err error) {
 		}
 		spaces = append(spaces, w)
 	}
-	args, err := kubeFlexStagerArgs(ctx, st)
-	if err != nil {
-		return err
-	}
-	stager, err := stack.StartProcess(o.StagerBinary, args, filepath.Join(o.WorkDir, "stager.log"))
+	args := func() ([]string, error) { return kubeFlexStagerArgs(ctx, st) }
+	stager, err := stack.StartStager(ctx, o.StagerBinary, args, filepath.Join(o.WorkDir, "stager.log"))
 	if err != nil {
 		return err
 	}

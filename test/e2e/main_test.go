@@ -128,13 +128,14 @@ func prepareWDS(ctx context.Context, name string) error {
 	return nil
 }
 
-// startStager starts the stager binary serving the registered WDSes.
+// startStager starts the stager binary serving the registered WDSes and
+// waits until it answers its health probe.
 func startStager() (*stack.Process, error) {
-	args, err := suite.stack.StagerArgs()
-	if err != nil {
-		return nil, err
+	args := func() ([]string, error) {
+		args, err := suite.stack.StagerArgs()
+		return append(args, "--zap-devel"), err
 	}
-	return stack.StartProcess(suite.binary, append(args, "--zap-devel"), filepath.Join(suite.workDir, "stager.log"))
+	return stack.StartStager(suite.ctx, suite.binary, args, filepath.Join(suite.workDir, "stager.log"))
 }
 
 // wds returns a WDS's client.

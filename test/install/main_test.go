@@ -28,6 +28,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -137,14 +138,11 @@ func setUp(s *framework.Suite) error {
 // with a kubeconfig holding a token of the chart's ServiceAccount: what the
 // pod would run with.
 func installStager(ctx context.Context, dir string) ([]string, error) {
-	metricsPort, err := freePort()
+	ports, err := freePorts(2)
 	if err != nil {
 		return nil, err
 	}
-	probesPort, err := freePort()
-	if err != nil {
-		return nil, err
-	}
+	metricsPort, probesPort := ports[0], ports[1]
 	objs, err := helm.Template(helm.StagerChart, "stager", releaseNamespace,
 		fmt.Sprintf("metrics.port=%d,probes.port=%d,metrics.serviceMonitor.enabled=false", metricsPort, probesPort))
 	if err != nil {
@@ -216,17 +214,23 @@ func writeTokenKubeconfig(path string, space *environment.Space, token string) e
 	return clientcmd.WriteToFile(*config, path)
 }
 
-// freePort returns a free loopback port.
-func freePort() (int, error) {
-	addr, err := stack.FreeAddress()
+// freePorts returns n distinct free loopback ports.
+func freePorts(n int) ([]int, error) {
+	addrs, err := stack.FreeAddresses(n)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	_, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return 0, err
+	ports := make([]int, 0, n)
+	for _, addr := range addrs {
+		_, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		p, err := strconv.Atoi(port)
+		if err != nil {
+			return nil, fmt.Errorf("the port of %s: %w", addr, err)
+		}
+		ports = append(ports, p)
 	}
-	var n int
-	_, err = fmt.Sscan(port, &n)
-	return n, err
+	return ports, nil
 }

@@ -150,11 +150,8 @@ func setUp(s *framework.Suite) error {
 	if err != nil {
 		return err
 	}
-	args, err := stagerArgs(hostingKubeconfig, kcpKubeconfig)
-	if err != nil {
-		return err
-	}
-	if suite.stager, err = stack.StartProcess(binary, args, filepath.Join(suite.workDir, "stager.log")); err != nil {
+	args := func() ([]string, error) { return stagerArgs(hostingKubeconfig, kcpKubeconfig) }
+	if suite.stager, err = stack.StartStager(s.Ctx, binary, args, filepath.Join(suite.workDir, "stager.log")); err != nil {
 		return err
 	}
 	s.Defer(func() error { return suite.stager.Stop(15 * time.Second) })
@@ -207,14 +204,11 @@ func wdsNamed(name string) *wds {
 // stagerArgs serve the kubeconfig Secrets of the hosting space and the kcp
 // workspaces bound to the stager's export.
 func stagerArgs(hostingKubeconfig, kcpKubeconfig string) ([]string, error) {
-	metrics, err := stack.FreeAddress()
+	addrs, err := stack.FreeAddresses(2)
 	if err != nil {
 		return nil, err
 	}
-	probes, err := stack.FreeAddress()
-	if err != nil {
-		return nil, err
-	}
+	metrics, probes := addrs[0], addrs[1]
 	return []string{
 		"--kubeconfig=" + hostingKubeconfig,
 		"--provider=kubeconfig,kcp",

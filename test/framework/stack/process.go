@@ -69,13 +69,30 @@ type controllerManager struct {
 }
 
 // FreeAddress returns a loopback address with a port nobody listens on.
+// A process given more than one should get them from FreeAddresses.
 func FreeAddress() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addrs, err := FreeAddresses(1)
 	if err != nil {
-		return "", fmt.Errorf("finding a free port: %w", err)
+		return "", err
 	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String(), nil
+	return addrs[0], nil
+}
+
+// FreeAddresses returns n loopback addresses with distinct ports nobody
+// listens on. It holds each port until it has found them all: ports found
+// one at a time may repeat once the first is closed, and then the second
+// of a process's servers fails to listen.
+func FreeAddresses(n int) ([]string, error) {
+	addrs := make([]string, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("finding a free port: %w", err)
+		}
+		defer func() { _ = l.Close() }()
+		addrs = append(addrs, l.Addr().String())
+	}
+	return addrs, nil
 }
 
 // startControllerManager starts KubeStellar's controller-manager for one WDS
@@ -83,13 +100,9 @@ func FreeAddress() (string, error) {
 // appending its output to logPath. The process gets its own process group
 // and, on Linux, is killed if this process dies without stopping it.
 func startControllerManager(binary, hostingKubeconfig, wds, its, logPath string, extraArgs []string) (*controllerManager, error) {
-	var addrs [3]string
-	for i := range addrs {
-		a, err := FreeAddress()
-		if err != nil {
-			return nil, err
-		}
-		addrs[i] = a
+	addrs, err := FreeAddresses(3)
+	if err != nil {
+		return nil, err
 	}
 	args := append([]string{
 		"--kubeconfig=" + hostingKubeconfig,

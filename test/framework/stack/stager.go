@@ -79,11 +79,7 @@ func (s *Stack) RegisterWithStager(ctx context.Context, wds string) error {
 // StagerArgs are the stager's arguments to serve the WDSes registered with
 // RegisterWithStager, with free loopback ports for metrics and probes.
 func (s *Stack) StagerArgs() ([]string, error) {
-	metrics, err := FreeAddress()
-	if err != nil {
-		return nil, err
-	}
-	probes, err := FreeAddress()
+	addrs, err := FreeAddresses(2)
 	if err != nil {
 		return nil, err
 	}
@@ -91,8 +87,8 @@ func (s *Stack) StagerArgs() ([]string, error) {
 		"--kubeconfig=" + s.HostingKubeconfig,
 		"--provider=kubeconfig",
 		"--kubeconfig-namespace=" + StagerSecretNamespace,
-		"--metrics-bind-address=" + metrics,
-		"--health-probe-bind-address=" + probes,
+		"--metrics-bind-address=" + addrs[0],
+		"--health-probe-bind-address=" + addrs[1],
 		"--space-probe-interval=2s",
 	}, nil
 }
@@ -104,10 +100,11 @@ type Process struct {
 	// Log is the file receiving its output.
 	Log string
 
-	cmd      *exec.Cmd
-	done     chan struct{}
-	stopOnce sync.Once
-	stopErr  error
+	cmd       *exec.Cmd
+	logOffset int64
+	done      chan struct{}
+	stopOnce  sync.Once
+	stopErr   error
 }
 
 // StartProcess runs a binary with its output appended to logPath. The process
@@ -131,6 +128,127 @@ func StartProcess(binary string, args []string, logPath string) (*Process, error
 		close(p.done)
 	}()
 	return p, nil
+}
+
+// startAttempts is how many times StartStager starts a stager whose port
+// was taken between FreeAddresses and its listening.
+const startAttempts = 3
+
+// StartStager starts the stager binary with the arguments args returns, its
+// output appended to logPath, and waits until it serves its health probes
+// and metrics (waitServing): a stager that could not start fails here,
+// quoting its log, not minutes later in whatever waits for its work. If it
+// exits first because a port was taken meanwhile, it is started again with
+// fresh arguments, up to startAttempts times.
+func StartStager(ctx context.Context, binary string, args func() ([]string, error), logPath string) (*Process, error) {
+	for attempt := 1; ; attempt++ {
+		a, err := args()
+		if err != nil {
+			return nil, err
+		}
+		p, err := startLogged(binary, a, logPath)
+		if err != nil {
+			return nil, err
+		}
+		err = p.waitServing(ctx, time.Minute)
+		if err == nil {
+			return p, nil
+		}
+		if !p.Exited() {
+			_ = p.Stop(15 * time.Second)
+			return nil, err
+		}
+		if !strings.Contains(p.output(), portInUse) || attempt == startAttempts {
+			return nil, err
+		}
+	}
+}
+
+// startLogged is StartProcess, remembering where in logPath this run's
+// output starts.
+func startLogged(binary string, args []string, logPath string) (*Process, error) {
+	var offset int64
+	if info, err := os.Stat(logPath); err == nil {
+		offset = info.Size()
+	}
+	p, err := StartProcess(binary, args, logPath)
+	if err != nil {
+		return nil, err
+	}
+	p.logOffset = offset
+	return p, nil
+}
+
+// servingMetrics is what controller-runtime logs once the metrics server
+// listens: the health probe server listens from the start, the metrics
+// server only once the manager runs, and a taken metrics port ends the
+// process after /healthz has answered.
+const servingMetrics = "Serving metrics server"
+
+// waitServing waits until the process answers /healthz at the address of
+// its --health-probe-bind-address and, unless its --metrics-bind-address
+// is "0", has logged that its metrics server listens. It fails if the
+// process exits first or is not serving within timeout.
+func (p *Process) waitServing(ctx context.Context, timeout time.Duration) error {
+	addr := p.Flag("health-probe-bind-address")
+	if addr == "" || addr == "0" {
+		return fmt.Errorf("%s serves no health probes to wait for", p.cmd.Path)
+	}
+	metrics := p.Flag("metrics-bind-address") != "0"
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	client := &http.Client{Timeout: time.Second}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if p.answersHealthz(ctx, client, addr) && (!metrics || strings.Contains(p.output(), servingMetrics)) {
+			return nil
+		}
+		select {
+		case <-p.done:
+			return fmt.Errorf("%s exited before it was serving at %s; its log %s ends with:\n%s",
+				p.cmd.Path, addr, p.Log, lastLines(p.output(), tailLines))
+		case <-ctx.Done():
+			return fmt.Errorf("%s is not serving at %s (%w); its log %s ends with:\n%s",
+				p.cmd.Path, addr, context.Cause(ctx), p.Log, lastLines(p.output(), tailLines))
+		case <-tick.C:
+		}
+	}
+}
+
+// answersHealthz says whether GET /healthz at addr answers 200.
+func (p *Process) answersHealthz(ctx context.Context, client *http.Client, addr string) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/healthz", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return false
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// output returns what this run of the process has written to its log.
+func (p *Process) output() string {
+	f, err := os.Open(p.Log)
+	if err != nil {
+		return ""
+	}
+	defer func() { _ = f.Close() }()
+	if _, err := f.Seek(p.logOffset, io.SeekStart); err != nil {
+		return ""
+	}
+	b, _ := io.ReadAll(f)
+	return string(b)
+}
+
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // Kill kills the process with SIGKILL, as a crash would, and waits for it.
