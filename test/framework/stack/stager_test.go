@@ -55,7 +55,7 @@ func TestFreeAddressesAreDistinct(t *testing.T) {
 
 // stagerArgs returns a function giving the arguments of a stager serving
 // the stack, counting its calls, with change applied to each.
-func stagerArgs(t *testing.T, calls *int, change func(call int, args []string) []string) func() ([]string, error) {
+func stagerArgs(calls *int, change func(call int, args []string) []string) func() ([]string, error) {
 	return func() ([]string, error) {
 		*calls++
 		args, err := st.StagerArgs()
@@ -90,7 +90,7 @@ func TestStartStagerTakesFreshPortsWhenOneIsTaken(t *testing.T) {
 	}
 	defer func() { _ = taken.Close() }()
 	calls := 0
-	args := stagerArgs(t, &calls, func(call int, args []string) []string {
+	args := stagerArgs(&calls, func(call int, args []string) []string {
 		if call == 1 {
 			return replaceFlag(args, "metrics-bind-address", taken.Addr().String())
 		}
@@ -131,7 +131,7 @@ func TestStartStagerQuotesTheLogOfAStagerThatExits(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls := 0
-	args := stagerArgs(t, &calls, func(_ int, args []string) []string { return append(args, "--no-such-flag") })
+	args := stagerArgs(&calls, func(_ int, args []string) []string { return append(args, "--no-such-flag") })
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	p, err := stack.StartStager(ctx, binary, args, filepath.Join(t.TempDir(), "stager.log"))
