@@ -37,6 +37,14 @@ const (
 	// new value; status.restartedAt records the value handled.
 	RestartedAtAnnotation = "community.kubestellar.io/restartedAt"
 
+	// HandedOverFromAnnotation is set on the BindingPolicy that starts a
+	// stage when the stage before it is done, and holds that stage's name and
+	// start time ("<stage>@<RFC 3339 time>"). The BindingPolicy is created
+	// before the status records the advance, so that the next stage is placed
+	// one write sooner; until the status has caught up, the annotation is
+	// the record that the stage was done.
+	HandedOverFromAnnotation = "community.kubestellar.io/handed-over-from"
+
 	// bindingPolicyInfix joins the policy name and the stage name in the name
 	// of a generated BindingPolicy.
 	bindingPolicyInfix = ".stage."

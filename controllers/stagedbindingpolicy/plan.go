@@ -146,7 +146,9 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //     the spec, starts at the first stage;
 //  7. the active stage's BindingPolicy is created or brought in line with the
 //     spec, and with placement Accumulate, every earlier stage's too;
-//  8. a done stage hands over to the next one;
+//  8. a done stage hands over to the next one: the next stage's
+//     BindingPolicy is created first, marked, then the status records the
+//     advance, taking that mark as its record (handover.go);
 //  9. BindingPolicies of earlier stages are deleted once the active stage's
 //     Binding places the workload on a cluster (make-before-break);
 //  10. the status is brought up to date.
@@ -256,7 +258,14 @@ func planAfterAssessment(snap *Snapshot, active int, current *ksv1alpha1.Binding
 	stage := policy.Spec.Stages[active]
 	final := active == len(policy.Spec.Stages)-1
 	result, metSince, soakLeft := soak(policy, active, result, snap.Now)
+	if handedOver(snap, active) {
+		return advance(policy, active, handedOverAssessment(policy, active, result), snap.Now)
+	}
 	if result.satisfied && !final {
+		if next, ok := handover(snap, active); ok {
+			return Action{Type: ActionCreateBindingPolicy, BindingPolicy: next,
+				Why: fmt.Sprintf("stage %q is done: placing stage %q before the status records it", stage.Name, policy.Spec.Stages[active+1].Name)}
+		}
 		return advance(policy, active, result, snap.Now)
 	}
 	result, deadline, deadlineLeft := progressDeadline(policy, active, result, snap.Now)

@@ -295,18 +295,34 @@ func activeBPName(p *v1alpha1.StagedBindingPolicy) string {
 	return ""
 }
 
+// nextBPName is the name of the BindingPolicy of the stage after the active
+// one, or "" when there is none.
+func nextBPName(p *v1alpha1.StagedBindingPolicy) string {
+	for i, s := range p.Spec.Stages {
+		if s.Name == p.Status.ActiveStage && i+1 < len(p.Spec.Stages) {
+			return p.Name + ".stage." + p.Spec.Stages[i+1].Name
+		}
+	}
+	return ""
+}
+
 // resync re-derives what the reconciler reads by the active stage's name:
-// ActiveBindingPolicy, and the Binding and CombinedStatuses of that name.
+// ActiveBindingPolicy, and the Binding and CombinedStatuses of that name;
+// and NextBindingPolicy by the next stage's.
 func resync(snap *Snapshot) {
 	name := activeBPName(snap.Policy)
-	snap.ActiveBindingPolicy = nil
+	snap.ActiveBindingPolicy, snap.NextBindingPolicy = nil, nil
 	if name == "" || snap.Policy.DeletionTimestamp != nil {
 		snap.Binding, snap.CombinedStatuses = nil, nil
 		return
 	}
+	next := nextBPName(snap.Policy)
 	for i := range snap.BindingPolicies {
-		if snap.BindingPolicies[i].Name == name {
+		switch snap.BindingPolicies[i].Name {
+		case name:
 			snap.ActiveBindingPolicy = snap.BindingPolicies[i].DeepCopy()
+		case next:
+			snap.NextBindingPolicy = snap.BindingPolicies[i].DeepCopy()
 		}
 	}
 	if snap.Binding != nil && snap.Binding.Name != name {
@@ -998,7 +1014,21 @@ func TestPlanAdvances(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := tt.snap.Policy.Status.DeepCopy()
-			got := Plan(tt.snap, engine)
+			// The next stage is placed first, marked as handed over from
+			// this start of the stage that is done.
+			handover := Plan(tt.snap, engine)
+			if handover.Type != ActionCreateBindingPolicy || handover.BindingPolicy.Name != "web.stage."+tt.to {
+				t.Fatalf("Plan() = %s (%s), want CreateBindingPolicy web.stage.%s", handover.Type, handover.Why, tt.to)
+			}
+			if mark, want := handover.BindingPolicy.Annotations[v1alpha1.HandedOverFromAnnotation], tt.from+"@"+earlier.UTC().Format(time.RFC3339); mark != want {
+				t.Errorf("%s = %q, want %q", v1alpha1.HandedOverFromAnnotation, mark, want)
+			}
+			if handover.Status != nil || len(handover.Events) != 0 {
+				t.Errorf("the handover writes a status or Events: %+v", handover)
+			}
+			// Then the status records the advance.
+			placedSnap := placed(tt.snap, handover.BindingPolicy)
+			got := Plan(placedSnap, engine)
 			if got.Type != ActionUpdateStatus {
 				t.Fatalf("Plan() = %s (%s), want UpdateStatus", got.Type, got.Why)
 			}
@@ -1050,14 +1080,26 @@ func TestPlanAdvances(t *testing.T) {
 				t.Errorf("event notes %q / %q do not name %s / %s", got.Events[0].Note, got.Events[1].Note, tt.from, tt.to)
 			}
 
-			// The next run creates the next stage's BindingPolicy and keeps
-			// the previous one.
-			again := replan(t, tt.snap, engine, got)
-			if again.Type != ActionCreateBindingPolicy || again.BindingPolicy.Name != "web.stage."+tt.to {
-				t.Errorf("after advancing, Plan() = %s (%s), want CreateBindingPolicy web.stage.%s", again.Type, again.Why, tt.to)
+			// The next run finds the next stage placed, and keeps the
+			// previous one until the next stage places.
+			again := replan(t, placedSnap, engine, got)
+			if again.Type == ActionCreateBindingPolicy || again.Type == ActionDeleteBindingPolicy {
+				t.Errorf("after advancing, Plan() = %s %s (%s), want the next stage's BindingPolicy kept as placed",
+					again.Type, again.BindingPolicy.Name, again.Why)
 			}
 		})
 	}
+}
+
+// placed returns a copy of the snapshot in which bp, as Plan asked to
+// create it, exists.
+func placed(snap *Snapshot, bp *ksv1alpha1.BindingPolicy) *Snapshot {
+	next := *snap
+	created := bp.DeepCopy()
+	created.UID = types.UID("bp-" + created.Labels[v1alpha1.StageLabel])
+	next.BindingPolicies = append(slices.Clone(snap.BindingPolicies), *created)
+	resync(&next)
+	return &next
 }
 
 // ---------------------------------------------------------------------------
@@ -1393,15 +1435,15 @@ func TestPlanFullRollout(t *testing.T) {
 		"ks:bind web.stage.dev",
 		"UpdateStatus dev Progressing WaitingForStatus",
 		"ks:report web.stage.dev",
-		"UpdateStatus test Progressing StageAdvanced",
 		"CreateBindingPolicy web.stage.test",
+		"UpdateStatus test Progressing StageAdvanced",
 		"UpdateStatus test Progressing WaitingForBinding",
 		"ks:bind web.stage.test",
 		"DeleteBindingPolicy web.stage.dev",
 		"UpdateStatus test Progressing WaitingForStatus",
 		"ks:report web.stage.test",
-		"UpdateStatus prod Progressing StageAdvanced",
 		"CreateBindingPolicy web.stage.prod",
+		"UpdateStatus prod Progressing StageAdvanced",
 		"UpdateStatus prod Progressing WaitingForBinding",
 		"ks:bind web.stage.prod",
 		"DeleteBindingPolicy web.stage.test",
@@ -1553,7 +1595,15 @@ func TestPlanStageAddedBeforeActive(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Plan(tt.snap, engine)
+			snap := tt.snap
+			if tt.advances { // the next stage is placed first
+				handover := Plan(snap, engine)
+				if handover.Type != ActionCreateBindingPolicy {
+					t.Fatalf("Plan() = %s (%s), want CreateBindingPolicy", handover.Type, handover.Why)
+				}
+				snap = placed(snap, handover.BindingPolicy)
+			}
+			got := Plan(snap, engine)
 			if got.Type != ActionUpdateStatus {
 				t.Fatalf("Plan() = %s (%s), want UpdateStatus", got.Type, got.Why)
 			}
@@ -2299,7 +2349,11 @@ func TestPlanResume(t *testing.T) {
 	resumed.Policy = snap.Policy.DeepCopy()
 	resumed.Policy.Status = *held.Status.DeepCopy()
 	resumed.Policy.Spec.Suspend = false
-	action := Plan(&resumed, engine)
+	handover := Plan(&resumed, engine)
+	if handover.Type != ActionCreateBindingPolicy || handover.BindingPolicy.Name != "web.stage.test" {
+		t.Fatalf("resumed: %s (%s), want the next stage placed", handover.Type, handover.Why)
+	}
+	action := Plan(placed(&resumed, handover.BindingPolicy), engine)
 	if action.Type != ActionUpdateStatus || action.Status.ActiveStage != "test" {
 		t.Fatalf("resumed: %s (%s) to stage %q, want the rollout to move on to test", action.Type, action.Why, action.Status.ActiveStage)
 	}
@@ -2438,7 +2492,12 @@ func TestPlanSoak(t *testing.T) {
 		}
 	})
 	t.Run("held for the whole soak: the next stage starts", func(t *testing.T) {
-		action := Plan(holding().with(metSince(metav1.NewTime(now.Add(-10*time.Minute)))).Snapshot, engine)
+		snap := holding().with(metSince(metav1.NewTime(now.Add(-10 * time.Minute)))).Snapshot
+		handover := Plan(snap, engine)
+		if handover.Type != ActionCreateBindingPolicy || handover.BindingPolicy.Name != "web.stage.test" {
+			t.Fatalf("action %s (%s), want test placed", handover.Type, handover.Why)
+		}
+		action := Plan(placed(snap, handover.BindingPolicy), engine)
 		if action.Type != ActionUpdateStatus || action.Status.ActiveStage != "test" {
 			t.Fatalf("action %s (%s) to stage %q, want test to start", action.Type, action.Why, action.Status.ActiveStage)
 		}
@@ -2647,7 +2706,12 @@ func TestPlanProgressDeadline(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			action := Plan(tt.snap, engine)
+			snap := tt.snap
+			action := Plan(snap, engine)
+			if action.Type == ActionCreateBindingPolicy && tt.wantStage != snap.Policy.Status.ActiveStage {
+				snap = placed(snap, action.BindingPolicy) // the next stage is placed before the status says so
+				action = Plan(snap, engine)
+			}
 			if action.Type != ActionUpdateStatus {
 				t.Fatalf("action %s (%s), want UpdateStatus", action.Type, action.Why)
 			}

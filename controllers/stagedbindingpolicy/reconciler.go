@@ -223,6 +223,17 @@ func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*S
 		return nil, fmt.Errorf("reading BindingPolicy %s: %w", bpName, err)
 	}
 
+	if active+1 < len(policy.Spec.Stages) {
+		nextName := v1alpha1.BindingPolicyName(policy.Name, policy.Spec.Stages[active+1].Name)
+		next := &ksv1alpha1.BindingPolicy{}
+		switch err := r.Client.Get(ctx, types.NamespacedName{Name: nextName}, next); {
+		case err == nil:
+			snap.NextBindingPolicy = next
+		case !apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("reading BindingPolicy %s: %w", nextName, err)
+		}
+	}
+
 	binding := &ksv1alpha1.Binding{}
 	switch err := r.Client.Get(ctx, types.NamespacedName{Name: bpName}, binding); {
 	case err == nil:

@@ -252,6 +252,7 @@ func TestSnapshotOfStartedPolicyReadsItsObjectsAroundTheActiveStage(t *testing.T
 
 	devBP := createBP(t, p, "dev")
 	activeBP := createBP(t, p, "test")
+	nextBP := createBP(t, p, "prod")
 	otherBP := createBP(t, other, "test") // another policy's: not listed
 	binding := createBinding(t, activeBP)
 	createBinding(t, devBP) // named after a stage that is not active: not read
@@ -285,7 +286,7 @@ func TestSnapshotOfStartedPolicyReadsItsObjectsAroundTheActiveStage(t *testing.T
 	if snap.Policy.Status.ActiveStage != "test" {
 		t.Errorf("Policy.Status.ActiveStage = %q, want %q", snap.Policy.Status.ActiveStage, "test")
 	}
-	if got, want := sortedBPNames(snap.BindingPolicies), []string{devBP.Name, activeBP.Name}; !slices.Equal(got, want) {
+	if got, want := sortedBPNames(snap.BindingPolicies), []string{devBP.Name, nextBP.Name, activeBP.Name}; !slices.Equal(got, want) {
 		t.Errorf("BindingPolicies = %v, want %v (the policy's own, not %s)", got, want, otherBP.Name)
 	}
 	if snap.ActiveBindingPolicy == nil {
@@ -293,6 +294,9 @@ func TestSnapshotOfStartedPolicyReadsItsObjectsAroundTheActiveStage(t *testing.T
 	} else if snap.ActiveBindingPolicy.Name != activeBP.Name || snap.ActiveBindingPolicy.UID != activeBP.UID {
 		t.Errorf("ActiveBindingPolicy = %s (uid %s), want %s (uid %s)",
 			snap.ActiveBindingPolicy.Name, snap.ActiveBindingPolicy.UID, activeBP.Name, activeBP.UID)
+	}
+	if snap.NextBindingPolicy == nil || snap.NextBindingPolicy.UID != nextBP.UID {
+		t.Errorf("NextBindingPolicy = %v, want %s (uid %s)", snap.NextBindingPolicy, nextBP.Name, nextBP.UID)
 	}
 	switch {
 	case snap.Binding == nil:
@@ -705,11 +709,12 @@ func TestReconcileDeletedPolicyDoesNothing(t *testing.T) {
 	}
 }
 
-// TestReconcileAdvanceCreatesTheNextBindingPolicyInTheSameRun checks that
-// the run that records a stage done also creates the next stage's
-// BindingPolicy: the step after a status write that starts a stage runs at
-// once on the policy as written, not once the cache has seen the write.
-func TestReconcileAdvanceCreatesTheNextBindingPolicyInTheSameRun(t *testing.T) {
+// TestReconcileHandsOverBeforeRecordingTheAdvance checks that the run that
+// finds a stage done creates the next stage's BindingPolicy, marked with
+// the done stage's start, and writes nothing else; the next run records the
+// advance, keeping the done stage's BindingPolicy until the next stage
+// places.
+func TestReconcileHandsOverBeforeRecordingTheAdvance(t *testing.T) {
 	needsAPIServer(t)
 	ctx := t.Context()
 	p := createPolicy(t, "reconcile-advance", v1alpha1.CleanupFinalizer)
@@ -726,17 +731,30 @@ func TestReconcileAdvanceCreatesTheNextBindingPolicyInTheSameRun(t *testing.T) {
 	createCombinedStatus(t, devBP, deployment, createNamespace(t, "reconcile-advance"))
 
 	r := newTestReconciler(t, time.Now())
-	if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}}); err != nil {
-		t.Fatalf("Reconcile: %v", err)
+	run := func() {
+		t.Helper()
+		if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}}); err != nil {
+			t.Fatalf("Reconcile: %v", err)
+		}
 	}
-	got := getPolicy(t, p.Name)
-	if got.Status.ActiveStage != "test" {
-		t.Fatalf("active stage %q after the run, want test (dev's condition holds)", got.Status.ActiveStage)
+	run()
+	testBP := &ksv1alpha1.BindingPolicy{}
+	if err := testSpace.Client.Get(ctx, types.NamespacedName{Name: p.Name + ".stage.test"}, testBP); err != nil {
+		t.Fatalf("BindingPolicy %s.stage.test after the run that found dev done: %v", p.Name, err)
 	}
-	if bpGone(t, p.Name+".stage.test") {
-		t.Errorf("BindingPolicy %s.stage.test does not exist after the run that started stage test", p.Name)
+	if mark := testBP.Annotations[v1alpha1.HandedOverFromAnnotation]; !strings.HasPrefix(mark, "dev@") {
+		t.Errorf("%s = %q, want dev's start", v1alpha1.HandedOverFromAnnotation, mark)
+	}
+	if got := getPolicy(t, p.Name); got.Status.ActiveStage != "dev" {
+		t.Errorf("active stage %q after the handover, want dev until the next run records it", got.Status.ActiveStage)
+	}
+
+	// The next run (the BindingPolicy's event queues it) records the advance.
+	run()
+	if got := getPolicy(t, p.Name); got.Status.ActiveStage != "test" {
+		t.Fatalf("active stage %q after the second run, want test", got.Status.ActiveStage)
 	}
 	if bpGone(t, devBP.Name) {
-		t.Errorf("BindingPolicy %s was deleted in the same run (make-before-break waits for the next stage's Binding)", devBP.Name)
+		t.Errorf("BindingPolicy %s was deleted (make-before-break waits for the next stage's Binding)", devBP.Name)
 	}
 }

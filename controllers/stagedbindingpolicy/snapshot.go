@@ -39,6 +39,12 @@ type Snapshot struct {
 	// whoever made it, or nil when there is none.
 	ActiveBindingPolicy *ksv1alpha1.BindingPolicy
 
+	// NextBindingPolicy is the BindingPolicy with the name of the stage
+	// after the active one, whoever made it, or nil when there is none (or
+	// the active stage is the last). The active stage hands over to the next
+	// by creating it (see handover).
+	NextBindingPolicy *ksv1alpha1.BindingPolicy
+
 	// Binding is KubeStellar's Binding named after the active stage's
 	// BindingPolicy, or nil when there is none.
 	Binding *ksv1alpha1.Binding

@@ -1,0 +1,100 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package stagedbindingpolicy
+
+import (
+	"fmt"
+	"time"
+
+	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+)
+
+// This file holds Plan's rules for the handover from a done stage to the
+// next: the next stage's BindingPolicy is created first, marked, and the
+// status records the advance after it, taking the marked BindingPolicy as
+// the record that the stage was done, whatever its condition says by then
+// and across a restart of the stager.
+
+// handover returns the BindingPolicy of the stage after the active one,
+// marked as handed over from the active stage (HandedOverFromAnnotation),
+// when the active stage is done and the next one starts without approval:
+// it is created before the status records the advance, which puts one
+// write, not two, between the CombinedStatus that completes a stage and the
+// next stage's placement. It reports false when the advance is recorded
+// first, as the next stage is entered: the next stage awaits approval
+// (nothing is placed before it is approved), a BindingPolicy of its name
+// exists already (left from an earlier rollout, or someone else's: entering
+// the stage brings it in line, or reports the conflict), or the active
+// stage's start is not recorded.
+func handover(snap *Snapshot, active int) (*ksv1alpha1.BindingPolicy, bool) {
+	policy := snap.Policy
+	token, ok := handoverToken(policy, active)
+	next := policy.Spec.Stages[active+1]
+	if !ok || next.Approval == v1alpha1.ApprovalRequired || snap.NextBindingPolicy != nil {
+		return nil, false
+	}
+	bp := desiredBindingPolicy(policy, next)
+	bp.Annotations = map[string]string{v1alpha1.HandedOverFromAnnotation: token}
+	return bp, true
+}
+
+// handedOver reports whether the BindingPolicy of the stage after the active
+// one exists, owned by the policy, with the mark handover puts on it for
+// this very start of the active stage: the stage was done and the next one
+// placed, and only the status has yet to say so. A BindingPolicy of the next
+// stage left from an earlier rollout (a restart keeps the old stages'
+// BindingPolicies until the first one places) bears another start time, or
+// no mark, and records nothing.
+func handedOver(snap *Snapshot, active int) bool {
+	policy := snap.Policy
+	if active+1 >= len(policy.Spec.Stages) {
+		return false
+	}
+	token, ok := handoverToken(policy, active)
+	next := policy.Spec.Stages[active+1]
+	if !ok || next.Approval == v1alpha1.ApprovalRequired {
+		return false
+	}
+	bp := snap.NextBindingPolicy
+	return bp != nil && bp.DeletionTimestamp == nil && ownedBy(bp, policy) &&
+		bp.Annotations[v1alpha1.HandedOverFromAnnotation] == token
+}
+
+// handoverToken is the value of HandedOverFromAnnotation for the active
+// stage's current start: its name and start time. It reports false when the
+// status records no start of the active stage.
+func handoverToken(policy *v1alpha1.StagedBindingPolicy, active int) (string, bool) {
+	stage := policy.Spec.Stages[active]
+	record := policy.Status.StageNamed(stage.Name)
+	if record == nil || record.Phase != v1alpha1.StageActive || record.StartTime == nil {
+		return "", false
+	}
+	return stage.Name + "@" + record.StartTime.UTC().Format(time.RFC3339), true
+}
+
+// handedOverAssessment is the assessment an advance records for a stage
+// handed over already: the assessment itself when the stage is still done,
+// else what was true when its successor was placed.
+func handedOverAssessment(policy *v1alpha1.StagedBindingPolicy, active int, result assessment) assessment {
+	if result.satisfied {
+		return result
+	}
+	next := policy.Spec.Stages[active+1]
+	result.message = fmt.Sprintf("the stage was done when BindingPolicy %s of stage %q was created",
+		v1alpha1.BindingPolicyName(policy.Name, next.Name), next.Name)
+	return result
+}

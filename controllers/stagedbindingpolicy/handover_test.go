@@ -1,0 +1,142 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package stagedbindingpolicy
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+)
+
+// handedOverBP is test's BindingPolicy as dev's handover made it, marked
+// with the given start of dev.
+func handedOverBP(p *v1alpha1.StagedBindingPolicy, devStart metav1.Time) *ksv1alpha1.BindingPolicy {
+	bp := ownedBP(p, "test", "bp-test")
+	bp.Annotations = map[string]string{v1alpha1.HandedOverFromAnnotation: "dev@" + devStart.UTC().Format(time.RFC3339)}
+	return bp
+}
+
+// withNextBP puts bp, made from the snapshot's policy, in the snapshot as
+// the next stage's BindingPolicy, and among the policy's own when labelled.
+func withNextBP(make func(*v1alpha1.StagedBindingPolicy) *ksv1alpha1.BindingPolicy) func(*Snapshot) {
+	return func(s *Snapshot) {
+		bp := make(s.Policy)
+		if bp.Labels[v1alpha1.PolicyLabel] == s.Policy.Name {
+			s.BindingPolicies = append(s.BindingPolicies, *bp.DeepCopy())
+		}
+		s.NextBindingPolicy = bp
+	}
+}
+
+// TestPlanHandover table-tests the handover from a done stage to the next:
+// the next stage's BindingPolicy first, marked with the done stage's start,
+// then the status, which takes that mark as the record of the advance (a
+// restart of the stager between the two writes plans on the same
+// snapshot); an unmarked BindingPolicy, or one marked for another start of
+// the stage, records nothing.
+func TestPlanHandover(t *testing.T) {
+	engine := newEngine(t)
+	marked := func(p *v1alpha1.StagedBindingPolicy) *ksv1alpha1.BindingPolicy { return handedOverBP(p, earlier) }
+	tests := []struct {
+		name string
+		snap *Snapshot
+		// want is the action's type; for a status write, wantStage is
+		// its active stage and wantDevMessage part of dev's record.
+		want           ActionType
+		wantBP         string
+		wantStage      string
+		wantDevMessage string
+	}{
+		{name: "dev done, test free: test's BindingPolicy first",
+			snap: at("dev").bound().reporting(deployment, "1").Snapshot,
+			want: ActionCreateBindingPolicy, wantBP: "web.stage.test"},
+		{name: "handed over, dev still done: the status records the advance",
+			snap: at("dev").bound().reporting(deployment, "1").with(withNextBP(marked)).Snapshot,
+			want: ActionUpdateStatus, wantStage: "test", wantDevMessage: "condition holds"},
+		{name: "handed over, dev no longer done: the advance is recorded all the same",
+			snap: at("dev").bound().reporting(deployment, "0").with(withNextBP(marked)).Snapshot,
+			want: ActionUpdateStatus, wantStage: "test", wantDevMessage: "the stage was done when BindingPolicy web.stage.test of stage \"test\" was created"},
+		{name: "handed over, dev's Binding gone meanwhile: the advance is recorded all the same",
+			snap: at("dev").with(withNextBP(marked)).Snapshot,
+			want: ActionUpdateStatus, wantStage: "test", wantDevMessage: "the stage was done when"},
+		{name: "handed over, then suspended: held in dev",
+			snap: at("dev").bound().reporting(deployment, "1").with(withNextBP(marked)).with(suspend).Snapshot,
+			want: ActionUpdateStatus, wantStage: "dev"},
+		{name: "handed over, test's BindingPolicy being deleted: no record, dev not done",
+			snap: at("dev").bound().reporting(deployment, "0").with(withNextBP(func(p *v1alpha1.StagedBindingPolicy) *ksv1alpha1.BindingPolicy {
+				return beingDeleted(marked(p))
+			})).Snapshot,
+			want: ActionUpdateStatus, wantStage: "dev"},
+		{name: "test's BindingPolicy marked by an earlier start of dev (a restarted rollout), dev not done: taken away, no advance",
+			snap: at("dev").bound().reporting(deployment, "0").with(withNextBP(func(p *v1alpha1.StagedBindingPolicy) *ksv1alpha1.BindingPolicy {
+				return handedOverBP(p, muchEarlier)
+			})).Snapshot,
+			want: ActionDeleteBindingPolicy, wantBP: "web.stage.test"},
+		{name: "test's BindingPolicy unmarked (left from an earlier rollout), dev not done: taken away, no advance",
+			snap: at("dev").bound().reporting(deployment, "0").with(withNextBP(func(p *v1alpha1.StagedBindingPolicy) *ksv1alpha1.BindingPolicy {
+				return ownedBP(p, "test", "bp-test")
+			})).Snapshot,
+			want: ActionDeleteBindingPolicy, wantBP: "web.stage.test"},
+		{name: "test's BindingPolicy unmarked, dev done: the advance is recorded first, creating nothing",
+			snap: at("dev").bound().reporting(deployment, "1").with(withNextBP(func(p *v1alpha1.StagedBindingPolicy) *ksv1alpha1.BindingPolicy {
+				return ownedBP(p, "test", "bp-test")
+			})).Snapshot,
+			want: ActionUpdateStatus, wantStage: "test", wantDevMessage: "condition holds"},
+		{name: "test's name taken by someone else's BindingPolicy, dev done: the advance is recorded first, creating nothing",
+			snap: at("dev").bound().reporting(deployment, "1").with(withNextBP(func(p *v1alpha1.StagedBindingPolicy) *ksv1alpha1.BindingPolicy {
+				bp := marked(p)
+				bp.Labels, bp.OwnerReferences = nil, nil
+				return bp
+			})).Snapshot,
+			want: ActionUpdateStatus, wantStage: "test", wantDevMessage: "condition holds"},
+		{name: "test awaits approval, dev done: the advance is recorded first, placing nothing",
+			snap: at("dev", gated()...).bound().reporting(deployment, "1").with(withApprovals(testUnapproved)).Snapshot,
+			want: ActionUpdateStatus, wantStage: "test", wantDevMessage: "condition holds"},
+		{name: "dev's start not recorded, dev done: the advance is recorded first",
+			snap: at("dev").bound().reporting(deployment, "1").with(func(s *Snapshot) { s.Policy.Status.Stages[0].StartTime = nil }).Snapshot,
+			want: ActionUpdateStatus, wantStage: "test", wantDevMessage: "condition holds"},
+		{name: "final stage done: completes, no handover",
+			snap: at("prod").bound().reporting(deployment, "1").Snapshot,
+			want: ActionUpdateStatus, wantStage: "prod"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Plan(tt.snap, engine)
+			if got.Type != tt.want {
+				t.Fatalf("Plan() = %s (%s), want %s", got.Type, got.Why, tt.want)
+			}
+			if tt.wantBP != "" && (got.BindingPolicy == nil || got.BindingPolicy.Name != tt.wantBP) {
+				t.Errorf("Plan() acts on BindingPolicy %v, want %s", got.BindingPolicy, tt.wantBP)
+			}
+			if got.Type != ActionUpdateStatus {
+				return
+			}
+			if got.Status.ActiveStage != tt.wantStage {
+				t.Errorf("active stage %q, want %q (%s)", got.Status.ActiveStage, tt.wantStage, got.Why)
+			}
+			if tt.wantStage == "test" {
+				dev := got.Status.Stages[0]
+				if dev.Phase != v1alpha1.StageSucceeded || !timeEqual(dev.CompletionTime, now) || !strings.Contains(dev.Message, tt.wantDevMessage) {
+					t.Errorf("dev's record %+v, want Succeeded now, its message naming %q", dev, tt.wantDevMessage)
+				}
+			}
+		})
+	}
+}
