@@ -185,6 +185,13 @@ func combinedStatusIndex(statuses []ksv1alpha1.CombinedStatus, bp *ksv1alpha1.Bi
 	return index
 }
 
+// waitingForBinding is the assessment of a stage whose BindingPolicy bp
+// KubeStellar has not resolved yet.
+func waitingForBinding(bp *ksv1alpha1.BindingPolicy) assessment {
+	return assessment{reason: v1alpha1.ReasonWaitingForBinding,
+		message: fmt.Sprintf("waiting for KubeStellar to resolve BindingPolicy %s into a Binding", bp.Name)}
+}
+
 // assessStage decides whether the active stage is done. bp is the stage's
 // BindingPolicy as it exists in the space, binding its Binding (or nil). All
 // evaluations are made within budget, so that one run of a policy with many
@@ -200,8 +207,7 @@ func assessStage(_ v1alpha1.Stage, programs compiledStage, bp *ksv1alpha1.Bindin
 	// stage waits for the same thing and says the same, which spares a
 	// status write per stage.
 	if binding == nil || !ownedBy(binding, bp) || bp.Status.ObservedGeneration == 0 {
-		return assessment{reason: v1alpha1.ReasonWaitingForBinding,
-			message: fmt.Sprintf("waiting for KubeStellar to resolve BindingPolicy %s into a Binding", bp.Name)}
+		return waitingForBinding(bp)
 	}
 	if bp.Status.ObservedGeneration != bp.Generation {
 		return assessment{reason: v1alpha1.ReasonWaitingForBinding,

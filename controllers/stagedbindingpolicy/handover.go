@@ -86,6 +86,28 @@ func handoverToken(policy *v1alpha1.StagedBindingPolicy, active int) (string, bo
 	return stage.Name + "@" + record.StartTime.UTC().Format(time.RFC3339), true
 }
 
+// recordHandover records the advance from the active stage, handed over
+// already, as advance does, in a status that says of the next stage what
+// its own first run would: its BindingPolicy is there, waiting for
+// KubeStellar to resolve it (with its progress deadline, if it has one).
+// The advance and the next stage's first news are one status write.
+func recordHandover(snap *Snapshot, active int, result assessment) Action {
+	policy := snap.Policy
+	action := advance(policy, active, handedOverAssessment(policy, active, result), snap.Now)
+	entered := policy.DeepCopy()
+	entered.Status = *action.Status
+	next := active + 1
+	waiting, deadline, _ := progressDeadline(entered, next, waitingForBinding(snap.NextBindingPolicy), snap.Now)
+	status := progressStatus(entered, next, waiting, snap.Now)
+	if status.Stages[next].Phase == v1alpha1.StageActive {
+		status.Stages[next].ProgressDeadlineTime = deadline
+	}
+	action.Status = status
+	action.Why = fmt.Sprintf("stage %q is done and stage %q placed: recording the advance", policy.Spec.Stages[active].Name,
+		policy.Spec.Stages[next].Name)
+	return action
+}
+
 // handedOverAssessment is the assessment an advance records for a stage
 // handed over already: the assessment itself when the stage is still done,
 // else what was true when its successor was placed.

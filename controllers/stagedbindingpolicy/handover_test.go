@@ -140,3 +140,40 @@ func TestPlanHandover(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanHandoverRecordIsOneWrite records handovers to a next stage with
+// and without a progress deadline: the record says all the next stage's
+// first run would (its deadline too), so that run has nothing to write
+// until KubeStellar resolves the stage.
+func TestPlanHandoverRecordIsOneWrite(t *testing.T) {
+	engine := newEngine(t)
+	for _, next := range []v1alpha1.Stage{stage("test"), deadlined("test", seedCondition, 30*time.Minute)} {
+		t.Run("test's progressDeadline "+ptrDuration(next.ProgressDeadline).String(), func(t *testing.T) {
+			f := at("dev", stage("dev"), next, stage("prod")).bound().reporting(deployment, "1")
+			handover := Plan(f.Snapshot, engine)
+			if handover.Type != ActionCreateBindingPolicy {
+				t.Fatalf("Plan() = %s (%s), want CreateBindingPolicy", handover.Type, handover.Why)
+			}
+			snap := placed(f.Snapshot, handover.BindingPolicy)
+			record := Plan(snap, engine)
+			if record.Type != ActionUpdateStatus || record.Status.ActiveStage != "test" {
+				t.Fatalf("Plan() = %s (%s), want the advance recorded", record.Type, record.Why)
+			}
+			if got := record.Status.Stages[1].ProgressDeadlineTime; (next.ProgressDeadline != nil) != (got != nil) ||
+				got != nil && !timeEqual(got, metav1.NewTime(now.Add(30*time.Minute))) {
+				t.Errorf("test's progressDeadlineTime %v, want it set from its start only when it has a deadline", got)
+			}
+			if again := replan(t, snap, engine, record); again.Type != ActionNone {
+				t.Errorf("after the record, Plan() = %s (%s), want None", again.Type, again.Why)
+			}
+		})
+	}
+}
+
+// ptrDuration is the duration d points to, or zero.
+func ptrDuration(d *metav1.Duration) time.Duration {
+	if d == nil {
+		return 0
+	}
+	return d.Duration
+}

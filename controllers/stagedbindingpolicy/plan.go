@@ -259,7 +259,7 @@ func planAfterAssessment(snap *Snapshot, active int, current *ksv1alpha1.Binding
 	final := active == len(policy.Spec.Stages)-1
 	result, metSince, soakLeft := soak(policy, active, result, snap.Now)
 	if handedOver(snap, active) {
-		return advance(policy, active, handedOverAssessment(policy, active, result), snap.Now)
+		return recordHandover(snap, active, result)
 	}
 	if result.satisfied && !final {
 		if next, ok := handover(snap, active); ok {
