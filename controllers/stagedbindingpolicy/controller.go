@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -118,10 +119,7 @@ func NewController(space string, cl cluster.Cluster, engine *expression.Engine, 
 			func(_ context.Context, a *v1alpha1.StageApproval) []reconcile.Request {
 				return policyOf(a.Labels)
 			})),
-		source.Kind(informers, &ksv1alpha1.BindingPolicy{}, handler.TypedEnqueueRequestsFromMapFunc(
-			func(_ context.Context, bp *ksv1alpha1.BindingPolicy) []reconcile.Request {
-				return policyOf(bp.Labels)
-			})),
+		source.Kind(informers, &ksv1alpha1.BindingPolicy{}, bindingPolicyEvents()),
 		source.Kind(informers, &ksv1alpha1.Binding{}, handler.TypedEnqueueRequestsFromMapFunc(
 			func(ctx context.Context, b *ksv1alpha1.Binding) []reconcile.Request {
 				return policyOfBindingPolicy(ctx, reader, b.Name)
@@ -156,6 +154,65 @@ func policyEvents() handler.TypedEventHandler[*v1alpha1.StagedBindingPolicy, rec
 			}
 		},
 	}
+}
+
+// bindingPolicyEvents queues the policy of a generated BindingPolicy on the
+// BindingPolicy's events at handler.LowPriority: most are the stager's own
+// writes (a handover's create, whose run records the advance, and a
+// previous stage's delete) or KubeStellar's note that it resolved one, and
+// none makes a placement sooner, while the runs that CombinedStatuses and
+// Bindings queue hand stages over and take previous stages away. When a
+// space's policies advance together, the handovers go first and the records
+// follow. A policy queued already keeps the higher of its priorities.
+func bindingPolicyEvents() handler.TypedEventHandler[*ksv1alpha1.BindingPolicy, reconcile.Request] {
+	mapped := handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, bp *ksv1alpha1.BindingPolicy) []reconcile.Request {
+		return policyOf(bp.Labels)
+	})
+	return handler.TypedFuncs[*ksv1alpha1.BindingPolicy, reconcile.Request]{
+		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[*ksv1alpha1.BindingPolicy], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			mapped.Create(ctx, e, atLowPriority(q))
+		},
+		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[*ksv1alpha1.BindingPolicy], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			mapped.Update(ctx, e, atLowPriority(q))
+		},
+		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[*ksv1alpha1.BindingPolicy], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			mapped.Delete(ctx, e, atLowPriority(q))
+		},
+		GenericFunc: func(ctx context.Context, e event.TypedGenericEvent[*ksv1alpha1.BindingPolicy], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			mapped.Generic(ctx, e, atLowPriority(q))
+		},
+	}
+}
+
+// atLowPriority returns q adding at handler.LowPriority what is added
+// without a priority, when q is a priority queue (controller-runtime's
+// default), and q itself otherwise.
+func atLowPriority(q workqueue.TypedRateLimitingInterface[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+	pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request])
+	if !ok {
+		return q
+	}
+	return lowPriorityQueue{pq}
+}
+
+// lowPriorityQueue is a priority queue whose additions default to
+// handler.LowPriority.
+type lowPriorityQueue struct {
+	priorityqueue.PriorityQueue[reconcile.Request]
+}
+
+// Add adds item at handler.LowPriority.
+func (q lowPriorityQueue) Add(item reconcile.Request) {
+	q.AddWithOpts(priorityqueue.AddOpts{}, item)
+}
+
+// AddWithOpts adds items with o, at handler.LowPriority unless o sets a
+// priority.
+func (q lowPriorityQueue) AddWithOpts(o priorityqueue.AddOpts, items ...reconcile.Request) {
+	if o.Priority == nil {
+		o.Priority = ptr.To(handler.LowPriority)
+	}
+	q.PriorityQueue.AddWithOpts(o, items...)
 }
 
 // statusOnly reports whether an update of a policy changed nothing that

@@ -18,10 +18,14 @@ import (
 	"context"
 	"testing"
 
+	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
@@ -64,5 +68,41 @@ func TestOwnStatusWritesAreNotQueued(t *testing.T) {
 				t.Errorf("queued = %v, want %v", queued, tc.queued)
 			}
 		})
+	}
+}
+
+// TestBindingPolicyEventsQueueAtLowPriority: in controller-runtime's priority
+// queue, a policy queued by a BindingPolicy's event comes after one queued
+// by another object's (the handover of a done stage goes before the record
+// of an earlier one), and a policy queued already keeps its priority.
+func TestBindingPolicyEventsQueueAtLowPriority(t *testing.T) {
+	q := priorityqueue.New[reconcile.Request]("test")
+	defer q.ShutDown()
+	bp := func(policy string) *ksv1alpha1.BindingPolicy {
+		return &ksv1alpha1.BindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: policy + ".stage.test", ResourceVersion: "1",
+			Labels: map[string]string{v1alpha1.PolicyLabel: policy}}}
+	}
+	request := func(policy string) reconcile.Request {
+		return reconcile.Request{NamespacedName: types.NamespacedName{Name: policy}}
+	}
+	events := bindingPolicyEvents()
+	events.Create(context.Background(), event.TypedCreateEvent[*ksv1alpha1.BindingPolicy]{Object: bp("recorded")}, q)
+	q.Add(request("handed-over"))
+	q.Add(request("both"))
+	events.Create(context.Background(), event.TypedCreateEvent[*ksv1alpha1.BindingPolicy]{Object: bp("both")}, q)
+
+	var order []string
+	priorities := map[string]int{}
+	for range 3 {
+		item, priority, _ := q.GetWithPriority()
+		order = append(order, item.Name)
+		priorities[item.Name] = priority
+		q.Done(item)
+	}
+	if order[2] != "recorded" || priorities["recorded"] != handler.LowPriority {
+		t.Errorf("queue order %v with priorities %v, want recorded last, at %d", order, priorities, handler.LowPriority)
+	}
+	if priorities["both"] != 0 || priorities["handed-over"] != 0 {
+		t.Errorf("priorities %v, want 0 for the policies queued by other events", priorities)
 	}
 }

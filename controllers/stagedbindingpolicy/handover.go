@@ -58,7 +58,9 @@ func handover(snap *Snapshot, active int) (*ksv1alpha1.BindingPolicy, bool) {
 // placed, and only the status has yet to say so. A BindingPolicy of the next
 // stage left from an earlier rollout (a restart keeps the old stages'
 // BindingPolicies until the first one places) bears another start time, or
-// no mark, and records nothing.
+// no mark, and records nothing. Start times are whole seconds: only a
+// rollout restarted within the very second in which its stage started and
+// handed over would take the old mark for its own.
 func handedOver(snap *Snapshot, active int) bool {
 	policy := snap.Policy
 	if active+1 >= len(policy.Spec.Stages) {
