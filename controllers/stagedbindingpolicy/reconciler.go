@@ -215,31 +215,18 @@ func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*S
 	}
 	bpName := v1alpha1.BindingPolicyName(policy.Name, policy.Spec.Stages[active].Name)
 
-	bp := &ksv1alpha1.BindingPolicy{}
-	switch err := r.Client.Get(ctx, types.NamespacedName{Name: bpName}, bp); {
-	case err == nil:
-		snap.ActiveBindingPolicy = bp
-	case !apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("reading BindingPolicy %s: %w", bpName, err)
+	var err error
+	if snap.ActiveBindingPolicy, err = getNamed(ctx, r.Client, "BindingPolicy", bpName, &ksv1alpha1.BindingPolicy{}); err != nil {
+		return nil, err
 	}
-
 	if active+1 < len(policy.Spec.Stages) {
 		nextName := v1alpha1.BindingPolicyName(policy.Name, policy.Spec.Stages[active+1].Name)
-		next := &ksv1alpha1.BindingPolicy{}
-		switch err := r.Client.Get(ctx, types.NamespacedName{Name: nextName}, next); {
-		case err == nil:
-			snap.NextBindingPolicy = next
-		case !apierrors.IsNotFound(err):
-			return nil, fmt.Errorf("reading BindingPolicy %s: %w", nextName, err)
+		if snap.NextBindingPolicy, err = getNamed(ctx, r.Client, "BindingPolicy", nextName, &ksv1alpha1.BindingPolicy{}); err != nil {
+			return nil, err
 		}
 	}
-
-	binding := &ksv1alpha1.Binding{}
-	switch err := r.Client.Get(ctx, types.NamespacedName{Name: bpName}, binding); {
-	case err == nil:
-		snap.Binding = binding
-	case !apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("reading Binding %s: %w", bpName, err)
+	if snap.Binding, err = getNamed(ctx, r.Client, "Binding", bpName, &ksv1alpha1.Binding{}); err != nil {
+		return nil, err
 	}
 
 	statuses := &ksv1alpha1.CombinedStatusList{}
@@ -248,6 +235,20 @@ func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*S
 	}
 	snap.CombinedStatuses = statuses.Items
 	return snap, nil
+}
+
+// getNamed reads the cluster-scoped object of kind with the given name into
+// obj and returns it, or nil when there is none.
+func getNamed[T client.Object](ctx context.Context, reader client.Reader, kind, name string, obj T) (T, error) {
+	var none T
+	switch err := reader.Get(ctx, types.NamespacedName{Name: name}, obj); {
+	case err == nil:
+		return obj, nil
+	case apierrors.IsNotFound(err):
+		return none, nil
+	default:
+		return none, fmt.Errorf("reading %s %s: %w", kind, name, err)
+	}
 }
 
 // apply makes the change an Action describes. It returns the policy as the
