@@ -441,6 +441,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 	if err := mgr.Add(runner); err != nil {
 		return nil, fmt.Errorf("adding the space runner: %w", err)
 	}
+	var hostingObjects []client.Object
 	if o.Providers.Has(providers.KindKubeconfig) {
 		// Every replica, leader or not, keeps the Secrets in its cache: the
 		// readiness check waits for them, and a new leader starts warm. The
@@ -453,8 +454,9 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		if err := hosting.Add(warm); err != nil {
 			return nil, fmt.Errorf("watching the kubeconfig Secrets: %w", err)
 		}
+		hostingObjects = append(hostingObjects, &corev1.Secret{})
 	}
-	if err := hosting.AddReadyzCheck("spaces", readiness(hosting, runner)); err != nil {
+	if err := hosting.AddReadyzCheck("spaces", readiness(hosting, runner, hostingObjects)); err != nil {
 		return nil, fmt.Errorf("adding the readiness check: %w", err)
 	}
 	return &Stager{Manager: mgr, Spaces: runner}, nil
@@ -503,15 +505,27 @@ func (f onEveryReplica) Start(ctx context.Context) error { return f(ctx) }
 // NeedLeaderElection is false: the function runs on every replica.
 func (onEveryReplica) NeedLeaderElection() bool { return false }
 
-// readiness is ready once the hosting cluster's caches have synced and, on the
-// elected replica, the space runner (and with it the providers' controllers)
+// readiness is ready once the hosting cluster's caches have synced, among
+// them those of hostingObjects (what the providers read there: the
+// kubeconfig Secrets), and, on the elected replica, the space runner (and with it the providers' controllers)
 // has started. A replica waiting for the Lease is ready: it can take over.
-func readiness(hosting manager.Manager, runner *spaces.Runner) healthz.Checker {
+func readiness(hosting manager.Manager, runner *spaces.Runner, hostingObjects []client.Object) healthz.Checker {
 	return func(req *http.Request) error {
 		ctx, cancel := context.WithTimeout(req.Context(), time.Second)
 		defer cancel()
 		if !hosting.GetCache().WaitForCacheSync(ctx) {
 			return errors.New("the hosting cluster's caches have not synced")
+		}
+		// The cache has synced what it watches so far, which may not yet
+		// include what the providers read: each must have synced too.
+		for _, obj := range hostingObjects {
+			informer, err := hosting.GetCache().GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+			if err != nil {
+				return fmt.Errorf("watching %T in the hosting cluster: %w", obj, err)
+			}
+			if !informer.HasSynced() {
+				return fmt.Errorf("the hosting cluster's cache of %T has not synced", obj)
+			}
 		}
 		select {
 		case <-hosting.Elected():
