@@ -157,13 +157,15 @@ func policyEvents() handler.TypedEventHandler[*v1alpha1.StagedBindingPolicy, rec
 }
 
 // bindingPolicyEvents queues the policy of a generated BindingPolicy on the
-// BindingPolicy's events at handler.LowPriority: most are the stager's own
-// writes (a handover's create, whose run records the advance, and a
-// previous stage's delete) or KubeStellar's note that it resolved one, and
-// none makes a placement sooner, while the runs that CombinedStatuses and
-// Bindings queue hand stages over and take previous stages away. When a
-// space's policies advance together, the handovers go first and the records
-// follow. A policy queued already keeps the higher of its priorities.
+// BindingPolicy's creation and deletion at handler.LowPriority: those are
+// the stager's own writes (a handover's create, whose run records the
+// advance, and a previous stage's delete), and neither makes a placement
+// sooner, while the runs that CombinedStatuses and Bindings queue hand
+// stages over. When a space's policies advance together, the handovers go
+// first and the records follow. Updates queue at the default priority:
+// KubeStellar's note that it resolved the BindingPolicy
+// (status.observedGeneration) is what a stage's assessment may wait for
+// last. A policy queued already keeps the higher of its priorities.
 func bindingPolicyEvents() handler.TypedEventHandler[*ksv1alpha1.BindingPolicy, reconcile.Request] {
 	mapped := handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, bp *ksv1alpha1.BindingPolicy) []reconcile.Request {
 		return policyOf(bp.Labels)
@@ -172,15 +174,11 @@ func bindingPolicyEvents() handler.TypedEventHandler[*ksv1alpha1.BindingPolicy, 
 		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[*ksv1alpha1.BindingPolicy], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			mapped.Create(ctx, e, atLowPriority(q))
 		},
-		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[*ksv1alpha1.BindingPolicy], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			mapped.Update(ctx, e, atLowPriority(q))
-		},
+		UpdateFunc: mapped.Update,
 		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[*ksv1alpha1.BindingPolicy], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			mapped.Delete(ctx, e, atLowPriority(q))
 		},
-		GenericFunc: func(ctx context.Context, e event.TypedGenericEvent[*ksv1alpha1.BindingPolicy], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			mapped.Generic(ctx, e, atLowPriority(q))
-		},
+		GenericFunc: mapped.Generic,
 	}
 }
 

@@ -16,6 +16,7 @@ package stagedbindingpolicy
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
@@ -72,9 +73,11 @@ func TestOwnStatusWritesAreNotQueued(t *testing.T) {
 }
 
 // TestBindingPolicyEventsQueueAtLowPriority: in controller-runtime's priority
-// queue, a policy queued by a BindingPolicy's event comes after one queued
-// by another object's (the handover of a done stage goes before the record
-// of an earlier one), and a policy queued already keeps its priority.
+// queue, a policy queued by a BindingPolicy's creation or deletion comes
+// after one queued by another object's (the handover of a done stage goes
+// before the record of an earlier one), a policy queued already keeps its
+// priority, and an update (KubeStellar's resolution, which an assessment
+// may wait for last) queues at the default priority.
 func TestBindingPolicyEventsQueueAtLowPriority(t *testing.T) {
 	q := priorityqueue.New[reconcile.Request]("test")
 	defer q.ShutDown()
@@ -90,19 +93,24 @@ func TestBindingPolicyEventsQueueAtLowPriority(t *testing.T) {
 	q.Add(request("handed-over"))
 	q.Add(request("both"))
 	events.Create(context.Background(), event.TypedCreateEvent[*ksv1alpha1.BindingPolicy]{Object: bp("both")}, q)
+	events.Delete(context.Background(), event.TypedDeleteEvent[*ksv1alpha1.BindingPolicy]{Object: bp("deleted")}, q)
+	resolved := bp("resolved")
+	resolved.ResourceVersion, resolved.Status.ObservedGeneration = "2", 1
+	events.Update(context.Background(), event.TypedUpdateEvent[*ksv1alpha1.BindingPolicy]{ObjectOld: bp("resolved"), ObjectNew: resolved}, q)
 
 	var order []string
 	priorities := map[string]int{}
-	for range 3 {
+	for range 5 {
 		item, priority, _ := q.GetWithPriority()
 		order = append(order, item.Name)
 		priorities[item.Name] = priority
 		q.Done(item)
 	}
-	if order[2] != "recorded" || priorities["recorded"] != handler.LowPriority {
-		t.Errorf("queue order %v with priorities %v, want recorded last, at %d", order, priorities, handler.LowPriority)
+	if priorities["recorded"] != handler.LowPriority || priorities["deleted"] != handler.LowPriority ||
+		!slices.Contains(order[3:], "recorded") || !slices.Contains(order[3:], "deleted") {
+		t.Errorf("queue order %v with priorities %v, want recorded and deleted last, at %d", order, priorities, handler.LowPriority)
 	}
-	if priorities["both"] != 0 || priorities["handed-over"] != 0 {
-		t.Errorf("priorities %v, want 0 for the policies queued by other events", priorities)
+	if priorities["both"] != 0 || priorities["handed-over"] != 0 || priorities["resolved"] != 0 {
+		t.Errorf("priorities %v, want 0 for the policies queued by other events and by an update", priorities)
 	}
 }

@@ -62,17 +62,31 @@ func handover(snap *Snapshot, active int) (*ksv1alpha1.BindingPolicy, bool) {
 // rollout restarted within the very second in which its stage started and
 // handed over would take the old mark for its own.
 func handedOver(snap *Snapshot, active int) bool {
+	return markedForThisStart(snap, active) && snap.Policy.Spec.Stages[active+1].Approval != v1alpha1.ApprovalRequired
+}
+
+// withdrawnHandover returns the BindingPolicy the active stage handed over
+// to a next stage whose approval has become Required since: nothing is
+// placed before a stage is approved, so it is deleted, and the advance is
+// then recorded first, as the gate asks, by the rules that follow.
+func withdrawnHandover(snap *Snapshot, active int) (*ksv1alpha1.BindingPolicy, bool) {
+	if !markedForThisStart(snap, active) || snap.Policy.Spec.Stages[active+1].Approval != v1alpha1.ApprovalRequired {
+		return nil, false
+	}
+	return snap.NextBindingPolicy, true
+}
+
+// markedForThisStart reports whether the BindingPolicy of the stage after
+// the active one exists, owned by the policy and not being deleted, with
+// the mark handover puts on it for the active stage's current start.
+func markedForThisStart(snap *Snapshot, active int) bool {
 	policy := snap.Policy
 	if active+1 >= len(policy.Spec.Stages) {
 		return false
 	}
 	token, ok := handoverToken(policy, active)
-	next := policy.Spec.Stages[active+1]
-	if !ok || next.Approval == v1alpha1.ApprovalRequired {
-		return false
-	}
 	bp := snap.NextBindingPolicy
-	return bp != nil && bp.DeletionTimestamp == nil && ownedBy(bp, policy) &&
+	return ok && bp != nil && bp.DeletionTimestamp == nil && ownedBy(bp, policy) &&
 		bp.Annotations[v1alpha1.HandedOverFromAnnotation] == token
 }
 

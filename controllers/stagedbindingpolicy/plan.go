@@ -261,6 +261,10 @@ func planAfterAssessment(snap *Snapshot, active int, current *ksv1alpha1.Binding
 	if handedOver(snap, active) {
 		return recordHandover(snap, active, result)
 	}
+	if bp, ok := withdrawnHandover(snap, active); ok {
+		return Action{Type: ActionDeleteBindingPolicy, BindingPolicy: bp,
+			Why: fmt.Sprintf("stage %q needs approval since BindingPolicy %s was created for it", policy.Spec.Stages[active+1].Name, bp.Name)}
+	}
 	if result.satisfied && !final {
 		if next, ok := handover(snap, active); ok {
 			return Action{Type: ActionCreateBindingPolicy, BindingPolicy: next,

@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -68,10 +69,15 @@ type Reconciler struct {
 }
 
 // Reconcile makes the single next change for one StagedBindingPolicy.
+// Its requeues (timers, retries) are at the default priority, whatever the
+// priority of the event that queued the run (see bindingPolicyEvents).
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	result, err := r.reconcile(ctx, req)
 	if err != nil && r.Metrics != nil {
 		r.Metrics.ReconcileError()
+	}
+	if result.RequeueAfter > 0 || err != nil {
+		result.Priority = ptr.To(0)
 	}
 	return result, err
 }

@@ -677,6 +677,11 @@ func TestReconcileNewPolicyAddsFinalizerAndRequeues(t *testing.T) {
 	if result.RequeueAfter <= 0 {
 		t.Errorf("result = %+v, want a requeue", result)
 	}
+	// A run queued at low priority (a BindingPolicy's event) does not keep
+	// its timers there.
+	if result.Priority == nil || *result.Priority != 0 {
+		t.Errorf("result priority %v, want 0", result.Priority)
+	}
 	got := getPolicy(t, p.Name)
 	if !slices.Equal(got.Finalizers, []string{v1alpha1.CleanupFinalizer}) {
 		t.Errorf("finalizers = %v, want [%s]", got.Finalizers, v1alpha1.CleanupFinalizer)
