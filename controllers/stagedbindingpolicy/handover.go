@@ -113,7 +113,11 @@ func recordHandover(snap *Snapshot, active int, result assessment) Action {
 	entered := policy.DeepCopy()
 	entered.Status = *action.Status
 	next := active + 1
-	waiting, deadline, _ := progressDeadline(entered, next, waitingForBinding(snap.NextBindingPolicy), snap.Now)
+	// A suspension that ends with this write was the done stage's (see
+	// endSuspension): it does not move the next stage's deadline.
+	unsuspended := entered.DeepCopy()
+	unsuspended.Status.SuspendedTime = nil
+	waiting, deadline, _ := progressDeadline(unsuspended, next, waitingForBinding(snap.NextBindingPolicy), snap.Now)
 	status := progressStatus(entered, next, waiting, snap.Now)
 	if status.Stages[next].Phase == v1alpha1.StageActive {
 		status.Stages[next].ProgressDeadlineTime = deadline

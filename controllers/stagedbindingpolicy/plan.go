@@ -164,7 +164,7 @@ func Plan(snap *Snapshot, engine *expression.Engine, opts ...PlanOption) Action 
 	action := plan(snap, engine, cfg)
 	if action.Status != nil {
 		if !snap.Policy.Spec.Suspend {
-			endSuspension(action.Status, snap.Now)
+			endSuspension(action.Status, snap.Policy.Status.ActiveStage, snap.Now)
 		}
 		boundStatus(action.Status)
 		if snap.Policy.Status.Phase == v1alpha1.RolloutSuspended && action.Status.Phase != v1alpha1.RolloutSuspended {
@@ -349,13 +349,15 @@ func suspendedFor(status *v1alpha1.StagedBindingPolicyStatus, record *v1alpha1.S
 }
 
 // endSuspension, on the first status written after a rollout is resumed,
-// adds the time it was suspended to the active stage's suspendedDuration
-// and clears suspendedTime.
-func endSuspension(status *v1alpha1.StagedBindingPolicyStatus, now metav1.Time) {
+// adds the time it was suspended to the suspendedDuration of the stage that
+// was active meanwhile (suspendedIn), also when this write records it done,
+// and clears suspendedTime: a stage entered by this write was not suspended.
+func endSuspension(status *v1alpha1.StagedBindingPolicyStatus, suspendedIn string, now metav1.Time) {
 	if status.SuspendedTime == nil {
 		return
 	}
-	if record := status.StageNamed(status.ActiveStage); record != nil && record.Phase == v1alpha1.StageActive {
+	if record := status.StageNamed(suspendedIn); record != nil &&
+		(record.Phase == v1alpha1.StageActive || record.Phase == v1alpha1.StageSucceeded) {
 		record.SuspendedDuration = &metav1.Duration{Duration: suspendedFor(status, record, now)}
 	}
 	status.SuspendedTime = nil

@@ -2340,7 +2340,8 @@ func TestPlanSuspend(t *testing.T) {
 // holding: it goes on where it stopped, with a Resumed Event.
 func TestPlanResume(t *testing.T) {
 	engine := newEngine(t)
-	snap := at("dev").bound().reporting(deployment, "1").with(suspend).Snapshot
+	const deadline, pause = 30 * time.Minute, 10 * time.Minute
+	snap := at("dev", stage("dev"), deadlined("test", seedCondition, deadline), stage("prod")).bound().reporting(deployment, "1").with(suspend).Snapshot
 	held := Plan(snap, engine)
 	if held.Status == nil || held.Status.Phase != v1alpha1.RolloutSuspended {
 		t.Fatalf("suspending: %s (%s)", held.Type, held.Why)
@@ -2349,6 +2350,7 @@ func TestPlanResume(t *testing.T) {
 	resumed.Policy = snap.Policy.DeepCopy()
 	resumed.Policy.Status = *held.Status.DeepCopy()
 	resumed.Policy.Spec.Suspend = false
+	resumed.Now = metav1.NewTime(snap.Now.Add(pause))
 	handover := Plan(&resumed, engine)
 	if handover.Type != ActionCreateBindingPolicy || handover.BindingPolicy.Name != "web.stage.test" {
 		t.Fatalf("resumed: %s (%s), want the next stage placed", handover.Type, handover.Why)
@@ -2359,6 +2361,21 @@ func TestPlanResume(t *testing.T) {
 	}
 	if got := eventKeys(action.Events); !slices.Contains(got, "Normal/Resumed") || !slices.Contains(got, "Normal/StageStarted") {
 		t.Errorf("events %v, want Resumed and StageStarted", got)
+	}
+	// The suspension was dev's: test, started as it ended, was not
+	// suspended, and its deadline runs from its start.
+	dev, test := action.Status.Stages[0], action.Status.Stages[1]
+	if dev.SuspendedDuration == nil || dev.SuspendedDuration.Duration != pause {
+		t.Errorf("dev's suspendedDuration %v, want %s", dev.SuspendedDuration, pause)
+	}
+	if test.SuspendedDuration != nil {
+		t.Errorf("test's suspendedDuration %v, want none", test.SuspendedDuration)
+	}
+	if !timeEqual(test.ProgressDeadlineTime, metav1.NewTime(resumed.Now.Add(deadline))) {
+		t.Errorf("test's progressDeadlineTime %v, want %s after its start at %s", test.ProgressDeadlineTime, deadline, resumed.Now)
+	}
+	if action.Status.SuspendedTime != nil {
+		t.Errorf("suspendedTime %v after the resume, want none", action.Status.SuspendedTime)
 	}
 }
 
