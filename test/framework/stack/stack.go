@@ -80,8 +80,9 @@ const (
 	DefaultStartTimeout = 3 * time.Minute
 	// stopTimeout is how long a controller-manager gets after each signal.
 	stopTimeout = 10 * time.Second
-	// portAttempts is how often a controller-manager is started when it
-	// fails because one of its ports was taken meanwhile.
+	// portAttempts is how often a controller-manager (or, by StartStager,
+	// a stager) is started when it fails because one of its ports was
+	// taken meanwhile.
 	portAttempts = 3
 )
 

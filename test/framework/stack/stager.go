@@ -130,16 +130,12 @@ func StartProcess(binary string, args []string, logPath string) (*Process, error
 	return p, nil
 }
 
-// startAttempts is how many times StartStager starts a stager whose port
-// was taken between FreeAddresses and its listening.
-const startAttempts = 3
-
 // StartStager starts the stager binary with the arguments args returns, its
 // output appended to logPath, and waits until it serves its health probes
 // and metrics (waitServing): a stager that could not start fails here,
 // quoting its log, not minutes later in whatever waits for its work. If it
 // exits first because a port was taken meanwhile, it is started again with
-// fresh arguments, up to startAttempts times.
+// fresh arguments, up to portAttempts times, as a controller-manager is.
 func StartStager(ctx context.Context, binary string, args func() ([]string, error), logPath string) (*Process, error) {
 	for attempt := 1; ; attempt++ {
 		a, err := args()
@@ -158,7 +154,7 @@ func StartStager(ctx context.Context, binary string, args func() ([]string, erro
 			_ = p.Stop(15 * time.Second)
 			return nil, err
 		}
-		if !strings.Contains(p.output(), portInUse) || attempt == startAttempts {
+		if !strings.Contains(p.output(), portInUse) || attempt == portAttempts {
 			return nil, err
 		}
 	}
