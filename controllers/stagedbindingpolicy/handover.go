@@ -19,6 +19,7 @@ import (
 	"time"
 
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 )
@@ -106,10 +107,11 @@ func handoverToken(policy *v1alpha1.StagedBindingPolicy, active int) (string, bo
 // already, as advance does, in a status that says of the next stage what
 // its own first run would: its BindingPolicy is there, waiting for
 // KubeStellar to resolve it (with its progress deadline, if it has one).
-// The advance and the next stage's first news are one status write.
+// The advance and the next stage's first news are one status write, dated
+// when the next stage's BindingPolicy was created (handedOverAt).
 func recordHandover(snap *Snapshot, active int, result assessment) Action {
 	policy := snap.Policy
-	action := advance(policy, active, handedOverAssessment(policy, active, result), snap.Now)
+	action := advance(policy, active, handedOverAssessment(policy, active, result), handedOverAt(snap, active))
 	entered := policy.DeepCopy()
 	entered.Status = *action.Status
 	next := active + 1
@@ -126,6 +128,21 @@ func recordHandover(snap *Snapshot, active int, result assessment) Action {
 	action.Why = fmt.Sprintf("stage %q is done and stage %q placed: recording the advance", policy.Spec.Stages[active].Name,
 		policy.Spec.Stages[next].Name)
 	return action
+}
+
+// handedOverAt is when the active stage was handed over: the creation of
+// the next stage's BindingPolicy, as its API server recorded it, which is
+// when the stage was done and the next one started, however long the
+// record took to follow. When that time does not lie between the active
+// stage's start and now (the space's clock and the stager's disagree), it
+// is now.
+func handedOverAt(snap *Snapshot, active int) metav1.Time {
+	created := snap.NextBindingPolicy.CreationTimestamp
+	start := snap.Policy.Status.StageNamed(snap.Policy.Spec.Stages[active].Name).StartTime
+	if created.Before(start) || snap.Now.Before(&created) {
+		return snap.Now
+	}
+	return created
 }
 
 // handedOverAssessment is the assessment an advance records for a stage

@@ -15,6 +15,7 @@
 package stagedbindingpolicy
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -43,6 +44,15 @@ func withNextBP(make func(*v1alpha1.StagedBindingPolicy) *ksv1alpha1.BindingPoli
 		}
 		s.NextBindingPolicy = bp
 	}
+}
+
+// withoutActiveBP takes the active stage's BindingPolicy out of the snapshot,
+// as if someone deleted it.
+func withoutActiveBP(s *Snapshot) {
+	s.BindingPolicies = slices.DeleteFunc(s.BindingPolicies, func(bp ksv1alpha1.BindingPolicy) bool {
+		return bp.Name == s.ActiveBindingPolicy.Name
+	})
+	s.ActiveBindingPolicy = nil
 }
 
 // TestPlanHandover table-tests the handover from a done stage to the next:
@@ -75,6 +85,12 @@ func TestPlanHandover(t *testing.T) {
 			want: ActionUpdateStatus, wantStage: "test", wantDevMessage: "the stage was done when BindingPolicy web.stage.test of stage \"test\" was created"},
 		{name: "handed over, dev's Binding gone meanwhile: the advance is recorded all the same",
 			snap: at("dev").with(withNextBP(marked)).Snapshot,
+			want: ActionUpdateStatus, wantStage: "test", wantDevMessage: "the stage was done when"},
+		{name: "handed over, dev's BindingPolicy deleted meanwhile: the advance is recorded, dev not placed again",
+			snap: at("dev").with(withNextBP(marked)).with(withoutActiveBP).Snapshot,
+			want: ActionUpdateStatus, wantStage: "test", wantDevMessage: "the stage was done when"},
+		{name: "handed over, dev's BindingPolicy being deleted: the advance is recorded",
+			snap: at("dev").with(withNextBP(marked)).with(func(s *Snapshot) { beingDeleted(s.ActiveBindingPolicy) }).Snapshot,
 			want: ActionUpdateStatus, wantStage: "test", wantDevMessage: "the stage was done when"},
 		{name: "handed over, then suspended: held in dev",
 			snap: at("dev").bound().reporting(deployment, "1").with(withNextBP(marked)).with(suspend).Snapshot,
@@ -171,6 +187,47 @@ func TestPlanHandoverRecordIsOneWrite(t *testing.T) {
 			}
 			if again := replan(t, snap, engine, record); again.Type != ActionNone {
 				t.Errorf("after the record, Plan() = %s (%s), want None", again.Type, again.Why)
+			}
+		})
+	}
+}
+
+// TestPlanHandoverRecordsTheTimeOfTheHandover records handovers whose next
+// BindingPolicy was created at various times: the done stage completed,
+// and the next one started, when the BindingPolicy was created, unless the
+// space's clock disagrees with the stager's (before the done stage started,
+// or after now), when the record's own time is taken.
+func TestPlanHandoverRecordsTheTimeOfTheHandover(t *testing.T) {
+	engine := newEngine(t)
+	fiveSecondsAgo := metav1.NewTime(now.Add(-5 * time.Second))
+	tests := []struct {
+		name    string
+		created metav1.Time
+		want    metav1.Time
+	}{
+		{name: "created five seconds before the record", created: fiveSecondsAgo, want: fiveSecondsAgo},
+		{name: "no creation time", want: now},
+		{name: "created before dev started", created: muchEarlier, want: now},
+		{name: "created after now", created: metav1.NewTime(now.Add(time.Minute)), want: now},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			snap := at("dev", stage("dev"), deadlined("test", seedCondition, 30*time.Minute), stage("prod")).bound().reporting(deployment, "1").
+				with(withNextBP(func(p *v1alpha1.StagedBindingPolicy) *ksv1alpha1.BindingPolicy {
+					bp := handedOverBP(p, earlier)
+					bp.CreationTimestamp = tt.created
+					return bp
+				})).Snapshot
+			got := Plan(snap, engine)
+			if got.Type != ActionUpdateStatus || got.Status.ActiveStage != "test" {
+				t.Fatalf("Plan() = %s (%s), want the advance recorded", got.Type, got.Why)
+			}
+			dev, test := got.Status.Stages[0], got.Status.Stages[1]
+			if !timeEqual(dev.CompletionTime, tt.want) || !timeEqual(test.StartTime, tt.want) {
+				t.Errorf("dev completed %v and test started %v, want both at %v", dev.CompletionTime, test.StartTime, tt.want)
+			}
+			if !timeEqual(test.ProgressDeadlineTime, metav1.NewTime(tt.want.Add(30*time.Minute))) {
+				t.Errorf("test's progressDeadlineTime %v, want 30m after %v", test.ProgressDeadlineTime, tt.want)
 			}
 		})
 	}

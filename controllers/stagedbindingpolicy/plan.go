@@ -231,6 +231,11 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 		status := blockedStatus(policy, v1alpha1.ReasonBindingPolicyConflict, msg, snap.Now)
 		return statusAction(policy, status, Event{Type: corev1.EventTypeWarning, Reason: v1alpha1.ReasonBindingPolicyConflict, Note: msg},
 			"the active stage's BindingPolicy name is taken")
+	case (current == nil || current.DeletionTimestamp != nil) && handedOver(snap, active):
+		// The stage was done and handed over; its BindingPolicy went
+		// before the status said so. Record the advance rather than
+		// place the done stage again.
+		return recordHandover(snap, active, assessment{})
 	case current == nil:
 		return Action{Type: ActionCreateBindingPolicy, BindingPolicy: desired,
 			Why: fmt.Sprintf("stage %q has no BindingPolicy yet", stage.Name)}
