@@ -305,15 +305,33 @@ func (tl *timeline) takeTrips() []time.Duration {
 	return trips
 }
 
-// advances returns, for every policy and every stage but the last, the time
-// from the satisfying CombinedStatus to the next stage's BindingPolicy; the
-// time from the satisfying CombinedStatus to the stage recorded Succeeded in
-// the policy's status; and the time from the next stage's BindingPolicy to
-// that record (the stager places the next stage first, then records the
-// advance: negative if it recorded it first).
-func (tl *timeline) advances(spaces []*latencySpace, policies int) (out, toRecord, placedToRecord []time.Duration, _ error) {
+// advanceTimes are the times of a run's stage advances.
+type advanceTimes struct {
+	// all are, for every policy and every stage but the last, the time
+	// from the satisfying CombinedStatus to the next stage's
+	// BindingPolicy; from holds them by the stage advanced from.
+	all  []time.Duration
+	from [][]time.Duration
+	// toRecord is the time from the satisfying CombinedStatus to the stage
+	// recorded Succeeded in the policy's status; placedToRecord from the
+	// next stage's BindingPolicy to that record (the stager places the
+	// next stage first, then records the advance: negative if it recorded
+	// it first).
+	toRecord, placedToRecord []time.Duration
+}
+
+// sort sorts every list of times.
+func (a *advanceTimes) sort() {
+	for _, d := range append([][]time.Duration{a.all, a.toRecord, a.placedToRecord}, a.from...) {
+		slices.Sort(d)
+	}
+}
+
+// advances returns the times of every advance of every policy.
+func (tl *timeline) advances(spaces []*latencySpace, policies int) (advanceTimes, error) {
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
+	a := advanceTimes{from: make([][]time.Duration, len(stages)-1)}
 	for _, sp := range spaces {
 		for i := range policies {
 			policy := policyName(i)
@@ -324,15 +342,17 @@ func (tl *timeline) advances(spaces []*latencySpace, policies int) (out, toRecor
 				created, ok2 := tl.created[to]
 				recorded, ok3 := tl.recorded[from]
 				if !ok1 || !ok2 || !ok3 {
-					return nil, nil, nil, fmt.Errorf("%s → %s: satisfied seen %v, next created seen %v, recorded seen %v", from, to, ok1, ok2, ok3)
+					return advanceTimes{}, fmt.Errorf("%s → %s: satisfied seen %v, next created seen %v, recorded seen %v", from, to, ok1, ok2, ok3)
 				}
-				out = append(out, created.Sub(satisfied))
-				toRecord = append(toRecord, recorded.Sub(satisfied))
-				placedToRecord = append(placedToRecord, recorded.Sub(created))
+				a.all = append(a.all, created.Sub(satisfied))
+				a.from[s-1] = append(a.from[s-1], created.Sub(satisfied))
+				a.toRecord = append(a.toRecord, recorded.Sub(satisfied))
+				a.placedToRecord = append(a.placedToRecord, recorded.Sub(created))
 			}
 		}
 	}
-	return out, toRecord, placedToRecord, nil
+	a.sort()
+	return a, nil
 }
 
 func policyName(i int) string { return fmt.Sprintf("p%04d", i) }
@@ -545,11 +565,12 @@ func runRollouts(b *testing.B, r rollouts) {
 	othersCPU, harnessCPU := apiServersCPU()-othersBefore, cpuSeconds(os.Getpid())-harnessBefore
 	rss, peak := memory(stager.Pid())
 
-	advances, toRecord, placedToRecord, err := tl.advances(spaces, policies)
+	times, err := tl.advances(spaces, policies)
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, d := range [][]time.Duration{advances, toRecord, placedToRecord, idle, loadTrips} {
+	advances, toRecord, placedToRecord := times.all, times.toRecord, times.placedToRecord
+	for _, d := range [][]time.Duration{idle, loadTrips} {
 		slices.Sort(d)
 	}
 	report := func(name string, d time.Duration) { b.ReportMetric(ms(d), name) }
@@ -581,6 +602,9 @@ func runRollouts(b *testing.B, r rollouts) {
 		percentile(advances, 0.99).Seconds()/percentile(loadTrips, 0.99).Seconds())
 	b.Logf("the record of an advance: condition met → stage recorded Succeeded p50 %s p99 %s; next BindingPolicy created → stage recorded p50 %s p99 %s",
 		percentile(toRecord, 0.5), percentile(toRecord, 0.99), percentile(placedToRecord, 0.5), percentile(placedToRecord, 0.99))
+	for s, d := range times.from {
+		b.Logf("advances from stage %q: p50 %s p90 %s p99 %s", stages[s], percentile(d, 0.5), percentile(d, 0.9), percentile(d, 0.99))
+	}
 	b.Logf("CPU seconds meanwhile: the stager %.1f, the %d kube-apiservers and etcds %.1f, this process (simulators, watches, probes) %.1f",
 		cpu, 2*(n+1), othersCPU, harnessCPU)
 	b.Logf("watches resumed after the API server ended them: %d, of which restarted from then on (events lost): %d", tl.resumed, tl.restarted)
