@@ -355,6 +355,17 @@ func (tl *timeline) advances(spaces []*latencySpace, policies int) (advanceTimes
 	return a, nil
 }
 
+// stopSpaces stops the spaces started, all at once: a kube-apiserver takes
+// seconds to stop, ten of them one after another minutes.
+func stopSpaces(spaces []*latencySpace) {
+	_ = forEach(len(spaces), func(i int) error {
+		if spaces[i] != nil {
+			_ = spaces[i].Stop()
+		}
+		return nil
+	})
+}
+
 func policyName(i int) string { return fmt.Sprintf("p%04d", i) }
 
 // percentile returns the q-quantile (0 < q ≤ 1) of sorted durations.
@@ -424,16 +435,16 @@ func runRollouts(b *testing.B, r rollouts) {
 		}
 		return nil
 	}); err != nil {
-		for _, sp := range spaces {
-			if sp != nil {
-				_ = sp.Stop()
-			}
-		}
+		stopSpaces(spaces)
 		b.Fatal(err)
 	}
+	simulating, stopSimulators := context.WithCancel(ctx)
+	defer func() {
+		stopSimulators()
+		stopSpaces(spaces)
+	}()
 	for _, sp := range spaces {
-		defer func() { _ = sp.Stop() }()
-		go func() { _ = sp.sim.Run(ctx) }()
+		go func() { _ = sp.sim.Run(simulating) }()
 	}
 
 	kubeconfig := filepath.Join(dir, "hosting.kubeconfig")
