@@ -91,7 +91,11 @@ type Options struct {
 	ShardLeaseRenew time.Duration
 	// ShardProbeInterval is how often a replica decides again which spaces it owns.
 	ShardProbeInterval time.Duration
-	// MaxConcurrentReconciles is how many policies of one space are reconciled at once.
+	// MaxConcurrentReconciles is how many policies of one space are
+	// reconciled at once. A run mostly waits for the space's API server,
+	// whose load SpaceQPS bounds; when many of a space's policies become
+	// ready together (a stage done for all), more workers hand them over
+	// sooner (docs/performance.md).
 	MaxConcurrentReconciles int
 	// SpaceProbeInterval is how often each space's API server is probed.
 	SpaceProbeInterval time.Duration
@@ -137,7 +141,7 @@ func NewOptions() *Options {
 		ShardLeaseDuration:      20 * time.Second,
 		ShardLeaseRenew:         5 * time.Second,
 		ShardProbeInterval:      2 * time.Second,
-		MaxConcurrentReconciles: 10,
+		MaxConcurrentReconciles: 50,
 		SpaceProbeInterval:      15 * time.Second,
 		SpaceQPS:                spaces.DefaultQPS,
 		SpaceBurst:              spaces.DefaultBurst,
