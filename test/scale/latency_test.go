@@ -522,6 +522,10 @@ func runRollouts(b *testing.B, r rollouts) {
 	}); err != nil {
 		b.Fatal(err)
 	}
+	workBefore, err := spacesWork(ctx, spaces)
+	if err != nil {
+		b.Fatal(err)
+	}
 	cpuBefore := cpuSeconds(stager.Pid())
 	othersBefore, harnessBefore := apiServersCPU(), cpuSeconds(os.Getpid())
 	began := time.Now()
@@ -576,6 +580,11 @@ func runRollouts(b *testing.B, r rollouts) {
 	othersCPU, harnessCPU := apiServersCPU()-othersBefore, cpuSeconds(os.Getpid())-harnessBefore
 	rss, peak := memory(stager.Pid())
 
+	workAfter, err := spacesWork(ctx, spaces)
+	if err != nil {
+		b.Fatal(err)
+	}
+	work := workAfter.minus(workBefore)
 	times, err := tl.advances(spaces, policies)
 	if err != nil {
 		b.Fatal(err)
@@ -618,6 +627,8 @@ func runRollouts(b *testing.B, r rollouts) {
 	}
 	b.Logf("CPU seconds meanwhile: the stager %.1f, the %d kube-apiservers and etcds %.1f, this process (simulators, watches, probes) %.1f",
 		cpu, 2*(n+1), othersCPU, harnessCPU)
+	b.Logf("the spaces' API servers meanwhile: requests %s; watch events sent %s; their MiB %s",
+		top(work.requests, 14), top(work.watchEvents, 6), top(mebibytes(work.watchBytes), 6))
 	b.Logf("watches resumed after the API server ended them: %d, of which restarted from then on (events lost): %d", tl.resumed, tl.restarted)
 	b.Logf("all %d rollouts completed %s after the first policy was created, stager CPU %.1f s; RSS %d MiB at the end, peak %d MiB",
 		n*policies, converged.Round(time.Millisecond), cpu, rss/1024, peak/1024)

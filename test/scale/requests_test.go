@@ -1,0 +1,213 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package scale
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/rest"
+)
+
+// apiServerWork is what a kube-apiserver's counters say it did: requests by
+// verb and resource, and the watch events it sent by resource, with their
+// bytes.
+type apiServerWork struct {
+	requests    map[string]float64
+	watchEvents map[string]float64
+	watchBytes  map[string]float64
+}
+
+// readAPIServerWork reads the counters of the kube-apiserver that cfg
+// reaches, from its /metrics.
+func readAPIServerWork(ctx context.Context, cfg *rest.Config) (apiServerWork, error) {
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return apiServerWork{}, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(cfg.Host, "/")+"/metrics", nil)
+	if err != nil {
+		return apiServerWork{}, err
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return apiServerWork{}, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return apiServerWork{}, fmt.Errorf("reading the API server's metrics: %s", resp.Status)
+	}
+	return parseAPIServerWork(resp.Body)
+}
+
+// parseAPIServerWork reads apiserver_request_total,
+// apiserver_watch_events_total and apiserver_watch_events_sizes_sum from
+// Prometheus's text format.
+func parseAPIServerWork(r io.Reader) (apiServerWork, error) {
+	w := apiServerWork{requests: map[string]float64{}, watchEvents: map[string]float64{}, watchBytes: map[string]float64{}}
+	lines := bufio.NewScanner(r)
+	lines.Buffer(make([]byte, 0, 64*1024), 1024*1024)
+	for lines.Scan() {
+		name, labels, value, ok := sample(lines.Text())
+		if !ok {
+			continue
+		}
+		resource := labels["resource"]
+		if resource == "" {
+			resource = labels["kind"]
+		}
+		switch name {
+		case "apiserver_request_total":
+			if sub := labels["subresource"]; sub != "" {
+				resource += "/" + sub
+			}
+			w.requests[labels["verb"]+" "+resource] += value
+		case "apiserver_watch_events_total":
+			w.watchEvents[resource] += value
+		case "apiserver_watch_events_sizes_sum":
+			w.watchBytes[resource] += value
+		}
+	}
+	return w, lines.Err()
+}
+
+// sample splits one line of Prometheus's text format into the metric's
+// name, its labels and its value; ok is false for comments and lines it
+// cannot read.
+func sample(line string) (name string, labels map[string]string, value float64, ok bool) {
+	if line == "" || line[0] == '#' {
+		return "", nil, 0, false
+	}
+	open, end := strings.IndexByte(line, '{'), strings.LastIndexByte(line, '}')
+	labels = map[string]string{}
+	rest := line
+	if open >= 0 && end > open {
+		name, rest = line[:open], line[end+1:]
+		for _, pair := range strings.Split(line[open+1:end], ",") {
+			k, v, found := strings.Cut(pair, "=")
+			if found {
+				labels[k] = strings.Trim(v, `"`)
+			}
+		}
+	} else {
+		name, rest, _ = strings.Cut(line, " ")
+	}
+	value, err := strconv.ParseFloat(strings.Fields(rest + " x")[0], 64)
+	return name, labels, value, err == nil
+}
+
+// spacesWork reads the counters of every space's API server, added up.
+func spacesWork(ctx context.Context, spaces []*latencySpace) (apiServerWork, error) {
+	sum := apiServerWork{requests: map[string]float64{}, watchEvents: map[string]float64{}, watchBytes: map[string]float64{}}
+	for _, sp := range spaces {
+		w, err := readAPIServerWork(ctx, sp.Config)
+		if err != nil {
+			return apiServerWork{}, fmt.Errorf("space %s: %w", sp.Name, err)
+		}
+		for _, m := range []struct{ to, from map[string]float64 }{
+			{sum.requests, w.requests}, {sum.watchEvents, w.watchEvents}, {sum.watchBytes, w.watchBytes},
+		} {
+			for k, v := range m.from {
+				m.to[k] += v
+			}
+		}
+	}
+	return sum, nil
+}
+
+// mebibytes returns m's byte counts in MiB.
+func mebibytes(m map[string]float64) map[string]float64 {
+	out := make(map[string]float64, len(m))
+	for k, v := range m {
+		out[k] = v / (1 << 20)
+	}
+	return out
+}
+
+// minus returns the work done since before.
+func (w apiServerWork) minus(before apiServerWork) apiServerWork {
+	diff := func(now, then map[string]float64) map[string]float64 {
+		out := map[string]float64{}
+		for k, v := range now {
+			if d := v - then[k]; d > 0 {
+				out[k] = d
+			}
+		}
+		return out
+	}
+	return apiServerWork{requests: diff(w.requests, before.requests), watchEvents: diff(w.watchEvents, before.watchEvents),
+		watchBytes: diff(w.watchBytes, before.watchBytes)}
+}
+
+// top formats the n largest counts of m, largest first, and their sum.
+func top(m map[string]float64, n int) string {
+	keys := make([]string, 0, len(m))
+	total := 0.0
+	for k, v := range m {
+		keys = append(keys, k)
+		total += v
+	}
+	slices.SortFunc(keys, func(a, b string) int { return cmp.Or(cmp.Compare(m[b], m[a]), strings.Compare(a, b)) })
+	parts := make([]string, 0, n)
+	for _, k := range keys[:min(n, len(keys))] {
+		parts = append(parts, fmt.Sprintf("%s %.0f", k, m[k]))
+	}
+	return fmt.Sprintf("%.0f in all; %s", total, strings.Join(parts, ", "))
+}
+
+// TestParseAPIServerWork reads the counters the harness reports from a
+// kube-apiserver's /metrics, and what a run added to them.
+func TestParseAPIServerWork(t *testing.T) {
+	const before = `# HELP apiserver_request_total Counter of apiserver requests
+# TYPE apiserver_request_total counter
+apiserver_request_total{code="201",component="apiserver",group="control.kubestellar.io",resource="bindingpolicies",scope="cluster",subresource="",verb="POST",version="v1alpha1"} 10
+apiserver_request_total{code="200",component="apiserver",group="community.kubestellar.io",resource="stagedbindingpolicies",scope="cluster",subresource="status",verb="PUT",version="v1alpha1"} 5
+apiserver_watch_events_total{group="control.kubestellar.io",resource="bindingpolicies",version="v1alpha1"} 30
+apiserver_watch_events_sizes_sum{group="control.kubestellar.io",resource="bindingpolicies",version="v1alpha1"} 3000
+`
+	const after = `apiserver_request_total{code="201",component="apiserver",group="control.kubestellar.io",resource="bindingpolicies",scope="cluster",subresource="",verb="POST",version="v1alpha1"} 110
+apiserver_request_total{code="409",component="apiserver",group="control.kubestellar.io",resource="bindingpolicies",scope="cluster",subresource="",verb="POST",version="v1alpha1"} 2
+apiserver_request_total{code="200",component="apiserver",group="community.kubestellar.io",resource="stagedbindingpolicies",scope="cluster",subresource="status",verb="PUT",version="v1alpha1"} 305
+apiserver_watch_events_total{group="control.kubestellar.io",resource="bindingpolicies",version="v1alpha1"} 330
+apiserver_watch_events_sizes_sum{group="control.kubestellar.io",resource="bindingpolicies",version="v1alpha1"} 33000
+process_cpu_seconds_total 12.5
+`
+	then, err := parseAPIServerWork(strings.NewReader(before))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, err := parseAPIServerWork(strings.NewReader(after))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := now.minus(then)
+	if got, want := top(run.requests, 5), "402 in all; PUT stagedbindingpolicies/status 300, POST bindingpolicies 102"; got != want {
+		t.Errorf("requests: %q, want %q", got, want)
+	}
+	if run.watchEvents["bindingpolicies"] != 300 || run.watchBytes["bindingpolicies"] != 30000 {
+		t.Errorf("watch events %v of %v bytes, want 300 of 30000 for bindingpolicies", run.watchEvents, run.watchBytes)
+	}
+	if got, want := top(run.requests, 1), "402 in all; PUT stagedbindingpolicies/status 300"; got != want {
+		t.Errorf("top 1: %q, want %q", got, want)
+	}
+}
