@@ -19,7 +19,9 @@ import (
 	"time"
 
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 )
@@ -116,7 +118,8 @@ func recordHandover(snap *Snapshot, active int, result assessment) Action {
 	entered.Status = *action.Status
 	next := active + 1
 	// A suspension that ends with this write was the done stage's (see
-	// endSuspension): it does not move the next stage's deadline.
+	// endSuspension), and the next stage starts now (handedOverAt): it
+	// does not move the next stage's deadline.
 	unsuspended := entered.DeepCopy()
 	unsuspended.Status.SuspendedTime = nil
 	waiting, deadline, _ := progressDeadline(unsuspended, next, waitingForBinding(snap.NextBindingPolicy), snap.Now)
@@ -125,6 +128,12 @@ func recordHandover(snap *Snapshot, active int, result assessment) Action {
 		status.Stages[next].ProgressDeadlineTime = deadline
 	}
 	action.Status = status
+	if waiting.stalled {
+		// The record came past the next stage's deadline (the stager was
+		// down): warned of once, here, as the stage's own run would.
+		action.Events = append(action.Events, Event{Type: corev1.EventTypeWarning, Reason: v1alpha1.ReasonProgressDeadlineExceeded,
+			Note: fmt.Sprintf("stage %q: %s", policy.Spec.Stages[next].Name, waiting.message)})
+	}
 	action.Why = fmt.Sprintf("stage %q is done and stage %q placed: recording the advance", policy.Spec.Stages[active].Name,
 		policy.Spec.Stages[next].Name)
 	return action
@@ -133,13 +142,31 @@ func recordHandover(snap *Snapshot, active int, result assessment) Action {
 // handedOverAt is when the active stage was handed over: the creation of
 // the next stage's BindingPolicy, as its API server recorded it, which is
 // when the stage was done and the next one started, however long the
-// record took to follow. When that time does not lie between the active
-// stage's start and now (the space's clock and the stager's disagree), it
-// is now.
+// record took to follow. It is now instead
+//   - when the rollout has been suspended since (the record ends the
+//     suspension, charged to the done stage: the next stage starts now,
+//     and its deadline runs from now);
+//   - when that time is not between the stage being done (its start, the
+//     time its condition was first met, that time plus its soakDuration)
+//     and now: the space's clock and the stager's disagree.
 func handedOverAt(snap *Snapshot, active int) metav1.Time {
+	policy := snap.Policy
+	if policy.Status.SuspendedTime != nil {
+		return snap.Now
+	}
+	stage := policy.Spec.Stages[active]
+	record := policy.Status.StageNamed(stage.Name)
+	done := *record.StartTime
+	if met := record.ConditionMetTime; met != nil {
+		if stage.SoakDuration != nil {
+			met = ptr.To(metav1.NewTime(met.Add(stage.SoakDuration.Duration)))
+		}
+		if done.Before(met) {
+			done = *met
+		}
+	}
 	created := snap.NextBindingPolicy.CreationTimestamp
-	start := snap.Policy.Status.StageNamed(snap.Policy.Spec.Stages[active].Name).StartTime
-	if created.Before(start) || snap.Now.Before(&created) {
+	if created.Before(&done) || snap.Now.Before(&created) {
 		return snap.Now
 	}
 	return created

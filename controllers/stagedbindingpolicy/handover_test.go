@@ -89,6 +89,11 @@ func TestPlanHandover(t *testing.T) {
 		{name: "handed over, dev's BindingPolicy deleted meanwhile: the advance is recorded, dev not placed again",
 			snap: at("dev").with(withNextBP(marked)).with(withoutActiveBP).Snapshot,
 			want: ActionUpdateStatus, wantStage: "test", wantDevMessage: "the stage was done when"},
+		{name: "test's BindingPolicy marked by an earlier start of dev, dev's BindingPolicy gone: dev placed again",
+			snap: at("dev").with(withNextBP(func(p *v1alpha1.StagedBindingPolicy) *ksv1alpha1.BindingPolicy {
+				return handedOverBP(p, muchEarlier)
+			})).with(withoutActiveBP).Snapshot,
+			want: ActionCreateBindingPolicy, wantBP: "web.stage.dev"},
 		{name: "handed over, dev's BindingPolicy being deleted: the advance is recorded",
 			snap: at("dev").with(withNextBP(marked)).with(func(s *Snapshot) { beingDeleted(s.ActiveBindingPolicy) }).Snapshot,
 			want: ActionUpdateStatus, wantStage: "test", wantDevMessage: "the stage was done when"},
@@ -194,40 +199,62 @@ func TestPlanHandoverRecordIsOneWrite(t *testing.T) {
 
 // TestPlanHandoverRecordsTheTimeOfTheHandover records handovers whose next
 // BindingPolicy was created at various times: the done stage completed,
-// and the next one started, when the BindingPolicy was created, unless the
-// space's clock disagrees with the stager's (before the done stage started,
-// or after now), when the record's own time is taken.
+// and the next one started (its 30-minute deadline with it), when the
+// BindingPolicy was created; at the record's own time when the space's
+// clock disagrees with the stager's (before the done stage started or was
+// done, or after now), or when the record ends a suspension. A record past
+// the next stage's deadline warns of it.
 func TestPlanHandoverRecordsTheTimeOfTheHandover(t *testing.T) {
 	engine := newEngine(t)
-	fiveSecondsAgo := metav1.NewTime(now.Add(-5 * time.Second))
+	ago := func(d time.Duration) metav1.Time { return metav1.NewTime(now.Add(-d)) }
 	tests := []struct {
 		name    string
+		dev     v1alpha1.Stage
 		created metav1.Time
+		with    func(*Snapshot)
 		want    metav1.Time
+		stalled bool
 	}{
-		{name: "created five seconds before the record", created: fiveSecondsAgo, want: fiveSecondsAgo},
+		{name: "created five seconds before the record", created: ago(5 * time.Second), want: ago(5 * time.Second)},
 		{name: "no creation time", want: now},
 		{name: "created before dev started", created: muchEarlier, want: now},
 		{name: "created after now", created: metav1.NewTime(now.Add(time.Minute)), want: now},
+		{name: "created before dev's soak was over", dev: soakingFor(10 * time.Minute), created: ago(5 * time.Minute),
+			with: metSince(ago(8 * time.Minute)), want: now},
+		{name: "created once dev's soak was over", dev: soakingFor(10 * time.Minute), created: ago(5 * time.Minute),
+			with: metSince(ago(20 * time.Minute)), want: ago(5 * time.Minute)},
+		{name: "suspended since, resumed now: test starts now", created: ago(5 * time.Minute), with: resumedAfter(4 * time.Minute), want: now},
+		{name: "recorded past test's deadline: Stalled, with a Warning", created: ago(40 * time.Minute), want: ago(40 * time.Minute), stalled: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			snap := at("dev", stage("dev"), deadlined("test", seedCondition, 30*time.Minute), stage("prod")).bound().reporting(deployment, "1").
+			dev := tt.dev
+			if dev.Name == "" {
+				dev = stage("dev")
+			}
+			f := at("dev", dev, deadlined("test", seedCondition, 30*time.Minute), stage("prod")).bound().reporting(deployment, "1").
 				with(withNextBP(func(p *v1alpha1.StagedBindingPolicy) *ksv1alpha1.BindingPolicy {
 					bp := handedOverBP(p, earlier)
 					bp.CreationTimestamp = tt.created
 					return bp
-				})).Snapshot
-			got := Plan(snap, engine)
+				}))
+			if tt.with != nil {
+				f = f.with(tt.with)
+			}
+			got := Plan(f.Snapshot, engine)
 			if got.Type != ActionUpdateStatus || got.Status.ActiveStage != "test" {
 				t.Fatalf("Plan() = %s (%s), want the advance recorded", got.Type, got.Why)
 			}
-			dev, test := got.Status.Stages[0], got.Status.Stages[1]
-			if !timeEqual(dev.CompletionTime, tt.want) || !timeEqual(test.StartTime, tt.want) {
-				t.Errorf("dev completed %v and test started %v, want both at %v", dev.CompletionTime, test.StartTime, tt.want)
+			devRecord, test := got.Status.Stages[0], got.Status.Stages[1]
+			if !timeEqual(devRecord.CompletionTime, tt.want) || !timeEqual(test.StartTime, tt.want) {
+				t.Errorf("dev completed %v and test started %v, want both at %v", devRecord.CompletionTime, test.StartTime, tt.want)
 			}
 			if !timeEqual(test.ProgressDeadlineTime, metav1.NewTime(tt.want.Add(30*time.Minute))) {
 				t.Errorf("test's progressDeadlineTime %v, want 30m after %v", test.ProgressDeadlineTime, tt.want)
+			}
+			warned := slices.ContainsFunc(got.Events, func(e Event) bool { return e.Reason == v1alpha1.ReasonProgressDeadlineExceeded })
+			if stalled := got.Status.Phase == v1alpha1.RolloutStalled; stalled != tt.stalled || warned != tt.stalled {
+				t.Errorf("phase %s, Warning %v (events %v), want stalled and warned: %v", got.Status.Phase, warned, got.Events, tt.stalled)
 			}
 		})
 	}
