@@ -17,6 +17,7 @@ package stagedbindingpolicy
 import (
 	"context"
 	"maps"
+	"runtime"
 	"slices"
 	"time"
 
@@ -92,6 +93,8 @@ func NewController(space string, cl cluster.Cluster, engine *expression.Engine, 
 		Metrics:  metrics.NewSpace(space),
 
 		DeletionWarningAfter: opts.DeletionWarningAfter,
+		// As many runs plan at once as the process has CPUs for.
+		planning: newPlanGate(runtime.GOMAXPROCS(0)),
 	}
 	logger := opts.Logger.WithValues("space", space)
 	c, err := controller.NewUnmanaged(ControllerName+"/"+space, controller.Options{

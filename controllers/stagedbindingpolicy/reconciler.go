@@ -66,6 +66,9 @@ type Reconciler struct {
 	// own lets runs read the reconciler's writes of policies before the
 	// cache has them.
 	own ownWrites
+	// planning bounds how many runs plan at once (see planGate); nil
+	// bounds nothing.
+	planning planGate
 }
 
 // Reconcile makes the single next change for one StagedBindingPolicy.
@@ -110,7 +113,11 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 			r.Metrics.Policy(snap.Policy)
 		}
 
+		if err := r.planning.enter(ctx); err != nil {
+			return reconcile.Result{}, err
+		}
 		action := Plan(snap, r.Engine, WithDeletionWarningAfter(r.DeletionWarningAfter))
+		r.planning.leave()
 		r.recordEvaluations(action.Evaluations)
 		if action.Type == ActionNone {
 			logger.V(1).Info("Waiting", "why", action.Why)
