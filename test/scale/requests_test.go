@@ -15,17 +15,18 @@
 package scale
 
 import (
-	"bufio"
 	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"k8s.io/client-go/rest"
 )
 
@@ -61,59 +62,45 @@ func readAPIServerWork(ctx context.Context, cfg *rest.Config) (apiServerWork, er
 }
 
 // parseAPIServerWork reads apiserver_request_total,
-// apiserver_watch_events_total and apiserver_watch_events_sizes_sum from
-// Prometheus's text format.
+// apiserver_watch_events_total and the sum of apiserver_watch_events_sizes
+// from Prometheus's text format.
 func parseAPIServerWork(r io.Reader) (apiServerWork, error) {
-	w := apiServerWork{requests: map[string]float64{}, watchEvents: map[string]float64{}, watchBytes: map[string]float64{}}
-	lines := bufio.NewScanner(r)
-	lines.Buffer(make([]byte, 0, 64*1024), 1024*1024)
-	for lines.Scan() {
-		name, labels, value, ok := sample(lines.Text())
-		if !ok {
-			continue
-		}
-		resource := labels["resource"]
-		if resource == "" {
-			resource = labels["kind"]
-		}
-		switch name {
-		case "apiserver_request_total":
-			if sub := labels["subresource"]; sub != "" {
-				resource += "/" + sub
-			}
-			w.requests[labels["verb"]+" "+resource] += value
-		case "apiserver_watch_events_total":
-			w.watchEvents[resource] += value
-		case "apiserver_watch_events_sizes_sum":
-			w.watchBytes[resource] += value
-		}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(r)
+	if err != nil {
+		return apiServerWork{}, fmt.Errorf("reading the API server's metrics: %w", err)
 	}
-	return w, lines.Err()
+	w := apiServerWork{requests: map[string]float64{}, watchEvents: map[string]float64{}, watchBytes: map[string]float64{}}
+	for _, m := range families["apiserver_request_total"].GetMetric() {
+		resource := label(m, "resource")
+		if sub := label(m, "subresource"); sub != "" {
+			resource += "/" + sub
+		}
+		w.requests[label(m, "verb")+" "+resource] += m.GetCounter().GetValue()
+	}
+	for _, m := range families["apiserver_watch_events_total"].GetMetric() {
+		w.watchEvents[watchedResource(m)] += m.GetCounter().GetValue()
+	}
+	for _, m := range families["apiserver_watch_events_sizes"].GetMetric() {
+		w.watchBytes[watchedResource(m)] += m.GetHistogram().GetSampleSum()
+	}
+	return w, nil
 }
 
-// sample splits one line of Prometheus's text format into the metric's
-// name, its labels and its value; ok is false for comments and lines it
-// cannot read.
-func sample(line string) (name string, labels map[string]string, value float64, ok bool) {
-	if line == "" || line[0] == '#' {
-		return "", nil, 0, false
-	}
-	open, end := strings.IndexByte(line, '{'), strings.LastIndexByte(line, '}')
-	labels = map[string]string{}
-	rest := line
-	if open >= 0 && end > open {
-		name, rest = line[:open], line[end+1:]
-		for _, pair := range strings.Split(line[open+1:end], ",") {
-			k, v, found := strings.Cut(pair, "=")
-			if found {
-				labels[k] = strings.Trim(v, `"`)
-			}
+// label returns the value of a metric's label, or "".
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
 		}
-	} else {
-		name, rest, _ = strings.Cut(line, " ")
 	}
-	value, err := strconv.ParseFloat(strings.Fields(rest + " x")[0], 64)
-	return name, labels, value, err == nil
+	return ""
+}
+
+// watchedResource is the resource of a watch event metric: its resource
+// label, or its kind label in older API servers.
+func watchedResource(m *dto.Metric) string {
+	return cmp.Or(label(m, "resource"), label(m, "kind"))
 }
 
 // spacesWork reads the counters of every space's API server, added up.
@@ -182,14 +169,28 @@ func TestParseAPIServerWork(t *testing.T) {
 # TYPE apiserver_request_total counter
 apiserver_request_total{code="201",component="apiserver",group="control.kubestellar.io",resource="bindingpolicies",scope="cluster",subresource="",verb="POST",version="v1alpha1"} 10
 apiserver_request_total{code="200",component="apiserver",group="community.kubestellar.io",resource="stagedbindingpolicies",scope="cluster",subresource="status",verb="PUT",version="v1alpha1"} 5
+# TYPE apiserver_watch_events_total counter
 apiserver_watch_events_total{group="control.kubestellar.io",resource="bindingpolicies",version="v1alpha1"} 30
+# TYPE apiserver_watch_events_sizes histogram
+apiserver_watch_events_sizes_bucket{group="control.kubestellar.io",resource="bindingpolicies",version="v1alpha1",le="+Inf"} 30
 apiserver_watch_events_sizes_sum{group="control.kubestellar.io",resource="bindingpolicies",version="v1alpha1"} 3000
+apiserver_watch_events_sizes_count{group="control.kubestellar.io",resource="bindingpolicies",version="v1alpha1"} 30
 `
-	const after = `apiserver_request_total{code="201",component="apiserver",group="control.kubestellar.io",resource="bindingpolicies",scope="cluster",subresource="",verb="POST",version="v1alpha1"} 110
-apiserver_request_total{code="409",component="apiserver",group="control.kubestellar.io",resource="bindingpolicies",scope="cluster",subresource="",verb="POST",version="v1alpha1"} 2
+	const after = `# TYPE apiserver_request_total counter
+apiserver_request_total{code="201",component="apiserver",group="control.kubestellar.io",resource="bindingpolicies",scope="cluster",subresource="",verb="POST",version="v1alpha1"} 110
+apiserver_request_total{code="409",component="apiserver",dry_run="All,Other}",group="control.kubestellar.io",resource="bindingpolicies",scope="cluster",subresource="",verb="POST",version="v1alpha1"} 2
 apiserver_request_total{code="200",component="apiserver",group="community.kubestellar.io",resource="stagedbindingpolicies",scope="cluster",subresource="status",verb="PUT",version="v1alpha1"} 305
-apiserver_watch_events_total{group="control.kubestellar.io",resource="bindingpolicies",version="v1alpha1"} 330
+# TYPE apiserver_watch_events_total counter
+apiserver_watch_events_total{group="control.kubestellar.io",kind="BindingPolicy",resource="bindingpolicies",version="v1alpha1"} 330
+# TYPE apiserver_watch_events_sizes histogram
+apiserver_watch_events_sizes_bucket{group="control.kubestellar.io",resource="bindingpolicies",version="v1alpha1",le="+Inf"} 330
 apiserver_watch_events_sizes_sum{group="control.kubestellar.io",resource="bindingpolicies",version="v1alpha1"} 33000
+apiserver_watch_events_sizes_count{group="control.kubestellar.io",resource="bindingpolicies",version="v1alpha1"} 330
+# TYPE apiserver_request_duration_seconds histogram
+apiserver_request_duration_seconds_bucket{component="apiserver",dry_run="",group="",resource="configmaps",scope="resource",subresource="",verb="GET",version="v1",le="+Inf"} 3
+apiserver_request_duration_seconds_sum{component="apiserver",dry_run="",group="",resource="configmaps",scope="resource",subresource="",verb="GET",version="v1"} 0.01
+apiserver_request_duration_seconds_count{component="apiserver",dry_run="",group="",resource="configmaps",scope="resource",subresource="",verb="GET",version="v1"} 3
+# TYPE process_cpu_seconds_total counter
 process_cpu_seconds_total 12.5
 `
 	then, err := parseAPIServerWork(strings.NewReader(before))
