@@ -69,6 +69,9 @@ type Reconciler struct {
 	// planning bounds how many runs plan at once (see planGate); nil
 	// bounds nothing.
 	planning planGate
+	// ownBPs lets runs read the reconciler's creations and deletions of
+	// BindingPolicies before the cache has them.
+	ownBPs ownBindingPolicies
 }
 
 // Reconcile makes the single next change for one StagedBindingPolicy.
@@ -214,7 +217,8 @@ func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*S
 	if err := r.Client.List(ctx, owned, client.MatchingLabels{v1alpha1.PolicyLabel: policy.Name}); err != nil {
 		return nil, fmt.Errorf("listing BindingPolicies of %s: %w", policy.Name, err)
 	}
-	snap.BindingPolicies = owned.Items
+	seen := time.Now()
+	snap.BindingPolicies = r.ownBPs.viewList(owned.Items, policy, seen)
 
 	approvals := &v1alpha1.StageApprovalList{}
 	if err := r.Client.List(ctx, approvals, client.MatchingLabels{v1alpha1.PolicyLabel: policy.Name}); err != nil {
@@ -232,11 +236,13 @@ func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*S
 	if snap.ActiveBindingPolicy, err = getNamed(ctx, r.Client, "BindingPolicy", bpName, &ksv1alpha1.BindingPolicy{}); err != nil {
 		return nil, err
 	}
+	snap.ActiveBindingPolicy = r.ownBPs.view(bpName, snap.ActiveBindingPolicy, policy, seen)
 	if active+1 < len(policy.Spec.Stages) {
 		nextName := v1alpha1.BindingPolicyName(policy.Name, policy.Spec.Stages[active+1].Name)
 		if snap.NextBindingPolicy, err = getNamed(ctx, r.Client, "BindingPolicy", nextName, &ksv1alpha1.BindingPolicy{}); err != nil {
 			return nil, err
 		}
+		snap.NextBindingPolicy = r.ownBPs.view(nextName, snap.NextBindingPolicy, policy, seen)
 	}
 	if snap.Binding, err = getNamed(ctx, r.Client, "Binding", bpName, &ksv1alpha1.Binding{}); err != nil {
 		return nil, err
@@ -277,12 +283,19 @@ func (r *Reconciler) apply(ctx context.Context, policy *v1alpha1.StagedBindingPo
 		}
 		return written(patched, r.Client.Patch(ctx, patched, client.MergeFromWithOptions(policy, client.MergeFromWithOptimisticLock{})))
 	case ActionCreateBindingPolicy:
-		return nil, r.Client.Create(ctx, action.BindingPolicy)
+		if err := r.Client.Create(ctx, action.BindingPolicy); err != nil {
+			return nil, err
+		}
+		r.ownBPs.recordCreate(action.BindingPolicy, time.Now())
+		return nil, nil
 	case ActionUpdateBindingPolicy:
 		return nil, r.Client.Update(ctx, action.BindingPolicy)
 	case ActionDeleteBindingPolicy:
-		err := r.Client.Delete(ctx, action.BindingPolicy, client.Preconditions{UID: &action.BindingPolicy.UID})
-		return nil, client.IgnoreNotFound(err)
+		if err := client.IgnoreNotFound(r.Client.Delete(ctx, action.BindingPolicy, client.Preconditions{UID: &action.BindingPolicy.UID})); err != nil {
+			return nil, err
+		}
+		r.ownBPs.recordDelete(action.BindingPolicy.UID, time.Now())
+		return nil, nil
 	case ActionCreateStageApproval:
 		return nil, r.Client.Create(ctx, action.StageApproval)
 	case ActionUpdateStageApproval:
