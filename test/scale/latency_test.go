@@ -628,7 +628,8 @@ func runRollouts(b *testing.B, r rollouts) {
 	} else {
 		work := workAfter.minus(workBefore)
 		b.Logf("the spaces' API servers meanwhile (the stager's, the simulators' and this harness's requests): requests %s; "+
-			"watch events sent %s; their MiB %s", top(work.requests, 14), top(work.watchEvents, 6), top(mebibytes(work.watchBytes), 6))
+			"refused (by status) %s; watch events sent %s; their MiB %s", top(work.requests, 14), top(work.refused, 8),
+			top(work.watchEvents, 6), top(mebibytes(work.watchBytes), 6))
 	}
 	b.Logf("watches resumed after the API server ended them: %d, of which restarted from then on (events lost): %d", tl.resumed, tl.restarted)
 	b.Logf("all %d rollouts completed %s after the first policy was created, stager CPU %.1f s; RSS %d MiB at the end, peak %d MiB",

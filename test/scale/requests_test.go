@@ -21,6 +21,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -34,9 +35,23 @@ import (
 // verb and resource, and the watch events it sent by resource, with their
 // bytes.
 type apiServerWork struct {
-	requests    map[string]float64
+	requests map[string]float64
+	// refused are the requests answered with a status of 400 or more, by
+	// verb, resource and status.
+	refused     map[string]float64
 	watchEvents map[string]float64
 	watchBytes  map[string]float64
+}
+
+// newAPIServerWork returns an apiServerWork with nothing counted.
+func newAPIServerWork() apiServerWork {
+	return apiServerWork{requests: map[string]float64{}, refused: map[string]float64{}, watchEvents: map[string]float64{},
+		watchBytes: map[string]float64{}}
+}
+
+// counters lists w's maps, in the same order for every apiServerWork.
+func (w apiServerWork) counters() []map[string]float64 {
+	return []map[string]float64{w.requests, w.refused, w.watchEvents, w.watchBytes}
 }
 
 // readAPIServerWork reads the counters of the kube-apiserver that cfg
@@ -70,13 +85,17 @@ func parseAPIServerWork(r io.Reader) (apiServerWork, error) {
 	if err != nil {
 		return apiServerWork{}, fmt.Errorf("reading the API server's metrics: %w", err)
 	}
-	w := apiServerWork{requests: map[string]float64{}, watchEvents: map[string]float64{}, watchBytes: map[string]float64{}}
+	w := newAPIServerWork()
 	for _, m := range families["apiserver_request_total"].GetMetric() {
 		resource := label(m, "resource")
 		if sub := label(m, "subresource"); sub != "" {
 			resource += "/" + sub
 		}
-		w.requests[label(m, "verb")+" "+resource] += m.GetCounter().GetValue()
+		request := label(m, "verb") + " " + resource
+		w.requests[request] += m.GetCounter().GetValue()
+		if code, err := strconv.Atoi(label(m, "code")); err == nil && code >= 400 {
+			w.refused[request+" "+label(m, "code")] += m.GetCounter().GetValue()
+		}
 	}
 	for _, m := range families["apiserver_watch_events_total"].GetMetric() {
 		w.watchEvents[watchedResource(m)] += m.GetCounter().GetValue()
@@ -105,17 +124,16 @@ func watchedResource(m *dto.Metric) string {
 
 // spacesWork reads the counters of every space's API server, added up.
 func spacesWork(ctx context.Context, spaces []*latencySpace) (apiServerWork, error) {
-	sum := apiServerWork{requests: map[string]float64{}, watchEvents: map[string]float64{}, watchBytes: map[string]float64{}}
+	sum := newAPIServerWork()
 	for _, sp := range spaces {
 		w, err := readAPIServerWork(ctx, sp.Config)
 		if err != nil {
 			return apiServerWork{}, fmt.Errorf("space %s: %w", sp.Name, err)
 		}
-		for _, m := range []struct{ to, from map[string]float64 }{
-			{sum.requests, w.requests}, {sum.watchEvents, w.watchEvents}, {sum.watchBytes, w.watchBytes},
-		} {
-			for k, v := range m.from {
-				m.to[k] += v
+		from := w.counters()
+		for i, to := range sum.counters() {
+			for k, v := range from[i] {
+				to[k] += v
 			}
 		}
 	}
@@ -133,17 +151,16 @@ func mebibytes(m map[string]float64) map[string]float64 {
 
 // minus returns the work done since before.
 func (w apiServerWork) minus(before apiServerWork) apiServerWork {
-	diff := func(now, then map[string]float64) map[string]float64 {
-		out := map[string]float64{}
+	out := newAPIServerWork()
+	then, diff := before.counters(), out.counters()
+	for i, now := range w.counters() {
 		for k, v := range now {
-			if d := v - then[k]; d > 0 {
-				out[k] = d
+			if d := v - then[i][k]; d > 0 {
+				diff[i][k] = d
 			}
 		}
-		return out
 	}
-	return apiServerWork{requests: diff(w.requests, before.requests), watchEvents: diff(w.watchEvents, before.watchEvents),
-		watchBytes: diff(w.watchBytes, before.watchBytes)}
+	return out
 }
 
 // top formats the n largest counts of m, largest first, and their sum.
@@ -204,6 +221,9 @@ process_cpu_seconds_total 12.5
 	run := now.minus(then)
 	if got, want := top(run.requests, 5), "402 in all; PUT stagedbindingpolicies/status 300, POST bindingpolicies 102"; got != want {
 		t.Errorf("requests: %q, want %q", got, want)
+	}
+	if got, want := top(run.refused, 5), "2 in all; POST bindingpolicies 409 2"; got != want {
+		t.Errorf("refused: %q, want %q", got, want)
 	}
 	if run.watchEvents["bindingpolicies"] != 300 || run.watchBytes["bindingpolicies"] != 30000 {
 		t.Errorf("watch events %v of %v bytes, want 300 of 30000 for bindingpolicies", run.watchEvents, run.watchBytes)
