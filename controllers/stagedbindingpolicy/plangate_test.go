@@ -48,7 +48,7 @@ func TestPlanGate(t *testing.T) {
 		t.Fatalf("third enter() = %v once a turn was free", err)
 	}
 
-	var unbounded planGate = newPlanGate(0)
+	unbounded := newPlanGate(0)
 	for range 100 {
 		if err := unbounded.enter(ctx); err != nil {
 			t.Fatalf("enter() on an unbounded gate = %v", err)
