@@ -17,6 +17,7 @@ package stagedbindingpolicy
 import (
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -73,6 +74,9 @@ func (o *ownBindingPolicies) recordDelete(uid types.UID, now time.Time) {
 		o.deleted = map[types.UID]time.Time{}
 	}
 	o.deleted[uid] = now
+	// A BindingPolicy created and deleted again before the cache had it
+	// is no longer believed to exist.
+	maps.DeleteFunc(o.created, func(_ string, c ownCreate) bool { return c.bp.UID == uid })
 }
 
 // expire drops the changes older than ownChangeTTL. Callers hold mu.
@@ -90,16 +94,15 @@ func (o *ownBindingPolicies) expire(now time.Time) {
 func (o *ownBindingPolicies) view(name string, cached *ksv1alpha1.BindingPolicy, policy metav1.Object, now time.Time) *ksv1alpha1.BindingPolicy {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.expire(now)
 	if cached == nil {
-		if c, ok := o.created[name]; ok && ownedBy(c.bp, policy) {
+		if c, ok := o.created[name]; ok && now.Sub(c.at) < ownChangeTTL && ownedBy(c.bp, policy) {
 			return c.bp.DeepCopy()
 		}
 		return nil
 	}
 	delete(o.created, name) // the cache has caught up with the create, or with a later change
 	at, ok := o.deleted[cached.UID]
-	if !ok {
+	if !ok || now.Sub(at) >= ownChangeTTL {
 		return cached
 	}
 	if cached.DeletionTimestamp != nil {
@@ -123,10 +126,27 @@ func (o *ownBindingPolicies) viewList(cached []ksv1alpha1.BindingPolicy, policy 
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for _, name := range slices.Sorted(maps.Keys(o.created)) {
-		if c := o.created[name]; !seen[name] && ownedBy(c.bp, policy) {
-			out = append(out, *c.bp.DeepCopy())
+	var added []ksv1alpha1.BindingPolicy
+	for name, c := range o.created {
+		if !seen[name] && now.Sub(c.at) < ownChangeTTL && ownedBy(c.bp, policy) {
+			added = append(added, *c.bp.DeepCopy())
 		}
 	}
-	return out
+	slices.SortFunc(added, func(a, b ksv1alpha1.BindingPolicy) int { return strings.Compare(a.Name, b.Name) })
+	return append(out, added...)
+}
+
+// believedFor returns how long at most a create of a BindingPolicy of
+// policy that the cache did not show yet is still believed; 0 when there
+// is none.
+func (o *ownBindingPolicies) believedFor(policy metav1.Object, now time.Time) time.Duration {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var longest time.Duration
+	for _, c := range o.created {
+		if left := ownChangeTTL - now.Sub(c.at); left > longest && ownedBy(c.bp, policy) {
+			longest = left
+		}
+	}
+	return longest
 }

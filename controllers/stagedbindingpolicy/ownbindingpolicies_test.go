@@ -91,3 +91,33 @@ func TestOwnBindingPoliciesDeleted(t *testing.T) {
 		t.Errorf("view() of a BindingPolicy not deleted = %v, want the cache's", got)
 	}
 }
+
+// TestOwnBindingPoliciesCreatedThenDeleted: a BindingPolicy created and
+// deleted again before the cache had either is not believed to exist, and
+// a create keeps its policy's wait short only while it is believed.
+func TestOwnBindingPoliciesCreatedThenDeleted(t *testing.T) {
+	p := newPolicy()
+	other := newPolicy()
+	other.UID = "another-policy"
+	created := ownedBP(p, "test", "bp-test")
+	t0 := time.Now()
+
+	var o ownBindingPolicies
+	o.recordCreate(created, t0)
+	if left := o.believedFor(p, t0.Add(time.Second)); left != ownChangeTTL-time.Second {
+		t.Errorf("believedFor() a second after the create = %s, want %s", left, ownChangeTTL-time.Second)
+	}
+	if left := o.believedFor(other, t0.Add(time.Second)); left != 0 {
+		t.Errorf("believedFor() another policy = %s, want 0", left)
+	}
+	o.recordDelete(created.UID, t0.Add(time.Second))
+	if got := o.view(created.Name, nil, p, t0.Add(2*time.Second)); got != nil {
+		t.Errorf("view() after the create and the delete = %v, want none", got)
+	}
+	if got := o.viewList(nil, p, t0.Add(2*time.Second)); len(got) != 0 {
+		t.Errorf("viewList() after the create and the delete = %v, want none", got)
+	}
+	if left := o.believedFor(p, t0.Add(2*time.Second)); left != 0 {
+		t.Errorf("believedFor() after the delete = %s, want 0", left)
+	}
+}

@@ -55,3 +55,15 @@ func (g planGate) leave() {
 		<-g
 	}
 }
+
+// plan calls f once the run may plan, and lets another run plan when f
+// returns or panics (controller-runtime recovers a reconcile's panic: a
+// turn kept by one would stall the space's other runs for good).
+func (g planGate) plan(ctx context.Context, f func()) error {
+	if err := g.enter(ctx); err != nil {
+		return err
+	}
+	defer g.leave()
+	f()
+	return nil
+}

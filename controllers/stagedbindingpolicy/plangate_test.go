@@ -56,3 +56,20 @@ func TestPlanGate(t *testing.T) {
 	}
 	unbounded.leave()
 }
+
+// TestPlanGateLetsGoOnPanic: a run whose planning panics (controller-runtime
+// recovers it) gives its turn back; otherwise the space's other runs would
+// wait for good.
+func TestPlanGateLetsGoOnPanic(t *testing.T) {
+	g := newPlanGate(1)
+	func() {
+		defer func() { _ = recover() }()
+		_ = g.plan(context.Background(), func() { panic("a bug in Plan") })
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	ran := false
+	if err := g.plan(ctx, func() { ran = true }); err != nil || !ran {
+		t.Fatalf("plan() after a panic = %v (ran: %v), want a free turn", err, ran)
+	}
+}

@@ -116,15 +116,20 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 			r.Metrics.Policy(snap.Policy)
 		}
 
-		if err := r.planning.enter(ctx); err != nil {
+		var action Action
+		if err := r.planning.plan(ctx, func() {
+			action = Plan(snap, r.Engine, WithDeletionWarningAfter(r.DeletionWarningAfter))
+		}); err != nil {
 			return reconcile.Result{}, err
 		}
-		action := Plan(snap, r.Engine, WithDeletionWarningAfter(r.DeletionWarningAfter))
-		r.planning.leave()
 		r.recordEvaluations(action.Evaluations)
 		if action.Type == ActionNone {
 			logger.V(1).Info("Waiting", "why", action.Why)
-			return reconcile.Result{RequeueAfter: earliest(requeueWhileWaiting, action.RequeueAfter)}, nil
+			// A BindingPolicy seen only through the reconciler's own
+			// create is looked at again once that view expires: its events
+			// may have come and gone already.
+			wait := earliest(requeueWhileWaiting, action.RequeueAfter)
+			return reconcile.Result{RequeueAfter: earliest(wait, r.ownBPs.believedFor(snap.Policy, time.Now()))}, nil
 		}
 		logger.Info("Making a change", "action", action.Type, "why", action.Why, "step", step)
 		written, err := r.apply(ctx, snap.Policy, action)
