@@ -92,10 +92,10 @@ type Options struct {
 	// ShardProbeInterval is how often a replica decides again which spaces it owns.
 	ShardProbeInterval time.Duration
 	// MaxConcurrentReconciles is how many policies of one space are
-	// reconciled at once. A run mostly waits for the space's API server,
-	// whose load SpaceQPS bounds; when many of a space's policies become
-	// ready together (a stage done for all), more workers hand them over
-	// sooner (docs/performance.md).
+	// reconciled at once. A run mostly waits for the space's API server:
+	// more workers put more of a burst's requests on it at once, which
+	// slows its other clients more than it speeds up the stager
+	// (docs/performance.md, "Workers per space").
 	MaxConcurrentReconciles int
 	// SpaceProbeInterval is how often each space's API server is probed.
 	SpaceProbeInterval time.Duration
@@ -141,7 +141,7 @@ func NewOptions() *Options {
 		ShardLeaseDuration:      20 * time.Second,
 		ShardLeaseRenew:         5 * time.Second,
 		ShardProbeInterval:      2 * time.Second,
-		MaxConcurrentReconciles: 50,
+		MaxConcurrentReconciles: 10,
 		SpaceProbeInterval:      15 * time.Second,
 		SpaceQPS:                spaces.DefaultQPS,
 		SpaceBurst:              spaces.DefaultBurst,
