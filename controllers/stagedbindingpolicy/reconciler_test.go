@@ -15,6 +15,7 @@
 package stagedbindingpolicy
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"slices"
@@ -31,6 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -761,5 +763,59 @@ func TestReconcileHandsOverBeforeRecordingTheAdvance(t *testing.T) {
 	}
 	if bpGone(t, devBP.Name) {
 		t.Errorf("BindingPolicy %s was deleted (make-before-break waits for the next stage's Binding)", devBP.Name)
+	}
+}
+
+// TestReconcileReadsItsOwnCreatesBeforeTheCache runs the reconciler on a
+// cache that stopped before the handover (a real informer cache, synced and
+// then stopped: a cache lagging behind the API server): the run after the
+// handover records the advance, through the BindingPolicy it knows it
+// created, instead of creating it again (AlreadyExists).
+func TestReconcileReadsItsOwnCreatesBeforeTheCache(t *testing.T) {
+	needsAPIServer(t)
+	ctx := t.Context()
+	p := createPolicy(t, "reconcile-own-creates", v1alpha1.CleanupFinalizer)
+	atStage(p, "dev")
+	if err := testSpace.Client.Status().Update(ctx, p); err != nil {
+		t.Fatalf("recording stage dev active: %v", err)
+	}
+	devBP := createBP(t, p, "dev")
+	devBP.Status.ObservedGeneration = devBP.Generation
+	if err := testSpace.Client.Status().Update(ctx, devBP); err != nil {
+		t.Fatalf("recording BindingPolicy %s observed: %v", devBP.Name, err)
+	}
+	createBinding(t, devBP)
+	createCombinedStatus(t, devBP, deployment, createNamespace(t, "reconcile-own-creates"))
+
+	frozen, err := cache.New(testSpace.Config, cache.Options{Scheme: testSpace.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cacheCtx, stopCache := context.WithCancel(ctx)
+	for _, obj := range WatchedObjects() {
+		if _, err := frozen.GetInformer(cacheCtx, obj); err != nil {
+			t.Fatalf("informer for %T: %v", obj, err)
+		}
+	}
+	go func() { _ = frozen.Start(cacheCtx) }()
+	if !frozen.WaitForCacheSync(cacheCtx) {
+		t.Fatal("the cache did not sync")
+	}
+	stopCache()
+	lagging, err := client.New(testSpace.Config, client.Options{Scheme: testSpace.Client.Scheme(),
+		Cache: &client.CacheOptions{Reader: frozen}})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	r := newTestReconciler(t, time.Now())
+	r.Client = lagging
+	for run := 1; run <= 2; run++ {
+		if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}}); err != nil {
+			t.Fatalf("run %d: %v", run, err)
+		}
+	}
+	if got := getPolicy(t, p.Name); got.Status.ActiveStage != "test" {
+		t.Errorf("active stage %q after the handover and the next run, on a cache without test's BindingPolicy, want test", got.Status.ActiveStage)
 	}
 }
