@@ -766,6 +766,34 @@ func TestReconcileHandsOverBeforeRecordingTheAdvance(t *testing.T) {
 	}
 }
 
+// laggingClient returns a client that writes to the test space and reads
+// from a real informer cache of it, synced now and then stopped: a cache
+// that has not seen anything written from now on.
+func laggingClient(t *testing.T) client.Client {
+	t.Helper()
+	frozen, err := cache.New(testSpace.Config, cache.Options{Scheme: testSpace.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(t.Context())
+	defer stop()
+	for _, obj := range WatchedObjects() {
+		if _, err := frozen.GetInformer(ctx, obj); err != nil {
+			t.Fatalf("informer for %T: %v", obj, err)
+		}
+	}
+	go func() { _ = frozen.Start(ctx) }()
+	if !frozen.WaitForCacheSync(ctx) {
+		t.Fatal("the cache did not sync")
+	}
+	lagging, err := client.New(testSpace.Config, client.Options{Scheme: testSpace.Client.Scheme(),
+		Cache: &client.CacheOptions{Reader: frozen}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lagging
+}
+
 // TestReconcileReadsItsOwnCreatesBeforeTheCache runs the reconciler on a
 // cache that stopped before the handover (a real informer cache, synced and
 // then stopped: a cache lagging behind the API server): the run after the
@@ -787,29 +815,8 @@ func TestReconcileReadsItsOwnCreatesBeforeTheCache(t *testing.T) {
 	createBinding(t, devBP)
 	createCombinedStatus(t, devBP, deployment, createNamespace(t, "reconcile-own-creates"))
 
-	frozen, err := cache.New(testSpace.Config, cache.Options{Scheme: testSpace.Client.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cacheCtx, stopCache := context.WithCancel(ctx)
-	for _, obj := range WatchedObjects() {
-		if _, err := frozen.GetInformer(cacheCtx, obj); err != nil {
-			t.Fatalf("informer for %T: %v", obj, err)
-		}
-	}
-	go func() { _ = frozen.Start(cacheCtx) }()
-	if !frozen.WaitForCacheSync(cacheCtx) {
-		t.Fatal("the cache did not sync")
-	}
-	stopCache()
-	lagging, err := client.New(testSpace.Config, client.Options{Scheme: testSpace.Client.Scheme(),
-		Cache: &client.CacheOptions{Reader: frozen}})
-	if err != nil {
-		t.Fatal(err)
-	}
-
 	r := newTestReconciler(t, time.Now())
-	r.Client = lagging
+	r.Client = laggingClient(t)
 	for run := 1; run <= 2; run++ {
 		if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}}); err != nil {
 			t.Fatalf("run %d: %v", run, err)
@@ -817,5 +824,61 @@ func TestReconcileReadsItsOwnCreatesBeforeTheCache(t *testing.T) {
 	}
 	if got := getPolicy(t, p.Name); got.Status.ActiveStage != "test" {
 		t.Errorf("active stage %q after the handover and the next run, on a cache without test's BindingPolicy, want test", got.Status.ActiveStage)
+	}
+}
+
+// TestReconcileReadsItsOwnDeletesBeforeTheCache withdraws a handover (test
+// was handed over, then its approval made Required) on a cache that stopped
+// before the delete: the next run sees test's BindingPolicy being deleted
+// and records dev's advance to the gate, instead of deleting it again.
+func TestReconcileReadsItsOwnDeletesBeforeTheCache(t *testing.T) {
+	needsAPIServer(t)
+	ctx := t.Context()
+	p := createPolicy(t, "reconcile-own-deletes", v1alpha1.CleanupFinalizer)
+	p.Spec.Stages[1].Approval = v1alpha1.ApprovalRequired
+	if err := testSpace.Client.Update(ctx, p); err != nil {
+		t.Fatalf("making test's approval Required: %v", err)
+	}
+	atStage(p, "dev")
+	if err := testSpace.Client.Status().Update(ctx, p); err != nil {
+		t.Fatalf("recording stage dev active: %v", err)
+	}
+	devBP := createBP(t, p, "dev")
+	devBP.Status.ObservedGeneration = devBP.Generation
+	if err := testSpace.Client.Status().Update(ctx, devBP); err != nil {
+		t.Fatalf("recording BindingPolicy %s observed: %v", devBP.Name, err)
+	}
+	createBinding(t, devBP)
+	createCombinedStatus(t, devBP, deployment, createNamespace(t, "reconcile-own-deletes"))
+	testBP := ownedBP(p, "test", "")
+	testBP.ResourceVersion, testBP.Generation, testBP.Status = "", 0, ksv1alpha1.BindingPolicyStatus{}
+	testBP.Annotations = map[string]string{v1alpha1.HandedOverFromAnnotation: "dev@" + earlier.UTC().Format(time.RFC3339)}
+	if err := testSpace.Client.Create(ctx, testBP); err != nil {
+		t.Fatalf("creating test's handed-over BindingPolicy: %v", err)
+	}
+
+	request := reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}}
+	// A run on fresh reads asks for test's approval first.
+	if _, err := newTestReconciler(t, time.Now()).Reconcile(ctx, request); err != nil {
+		t.Fatalf("the run that asks for approval: %v", err)
+	}
+	if got := getPolicy(t, p.Name); got.Status.ActiveStage != "dev" {
+		t.Fatalf("active stage %q after asking for approval, want dev", got.Status.ActiveStage)
+	}
+
+	r := newTestReconciler(t, time.Now())
+	r.Client = laggingClient(t)
+	if _, err := r.Reconcile(ctx, request); err != nil {
+		t.Fatalf("the run that withdraws the handover: %v", err)
+	}
+	if !bpGone(t, testBP.Name) {
+		t.Fatalf("BindingPolicy %s still there after the run that withdraws it", testBP.Name)
+	}
+	if _, err := r.Reconcile(ctx, request); err != nil {
+		t.Fatalf("the run after the withdrawal: %v", err)
+	}
+	if got := getPolicy(t, p.Name); got.Status.ActiveStage != "test" {
+		t.Errorf("active stage %q after the run that followed the withdrawal, on a cache that still has test's BindingPolicy, want test (at its gate)",
+			got.Status.ActiveStage)
 	}
 }
