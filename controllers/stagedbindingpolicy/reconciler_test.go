@@ -716,15 +716,13 @@ func TestReconcileDeletedPolicyDoesNothing(t *testing.T) {
 	}
 }
 
-// TestReconcileHandsOverBeforeRecordingTheAdvance checks that the run that
-// finds a stage done creates the next stage's BindingPolicy, marked with
-// the done stage's start, and writes nothing else; the next run records the
-// advance, keeping the done stage's BindingPolicy until the next stage
-// places.
-func TestReconcileHandsOverBeforeRecordingTheAdvance(t *testing.T) {
-	needsAPIServer(t)
+// devDone records policy p's stage dev active and makes it done, as
+// KubeStellar would report it: dev's BindingPolicy resolved into a Binding
+// and a CombinedStatus that satisfies dev's condition. It returns dev's
+// BindingPolicy.
+func devDone(t *testing.T, p *v1alpha1.StagedBindingPolicy, base string) *ksv1alpha1.BindingPolicy {
+	t.Helper()
 	ctx := t.Context()
-	p := createPolicy(t, "reconcile-advance", v1alpha1.CleanupFinalizer)
 	atStage(p, "dev")
 	if err := testSpace.Client.Status().Update(ctx, p); err != nil {
 		t.Fatalf("recording stage dev active: %v", err)
@@ -735,7 +733,20 @@ func TestReconcileHandsOverBeforeRecordingTheAdvance(t *testing.T) {
 		t.Fatalf("recording BindingPolicy %s observed: %v", devBP.Name, err)
 	}
 	createBinding(t, devBP)
-	createCombinedStatus(t, devBP, deployment, createNamespace(t, "reconcile-advance"))
+	createCombinedStatus(t, devBP, deployment, createNamespace(t, base))
+	return devBP
+}
+
+// TestReconcileHandsOverBeforeRecordingTheAdvance checks that the run that
+// finds a stage done creates the next stage's BindingPolicy, marked with
+// the done stage's start, and writes nothing else; the next run records the
+// advance, keeping the done stage's BindingPolicy until the next stage
+// places.
+func TestReconcileHandsOverBeforeRecordingTheAdvance(t *testing.T) {
+	needsAPIServer(t)
+	ctx := t.Context()
+	p := createPolicy(t, "reconcile-advance", v1alpha1.CleanupFinalizer)
+	devBP := devDone(t, p, "reconcile-advance")
 
 	r := newTestReconciler(t, time.Now())
 	run := func() {
@@ -803,17 +814,7 @@ func TestReconcileReadsItsOwnCreatesBeforeTheCache(t *testing.T) {
 	needsAPIServer(t)
 	ctx := t.Context()
 	p := createPolicy(t, "reconcile-own-creates", v1alpha1.CleanupFinalizer)
-	atStage(p, "dev")
-	if err := testSpace.Client.Status().Update(ctx, p); err != nil {
-		t.Fatalf("recording stage dev active: %v", err)
-	}
-	devBP := createBP(t, p, "dev")
-	devBP.Status.ObservedGeneration = devBP.Generation
-	if err := testSpace.Client.Status().Update(ctx, devBP); err != nil {
-		t.Fatalf("recording BindingPolicy %s observed: %v", devBP.Name, err)
-	}
-	createBinding(t, devBP)
-	createCombinedStatus(t, devBP, deployment, createNamespace(t, "reconcile-own-creates"))
+	devDone(t, p, "reconcile-own-creates")
 
 	r := newTestReconciler(t, time.Now())
 	r.Client = laggingClient(t)
@@ -839,17 +840,7 @@ func TestReconcileReadsItsOwnDeletesBeforeTheCache(t *testing.T) {
 	if err := testSpace.Client.Update(ctx, p); err != nil {
 		t.Fatalf("making test's approval Required: %v", err)
 	}
-	atStage(p, "dev")
-	if err := testSpace.Client.Status().Update(ctx, p); err != nil {
-		t.Fatalf("recording stage dev active: %v", err)
-	}
-	devBP := createBP(t, p, "dev")
-	devBP.Status.ObservedGeneration = devBP.Generation
-	if err := testSpace.Client.Status().Update(ctx, devBP); err != nil {
-		t.Fatalf("recording BindingPolicy %s observed: %v", devBP.Name, err)
-	}
-	createBinding(t, devBP)
-	createCombinedStatus(t, devBP, deployment, createNamespace(t, "reconcile-own-deletes"))
+	devDone(t, p, "reconcile-own-deletes")
 	testBP := ownedBP(p, "test", "")
 	testBP.ResourceVersion, testBP.Generation, testBP.Status = "", 0, ksv1alpha1.BindingPolicyStatus{}
 	testBP.Annotations = map[string]string{v1alpha1.HandedOverFromAnnotation: "dev@" + earlier.UTC().Format(time.RFC3339)}
