@@ -318,6 +318,34 @@ type advanceTimes struct {
 	// next stage first, then records the advance: negative if it recorded
 	// it first).
 	toRecord, placedToRecord []time.Duration
+	// met are the times the advances' conditions were met, in the order of all before sorting;
+	// unsorted are the advances in that order.
+	met      []time.Time
+	unsorted []time.Duration
+}
+
+// byWindow says, for each window of width since began in which conditions
+// were met, how many advances there were and their p50 and p99: whether the
+// slow advances are those of a burst.
+func (a *advanceTimes) byWindow(began time.Time, width time.Duration) string {
+	windows := map[int][]time.Duration{}
+	last := 0
+	for i, t := range a.met {
+		w := int(t.Sub(began) / width)
+		windows[w] = append(windows[w], a.unsorted[i])
+		last = max(last, w)
+	}
+	var parts []string
+	for w := 0; w <= last; w++ {
+		d := windows[w]
+		if len(d) == 0 {
+			continue
+		}
+		slices.Sort(d)
+		parts = append(parts, fmt.Sprintf("%s–%s: %d, p50 %s p99 %s", time.Duration(w)*width, time.Duration(w+1)*width, len(d),
+			percentile(d, 0.5).Round(time.Millisecond), percentile(d, 0.99).Round(time.Millisecond)))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // sort sorts every list of times.
@@ -345,6 +373,8 @@ func (tl *timeline) advances(spaces []*latencySpace, policies int) (advanceTimes
 					return advanceTimes{}, fmt.Errorf("%s → %s: satisfied seen %v, next created seen %v, recorded seen %v", from, to, ok1, ok2, ok3)
 				}
 				a.all = append(a.all, created.Sub(satisfied))
+				a.unsorted = append(a.unsorted, created.Sub(satisfied))
+				a.met = append(a.met, satisfied)
 				a.from[s-1] = append(a.from[s-1], created.Sub(satisfied))
 				a.toRecord = append(a.toRecord, recorded.Sub(satisfied))
 				a.placedToRecord = append(a.placedToRecord, recorded.Sub(created))
@@ -525,6 +555,7 @@ func runRollouts(b *testing.B, r rollouts) {
 		b.Fatal(err)
 	}
 	workBefore, workErr := spacesWork(ctx, spaces)
+	queueBefore, queueErr := readQueueWork(ctx, metricsAddr)
 	cpuBefore := cpuSeconds(stager.Pid())
 	othersBefore, harnessBefore := apiServersCPU(), cpuSeconds(os.Getpid())
 	began := time.Now()
@@ -581,6 +612,8 @@ func runRollouts(b *testing.B, r rollouts) {
 
 	workAfter, err := spacesWork(ctx, spaces)
 	workErr = errors.Join(workErr, err)
+	queueAfter, err := readQueueWork(ctx, metricsAddr)
+	queueErr = errors.Join(queueErr, err)
 	times, err := tl.advances(spaces, policies)
 	if err != nil {
 		b.Fatal(err)
@@ -620,6 +653,12 @@ func runRollouts(b *testing.B, r rollouts) {
 		percentile(toRecord, 0.5), percentile(toRecord, 0.99), percentile(placedToRecord, 0.5), percentile(placedToRecord, 0.99))
 	for s, d := range times.from {
 		b.Logf("advances from stage %q: p50 %s p90 %s p99 %s", stages[s], percentile(d, 0.5), percentile(d, 0.9), percentile(d, 0.99))
+	}
+	b.Logf("advances by when their condition was met, after the first policy was created: %s", times.byWindow(began, 10*time.Second))
+	if queueErr != nil {
+		b.Logf("the stager's work-queue metrics could not be read: %v", queueErr)
+	} else {
+		b.Logf("the stager's queues meanwhile: %s", queueAfter.minus(queueBefore))
 	}
 	b.Logf("CPU seconds meanwhile: the stager %.1f, the %d kube-apiservers and etcds %.1f, this process (simulators, watches, probes) %.1f",
 		cpu, 2*(n+1), othersCPU, harnessCPU)

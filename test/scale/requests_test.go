@@ -24,11 +24,14 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"k8s.io/client-go/rest"
+
+	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy"
 )
 
 // apiServerWork is what a kube-apiserver's counters say it did: requests by
@@ -230,5 +233,96 @@ process_cpu_seconds_total 12.5
 	}
 	if got, want := top(run.requests, 1), "402 in all; PUT stagedbindingpolicies/status 300"; got != want {
 		t.Errorf("top 1: %q, want %q", got, want)
+	}
+}
+
+// queueWork is what the stager's work-queue metrics say of its controllers
+// (those whose name starts with the stager's controller name): how many
+// runs waited in a queue and how long in all, and how long the runs took.
+type queueWork struct {
+	waits, waited float64 // runs taken from a queue, and their seconds in it
+	runs, ran     float64 // runs finished, and their seconds of work
+}
+
+// readQueueWork reads the stager's queueWork from its /metrics at addr.
+func readQueueWork(ctx context.Context, addr string) (queueWork, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return queueWork{}, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return queueWork{}, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	return parseQueueWork(resp.Body)
+}
+
+// parseQueueWork adds up workqueue_queue_duration_seconds and
+// workqueue_work_duration_seconds of the stager's controllers.
+func parseQueueWork(r io.Reader) (queueWork, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(r)
+	if err != nil {
+		return queueWork{}, fmt.Errorf("reading the stager's metrics: %w", err)
+	}
+	var q queueWork
+	for _, m := range families["workqueue_queue_duration_seconds"].GetMetric() {
+		if strings.HasPrefix(label(m, "name"), stagedbindingpolicy.ControllerName+"/") {
+			q.waits += float64(m.GetHistogram().GetSampleCount())
+			q.waited += m.GetHistogram().GetSampleSum()
+		}
+	}
+	for _, m := range families["workqueue_work_duration_seconds"].GetMetric() {
+		if strings.HasPrefix(label(m, "name"), stagedbindingpolicy.ControllerName+"/") {
+			q.runs += float64(m.GetHistogram().GetSampleCount())
+			q.ran += m.GetHistogram().GetSampleSum()
+		}
+	}
+	return q, nil
+}
+
+// minus returns the queue work done since before.
+func (q queueWork) minus(before queueWork) queueWork {
+	return queueWork{waits: q.waits - before.waits, waited: q.waited - before.waited, runs: q.runs - before.runs, ran: q.ran - before.ran}
+}
+
+// String says how many runs there were and how long they waited and took on average.
+func (q queueWork) String() string {
+	mean := func(sum, n float64) time.Duration {
+		if n == 0 {
+			return 0
+		}
+		return time.Duration(sum / n * float64(time.Second)).Round(time.Millisecond)
+	}
+	return fmt.Sprintf("%.0f runs waited %s in the queue on average (%.0f s in all); %.0f runs took %s on average (%.0f s in all)",
+		q.waits, mean(q.waited, q.waits), q.waited, q.runs, mean(q.ran, q.runs), q.ran)
+}
+
+// TestParseQueueWork adds up the stager controllers' work-queue metrics only.
+func TestParseQueueWork(t *testing.T) {
+	const metrics = `# TYPE workqueue_queue_duration_seconds histogram
+workqueue_queue_duration_seconds_bucket{controller="stagedbindingpolicy/wds01",name="stagedbindingpolicy/wds01",le="+Inf"} 4
+workqueue_queue_duration_seconds_sum{controller="stagedbindingpolicy/wds01",name="stagedbindingpolicy/wds01"} 2
+workqueue_queue_duration_seconds_count{controller="stagedbindingpolicy/wds01",name="stagedbindingpolicy/wds01"} 4
+workqueue_queue_duration_seconds_bucket{controller="stagedbindingpolicy/wds02",name="stagedbindingpolicy/wds02",le="+Inf"} 6
+workqueue_queue_duration_seconds_sum{controller="stagedbindingpolicy/wds02",name="stagedbindingpolicy/wds02"} 1
+workqueue_queue_duration_seconds_count{controller="stagedbindingpolicy/wds02",name="stagedbindingpolicy/wds02"} 6
+workqueue_queue_duration_seconds_bucket{controller="other",name="other",le="+Inf"} 100
+workqueue_queue_duration_seconds_sum{controller="other",name="other"} 100
+workqueue_queue_duration_seconds_count{controller="other",name="other"} 100
+# TYPE workqueue_work_duration_seconds histogram
+workqueue_work_duration_seconds_bucket{controller="stagedbindingpolicy/wds01",name="stagedbindingpolicy/wds01",le="+Inf"} 8
+workqueue_work_duration_seconds_sum{controller="stagedbindingpolicy/wds01",name="stagedbindingpolicy/wds01"} 4
+workqueue_work_duration_seconds_count{controller="stagedbindingpolicy/wds01",name="stagedbindingpolicy/wds01"} 8
+`
+	before := queueWork{waits: 2, waited: 1, runs: 4, ran: 2}
+	q, err := parseQueueWork(strings.NewReader(metrics))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := q.minus(before).String(),
+		"8 runs waited 250ms in the queue on average (2 s in all); 4 runs took 500ms on average (2 s in all)"; got != want {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }
