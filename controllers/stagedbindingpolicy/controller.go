@@ -127,10 +127,7 @@ func NewController(space string, cl cluster.Cluster, engine *expression.Engine, 
 			func(ctx context.Context, b *ksv1alpha1.Binding) []reconcile.Request {
 				return policyOfBindingPolicy(ctx, reader, b.Name)
 			})),
-		source.Kind(informers, &ksv1alpha1.CombinedStatus{}, handler.TypedEnqueueRequestsFromMapFunc(
-			func(ctx context.Context, cs *ksv1alpha1.CombinedStatus) []reconcile.Request {
-				return policyOfBindingPolicy(ctx, reader, cs.Labels[StatusLabelBindingPolicy])
-			})),
+		source.Kind(informers, &ksv1alpha1.CombinedStatus{}, combinedStatusEvents(reader)),
 	}
 	for _, w := range watches {
 		if err := c.Watch(w); err != nil {
@@ -183,6 +180,83 @@ func bindingPolicyEvents() handler.TypedEventHandler[*ksv1alpha1.BindingPolicy, 
 		},
 		GenericFunc: mapped.Generic,
 	}
+}
+
+// AssessmentPriority is the priority at which a CombinedStatus of the stage
+// a rollout is in queues the rollout's policy: ahead of the default (0) and
+// of handler.LowPriority.
+const AssessmentPriority = 100
+
+// combinedStatusEvents queues the policy whose BindingPolicy a
+// CombinedStatus reports on. A CombinedStatus of the active stage of a
+// rollout in progress, created or updated, queues the policy at
+// AssessmentPriority: it is what may satisfy the stage's condition, and the
+// run it queues hands the stage over. When a space's rollouts start and
+// advance at once, the handovers go before the starts, the records and the
+// runs that only say what a stage waits for; otherwise an advance waits for
+// all of them (on 10 workers, seconds). The rest, and every deletion, queue
+// at the default priority.
+func combinedStatusEvents(reader client.Reader) handler.TypedEventHandler[*ksv1alpha1.CombinedStatus, reconcile.Request] {
+	// enqueue queues the policy of cs at the priority that priority
+	// gives it (nil is the default).
+	enqueue := func(ctx context.Context, cs *ksv1alpha1.CombinedStatus, q workqueue.TypedRateLimitingInterface[reconcile.Request],
+		priority func(policy reconcile.Request, bindingPolicy string) *int) {
+		bindingPolicy := cs.Labels[StatusLabelBindingPolicy]
+		for _, req := range policyOfBindingPolicy(ctx, reader, bindingPolicy) {
+			if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
+				pq.AddWithOpts(priorityqueue.AddOpts{Priority: priority(req, bindingPolicy)}, req)
+			} else {
+				q.Add(req)
+			}
+		}
+	}
+	// changed queues a rollout in the stage that cs reports on at
+	// AssessmentPriority.
+	changed := func(ctx context.Context) func(reconcile.Request, string) *int {
+		return func(req reconcile.Request, bindingPolicy string) *int {
+			if assesses(ctx, reader, req, bindingPolicy) {
+				return ptr.To(AssessmentPriority)
+			}
+			return nil
+		}
+	}
+	// unchanged is for the cache's initial list and resyncs, as
+	// controller-runtime's own handlers queue them.
+	unchanged := func(reconcile.Request, string) *int { return ptr.To(handler.LowPriority) }
+	byDefault := func(reconcile.Request, string) *int { return nil }
+	return handler.TypedFuncs[*ksv1alpha1.CombinedStatus, reconcile.Request]{
+		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[*ksv1alpha1.CombinedStatus], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if e.IsInInitialList {
+				enqueue(ctx, e.Object, q, unchanged)
+				return
+			}
+			enqueue(ctx, e.Object, q, changed(ctx))
+		},
+		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[*ksv1alpha1.CombinedStatus], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if e.ObjectOld.GetResourceVersion() == e.ObjectNew.GetResourceVersion() {
+				enqueue(ctx, e.ObjectNew, q, unchanged)
+				return
+			}
+			enqueue(ctx, e.ObjectNew, q, changed(ctx))
+		},
+		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[*ksv1alpha1.CombinedStatus], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.Object, q, byDefault)
+		},
+		GenericFunc: func(ctx context.Context, e event.TypedGenericEvent[*ksv1alpha1.CombinedStatus], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.Object, q, byDefault)
+		},
+	}
+}
+
+// assesses reports whether the policy of req is rolling out, in the stage
+// that bindingPolicy places, as the cache has it.
+func assesses(ctx context.Context, reader client.Reader, req reconcile.Request, bindingPolicy string) bool {
+	policy := &v1alpha1.StagedBindingPolicy{}
+	if err := reader.Get(ctx, req.NamespacedName, policy); err != nil {
+		return false
+	}
+	return policy.Status.Phase == v1alpha1.RolloutProgressing && policy.Status.ActiveStage != "" &&
+		v1alpha1.BindingPolicyName(policy.Name, policy.Status.ActiveStage) == bindingPolicy
 }
 
 // atLowPriority returns q adding at handler.LowPriority what is added

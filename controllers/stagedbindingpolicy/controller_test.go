@@ -16,6 +16,7 @@ package stagedbindingpolicy
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"testing"
 
@@ -112,5 +113,68 @@ func TestBindingPolicyEventsQueueAtLowPriority(t *testing.T) {
 	}
 	if priorities["both"] != 0 || priorities["handed-over"] != 0 || priorities["resolved"] != 0 {
 		t.Errorf("priorities %v, want 0 for the policies queued by other events and by an update", priorities)
+	}
+}
+
+// TestCombinedStatusEventsQueueAssessmentsFirst: a CombinedStatus created or
+// updated for the active stage of a rollout in progress queues its policy at
+// AssessmentPriority, ahead of everything else; one of another stage, of a
+// completed rollout, or deleted, at the default priority; the cache's
+// initial list and resyncs at handler.LowPriority.
+func TestCombinedStatusEventsQueueAssessmentsFirst(t *testing.T) {
+	needsAPIServer(t)
+	ctx := t.Context()
+	q := priorityqueue.New[reconcile.Request]("test")
+	defer q.ShutDown()
+	events := combinedStatusEvents(testSpace.Client)
+
+	// rollout creates a policy in the given phase and stage, and the
+	// BindingPolicy of stage reported on; it returns that BindingPolicy's
+	// CombinedStatus, at resourceVersion "1".
+	rollout := func(base string, phase v1alpha1.RolloutPhase, active, reportedOn string) *ksv1alpha1.CombinedStatus {
+		p := createPolicy(t, base)
+		startPolicy(t, p, active)
+		if phase != v1alpha1.RolloutProgressing {
+			p.Status.Phase = phase
+			if err := testSpace.Client.Status().Update(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cs := combinedStatus(createBP(t, p, reportedOn), deployment, "1")
+		cs.ResourceVersion = "1"
+		return &cs
+	}
+	updated := func(cs *ksv1alpha1.CombinedStatus, resourceVersion string) event.TypedUpdateEvent[*ksv1alpha1.CombinedStatus] {
+		changed := cs.DeepCopy()
+		changed.ResourceVersion = resourceVersion
+		return event.TypedUpdateEvent[*ksv1alpha1.CombinedStatus]{ObjectOld: cs, ObjectNew: changed}
+	}
+
+	events.Create(ctx, event.TypedCreateEvent[*ksv1alpha1.CombinedStatus]{
+		Object: rollout("cs-listed", v1alpha1.RolloutProgressing, "dev", "dev"), IsInInitialList: true}, q)
+	events.Update(ctx, updated(rollout("cs-resynced", v1alpha1.RolloutProgressing, "dev", "dev"), "1"), q)
+	events.Update(ctx, updated(rollout("cs-next-stage", v1alpha1.RolloutProgressing, "dev", "test"), "2"), q)
+	events.Update(ctx, updated(rollout("cs-completed", v1alpha1.RolloutCompleted, "prod", "prod"), "2"), q)
+	events.Delete(ctx, event.TypedDeleteEvent[*ksv1alpha1.CombinedStatus]{Object: rollout("cs-deleted", v1alpha1.RolloutProgressing, "dev", "dev")}, q)
+	events.Create(ctx, event.TypedCreateEvent[*ksv1alpha1.CombinedStatus]{Object: rollout("cs-created", v1alpha1.RolloutProgressing, "dev", "dev")}, q)
+	events.Update(ctx, updated(rollout("cs-updated", v1alpha1.RolloutProgressing, "test", "test"), "2"), q)
+
+	got := map[string]int{}
+	var order []string
+	for range 7 {
+		item, priority, _ := q.GetWithPriority()
+		got[item.Name], order = priority, append(order, item.Name)
+		q.Done(item)
+	}
+	want := map[string]int{
+		"cs-created": AssessmentPriority, "cs-updated": AssessmentPriority,
+		"cs-next-stage": 0, "cs-completed": 0, "cs-deleted": 0,
+		"cs-listed": handler.LowPriority, "cs-resynced": handler.LowPriority,
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("priorities %v, want %v", got, want)
+	}
+	if first := order[:2]; !slices.Contains(first, "cs-created") || !slices.Contains(first, "cs-updated") {
+		t.Errorf("queue order %v, want cs-created and cs-updated first", order)
 	}
 }
