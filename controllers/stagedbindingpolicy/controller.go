@@ -23,6 +23,7 @@ import (
 
 	"github.com/go-logr/logr"
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -34,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -122,11 +124,19 @@ func NewController(space string, cl cluster.Cluster, engine *expression.Engine, 
 			func(_ context.Context, a *v1alpha1.StageApproval) []reconcile.Request {
 				return policyOf(a.Labels)
 			})),
-		source.Kind(informers, &ksv1alpha1.BindingPolicy{}, bindingPolicyEvents()),
+		source.Kind(informers, &ksv1alpha1.BindingPolicy{}, bindingPolicyEvents(),
+			predicate.TypedFuncs[*ksv1alpha1.BindingPolicy]{UpdateFunc: func(e event.TypedUpdateEvent[*ksv1alpha1.BindingPolicy]) bool {
+				return bindingPolicyChanged(e.ObjectOld, e.ObjectNew)
+			}}),
 		source.Kind(informers, &ksv1alpha1.Binding{}, handler.TypedEnqueueRequestsFromMapFunc(
 			func(ctx context.Context, b *ksv1alpha1.Binding) []reconcile.Request {
 				return policyOfBindingPolicy(ctx, reader, b.Name)
-			})),
+			}),
+			// Plan does not read a Binding's status (KubeStellar's
+			// transport controller writes it) or finalizers.
+			predicate.TypedFuncs[*ksv1alpha1.Binding]{UpdateFunc: func(e event.TypedUpdateEvent[*ksv1alpha1.Binding]) bool {
+				return !sameMetadata(e.ObjectOld, e.ObjectNew)
+			}}),
 		source.Kind(informers, &ksv1alpha1.CombinedStatus{}, combinedStatusEvents(reader)),
 	}
 	for _, w := range watches {
@@ -292,13 +302,30 @@ func (q lowPriorityQueue) AddWithOpts(o priorityqueue.AddOpts, items ...reconcil
 
 // statusOnly reports whether an update of a policy changed nothing that
 // Plan reads but its status: not its spec (generation), labels,
-// annotations (restartedAt), finalizers or deletion.
+// annotations (restartedAt), owners, finalizers or deletion.
 func statusOnly(old, new *v1alpha1.StagedBindingPolicy) bool {
-	return old.Generation == new.Generation &&
-		maps.Equal(old.Labels, new.Labels) &&
-		maps.Equal(old.Annotations, new.Annotations) &&
-		slices.Equal(old.Finalizers, new.Finalizers) &&
-		old.DeletionTimestamp.Equal(new.DeletionTimestamp)
+	return sameMetadata(old, new) && slices.Equal(old.Finalizers, new.Finalizers)
+}
+
+// bindingPolicyChanged reports whether an update of a BindingPolicy changed
+// anything Plan reads: its spec (generation), labels, annotations
+// (the handover's), owners, deletion or status (KubeStellar's resolution),
+// or its finalizers while it is being deleted (they hold the deletion of
+// its policy). KubeStellar's finalizer, added to every BindingPolicy it
+// resolves, queues nothing.
+func bindingPolicyChanged(old, new *ksv1alpha1.BindingPolicy) bool {
+	return !sameMetadata(old, new) || !equality.Semantic.DeepEqual(&old.Status, &new.Status) ||
+		(new.DeletionTimestamp != nil && !slices.Equal(old.Finalizers, new.Finalizers))
+}
+
+// sameMetadata reports whether two versions of an object have the same
+// generation (spec), labels, annotations, owners and deletion timestamp.
+func sameMetadata(old, new client.Object) bool {
+	return old.GetGeneration() == new.GetGeneration() &&
+		maps.Equal(old.GetLabels(), new.GetLabels()) &&
+		maps.Equal(old.GetAnnotations(), new.GetAnnotations()) &&
+		equality.Semantic.DeepEqual(old.GetOwnerReferences(), new.GetOwnerReferences()) &&
+		old.GetDeletionTimestamp().Equal(new.GetDeletionTimestamp())
 }
 
 // policyOf maps the labels of a generated BindingPolicy or StageApproval to its policy.

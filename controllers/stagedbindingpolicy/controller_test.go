@@ -178,3 +178,60 @@ func TestCombinedStatusEventsQueueAssessmentsFirst(t *testing.T) {
 		t.Errorf("queue order %v, want cs-created and cs-updated first", order)
 	}
 }
+
+// TestUpdatesPlanDoesNotReadQueueNothing: an update of a BindingPolicy or a
+// Binding that changes nothing Plan reads (KubeStellar's finalizer, a
+// Binding's status, a resync) does not queue the policy.
+func TestUpdatesPlanDoesNotReadQueueNothing(t *testing.T) {
+	bp := func() *ksv1alpha1.BindingPolicy {
+		return &ksv1alpha1.BindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p.stage.dev", ResourceVersion: "1", Generation: 1,
+			Labels: map[string]string{v1alpha1.PolicyLabel: "p"}, Annotations: map[string]string{"note": "x"}}}
+	}
+	for name, tc := range map[string]struct {
+		change func(*ksv1alpha1.BindingPolicy)
+		queued bool
+	}{
+		"resync":                        {func(*ksv1alpha1.BindingPolicy) {}, false},
+		"KubeStellar's finalizer":       {func(b *ksv1alpha1.BindingPolicy) { b.Finalizers = []string{"kubestellar"} }, false},
+		"spec":                          {func(b *ksv1alpha1.BindingPolicy) { b.Generation++ }, true},
+		"status":                        {func(b *ksv1alpha1.BindingPolicy) { b.Status.ObservedGeneration = 1 }, true},
+		"annotation":                    {func(b *ksv1alpha1.BindingPolicy) { b.Annotations["note"] = "y" }, true},
+		"label":                         {func(b *ksv1alpha1.BindingPolicy) { b.Labels["team"] = "a" }, true},
+		"owner":                         {func(b *ksv1alpha1.BindingPolicy) { b.OwnerReferences = []metav1.OwnerReference{{Name: "p"}} }, true},
+		"deletion":                      {func(b *ksv1alpha1.BindingPolicy) { b.DeletionTimestamp = ptr.To(metav1.Now()) }, true},
+		"finalizer while being deleted": {func(b *ksv1alpha1.BindingPolicy) { b.Finalizers = []string{"kubestellar"} }, true},
+	} {
+		t.Run("BindingPolicy "+name, func(t *testing.T) {
+			old, updated := bp(), bp()
+			if name == "finalizer while being deleted" {
+				old.DeletionTimestamp = ptr.To(metav1.Now())
+				updated.DeletionTimestamp = old.DeletionTimestamp
+			}
+			tc.change(updated)
+			if got := bindingPolicyChanged(old, updated); got != tc.queued {
+				t.Errorf("bindingPolicyChanged = %v, want %v", got, tc.queued)
+			}
+		})
+	}
+	binding := func() *ksv1alpha1.Binding {
+		return &ksv1alpha1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "p.stage.dev", ResourceVersion: "1", Generation: 1}}
+	}
+	for name, tc := range map[string]struct {
+		change func(*ksv1alpha1.Binding)
+		queued bool
+	}{
+		"status":    {func(b *ksv1alpha1.Binding) { b.Status.ObservedGeneration = 1 }, false},
+		"finalizer": {func(b *ksv1alpha1.Binding) { b.Finalizers = []string{"transport"} }, false},
+		"spec":      {func(b *ksv1alpha1.Binding) { b.Generation++ }, true},
+		"owner":     {func(b *ksv1alpha1.Binding) { b.OwnerReferences = []metav1.OwnerReference{{Name: "p.stage.dev"}} }, true},
+		"deletion":  {func(b *ksv1alpha1.Binding) { b.DeletionTimestamp = ptr.To(metav1.Now()) }, true},
+	} {
+		t.Run("Binding "+name, func(t *testing.T) {
+			old, updated := binding(), binding()
+			tc.change(updated)
+			if got := !sameMetadata(old, updated); got != tc.queued {
+				t.Errorf("queued = %v, want %v", got, tc.queued)
+			}
+		})
+	}
+}
