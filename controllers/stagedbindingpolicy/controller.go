@@ -258,15 +258,36 @@ func combinedStatusEvents(reader client.Reader) handler.TypedEventHandler[*ksv1a
 	}
 }
 
-// assesses reports whether the policy of req is rolling out, in the stage
-// that bindingPolicy places, as the cache has it.
+// assesses reports whether the policy of req is rolling out in the stage
+// that bindingPolicy places, as the cache has it: its active stage, or the
+// stage its active stage has handed over to (handedOver) before the status
+// records the advance. The record is queued at handler.LowPriority and
+// trails the handover by seconds when many rollouts advance at once, while
+// the next stage's CombinedStatus may come at once; the run it queues
+// records the advance and, in the same run, assesses the next stage (see
+// maxStepsPerRun), so the next stage's handover does not wait for the
+// record's turn.
 func assesses(ctx context.Context, reader client.Reader, req reconcile.Request, bindingPolicy string) bool {
 	policy := &v1alpha1.StagedBindingPolicy{}
 	if err := reader.Get(ctx, req.NamespacedName, policy); err != nil {
 		return false
 	}
-	return policy.Status.Phase == v1alpha1.RolloutProgressing && policy.Status.ActiveStage != "" &&
-		v1alpha1.BindingPolicyName(policy.Name, policy.Status.ActiveStage) == bindingPolicy
+	active, started, _ := ActiveStage(policy)
+	if policy.Status.Phase != v1alpha1.RolloutProgressing || !started {
+		return false
+	}
+	if v1alpha1.BindingPolicyName(policy.Name, policy.Spec.Stages[active].Name) == bindingPolicy {
+		return true
+	}
+	if active+1 >= len(policy.Spec.Stages) ||
+		v1alpha1.BindingPolicyName(policy.Name, policy.Spec.Stages[active+1].Name) != bindingPolicy {
+		return false
+	}
+	next := &ksv1alpha1.BindingPolicy{}
+	if err := reader.Get(ctx, types.NamespacedName{Name: bindingPolicy}, next); err != nil {
+		return false
+	}
+	return handedOver(&Snapshot{Policy: policy, NextBindingPolicy: next}, active)
 }
 
 // atLowPriority returns q adding at handler.LowPriority what is added

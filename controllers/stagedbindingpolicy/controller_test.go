@@ -19,6 +19,7 @@ import (
 	"maps"
 	"slices"
 	"testing"
+	"time"
 
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -118,9 +119,12 @@ func TestBindingPolicyEventsQueueAtLowPriority(t *testing.T) {
 
 // TestCombinedStatusEventsQueueAssessmentsFirst: a CombinedStatus created or
 // updated for the active stage of a rollout in progress queues its policy at
-// AssessmentPriority, ahead of everything else; one of another stage, of a
-// completed rollout, or deleted, at the default priority; the cache's
-// initial list and resyncs at handler.LowPriority.
+// AssessmentPriority, ahead of everything else, and so does one of the stage
+// the active stage has handed over to, before the status records the
+// advance; one of another stage (the next one's left from an earlier start
+// of the active stage among them), of a completed rollout, or deleted, at
+// the default priority; the cache's initial list and resyncs at
+// handler.LowPriority.
 func TestCombinedStatusEventsQueueAssessmentsFirst(t *testing.T) {
 	needsAPIServer(t)
 	ctx := t.Context()
@@ -144,6 +148,25 @@ func TestCombinedStatusEventsQueueAssessmentsFirst(t *testing.T) {
 		cs.ResourceVersion = "1"
 		return &cs
 	}
+	// handedOver creates a policy whose stage dev, started at earlier, has
+	// handed over to stage test, with the mark of the start given, and
+	// returns the CombinedStatus of test's BindingPolicy.
+	handedOver := func(base string, start time.Time) *ksv1alpha1.CombinedStatus {
+		p := createPolicy(t, base)
+		atStage(p, "dev")
+		if err := testSpace.Client.Status().Update(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		bp := ownedBP(p, "test", "")
+		bp.ResourceVersion, bp.Generation, bp.Status = "", 0, ksv1alpha1.BindingPolicyStatus{}
+		bp.Annotations = map[string]string{v1alpha1.HandedOverFromAnnotation: "dev@" + start.UTC().Format(time.RFC3339)}
+		if err := testSpace.Client.Create(ctx, bp); err != nil {
+			t.Fatal(err)
+		}
+		cs := combinedStatus(bp, deployment, "1")
+		cs.ResourceVersion = "1"
+		return &cs
+	}
 	updated := func(cs *ksv1alpha1.CombinedStatus, resourceVersion string) event.TypedUpdateEvent[*ksv1alpha1.CombinedStatus] {
 		changed := cs.DeepCopy()
 		changed.ResourceVersion = resourceVersion
@@ -158,24 +181,26 @@ func TestCombinedStatusEventsQueueAssessmentsFirst(t *testing.T) {
 	events.Delete(ctx, event.TypedDeleteEvent[*ksv1alpha1.CombinedStatus]{Object: rollout("cs-deleted", v1alpha1.RolloutProgressing, "dev", "dev")}, q)
 	events.Create(ctx, event.TypedCreateEvent[*ksv1alpha1.CombinedStatus]{Object: rollout("cs-created", v1alpha1.RolloutProgressing, "dev", "dev")}, q)
 	events.Update(ctx, updated(rollout("cs-updated", v1alpha1.RolloutProgressing, "test", "test"), "2"), q)
+	events.Create(ctx, event.TypedCreateEvent[*ksv1alpha1.CombinedStatus]{Object: handedOver("cs-handed-over", earlier.Time)}, q)
+	events.Create(ctx, event.TypedCreateEvent[*ksv1alpha1.CombinedStatus]{Object: handedOver("cs-earlier-start", muchEarlier.Time)}, q)
 
 	got := map[string]int{}
 	var order []string
-	for range 7 {
+	for range 9 {
 		item, priority, _ := q.GetWithPriority()
 		got[item.Name], order = priority, append(order, item.Name)
 		q.Done(item)
 	}
 	want := map[string]int{
-		"cs-created": AssessmentPriority, "cs-updated": AssessmentPriority,
-		"cs-next-stage": 0, "cs-completed": 0, "cs-deleted": 0,
+		"cs-created": AssessmentPriority, "cs-updated": AssessmentPriority, "cs-handed-over": AssessmentPriority,
+		"cs-next-stage": 0, "cs-earlier-start": 0, "cs-completed": 0, "cs-deleted": 0,
 		"cs-listed": handler.LowPriority, "cs-resynced": handler.LowPriority,
 	}
 	if !maps.Equal(got, want) {
 		t.Errorf("priorities %v, want %v", got, want)
 	}
-	if first := order[:2]; !slices.Contains(first, "cs-created") || !slices.Contains(first, "cs-updated") {
-		t.Errorf("queue order %v, want cs-created and cs-updated first", order)
+	if first := order[:3]; !slices.Contains(first, "cs-created") || !slices.Contains(first, "cs-updated") || !slices.Contains(first, "cs-handed-over") {
+		t.Errorf("queue order %v, want cs-created, cs-updated and cs-handed-over first", order)
 	}
 }
 
