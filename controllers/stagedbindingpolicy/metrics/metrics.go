@@ -140,14 +140,43 @@ func Collectors() []prometheus.Collector {
 type Space struct {
 	name string
 
-	mu     sync.Mutex
-	phases map[string]v1alpha1.RolloutPhase // by policy
-	stages map[string]string                // active stage by policy
+	mu sync.Mutex
+	// recorded is what Policy last recorded of each policy.
+	recorded map[string]policySeries
+	// phases counts the policies of recorded by phase.
+	phases map[v1alpha1.RolloutPhase]int
 }
+
+// policySeries are the values of a policy's series; an unset gauge has no
+// series.
+type policySeries struct {
+	phase            v1alpha1.RolloutPhase
+	stages           int
+	activeStage      string
+	deletionStart    gauge
+	activeStageIndex gauge
+	activeStageStart gauge
+	progressDeadline gauge
+	awaitingApproval gauge
+}
+
+// gauge is the value of a series, or no series when not set.
+type gauge struct {
+	set   bool
+	value float64
+}
+
+// at returns the gauge of a value.
+func at(value float64) gauge { return gauge{set: true, value: value} }
+
+// phasesCounted are the phases stager_policies counts, each at 0 from the
+// first policy on.
+var phasesCounted = []v1alpha1.RolloutPhase{v1alpha1.RolloutPending, v1alpha1.RolloutProgressing, v1alpha1.RolloutCompleted,
+	v1alpha1.RolloutBlocked, v1alpha1.RolloutSuspended, v1alpha1.RolloutStalled, v1alpha1.RolloutAwaitingApproval}
 
 // NewSpace returns the recorder of a space's metrics.
 func NewSpace(name string) *Space {
-	return &Space{name: name, phases: map[string]v1alpha1.RolloutPhase{}, stages: map[string]string{}}
+	return &Space{name: name, recorded: map[string]policySeries{}, phases: map[v1alpha1.RolloutPhase]int{}}
 }
 
 // SpaceEngaged creates the space's counters and histograms at zero, so that
@@ -173,84 +202,115 @@ func SpaceDisengaged(space string) {
 	}
 }
 
-// Policy records the state of a policy as its status says.
-func (s *Space) Policy(policy *v1alpha1.StagedBindingPolicy) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	phase := policy.Status.Phase
-	if phase == "" {
-		phase = v1alpha1.RolloutPending
+// seriesOf returns the values of a policy's series as its status says.
+func seriesOf(policy *v1alpha1.StagedBindingPolicy) policySeries {
+	series := policySeries{phase: policy.Status.Phase, stages: len(policy.Spec.Stages), activeStage: policy.Status.ActiveStage}
+	if series.phase == "" {
+		series.phase = v1alpha1.RolloutPending
 	}
-	if previous, ok := s.phases[policy.Name]; ok && previous != phase {
-		policyPhase.DeleteLabelValues(s.name, policy.Name, string(previous))
-	}
-	s.phases[policy.Name] = phase
-	policyPhase.WithLabelValues(s.name, policy.Name, string(phase)).Set(1)
-	s.refreshPhasesLocked()
-
-	stageCount.WithLabelValues(s.name, policy.Name).Set(float64(len(policy.Spec.Stages)))
 	if policy.DeletionTimestamp != nil {
-		deletionStart.WithLabelValues(s.name, policy.Name).Set(float64(policy.DeletionTimestamp.Unix()))
-	} else {
-		deletionStart.DeleteLabelValues(s.name, policy.Name)
+		series.deletionStart = at(float64(policy.DeletionTimestamp.Unix()))
 	}
-	active := policy.Status.ActiveStage
-	if previous, ok := s.stages[policy.Name]; ok && previous != active {
-		activeStage.DeleteLabelValues(s.name, policy.Name, previous)
+	if series.activeStage == "" {
+		return series
 	}
-	progressDeadline.DeleteLabelValues(s.name, policy.Name)
-	awaitingApproval.DeleteLabelValues(s.name, policy.Name)
-	if active == "" {
-		delete(s.stages, policy.Name)
-		activeStageIndex.DeleteLabelValues(s.name, policy.Name)
-		activeStageStart.DeleteLabelValues(s.name, policy.Name)
-		return
-	}
-	s.stages[policy.Name] = active
-	activeStage.WithLabelValues(s.name, policy.Name, active).Set(1)
 	for i, st := range policy.Status.Stages {
-		if st.Name != active {
+		if st.Name != series.activeStage {
 			continue
 		}
-		activeStageIndex.WithLabelValues(s.name, policy.Name).Set(float64(i))
+		series.activeStageIndex = at(float64(i))
 		if st.StartTime != nil {
-			activeStageStart.WithLabelValues(s.name, policy.Name).Set(float64(st.StartTime.Unix()))
+			series.activeStageStart = at(float64(st.StartTime.Unix()))
 		}
 		if st.ApprovalRequestedTime != nil && st.Phase == v1alpha1.StageAwaitingApproval {
-			awaitingApproval.WithLabelValues(s.name, policy.Name).Set(float64(st.ApprovalRequestedTime.Unix()))
+			series.awaitingApproval = at(float64(st.ApprovalRequestedTime.Unix()))
 		}
-		if st.ProgressDeadlineTime != nil && st.Phase == v1alpha1.StageActive && phase != v1alpha1.RolloutSuspended {
-			progressDeadline.WithLabelValues(s.name, policy.Name).Set(float64(st.ProgressDeadlineTime.Unix()))
+		if st.ProgressDeadlineTime != nil && st.Phase == v1alpha1.StageActive && series.phase != v1alpha1.RolloutSuspended {
+			series.progressDeadline = at(float64(st.ProgressDeadlineTime.Unix()))
 		}
 	}
+	return series
+}
+
+// Policy records the state of a policy as its status says. It changes only
+// the series whose values changed since the policy's last record: most runs
+// change none, and every change takes a lock that the metrics of every
+// space share.
+func (s *Space) Policy(policy *v1alpha1.StagedBindingPolicy) {
+	series := seriesOf(policy)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	before, known := s.recorded[policy.Name]
+	if known && before == series {
+		return
+	}
+	s.recorded[policy.Name] = series
+	name := policy.Name
+	if !known || before.phase != series.phase {
+		if known {
+			policyPhase.DeleteLabelValues(s.name, name, string(before.phase))
+			s.countPhaseLocked(before.phase, -1)
+		}
+		policyPhase.WithLabelValues(s.name, name, string(series.phase)).Set(1)
+		s.countPhaseLocked(series.phase, 1)
+	}
+	if !known || before.stages != series.stages {
+		stageCount.WithLabelValues(s.name, name).Set(float64(series.stages))
+	}
+	if !known || before.activeStage != series.activeStage {
+		if known && before.activeStage != "" {
+			activeStage.DeleteLabelValues(s.name, name, before.activeStage)
+		}
+		if series.activeStage != "" {
+			activeStage.WithLabelValues(s.name, name, series.activeStage).Set(1)
+		}
+	}
+	for _, g := range []struct {
+		vec            *prometheus.GaugeVec
+		before, series gauge
+	}{
+		{deletionStart, before.deletionStart, series.deletionStart},
+		{activeStageIndex, before.activeStageIndex, series.activeStageIndex},
+		{activeStageStart, before.activeStageStart, series.activeStageStart},
+		{progressDeadline, before.progressDeadline, series.progressDeadline},
+		{awaitingApproval, before.awaitingApproval, series.awaitingApproval},
+	} {
+		switch {
+		case known && g.before == g.series:
+		case g.series.set:
+			g.vec.WithLabelValues(s.name, name).Set(g.series.value)
+		case !known || g.before.set:
+			g.vec.DeleteLabelValues(s.name, name)
+		}
+	}
+}
+
+// countPhaseLocked adds delta to the policies of a phase. The first count
+// sets every phase's series, at 0 where no policy is in it.
+func (s *Space) countPhaseLocked(phase v1alpha1.RolloutPhase, delta int) {
+	if len(s.phases) == 0 {
+		for _, p := range phasesCounted {
+			s.phases[p] = 0
+			policies.WithLabelValues(s.name, string(p)).Set(0)
+		}
+	}
+	s.phases[phase] += delta
+	policies.WithLabelValues(s.name, string(phase)).Set(float64(s.phases[phase]))
 }
 
 // PolicyDeleted deletes the series of a policy.
 func (s *Space) PolicyDeleted(policy string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.phases, policy)
-	delete(s.stages, policy)
-	s.refreshPhasesLocked()
+	if before, known := s.recorded[policy]; known {
+		delete(s.recorded, policy)
+		s.countPhaseLocked(before.phase, -1)
+	}
 	labels := prometheus.Labels{LabelSpace: s.name, LabelPolicy: policy}
 	for _, vec := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
 	}{policyPhase, activeStage, activeStageIndex, stageCount, activeStageStart, progressDeadline, awaitingApproval, deletionStart, transitions} {
 		vec.DeletePartialMatch(labels)
-	}
-}
-
-// refreshPhasesLocked sets the per-phase policy counts of the space.
-func (s *Space) refreshPhasesLocked() {
-	counts := map[v1alpha1.RolloutPhase]int{
-		v1alpha1.RolloutPending: 0, v1alpha1.RolloutProgressing: 0, v1alpha1.RolloutCompleted: 0, v1alpha1.RolloutBlocked: 0,
-		v1alpha1.RolloutSuspended: 0, v1alpha1.RolloutStalled: 0, v1alpha1.RolloutAwaitingApproval: 0,
-	}
-	for _, phase := range s.phases {
-		counts[phase]++
-	}
-	for phase, n := range counts {
-		policies.WithLabelValues(s.name, string(phase)).Set(float64(n))
 	}
 }
 

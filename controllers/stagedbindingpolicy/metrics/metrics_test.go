@@ -15,6 +15,7 @@
 package metrics
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -229,4 +230,44 @@ func TestAwaitingApprovalSeries(t *testing.T) {
 	if n := testutil.CollectAndCount(awaitingApproval); n != 0 {
 		t.Fatalf("%d awaiting-approval series once the stage started, want 0", n)
 	}
+}
+
+// TestStageAwaitingApprovalHasNoStart checks that a policy whose rollout
+// moves on to a stage awaiting approval, which has not started, exports no
+// start time for it, rather than the start of the stage before.
+func TestStageAwaitingApprovalHasNoStart(t *testing.T) {
+	s := NewSpace("approval-start-test")
+	t.Cleanup(func() { SpaceDisengaged("approval-start-test") })
+
+	s.Policy(policyAt("a", "dev", v1alpha1.RolloutProgressing, 0))
+	p := policyAt("a", "test", v1alpha1.RolloutAwaitingApproval, 1)
+	p.Status.Stages[1].Phase, p.Status.Stages[1].StartTime = v1alpha1.StageAwaitingApproval, nil
+	p.Status.Stages[1].ApprovalRequestedTime = &metav1.Time{Time: time.Unix(9000, 0)}
+	s.Policy(p)
+	if n := testutil.CollectAndCount(activeStageStart); n != 0 {
+		t.Fatalf("%d active stage start series for a stage awaiting approval, want 0", n)
+	}
+	if got := testutil.ToFloat64(activeStageIndex.WithLabelValues("approval-start-test", "a")); got != 1 {
+		t.Fatalf("active stage index = %v, want 1", got)
+	}
+}
+
+// BenchmarkSpacePolicy records, from as many goroutines as there are
+// workers, the policies of one space whose status has not changed since
+// their last record: what most runs of the reconciler record.
+func BenchmarkSpacePolicy(b *testing.B) {
+	s := NewSpace("bench")
+	b.Cleanup(func() { SpaceDisengaged("bench") })
+	policies := make([]*v1alpha1.StagedBindingPolicy, 100)
+	for i := range policies {
+		policies[i] = policyAt(fmt.Sprintf("p%03d", i), "dev", v1alpha1.RolloutProgressing, 0)
+		s.Policy(policies[i])
+	}
+	b.SetParallelism(5) // 10 workers on 2 CPUs
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for i := 0; pb.Next(); i++ {
+			s.Policy(policies[i%len(policies)])
+		}
+	})
 }
