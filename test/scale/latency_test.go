@@ -305,6 +305,21 @@ func (tl *timeline) takeTrips() []time.Duration {
 	return trips
 }
 
+// write writes, for the logs kept, when each BindingPolicy was seen created,
+// satisfied and recorded, one line each: kind, "<space>/<BindingPolicy>",
+// time (RFC 3339, nanoseconds).
+func (tl *timeline) write(path string) error {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	var out strings.Builder
+	for kind, m := range map[string]map[string]time.Time{"created": tl.created, "satisfied": tl.satisfied, "recorded": tl.recorded} {
+		for key, t := range m {
+			fmt.Fprintf(&out, "%s\t%s\t%s\n", kind, key, t.UTC().Format(time.RFC3339Nano))
+		}
+	}
+	return os.WriteFile(path, []byte(out.String()), 0o600)
+}
+
 // advanceTimes are the times of a run's stage advances.
 type advanceTimes struct {
 	// all are, for every policy and every stage but the last, the time
@@ -617,6 +632,11 @@ func runRollouts(b *testing.B, r rollouts) {
 	times, err := tl.advances(spaces, policies)
 	if err != nil {
 		b.Fatal(err)
+	}
+	if os.Getenv(KeepEnv) != "" {
+		if err := tl.write(filepath.Join(dir, "timeline.tsv")); err != nil {
+			b.Error(err)
+		}
 	}
 	advances, toRecord, placedToRecord := times.all, times.toRecord, times.placedToRecord
 	for _, d := range [][]time.Duration{idle, loadTrips} {
