@@ -49,6 +49,9 @@ func main() {
 
 	logger := zap.New(zap.UseFlagOptions(&zapOpts))
 	ctrl.SetLogger(logger)
+	if set := app.TuneRuntime(opts.GCPercent, app.CgroupMemoryMax); len(set) > 0 {
+		logger.Info("Tuned the Go runtime", "set", set)
+	}
 	ctx := ctrl.SetupSignalHandler()
 
 	cfg, err := ctrl.GetConfig()

@@ -97,6 +97,9 @@ type Options struct {
 	// slows its other clients more than it speeds up the stager
 	// (docs/performance.md, "Workers per space").
 	MaxConcurrentReconciles int
+	// GCPercent is the Go garbage collector's target (GOGC) unless the
+	// GOGC environment variable is set (see TuneRuntime).
+	GCPercent int
 	// SpaceProbeInterval is how often each space's API server is probed.
 	SpaceProbeInterval time.Duration
 	// SpaceQPS and SpaceBurst bound the requests to each space's API server:
@@ -142,6 +145,7 @@ func NewOptions() *Options {
 		ShardLeaseRenew:         5 * time.Second,
 		ShardProbeInterval:      2 * time.Second,
 		MaxConcurrentReconciles: 10,
+		GCPercent:               DefaultGCPercent,
 		SpaceProbeInterval:      15 * time.Second,
 		SpaceQPS:                spaces.DefaultQPS,
 		SpaceBurst:              spaces.DefaultBurst,
@@ -174,6 +178,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ShardLeaseRenew, "shard-lease-renew", o.ShardLeaseRenew, "with --coordination=sharded: how often a replica renews its fence and peer Leases (less than --shard-lease-duration)")
 	fs.DurationVar(&o.ShardProbeInterval, "shard-probe-interval", o.ShardProbeInterval, "with --coordination=sharded: how often a replica decides again which spaces it serves")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "how many StagedBindingPolicies of one space are reconciled at once")
+	fs.IntVar(&o.GCPercent, "gc-percent", o.GCPercent, "the Go garbage collector's target (GOGC), unless the GOGC environment variable is set; with no GOMEMLIMIT, the soft memory limit is 90% of the container's memory limit (docs/performance.md)")
 	fs.DurationVar(&o.SpaceProbeInterval, "space-probe-interval", o.SpaceProbeInterval, "how often each space's API server is probed for readiness")
 	fs.Float32Var(&o.SpaceQPS, "space-qps", o.SpaceQPS, "the most requests a second the stager sends to each space's API server")
 	fs.IntVar(&o.SpaceBurst, "space-burst", o.SpaceBurst, "the most requests the stager sends to each space's API server in a burst, above --space-qps")
