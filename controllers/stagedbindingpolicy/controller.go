@@ -124,19 +124,11 @@ func NewController(space string, cl cluster.Cluster, engine *expression.Engine, 
 			func(_ context.Context, a *v1alpha1.StageApproval) []reconcile.Request {
 				return policyOf(a.Labels)
 			})),
-		source.Kind(informers, &ksv1alpha1.BindingPolicy{}, bindingPolicyEvents(),
-			predicate.TypedFuncs[*ksv1alpha1.BindingPolicy]{UpdateFunc: func(e event.TypedUpdateEvent[*ksv1alpha1.BindingPolicy]) bool {
-				return bindingPolicyChanged(e.ObjectOld, e.ObjectNew)
-			}}),
+		source.Kind(informers, &ksv1alpha1.BindingPolicy{}, bindingPolicyEvents(), bindingPolicyUpdates()),
 		source.Kind(informers, &ksv1alpha1.Binding{}, handler.TypedEnqueueRequestsFromMapFunc(
 			func(ctx context.Context, b *ksv1alpha1.Binding) []reconcile.Request {
 				return policyOfBindingPolicy(ctx, reader, b.Name)
-			}),
-			// Plan does not read a Binding's status (KubeStellar's
-			// transport controller writes it) or finalizers.
-			predicate.TypedFuncs[*ksv1alpha1.Binding]{UpdateFunc: func(e event.TypedUpdateEvent[*ksv1alpha1.Binding]) bool {
-				return !sameMetadata(e.ObjectOld, e.ObjectNew)
-			}}),
+			}), bindingUpdates()),
 		source.Kind(informers, &ksv1alpha1.CombinedStatus{}, combinedStatusEvents(reader)),
 	}
 	for _, w := range watches {
@@ -326,6 +318,23 @@ func (q lowPriorityQueue) AddWithOpts(o priorityqueue.AddOpts, items ...reconcil
 // annotations (restartedAt), owners, finalizers or deletion.
 func statusOnly(old, new *v1alpha1.StagedBindingPolicy) bool {
 	return sameMetadata(old, new) && slices.Equal(old.Finalizers, new.Finalizers)
+}
+
+// bindingPolicyUpdates passes the updates of a BindingPolicy that change
+// what Plan reads (bindingPolicyChanged); creations and deletions pass.
+func bindingPolicyUpdates() predicate.TypedPredicate[*ksv1alpha1.BindingPolicy] {
+	return predicate.TypedFuncs[*ksv1alpha1.BindingPolicy]{UpdateFunc: func(e event.TypedUpdateEvent[*ksv1alpha1.BindingPolicy]) bool {
+		return bindingPolicyChanged(e.ObjectOld, e.ObjectNew)
+	}}
+}
+
+// bindingUpdates passes the updates of a Binding that change its spec or
+// metadata (sameMetadata); Plan does not read a Binding's status (KubeStellar's
+// transport controller writes it) or finalizers. Creations and deletions pass.
+func bindingUpdates() predicate.TypedPredicate[*ksv1alpha1.Binding] {
+	return predicate.TypedFuncs[*ksv1alpha1.Binding]{UpdateFunc: func(e event.TypedUpdateEvent[*ksv1alpha1.Binding]) bool {
+		return !sameMetadata(e.ObjectOld, e.ObjectNew)
+	}}
 }
 
 // bindingPolicyChanged reports whether an update of a BindingPolicy changed

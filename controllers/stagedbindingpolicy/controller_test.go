@@ -233,7 +233,7 @@ func TestUpdatesPlanDoesNotReadQueueNothing(t *testing.T) {
 				updated.DeletionTimestamp = old.DeletionTimestamp
 			}
 			tc.change(updated)
-			if got := bindingPolicyChanged(old, updated); got != tc.queued {
+			if got := bindingPolicyUpdates().Update(event.TypedUpdateEvent[*ksv1alpha1.BindingPolicy]{ObjectOld: old, ObjectNew: updated}); got != tc.queued {
 				t.Errorf("bindingPolicyChanged = %v, want %v", got, tc.queued)
 			}
 		})
@@ -254,7 +254,7 @@ func TestUpdatesPlanDoesNotReadQueueNothing(t *testing.T) {
 		t.Run("Binding "+name, func(t *testing.T) {
 			old, updated := binding(), binding()
 			tc.change(updated)
-			if got := !sameMetadata(old, updated); got != tc.queued {
+			if got := bindingUpdates().Update(event.TypedUpdateEvent[*ksv1alpha1.Binding]{ObjectOld: old, ObjectNew: updated}); got != tc.queued {
 				t.Errorf("queued = %v, want %v", got, tc.queued)
 			}
 		})
