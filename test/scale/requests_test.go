@@ -83,10 +83,9 @@ func readAPIServerWork(ctx context.Context, cfg *rest.Config) (apiServerWork, er
 // apiserver_watch_events_total and the sum of apiserver_watch_events_sizes
 // from Prometheus's text format.
 func parseAPIServerWork(r io.Reader) (apiServerWork, error) {
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(r)
+	families, err := metricFamilies(r, "the API server's")
 	if err != nil {
-		return apiServerWork{}, fmt.Errorf("reading the API server's metrics: %w", err)
+		return apiServerWork{}, err
 	}
 	w := newAPIServerWork()
 	for _, m := range families["apiserver_request_total"].GetMetric() {
@@ -255,16 +254,29 @@ func readQueueWork(ctx context.Context, addr string) (queueWork, error) {
 		return queueWork{}, err
 	}
 	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return queueWork{}, fmt.Errorf("reading the stager's metrics: %s", resp.Status)
+	}
 	return parseQueueWork(resp.Body)
+}
+
+// metricFamilies parses Prometheus's text format; whose names the server
+// in errors.
+func metricFamilies(r io.Reader, whose string) (map[string]*dto.MetricFamily, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(r)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s metrics: %w", whose, err)
+	}
+	return families, nil
 }
 
 // parseQueueWork adds up workqueue_queue_duration_seconds and
 // workqueue_work_duration_seconds of the stager's controllers.
 func parseQueueWork(r io.Reader) (queueWork, error) {
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(r)
+	families, err := metricFamilies(r, "the stager's")
 	if err != nil {
-		return queueWork{}, fmt.Errorf("reading the stager's metrics: %w", err)
+		return queueWork{}, err
 	}
 	var q queueWork
 	for _, m := range families["workqueue_queue_duration_seconds"].GetMetric() {
