@@ -128,12 +128,20 @@ func prepareWDS(ctx context.Context, name string) error {
 	return nil
 }
 
-// startStager starts the stager binary serving the registered WDSes and
-// waits until it answers its health probe.
+// startStager starts the stager binary serving the registered WDSes, with
+// its profiles on a loopback port, and waits until it answers its health
+// probe.
 func startStager() (*stack.Process, error) {
 	args := func() ([]string, error) {
 		args, err := suite.stack.StagerArgs()
-		return append(args, "--zap-devel"), err
+		if err != nil {
+			return nil, err
+		}
+		pprof, err := stack.FreeAddresses(1)
+		if err != nil {
+			return nil, err
+		}
+		return append(args, "--zap-devel", "--pprof-bind-address="+pprof[0]), nil
 	}
 	return stack.StartStager(suite.ctx, suite.binary, args, filepath.Join(suite.workDir, "stager.log"))
 }

@@ -22,6 +22,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -72,6 +73,11 @@ type Options struct {
 	MetricsCertDir string
 	// HealthProbeBindAddress is where /healthz and /readyz are served ("0" turns them off).
 	HealthProbeBindAddress string
+	// PprofBindAddress is where Go's profiles (/debug/pprof/) are served,
+	// over plain HTTP and without authentication: empty or "0" turns them
+	// off (the default), and it must be a loopback address (reach it in a
+	// Pod with kubectl port-forward).
+	PprofBindAddress string
 	// LeaderElect makes only one replica work at a time.
 	LeaderElect bool
 	// LeaderElectionNamespace is the namespace of the leader election Lease.
@@ -169,6 +175,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", o.MetricsCertDir,
 		"directory holding the metrics server's tls.crt and tls.key, reloaded when they change (default: a self-signed certificate)")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, `address of the /healthz and /readyz endpoints ("0" turns them off)`)
+	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", o.PprofBindAddress,
+		`loopback address where Go's profiles are served (/debug/pprof/), over plain HTTP without authentication, e.g. 127.0.0.1:6060; reach it in a Pod with kubectl port-forward (default: off)`)
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader among replicas, so that only one works at a time; the leader releases its Lease when it stops")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "namespace of the leader election Lease (default: the pod's namespace; outside a pod, --kubeconfig-namespace)")
 	fs.StringVar(&o.Coordination, "coordination", o.Coordination,
@@ -197,6 +205,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 func (o *Options) Validate() error {
 	var errs []error
 	if err := o.Providers.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := validatePprofBindAddress(o.PprofBindAddress); err != nil {
 		errs = append(errs, err)
 	}
 	switch o.Coordination {
@@ -248,6 +259,26 @@ func (o *Options) Validate() error {
 		errs = append(errs, errors.New("--deletion-warning-after must be positive"))
 	}
 	return errors.Join(errs...)
+}
+
+// validatePprofBindAddress accepts no address, "0" (both off) and a
+// loopback one: the profiles are served to anyone who can reach the port,
+// and they show the process's goroutines, memory and command line.
+func validatePprofBindAddress(addr string) error {
+	if addr == "" || addr == "0" {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--pprof-bind-address %q: %w", addr, err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("--pprof-bind-address %q must be a loopback address, such as 127.0.0.1:6060: the profiles are served without authentication (reach them in a Pod with kubectl port-forward)", addr)
+	}
+	return nil
 }
 
 // The ways replicas share the spaces (--coordination).
@@ -362,6 +393,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		Cache:                   o.Providers.HostingCacheOptions(spaceCache),
 		Metrics:                 o.metricsServerOptions(),
 		HealthProbeBindAddress:  o.HealthProbeBindAddress,
+		PprofBindAddress:        o.PprofBindAddress,
 		LeaderElection:          o.LeaderElect && !shard,
 		LeaderElectionID:        "workload-stager.community.kubestellar.io",
 		LeaderElectionNamespace: leaseNamespace,

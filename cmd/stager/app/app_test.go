@@ -48,6 +48,22 @@ func TestOptionsValidate(t *testing.T) {
 				o.CELEstimatedCostLimit, o.CELEvalTimeout, o.CELReconcileCostBudget, o.CELReconcileTimeBudget = 1, time.Nanosecond, 1, time.Nanosecond
 			}},
 		{name: "sharded", change: func(o *Options) { o.Coordination = CoordinationSharded }},
+		{name: "profiles on 127.0.0.1", change: func(o *Options) { o.PprofBindAddress = "127.0.0.1:6060" }},
+		{name: "profiles on ::1", change: func(o *Options) { o.PprofBindAddress = "[::1]:6060" }},
+		{name: "profiles on localhost", change: func(o *Options) { o.PprofBindAddress = "localhost:0" }},
+		{name: "profiles off", change: func(o *Options) { o.PprofBindAddress = "0" }},
+		{name: "profiles on every interface",
+			change:    func(o *Options) { o.PprofBindAddress = ":6060" },
+			wantFlags: []string{"--pprof-bind-address"}},
+		{name: "profiles on a pod's address",
+			change:    func(o *Options) { o.PprofBindAddress = "10.0.0.7:6060" },
+			wantFlags: []string{"--pprof-bind-address"}},
+		{name: "profiles on a name that may not be loopback",
+			change:    func(o *Options) { o.PprofBindAddress = "stager.example:6060" },
+			wantFlags: []string{"--pprof-bind-address"}},
+		{name: "profiles without a port",
+			change:    func(o *Options) { o.PprofBindAddress = "127.0.0.1" },
+			wantFlags: []string{"--pprof-bind-address"}},
 		{name: "an unknown coordination",
 			change:    func(o *Options) { o.Coordination = "raft" },
 			wantFlags: []string{"--coordination"}},
@@ -149,7 +165,7 @@ func TestAddFlags(t *testing.T) {
 		"--leader-elect", "--leader-election-namespace=stager",
 		"--max-concurrent-reconciles=5", "--space-probe-interval=30s", "--cache-sync-timeout=1m", "--cel-cost-limit=42",
 		"--cel-estimated-cost-limit=43", "--cel-eval-timeout=250ms", "--cel-reconcile-cost-budget=44", "--cel-reconcile-time-budget=3s",
-		"--space-qps=7.5", "--space-burst=9",
+		"--space-qps=7.5", "--space-burst=9", "--pprof-bind-address=127.0.0.1:6060",
 	})
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
@@ -161,6 +177,7 @@ func TestAddFlags(t *testing.T) {
 	want.MaxConcurrentReconciles, want.SpaceProbeInterval, want.CacheSyncTimeout, want.CELCostLimit = 5, 30*time.Second, time.Minute, 42
 	want.CELEstimatedCostLimit, want.CELEvalTimeout, want.CELReconcileCostBudget, want.CELReconcileTimeBudget = 43, 250*time.Millisecond, 44, 3*time.Second
 	want.SpaceQPS, want.SpaceBurst = 7.5, 9
+	want.PprofBindAddress = "127.0.0.1:6060"
 	if !reflect.DeepEqual(*o.Providers, *want.Providers) {
 		t.Errorf("provider options = %+v, want %+v", *o.Providers, *want.Providers)
 	}
