@@ -65,6 +65,13 @@ const (
 	// StagerArgsEnv holds further arguments for the stager, separated by
 	// spaces, to compare settings such as --max-concurrent-reconciles.
 	StagerArgsEnv = "STAGER_SCALE_STAGER_ARGS"
+	// ProfileEnv, when set, has the stager serve its profiles
+	// (--pprof-bind-address) and the harness save its CPU profile over the
+	// rollouts, in windows of profileWindow: cpu-NN.pprof in the run's
+	// directory, kept with STAGER_SCALE_KEEP (go tool pprof takes them all).
+	ProfileEnv = "STAGER_SCALE_PROFILE"
+	// profileWindow is the length of one CPU profile of the stager.
+	profileWindow = 20 * time.Second
 
 	// floorNamespace holds the ConfigMaps of the round-trip floor.
 	floorNamespace = "floor"
@@ -498,15 +505,21 @@ func runRollouts(b *testing.B, r rollouts) {
 	if err := os.WriteFile(kubeconfig, hosting.Kubeconfig(), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	metricsAddr, err := stack.FreeAddress()
+	addrs, err := stack.FreeAddresses(2)
 	if err != nil {
 		b.Fatal(err)
 	}
-	stager, err := stack.StartProcess(binary, append([]string{
+	metricsAddr, pprofAddr := addrs[0], addrs[1]
+	args := []string{
 		"--kubeconfig=" + kubeconfig, "--provider=kubeconfig", "--kubeconfig-namespace=" + secretNamespace,
 		"--leader-elect=false", "--zap-time-encoding=rfc3339nano",
 		"--metrics-bind-address=" + metricsAddr, "--metrics-secure=false", "--health-probe-bind-address=0",
-	}, strings.Fields(os.Getenv(StagerArgsEnv))...), filepath.Join(dir, "stager.log"))
+	}
+	profile := os.Getenv(ProfileEnv) != ""
+	if profile {
+		args = append(args, "--pprof-bind-address="+pprofAddr)
+	}
+	stager, err := stack.StartProcess(binary, append(args, strings.Fields(os.Getenv(StagerArgsEnv))...), filepath.Join(dir, "stager.log"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -589,6 +602,13 @@ func runRollouts(b *testing.B, r rollouts) {
 					b.Error(err)
 					return
 				}
+			}
+		})
+	}
+	if profile {
+		probes.Go(func() {
+			if err := profileCPU(ctx, pprofAddr, dir, loaded); err != nil {
+				b.Error(err)
 			}
 		})
 	}
@@ -742,4 +762,24 @@ func apiServersCPU() float64 {
 		}
 	}
 	return total
+}
+
+// profileCPU saves the stager's CPU profile, served at addr, in windows of
+// profileWindow into dir/cpu-NN.pprof until done is closed.
+func profileCPU(ctx context.Context, addr, dir string, done <-chan struct{}) error {
+	for k := 0; ; k++ {
+		select {
+		case <-done:
+			return nil
+		default:
+		}
+		url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(profileWindow.Seconds()))
+		body, err := httpGet(ctx, url)
+		if err != nil {
+			return fmt.Errorf("the stager's CPU profile: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("cpu-%02d.pprof", k)), body, 0o644); err != nil {
+			return err
+		}
+	}
 }

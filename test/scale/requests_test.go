@@ -15,6 +15,7 @@
 package scale
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -245,19 +246,32 @@ type queueWork struct {
 
 // readQueueWork reads the stager's queueWork from its /metrics at addr.
 func readQueueWork(ctx context.Context, addr string) (queueWork, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	body, err := httpGet(ctx, "http://"+addr+"/metrics")
 	if err != nil {
-		return queueWork{}, err
+		return queueWork{}, fmt.Errorf("reading the stager's metrics: %w", err)
+	}
+	return parseQueueWork(bytes.NewReader(body))
+}
+
+// httpGet returns the body of a GET of url, or an error unless it answers 200.
+func httpGet(ctx context.Context, url string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return queueWork{}, err
+		return nil, err
 	}
 	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return queueWork{}, fmt.Errorf("reading the stager's metrics: %s", resp.Status)
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
 	}
-	return parseQueueWork(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s: %.200s", url, resp.Status, body)
+	}
+	return body, nil
 }
 
 // metricFamilies parses Prometheus's text format; whose names the server
