@@ -38,6 +38,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -86,6 +87,13 @@ type Options struct {
 	Required []client.Object
 	// NewController builds the controller of a space.
 	NewController ControllerFactory
+	// IndexFields, when set, adds the controller's indexes to the cache of a
+	// space, unless the cache has them: before each start of the space's
+	// controller, after the space is found to serve the Required kinds (so
+	// that a space without them is reported, not refused by its cache). A
+	// cache may serve one engagement after another, so IndexFields must
+	// leave a cache that has the indexes as it is.
+	IndexFields func(ctx context.Context, c cache.Cache) error
 	// ProbeInterval is how often a space's API server is probed. Default 15s.
 	ProbeInterval time.Duration
 	// CacheSyncTimeout bounds the wait for a space's caches. Default 2m.
@@ -391,7 +399,8 @@ func (r *Runner) freshCluster(ctx context.Context, name multicluster.ClusterName
 	return fresh, cancel, nil
 }
 
-// prepare checks that the space serves the required APIs and warms its caches.
+// prepare checks that the space serves the required APIs, adds the
+// controller's indexes to its cache, and warms its caches.
 func (r *Runner) prepare(ctx context.Context, probe *prober, cl cluster.Cluster) (string, error) {
 	missing, err := probe.missing(ctx, r.opts.Required, cl)
 	if err != nil {
@@ -399,6 +408,11 @@ func (r *Runner) prepare(ctx context.Context, probe *prober, cl cluster.Cluster)
 	}
 	if len(missing) > 0 {
 		return ReasonMissingAPIs, fmt.Errorf("the space does not serve %s", strings.Join(missing, ", "))
+	}
+	if r.opts.IndexFields != nil {
+		if err := r.opts.IndexFields(ctx, cl.GetCache()); err != nil {
+			return ReasonCacheNotSynced, fmt.Errorf("indexing the caches: %w", err)
+		}
 	}
 	syncCtx, cancel := context.WithTimeout(ctx, r.opts.CacheSyncTimeout)
 	defer cancel()

@@ -28,6 +28,7 @@ import (
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -287,8 +288,14 @@ type harness struct {
 // not started yet.
 func newHarness(t *testing.T, required ...client.Object) *harness {
 	t.Helper()
+	return newHarnessWith(t, func(*Options) {}, required...)
+}
+
+// newHarnessWith is newHarness with the Runner's options changed by change.
+func newHarnessWith(t *testing.T, change func(*Options), required ...client.Object) *harness {
+	t.Helper()
 	h := &harness{t: t, ctrls: newControllers(), changes: &changes{}, names: map[string]bool{}}
-	r, err := New(Options{
+	opts := Options{
 		Required:         required,
 		NewController:    h.ctrls.factory,
 		ProbeInterval:    probeInterval,
@@ -296,7 +303,9 @@ func newHarness(t *testing.T, required ...client.Object) *harness {
 		RetryBackoff:     &wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Steps: 1 << 30, Cap: 400 * time.Millisecond},
 		OnChange:         h.changes.onChange,
 		Logger:           suiteLogger.WithName(t.Name()),
-	})
+	}
+	change(&opts)
+	r, err := New(opts)
 	if err != nil {
 		t.Fatalf("building the Runner: %v", err)
 	}
@@ -772,5 +781,61 @@ func TestReengagedSpaceIsNotReportedGone(t *testing.T) {
 	states := h.changes.of(name)
 	if last := states[len(states)-1]; last.Reason != ReasonStarting {
 		t.Errorf("OnChange heard %s last, want the new engagement's %s; all: %s", last.Reason, ReasonStarting, summary(states))
+	}
+}
+
+// TestIndexesBeforeEachControllerStart engages a space whose first
+// indexing fails and whose first controller stops at once: the failure is
+// reported and retried, and the cache is indexed again before the next
+// controller starts, which serves the space from a cache that has the
+// index. A space that does not serve a required kind is never indexed
+// (TestSpaceMissingRequiredAPIIsNotReadyAndRunsNoController).
+func TestIndexesBeforeEachControllerStart(t *testing.T) {
+	needsAPIServer(t)
+	const name, field = "indexed", "test.app"
+	var mu sync.Mutex
+	var calls, starts int
+	h := newHarnessWith(t, func(o *Options) {
+		o.IndexFields = func(ctx context.Context, c cache.Cache) error {
+			mu.Lock()
+			defer mu.Unlock()
+			calls++
+			switch calls {
+			case 1:
+				return errors.New("the first indexing fails")
+			case 2:
+				return c.IndexField(ctx, &corev1.ConfigMap{}, field, func(obj client.Object) []string {
+					return []string{obj.GetLabels()["app"]}
+				})
+			}
+			return nil // the cache has the index
+		}
+		factory := o.NewController
+		o.NewController = func(space string, cl cluster.Cluster) (manager.Runnable, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			starts++
+			if starts == 1 {
+				return manager.RunnableFunc(func(context.Context) error { return errors.New("the first controller stops") }), nil
+			}
+			return factory(space, cl)
+		}
+	}, &corev1.ConfigMap{})
+	h.start()
+	cl := h.newCluster()
+	h.engage(name, cl)
+
+	environment.Eventually(t, waitTimeout, "the space served", func() error { return h.serving(name, 1, cl) })
+	if err := h.changes.saw(name, false, ReasonCacheNotSynced); err != nil {
+		t.Errorf("the failed indexing was not reported: %v", err)
+	}
+	list := &corev1.ConfigMapList{}
+	if err := cl.GetClient().List(t.Context(), list, client.MatchingFields{field: "web"}); err != nil {
+		t.Errorf("listing by the index from the served cache: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if calls != 3 || starts != 2 {
+		t.Errorf("IndexFields was called %d times for %d controller starts, want 3 for 2: a failure, then before each start", calls, starts)
 	}
 }

@@ -81,18 +81,20 @@ func WatchedObjects() []client.Object {
 }
 
 // NewController returns the controller of one space: its own work queue and
-// workers, fed by the space's own caches. It is not started.
+// workers, fed by the space's own caches, which must have the indexes of
+// IndexFields. It is not started.
 func NewController(space string, cl cluster.Cluster, engine *expression.Engine, opts Options) (controller.Controller, error) {
 	writer := cl.GetClient()
 	if opts.FieldOwner != "" {
 		writer = client.WithFieldOwner(writer, opts.FieldOwner)
 	}
 	r := &Reconciler{
-		Space:    space,
-		Client:   writer,
-		Recorder: cl.GetEventRecorder(ControllerName),
-		Engine:   engine,
-		Metrics:  metrics.NewSpace(space),
+		Space:        space,
+		Client:       writer,
+		IndexedCache: true,
+		Recorder:     cl.GetEventRecorder(ControllerName),
+		Engine:       engine,
+		Metrics:      metrics.NewSpace(space),
 
 		DeletionWarningAfter: opts.DeletionWarningAfter,
 		// As many runs plan at once as the process has CPUs for.

@@ -50,6 +50,10 @@ type Reconciler struct {
 	Space string
 	// Client reads from the space's cache and writes to its API server.
 	Client client.Client
+	// IndexedCache says that Client reads from a cache with the indexes of
+	// IndexFields: a run then lists a policy's objects by index rather than
+	// by matching the labels of every object of their kind.
+	IndexedCache bool
 	// Recorder emits Events on the policies.
 	Recorder events.EventRecorder
 	// Engine compiles and evaluates stage expressions; it is shared by all spaces.
@@ -219,14 +223,14 @@ func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*S
 	snap := &Snapshot{Policy: policy, Now: metav1.NewTime(now.Truncate(time.Second))}
 
 	owned := &ksv1alpha1.BindingPolicyList{}
-	if err := r.Client.List(ctx, owned, client.MatchingLabels{v1alpha1.PolicyLabel: policy.Name}); err != nil {
+	if err := r.Client.List(ctx, owned, r.labelled(byPolicy, policy.Name)); err != nil {
 		return nil, fmt.Errorf("listing BindingPolicies of %s: %w", policy.Name, err)
 	}
 	seen := time.Now()
 	snap.BindingPolicies = r.ownBPs.viewList(owned.Items, policy, seen)
 
 	approvals := &v1alpha1.StageApprovalList{}
-	if err := r.Client.List(ctx, approvals, client.MatchingLabels{v1alpha1.PolicyLabel: policy.Name}); err != nil {
+	if err := r.Client.List(ctx, approvals, r.labelled(byPolicy, policy.Name)); err != nil {
 		return nil, fmt.Errorf("listing StageApprovals of %s: %w", policy.Name, err)
 	}
 	snap.Approvals = approvals.Items
@@ -254,7 +258,7 @@ func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*S
 	}
 
 	statuses := &ksv1alpha1.CombinedStatusList{}
-	if err := r.Client.List(ctx, statuses, client.MatchingLabels{StatusLabelBindingPolicy: bpName}); err != nil {
+	if err := r.Client.List(ctx, statuses, r.labelled(byBindingPolicy, bpName)); err != nil {
 		return nil, fmt.Errorf("listing CombinedStatuses of %s: %w", bpName, err)
 	}
 	snap.CombinedStatuses = statuses.Items

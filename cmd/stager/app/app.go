@@ -471,6 +471,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 			}
 			return cluster.New(cl.GetConfig(), spaceClusterOptions)
 		},
+		IndexFields:      stagedbindingpolicy.IndexFields,
 		ProbeInterval:    o.SpaceProbeInterval,
 		CacheSyncTimeout: o.CacheSyncTimeout,
 		OnChange:         recordSpaceMetrics,
