@@ -21,6 +21,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -661,12 +662,19 @@ func TestDisengageStopsControllerAndForgetsSpace(t *testing.T) {
 // TestSpaceMissingRequiredAPIIsNotReadyAndRunsNoController engages a space
 // that does not serve a required kind (KubeStellar's BindingPolicy, whose
 // CRDs the shared space lacks): the space is reported not ready with reason
-// MissingAPIs naming the kind, and no controller is ever built, however often
-// the Runner retries.
+// MissingAPIs naming the kind, and no controller is ever built nor its cache
+// indexed (which would fail for a kind the space does not serve), however
+// often the Runner retries.
 func TestSpaceMissingRequiredAPIIsNotReadyAndRunsNoController(t *testing.T) {
 	needsAPIServer(t)
 	const name = "no-kubestellar"
-	h := newHarness(t, &corev1.ConfigMap{}, &ksv1alpha1.BindingPolicy{})
+	var indexed atomic.Int32
+	h := newHarnessWith(t, func(o *Options) {
+		o.IndexFields = func(context.Context, cache.Cache) error {
+			indexed.Add(1)
+			return nil
+		}
+	}, &corev1.ConfigMap{}, &ksv1alpha1.BindingPolicy{})
 	h.start()
 	h.engage(name, h.newCluster())
 
@@ -686,6 +694,9 @@ func TestSpaceMissingRequiredAPIIsNotReadyAndRunsNoController(t *testing.T) {
 		}
 		if n := h.runner.Controllers(name); n != 0 {
 			return fmt.Errorf("the Runner counts %d controller(s)", n)
+		}
+		if n := indexed.Load(); n != 0 {
+			return fmt.Errorf("the Runner indexed the space's cache %d time(s)", n)
 		}
 		return nil
 	}
@@ -788,8 +799,8 @@ func TestReengagedSpaceIsNotReportedGone(t *testing.T) {
 // indexing fails and whose first controller stops at once: the failure is
 // reported and retried, and the cache is indexed again before the next
 // controller starts, which serves the space from a cache that has the
-// index. A space that does not serve a required kind is never indexed
-// (TestSpaceMissingRequiredAPIIsNotReadyAndRunsNoController).
+// index. (A space that does not serve a required kind is never indexed:
+// TestSpaceMissingRequiredAPIIsNotReadyAndRunsNoController.)
 func TestIndexesBeforeEachControllerStart(t *testing.T) {
 	needsAPIServer(t)
 	const name, field = "indexed", "test.app"
