@@ -51,7 +51,9 @@ func approvalRequests(snap *Snapshot, active int) (Action, bool) {
 				Why: fmt.Sprintf("no stage of the spec asks for StageApproval %s any more", a.Name)}, true
 		}
 	}
-	revision := rolloutRevision(policy)
+	// The revision digests the spec: it is worked out only for a policy
+	// with a gate ahead, not on every run of every policy.
+	revision := ""
 	for i := active; i < len(policy.Spec.Stages); i++ {
 		stage := policy.Spec.Stages[i]
 		if stage.Approval != v1alpha1.ApprovalRequired {
@@ -60,6 +62,9 @@ func approvalRequests(snap *Snapshot, active int) (Action, bool) {
 		if record := policy.Status.StageNamed(stage.Name); i == active && record != nil &&
 			record.Phase != v1alpha1.StageAwaitingApproval && record.Phase != v1alpha1.StagePending {
 			continue // the stage has passed its gate: its approval is a record now
+		}
+		if revision == "" {
+			revision = rolloutRevision(policy)
 		}
 		desired := desiredApproval(policy, stage, revision)
 		current := findApproval(snap.Approvals, desired.Name)

@@ -2809,3 +2809,23 @@ func TestPlanSuspensionStopsTheDeadlineClock(t *testing.T) {
 		t.Errorf("31 minutes after resuming: %s (%s), want Stalled", stalled.Type, stalled.Why)
 	}
 }
+
+// BenchmarkPlanAdvance plans the run that hands a stage without an approval
+// gate over to the next: the run a CombinedStatus queues first.
+func BenchmarkPlanAdvance(b *testing.B) {
+	engine, err := expression.NewEngine()
+	if err != nil {
+		b.Fatal(err)
+	}
+	snap := at("dev").bound().reporting(deployment, "1").Snapshot
+	// As read from the cache: the engine converts a CombinedStatus once per
+	// UID and resourceVersion.
+	snap.CombinedStatuses[0].UID, snap.CombinedStatuses[0].ResourceVersion = "cs-dev", "1"
+	if action := Plan(snap, engine); action.Type == ActionNone {
+		b.Fatalf("the snapshot plans nothing: %s", describe(action))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		Plan(snap, engine)
+	}
+}
