@@ -31,12 +31,12 @@ import (
 // space: with 100 policies in a space, 12 % of the stager's CPU under a
 // burst of rollouts (docs/performance.md).
 const (
-	// IndexPolicy indexes BindingPolicies and StageApprovals by the
+	// indexPolicy indexes BindingPolicies and StageApprovals by the
 	// policy their PolicyLabel names.
-	IndexPolicy = "stager.policy"
-	// IndexBindingPolicy indexes CombinedStatuses by the BindingPolicy
+	indexPolicy = "stager.policy"
+	// indexBindingPolicy indexes CombinedStatuses by the BindingPolicy
 	// their StatusLabelBindingPolicy names.
-	IndexBindingPolicy = "stager.bindingPolicy"
+	indexBindingPolicy = "stager.bindingPolicy"
 )
 
 // labelIndex is a cache index of the value of a label.
@@ -46,8 +46,8 @@ type labelIndex struct {
 
 // The reconciler's label indexes.
 var (
-	byPolicy        = labelIndex{field: IndexPolicy, label: v1alpha1.PolicyLabel}
-	byBindingPolicy = labelIndex{field: IndexBindingPolicy, label: StatusLabelBindingPolicy}
+	byPolicy        = labelIndex{field: indexPolicy, label: v1alpha1.PolicyLabel}
+	byBindingPolicy = labelIndex{field: indexBindingPolicy, label: StatusLabelBindingPolicy}
 )
 
 // indexes are the cache indexes of the reconciler's lists, with the kind
