@@ -584,8 +584,7 @@ func runRollouts(b *testing.B, r rollouts) {
 	}
 	workBefore, workErr := spacesWork(ctx, spaces)
 	queueBefore, queueErr := readQueueWork(ctx, metricsAddr)
-	cpuBefore := cpuSeconds(stager.Pid())
-	othersBefore, harnessBefore := apiServersCPU(), cpuSeconds(os.Getpid())
+	cpuBefore, othersBefore, harnessBefore := processCPU(stager.Pid()), apiServersCPU(), processCPU(os.Getpid())
 	began := time.Now()
 	b.ResetTimer()
 	loaded := make(chan struct{})
@@ -641,8 +640,9 @@ func runRollouts(b *testing.B, r rollouts) {
 	probes.Wait()
 	time.Sleep(time.Second)
 	loadTrips := tl.takeTrips()
-	cpu := cpuSeconds(stager.Pid()) - cpuBefore
-	othersCPU, harnessCPU := apiServersCPU()-othersBefore, cpuSeconds(os.Getpid())-harnessBefore
+	stagerUse := processCPU(stager.Pid()).minus(cpuBefore)
+	othersUse, harnessUse := apiServersCPU().minus(othersBefore), processCPU(os.Getpid()).minus(harnessBefore)
+	cpu := stagerUse.used
 	rss, peak := memory(stager.Pid())
 
 	workAfter, err := spacesWork(ctx, spaces)
@@ -677,6 +677,9 @@ func runRollouts(b *testing.B, r rollouts) {
 	b.ReportMetric(percentile(advances, 0.99).Seconds()/percentile(loadTrips, 0.99).Seconds(), "advance-p99/roundtrip-p99")
 	b.ReportMetric(converged.Seconds(), "s-to-converge")
 	b.ReportMetric(cpu, "cpu-s-to-converge")
+	if stagerUse.used > 0 {
+		b.ReportMetric(stagerUse.wait/stagerUse.used, "cpu-wait-s-per-cpu-s")
+	}
 	b.ReportMetric(float64(peak)/1024, "MiB-rss-peak")
 	b.ReportMetric(perSpace/1024, "MiB-per-engaged-space")
 	created := "all at once"
@@ -701,7 +704,9 @@ func runRollouts(b *testing.B, r rollouts) {
 		b.Logf("the stager's queues meanwhile: %s", queueAfter.minus(queueBefore))
 	}
 	b.Logf("CPU seconds meanwhile: the stager %.1f, the %d kube-apiservers and etcds %.1f, this process (simulators, watches, probes) %.1f",
-		cpu, 2*(n+1), othersCPU, harnessCPU)
+		cpu, 2*(n+1), othersUse.used, harnessUse.used)
+	b.Logf("seconds runnable but waiting for a CPU meanwhile, and per CPU second used: the stager %s, the kube-apiservers and etcds %s, this process %s",
+		stagerUse.waiting(), othersUse.waiting(), harnessUse.waiting())
 	if workErr != nil {
 		b.Logf("the spaces' API servers' counters could not be read: %v", workErr)
 	} else {
@@ -748,17 +753,19 @@ func createPolicies(ctx context.Context, spaces []*latencySpace, policies, pace 
 	return g.Wait()
 }
 
-// apiServersCPU returns the CPU seconds this process's kube-apiservers and
-// etcds have used.
-func apiServersCPU() float64 {
-	total := 0.0
+// apiServersCPU returns the CPU this process's kube-apiservers and etcds
+// have used and waited for.
+func apiServersCPU() cpuUse {
+	var total cpuUse
 	for _, pid := range framework.ChildProcesses() {
 		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
 		if err != nil {
 			continue
 		}
 		if name := strings.TrimSpace(string(comm)); name == "kube-apiserver" || name == "etcd" {
-			total += cpuSeconds(pid)
+			use := processCPU(pid)
+			total.used += use.used
+			total.wait += use.wait
 		}
 	}
 	return total

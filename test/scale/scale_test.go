@@ -321,6 +321,47 @@ func cpuSeconds(pid int) float64 {
 	return (utime + stime) / clockTicks
 }
 
+// cpuUse is what a process has used of the CPUs: the CPU seconds it ran,
+// and the seconds its threads were runnable but waited for a CPU, which a
+// busy machine's scheduler adds to every step of a latency.
+type cpuUse struct {
+	used, wait float64
+}
+
+// processCPU returns the CPU use of a process so far. The wait is the sum
+// of its threads' run-queue time (/proc/<pid>/task/*/schedstat, kept by
+// kernels built with CONFIG_SCHED_INFO); it misses threads that have
+// exited, which Go programs' threads rarely do.
+func processCPU(pid int) cpuUse {
+	use := cpuUse{used: cpuSeconds(pid)}
+	stats, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	for _, stat := range stats {
+		data, err := os.ReadFile(stat)
+		if err != nil {
+			continue // the thread has gone
+		}
+		// on-CPU ns, run-queue ns, time slices
+		if fields := strings.Fields(string(data)); len(fields) >= 2 {
+			ns, _ := strconv.ParseFloat(fields[1], 64)
+			use.wait += ns / 1e9
+		}
+	}
+	return use
+}
+
+// minus returns the use since before.
+func (u cpuUse) minus(before cpuUse) cpuUse {
+	return cpuUse{used: u.used - before.used, wait: u.wait - before.wait}
+}
+
+// waiting tells the wait, and the wait per CPU second used.
+func (u cpuUse) waiting() string {
+	if u.used <= 0 {
+		return fmt.Sprintf("%.1f s", u.wait)
+	}
+	return fmt.Sprintf("%.1f s (%.2f)", u.wait, u.wait/u.used)
+}
+
 // clockTicks is the kernel's USER_HZ, the unit of /proc/<pid>/stat times.
 const clockTicks = 100
 
