@@ -112,6 +112,12 @@ type Options struct {
 	// at most SpaceQPS a second, in bursts of up to SpaceBurst.
 	SpaceQPS   float32
 	SpaceBurst int
+	// SpaceEventQPS and SpaceEventBurst, when SpaceEventQPS is positive,
+	// set the rate of the Events posted to each space, through a token
+	// bucket of their own: at most SpaceEventQPS a second, in bursts of up
+	// to SpaceEventBurst. Zero keeps client-go's default (5 a second).
+	SpaceEventQPS   float32
+	SpaceEventBurst int
 	// CacheSyncTimeout bounds the wait for a space's caches.
 	CacheSyncTimeout time.Duration
 	// ReconcileTimeout bounds one reconcile of a policy, with every request
@@ -155,6 +161,7 @@ func NewOptions() *Options {
 		SpaceProbeInterval:      15 * time.Second,
 		SpaceQPS:                spaces.DefaultQPS,
 		SpaceBurst:              spaces.DefaultBurst,
+		SpaceEventBurst:         50,
 		CacheSyncTimeout:        2 * time.Minute,
 		ReconcileTimeout:        DefaultReconcileTimeout,
 		CELCostLimit:            expression.DefaultCostLimit,
@@ -190,6 +197,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.SpaceProbeInterval, "space-probe-interval", o.SpaceProbeInterval, "how often each space's API server is probed for readiness")
 	fs.Float32Var(&o.SpaceQPS, "space-qps", o.SpaceQPS, "the most requests a second the stager sends to each space's API server")
 	fs.IntVar(&o.SpaceBurst, "space-burst", o.SpaceBurst, "the most requests the stager sends to each space's API server in a burst, above --space-qps")
+	fs.Float32Var(&o.SpaceEventQPS, "space-event-qps", o.SpaceEventQPS, "when positive, the most Events a second the stager posts to each space, apart from --space-qps; 0 keeps client-go's default, 5 a second (docs/performance.md)")
+	fs.IntVar(&o.SpaceEventBurst, "space-event-burst", o.SpaceEventBurst, "with --space-event-qps, the most Events the stager posts to each space in a burst, above --space-event-qps")
 	fs.DurationVar(&o.CacheSyncTimeout, "cache-sync-timeout", o.CacheSyncTimeout, "how long to wait for a space's caches before retrying it")
 	fs.DurationVar(&o.ReconcileTimeout, "reconcile-timeout", o.ReconcileTimeout, "the longest one reconcile of a policy may take, with every request it makes to the space's API server (a hung API server cannot hold a worker longer)")
 	fs.Uint64Var(&o.CELCostLimit, "cel-cost-limit", o.CELCostLimit, "the most one evaluation of a stage filter or condition may cost (CEL cost units)")
@@ -233,6 +242,12 @@ func (o *Options) Validate() error {
 	}
 	if o.SpaceBurst < 1 {
 		errs = append(errs, errors.New("--space-burst must be at least 1"))
+	}
+	if o.SpaceEventQPS < 0 {
+		errs = append(errs, errors.New("--space-event-qps must not be negative"))
+	}
+	if o.SpaceEventQPS > 0 && o.SpaceEventBurst < 1 {
+		errs = append(errs, errors.New("--space-event-burst must be at least 1"))
 	}
 	if o.CacheSyncTimeout <= 0 {
 		errs = append(errs, errors.New("--cache-sync-timeout must be positive"))
@@ -453,6 +468,8 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		ReconcileTimeout:        o.ReconcileTimeout,
 		Logger:                  logger.WithName(stagedbindingpolicy.ControllerName),
 		DeletionWarningAfter:    o.DeletionWarningAfter,
+		EventQPS:                o.SpaceEventQPS,
+		EventBurst:              o.SpaceEventBurst,
 	}
 	if shard {
 		// Each replica writes under a field manager of its own, so the

@@ -93,6 +93,14 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "no burst",
 			change:    func(o *Options) { o.SpaceBurst = 0 },
 			wantFlags: []string{"--space-burst"}},
+		{name: "an Event rate of its own",
+			change: func(o *Options) { o.SpaceEventQPS = 20 }},
+		{name: "negative Event rate",
+			change:    func(o *Options) { o.SpaceEventQPS = -1 },
+			wantFlags: []string{"--space-event-qps"}},
+		{name: "an Event rate with no burst",
+			change:    func(o *Options) { o.SpaceEventQPS, o.SpaceEventBurst = 20, 0 },
+			wantFlags: []string{"--space-event-burst"}},
 		{name: "zero cache sync timeout",
 			change:    func(o *Options) { o.CacheSyncTimeout = 0 },
 			wantFlags: []string{"--cache-sync-timeout"}},
@@ -165,7 +173,7 @@ func TestAddFlags(t *testing.T) {
 		"--leader-elect", "--leader-election-namespace=stager",
 		"--max-concurrent-reconciles=5", "--space-probe-interval=30s", "--cache-sync-timeout=1m", "--cel-cost-limit=42",
 		"--cel-estimated-cost-limit=43", "--cel-eval-timeout=250ms", "--cel-reconcile-cost-budget=44", "--cel-reconcile-time-budget=3s",
-		"--space-qps=7.5", "--space-burst=9", "--pprof-bind-address=127.0.0.1:6060",
+		"--space-qps=7.5", "--space-burst=9", "--space-event-qps=2.5", "--space-event-burst=3", "--pprof-bind-address=127.0.0.1:6060",
 	})
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
@@ -177,6 +185,7 @@ func TestAddFlags(t *testing.T) {
 	want.MaxConcurrentReconciles, want.SpaceProbeInterval, want.CacheSyncTimeout, want.CELCostLimit = 5, 30*time.Second, time.Minute, 42
 	want.CELEstimatedCostLimit, want.CELEvalTimeout, want.CELReconcileCostBudget, want.CELReconcileTimeBudget = 43, 250*time.Millisecond, 44, 3*time.Second
 	want.SpaceQPS, want.SpaceBurst = 7.5, 9
+	want.SpaceEventQPS, want.SpaceEventBurst = 2.5, 3
 	want.PprofBindAddress = "127.0.0.1:6060"
 	if !reflect.DeepEqual(*o.Providers, *want.Providers) {
 		t.Errorf("provider options = %+v, want %+v", *o.Providers, *want.Providers)
