@@ -64,21 +64,10 @@ func TestControllerPostsEventsAtItsEventRate(t *testing.T) {
 	c := testSpace.Client
 	group := objectName("events-test", "events-rate")
 	selector := labels.SelectorFromSet(labels.Set{"events-test": group})
-	cl, err := cluster.New(testSpace.Config, func(o *cluster.Options) {
-		o.Scheme = c.Scheme()
+	cl := startIndexedCluster(ctx, t, func(o *cluster.Options) {
 		// Only this test's policies: the shared space holds the others'.
 		o.Cache.ByObject = map[client.Object]cache.ByObject{&v1alpha1.StagedBindingPolicy{}: {Label: selector}}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := IndexFields(ctx, cl.GetCache()); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = cl.Start(ctx) }()
-	if !cl.GetCache().WaitForCacheSync(ctx) {
-		t.Fatal("the cache did not sync")
-	}
 	engine, err := expression.NewEngine()
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@
 package stagedbindingpolicy
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"testing"
@@ -81,17 +82,7 @@ func TestIndexedListsMatchLabelledLists(t *testing.T) {
 		}
 	}
 
-	cl, err := cluster.New(testSpace.Config, func(o *cluster.Options) { o.Scheme = c.Scheme() })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := IndexFields(ctx, cl.GetCache()); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = cl.Start(ctx) }()
-	if !cl.GetCache().WaitForCacheSync(ctx) {
-		t.Fatal("the cache did not sync")
-	}
+	cl := startIndexedCluster(ctx, t)
 	// A cache may serve one engagement after another: indexing it again,
 	// started, leaves it as it is.
 	if err := IndexFields(ctx, cl.GetCache()); err != nil {
@@ -138,4 +129,24 @@ func TestIndexedListsMatchLabelledLists(t *testing.T) {
 			t.Errorf("%T by index %s=%s: %v; by label: %v (want %d)", byIndex, q.label, q.value, got, want, q.want)
 		}
 	}
+}
+
+// startIndexedCluster starts a cluster of the shared space, until ctx is
+// done, with IndexFields' indexes on its cache, and waits for the cache to
+// sync; opts change its options after the scheme is set.
+func startIndexedCluster(ctx context.Context, t *testing.T, opts ...cluster.Option) cluster.Cluster {
+	t.Helper()
+	withScheme := func(o *cluster.Options) { o.Scheme = testSpace.Client.Scheme() }
+	cl, err := cluster.New(testSpace.Config, append([]cluster.Option{withScheme}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := IndexFields(ctx, cl.GetCache()); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = cl.Start(ctx) }()
+	if !cl.GetCache().WaitForCacheSync(ctx) {
+		t.Fatal("the cache did not sync")
+	}
+	return cl
 }
