@@ -129,8 +129,10 @@ func prepareWDS(ctx context.Context, name string) error {
 }
 
 // startStager starts the stager binary serving the registered WDSes, with
-// its profiles on a loopback port, and waits until it answers its health
-// probe.
+// its profiles on a loopback port and its Events through a client and a
+// broadcaster of their own (--space-event-qps; the integration suites post
+// them through each space's recorder, the default), and waits until it
+// answers its health probe.
 func startStager() (*stack.Process, error) {
 	args := func() ([]string, error) {
 		args, err := suite.stack.StagerArgs()
@@ -141,7 +143,7 @@ func startStager() (*stack.Process, error) {
 		if err != nil {
 			return nil, err
 		}
-		return append(args, "--zap-devel", "--pprof-bind-address="+pprof[0]), nil
+		return append(args, "--zap-devel", "--pprof-bind-address="+pprof[0], "--space-event-qps=50"), nil
 	}
 	return stack.StartStager(suite.ctx, suite.binary, args, filepath.Join(suite.workDir, "stager.log"))
 }
