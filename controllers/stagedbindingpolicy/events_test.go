@@ -123,11 +123,16 @@ func TestControllerPostsEventsAtItsEventRate(t *testing.T) {
 		return nil
 	})
 	// Both rollouts have started: a recorder at 5 Events a second would
-	// have posted the second Event within a second.
-	time.Sleep(3 * time.Second)
-	if n, err := started(); err != nil || n != 1 {
-		t.Errorf("StageStarted Events posted: %d (%v), want 1 at one Event and no more", n, err)
-	}
+	// post the second Event within a second.
+	environment.Consistently(t, 3*time.Second, "one StageStarted Event at one Event and no more", func() error {
+		switch n, err := started(); {
+		case err != nil:
+			return err
+		case n != 1:
+			return fmt.Errorf("%d StageStarted Events posted, want 1", n)
+		}
+		return nil
+	})
 
 	cancel()
 	select {

@@ -642,7 +642,6 @@ func runRollouts(b *testing.B, r rollouts) {
 	loadTrips := tl.takeTrips()
 	stagerUse := processCPU(stager.Pid()).minus(cpuBefore)
 	othersUse, harnessUse := apiServersCPU().minus(othersBefore), processCPU(os.Getpid()).minus(harnessBefore)
-	cpu := stagerUse.used
 	rss, peak := memory(stager.Pid())
 
 	workAfter, err := spacesWork(ctx, spaces)
@@ -676,7 +675,7 @@ func runRollouts(b *testing.B, r rollouts) {
 	}
 	b.ReportMetric(percentile(advances, 0.99).Seconds()/percentile(loadTrips, 0.99).Seconds(), "advance-p99/roundtrip-p99")
 	b.ReportMetric(converged.Seconds(), "s-to-converge")
-	b.ReportMetric(cpu, "cpu-s-to-converge")
+	b.ReportMetric(stagerUse.used, "cpu-s-to-converge")
 	if stagerUse.used > 0 {
 		b.ReportMetric(stagerUse.wait/stagerUse.used, "cpu-wait-s-per-cpu-s")
 	}
@@ -704,7 +703,7 @@ func runRollouts(b *testing.B, r rollouts) {
 		b.Logf("the stager's queues meanwhile: %s", queueAfter.minus(queueBefore))
 	}
 	b.Logf("CPU seconds meanwhile: the stager %.1f, the %d kube-apiservers and etcds %.1f, this process (simulators, watches, probes) %.1f",
-		cpu, 2*(n+1), othersUse.used, harnessUse.used)
+		stagerUse.used, 2*(n+1), othersUse.used, harnessUse.used)
 	b.Logf("seconds runnable but waiting for a CPU meanwhile, and per CPU second used: the stager %s, the kube-apiservers and etcds %s, this process %s",
 		stagerUse.waiting(), othersUse.waiting(), harnessUse.waiting())
 	if workErr != nil {
@@ -717,7 +716,7 @@ func runRollouts(b *testing.B, r rollouts) {
 	}
 	b.Logf("watches resumed after the API server ended them: %d, of which restarted from then on (events lost): %d", tl.resumed, tl.restarted)
 	b.Logf("all %d rollouts completed %s after the first policy was created, stager CPU %.1f s; RSS %d MiB at the end, peak %d MiB",
-		n*policies, converged.Round(time.Millisecond), cpu, rss/1024, peak/1024)
+		n*policies, converged.Round(time.Millisecond), stagerUse.used, rss/1024, peak/1024)
 	b.Logf("stager RSS: %d MiB with no space, %d MiB with %d engaged (in %s): %.2f MiB per engaged space",
 		bareRSS/1024, engagedRSS/1024, n, engaged.Round(time.Millisecond), perSpace/1024)
 	if ksRSS > 0 && perSpace > 0 {
