@@ -114,8 +114,19 @@ func handoverToken(policy *v1alpha1.StagedBindingPolicy, active int) (string, bo
 func recordHandover(snap *Snapshot, active int, result assessment) Action {
 	policy := snap.Policy
 	action := advance(policy, active, handedOverAssessment(policy, active, result), handedOverAt(snap, active))
+	entered := policy.DeepCopy()
+	entered.Status = *action.Status
 	next := active + 1
-	status, waiting := placedStageStatus(policy, action.Status, next, snap.NextBindingPolicy, snap.Now)
+	// A suspension that ends with this write was the done stage's (see
+	// endSuspension), and the next stage starts now (handedOverAt): it
+	// does not move the next stage's deadline.
+	unsuspended := entered.DeepCopy()
+	unsuspended.Status.SuspendedTime = nil
+	waiting, deadline, _ := progressDeadline(unsuspended, next, waitingForBinding(snap.NextBindingPolicy), snap.Now)
+	status := progressStatus(entered, next, waiting, snap.Now)
+	if status.Stages[next].Phase == v1alpha1.StageActive {
+		status.Stages[next].ProgressDeadlineTime = deadline
+	}
 	action.Status = status
 	if waiting.stalled {
 		// The record came past the next stage's deadline (the stager was
@@ -126,61 +137,6 @@ func recordHandover(snap *Snapshot, active int, result assessment) Action {
 	action.Why = fmt.Sprintf("stage %q is done and stage %q placed: recording the advance", policy.Spec.Stages[active].Name,
 		policy.Spec.Stages[next].Name)
 	return action
-}
-
-// placedStageStatus is the status that enters the stage with the given
-// index, entering, as that stage's own first run would write it: its
-// BindingPolicy bp is there, waiting for KubeStellar to resolve it, with
-// its progress deadline if it has one. It returns the assessment it says,
-// stalled when the deadline has passed. A suspension that ends with this
-// write was an earlier stage's, or the rollout's before it started (see
-// endSuspension), and the stage starts as entering records: the suspension
-// does not move the stage's deadline.
-func placedStageStatus(policy *v1alpha1.StagedBindingPolicy, entering *v1alpha1.StagedBindingPolicyStatus, index int,
-	bp *ksv1alpha1.BindingPolicy, now metav1.Time) (*v1alpha1.StagedBindingPolicyStatus, assessment) {
-	entered := policy.DeepCopy()
-	entered.Status = *entering
-	unsuspended := entered.DeepCopy()
-	unsuspended.Status.SuspendedTime = nil
-	waiting, deadline, _ := progressDeadline(unsuspended, index, waitingForBinding(bp), now)
-	status := progressStatus(entered, index, waiting, now)
-	if status.Stages[index].Phase == v1alpha1.StageActive {
-		status.Stages[index].ProgressDeadlineTime = deadline
-	}
-	return status, waiting
-}
-
-// startByPlacing returns the change that starts a rollout that has not
-// started by handing over from no stage to the first, as a done stage hands
-// over to the next: the first stage's BindingPolicy is created first, and
-// the status records the start after it, in one write that says what the
-// stage waits for, taking the policy's own BindingPolicy of the first stage
-// as the record meanwhile (a restart of the stager between the two writes
-// records the start; it never places twice). It reports false when the
-// start is recorded first, as startRollout does: the first stage awaits
-// approval (nothing is placed before it is approved), the recorded active
-// stage was removed from the spec (reset: the rollout restarts from the
-// first stage, whose BindingPolicy may be left from before), or a
-// BindingPolicy of the first stage's name exists that is someone else's or
-// being deleted (the rules for the active stage report the conflict, or
-// wait to create it again).
-func startByPlacing(snap *Snapshot, reset bool) (Action, bool) {
-	policy := snap.Policy
-	first := policy.Spec.Stages[0]
-	if reset || first.Approval == v1alpha1.ApprovalRequired {
-		return Action{}, false
-	}
-	switch bp := snap.ActiveBindingPolicy; {
-	case bp == nil:
-		return Action{Type: ActionCreateBindingPolicy, BindingPolicy: desiredBindingPolicy(policy, first),
-			Why: fmt.Sprintf("the rollout has not started: placing stage %q before the status records the start", first.Name)}, true
-	case ownedBy(bp, policy) && bp.DeletionTimestamp == nil:
-		action := startRollout(policy, false, snap.Now)
-		action.Status, _ = placedStageStatus(policy, action.Status, 0, bp, snap.Now)
-		action.Why = fmt.Sprintf("stage %q placed: recording the rollout's start", first.Name)
-		return action, true
-	}
-	return Action{}, false
 }
 
 // handedOverAt is when the active stage was handed over: the creation of

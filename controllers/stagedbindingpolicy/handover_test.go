@@ -21,10 +21,7 @@ import (
 	"time"
 
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/diff"
-	"k8s.io/utils/ptr"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 )
@@ -269,84 +266,4 @@ func ptrDuration(d *metav1.Duration) time.Duration {
 		return 0
 	}
 	return d.Duration
-}
-
-// TestPlanStartPlacesTheFirstStage table-tests the start of a rollout that
-// has not started: the first stage's BindingPolicy first, then one status
-// write that records the start and says what the stage waits for, so that
-// no status write follows until KubeStellar moves. The policy's own
-// BindingPolicy of the first stage is the record meanwhile: a restart of
-// the stager between the two writes plans on the same snapshot and records
-// the start, and never places the stage twice.
-func TestPlanStartPlacesTheFirstStage(t *testing.T) {
-	engine := newEngine(t)
-	suspendedBefore := newPolicy(deadlined("dev", seedCondition, 30*time.Minute), stage("test"), stage("prod"))
-	suspendedBefore.Status.Phase, suspendedBefore.Status.SuspendedTime = v1alpha1.RolloutSuspended, ptr.To(earlier)
-	tests := []struct {
-		name         string
-		snap         *Snapshot
-		wantDeadline *metav1.Time
-		wantEvents   []string
-	}{
-		{name: "not started",
-			snap:       newSnapshot(newPolicy()),
-			wantEvents: []string{"Normal/StageStarted"}},
-		{name: "not started, another stage's BindingPolicy left from before",
-			snap:       newSnapshot(newPolicy(), ownedBP(newPolicy(), "prod", "bp-old-prod")),
-			wantEvents: []string{"Normal/StageStarted"}},
-		{name: "first stage with a progress deadline",
-			snap:         newSnapshot(newPolicy(deadlined("dev", seedCondition, 30*time.Minute), stage("test"), stage("prod"))),
-			wantDeadline: ptr.To(metav1.NewTime(now.Add(30 * time.Minute))),
-			wantEvents:   []string{"Normal/StageStarted"}},
-		{name: "resumed before it started: the suspension does not move the deadline",
-			snap:         newSnapshot(suspendedBefore),
-			wantDeadline: ptr.To(metav1.NewTime(now.Add(30 * time.Minute))),
-			wantEvents:   []string{"Normal/StageStarted", "Normal/Resumed"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			create := Plan(tt.snap, engine)
-			if create.Type != ActionCreateBindingPolicy || create.BindingPolicy.Name != "web.stage.dev" {
-				t.Fatalf("Plan() = %s (%s), want CreateBindingPolicy web.stage.dev", describe(create), create.Why)
-			}
-			if create.Status != nil || len(create.Events) != 0 {
-				t.Errorf("the create writes status %v and Events %v, want neither", create.Status, eventKeys(create.Events))
-			}
-			if want := desiredBindingPolicy(tt.snap.Policy, tt.snap.Policy.Spec.Stages[0]); !equality.Semantic.DeepEqual(create.BindingPolicy, want) {
-				t.Errorf("created BindingPolicy differs (-want +got):\n%s", diff.Diff(want, create.BindingPolicy))
-			}
-
-			snap := placed(tt.snap, create.BindingPolicy)
-			record := Plan(snap, engine)
-			if d := describe(record); d != "UpdateStatus dev Progressing WaitingForBinding" {
-				t.Fatalf("with dev placed, Plan() = %s (%s), want the start recorded", d, record.Why)
-			}
-			s := record.Status
-			want := []v1alpha1.StageStatus{
-				{Name: "dev", Phase: v1alpha1.StageActive, StartTime: ptr.To(now), BindingPolicy: "web.stage.dev",
-					Message:              "waiting for KubeStellar to resolve BindingPolicy web.stage.dev into a Binding",
-					ProgressDeadlineTime: tt.wantDeadline},
-				{Name: "test", Phase: v1alpha1.StagePending},
-				{Name: "prod", Phase: v1alpha1.StagePending},
-			}
-			if !equality.Semantic.DeepEqual(s.Stages, want) {
-				t.Errorf("stage records differ (-want +got):\n%s", diff.Diff(want, s.Stages))
-			}
-			if c := condition(t, s, v1alpha1.ConditionReady); c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.ReasonBindingPolicyInSync {
-				t.Errorf("Ready = %s/%s, want True/%s", c.Status, c.Reason, v1alpha1.ReasonBindingPolicyInSync)
-			}
-			if s.SuspendedTime != nil {
-				t.Errorf("suspendedTime %v after the start, want none", s.SuspendedTime)
-			}
-			if keys := eventKeys(record.Events); !slices.Equal(keys, tt.wantEvents) {
-				t.Errorf("events = %v, want %v", keys, tt.wantEvents)
-			}
-
-			// The record says what the stage's own run would: nothing
-			// more to write until KubeStellar moves.
-			if again := replan(t, snap, engine, record); again.Type != ActionNone {
-				t.Errorf("after the record, Plan() = %s (%s), want None", describe(again), again.Why)
-			}
-		})
-	}
 }

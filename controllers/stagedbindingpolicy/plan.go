@@ -143,9 +143,7 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //  5. a new value of the restartedAt annotation restarts the rollout from its
 //     first stage, make-before-break (step 8 takes the old stage away);
 //  6. a rollout that has not started, or whose active stage was removed from
-//     the spec, starts at the first stage; one that has not started places
-//     the first stage before the status records the start, as in step 8
-//     (startByPlacing);
+//     the spec, starts at the first stage;
 //  7. the active stage's BindingPolicy is created or brought in line with the
 //     spec, and with placement Accumulate, every earlier stage's too;
 //  8. a done stage hands over to the next one: the next stage's
@@ -215,9 +213,6 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 
 	active, started, reset := ActiveStage(policy)
 	if !started {
-		if action, ok := startByPlacing(snap, reset); ok {
-			return action
-		}
 		return startRollout(policy, reset, snap.Now)
 	}
 	if action, ok := approvalRequests(snap, active); ok {

@@ -284,13 +284,9 @@ func newSnapshot(p *v1alpha1.StagedBindingPolicy, bps ...*ksv1alpha1.BindingPoli
 	return snap
 }
 
-// activeBPName is the name of the active stage's BindingPolicy (the first
-// stage's before the rollout starts), or "" when the recorded active stage
-// is not in the spec.
+// activeBPName is the name of the active stage's BindingPolicy, or "" when
+// the recorded active stage is not in the spec (or none is recorded).
 func activeBPName(p *v1alpha1.StagedBindingPolicy) string {
-	if p.Status.ActiveStage == "" && len(p.Spec.Stages) > 0 {
-		return p.Name + ".stage." + p.Spec.Stages[0].Name
-	}
 	for _, s := range p.Spec.Stages {
 		if s.Name == p.Status.ActiveStage {
 			return p.Name + ".stage." + s.Name
@@ -312,17 +308,13 @@ func nextBPName(p *v1alpha1.StagedBindingPolicy) string {
 
 // resync re-derives what the reconciler reads by the active stage's name:
 // ActiveBindingPolicy, and the Binding and CombinedStatuses of that name;
-// and NextBindingPolicy by the next stage's. Before the rollout starts, it
-// reads only ActiveBindingPolicy, the first stage's.
+// and NextBindingPolicy by the next stage's.
 func resync(snap *Snapshot) {
 	name := activeBPName(snap.Policy)
 	snap.ActiveBindingPolicy, snap.NextBindingPolicy = nil, nil
 	if name == "" || snap.Policy.DeletionTimestamp != nil {
 		snap.Binding, snap.CombinedStatuses = nil, nil
 		return
-	}
-	if snap.Policy.Status.ActiveStage == "" {
-		snap.Binding, snap.CombinedStatuses = nil, nil
 	}
 	next := nextBPName(snap.Policy)
 	for i := range snap.BindingPolicies {
@@ -513,11 +505,6 @@ func TestPlanFinalizerAndDeletion(t *testing.T) {
 // 2. Starting (and restarting) the rollout
 // ---------------------------------------------------------------------------
 
-// TestPlanStartsRollout table-tests the starts that the status records
-// first, before anything is placed: a rollout whose recorded active stage
-// was removed from the spec, or whose first stage's BindingPolicy name is
-// taken by another's or by one being deleted. (A rollout that has not
-// started places its first stage first: TestPlanStartPlacesTheFirstStage.)
 func TestPlanStartsRollout(t *testing.T) {
 	engine := newEngine(t)
 
@@ -538,28 +525,19 @@ func TestPlanStartsRollout(t *testing.T) {
 		snap       *Snapshot
 		wantEvents []string
 		wantNotes  []string // substrings of the first event's note
-		wantNext   string   // the change after the start is written, and the reason of its status if any
 	}{
+		{name: "not started",
+			snap:       newSnapshot(newPolicy()),
+			wantEvents: []string{"Normal/StageStarted"},
+			wantNotes:  []string{`"dev"`}},
+		{name: "not started, leftover BindingPolicy does not matter",
+			snap:       newSnapshot(newPolicy(), ownedBP(newPolicy(), "prod", "bp-old-prod")),
+			wantEvents: []string{"Normal/StageStarted"},
+			wantNotes:  []string{`"dev"`}},
 		{name: "active stage removed from the spec",
 			snap:       newSnapshot(reset, ownedBP(reset, "qa", "bp-qa")),
 			wantEvents: []string{"Warning/ActiveStageReset", "Normal/StageStarted"},
-			wantNotes:  []string{`"qa"`, `"dev"`},
-			wantNext:   "CreateBindingPolicy web.stage.dev"},
-		{name: "active stage removed from the spec, dev's BindingPolicy left from before",
-			snap:       newSnapshot(reset, ownedBP(reset, "qa", "bp-qa"), ownedBP(reset, "dev", "bp-old-dev")),
-			wantEvents: []string{"Warning/ActiveStageReset", "Normal/StageStarted"},
-			wantNotes:  []string{`"qa"`, `"dev"`},
-			wantNext:   "UpdateStatus dev Progressing WaitingForBinding"},
-		{name: "not started, dev's BindingPolicy name taken",
-			snap:       newSnapshot(newPolicy(), foreignBP(newPolicy(), "dev", "bp-foreign")),
-			wantEvents: []string{"Normal/StageStarted"},
-			wantNotes:  []string{`"dev"`},
-			wantNext:   "UpdateStatus dev Blocked BindingPolicyConflict"},
-		{name: "not started, dev's BindingPolicy being deleted",
-			snap:       newSnapshot(newPolicy(), beingDeleted(ownedBP(newPolicy(), "dev", "bp-old-dev"))),
-			wantEvents: []string{"Normal/StageStarted"},
-			wantNotes:  []string{`"dev"`},
-			wantNext:   "None"},
+			wantNotes:  []string{`"qa"`, `"dev"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -599,14 +577,15 @@ func TestPlanStartsRollout(t *testing.T) {
 				}
 			}
 
-			// Once the start is written, the next run goes on from the
-			// first stage and does not start it again.
+			// Once the start is written, the next run creates dev's
+			// BindingPolicy and does not start the stage again.
 			again := replan(t, tt.snap, engine, got)
-			if d := describe(again); d != tt.wantNext {
-				t.Fatalf("after the start, Plan() = %s (%s), want %s", d, again.Why, tt.wantNext)
+			if again.Type != ActionCreateBindingPolicy || again.BindingPolicy.Name != "web.stage.dev" {
+				t.Fatalf("after the start, Plan() = %s %v (%s), want CreateBindingPolicy web.stage.dev",
+					again.Type, again.BindingPolicy, again.Why)
 			}
-			if slices.Contains(eventKeys(again.Events), "Normal/StageStarted") {
-				t.Errorf("after the start, events = %v, want no second start", eventKeys(again.Events))
+			if len(again.Events) != 0 {
+				t.Errorf("after the start, events = %v, want none", eventKeys(again.Events))
 			}
 		})
 	}
@@ -1452,6 +1431,7 @@ func TestPlanFullRollout(t *testing.T) {
 	run()
 	want := []string{
 		"AddFinalizer",
+		"UpdateStatus dev Progressing BindingPolicyPending",
 		"CreateBindingPolicy web.stage.dev",
 		"UpdateStatus dev Progressing WaitingForBinding",
 		"ks:bind web.stage.dev",

@@ -93,15 +93,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 // maxStepsPerRun bounds the steps of one run. A step is one snapshot, one
-// Plan and one change; a status write that enters a stage (an advance, a
-// restart, an approval) is followed at once by the step it leads to,
-// creating the stage's BindingPolicy or StageApproval, on the policy as
-// written (see ownWrites), and the creation of a rollout's first
-// BindingPolicy by the status write that records the start, on the
-// BindingPolicy as created (see ownBindingPolicies): waiting for the
-// write's watch event and the queue would make every such step two round
-// trips and two turns in the queue long. The policy's own status writes do
-// not queue it (see policyEvents).
+// Plan and one change; a status write that enters a stage (the rollout's
+// start, an advance, a restart, an approval) is followed at once by the step
+// it leads to, creating the stage's BindingPolicy or StageApproval, on the
+// policy as written (see ownWrites): waiting for the write's watch event and
+// the queue would make every advance two round trips and two turns in the
+// queue long. The policy's own status writes do not queue it (see
+// policyEvents).
 const maxStepsPerRun = 2
 
 func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -158,19 +156,10 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 				r.Metrics.StageCompleted(snap.Policy.Name, st.Name, st.CompletionTime.Sub(st.StartTime.Time))
 			}
 		}
-		if step == maxStepsPerRun || !leadsOn(snap.Policy, action) {
+		if step == maxStepsPerRun || !entersStage(snap.Policy, action) {
 			return reconcile.Result{RequeueAfter: earliest(requeueAfterChange, action.RequeueAfter)}, nil
 		}
 	}
-}
-
-// leadsOn reports whether action is followed at once, in the same run, by
-// the step it leads to: a status write that enters a stage (entersStage),
-// or the creation of the first stage's BindingPolicy of a rollout that has
-// not started, which its record follows (startByPlacing).
-func leadsOn(policy *v1alpha1.StagedBindingPolicy, action Action) bool {
-	_, started, _ := ActiveStage(policy)
-	return entersStage(policy, action) || (action.Type == ActionCreateBindingPolicy && !started)
 }
 
 // entersStage reports whether action is a status write that enters a stage:
@@ -246,12 +235,8 @@ func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*S
 	}
 	snap.Approvals = approvals.Items
 
-	// A rollout that has not started reads the first stage's BindingPolicy
-	// as its active one (it places it before recording the start); one
-	// whose recorded active stage was removed from the spec reads nothing
-	// more (it records its restart first).
-	active, started, reset := ActiveStage(policy)
-	if reset || len(policy.Spec.Stages) == 0 || policy.DeletionTimestamp != nil {
+	active, started, _ := ActiveStage(policy)
+	if !started || policy.DeletionTimestamp != nil {
 		return snap, nil
 	}
 	bpName := v1alpha1.BindingPolicyName(policy.Name, policy.Spec.Stages[active].Name)
@@ -261,9 +246,6 @@ func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*S
 		return nil, err
 	}
 	snap.ActiveBindingPolicy = r.ownBPs.view(bpName, snap.ActiveBindingPolicy, policy, seen)
-	if !started {
-		return snap, nil
-	}
 	if active+1 < len(policy.Spec.Stages) {
 		nextName := v1alpha1.BindingPolicyName(policy.Name, policy.Spec.Stages[active+1].Name)
 		if snap.NextBindingPolicy, err = getNamed(ctx, r.Client, "BindingPolicy", nextName, &ksv1alpha1.BindingPolicy{}); err != nil {

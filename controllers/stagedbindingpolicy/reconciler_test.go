@@ -28,7 +28,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -338,10 +337,9 @@ func TestSnapshotOfMissingPolicyIsNil(t *testing.T) {
 	}
 }
 
-// assertPolicyAndBindingPolicies checks that snap holds p, the
-// BindingPolicies named bpNames, as ActiveBindingPolicy the one named
-// active ("" for none), and no Binding or CombinedStatus.
-func assertPolicyAndBindingPolicies(t *testing.T, snap *Snapshot, p *v1alpha1.StagedBindingPolicy, active string, bpNames ...string) {
+// assertOnlyPolicyAndBindingPolicies checks a snapshot that must hold the
+// policy and its BindingPolicies and nothing around an active stage.
+func assertOnlyPolicyAndBindingPolicies(t *testing.T, snap *Snapshot, p *v1alpha1.StagedBindingPolicy, bpNames ...string) {
 	t.Helper()
 	if snap == nil {
 		t.Fatal("snapshot of an existing policy is nil")
@@ -353,14 +351,8 @@ func assertPolicyAndBindingPolicies(t *testing.T, snap *Snapshot, p *v1alpha1.St
 	if got := sortedBPNames(snap.BindingPolicies); !slices.Equal(got, bpNames) {
 		t.Errorf("BindingPolicies = %v, want %v", got, bpNames)
 	}
-	switch {
-	case active == "" && snap.ActiveBindingPolicy != nil:
+	if snap.ActiveBindingPolicy != nil {
 		t.Errorf("ActiveBindingPolicy = %s, want nil", snap.ActiveBindingPolicy.Name)
-	case active != "" && (snap.ActiveBindingPolicy == nil || snap.ActiveBindingPolicy.Name != active):
-		t.Errorf("ActiveBindingPolicy = %v, want %s", snap.ActiveBindingPolicy, active)
-	}
-	if snap.NextBindingPolicy != nil {
-		t.Errorf("NextBindingPolicy = %s, want nil", snap.NextBindingPolicy.Name)
 	}
 	if snap.Binding != nil {
 		t.Errorf("Binding = %s, want nil", snap.Binding.Name)
@@ -370,20 +362,14 @@ func assertPolicyAndBindingPolicies(t *testing.T, snap *Snapshot, p *v1alpha1.St
 	}
 }
 
-// TestSnapshotOfPolicyNotStartedReadsOnlyPolicyAndBindingPolicies checks
-// what a run reads before the rollout starts: the policy and its
-// BindingPolicies, and, when none is recorded active, the first stage's
-// BindingPolicy, which the start places before recording it; nothing that
-// KubeStellar made of it.
 func TestSnapshotOfPolicyNotStartedReadsOnlyPolicyAndBindingPolicies(t *testing.T) {
 	needsAPIServer(t)
 	r := newTestReconciler(t, time.Now())
 	for _, tc := range []struct {
-		name       string
-		active     string // the recorded active stage: none, or one removed from the spec
-		wantActive bool   // whether dev's BindingPolicy is read as the active one
+		name   string
+		active string // the recorded active stage: none, or one removed from the spec
 	}{
-		{name: "snap-not-started", wantActive: true},
+		{name: "snap-not-started"},
 		{name: "snap-stage-removed", active: "staging"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -392,9 +378,8 @@ func TestSnapshotOfPolicyNotStartedReadsOnlyPolicyAndBindingPolicies(t *testing.
 				startPolicy(t, p, tc.active)
 			}
 			// Everything named after the first stage, which the rollout
-			// starts at, is there; only its BindingPolicy may be read yet.
+			// starts at, is there; none of it may be read yet.
 			devBP := createBP(t, p, "dev")
-			createBP(t, p, "test")
 			createBinding(t, devBP)
 			createCombinedStatus(t, devBP, deployment, createNamespace(t, tc.name))
 
@@ -402,11 +387,7 @@ func TestSnapshotOfPolicyNotStartedReadsOnlyPolicyAndBindingPolicies(t *testing.
 			if err != nil {
 				t.Fatalf("snapshot: %v", err)
 			}
-			active := ""
-			if tc.wantActive {
-				active = devBP.Name
-			}
-			assertPolicyAndBindingPolicies(t, snap, p, active, devBP.Name, v1alpha1.BindingPolicyName(p.Name, "test"))
+			assertOnlyPolicyAndBindingPolicies(t, snap, p, devBP.Name)
 		})
 	}
 }
@@ -431,7 +412,7 @@ func TestSnapshotOfPolicyBeingDeletedReadsOnlyPolicyAndBindingPolicies(t *testin
 	if snap != nil && snap.Policy.DeletionTimestamp == nil {
 		t.Fatalf("policy %s has no deletionTimestamp after its deletion", p.Name)
 	}
-	assertPolicyAndBindingPolicies(t, snap, p, "", devBP.Name)
+	assertOnlyPolicyAndBindingPolicies(t, snap, p, devBP.Name)
 }
 
 // ---------------------------------------------------------------------------
@@ -844,33 +825,6 @@ func TestReconcileReadsItsOwnCreatesBeforeTheCache(t *testing.T) {
 	}
 	if got := getPolicy(t, p.Name); got.Status.ActiveStage != "test" {
 		t.Errorf("active stage %q after the handover and the next run, on a cache without test's BindingPolicy, want test", got.Status.ActiveStage)
-	}
-}
-
-// TestReconcileStartPlacesTheFirstStageThenRecordsIt runs a policy that
-// has its finalizer and has not started, on a cache that stopped before
-// (a real informer cache, synced and then stopped): one run creates the
-// first stage's BindingPolicy and, in its second step, records the start
-// through the BindingPolicy it knows it created, instead of creating it
-// again (AlreadyExists) or leaving the record to another turn in the queue.
-func TestReconcileStartPlacesTheFirstStageThenRecordsIt(t *testing.T) {
-	needsAPIServer(t)
-	ctx := t.Context()
-	p := createPolicy(t, "reconcile-start", v1alpha1.CleanupFinalizer)
-
-	r := newTestReconciler(t, time.Now())
-	r.Client = laggingClient(t)
-	if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}}); err != nil {
-		t.Fatalf("Reconcile: %v", err)
-	}
-	devBP := getBP(t, v1alpha1.BindingPolicyName(p.Name, "dev"))
-	got := getPolicy(t, p.Name)
-	record := got.Status.StageNamed("dev")
-	if got.Status.ActiveStage != "dev" || record == nil || record.Phase != v1alpha1.StageActive || record.BindingPolicy != devBP.Name {
-		t.Fatalf("after one run, active stage %q with record %+v, want dev Active with BindingPolicy %s", got.Status.ActiveStage, record, devBP.Name)
-	}
-	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionProgressing); c == nil || c.Reason != v1alpha1.ReasonWaitingForBinding {
-		t.Errorf("Progressing = %+v, want reason %s", c, v1alpha1.ReasonWaitingForBinding)
 	}
 }
 
