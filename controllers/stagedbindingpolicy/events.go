@@ -25,6 +25,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 )
 
+// DefaultEventBurst is the most Events a controller posts to its space in a
+// burst above its Event rate (Options.EventQPS), when it has one, unless
+// told otherwise (the stager's --space-event-burst).
+const DefaultEventBurst = 50
+
 // eventsConfig returns a copy of a space's configuration that sends at most
 // qps requests a second, in bursts of up to burst, through a token bucket of
 // its own: the Events' own, apart from the controller's other requests, so

@@ -161,7 +161,7 @@ func NewOptions() *Options {
 		SpaceProbeInterval:      15 * time.Second,
 		SpaceQPS:                spaces.DefaultQPS,
 		SpaceBurst:              spaces.DefaultBurst,
-		SpaceEventBurst:         50,
+		SpaceEventBurst:         stagedbindingpolicy.DefaultEventBurst,
 		CacheSyncTimeout:        2 * time.Minute,
 		ReconcileTimeout:        DefaultReconcileTimeout,
 		CELCostLimit:            expression.DefaultCostLimit,
