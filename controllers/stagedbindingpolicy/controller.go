@@ -310,7 +310,7 @@ func assesses(ctx context.Context, reader client.Reader, req reconcile.Request, 
 	if err := reader.Get(ctx, types.NamespacedName{Name: bindingPolicy}, next); err != nil {
 		return false
 	}
-	return handedOver(&Snapshot{Policy: policy, NextBindingPolicy: next}, active)
+	return handedOver(policy, next, active)
 }
 
 // atLowPriority returns q adding at handler.LowPriority what is added

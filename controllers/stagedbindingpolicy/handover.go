@@ -55,17 +55,18 @@ func handover(snap *Snapshot, active int) (*ksv1alpha1.BindingPolicy, bool) {
 	return bp, true
 }
 
-// handedOver reports whether the BindingPolicy of the stage after the active
-// one exists, owned by the policy, with the mark handover puts on it for
-// this very start of the active stage: the stage was done and the next one
-// placed, and only the status has yet to say so. A BindingPolicy of the next
-// stage left from an earlier rollout (a restart keeps the old stages'
-// BindingPolicies until the first one places) bears another start time, or
-// no mark, and records nothing. Start times are whole seconds: only a
-// rollout restarted within the very second in which its stage started and
-// handed over would take the old mark for its own.
-func handedOver(snap *Snapshot, active int) bool {
-	return markedForThisStart(snap, active) && snap.Policy.Spec.Stages[active+1].Approval != v1alpha1.ApprovalRequired
+// handedOver reports whether next, the BindingPolicy of the stage after the
+// active one (nil when there is none), exists, owned by the policy, with
+// the mark handover puts on it for this very start of the active stage: the
+// stage was done and the next one placed, and only the status has yet to
+// say so. A BindingPolicy of the next stage left from an earlier rollout (a
+// restart keeps the old stages' BindingPolicies until the first one places)
+// bears another start time, or no mark, and records nothing. Start times
+// are whole seconds: only a rollout restarted within the very second in
+// which its stage started and handed over would take the old mark for its
+// own.
+func handedOver(policy *v1alpha1.StagedBindingPolicy, next *ksv1alpha1.BindingPolicy, active int) bool {
+	return markedForThisStart(policy, next, active) && policy.Spec.Stages[active+1].Approval != v1alpha1.ApprovalRequired
 }
 
 // withdrawnHandover returns the BindingPolicy the active stage handed over
@@ -73,24 +74,23 @@ func handedOver(snap *Snapshot, active int) bool {
 // placed before a stage is approved, so it is deleted, and the advance is
 // then recorded first, as the gate asks, by the rules that follow.
 func withdrawnHandover(snap *Snapshot, active int) (*ksv1alpha1.BindingPolicy, bool) {
-	if !markedForThisStart(snap, active) || snap.Policy.Spec.Stages[active+1].Approval != v1alpha1.ApprovalRequired {
+	if !markedForThisStart(snap.Policy, snap.NextBindingPolicy, active) || snap.Policy.Spec.Stages[active+1].Approval != v1alpha1.ApprovalRequired {
 		return nil, false
 	}
 	return snap.NextBindingPolicy, true
 }
 
-// markedForThisStart reports whether the BindingPolicy of the stage after
-// the active one exists, owned by the policy and not being deleted, with
-// the mark handover puts on it for the active stage's current start.
-func markedForThisStart(snap *Snapshot, active int) bool {
-	policy := snap.Policy
+// markedForThisStart reports whether next, the BindingPolicy of the stage
+// after the active one (nil when there is none), exists, owned by the
+// policy and not being deleted, with the mark handover puts on it for the
+// active stage's current start.
+func markedForThisStart(policy *v1alpha1.StagedBindingPolicy, next *ksv1alpha1.BindingPolicy, active int) bool {
 	if active+1 >= len(policy.Spec.Stages) {
 		return false
 	}
 	token, ok := handoverToken(policy, active)
-	bp := snap.NextBindingPolicy
-	return ok && bp != nil && bp.DeletionTimestamp == nil && ownedBy(bp, policy) &&
-		bp.Annotations[v1alpha1.HandedOverFromAnnotation] == token
+	return ok && next != nil && next.DeletionTimestamp == nil && ownedBy(next, policy) &&
+		next.Annotations[v1alpha1.HandedOverFromAnnotation] == token
 }
 
 // handoverToken is the value of HandedOverFromAnnotation for the active

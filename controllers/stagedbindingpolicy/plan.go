@@ -231,7 +231,7 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 		status := blockedStatus(policy, v1alpha1.ReasonBindingPolicyConflict, msg, snap.Now)
 		return statusAction(policy, status, Event{Type: corev1.EventTypeWarning, Reason: v1alpha1.ReasonBindingPolicyConflict, Note: msg},
 			"the active stage's BindingPolicy name is taken")
-	case (current == nil || current.DeletionTimestamp != nil) && handedOver(snap, active):
+	case (current == nil || current.DeletionTimestamp != nil) && handedOver(policy, snap.NextBindingPolicy, active):
 		// The stage was done and handed over; its BindingPolicy went
 		// before the status said so. Record the advance rather than
 		// place the done stage again.
@@ -263,7 +263,7 @@ func planAfterAssessment(snap *Snapshot, active int, current *ksv1alpha1.Binding
 	stage := policy.Spec.Stages[active]
 	final := active == len(policy.Spec.Stages)-1
 	result, metSince, soakLeft := soak(policy, active, result, snap.Now)
-	if handedOver(snap, active) {
+	if handedOver(policy, snap.NextBindingPolicy, active) {
 		return recordHandover(snap, active, result)
 	}
 	if bp, ok := withdrawnHandover(snap, active); ok {
