@@ -15,7 +15,6 @@
 package expression
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -37,7 +36,7 @@ func measure(t *testing.T, e *Engine, src string, obj map[string]any) (cost uint
 	if err != nil {
 		t.Fatalf("Compile(%s): %v", src, err)
 	}
-	val, details, err := p.prog.ContextEval(context.Background(), conditionVars{obj: celValue(obj)})
+	val, details, err := p.prog.Eval(conditionVars(celValue(obj)))
 	if details == nil || details.ActualCost() == nil {
 		t.Fatalf("%s: no tracked cost", src)
 	}
@@ -73,7 +72,7 @@ func checkBound(t *testing.T, e *Engine, src string, obj map[string]any) {
 	if cost > bound {
 		t.Errorf("%s: tracked cost %d is above the bound %d (M=%d, S=%d)", src, cost, bound, sizes.elements, sizes.bytes)
 	}
-	val, _, err := p.untracked.ContextEval(context.Background(), conditionVars{obj: celValue(obj)})
+	val, _, err := p.untracked.Eval(conditionVars(celValue(obj)))
 	if untracked := outcome(val, err); untracked != tracked {
 		t.Errorf("%s: %s without cost tracking, %s with", src, untracked, tracked)
 	}
@@ -308,7 +307,7 @@ func TestUntrackedEvaluationTimesOut(t *testing.T) {
 	if bound == 0 {
 		t.Fatal("the condition would be tracked")
 	}
-	_, err = p.eval(conditionVars{obj: celValue(obj)}, nil, bound)
+	_, err = p.eval(conditionVars(celValue(obj)), nil, bound)
 	var exprErr *Error
 	if !errors.As(err, &exprErr) || exprErr.Reason != ReasonTimeout {
 		t.Fatalf("eval = %v, want an error with reason %s", err, ReasonTimeout)

@@ -57,7 +57,7 @@ func (b *Budget) EvalFilter(p *Program, clause Clause) (bool, error) {
 	if err := p.check(KindFilter); err != nil {
 		return false, err
 	}
-	return p.eval(map[string]any{VarDownsyncClause: clause.celView()}, b, 0)
+	return p.eval(filterVars(clause.celView()), b, 0)
 }
 
 // EvalCondition is Program.EvalCondition within the budget: it fails with

@@ -105,3 +105,25 @@ func TestCachedConversionsKeepTheSemantics(t *testing.T) {
 		t.Error("an evaluation changed the cached form")
 	}
 }
+
+// TestCELValuesAdapter checks that the condition environment's adapter
+// gives CEL values back as they are and converts other values as cel-go's
+// own adapter does, and that conditions are planned with it.
+func TestCELValuesAdapter(t *testing.T) {
+	if got := newEngine(t).conditionEnv.CELTypeAdapter(); reflect.TypeOf(got) != reflect.TypeFor[celValuesAdapter]() {
+		t.Errorf("the condition environment's adapter is a %T, want a celValuesAdapter", got)
+	}
+	a := celValuesAdapter{types.DefaultTypeAdapter}
+	list := celValue([]any{"a", int64(1)})
+	for _, v := range []ref.Val{types.String("s"), types.Int(1), types.True, types.NullValue, list} {
+		if got := a.NativeToValue(v); got != v {
+			t.Errorf("NativeToValue(%v) = %v, want the value itself", v, got)
+		}
+	}
+	for _, native := range []any{"s", int64(1), true, nil, map[string]any{"k": []any{"v"}}, []string{"x", "y"}} {
+		got, want := a.NativeToValue(native), types.DefaultTypeAdapter.NativeToValue(native)
+		if got.Type() != want.Type() || got.Equal(want) != types.True {
+			t.Errorf("NativeToValue(%#v) = %v (%s), want %v (%s)", native, got, got.Type(), want, want.Type())
+		}
+	}
+}

@@ -70,12 +70,14 @@ const (
 	DefaultBudgetTime = 2 * time.Second
 )
 
-// interruptCheckFrequency is how many comprehension iterations pass between
-// two checks of an evaluation's deadline. It must be 1: cel-go counts the
-// checks of all the comprehensions of an evaluation together, and an inner
-// comprehension that is stopped at every Nth check leaves the outer ones to
-// check only at counts that are not multiples of N, so that they never stop.
-// A check is a non-blocking receive on a channel, cheap next to an iteration.
+// interruptCheckFrequency, being above zero, makes cel-go's planner check
+// for an interrupt after every iteration of every comprehension; its value
+// only sets the rate of ContextEval's own checks, which evaluations here do
+// not use. evalVars answers the checks: it reads the clock at every
+// clockCheckInterval-th check, and once it has seen the deadline pass it
+// answers every check, so that an inner comprehension that stops cannot hide
+// the interrupt from the outer ones (as cel-go's shared count at a rate
+// above 1 could).
 const interruptCheckFrequency = 1
 
 // Option configures an Engine; see NewEngine.
@@ -247,6 +249,10 @@ func NewEngine(opts ...Option) (*Engine, error) {
 		cel.Variable(VarObj, objType),
 		cel.Variable(VarCombinedStatus, objType),
 	)...)
+	if err != nil {
+		return nil, fmt.Errorf("creating CEL environment for conditions: %w", err)
+	}
+	conditionEnv, err = conditionEnv.Extend(cel.CustomTypeAdapter(celValuesAdapter{conditionEnv.CELTypeAdapter()}))
 	if err != nil {
 		return nil, fmt.Errorf("creating CEL environment for conditions: %w", err)
 	}

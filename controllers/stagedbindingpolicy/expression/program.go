@@ -21,7 +21,6 @@ import (
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
-	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/interpreter"
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -67,7 +66,7 @@ func (p *Program) EvalFilter(clause Clause) (bool, error) {
 	if err := p.check(KindFilter); err != nil {
 		return false, err
 	}
-	return p.eval(map[string]any{VarDownsyncClause: clause.celView()}, nil, 0)
+	return p.eval(filterVars(clause.celView()), nil, 0)
 }
 
 // EvalCondition evaluates a condition program against one CombinedStatus and
@@ -96,23 +95,8 @@ func (p *Program) evalCondition(cs *ksv1alpha1.CombinedStatus, b *Budget) (bool,
 			bound = c
 		}
 	}
-	return p.eval(conditionVars{obj: conv.obj}, b, bound)
+	return p.eval(conditionVars(conv.obj), b, bound)
 }
-
-// conditionVars are the variables of a condition: one object under two
-// names.
-type conditionVars struct{ obj ref.Val }
-
-// ResolveName implements interpreter.Activation.
-func (v conditionVars) ResolveName(name string) (any, bool) {
-	if name == VarObj || name == VarCombinedStatus {
-		return v.obj, true
-	}
-	return nil, false
-}
-
-// Parent implements interpreter.Activation.
-func (conditionVars) Parent() interpreter.Activation { return nil }
 
 // check verifies that p is usable in the role want.
 func (p *Program) check(want Kind) error {
@@ -131,7 +115,7 @@ func (p *Program) check(want Kind) error {
 // nonzero bound is an upper bound of the evaluation's cost within the cost
 // limit: the program then runs without cost tracking, and b is charged the
 // bound.
-func (p *Program) eval(vars any, b *Budget, bound uint64) (result bool, err error) {
+func (p *Program) eval(vars *evalVars, b *Budget, bound uint64) (result bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			result, err = false, newError(p.kind, p.source, ReasonEvaluationError, fmt.Errorf("internal error: %v", r))
@@ -147,13 +131,12 @@ func (p *Program) eval(vars any, b *Budget, bound uint64) (result bool, err erro
 			deadline, byBudget = b.deadline, true
 		}
 	}
-	ctx := withDeadline(deadline)
-	defer ctx.release()
+	vars.deadline = deadline
 	prog := p.prog
 	if bound != 0 {
 		prog = p.untracked
 	}
-	out, details, evalErr := prog.ContextEval(ctx, vars)
+	out, details, evalErr := prog.Eval(vars)
 	if b != nil {
 		b.spent += bound
 		if details != nil && details.ActualCost() != nil {
@@ -161,10 +144,8 @@ func (p *Program) eval(vars any, b *Budget, bound uint64) (result bool, err erro
 		}
 	}
 	if evalErr != nil {
-		// Stopped at the deadline, rather than failing near it.
-		var cancelled interpreter.EvalCancelledError
-		interrupted := ctx.Err() != nil && (errors.Is(evalErr, ctx.Err()) ||
-			errors.Is(evalErr, interpreter.InterruptError{}) || errors.As(evalErr, &cancelled))
+		// An interrupt check found the deadline passed (see evalVars).
+		interrupted := errors.Is(evalErr, interpreter.InterruptError{})
 		switch {
 		case isCostLimitError(evalErr) || exceeds(details, p.costLimit):
 			return false, newError(p.kind, p.source, ReasonCostLimitExceeded,
