@@ -201,6 +201,20 @@ func envInt(b *testing.B, name string, def int) int {
 	return n
 }
 
+// envNice returns the nice value in the environment variable name, or def
+// when it is unset.
+func envNice(b *testing.B, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < -20 || n > 19 {
+		b.Fatalf("$%s=%q is not a nice value (-20 to 19)", name, v)
+	}
+	return n
+}
+
 // harness is what every run of the package starts with: a context that
 // ends with the run, a directory for the logs, the stager binary and the
 // stager's scheme.
@@ -303,22 +317,40 @@ func memory(pid int) (rss, peak int) {
 
 // cpuSeconds returns the CPU time (user and system) a process has used.
 func cpuSeconds(pid int) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// The fields after the command (which may hold spaces) start after ") ".
-	_, rest, ok := strings.Cut(string(data), ") ")
-	if !ok {
-		return 0
-	}
-	fields := strings.Fields(rest)
-	if len(fields) < 13 {
+	fields, err := statFields(pid)
+	if err != nil || len(fields) < 13 {
 		return 0
 	}
 	utime, _ := strconv.ParseFloat(fields[11], 64)
 	stime, _ := strconv.ParseFloat(fields[12], 64)
 	return (utime + stime) / clockTicks
+}
+
+// statFields returns the fields of /proc/<pid>/stat after the command
+// name (which may hold spaces): the first is the third field, the state.
+func statFields(pid int) ([]string, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil, err
+	}
+	_, rest, ok := strings.Cut(string(data), ") ")
+	if !ok {
+		return nil, fmt.Errorf("/proc/%d/stat has no command name", pid)
+	}
+	return strings.Fields(rest), nil
+}
+
+// niceness returns the nice value of a process's main thread (the
+// nineteenth field of /proc/<pid>/stat).
+func niceness(pid int) (int, error) {
+	fields, err := statFields(pid)
+	if err != nil {
+		return 0, err
+	}
+	if len(fields) < 17 {
+		return 0, fmt.Errorf("/proc/%d/stat has %d fields after the command name", pid, len(fields))
+	}
+	return strconv.Atoi(fields[16])
 }
 
 // cpuUse is what a process has used of the CPUs: the CPU seconds it ran,
