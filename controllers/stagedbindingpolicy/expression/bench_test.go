@@ -71,31 +71,77 @@ func BenchmarkSeedPath(b *testing.B) {
 	cs := benchStatus()
 	b.ReportAllocs()
 	for b.Loop() {
-		env, err := cel.NewEnv(cel.Variable("obj", cel.DynType), cel.Variable("combinedStatus", cel.DynType))
-		if err != nil {
-			b.Fatal(err)
-		}
-		ast, issues := env.Compile(seedCondition)
-		if issues.Err() != nil {
-			b.Fatal(issues.Err())
-		}
-		prog, err := env.Program(ast)
-		if err != nil {
-			b.Fatal(err)
-		}
-		raw, err := json.Marshal(cs)
-		if err != nil {
-			b.Fatal(err)
-		}
-		var obj map[string]any
-		if err := json.Unmarshal(raw, &obj); err != nil {
-			b.Fatal(err)
-		}
-		out, _, err := prog.Eval(map[string]any{"obj": obj, "combinedStatus": obj})
-		if err != nil || out != types.True {
-			b.Fatalf("seed path = %v, %v", out, err)
-		}
+		seedPath(b, cs)
 	}
+}
+
+// seedPath evaluates the seed condition on cs the seed's way.
+func seedPath(b *testing.B, cs *ksv1alpha1.CombinedStatus) {
+	env, err := cel.NewEnv(cel.Variable("obj", cel.DynType), cel.Variable("combinedStatus", cel.DynType))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ast, issues := env.Compile(seedCondition)
+	if issues.Err() != nil {
+		b.Fatal(issues.Err())
+	}
+	prog, err := env.Program(ast)
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw, err := json.Marshal(cs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		b.Fatal(err)
+	}
+	out, _, err := prog.Eval(map[string]any{"obj": obj, "combinedStatus": obj})
+	if err != nil || out != types.True {
+		b.Fatalf("seed path = %v, %v", out, err)
+	}
+}
+
+// evalsPerSeedPath is how many of the engine's evaluations
+// BenchmarkEvalConditionAgainstSeedPath times beside one of the seed's path,
+// for about as long.
+const evalsPerSeedPath = 100
+
+// BenchmarkEvalConditionAgainstSeedPath measures the two side by side in one
+// loop, issue 16's comparison: each iteration times one evaluation the
+// seed's way, then evalsPerSeedPath evaluations by the engine (of a version
+// already converted, as BenchmarkEvalCondition), so that both meet the
+// machine in the same state; separate benchmarks run seconds apart, and a
+// shared machine's speed drifts by ±20 % between them. It reports each
+// one's time per evaluation (seed-ns/eval, engine-ns/eval) and their ratio
+// (x-faster); its ns/op is the time of one iteration, both together.
+func BenchmarkEvalConditionAgainstSeedPath(b *testing.B) {
+	p, err := newEngine(b).Compile(KindCondition, seedCondition)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cs := benchStatus()
+	var seed, engine time.Duration
+	iterations := 0
+	for b.Loop() {
+		start := time.Now()
+		seedPath(b, cs)
+		mid := time.Now()
+		for range evalsPerSeedPath {
+			if ok, err := p.EvalCondition(cs); err != nil || !ok {
+				b.Fatalf("EvalCondition = %v, %v", ok, err)
+			}
+		}
+		seed += mid.Sub(start)
+		engine += time.Since(mid)
+		iterations++
+	}
+	perSeed := float64(seed.Nanoseconds()) / float64(iterations)
+	perEval := float64(engine.Nanoseconds()) / float64(iterations*evalsPerSeedPath)
+	b.ReportMetric(perSeed, "seed-ns/eval")
+	b.ReportMetric(perEval, "engine-ns/eval")
+	b.ReportMetric(perSeed/perEval, "x-faster")
 }
 
 // BenchmarkCompileCached measures Compile when the program is in the cache.
