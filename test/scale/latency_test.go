@@ -137,15 +137,14 @@ func BenchmarkStageAdvanceLatencyPaced(b *testing.B) {
 
 // BenchmarkStageAdvanceLatencyReserved is BenchmarkStageAdvanceLatency with
 // the stager at a higher CPU weight than the API servers, etcds and this
-// harness (its nice value reservedNice below theirs, or
-// $STAGER_LATENCY_STAGER_NICE), standing for
-// the CPU its request reserves in a deployment. In
-// BenchmarkStageAdvanceLatency the stager is one of 24 processes of equal
-// weight on 2 cores that 22 servers keep busy, which no deployment does:
-// there, the servers of ten WDSes run on CPUs of their own or within their
-// requests, and the stager gets its request when it needs it. Lowering a
-// process's nice value takes root (CAP_SYS_NICE); the run fails, saying so,
-// if the stager does not run at the value asked for.
+// harness (its nice value 5 below theirs: reservedNice, or
+// $STAGER_LATENCY_STAGER_NICE), standing for the CPU its request reserves in
+// a deployment. In BenchmarkStageAdvanceLatency the stager is one of 24
+// processes of equal weight on 2 cores that 22 servers keep busy, which no
+// deployment does: there, the servers of ten WDSes run on CPUs of their own
+// or within their requests, and the stager gets its request when it needs
+// it. Lowering a process's nice value takes root (CAP_SYS_NICE); the run
+// fails, saying so, if the stager does not run at the value asked for.
 func BenchmarkStageAdvanceLatencyReserved(b *testing.B) {
 	runRollouts(b, rollouts{spaces: envInt(b, LatencySpacesEnv, 10), policies: envInt(b, LatencyPoliciesEnv, 100),
 		stagerNice: envNice(b, StagerNiceEnv, reservedNice)})

@@ -201,8 +201,8 @@ func envInt(b *testing.B, name string, def int) int {
 	return n
 }
 
-// envNice returns the nice value in the environment variable name, or def
-// when it is unset.
+// envNice returns the nice increment (as nice -n takes it) in the
+// environment variable name, or def when it is unset.
 func envNice(b *testing.B, name string, def int) int {
 	v := os.Getenv(name)
 	if v == "" {
@@ -210,7 +210,7 @@ func envNice(b *testing.B, name string, def int) int {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < -20 || n > 19 {
-		b.Fatalf("$%s=%q is not a nice value (-20 to 19)", name, v)
+		b.Fatalf("$%s=%q is not a nice increment (-20 to 19)", name, v)
 	}
 	return n
 }
