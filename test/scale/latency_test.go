@@ -63,9 +63,10 @@ const (
 	StagerNiceEnv = "STAGER_LATENCY_STAGER_NICE"
 	// reservedNice is added to the stager's nice value in
 	// BenchmarkStageAdvanceLatencyReserved: each of its threads then weighs
-	// 3.05 times a thread at nice 0 in the kernel's scheduler. With the
-	// twenty or so threads the servers keep runnable in these runs (every
-	// process waits about 10 s for a CPU per CPU-second it uses, on 2
+	// 3.05 times a thread at nice 0 in the kernel's scheduler. By those
+	// weights (an estimate, not a measurement), with the twenty or so
+	// threads the servers keep runnable in these runs (inferred from every
+	// process waiting about 10 s for a CPU per CPU-second it uses, on 2
 	// cores), the stager's two (GOMAXPROCS) get up to about 0.45 core when
 	// both want it, against the 0.16 it uses on average: its request (250m
 	// in the chart) when it needs it, and some of the spare CPU a node
@@ -551,7 +552,8 @@ func runRollouts(b *testing.B, r rollouts) {
 	if profile {
 		args = append(args, "--pprof-bind-address="+pprofAddr)
 	}
-	command := append([]string{binary}, append(args, strings.Fields(os.Getenv(StagerArgsEnv))...)...)
+	command := append([]string{binary}, args...)
+	command = append(command, strings.Fields(os.Getenv(StagerArgsEnv))...)
 	if r.stagerNice != 0 {
 		command = append([]string{"nice", "-n", strconv.Itoa(r.stagerNice)}, command...)
 	}
