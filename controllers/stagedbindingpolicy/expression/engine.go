@@ -187,6 +187,9 @@ type Engine struct {
 	config
 	filterEnv    *cel.Env
 	conditionEnv *cel.Env
+	// filterCharges and conditionCharges charge the calls of precharges
+	// before they run, in the programs of each environment.
+	filterCharges, conditionCharges []cel.ProgramOption
 
 	compilations atomic.Uint64
 	conversions  *conversions
@@ -256,15 +259,25 @@ func NewEngine(opts ...Option) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating CEL environment for conditions: %w", err)
 	}
+	filterCharges, err := prechargeOptions(filterEnv, cfg.costLimit)
+	if err != nil {
+		return nil, fmt.Errorf("creating CEL environment for filters: %w", err)
+	}
+	conditionCharges, err := prechargeOptions(conditionEnv, cfg.costLimit)
+	if err != nil {
+		return nil, fmt.Errorf("creating CEL environment for conditions: %w", err)
+	}
 	return &Engine{
-		config:       cfg,
-		filterEnv:    filterEnv,
-		conditionEnv: conditionEnv,
-		conversions:  newConversions(cfg.conversionCache),
-		regex:        regex,
-		lru:          list.New(),
-		entries:      make(map[cacheKey]*list.Element),
-		inflight:     make(map[cacheKey]*compileCall),
+		config:           cfg,
+		filterEnv:        filterEnv,
+		conditionEnv:     conditionEnv,
+		filterCharges:    filterCharges,
+		conditionCharges: conditionCharges,
+		conversions:      newConversions(cfg.conversionCache),
+		regex:            regex,
+		lru:              list.New(),
+		entries:          make(map[cacheKey]*list.Element),
+		inflight:         make(map[cacheKey]*compileCall),
 	}, nil
 }
 
@@ -350,9 +363,9 @@ func (e *Engine) compile(kind Kind, source string) (prog *Program, err error) {
 			prog, err = nil, newError(kind, source, ReasonCompileError, fmt.Errorf("internal error: %v", r))
 		}
 	}()
-	env := e.filterEnv
+	env, charges := e.filterEnv, e.filterCharges
 	if kind == KindCondition {
-		env = e.conditionEnv
+		env, charges = e.conditionEnv, e.conditionCharges
 	}
 	ast, issues := env.Compile(source)
 	if issues != nil && issues.Err() != nil {
@@ -371,7 +384,7 @@ func (e *Engine) compile(kind Kind, source string) (prog *Program, err error) {
 			fmt.Errorf("estimated worst-case cost %s is above the limit %d (the estimate takes the input to be %d bytes)",
 				formatCost(estimate.Max), e.estimatedCostLimit, MaxObjectSize))
 	}
-	celProg, err := env.Program(ast, append(e.regex.programOptions(),
+	celProg, err := env.Program(ast, append(append(e.regex.programOptions(), charges...),
 		cel.CostLimit(e.costLimit),
 		cel.CostTracking(actualCost{regex: e.regex}),
 		cel.InterruptCheckFrequency(interruptCheckFrequency),
@@ -384,7 +397,7 @@ func (e *Engine) compile(kind Kind, source string) (prog *Program, err error) {
 		conversions: e.conversions}
 	if kind == KindCondition {
 		if prog.bound = newCostBound(ast.NativeRep()); prog.bound != nil {
-			prog.untracked, err = env.Program(ast, append(e.regex.programOptions(),
+			prog.untracked, err = env.Program(ast, append(append(e.regex.programOptions(), charges...),
 				cel.InterruptCheckFrequency(interruptCheckFrequency),
 				cel.EvalOptions(cel.OptOptimize),
 			)...)

@@ -218,7 +218,8 @@ func isCostLimitError(err error) bool {
 	}
 	var tooCostly *errMatchTooCostly
 	var tooLargePattern *errPatternTooLarge
-	if errors.As(err, &tooCostly) || errors.As(err, &tooLargePattern) {
+	var callTooCostly *errCallTooCostly
+	if errors.As(err, &tooCostly) || errors.As(err, &tooLargePattern) || errors.As(err, &callTooCostly) {
 		return true
 	}
 	return strings.Contains(err.Error(), "cost limit")

@@ -136,11 +136,18 @@ func (c *costEstimator) EstimateCallCost(function, _ string, target *checker.Ast
 			return nil
 		}
 		return &checker.CallEstimate{CostEstimate: traverse, ResultSize: &sz}
-	case "indexOf", "lastIndexOf", "charAt":
+	case "charAt":
 		if (*target).Type().Kind() != types.StringKind {
 			return nil
 		}
 		return &checker.CallEstimate{CostEstimate: traverse}
+	case "indexOf", "lastIndexOf":
+		if (*target).Type().Kind() != types.StringKind || len(args) == 0 {
+			return nil
+		}
+		sub := c.size(args[0])
+		return &checker.CallEstimate{CostEstimate: checker.CostEstimate{
+			Min: indexOfCost(sz.Min, sub.Min), Max: indexOfCost(sz.Max, sub.Max)}}
 	case "split":
 		result := sz.Add(checker.FixedSizeEstimate(1))
 		return &checker.CallEstimate{CostEstimate: sz.MultiplyByCostFactor(2 * costPerByte).Add(checker.CostEstimate(result)), ResultSize: &result}
@@ -260,13 +267,6 @@ func (a actualCost) CallCost(function, overloadID string, args []ref.Val, result
 	case function == "lowerAscii", function == "upperAscii", function == "trim", function == "reverse",
 		function == "substring", function == "charAt":
 		cost = bytes(args[0]) * costPerByte
-	case function == "indexOf", function == "lastIndexOf":
-		cost = bytes(args[0]) * costPerByte
-		if len(args) > 1 {
-			cost *= math.Max(1, bytes(args[1])*costPerByte)
-		}
-	case function == "split":
-		cost = bytes(args[0])*2*costPerByte + bytes(result)
 	case function == "replace":
 		cost = bytes(args[0])*2*costPerByte + bytes(result)*costPerByte
 	case function == "join":
