@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"runtime"
 	"sort"
 	"testing"
 	"time"
@@ -205,4 +206,40 @@ func BenchmarkHostileExpressions(b *testing.B) {
 			b.ReportMetric(float64(worst)/float64(time.Millisecond), "worst-ms")
 		})
 	}
+}
+
+// BenchmarkConversionsUnderUpdates evaluates the seed condition on 60
+// versions of one 10,000-row CombinedStatus (issue 32: keyed by version,
+// they took a stager from 57 MiB to 1,955 MiB of RSS) and reports the
+// largest live heap seen after an evaluation, above the heap the 60
+// statuses take themselves, and what the conversion cache holds by its
+// estimate at the end.
+func BenchmarkConversionsUnderUpdates(b *testing.B) {
+	const versions, rows = 60, 10_000
+	statuses := make([]*ksv1alpha1.CombinedStatus, versions)
+	for v := range statuses {
+		statuses[v] = largeStatus("the-status", fmt.Sprint(v), rows)
+	}
+	runtime.GC()
+	var base runtime.MemStats
+	runtime.ReadMemStats(&base)
+	var peak uint64
+	for b.Loop() {
+		e := newEngine(b)
+		p, err := e.Compile(KindCondition, seedCondition)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, cs := range statuses {
+			if _, err := p.EvalCondition(cs); err != nil {
+				b.Fatal(err)
+			}
+			runtime.GC()
+			var m runtime.MemStats
+			runtime.ReadMemStats(&m)
+			peak = max(peak, m.HeapAlloc)
+		}
+		b.ReportMetric(float64(e.conversions.memory())/(1<<20), "cached-MiB")
+	}
+	b.ReportMetric(float64(peak-base.HeapAlloc)/(1<<20), "peak-heap-MiB")
 }

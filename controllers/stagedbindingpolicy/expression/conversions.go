@@ -15,62 +15,103 @@
 package expression
 
 import (
+	"container/list"
+	"sync"
+
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	apitypes "k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/lru"
 )
 
 // DefaultConversionCacheSize is how many CombinedStatuses an Engine keeps
 // converted unless WithConversionCacheSize says otherwise.
 const DefaultConversionCacheSize = 4096
 
-// conversionKey identifies one version of one CombinedStatus.
-type conversionKey struct {
-	uid             apitypes.UID
-	resourceVersion string
-}
+// DefaultConversionCacheBytes is how much memory, by memoryOf's estimate,
+// the conversions an Engine keeps may take unless WithConversionCacheBytes
+// says otherwise: a converted CombinedStatus takes several times its JSON
+// size (a 1.3 MiB one about 10 MiB).
+const DefaultConversionCacheBytes = 64 << 20
 
 // converted is a CombinedStatus as the CEL value of its JSON form, with the
-// sizes that bound the cost of evaluating a condition on it (see costBound).
+// sizes that bound the cost of evaluating a condition on it (see costBound)
+// and an estimate of the memory it takes.
 type converted struct {
-	obj   ref.Val
-	sizes inputSizes
+	obj    ref.Val
+	sizes  inputSizes
+	memory uint64
 }
 
-// conversions keeps the CombinedStatuses evaluated lately, converted,
-// by UID and resourceVersion, so that the conditions of every stage and
-// every reconcile share one conversion of each version. The forms are only
-// read (CEL does not change its inputs). Safe for concurrent use.
+// conversions keeps the CombinedStatuses evaluated lately, converted, one
+// version of each by UID, so that the conditions of every stage and every
+// reconcile share one conversion of each version. It holds at most
+// maxEntries conversions and maxBytes of memory by memoryOf's estimate,
+// evicting the least recently used first; a conversion larger than maxBytes
+// is not kept. The forms are only read (CEL does not change its inputs).
+// Safe for concurrent use.
 type conversions struct {
-	cache *lru.Cache // of conversionKey to converted; nil converts every time
+	maxEntries int // zero converts every time
+	maxBytes   uint64
+
+	mu      sync.Mutex
+	bytes   uint64
+	lru     *list.List // of *conversionEntry, most recently used first
+	entries map[apitypes.UID]*list.Element
 }
 
-func newConversions(size int) *conversions {
-	if size <= 0 {
-		return &conversions{}
-	}
-	return &conversions{cache: lru.New(size)}
+// conversionEntry is the conversion of one version of one CombinedStatus.
+type conversionEntry struct {
+	uid             apitypes.UID
+	resourceVersion string
+	converted
+}
+
+func newConversions(maxEntries int, maxBytes uint64) *conversions {
+	return &conversions{maxEntries: max(maxEntries, 0), maxBytes: maxBytes, lru: list.New(),
+		entries: map[apitypes.UID]*list.Element{}}
 }
 
 // of returns cs converted, converting it only when this version of it is
 // not cached. A CombinedStatus without UID or resourceVersion (one not read
 // from an API server) is converted every time.
 func (c *conversions) of(cs *ksv1alpha1.CombinedStatus) (converted, error) {
-	if c == nil || c.cache == nil || cs.UID == "" || cs.ResourceVersion == "" {
+	if c == nil || c.maxEntries == 0 || cs.UID == "" || cs.ResourceVersion == "" {
 		return convert(cs)
 	}
-	key := conversionKey{uid: cs.UID, resourceVersion: cs.ResourceVersion}
-	if hit, ok := c.cache.Get(key); ok {
-		return hit.(converted), nil
+	c.mu.Lock()
+	if el, ok := c.entries[cs.UID]; ok && el.Value.(*conversionEntry).resourceVersion == cs.ResourceVersion {
+		c.lru.MoveToFront(el)
+		conv := el.Value.(*conversionEntry).converted
+		c.mu.Unlock()
+		return conv, nil
 	}
+	c.mu.Unlock()
 	conv, err := convert(cs)
 	if err != nil {
 		return converted{}, err
 	}
-	c.cache.Add(key, conv)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.entries[cs.UID]; ok {
+		c.remove(el)
+	}
+	if conv.memory > c.maxBytes {
+		return conv, nil
+	}
+	c.entries[cs.UID] = c.lru.PushFront(&conversionEntry{uid: cs.UID, resourceVersion: cs.ResourceVersion, converted: conv})
+	c.bytes += conv.memory
+	for c.lru.Len() > c.maxEntries || c.bytes > c.maxBytes {
+		c.remove(c.lru.Back())
+	}
 	return conv, nil
+}
+
+// remove drops el from the cache; c.mu is held.
+func (c *conversions) remove(el *list.Element) {
+	entry := c.lru.Remove(el).(*conversionEntry)
+	delete(c.entries, entry.uid)
+	c.bytes -= entry.memory
 }
 
 // convert converts cs to the CEL value of its JSON form and measures it.
@@ -79,7 +120,7 @@ func convert(cs *ksv1alpha1.CombinedStatus) (converted, error) {
 	if err != nil {
 		return converted{}, err
 	}
-	return converted{obj: celValue(obj), sizes: sizesOf(obj)}, nil
+	return converted{obj: celValue(obj), sizes: sizesOf(obj), memory: memoryOf(obj)}, nil
 }
 
 // celValue converts a value in JSON form to CEL values all the way down,
@@ -122,10 +163,56 @@ func (a celValuesAdapter) NativeToValue(value any) ref.Val {
 	return a.Adapter.NativeToValue(value)
 }
 
+// Estimated memory of celValue's forms, in bytes, after Go's runtime: a
+// value boxed in an interface; the wrapper cel-go puts around a list or
+// map; a map's header, and a slot (key, value and control byte, with
+// room) of the groups of eight it allocates at most seven-eighths full.
+const (
+	boxBytes     = 16
+	wrapperBytes = 64
+	mapBytes     = 48
+	slotBytes    = 2*boxBytes + 8
+)
+
+// memoryOf estimates the memory celValue's form of v takes, strings
+// included, rounding up; TestMemoryOfIsAnUpperBound holds it against the
+// heap.
+func memoryOf(v any) uint64 {
+	switch v := v.(type) {
+	case string:
+		return boxBytes + roundUp8(len(v))
+	case []any:
+		m := uint64(wrapperBytes + 24 + boxBytes*len(v))
+		for _, el := range v {
+			m += memoryOf(el)
+		}
+		return m
+	case map[string]any:
+		slots := uint64(8)
+		for slots*7/8 < uint64(len(v)) {
+			slots *= 2
+		}
+		m := wrapperBytes + mapBytes + slots*slotBytes
+		for k, el := range v {
+			m += boxBytes + roundUp8(len(k)) + memoryOf(el)
+		}
+		return m
+	}
+	return boxBytes
+}
+
+func roundUp8(n int) uint64 { return (uint64(n) + 7) &^ 7 }
+
 // len returns how many conversions are cached.
 func (c *conversions) len() int {
-	if c.cache == nil {
-		return 0
-	}
-	return c.cache.Len()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lru.Len()
+}
+
+// memory returns the estimated memory of the cached conversions.
+func (c *conversions) memory() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.bytes
 }

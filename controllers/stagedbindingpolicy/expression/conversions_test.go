@@ -17,6 +17,7 @@ package expression
 import (
 	"fmt"
 	"reflect"
+	"runtime"
 	"testing"
 
 	"github.com/google/cel-go/common/types"
@@ -39,7 +40,7 @@ func versioned(uid, resourceVersion, count string) *ksv1alpha1.CombinedStatus {
 // converted once, a new version again, an object without UID or
 // resourceVersion every time, and that the cache stays within its size.
 func TestConversionsAreShared(t *testing.T) {
-	c := newConversions(2)
+	c := newConversions(2, DefaultConversionCacheBytes)
 	first, err := c.of(versioned("a", "1", "1"))
 	if err != nil {
 		t.Fatal(err)
@@ -124,6 +125,92 @@ func TestCELValuesAdapter(t *testing.T) {
 		got, want := a.NativeToValue(native), types.DefaultTypeAdapter.NativeToValue(native)
 		if got.Type() != want.Type() || got.Equal(want) != types.True {
 			t.Errorf("NativeToValue(%#v) = %v (%s), want %v (%s)", native, got, got.Type(), want, want.Type())
+		}
+	}
+}
+
+// TestConversionsKeepOneVersionPerObject: a new version of a CombinedStatus
+// replaces the old one's conversion (issue 32: by UID and resourceVersion,
+// 40 updates of one 1.3 MiB CombinedStatus kept 391 MiB).
+func TestConversionsKeepOneVersionPerObject(t *testing.T) {
+	c := newConversions(DefaultConversionCacheSize, DefaultConversionCacheBytes)
+	for v := range 40 {
+		if _, err := c.of(versioned("a", fmt.Sprint(v), fmt.Sprint(v))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.of(versioned("b", "1", "1")); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.len(); n != 2 {
+		t.Errorf("%d conversions cached after 40 versions of one object and one of another, want 2", n)
+	}
+}
+
+// largeStatus is a CombinedStatus of one version with the given number of
+// rows of two columns, about 130 bytes of JSON a row.
+func largeStatus(uid, resourceVersion string, rows int) *ksv1alpha1.CombinedStatus {
+	all := make([][]ksv1alpha1.Value, rows)
+	for i := range all {
+		all[i] = []ksv1alpha1.Value{number(fmt.Sprint(i)), str(fmt.Sprintf("wec-%06d-of-the-fleet", i))}
+	}
+	cs := combinedStatus("deployments-aggregator", all...)
+	cs.UID, cs.ResourceVersion = apitypes.UID(uid), resourceVersion
+	return cs
+}
+
+// TestConversionsAreBoundedByBytes: the cache keeps conversions within its
+// bytes, dropping the least recently used, and does not keep one larger
+// than all its bytes.
+func TestConversionsAreBoundedByBytes(t *testing.T) {
+	one, err := convert(largeStatus("x", "1", 1000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newConversions(DefaultConversionCacheSize, 3*one.memory)
+	for i := range 10 {
+		if _, err := c.of(largeStatus(fmt.Sprint(i), "1", 1000)); err != nil {
+			t.Fatal(err)
+		}
+		if m := c.memory(); m > 3*one.memory {
+			t.Fatalf("after %d objects the cache holds %d bytes, above its %d", i+1, m, 3*one.memory)
+		}
+	}
+	if n := c.len(); n != 3 {
+		t.Errorf("%d conversions kept, want the 3 that fit", n)
+	}
+	first, _ := c.of(largeStatus("9", "1", 1000))
+	again, _ := c.of(largeStatus("9", "1", 1000))
+	if pointer(first.obj) != pointer(again.obj) {
+		t.Error("the most recent object was evicted")
+	}
+	if _, err := c.of(largeStatus("huge", "1", 4000)); err != nil {
+		t.Fatal(err)
+	}
+	if n, m := c.len(), c.memory(); n != 3 || m > 3*one.memory {
+		t.Errorf("after a conversion larger than the cache: %d kept, %d bytes; want it not kept", n, m)
+	}
+}
+
+// TestMemoryOfIsAnUpperBound: the estimate the cache is bounded by is at
+// least the heap a conversion keeps.
+func TestMemoryOfIsAnUpperBound(t *testing.T) {
+	for _, rows := range []int{10, 1000, 20000} {
+		cs := largeStatus("a", "1", rows)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		conv, err := convert(cs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		kept := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+		runtime.KeepAlive(conv)
+		t.Logf("%d rows: estimated %d bytes, kept %d", rows, conv.memory, kept)
+		if rows >= 1000 && kept > int64(conv.memory) {
+			t.Errorf("%d rows: the conversion kept %d bytes of heap, above the estimate %d", rows, kept, conv.memory)
 		}
 	}
 }

@@ -91,6 +91,7 @@ type config struct {
 	budgetTime         time.Duration
 	cacheSize          int
 	conversionCache    int
+	conversionBytes    uint64
 }
 
 // WithCostLimit sets the runtime cost limit applied to every evaluation
@@ -165,7 +166,7 @@ func WithCacheSize(n int) Option {
 }
 
 // WithConversionCacheSize sets how many CombinedStatuses the engine keeps in
-// the JSON form conditions evaluate, by UID and resourceVersion (default
+// the JSON form conditions evaluate, one version of each (default
 // DefaultConversionCacheSize): every stage and reconcile evaluating one
 // version of a CombinedStatus shares one conversion. Zero converts at every
 // evaluation.
@@ -175,6 +176,17 @@ func WithConversionCacheSize(n int) Option {
 			return fmt.Errorf("conversion cache size must not be negative, got %d", n)
 		}
 		c.conversionCache = n
+		return nil
+	}
+}
+
+// WithConversionCacheBytes sets how much memory, by the engine's estimate,
+// the CombinedStatuses kept converted may take (default
+// DefaultConversionCacheBytes); the least recently used is dropped first,
+// and one larger than this is converted at every evaluation.
+func WithConversionCacheBytes(n uint64) Option {
+	return func(c *config) error {
+		c.conversionBytes = n
 		return nil
 	}
 }
@@ -230,6 +242,7 @@ func NewEngine(opts ...Option) (*Engine, error) {
 		budgetTime:         DefaultBudgetTime,
 		cacheSize:          DefaultCacheSize,
 		conversionCache:    DefaultConversionCacheSize,
+		conversionBytes:    DefaultConversionCacheBytes,
 	}
 	for _, opt := range opts {
 		if opt == nil {
@@ -273,7 +286,7 @@ func NewEngine(opts ...Option) (*Engine, error) {
 		conditionEnv:     conditionEnv,
 		filterCharges:    filterCharges,
 		conditionCharges: conditionCharges,
-		conversions:      newConversions(cfg.conversionCache),
+		conversions:      newConversions(cfg.conversionCache, cfg.conversionBytes),
 		regex:            regex,
 		lru:              list.New(),
 		entries:          make(map[cacheKey]*list.Element),
