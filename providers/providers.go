@@ -246,7 +246,7 @@ func (o *Options) Validate() error {
 
 // HostingCacheOptions narrows the hosting cluster's cache to what the provider
 // reads there: with kubeconfig Secrets, only the labelled Secrets of their
-// namespace. spaceCache is the cache configuration of a space, used as is
+// namespace, screened by the kubeconfig policy (kubeconfig.Policy.Screen). spaceCache is the cache configuration of a space, used as is
 // when the hosting cluster is itself the space.
 func (o *Options) HostingCacheOptions(spaceCache cache.Options) cache.Options {
 	if !o.Has(KindKubeconfig) {
@@ -255,7 +255,8 @@ func (o *Options) HostingCacheOptions(spaceCache cache.Options) cache.Options {
 	return cache.Options{
 		DefaultNamespaces: map[string]cache.Config{o.KubeconfigNamespace: {}},
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{o.KubeconfigLabel: "true"})},
+			&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{o.KubeconfigLabel: "true"}),
+				Transform: o.KubeconfigPolicy().Screen(o.KubeconfigKey)},
 		},
 		DefaultTransform: cache.TransformStripManagedFields(),
 	}

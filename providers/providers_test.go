@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
 
 	"github.com/kubestellar/workload-stager/providers/kcp"
+	stagerkubeconfig "github.com/kubestellar/workload-stager/providers/kubeconfig"
 )
 
 func TestOptionsValidate(t *testing.T) {
@@ -302,6 +303,13 @@ func TestHostingCacheOptions(t *testing.T) {
 					t.Errorf("ByObject key %T, want *v1.Secret", obj)
 				}
 				selector = by.Label
+				if by.Transform == nil {
+					t.Fatal("the Secrets are not screened by the kubeconfig policy")
+				}
+				out, err := by.Transform(&corev1.Secret{Data: map[string][]byte{o.KubeconfigKey: []byte("not a kubeconfig")}})
+				if err != nil || out.(*corev1.Secret).Annotations[stagerkubeconfig.AnnotationRefusedReason] == "" {
+					t.Errorf("the Secrets' transform let a malformed kubeconfig through: %v, %v", out, err)
+				}
 			}
 			if selector == nil {
 				t.Fatalf("Secrets are not narrowed by label")

@@ -88,11 +88,13 @@ func (a *Auditor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 		return ctrl.Result{}, fmt.Errorf("reading Secret %s: %w", req.NamespacedName, err)
 	}
 
-	var verdict error
+	verdict := screened(secret)
 	raw, ok := secret.Data[a.Key]
-	if !ok {
+	switch {
+	case verdict != nil:
+	case !ok:
 		verdict = refuse([]Violation{{Reason: ReasonMissingKey, Field: "data[" + a.Key + "]", Why: "the Secret has no kubeconfig under this key"}})
-	} else {
+	default:
 		verdict = a.Policy.Check(raw)
 	}
 	if verdict == nil {

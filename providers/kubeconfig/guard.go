@@ -95,6 +95,9 @@ func (v Violation) String() string {
 	return v.Field + ": " + v.Why
 }
 
+// refusedPrefix begins the message of every RefusedError.
+const refusedPrefix = "kubeconfig refused: "
+
 // RefusedError lists why a kubeconfig is refused.
 type RefusedError struct {
 	// Violations are the offending fields, in the order found.
@@ -107,7 +110,7 @@ func (e *RefusedError) Error() string {
 	for _, v := range e.Violations {
 		parts = append(parts, v.String())
 	}
-	return "kubeconfig refused: " + strings.Join(parts, "; ")
+	return refusedPrefix + strings.Join(parts, "; ")
 }
 
 // Reason is the reason of the first violation.
@@ -164,11 +167,12 @@ func (p Policy) Check(raw []byte) error {
 		return malformed(fmt.Sprintf("contexts[%q].cluster", cfg.CurrentContext), fmt.Sprintf("names cluster %q, which the kubeconfig lacks", kctx.Cluster))
 	}
 	violations = append(violations, p.checkCluster(fmt.Sprintf("clusters[%q]", kctx.Cluster), cluster)...)
-	if kctx.AuthInfo != "" {
-		user, ok := cfg.AuthInfos[kctx.AuthInfo]
-		if !ok {
-			return malformed(fmt.Sprintf("contexts[%q].user", cfg.CurrentContext), fmt.Sprintf("names user %q, which the kubeconfig lacks", kctx.AuthInfo))
-		}
+	// client-go takes users[""] for a context that names no user.
+	user, ok := cfg.AuthInfos[kctx.AuthInfo]
+	if !ok && kctx.AuthInfo != "" {
+		return malformed(fmt.Sprintf("contexts[%q].user", cfg.CurrentContext), fmt.Sprintf("names user %q, which the kubeconfig lacks", kctx.AuthInfo))
+	}
+	if ok {
 		violations = append(violations, p.checkUser(fmt.Sprintf("users[%q]", kctx.AuthInfo), user)...)
 	}
 	if len(violations) > 0 {

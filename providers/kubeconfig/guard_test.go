@@ -123,6 +123,15 @@ func TestCheck(t *testing.T) {
 		{name: "user missing", edit: func(cfg *clientcmdapi.Config, _ *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
 			delete(cfg.AuthInfos, "stager")
 		}, reasons: []string{ReasonMalformed}, field: `contexts["wds1"].user`},
+		// client-go uses users[""] for a context that names no user.
+		{name: "a context with no user and a user named \"\"", edit: func(cfg *clientcmdapi.Config, _ *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
+			cfg.Contexts["wds1"].AuthInfo = ""
+			cfg.AuthInfos[""] = &clientcmdapi.AuthInfo{TokenFile: tokenFile}
+		}, reasons: []string{ReasonFileReference}, field: `users[""].tokenFile`},
+		{name: "a context naming the user \"\"", edit: func(cfg *clientcmdapi.Config, _ *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
+			cfg.Contexts["wds1"].AuthInfo = ""
+			cfg.AuthInfos[""] = &clientcmdapi.AuthInfo{AuthProvider: &clientcmdapi.AuthProviderConfig{Name: "oidc"}}
+		}, reasons: []string{ReasonAuthProvider}, field: `users[""].auth-provider`},
 		{name: "several at once", edit: func(_ *clientcmdapi.Config, c *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
 			u.Exec, c.ProxyURL, u.Token, u.TokenFile = exec, "http://proxy.example:3128", "", tokenFile
 		}, reasons: []string{ReasonProxy, ReasonExec, ReasonFileReference}, field: `users["stager"].tokenFile`},
@@ -201,6 +210,15 @@ func TestRESTOption(t *testing.T) {
 		{name: "CA file", edit: func(_ *clientcmdapi.Config, c *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
 			c.CertificateAuthorityData, c.CertificateAuthority = nil, tokenFile
 		}, reason: ReasonFileReference},
+		{name: "client certificate file", edit: func(_ *clientcmdapi.Config, _ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+			u.Token, u.ClientCertificate, u.ClientKeyData = "", tokenFile, []byte("key")
+		}, reason: ReasonFileReference},
+		{name: "client key file", edit: func(_ *clientcmdapi.Config, _ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+			u.Token, u.ClientCertificateData, u.ClientKey = "", []byte("cert"), tokenFile
+		}, reason: ReasonFileReference},
+		{name: "auth-provider", edit: func(_ *clientcmdapi.Config, _ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+			u.Token, u.AuthProvider = "", &clientcmdapi.AuthProviderConfig{Name: "oidc"}
+		}, reason: ReasonAuthProvider},
 		{name: "insecure TLS", edit: func(_ *clientcmdapi.Config, c *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
 			c.CertificateAuthorityData, c.InsecureSkipTLSVerify = nil, true
 		}, reason: ReasonInsecureTLS},

@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -132,12 +133,40 @@ func TestKubeconfigSecretsAreGuarded(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A FIFO no one writes to: a kubeconfig naming it held the provider's
+	// only worker for good, when client-go opened it before the guard ran.
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// client-go takes users[""] for a context that names no user.
+	noUser, err := clientcmd.Load(kubeconfigFor(t, target.URL, target.caData(), func(*clientcmdapi.Cluster, *clientcmdapi.AuthInfo) {}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	noUser.Contexts["target"].AuthInfo = ""
+	noUser.AuthInfos = map[string]*clientcmdapi.AuthInfo{"": {TokenFile: tokenFile}}
+	noUserRaw, err := clientcmd.Write(*noUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	cases := []struct {
 		secret string
 		raw    []byte
 		reason string
 		field  string
 	}{{
+		secret: "guard-no-user",
+		raw:    noUserRaw,
+		reason: kubeconfig.ReasonFileReference, field: `users[""].tokenFile`,
+	}, {
+		secret: "guard-fifo",
+		raw: kubeconfigFor(t, target.URL, target.caData(), func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+			u.Token, u.ClientCertificate, u.ClientKeyData = "", fifo, []byte("key")
+		}),
+		reason: kubeconfig.ReasonFileReference, field: `users["user"].client-certificate`,
+	}, {
 		secret: "guard-exec",
 		raw: kubeconfigFor(t, target.URL, target.caData(), func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
 			u.Token = ""
