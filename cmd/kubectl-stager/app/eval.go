@@ -16,7 +16,6 @@ package app
 
 import (
 	"errors"
-	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
@@ -71,7 +70,7 @@ func printEvaluation(out io.Writer, p *v1alpha1.StagedBindingPolicy, stage *v1al
 	if what == "filter" {
 		expr = stage.Filter
 	}
-	fmt.Fprintf(out, "Draft %s on stage %s of %s:\n  %s\n", what, stage.Name, p.Name, expr)
+	fprintf(out, "Draft %s on stage %s of %s:\n  %s\n", what, stage.Name, p.Name, expr)
 	printObjectTable(out, e)
 	selected, holds := 0, 0
 	for _, obj := range e.Objects {
@@ -85,9 +84,9 @@ func printEvaluation(out io.Writer, p *v1alpha1.StagedBindingPolicy, stage *v1al
 	switch {
 	case len(e.Objects) == 0:
 	case stage.Condition == "":
-		fmt.Fprintf(out, "\nSelects %d of %d object(s); the stage has no condition.\n", selected, len(e.Objects))
+		fprintf(out, "\nSelects %d of %d object(s); the stage has no condition.\n", selected, len(e.Objects))
 	default:
-		fmt.Fprintf(out, "\nSelects %d of %d object(s); the condition holds for %d of them. With it the stage would say: %s: %s\n",
+		fprintf(out, "\nSelects %d of %d object(s); the condition holds for %d of them. With it the stage would say: %s: %s\n",
 			selected, len(e.Objects), holds, e.Reason, e.Message)
 	}
 }

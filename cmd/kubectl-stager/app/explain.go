@@ -102,7 +102,7 @@ func printStage(out io.Writer, p *v1alpha1.StagedBindingPolicy, stage *v1alpha1.
 			index = i + 1
 		}
 	}
-	fmt.Fprintf(out, "StagedBindingPolicy %s: phase %s, active stage %s\n", p.Name, orNone(string(p.Status.Phase)), orNone(p.Status.ActiveStage))
+	fprintf(out, "StagedBindingPolicy %s: phase %s, active stage %s\n", p.Name, orNone(string(p.Status.Phase)), orNone(p.Status.ActiveStage))
 	w := printers.GetNewTabWriter(out)
 	record := p.Status.StageNamed(stage.Name)
 	state := string(v1alpha1.StagePending)
@@ -115,24 +115,24 @@ func printStage(out io.Writer, p *v1alpha1.StagedBindingPolicy, stage *v1alpha1.
 			state += ", started " + age(record.StartTime.Time, o.now()) + " ago"
 		}
 	}
-	fmt.Fprintf(w, "Stage:\t%s (%d of %d), %s\n", stage.Name, index, len(p.Spec.Stages), state)
+	fprintf(w, "Stage:\t%s (%d of %d), %s\n", stage.Name, index, len(p.Spec.Stages), state)
 	bp := "<none>"
 	if objs.bindingPolicy != nil {
 		bp = objs.bindingPolicy.Name
 	}
-	fmt.Fprintf(w, "BindingPolicy:\t%s\n", bp)
-	fmt.Fprintf(w, "Clusters:\t%s\n", orNone(strings.Join(e.Clusters, ", ")))
-	fmt.Fprintf(w, "Filter:\t%s\n", orNone(stage.Filter))
-	fmt.Fprintf(w, "Condition:\t%s\n", orNone(stage.Condition))
+	fprintf(w, "BindingPolicy:\t%s\n", bp)
+	fmt.Fprintf(w, "Clusters:\t%s\n", orNone(strings.Join(printables(e.Clusters), ", ")))
+	fprintf(w, "Filter:\t%s\n", orNone(stage.Filter))
+	fprintf(w, "Condition:\t%s\n", orNone(stage.Condition))
 	switch {
 	case record == nil || record.Phase == v1alpha1.StagePending:
-		fmt.Fprintf(w, "Waits for:\tthe rollout to reach it\n")
+		fprintf(w, "Waits for:\tthe rollout to reach it\n")
 	case record.Phase == v1alpha1.StageActive:
-		fmt.Fprintf(w, "Waits for:\t%s: %s\n", e.Reason, e.Message)
+		fprintf(w, "Waits for:\t%s: %s\n", e.Reason, e.Message)
 	case record.Phase == v1alpha1.StageSucceeded && e.Done:
-		fmt.Fprintf(w, "Waits for:\tnothing: it is done, and its condition still holds\n")
+		fprintf(w, "Waits for:\tnothing: it is done, and its condition still holds\n")
 	default:
-		fmt.Fprintf(w, "Waits for:\t%s\n", orNone(record.Message))
+		fprintf(w, "Waits for:\t%s\n", orNone(record.Message))
 	}
 	_ = w.Flush()
 	printObjectTable(out, e)
@@ -154,18 +154,18 @@ func printObjectTable(out io.Writer, e stagedbindingpolicy.StageExplanation) {
 			selected = "error"
 		}
 		status := yesNo(obj.CombinedStatus != nil)
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", obj.Object, selected, status, verdict(obj))
+		fprintf(w, "%s\t%s\t%s\t%s\n", obj.Object, selected, status, verdict(obj))
 	}
 	_ = w.Flush()
 	for _, obj := range e.Objects {
 		switch {
 		case obj.FilterError != "":
-			fmt.Fprintf(out, "\n%s: the filter fails: %s\n", obj.Object, obj.FilterError)
+			fprintf(out, "\n%s: the filter fails: %s\n", obj.Object, obj.FilterError)
 		case obj.ConditionError != "":
-			fmt.Fprintf(out, "\n%s: the condition fails: %s\n", obj.Object, obj.ConditionError)
+			fprintf(out, "\n%s: the condition fails: %s\n", obj.Object, obj.ConditionError)
 			printResults(out, obj.CombinedStatus)
 		case obj.Holds != nil && !*obj.Holds:
-			fmt.Fprintf(out, "\n%s: the condition does not hold on its CombinedStatus:\n", obj.Object)
+			fprintf(out, "\n%s: the condition does not hold on its CombinedStatus:\n", obj.Object)
 			printResults(out, obj.CombinedStatus)
 		}
 	}
@@ -195,13 +195,13 @@ func printResults(out io.Writer, cs *ksv1alpha1.CombinedStatus) {
 		return
 	}
 	for _, r := range cs.Results {
-		fmt.Fprintf(out, "  results[name=%s]: %d row(s)\n", r.Name, len(r.Rows))
+		fprintf(out, "  results[name=%s]: %d row(s)\n", r.Name, len(r.Rows))
 		w := printers.GetNewTabWriter(out)
-		fmt.Fprintf(w, "    ROW\t%s\n", strings.Join(r.ColumnNames, "\t"))
+		fmt.Fprintf(w, "    ROW\t%s\n", strings.Join(printables(r.ColumnNames), "\t"))
 		for i, row := range r.Rows {
 			cells := make([]string, 0, len(row.Columns))
 			for _, v := range row.Columns {
-				cells = append(cells, value(v))
+				cells = append(cells, printable(value(v)))
 			}
 			fmt.Fprintf(w, "    %d\t%s\n", i, strings.Join(cells, "\t"))
 		}

@@ -127,7 +127,7 @@ func (o *options) collect(ctx context.Context, targets []target, names []string,
 				return nil, err
 			}
 			if len(names) == 0 || !strings.Contains(err.Error(), "no StagedBindingPolicy") {
-				fmt.Fprintf(o.streams.ErrOut, "space %s: %v\n", t.space, err)
+				fprintf(o.streams.ErrOut, "space %s: %v\n", t.space, err)
 			}
 			continue
 		}
@@ -207,7 +207,7 @@ func (o *options) printTable(ctx context.Context, found []located, wide, all boo
 		if all {
 			row = append([]string{found[i].space}, row...)
 		}
-		fmt.Fprintln(w, strings.Join(row, "\t"))
+		fmt.Fprintln(w, strings.Join(printables(row), "\t"))
 	}
 	return w.Flush()
 }

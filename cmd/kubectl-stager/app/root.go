@@ -67,7 +67,7 @@ and steers them:
 	}
 	root.SetIn(streams.In)
 	root.SetOut(streams.Out)
-	root.SetErr(streams.ErrOut)
+	root.SetErr(escapingWriter{streams.ErrOut})
 	o.configFlags.AddFlags(root.PersistentFlags())
 	root.AddCommand(newGetCommand(o), newExplainCommand(o), newEvalCommand(o),
 		newApproveCommand(o), newSuspendCommand(o, true), newSuspendCommand(o, false), newRestartCommand(o))

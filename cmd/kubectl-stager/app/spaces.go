@@ -88,12 +88,12 @@ func (o *options) targets(ctx context.Context, f *spaceFlags) ([]target, error) 
 	var targets []target
 	for _, s := range spaces {
 		if s.Problem != "" {
-			fmt.Fprintf(o.streams.ErrOut, "space %s: not usable: %s\n", s.Name, s.Problem)
+			fprintf(o.streams.ErrOut, "space %s: not usable: %s\n", s.Name, s.Problem)
 			continue
 		}
 		c, err := clientFor(s.Config)
 		if err != nil {
-			fmt.Fprintf(o.streams.ErrOut, "space %s: %v\n", s.Name, err)
+			fprintf(o.streams.ErrOut, "space %s: %v\n", s.Name, err)
 			continue
 		}
 		targets = append(targets, target{space: s.Name, client: c})

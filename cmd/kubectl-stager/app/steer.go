@@ -96,7 +96,7 @@ func (o *options) approve(ctx context.Context, name, stageName string) error {
 		}
 		return denied(err, user, "approve StageApproval "+key.Name)
 	}
-	fmt.Fprintf(o.streams.Out, "stage %s of %s approved by %s (StageApproval %s, generation %d)\n",
+	fprintf(o.streams.Out, "stage %s of %s approved by %s (StageApproval %s, generation %d)\n",
 		stageName, name, user, key.Name, approval.Generation)
 	return nil
 }
@@ -174,7 +174,7 @@ func (o *options) patch(ctx context.Context, name string, patch []byte, verb str
 		}
 		return denied(err, user, verb+" StagedBindingPolicy "+name)
 	}
-	fmt.Fprintf(o.streams.Out, "stagedbindingpolicy/%s: %s\n", name, map[string]string{
+	fprintf(o.streams.Out, "stagedbindingpolicy/%s: %s\n", name, map[string]string{
 		"suspend": "suspended", "resume": "resumed", "restart": "restarted from its first stage"}[verb])
 	return nil
 }

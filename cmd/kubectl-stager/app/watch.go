@@ -62,7 +62,7 @@ func (o *options) watch(ctx context.Context, targets []target, names []string, i
 		case err != nil:
 			// A live view outlives a passing error (an API server restarting):
 			// say so and read again at the next tick.
-			fmt.Fprintf(o.streams.ErrOut, "%s: %v\n", clock(o.now()), err)
+			fprintf(o.streams.ErrOut, "%s: %v\n", clock(o.now()), err)
 		case view != last:
 			switch {
 			case tty:
@@ -124,11 +124,11 @@ func (o *options) liveView(ctx context.Context, found []located, tty, all bool) 
 		}
 		title := p.Name
 		if all {
-			title = found[i].space + "/" + p.Name
+			title = printable(found[i].space) + "/" + p.Name
 		}
-		fmt.Fprintf(&b, "%s  %s", paint(colourBold, title), paint(phaseColour, phase))
+		fmt.Fprintf(&b, "%s  %s", paint(colourBold, title), paint(phaseColour, printable(phase)))
 		if reason := progressing(p).Reason; reason != "" {
-			fmt.Fprintf(&b, "  %s", reason)
+			fprintf(&b, "  %s", reason)
 		}
 		b.WriteString("\n")
 		width := 0
@@ -140,7 +140,8 @@ func (o *options) liveView(ctx context.Context, found []located, tty, all bool) 
 			if err != nil {
 				return "", err
 			}
-			fmt.Fprintf(&b, "  %s %-*s  %s\n", paint(line.colour, line.mark), width, s.Name, strings.TrimRight(line.clusters+"  "+line.note, " "))
+			fmt.Fprintf(&b, "  %s %-*s  %s\n", paint(line.colour, line.mark), width, s.Name,
+				strings.TrimRight(printable(line.clusters)+"  "+printable(line.note), " "))
 		}
 	}
 	return b.String(), nil
