@@ -36,6 +36,9 @@ const (
 	// timestamp, say), restarts its rollout from the first stage, once per
 	// new value; status.restartedAt records the value handled.
 	RestartedAtAnnotation = "community.kubestellar.io/restartedAt"
+	// MaxRestartedAtLength is the longest value of RestartedAtAnnotation the
+	// status can record.
+	MaxRestartedAtLength = 256
 
 	// HandedOverFromAnnotation is set on the BindingPolicy that starts a
 	// stage when the stage before it is done, and holds that stage's name and
@@ -309,6 +312,10 @@ const (
 	ReasonFinalConditionNotMet = "FinalConditionNotMet"
 	// ReasonNoStages means the spec lists no stage.
 	ReasonNoStages = "NoStages"
+	// ReasonInvalidAnnotation means an annotation of the policy asks for
+	// something the stager cannot do (a restartedAt value too long to
+	// record).
+	ReasonInvalidAnnotation = "InvalidAnnotation"
 	// ReasonSuspended means spec.suspend holds the rollout where it is.
 	ReasonSuspended = "Suspended"
 	// ReasonSoaking means the active stage's condition holds and must keep

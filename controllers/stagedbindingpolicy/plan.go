@@ -141,7 +141,9 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //  4. a suspended rollout (spec.suspend) stays where it is, changing nothing
 //     placed, and says so; resumed, it goes on from there;
 //  5. a new value of the restartedAt annotation restarts the rollout from its
-//     first stage, make-before-break (step 8 takes the old stage away);
+//     first stage, make-before-break (step 8 takes the old stage away); a
+//     value longer than the status can record blocks the rollout where it
+//     is, with a Warning Event, until the annotation changes;
 //  6. a rollout that has not started, or whose active stage was removed from
 //     the spec, starts at the first stage;
 //  7. the active stage's BindingPolicy is created or brought in line with the
@@ -208,6 +210,13 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 	}
 
 	if want := policy.Annotations[v1alpha1.RestartedAtAnnotation]; want != "" && want != policy.Status.RestartedAt {
+		if len(want) > v1alpha1.MaxRestartedAtLength {
+			msg := fmt.Sprintf("annotation %s is %d bytes, longer than the %d the status can record: set a shorter value (a timestamp) to restart the rollout",
+				v1alpha1.RestartedAtAnnotation, len(want), v1alpha1.MaxRestartedAtLength)
+			status := blockedStatus(policy, v1alpha1.ReasonInvalidAnnotation, msg, snap.Now)
+			return statusAction(policy, status, Event{Type: corev1.EventTypeWarning, Reason: v1alpha1.ReasonInvalidAnnotation, Note: msg},
+				"the restartedAt annotation is too long")
+		}
 		return restartRollout(policy, want, snap.Now)
 	}
 

@@ -2454,6 +2454,30 @@ func TestPlanRestart(t *testing.T) {
 			t.Errorf("action %s (%s), events %v: want the completed rollout left alone", action.Type, action.Why, eventKeys(action.Events))
 		}
 	})
+	// The status records the value handled, and the API server refuses a
+	// status whose restartedAt is over 256 bytes: such a value failed
+	// every status write, with no Event.
+	t.Run("a value too long to record blocks the rollout and says why", func(t *testing.T) {
+		long := strings.Repeat("x", v1alpha1.MaxRestartedAtLength+1)
+		snap := at("test").bound().with(func(s *Snapshot) {
+			s.Policy.Annotations = map[string]string{v1alpha1.RestartedAtAnnotation: long}
+		}).Snapshot
+		action := Plan(snap, engine)
+		if action.Type != ActionUpdateStatus || action.Status.RestartedAt != "" || action.Status.ActiveStage != "test" ||
+			action.Status.Phase != v1alpha1.RolloutBlocked {
+			t.Fatalf("action %s (%s), status %+v: want the rollout blocked where it is, the value not recorded", action.Type, action.Why, action.Status)
+		}
+		progressing := meta.FindStatusCondition(action.Status.Conditions, v1alpha1.ConditionProgressing)
+		if progressing == nil || progressing.Reason != v1alpha1.ReasonInvalidAnnotation || !strings.Contains(progressing.Message, "257 bytes") {
+			t.Errorf("Progressing %+v, want reason %s saying the value's length", progressing, v1alpha1.ReasonInvalidAnnotation)
+		}
+		if got := eventKeys(action.Events); !slices.Equal(got, []string{"Warning/" + v1alpha1.ReasonInvalidAnnotation}) {
+			t.Errorf("events %v, want one Warning %s", got, v1alpha1.ReasonInvalidAnnotation)
+		}
+		if next := replan(t, snap, engine, action); next.Type != ActionNone {
+			t.Errorf("planned again: %s (%s), want nothing more until the annotation changes", next.Type, next.Why)
+		}
+	})
 	t.Run("a suspended rollout restarts once resumed", func(t *testing.T) {
 		snap := completed().with(restart).with(suspend).Snapshot
 		if action := Plan(snap, engine); action.Status == nil || action.Status.Phase != v1alpha1.RolloutSuspended || action.Status.ActiveStage != "prod" {
