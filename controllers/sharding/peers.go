@@ -174,8 +174,8 @@ func (r *PeerRegistry) refresh(ctx context.Context) error {
 			*l.Spec.HolderIdentity == r.self.ID || l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
 			continue
 		}
-		if now.After(l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second)) {
-			continue // expired: the replica is gone
+		if !r.alive(l.Spec.RenewTime.Time, *l.Spec.LeaseDurationSeconds, now) {
+			continue
 		}
 		live = append(live, sharder.PeerInfo{ID: *l.Spec.HolderIdentity, Weight: 1})
 	}
@@ -184,6 +184,18 @@ func (r *PeerRegistry) refresh(ctx context.Context) error {
 	r.peers = live
 	r.mu.Unlock()
 	return nil
+}
+
+// alive reports whether a peer Lease renewed at renewed for seconds still
+// holds at now. Whoever can write Leases in the namespace can write any
+// time and duration, so neither is taken beyond this replica's own
+// duration: a renewal further ahead than that is not one, and a Lease
+// lasts at most that long after it.
+func (r *PeerRegistry) alive(renewed time.Time, seconds int32, now time.Time) bool {
+	if renewed.After(now.Add(r.duration)) {
+		return false
+	}
+	return !now.After(renewed.Add(min(time.Duration(seconds)*time.Second, r.duration)))
 }
 
 // release deletes this replica's Lease, so that its peers count it out at

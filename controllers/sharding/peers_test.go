@@ -17,6 +17,7 @@ package sharding
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"testing"
@@ -162,4 +163,34 @@ func TestStoppedReplicaLeavesAtOnce(t *testing.T) {
 		t.Fatalf("r2's Lease after it stopped: %v, want NotFound", err)
 	}
 	waitFor(t, r1, "r1")
+}
+
+// TestForgedPeerLeasesDoNotCountForEver: a peer Lease renewed far in the
+// future, or with a duration far above the replicas', counted as a live
+// peer for ever (issue 32), holding a share of the spaces no replica
+// serves. The registry caps a Lease's life by its own duration.
+func TestForgedPeerLeasesDoNotCountForEver(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+	now := metav1.NowMicro()
+	future := metav1.NewMicroTime(now.Add(365 * 24 * time.Hour))
+	for _, l := range []*coordinationv1.Lease{{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: prefix + "-future", Labels: map[string]string{PeerLabel: prefix}},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("future"), RenewTime: &future, LeaseDurationSeconds: ptr.To[int32](3)},
+	}, {
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: prefix + "-long", Labels: map[string]string{PeerLabel: prefix}},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("long"), RenewTime: &now, LeaseDurationSeconds: ptr.To[int32](math.MaxInt32)},
+	}} {
+		if err := space.Client.Create(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := NewPeerRegistry(space.Client, ns, prefix, "alive", 3*time.Second, 200*time.Millisecond, logr.Discard())
+	start(t, r)
+	environment.Eventually(t, 10*time.Second, "the forged peers to leave", func() error {
+		if got := ids(r.Snapshot()); !slices.Equal(got, []string{"alive"}) {
+			return fmt.Errorf("it sees %v", got)
+		}
+		return nil
+	})
 }
