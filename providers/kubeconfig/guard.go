@@ -238,10 +238,15 @@ func fileViolation(field, path, inline string) Violation {
 }
 
 // checkServer returns a reason and words when the server URL is refused.
+// Its words name the URL without a password (url.URL.Redacted), and do not
+// repeat a server that does not parse.
 func (p Policy) checkServer(server string) (reason, why string) {
 	u, err := url.Parse(server)
-	if err != nil || u.Host == "" {
-		return ReasonMalformed, fmt.Sprintf("%q is not a URL with a host", server)
+	if err != nil {
+		return ReasonMalformed, "not a URL"
+	}
+	if u.Host == "" {
+		return ReasonMalformed, fmt.Sprintf("%q is not a URL with a host", u.Redacted())
 	}
 	switch {
 	case u.Scheme == "https":
@@ -249,9 +254,9 @@ func (p Policy) checkServer(server string) (reason, why string) {
 	case u.Scheme == "http" && p.AllowInsecureTLS:
 		return "", ""
 	case u.Scheme == "http":
-		return ReasonInsecureServer, fmt.Sprintf("%q is plain http (allowed only with --insecure-kubeconfig-tls)", server)
+		return ReasonInsecureServer, fmt.Sprintf("%q is plain http (allowed only with --insecure-kubeconfig-tls)", u.Redacted())
 	default:
-		return ReasonInsecureServer, fmt.Sprintf("%q is not an https URL", server)
+		return ReasonInsecureServer, fmt.Sprintf("%q is not an https URL", u.Redacted())
 	}
 }
 

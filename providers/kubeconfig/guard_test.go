@@ -98,6 +98,13 @@ func TestCheck(t *testing.T) {
 		{name: "plain http", edit: func(_ *clientcmdapi.Config, c *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
 			c.Server = "http://wds1.example:8080"
 		}, reasons: []string{ReasonInsecureServer}, field: `clusters["wds1"].server`},
+		// The error goes into Events and logs: the URL's password stays out.
+		{name: "plain http with a password", edit: func(_ *clientcmdapi.Config, c *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
+			c.Server = "http://admin:secret-token@wds1.example:8080"
+		}, reasons: []string{ReasonInsecureServer}, field: `clusters["wds1"].server`},
+		{name: "a URL with a password and no host", edit: func(_ *clientcmdapi.Config, c *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
+			c.Server = "https://admin:secret-token@"
+		}, reasons: []string{ReasonMalformed}, field: `clusters["wds1"].server`},
 		{name: "plain http allowed", policy: Policy{AllowInsecureTLS: true},
 			edit: func(_ *clientcmdapi.Config, c *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
 				c.Server = "http://wds1.example:8080"

@@ -51,6 +51,9 @@ const (
 	ReasonSecretNotAllowed = "SecretNamespaceNotAllowed"
 	ReasonSecretUnreadable = "SecretUnreadable"
 	ReasonNoKubeconfig     = "NoKubeconfig"
+	// ReasonSharedKubeconfig means another ControlPlane already serves the
+	// same kubeconfig: one WDS would be two spaces.
+	ReasonSharedKubeconfig = "SharedKubeconfig"
 )
 
 // controlPlane is what the provider reads of a ControlPlane.

@@ -187,9 +187,15 @@ func (p *Provider) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	}
 	if err := p.engage(name, raw, log); err != nil {
 		var refused *kubeconfig.RefusedError
-		if errors.As(err, &refused) {
+		var shared *errShared
+		switch {
+		case errors.As(err, &refused):
 			p.disengage(name, log)
 			p.report(u, refused.Reason(), refused.Error(), log)
+			return ctrl.Result{RequeueAfter: p.opts.Resync}, nil
+		case errors.As(err, &shared):
+			p.disengage(name, log)
+			p.report(u, ReasonSharedKubeconfig, err.Error(), log)
 			return ctrl.Result{RequeueAfter: p.opts.Resync}, nil
 		}
 		return ctrl.Result{}, err
@@ -228,7 +234,16 @@ func (p *Provider) engage(name string, raw []byte, log logr.Logger) error {
 	p.mu.Lock()
 	old := p.clusters[name]
 	indexers := append([]index(nil), p.indexers...)
+	var servedBy string
+	for other, e := range p.clusters {
+		if other != name && e.hash == hash {
+			servedBy = other
+		}
+	}
 	p.mu.Unlock()
+	if servedBy != "" {
+		return &errShared{servedBy: servedBy}
+	}
 	if old != nil && old.hash == hash {
 		return nil
 	}
@@ -275,6 +290,15 @@ func (p *Provider) engage(name string, raw []byte, log logr.Logger) error {
 	return nil
 }
 
+// errShared refuses a ControlPlane whose kubeconfig another one, engaged
+// first, already serves: the same WDS would be two spaces, and every
+// policy in it would be rolled out twice.
+type errShared struct{ servedBy string }
+
+func (e *errShared) Error() string {
+	return fmt.Sprintf("ControlPlane %s already serves the same kubeconfig", e.servedBy)
+}
+
 // disengage stops serving a ControlPlane's space, if it is served.
 func (p *Provider) disengage(name string, log logr.Logger) {
 	p.mu.Lock()
@@ -288,7 +312,8 @@ func (p *Provider) disengage(name string, log logr.Logger) {
 }
 
 // report reports a selected ControlPlane that cannot be a space: a log line
-// and the metric every time, an Event when the reason changes.
+// with message and the metric every time, an Event when the reason
+// changes, whose note is unusableNote's.
 func (p *Provider) report(cp *unstructured.Unstructured, reason, message string, log logr.Logger) {
 	name := cp.GetName()
 	unusableControlPlanes.Refused(name, reason)
@@ -298,8 +323,31 @@ func (p *Provider) report(cp *unstructured.Unstructured, reason, message string,
 	p.mu.Unlock()
 	log.Error(errors.New(message), "ControlPlane cannot be a space", "reason", reason)
 	if changed {
-		p.recorder.Eventf(cp, nil, corev1.EventTypeWarning, EventReasonUnusable, "Engage", "%s", kubeconfig.EventNote(message))
+		p.recorder.Eventf(cp, nil, corev1.EventTypeWarning, EventReasonUnusable, "Engage", "%s", unusableNote(reason))
 	}
+}
+
+// unusableNote is what the ControlPlaneUnusable Event says of a report
+// with reason: the reason in words, nothing of the report's message. A
+// ControlPlane is cluster-scoped, so its Events go to the namespace
+// "default", which more people read than the Secrets it names and the
+// stager's log (which has message whole): a note names no Secret,
+// namespace, key, server, file or command, and does not tell a missing
+// Secret from one without the key.
+func unusableNote(reason string) string {
+	switch reason {
+	case ReasonNotReady:
+		return "the ControlPlane's Ready condition is not True"
+	case ReasonNoSecretRef:
+		return "the ControlPlane's status.secretRef does not name a Secret and a key"
+	case ReasonSecretNotAllowed:
+		return "the ControlPlane's Secret is in a namespace that --kubeflex-secret-namespaces does not list"
+	case ReasonSecretUnreadable, ReasonNoKubeconfig:
+		return "no kubeconfig can be read where the ControlPlane's status.secretRef points; the stager's log says why"
+	case ReasonSharedKubeconfig:
+		return "another ControlPlane, engaged first, serves the same kubeconfig: one WDS is served once"
+	}
+	return "the ControlPlane's kubeconfig is refused or malformed (" + reason + "); the stager's log names the fields"
 }
 
 // forget clears a ControlPlane's report.

@@ -16,6 +16,7 @@ package integration
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,6 +98,33 @@ func TestKubeFlexControlPlanesAreSpaces(t *testing.T) {
 	spaceOf := func(s *space) string { return providers.KindKubeFlex + providers.Separator + s.Name }
 
 	waitForSpace(t, r, spaceOf(wds), true, spaces.ReasonReady)
+
+	// A second ControlPlane with the WDS's kubeconfig would serve it under
+	// a second name, rolling every policy out twice.
+	wdsSecret := &corev1.Secret{}
+	if err := hosting.Client.Get(suite.ctx, client.ObjectKey{Namespace: stack.ControlPlaneSecretNamespace(wds.Name), Name: stack.ControlPlaneSecretName}, wdsSecret); err != nil {
+		t.Fatal(err)
+	}
+	const copied = "kf-copy"
+	if err := stack.RegisterControlPlane(suite.ctx, hosting.Client, copied, stack.ControlPlaneTypeWDS, wdsSecret.Data[stack.ControlPlaneSecretKey]); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the ControlPlane with a copy of the WDS's kubeconfig reported", func() error {
+		if v, ok := metricValue(t, "stager_kubeflex_controlplane_unusable", map[string]string{"controlplane": copied, "reason": kubeflex.ReasonSharedKubeconfig}); !ok || v != 1 {
+			return fmt.Errorf("stager_kubeflex_controlplane_unusable{controlplane=%s,reason=%s} = %v (present %t)", copied, kubeflex.ReasonSharedKubeconfig, v, ok)
+		}
+		return nil
+	})
+	if _, engaged := spaceState(r, providers.KindKubeFlex+providers.Separator+copied); engaged {
+		t.Errorf("the ControlPlane %s serves the WDS %s a second time", copied, wds.Name)
+	}
+	copiedCP := &unstructured.Unstructured{}
+	copiedCP.SetGroupVersionKind(kubeflex.ControlPlaneGVK)
+	copiedCP.SetName(copied)
+	if err := hosting.Client.Delete(suite.ctx, copiedCP); err != nil {
+		t.Fatal(err)
+	}
+
 	waitFor(t, "the ControlPlane that is not Ready reported", func() error {
 		if v, ok := metricValue(t, "stager_kubeflex_controlplane_unusable", map[string]string{"controlplane": pending.Name, "reason": kubeflex.ReasonNotReady}); !ok || v != 1 {
 			return fmt.Errorf("stager_kubeflex_controlplane_unusable{controlplane=%s,reason=NotReady} = %v (present %t)", pending.Name, v, ok)
@@ -191,6 +219,26 @@ func TestKubeFlexControlPlanesAreSpaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	goneAndReported("the ControlPlane whose Secret went disengaged and reported", kubeflex.ReasonSecretUnreadable)
+	// Its Events go to the namespace "default": they say neither where its
+	// Secret is nor whether it exists, nor what its kubeconfig names. (The
+	// Event recorder folds later reports into a series of the first Event
+	// with the same reason and action, keeping its note.)
+	waitFor(t, "the Events of the ControlPlane", func() error {
+		notes, err := controlPlaneNotes(hosting.Client, pending.Name)
+		if err != nil {
+			return err
+		}
+		if len(notes) < 2 { // NotReady, InsecureTLS
+			return fmt.Errorf("%d %s Events so far: %q", len(notes), kubeflex.EventReasonUnusable, notes)
+		}
+		for _, note := range notes {
+			if strings.Contains(note, secretKey.Namespace) || strings.Contains(note, secretKey.Name) || strings.Contains(note, "127.0.0.1") ||
+				strings.Contains(note, "not found") {
+				t.Errorf("a %s Event of the ControlPlane says %q", kubeflex.EventReasonUnusable, note)
+			}
+		}
+		return nil
+	})
 	relabeled := &unstructured.Unstructured{}
 	relabeled.SetGroupVersionKind(kubeflex.ControlPlaneGVK)
 	if err := hosting.Client.Get(suite.ctx, client.ObjectKey{Name: pending.Name}, relabeled); err != nil {
@@ -242,6 +290,22 @@ func TestKubeFlexControlPlanesAreSpaces(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// controlPlaneNotes returns the notes of the ControlPlaneUnusable Events
+// that regard the ControlPlane.
+func controlPlaneNotes(c client.Client, controlPlane string) ([]string, error) {
+	list := &eventsv1.EventList{}
+	if err := c.List(suite.ctx, list); err != nil {
+		return nil, err
+	}
+	var notes []string
+	for _, e := range list.Items {
+		if e.Regarding.Kind == "ControlPlane" && e.Regarding.Name == controlPlane && e.Reason == kubeflex.EventReasonUnusable {
+			notes = append(notes, e.Note)
+		}
+	}
+	return notes, nil
 }
 
 // controlPlaneEvent returns an error unless a ControlPlaneUnusable Event
