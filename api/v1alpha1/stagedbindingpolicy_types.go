@@ -42,7 +42,8 @@ const (
 
 	// HandedOverFromAnnotation is set on the BindingPolicy that starts a
 	// stage when the stage before it is done, and holds that stage's name and
-	// start time ("<stage>@<RFC 3339 time>"). The BindingPolicy is created
+	// start time and the stager's seal of them ("<stage>@<RFC 3339
+	// time>/<seal>"), which only the process that wrote it accepts. The BindingPolicy is created
 	// before the status records the advance, so that the next stage is placed
 	// one write sooner; until the status has caught up, the annotation is
 	// the record that the stage was done.

@@ -159,7 +159,7 @@ func TestCombinedStatusEventsQueueAssessmentsFirst(t *testing.T) {
 		}
 		bp := ownedBP(p, "test", "")
 		bp.ResourceVersion, bp.Generation, bp.Status = "", 0, ksv1alpha1.BindingPolicyStatus{}
-		bp.Annotations = map[string]string{v1alpha1.HandedOverFromAnnotation: "dev@" + start.UTC().Format(time.RFC3339)}
+		bp.Annotations = map[string]string{v1alpha1.HandedOverFromAnnotation: sealedMark(p.UID, "dev", start)}
 		if err := testSpace.Client.Create(ctx, bp); err != nil {
 			t.Fatal(err)
 		}

@@ -15,12 +15,17 @@
 package stagedbindingpolicy
 
 import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
 	"time"
 
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
@@ -83,26 +88,52 @@ func withdrawnHandover(snap *Snapshot, active int) (*ksv1alpha1.BindingPolicy, b
 // markedForThisStart reports whether next, the BindingPolicy of the stage
 // after the active one (nil when there is none), exists, owned by the
 // policy and not being deleted, with the mark handover puts on it for the
-// active stage's current start.
+// active stage's current start, sealed by this process.
 func markedForThisStart(policy *v1alpha1.StagedBindingPolicy, next *ksv1alpha1.BindingPolicy, active int) bool {
 	if active+1 >= len(policy.Spec.Stages) {
 		return false
 	}
 	token, ok := handoverToken(policy, active)
 	return ok && next != nil && next.DeletionTimestamp == nil && ownedBy(next, policy) &&
-		next.Annotations[v1alpha1.HandedOverFromAnnotation] == token
+		hmac.Equal([]byte(next.Annotations[v1alpha1.HandedOverFromAnnotation]), []byte(token))
 }
 
+// handoverKey seals the marks this process writes. A mark is the record
+// that a stage was done, and what it names (the policy's UID, the stage,
+// its start) is readable by whoever can read the policy: whoever can also
+// create BindingPolicies could otherwise mark one and have a stage recorded
+// done without its condition. The key is the process's own, so a mark
+// written before a restart of the stager (or by another replica) is not
+// taken as a record: that stage is assessed again, and the next stage's
+// BindingPolicy is taken away while it is not done (docs/security.md).
+var handoverKey = func() []byte {
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		panic(fmt.Sprintf("reading the handover key: %v", err))
+	}
+	return key
+}()
+
 // handoverToken is the value of HandedOverFromAnnotation for the active
-// stage's current start: its name and start time. It reports false when the
-// status records no start of the active stage.
+// stage's current start: its name and start time, and the seal of those
+// and the policy's UID ("<stage>@<RFC 3339 time>/<seal>"). It reports false
+// when the status records no start of the active stage.
 func handoverToken(policy *v1alpha1.StagedBindingPolicy, active int) (string, bool) {
 	stage := policy.Spec.Stages[active]
 	record := policy.Status.StageNamed(stage.Name)
 	if record == nil || record.Phase != v1alpha1.StageActive || record.StartTime == nil {
 		return "", false
 	}
-	return stage.Name + "@" + record.StartTime.UTC().Format(time.RFC3339), true
+	return sealedMark(policy.UID, stage.Name, record.StartTime.Time), true
+}
+
+// sealedMark is the mark of the stage of the policy with the given UID, for
+// its start at start.
+func sealedMark(policy types.UID, stage string, start time.Time) string {
+	mark := stage + "@" + start.UTC().Format(time.RFC3339)
+	mac := hmac.New(sha256.New, handoverKey)
+	mac.Write([]byte(string(policy) + "/" + mark))
+	return mark + "/" + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
 }
 
 // recordHandover records the advance from the active stage, handed over

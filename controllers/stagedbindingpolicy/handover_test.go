@@ -30,7 +30,7 @@ import (
 // with the given start of dev.
 func handedOverBP(p *v1alpha1.StagedBindingPolicy, devStart metav1.Time) *ksv1alpha1.BindingPolicy {
 	bp := ownedBP(p, "test", "bp-test")
-	bp.Annotations = map[string]string{v1alpha1.HandedOverFromAnnotation: "dev@" + devStart.UTC().Format(time.RFC3339)}
+	bp.Annotations = map[string]string{v1alpha1.HandedOverFromAnnotation: sealedMark(p.UID, "dev", devStart.Time)}
 	return bp
 }
 
@@ -108,6 +108,15 @@ func TestPlanHandover(t *testing.T) {
 		{name: "test's BindingPolicy marked by an earlier start of dev (a restarted rollout), dev not done: taken away, no advance",
 			snap: at("dev").bound().reporting(deployment, "0").with(withNextBP(func(p *v1alpha1.StagedBindingPolicy) *ksv1alpha1.BindingPolicy {
 				return handedOverBP(p, muchEarlier)
+			})).Snapshot,
+			want: ActionDeleteBindingPolicy, wantBP: "web.stage.test"},
+		// Issue 32: whoever can create BindingPolicies can read the
+		// policy's UID and dev's start, and so write this mark.
+		{name: "test's BindingPolicy marked by someone else than the stager, dev not done: taken away, no advance",
+			snap: at("dev").bound().reporting(deployment, "0").with(withNextBP(func(p *v1alpha1.StagedBindingPolicy) *ksv1alpha1.BindingPolicy {
+				bp := ownedBP(p, "test", "bp-test")
+				bp.Annotations = map[string]string{v1alpha1.HandedOverFromAnnotation: "dev@" + earlier.UTC().Format(time.RFC3339)}
+				return bp
 			})).Snapshot,
 			want: ActionDeleteBindingPolicy, wantBP: "web.stage.test"},
 		{name: "test's BindingPolicy unmarked (left from an earlier rollout), dev not done: taken away, no advance",

@@ -1020,7 +1020,7 @@ func TestPlanAdvances(t *testing.T) {
 			if handover.Type != ActionCreateBindingPolicy || handover.BindingPolicy.Name != "web.stage."+tt.to {
 				t.Fatalf("Plan() = %s (%s), want CreateBindingPolicy web.stage.%s", handover.Type, handover.Why, tt.to)
 			}
-			if mark, want := handover.BindingPolicy.Annotations[v1alpha1.HandedOverFromAnnotation], tt.from+"@"+earlier.UTC().Format(time.RFC3339); mark != want {
+			if mark, want := handover.BindingPolicy.Annotations[v1alpha1.HandedOverFromAnnotation], sealedMark(tt.snap.Policy.UID, tt.from, earlier.Time); mark != want {
 				t.Errorf("%s = %q, want %q", v1alpha1.HandedOverFromAnnotation, mark, want)
 			}
 			if handover.Status != nil || len(handover.Events) != 0 {

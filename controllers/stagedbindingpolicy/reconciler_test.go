@@ -843,7 +843,7 @@ func TestReconcileReadsItsOwnDeletesBeforeTheCache(t *testing.T) {
 	devDone(t, p, "reconcile-own-deletes")
 	testBP := ownedBP(p, "test", "")
 	testBP.ResourceVersion, testBP.Generation, testBP.Status = "", 0, ksv1alpha1.BindingPolicyStatus{}
-	testBP.Annotations = map[string]string{v1alpha1.HandedOverFromAnnotation: "dev@" + earlier.UTC().Format(time.RFC3339)}
+	testBP.Annotations = map[string]string{v1alpha1.HandedOverFromAnnotation: sealedMark(p.UID, "dev", earlier.Time)}
 	if err := testSpace.Client.Create(ctx, testBP); err != nil {
 		t.Fatalf("creating test's handed-over BindingPolicy: %v", err)
 	}
