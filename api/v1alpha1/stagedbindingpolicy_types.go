@@ -317,6 +317,9 @@ const (
 	// something the stager cannot do (a restartedAt value too long to
 	// record).
 	ReasonInvalidAnnotation = "InvalidAnnotation"
+	// ReasonApprovedPlacementChanged means the spec would change what an
+	// approved, active stage places: the stage awaits approval again.
+	ReasonApprovedPlacementChanged = "ApprovedPlacementChanged"
 	// ReasonSuspended means spec.suspend holds the rollout where it is.
 	ReasonSuspended = "Suspended"
 	// ReasonSoaking means the active stage's condition holds and must keep
@@ -447,6 +450,14 @@ type StageStatus struct {
 	// ApprovedBy is who approved the stage, as its StageApproval says.
 	// +optional
 	ApprovedBy string `json:"approvedBy,omitempty"`
+
+	// ApprovedPlacement is a digest of what the stage placed when it was
+	// approved (its BindingPolicy's spec: cluster selectors and downsync).
+	// While the stage is active, a spec that would place anything else
+	// takes it back to AwaitingApproval, its BindingPolicy left as approved.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	ApprovedPlacement string `json:"approvedPlacement,omitempty"`
 
 	// SuspendedDuration is how long the rollout was suspended while the
 	// stage was active: it does not count against the stage's progressDeadline.

@@ -33,6 +33,22 @@ import (
 // StageApprovals that ask for approval, and the gate that holds such a stage
 // until its StageApproval approves the current rollout.
 
+// needsApproval reports whether the stage with the given index needs an
+// approval to start: its approval is Required, or it is the active stage
+// and has asked for one in this rollout (it awaits it, or was started by
+// one). A gate the rollout has reached binds until it is approved or the
+// rollout restarts, whatever its approval says by then: setting it to None
+// does not open it (issue 32).
+func needsApproval(policy *v1alpha1.StagedBindingPolicy, index, active int) bool {
+	stage := policy.Spec.Stages[index]
+	if stage.Approval == v1alpha1.ApprovalRequired {
+		return true
+	}
+	record := policy.Status.StageNamed(stage.Name)
+	return index == active && record != nil && record.Approval != "" &&
+		(record.Phase == v1alpha1.StageAwaitingApproval || record.Phase == v1alpha1.StageActive && record.ApprovedPlacement != "")
+}
+
 // approvalRequests keeps one StageApproval, in line with the policy, for
 // every stage from the active one on whose approval is Required and which
 // has not started yet, so that a stage can be approved before the rollout
@@ -45,8 +61,8 @@ func approvalRequests(snap *Snapshot, active int) (Action, bool) {
 		if !ownedBy(a, policy) || a.DeletionTimestamp != nil {
 			continue
 		}
-		if stage := policy.Spec.StageNamed(a.Spec.Stage); stage == nil || stage.Approval != v1alpha1.ApprovalRequired ||
-			a.Name != v1alpha1.StageApprovalName(policy.Name, stage.Name) {
+		if index := stageIndex(policy, a.Spec.Stage); index < 0 || !needsApproval(policy, index, active) ||
+			a.Name != v1alpha1.StageApprovalName(policy.Name, a.Spec.Stage) {
 			return Action{Type: ActionDeleteStageApproval, StageApproval: a,
 				Why: fmt.Sprintf("no stage of the spec asks for StageApproval %s any more", a.Name)}, true
 		}
@@ -56,7 +72,7 @@ func approvalRequests(snap *Snapshot, active int) (Action, bool) {
 	revision := ""
 	for i := active; i < len(policy.Spec.Stages); i++ {
 		stage := policy.Spec.Stages[i]
-		if stage.Approval != v1alpha1.ApprovalRequired {
+		if !needsApproval(policy, i, active) {
 			continue
 		}
 		if record := policy.Status.StageNamed(stage.Name); i == active && record != nil &&
@@ -93,7 +109,7 @@ func approvalRequests(snap *Snapshot, active int) (Action, bool) {
 func approvalGate(snap *Snapshot, active int) Action {
 	policy := snap.Policy
 	stage := policy.Spec.Stages[active]
-	if stage.Approval != v1alpha1.ApprovalRequired {
+	if !needsApproval(policy, active, active) {
 		return startApprovedStage(policy, active, nil, snap.Now)
 	}
 	name := v1alpha1.StageApprovalName(policy.Name, stage.Name)
@@ -116,6 +132,55 @@ func approvalGate(snap *Snapshot, active int) Action {
 		return awaitApproval(policy, active, msg, snap.Now)
 	}
 	return startApprovedStage(policy, active, approval, snap.Now)
+}
+
+// approvedPlacementChanged takes an active stage that was started by an
+// approval back to AwaitingApproval when the spec would change what it
+// places (record.ApprovedPlacement): the approval was for what the stage
+// placed then, so its BindingPolicy stays as it was approved until an
+// approval of the new rollout starts the stage again. It reports false when
+// nothing it places has changed.
+func approvedPlacementChanged(snap *Snapshot, active int) (Action, bool) {
+	policy := snap.Policy
+	stage := policy.Spec.Stages[active]
+	record := policy.Status.StageNamed(stage.Name)
+	if record == nil || record.Phase != v1alpha1.StageActive || record.ApprovedPlacement == "" ||
+		record.ApprovedPlacement == placementDigest(policy, stage) {
+		return Action{}, false
+	}
+	name := v1alpha1.StageApprovalName(policy.Name, stage.Name)
+	msg := fmt.Sprintf("the spec changes what the stage places since %s approved it: its BindingPolicy stays as approved until StageApproval %s approves the change",
+		orSomeone(record.ApprovedBy), name)
+	status := policy.Status.DeepCopy()
+	status.Stages = stageRecords(policy, status.Stages, active, snap.Now)
+	r := &status.Stages[active]
+	r.Phase, r.Approval, r.ApprovalRequestedTime = v1alpha1.StageAwaitingApproval, name, ptr.To(snap.Now)
+	r.ApprovedBy, r.ApprovedTime, r.ApprovedPlacement = "", nil, ""
+	r.ConditionMetTime, r.ProgressDeadlineTime = nil, nil
+	r.Message = msg
+	setAwaiting(status, policy, stage, fmt.Sprintf("stage %q: %s", stage.Name, msg), snap.Now)
+	return Action{Type: ActionUpdateStatus, Status: status,
+		Events: []Event{{Type: corev1.EventTypeWarning, Reason: v1alpha1.ReasonApprovedPlacementChanged, Note: fmt.Sprintf("stage %q: %s", stage.Name, msg)}},
+		Why:    fmt.Sprintf("stage %q: %s", stage.Name, msg)}, true
+}
+
+// orSomeone is an approver's name, or words for one who gave none.
+func orSomeone(by string) string {
+	if by == "" {
+		return "someone who did not give status.approvedBy"
+	}
+	return by
+}
+
+// stageIndex returns the index of the stage of the spec with the given
+// name, or -1.
+func stageIndex(policy *v1alpha1.StagedBindingPolicy, name string) int {
+	for i, s := range policy.Spec.Stages {
+		if s.Name == name {
+			return i
+		}
+	}
+	return -1
 }
 
 // awaitApproval is the status of a rollout whose active stage awaits
@@ -150,10 +215,8 @@ func startApprovedStage(policy *v1alpha1.StagedBindingPolicy, active int, approv
 	if approval != nil {
 		approved := approval.Approved()
 		record.ApprovedTime, record.ApprovedBy = ptr.To(approved.LastTransitionTime), approval.Status.ApprovedBy
-		by := approval.Status.ApprovedBy
-		if by == "" {
-			by = "someone who did not give status.approvedBy"
-		}
+		record.ApprovedPlacement = placementDigest(policy, stage)
+		by := orSomeone(approval.Status.ApprovedBy)
 		news = fmt.Sprintf("stage %q started: approved by %s at %s", stage.Name, by, approved.LastTransitionTime.UTC().Format(time.RFC3339))
 		events = append(events, Event{Type: corev1.EventTypeNormal, Reason: v1alpha1.EventReasonStageApproved,
 			Note: fmt.Sprintf("StageApproval %s approves stage %q (approved by %s)", approval.Name, stage.Name, by)})
@@ -191,6 +254,17 @@ func rolloutRevision(policy *v1alpha1.StagedBindingPolicy) string {
 		RestartedAt string                            `json:"restartedAt"`
 	}{spec, policy.Annotations[v1alpha1.RestartedAtAnnotation]})
 	if err != nil { // a spec of plain data always marshals; were it not to, no approval would count
+		raw = []byte(err.Error())
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:16])
+}
+
+// placementDigest identifies what a stage of the policy places: the spec of
+// its BindingPolicy (the stage's cluster selectors, the policy's downsync).
+func placementDigest(policy *v1alpha1.StagedBindingPolicy, stage v1alpha1.Stage) string {
+	raw, err := json.Marshal(desiredBindingPolicy(policy, stage).Spec)
+	if err != nil { // plain data always marshals; were it not to, the stage would await approval again
 		raw = []byte(err.Error())
 	}
 	sum := sha256.Sum256(raw)

@@ -188,17 +188,25 @@ func TestPlanApproval(t *testing.T) {
 		{name: "awaiting, the StageApproval not created yet",
 			snap:     awaitingAt().Snapshot,
 			wantType: ActionCreateStageApproval},
-		{name: "awaiting, approval no longer required: the stage starts",
+		// Issue 32: setting approval None removed a gate the rollout had
+		// reached; it binds until it is approved or the rollout restarts.
+		{name: "awaiting, approval set to None: it still awaits approval, its StageApproval kept",
 			snap: awaitingAt().with(withApprovals(testUnapproved)).with(func(s *Snapshot) {
 				s.Policy.Spec.Stages[1].Approval = v1alpha1.ApprovalNone
 			}).Snapshot,
-			wantType: ActionDeleteStageApproval},
-		{name: "awaiting, approval no longer required and its StageApproval gone: the stage starts",
+			wantType: ActionUpdateStageApproval},
+		{name: "awaiting, approval set to None, its StageApproval renewed: still awaits approval",
 			snap: awaitingAt().with(func(s *Snapshot) {
 				s.Policy.Spec.Stages[1].Approval = v1alpha1.ApprovalNone
-			}).Snapshot,
+			}).with(withApprovals(testUnapproved)).Snapshot,
+			wantType: ActionUpdateStatus, wantPhase: v1alpha1.RolloutAwaitingApproval, wantRecord: v1alpha1.StageAwaitingApproval,
+			wantMsg: "set the Approved condition of StageApproval web.stage.test to True"},
+		{name: "awaiting, approval set to None, then approved: the stage starts",
+			snap: awaitingAt().with(func(s *Snapshot) {
+				s.Policy.Spec.Stages[1].Approval = v1alpha1.ApprovalNone
+			}).with(withApprovals(approvedBy("test", "alice"))).Snapshot,
 			wantType: ActionUpdateStatus, wantPhase: v1alpha1.RolloutProgressing, wantRecord: v1alpha1.StageActive,
-			wantEvents: []string{"Normal/StageStarted"}, wantMsg: "no longer required"},
+			wantEvents: []string{"Normal/StageApproved", "Normal/StageStarted"}, wantMsg: "approved by alice"},
 		{name: "a StageApproval of the name owned by someone else: Blocked",
 			snap: awaitingAt().with(withApprovals(func(p *v1alpha1.StagedBindingPolicy) v1alpha1.StageApproval {
 				a := approved(approvalOf(p, "test"), 1, "mallory")
@@ -325,4 +333,96 @@ func TestRolloutRevision(t *testing.T) {
 			t.Errorf("changing %s kept the revision", name)
 		}
 	}
+}
+
+// approvedAt is a policy with gated stages whose stage test was approved by
+// alice for what it places now, and is active, its BindingPolicy placed.
+func approvedAt() fixture {
+	f := at("test", gated()...).bound()
+	record := &f.Policy.Status.Stages[1]
+	record.Approval, record.ApprovalRequestedTime = "web.stage.test", ptr.To(muchEarlier)
+	record.ApprovedBy, record.ApprovedTime = "alice", ptr.To(muchEarlier)
+	record.ApprovedPlacement = placementDigest(f.Policy, f.Policy.Spec.Stages[1])
+	return f.with(withApprovals(approvedBy("test", "alice")))
+}
+
+// TestPlanApprovedPlacement: an approval binds what the approved stage
+// places (issue 32). A change to the active stage's cluster selectors or to
+// the downsync takes it back to AwaitingApproval, its BindingPolicy left as
+// it was approved, and an approval of the new rollout starts it again.
+func TestPlanApprovedPlacement(t *testing.T) {
+	engine := newEngine(t)
+	everyCluster := func(s *Snapshot) {
+		s.Policy.Spec.Stages[1].ClusterSelectors = []metav1.LabelSelector{{}}
+		s.Policy.Generation++
+	}
+	moreObjects := func(s *Snapshot) {
+		s.Policy.Spec.Downsync = append(s.Policy.Spec.Downsync, s.Policy.Spec.Downsync[0])
+		s.Policy.Spec.Downsync[len(s.Policy.Spec.Downsync)-1].ObjectSelectors = []metav1.LabelSelector{{}}
+		s.Policy.Generation++
+	}
+	noGate := func(s *Snapshot) { s.Policy.Spec.Stages[1].Approval = v1alpha1.ApprovalNone }
+	for name, change := range map[string][]func(*Snapshot){
+		"its cluster selectors":                       {everyCluster},
+		"the downsync":                                {moreObjects},
+		"its cluster selectors, with approval None":   {everyCluster, noGate},
+		"the downsync, with approval None set before": {noGate, moreObjects},
+	} {
+		t.Run("an approved stage whose spec changes "+name+" awaits approval again", func(t *testing.T) {
+			f := approvedAt()
+			for _, c := range change {
+				f = f.with(c)
+			}
+			snap := f.Snapshot
+			action := Plan(snap, engine)
+			if action.Type != ActionUpdateStatus {
+				t.Fatalf("action %s (%s), want the stage back to awaiting approval; the BindingPolicy left alone", action.Type, action.Why)
+			}
+			r := action.Status.StageNamed("test")
+			if action.Status.Phase != v1alpha1.RolloutAwaitingApproval || r.Phase != v1alpha1.StageAwaitingApproval || r.ApprovedBy != "" ||
+				!timeEqual(r.ApprovalRequestedTime, now) {
+				t.Errorf("phase %s, test's record %+v: want AwaitingApproval again, requested now, no approver", action.Status.Phase, r)
+			}
+			if got := eventKeys(action.Events); !slices.Equal(got, []string{"Warning/" + v1alpha1.ReasonApprovedPlacementChanged}) {
+				t.Errorf("events %v, want one Warning %s", got, v1alpha1.ReasonApprovedPlacementChanged)
+			}
+			// Then the StageApproval is renewed for the new rollout, and
+			// the BindingPolicy stays as approved until it is approved again.
+			next := replan(t, snap, engine, action)
+			if next.Type != ActionUpdateStageApproval {
+				t.Fatalf("planned again: %s (%s), want the StageApproval renewed", next.Type, next.Why)
+			}
+		})
+	}
+	t.Run("approved again for the new rollout: the stage starts, placing the change", func(t *testing.T) {
+		snap := approvedAt().with(everyCluster).Snapshot
+		regated := Plan(snap, engine)
+		snap.Policy.Status = *regated.Status
+		renewed := approvalOf(snap.Policy, "test")
+		snap.Approvals = []v1alpha1.StageApproval{approved(renewed, renewed.Generation, "bob")}
+		action := Plan(snap, engine)
+		if action.Type != ActionUpdateStatus || action.Status.StageNamed("test").Phase != v1alpha1.StageActive ||
+			action.Status.StageNamed("test").ApprovedBy != "bob" {
+			t.Fatalf("action %s (%s): want test started again, approved by bob", action.Type, action.Why)
+		}
+		snap.Policy.Status = *action.Status
+		if place := Plan(snap, engine); place.Type != ActionUpdateBindingPolicy {
+			t.Errorf("then %s (%s), want test's BindingPolicy brought in line with the change", place.Type, place.Why)
+		}
+	})
+	t.Run("a change that places the same keeps the approval", func(t *testing.T) {
+		snap := approvedAt().with(func(s *Snapshot) {
+			s.Policy.Spec.Stages[1].Condition = "true"
+			s.Policy.Generation++
+		}).Snapshot
+		if action := Plan(snap, engine); action.Status != nil && action.Status.Phase == v1alpha1.RolloutAwaitingApproval {
+			t.Errorf("action %s (%s): a new condition took the stage back to awaiting approval", action.Type, action.Why)
+		}
+	})
+	t.Run("a stage that needed no approval takes changes at once", func(t *testing.T) {
+		snap := at("test").bound().with(everyCluster).Snapshot
+		if action := Plan(snap, engine); action.Type != ActionUpdateBindingPolicy {
+			t.Errorf("action %s (%s), want test's BindingPolicy updated", action.Type, action.Why)
+		}
+	})
 }

@@ -145,7 +145,12 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //     value longer than the status can record blocks the rollout where it
 //     is, with a Warning Event, until the annotation changes;
 //  6. a rollout that has not started, or whose active stage was removed from
-//     the spec, starts at the first stage;
+//     the spec, starts at the first stage; a stage the rollout reaches that
+//     needs approval awaits it (approval.go), and a gate reached binds until
+//     it is approved or the rollout restarts, even if its approval is set to
+//     None; an approved, active stage whose spec would place anything else
+//     (cluster selectors, downsync) awaits approval again, its BindingPolicy
+//     left as approved;
 //  7. the active stage's BindingPolicy is created or brought in line with the
 //     spec, and with placement Accumulate, every earlier stage's too;
 //  8. a done stage hands over to the next one: the next stage's
@@ -225,6 +230,9 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 		return startRollout(policy, reset, snap.Now)
 	}
 	if action, ok := approvalRequests(snap, active); ok {
+		return action
+	}
+	if action, ok := approvedPlacementChanged(snap, active); ok {
 		return action
 	}
 	stage := policy.Spec.Stages[active]
