@@ -40,6 +40,7 @@ import (
 // +kubebuilder:printcolumn:name="Stage",type=string,JSONPath=`.spec.stage`
 // +kubebuilder:printcolumn:name="Approved",type=string,JSONPath=`.status.conditions[?(@.type=="Approved")].status`
 // +kubebuilder:printcolumn:name="Approved By",type=string,JSONPath=`.status.approvedBy`
+// +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.spec.revision`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type StageApproval struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -95,6 +96,13 @@ type StageApprovalStatus struct {
 	// +kubebuilder:validation:MaxLength=256
 	// +optional
 	ApprovedBy string `json:"approvedBy,omitempty"`
+
+	// ApprovedRevision is the spec.revision the approver approved. An
+	// Approved condition counts only while it is empty or spec.revision;
+	// the admission policy accepts only the current spec.revision here.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	ApprovedRevision string `json:"approvedRevision,omitempty"`
 }
 
 // ConditionApproved is the condition type an approver sets on a StageApproval.
@@ -104,20 +112,24 @@ const ConditionApproved = "Approved"
 // generation of the StageApproval, and nil otherwise.
 func (a *StageApproval) Approved() *metav1.Condition {
 	c := meta.FindStatusCondition(a.Status.Conditions, ConditionApproved)
-	if c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != a.Generation {
+	if c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != a.Generation ||
+		a.Status.ApprovedRevision != "" && a.Status.ApprovedRevision != a.Spec.Revision {
 		return nil
 	}
 	return c
 }
 
-// SetApproved approves the current generation of the StageApproval as by,
-// at the given time: the Approved condition True, observed at its
-// metadata.generation, and status.approvedBy. It only changes the object;
-// write it through the status subresource.
+// SetApproved approves the current generation and revision of the
+// StageApproval as by, at the given time: the Approved condition True,
+// observed at its metadata.generation, status.approvedBy and
+// status.approvedRevision. It only changes the object; write it through the
+// status subresource, conditional on its resourceVersion, so that it
+// approves nothing newer than what was read.
 func (a *StageApproval) SetApproved(by string, at metav1.Time) {
 	meta.SetStatusCondition(&a.Status.Conditions, metav1.Condition{Type: ConditionApproved, Status: metav1.ConditionTrue,
 		Reason: "Approved", Message: "approved by " + by, ObservedGeneration: a.Generation, LastTransitionTime: at})
 	a.Status.ApprovedBy = by
+	a.Status.ApprovedRevision = a.Spec.Revision
 }
 
 // StageApprovalList is a list of StageApprovals.

@@ -76,6 +76,26 @@ func TestApprovalThroughStatusOnly(t *testing.T) {
 		t.Errorf("alice approved as bob: %v, want the admission policy's refusal", err)
 	}
 
+	// Issue 32: an Approved condition observed at a later generation would
+	// count once the policy's next change moved the StageApproval on: an
+	// approval of a rollout nobody has seen yet.
+	ahead := approval.DeepCopy()
+	ahead.SetApproved("alice", metav1.Now())
+	ahead.Status.Conditions[0].ObservedGeneration = approval.Generation + 1
+	if err := alice.Status().Update(ctx, ahead); err == nil || !strings.Contains(err.Error(), "current generation") {
+		t.Errorf("alice approved a later generation: %v, want the admission policy's refusal", err)
+	}
+	// An approval names the revision it approves; it must be the current one.
+	if err := alice.Get(ctx, key, approval); err != nil {
+		t.Fatal(err)
+	}
+	stale := approval.DeepCopy()
+	stale.SetApproved("alice", metav1.Now())
+	stale.Status.ApprovedRevision = "0123456789abcdef0123456789abcdef"
+	if err := alice.Status().Update(ctx, stale); err == nil || !strings.Contains(err.Error(), "spec.revision") {
+		t.Errorf("alice approved another revision: %v, want the admission policy's refusal", err)
+	}
+
 	if _, err := policytest.Approve(ctx, alice, name, "dev", "alice"); err != nil {
 		t.Fatal(err)
 	}

@@ -80,7 +80,13 @@ func TestSteer(t *testing.T) {
 	if err == nil || !strings.Contains(out, `bob may not approve StageApproval gated.stage.dev`) || !strings.Contains(out, "workload-stager-approver") {
 		t.Errorf("bob approving: %v: %s, want a refusal naming the role he lacks", err, out)
 	}
-	out, err = run(t, now, alice, "approve", "gated")
+	// The approver names the revision she looked at (kubectl get sbpa -o
+	// wide shows it): another one is refused, with the current one.
+	out, err = run(t, now, alice, "approve", "gated", "--revision", "r0")
+	if err == nil || !strings.Contains(out, `StageApproval gated.stage.dev is for revision "r1", not "r0"`) {
+		t.Errorf("alice approving revision r0: %v: %s, want a refusal naming the current revision", err, out)
+	}
+	out, err = run(t, now, alice, "approve", "gated", "--revision", "r1")
 	if err != nil {
 		t.Fatalf("alice approving: %v: %s", err, out)
 	}
@@ -88,7 +94,7 @@ func TestSteer(t *testing.T) {
 	if err := suite.wds.Client.Get(ctx, types.NamespacedName{Name: approval.Name}, approval); err != nil {
 		t.Fatal(err)
 	}
-	if c := approval.Approved(); c == nil || approval.Status.ApprovedBy != "alice" {
+	if c := approval.Approved(); c == nil || approval.Status.ApprovedBy != "alice" || approval.Status.ApprovedRevision != "r1" {
 		t.Errorf("StageApproval status %+v: want Approved at its generation, by alice", approval.Status)
 	}
 	if out, err := run(t, now, alice, "suspend", "gated"); err == nil || !strings.Contains(out, "alice may not suspend") {

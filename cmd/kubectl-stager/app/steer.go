@@ -31,7 +31,7 @@ import (
 )
 
 func newApproveCommand(o *options) *cobra.Command {
-	var stageName string
+	var stageName, revision string
 	cmd := &cobra.Command{
 		Use:   "approve NAME",
 		Short: "Approve a stage that needs approval, in your own name",
@@ -39,26 +39,29 @@ func newApproveCommand(o *options) *cobra.Command {
 StageApproval, at the StageApproval's current generation, and status.approvedBy
 to your user name (as the API server tells it). Without --stage, the stage that
 awaits approval now. A stage the rollout has not reached can be approved ahead;
-the approval counts for the policy's current spec and restartedAt only.
-Approving writes only the StageApproval's status (the workload-stager-approver
-ClusterRole allows it).`,
+the approval counts for the policy's current spec and restartedAt only, which
+the StageApproval's spec.revision names: with --revision, only that revision is
+approved (kubectl get sbpa -o wide shows it), and the approval is written only
+if the StageApproval has not changed since it was read. Approving writes only
+the StageApproval's status (the workload-stager-approver ClusterRole allows it).`,
 		Example: `  # approve the stage web waits for
   kubectl stager approve web
 
-  # approve prod ahead of time
-  kubectl stager approve web --stage prod`,
+  # approve prod ahead of time, for the revision you reviewed
+  kubectl stager approve web --stage prod --revision 3f1c0a9e52b8d7e4a6c2b1f0e9d8c7b6`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: o.completePolicies,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.approve(cmd.Context(), args[0], stageName)
+			return o.approve(cmd.Context(), args[0], stageName, revision)
 		},
 	}
 	cmd.Flags().StringVar(&stageName, "stage", "", "The stage to approve (default: the stage awaiting approval)")
+	cmd.Flags().StringVar(&revision, "revision", "", "The revision to approve, as the StageApproval's spec.revision says (default: the current one)")
 	return cmd
 }
 
 // approve approves a stage of the named policy as the caller.
-func (o *options) approve(ctx context.Context, name, stageName string) error {
+func (o *options) approve(ctx context.Context, name, stageName, revision string) error {
 	c, p, err := o.policy(ctx, name)
 	if err != nil {
 		return err
@@ -74,7 +77,9 @@ func (o *options) approve(ctx context.Context, name, stageName string) error {
 	if stage == nil {
 		return fmt.Errorf("StagedBindingPolicy %s has no stage %q", name, stageName)
 	}
-	if stage.Approval != v1alpha1.ApprovalRequired {
+	// A gate the rollout has reached binds even if its approval was set to
+	// None since: its record names its StageApproval.
+	if record := p.Status.StageNamed(stageName); stage.Approval != v1alpha1.ApprovalRequired && (record == nil || record.Approval == "") {
 		return fmt.Errorf("stage %q of %s does not need approval", stageName, name)
 	}
 	user, err := whoAmI(ctx, c)
@@ -89,6 +94,10 @@ func (o *options) approve(ctx context.Context, name, stageName string) error {
 		}
 		return denied(err, user, "read StageApproval "+key.Name)
 	}
+	if revision != "" && approval.Spec.Revision != revision {
+		return fmt.Errorf("StageApproval %s is for revision %q, not %q: the policy changed since; look again and approve the current revision",
+			key.Name, approval.Spec.Revision, revision)
+	}
 	approval.SetApproved(user, metav1.NewTime(o.now()))
 	if err := c.Status().Update(ctx, approval); err != nil {
 		if apierrors.IsConflict(err) {
@@ -96,8 +105,8 @@ func (o *options) approve(ctx context.Context, name, stageName string) error {
 		}
 		return denied(err, user, "approve StageApproval "+key.Name)
 	}
-	fprintf(o.streams.Out, "stage %s of %s approved by %s (StageApproval %s, generation %d)\n",
-		stageName, name, user, key.Name, approval.Generation)
+	fprintf(o.streams.Out, "stage %s of %s approved by %s (StageApproval %s, generation %d, revision %s)\n",
+		stageName, name, user, key.Name, approval.Generation, approval.Spec.Revision)
 	return nil
 }
 
