@@ -44,7 +44,6 @@ import (
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -369,13 +368,13 @@ func newProvider(kind string, o *Options, hosting manager.Manager, spaceOptions 
 		}
 		return &kcpProvider{Provider: p}, nil
 	default:
-		return mcrkubeconfig.New(mcrkubeconfig.Options{
-			Namespace:             o.KubeconfigNamespace,
-			KubeconfigSecretLabel: o.KubeconfigLabel,
-			KubeconfigSecretKey:   o.KubeconfigKey,
-			ClusterOptions:        spaceOptions,
-			RESTOptions:           []func(*rest.Config) error{o.KubeconfigPolicy().RESTOption()},
-		}), nil
+		return kubeconfig.New(kubeconfig.Options{
+			Namespace:      o.KubeconfigNamespace,
+			Label:          o.KubeconfigLabel,
+			Key:            o.KubeconfigKey,
+			Policy:         o.KubeconfigPolicy(),
+			ClusterOptions: spaceOptions,
+		}, hosting.GetLogger().WithName("kubeconfig-provider")), nil
 	}
 }
 

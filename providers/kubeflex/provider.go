@@ -16,8 +16,6 @@ package kubeflex
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"sync"
@@ -73,31 +71,16 @@ type Provider struct {
 	opts Options
 	log  logr.Logger
 
-	ctx      context.Context
-	mgr      mcmanager.Manager
 	client   client.Client
 	reader   client.Reader
 	recorder events.EventRecorder
 
-	mu       sync.Mutex
-	clusters map[string]*engaged
-	indexers []index
+	// Clusters serves the engaged ControlPlanes' spaces.
+	*kubeconfig.Clusters
+
+	mu sync.Mutex
 	// unusable is the reason reported for each unusable ControlPlane.
 	unusable map[string]string
-}
-
-// engaged is a ControlPlane served as a space.
-type engaged struct {
-	cluster cluster.Cluster
-	cancel  context.CancelFunc
-	hash    string
-}
-
-// index is a field index to apply to every space's cluster.
-type index struct {
-	object  client.Object
-	field   string
-	extract client.IndexerFunc
 }
 
 var _ multicluster.Provider = &Provider{}
@@ -107,7 +90,7 @@ func New(opts Options, log logr.Logger) *Provider {
 	if opts.Resync <= 0 {
 		opts.Resync = DefaultResync
 	}
-	return &Provider{opts: opts, log: log, clusters: map[string]*engaged{}, unusable: map[string]string{}}
+	return &Provider{opts: opts, log: log, Clusters: kubeconfig.NewClusters(opts.Policy, opts.ClusterOptions), unusable: map[string]string{}}
 }
 
 // SetupWithManager watches the hosting cluster's ControlPlanes; ctx bounds
@@ -117,35 +100,12 @@ func (p *Provider) SetupWithManager(ctx context.Context, mgr mcmanager.Manager) 
 		return errors.New("kubeflex provider: no selector")
 	}
 	local := mgr.GetLocalManager()
-	p.ctx, p.mgr = ctx, mgr
+	p.Start(ctx, mgr)
 	p.client, p.reader = local.GetClient(), local.GetAPIReader()
 	p.recorder = local.GetEventRecorder("workload-stager")
 	cp := &unstructured.Unstructured{}
 	cp.SetGroupVersionKind(ControlPlaneGVK)
 	return ctrl.NewControllerManagedBy(local).For(cp).Named("kubeflex-provider").Complete(p)
-}
-
-// Get returns the cluster of an engaged ControlPlane.
-func (p *Provider) Get(_ context.Context, name multicluster.ClusterName) (cluster.Cluster, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if e, ok := p.clusters[string(name)]; ok {
-		return e.cluster, nil
-	}
-	return nil, multicluster.ErrClusterNotFound
-}
-
-// IndexField indexes a field on every space's cluster, current and future.
-func (p *Provider) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.indexers = append(p.indexers, index{object: obj, field: field, extract: extract})
-	for name, e := range p.clusters {
-		if err := e.cluster.GetFieldIndexer().IndexField(ctx, obj, field, extract); err != nil {
-			return fmt.Errorf("indexing %s on space %s: %w", field, name, err)
-		}
-	}
-	return nil
 }
 
 // Reconcile engages, replaces or disengages the space of one ControlPlane.
@@ -156,7 +116,7 @@ func (p *Provider) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	u.SetGroupVersionKind(ControlPlaneGVK)
 	if err := p.client.Get(ctx, req.NamespacedName, u); err != nil {
 		if apierrors.IsNotFound(err) {
-			p.disengage(name, log)
+			p.Disengage(name, log)
 			p.forget(name)
 			return ctrl.Result{}, nil
 		}
@@ -164,37 +124,37 @@ func (p *Provider) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	}
 	cp, err := parseControlPlane(u)
 	if err != nil {
-		p.disengage(name, log)
+		p.Disengage(name, log)
 		p.report(u, kubeconfig.ReasonMalformed, err.Error(), log)
 		return ctrl.Result{}, nil
 	}
 	d := decide(cp, p.opts.Selector, p.opts.InCluster, p.opts.SecretNamespaces)
 	if d.Ignore {
-		p.disengage(name, log)
+		p.Disengage(name, log)
 		p.forget(name)
 		return ctrl.Result{}, nil
 	}
 	if d.Reason != "" {
-		p.disengage(name, log)
+		p.Disengage(name, log)
 		p.report(u, d.Reason, d.Message, log)
 		return ctrl.Result{}, nil
 	}
 	raw, reason, message := p.kubeconfigOf(ctx, d)
 	if reason != "" {
-		p.disengage(name, log)
+		p.Disengage(name, log)
 		p.report(u, reason, message, log)
 		return ctrl.Result{RequeueAfter: p.opts.Resync}, nil
 	}
-	if err := p.engage(name, raw, log); err != nil {
+	if err := p.Engage(name, raw, log); err != nil {
 		var refused *kubeconfig.RefusedError
-		var shared *errShared
+		var shared *kubeconfig.SharedError
 		switch {
 		case errors.As(err, &refused):
-			p.disengage(name, log)
+			p.Disengage(name, log)
 			p.report(u, refused.Reason(), refused.Error(), log)
 			return ctrl.Result{RequeueAfter: p.opts.Resync}, nil
 		case errors.As(err, &shared):
-			p.disengage(name, log)
+			p.Disengage(name, log)
 			p.report(u, ReasonSharedKubeconfig, err.Error(), log)
 			return ctrl.Result{RequeueAfter: p.opts.Resync}, nil
 		}
@@ -221,94 +181,6 @@ func readKubeconfig(ctx context.Context, reader client.Reader, d Decision) (raw 
 		return nil, ReasonNoKubeconfig, fmt.Sprintf("Secret %s has no data under key %q", key, d.Key)
 	}
 	return raw, "", ""
-}
-
-// engage serves a ControlPlane's space from its kubeconfig, unless it is
-// already served from the same one. A changed kubeconfig replaces the
-// served cluster: the new one is engaged first (the space runner then stops
-// the old controller and starts the new one), and only then is the old
-// cluster stopped, so the space is never without a controller.
-func (p *Provider) engage(name string, raw []byte, log logr.Logger) error {
-	sum := sha256.Sum256(raw)
-	hash := hex.EncodeToString(sum[:])
-	p.mu.Lock()
-	old := p.clusters[name]
-	indexers := append([]index(nil), p.indexers...)
-	var servedBy string
-	for other, e := range p.clusters {
-		if other != name && e.hash == hash {
-			servedBy = other
-		}
-	}
-	p.mu.Unlock()
-	if servedBy != "" {
-		return &errShared{servedBy: servedBy}
-	}
-	if old != nil && old.hash == hash {
-		return nil
-	}
-	cfg, err := p.opts.Policy.RESTConfig(raw)
-	if err != nil {
-		return err
-	}
-	cl, err := cluster.New(cfg, p.opts.ClusterOptions...)
-	if err != nil {
-		return fmt.Errorf("space %s: %w", name, err)
-	}
-	for _, idx := range indexers {
-		if err := cl.GetFieldIndexer().IndexField(p.ctx, idx.object, idx.field, idx.extract); err != nil {
-			return fmt.Errorf("space %s: indexing %s: %w", name, idx.field, err)
-		}
-	}
-	ctx, cancel := context.WithCancel(p.ctx)
-	go func() {
-		if err := cl.Start(ctx); err != nil {
-			log.Error(err, "A space's cluster stopped")
-		}
-	}()
-	e := &engaged{cluster: cl, cancel: cancel, hash: hash}
-	p.mu.Lock()
-	p.clusters[name] = e
-	p.mu.Unlock()
-	if err := p.mgr.Engage(ctx, multicluster.ClusterName(name), cl); err != nil {
-		p.mu.Lock()
-		if old != nil {
-			p.clusters[name] = old
-		} else {
-			delete(p.clusters, name)
-		}
-		p.mu.Unlock()
-		cancel()
-		return fmt.Errorf("engaging space %s: %w", name, err)
-	}
-	if old != nil {
-		old.cancel()
-		log.Info("ControlPlane's kubeconfig changed; its space is served from the new one")
-	} else {
-		log.Info("ControlPlane engaged as a space")
-	}
-	return nil
-}
-
-// errShared refuses a ControlPlane whose kubeconfig another one, engaged
-// first, already serves: the same WDS would be two spaces, and every
-// policy in it would be rolled out twice.
-type errShared struct{ servedBy string }
-
-func (e *errShared) Error() string {
-	return fmt.Sprintf("ControlPlane %s already serves the same kubeconfig", e.servedBy)
-}
-
-// disengage stops serving a ControlPlane's space, if it is served.
-func (p *Provider) disengage(name string, log logr.Logger) {
-	p.mu.Lock()
-	e := p.clusters[name]
-	delete(p.clusters, name)
-	p.mu.Unlock()
-	if e != nil {
-		e.cancel()
-		log.Info("ControlPlane disengaged")
-	}
 }
 
 // report reports a selected ControlPlane that cannot be a space: a log line

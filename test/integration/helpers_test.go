@@ -263,3 +263,29 @@ func sampleControllers(t *testing.T, r *runningStager, space string) (most func(
 	t.Cleanup(func() { close(stop); <-sampled })
 	return seen.Load
 }
+
+// sampleDropOuts samples, until the test ends, whether the space is engaged,
+// and returns a function that tells how many times it was seen not engaged
+// after it had been.
+func sampleDropOuts(t *testing.T, r *runningStager, space string) (dropOuts func() int64) {
+	var drops atomic.Int64
+	stop, sampled := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(sampled)
+		engaged := false
+		for {
+			_, now := spaceState(r, space)
+			if engaged && !now {
+				drops.Add(1)
+			}
+			engaged = now
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-sampled })
+	return drops.Load
+}

@@ -26,8 +26,8 @@ import (
 // TestSecretRotationKeepsOneController rotates a space's kubeconfig Secret
 // (a new client certificate for the same server) ten times during a rollout.
 // Each rotation makes the provider build a new cluster and engage it under
-// the space's name while the old one drains. The space must keep exactly one
-// controller throughout and the rollout must complete.
+// the space's name while the old one drains. The space must stay engaged and
+// keep exactly one controller throughout, and the rollout must complete.
 func TestSecretRotationKeepsOneController(t *testing.T) {
 	const name, rotations = "rotated", 10
 	s := newSpace(t, "rotated", true)
@@ -37,6 +37,7 @@ func TestSecretRotationKeepsOneController(t *testing.T) {
 	waitForSpace(t, suite.stager, s.Name, true, spaces.ReasonReady)
 
 	most := sampleControllers(t, suite.stager, s.Name)
+	dropped := sampleDropOuts(t, suite.stager, s.Name)
 
 	rotated := 0
 	rotate := func(n int) {
@@ -73,6 +74,9 @@ func TestSecretRotationKeepsOneController(t *testing.T) {
 	}
 	if m := most(); m != 1 {
 		t.Errorf("the space had up to %d controllers at once during %d rotations, want 1", m, rotated)
+	}
+	if n := dropped(); n != 0 {
+		t.Errorf("the space was not engaged %d times during %d rotations, want it engaged throughout", n, rotated)
 	}
 	policies(s).Delete(t, name)
 }
