@@ -102,6 +102,9 @@ func TestCheck(t *testing.T) {
 		{name: "plain http with a password", edit: func(_ *clientcmdapi.Config, c *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
 			c.Server = "http://admin:secret-token@wds1.example:8080"
 		}, reasons: []string{ReasonInsecureServer}, field: `clusters["wds1"].server`},
+		{name: "a server that does not parse, with a password", edit: func(_ *clientcmdapi.Config, c *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
+			c.Server = "https://admin:secret-token@[wds1.example"
+		}, reasons: []string{ReasonMalformed}, field: `clusters["wds1"].server`},
 		{name: "a URL with a password and no host", edit: func(_ *clientcmdapi.Config, c *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
 			c.Server = "https://admin:secret-token@"
 		}, reasons: []string{ReasonMalformed}, field: `clusters["wds1"].server`},
