@@ -241,51 +241,49 @@ func metricValue(t *testing.T, name string, labels map[string]string) (float64, 
 	return 0, false
 }
 
+// sampleEvery2ms calls observe every 2 ms, on a goroutine of its own, until
+// the test ends.
+func sampleEvery2ms(t *testing.T, observe func()) {
+	stop, sampled := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			observe()
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-sampled })
+}
+
 // sampleControllers samples how many controllers the stager runs for a
 // space, every 2ms until the test ends, and returns a function that tells
 // the most seen at once so far.
 func sampleControllers(t *testing.T, r *runningStager, space string) (most func() int64) {
 	var seen atomic.Int64
-	stop, sampled := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(sampled)
-		for {
-			if n := int64(r.Spaces.Controllers(space)); n > seen.Load() {
-				seen.Store(n)
-			}
-			select {
-			case <-stop:
-				return
-			case <-time.After(2 * time.Millisecond):
-			}
+	sampleEvery2ms(t, func() {
+		if n := int64(r.Spaces.Controllers(space)); n > seen.Load() {
+			seen.Store(n)
 		}
-	}()
-	t.Cleanup(func() { close(stop); <-sampled })
+	})
 	return seen.Load
 }
 
-// sampleDropOuts samples, until the test ends, whether the space is engaged,
-// and returns a function that tells how many times it was seen not engaged
-// after it had been.
+// sampleDropOuts samples, every 2ms until the test ends, whether the space
+// is engaged, and returns a function that tells how many times it was seen
+// not engaged after it had been.
 func sampleDropOuts(t *testing.T, r *runningStager, space string) (dropOuts func() int64) {
 	var drops atomic.Int64
-	stop, sampled := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(sampled)
-		engaged := false
-		for {
-			_, now := spaceState(r, space)
-			if engaged && !now {
-				drops.Add(1)
-			}
-			engaged = now
-			select {
-			case <-stop:
-				return
-			case <-time.After(2 * time.Millisecond):
-			}
+	engaged := false
+	sampleEvery2ms(t, func() {
+		_, now := spaceState(r, space)
+		if engaged && !now {
+			drops.Add(1)
 		}
-	}()
-	t.Cleanup(func() { close(stop); <-sampled })
+		engaged = now
+	})
 	return drops.Load
 }
