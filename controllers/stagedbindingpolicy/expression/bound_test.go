@@ -295,6 +295,42 @@ func TestCostBoundHoldsOnRandomConditions(t *testing.T) {
 	}
 }
 
+// TestCostBoundAdmitsNoSuperLinearCall generates eligible conditions as
+// TestCostBoundHoldsOnRandomConditions does and joins each with a call of a
+// function charged before it runs (precharges), which the bound does not
+// price: no such condition may run untracked.
+func TestCostBoundAdmitsNoSuperLinearCall(t *testing.T) {
+	e := trackingEngine(t)
+	r := rand.New(rand.NewPCG(32, 2026))
+	calls := []string{
+		"obj.metadata.name.indexOf(obj.kind) >= 0", "obj.kind.lastIndexOf('a', 1) > 0",
+		"obj.metadata.name.split('-').size() > 0", "obj.kind.split('', 2).size() == 0",
+		"sets.contains(obj.results, obj.results)", "sets.intersects(obj.results[0].columnNames, ['a'])",
+		"sets.equivalent(obj.results, [])", "obj.results[0].columnNames.distinct().size() > 0",
+		"obj.results[0].columnNames.sort().size() > 0", "obj.results.sortBy(x, x.name).size() > 0",
+	}
+	checked := 0
+	for range 300 {
+		cond := (&condGen{r: r}).boolean(0)
+		call := calls[r.IntN(len(calls))]
+		src := "(" + cond + ") || " + call
+		if r.IntN(2) == 0 {
+			src = call + " && (" + cond + ")"
+		}
+		p, err := e.Compile(KindCondition, src)
+		if err != nil {
+			continue // the generator does not follow types everywhere
+		}
+		checked++
+		if p.bound != nil {
+			t.Errorf("%s may run without cost tracking", src)
+		}
+	}
+	if checked < 200 {
+		t.Errorf("only %d of 300 generated conditions compiled", checked)
+	}
+}
+
 // TestUntrackedEvaluationTimesOut checks that an evaluation without cost
 // tracking is stopped at the evaluation timeout.
 func TestUntrackedEvaluationTimesOut(t *testing.T) {
