@@ -31,7 +31,7 @@ const DefaultConversionCacheSize = 4096
 // DefaultConversionCacheBytes is how much memory, by memoryOf's estimate,
 // the conversions an Engine keeps may take unless WithConversionCacheBytes
 // says otherwise: a converted CombinedStatus takes several times its JSON
-// size (a 1.3 MiB one about 10 MiB).
+// size (docs/security.md).
 const DefaultConversionCacheBytes = 64 << 20
 
 // converted is a CombinedStatus as the CEL value of its JSON form, with the

@@ -32,8 +32,8 @@ import (
 // the sizes of its arguments. cel-go charges a call only after it returns,
 // and neither the evaluation timeout (checked between iterations of a
 // comprehension) nor the budget (checked between evaluations) can stop a
-// call that is running: one indexOf of a 100 KB string for a 10 KB one
-// compared runes for 14 s. Such a call is charged beforehand, from its
+// call that is running (issue 32: an indexOf that compared runes for many
+// seconds; docs/security.md). Such a call is charged beforehand, from its
 // arguments, with its worst case, and refused when that alone is above the
 // cost limit.
 
@@ -42,8 +42,8 @@ import (
 type precharge func(args []ref.Val, limit uint64) uint64
 
 // precharges are the overloads, by cel-go overload ID, that are charged
-// before they run. Every overload of the environments is accounted for in
-// overloadBounds (see overloads.go), which names these as boundPrecharged.
+// before they run. Every function of the environments has a bound in
+// functionBounds (overloads.go), which names these boundPrecharged.
 var precharges = func() map[string]precharge {
 	m := map[string]precharge{
 		// Rune by rune, for every position of the string, the substring
@@ -56,12 +56,12 @@ var precharges = func() map[string]precharge {
 		"list_sets_equivalent_list": chargePairs(2),
 		// Every element against the elements kept so far.
 		"list_distinct": chargeSelfCompare(0),
-		// A string header for every part: split('') of a 4 MB string
-		// allocated 65 MiB in one call.
+		// A string header for every part, which split('') makes one per
+		// rune.
 		"string_split_string": chargeSplit, "string_split_string_int": chargeSplit,
 	}
-	// sort and sortBy compare n log n times; cel-go charges them n² after
-	// they ran, so the same charge before refuses only what would fail.
+	// sort and sortBy compare n log n times, each comparison as long as
+	// the values; cel-go charges them quadratically after they ran.
 	for _, t := range []string{"bool", "bytes", "double", "google.protobuf.Duration", "google.protobuf.Timestamp",
 		"int", "string", "uint"} {
 		m["list_"+t+"_sort"] = chargeSelfCompare(0)
@@ -71,8 +71,7 @@ var precharges = func() map[string]precharge {
 }()
 
 // chargeIndexOf charges s.indexOf(sub) (and lastIndexOf, with or without an
-// offset) as actualCost does: a tenth of a unit per byte of s, times the
-// bytes of sub.
+// offset): a tenth of a unit per byte of s, times the bytes of sub.
 func chargeIndexOf(args []ref.Val, _ uint64) uint64 {
 	return indexOfCost(actualSize(args[0]), actualSize(args[1]))
 }
