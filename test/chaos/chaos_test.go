@@ -35,8 +35,10 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/sharder"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/controllers/sharding"
 	stagerapp "github.com/kubestellar/workload-stager/cmd/stager/app"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/policytest"
@@ -62,7 +64,7 @@ type tenure struct {
 type audit struct {
 	mu      sync.Mutex
 	writes  map[write]bool
-	tenures map[string][]tenure // by space
+	tenures map[string][]tenure // by fence (fenceOf the space)
 	stages  map[string][]string // by rollout ("<space>/<policy>/<restartedAt>"): the active stages seen, in order
 }
 
@@ -144,7 +146,7 @@ func (a *audit) watchFences(ctx context.Context, t *testing.T) {
 		if !ok || l.Spec.HolderIdentity == nil || l.Spec.AcquireTime == nil {
 			return
 		}
-		space, ok := strings.CutPrefix(l.Name, stagerapp.ShardFenceLeasePrefix+"-")
+		fence, ok := strings.CutPrefix(l.Name, stagerapp.ShardFenceLeasePrefix+"-")
 		if !ok {
 			return
 		}
@@ -152,7 +154,7 @@ func (a *audit) watchFences(ctx context.Context, t *testing.T) {
 		defer a.mu.Unlock()
 		// The watch delivers a Lease's changes in order: tenures are kept in
 		// that order, each ending where the next begins.
-		ts := a.tenures[space]
+		ts := a.tenures[fence]
 		next := tenure{replica: *l.Spec.HolderIdentity, since: l.Spec.AcquireTime.Time}
 		switch {
 		case len(ts) > 0 && ts[len(ts)-1] == next:
@@ -168,14 +170,14 @@ func (a *audit) watchFences(ctx context.Context, t *testing.T) {
 			// happened before.
 			ts[len(ts)-1].since = next.since
 		}
-		a.tenures[space] = append(ts, next)
+		a.tenures[fence] = append(ts, next)
 	})
 }
 
 // holders returns the replicas that held a space's fence at some moment of [from, to].
 func (a *audit) holders(space string, from, to time.Time) []string {
 	var out []string
-	ts := a.tenures[space]
+	ts := a.tenures[fenceOf(space)]
 	for i, t := range ts {
 		end := time.Time{}
 		if i+1 < len(ts) {
@@ -193,10 +195,16 @@ func (a *audit) holders(space string, from, to time.Time) []string {
 func (a *audit) holder(space string) string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if ts := a.tenures[space]; len(ts) > 0 {
+	if ts := a.tenures[fenceOf(space)]; len(ts) > 0 {
 		return ts[len(ts)-1].replica
 	}
 	return ""
+}
+
+// fenceOf is what follows the prefix in the name of a space's fence Lease,
+// and what the coordinator hashes the space by: its sharding.FenceKey.
+func fenceOf(space string) string {
+	return string(sharding.FenceKey(multicluster.ClusterName(space)))
 }
 
 // run is one fault run: sharded replicas serving every space while each
@@ -432,7 +440,7 @@ func TestKilledReplicasNeverShareASpace(t *testing.T) {
 	}
 	var share []string
 	for _, s := range suite.spaces {
-		if sharder.NewHRW().ShouldOwn(s.Name, peers, peers[0]) {
+		if sharder.NewHRW().ShouldOwn(fenceOf(s.Name), peers, peers[0]) {
 			share = append(share, s.Name)
 		}
 	}

@@ -527,8 +527,9 @@ const FieldOwnerPrefix = "workload-stager-"
 
 // shardingCoordinator is multicluster-runtime's sharded coordinator, with
 // the replica's peer Lease and the spaces' fence Leases in the sharding
-// namespace, read and written uncached.
-func (o *Options) shardingCoordinator(cfg *rest.Config, scheme *runtime.Scheme, replica string, logger logr.Logger) (*sharded.Coordinator, error) {
+// namespace, read and written uncached, and a fence of its own for every
+// space (sharding.FencedCoordinator).
+func (o *Options) shardingCoordinator(cfg *rest.Config, scheme *runtime.Scheme, replica string, logger logr.Logger) (*sharding.FencedCoordinator, error) {
 	namespace, err := o.shardNamespace()
 	if err != nil {
 		return nil, err
@@ -538,7 +539,7 @@ func (o *Options) shardingCoordinator(cfg *rest.Config, scheme *runtime.Scheme, 
 		return nil, fmt.Errorf("creating the sharding Leases' client: %w", err)
 	}
 	log := logger.WithName("sharding")
-	return sharded.New(leases, log,
+	return sharding.NewFencedCoordinator(sharded.New(leases, log,
 		sharded.WithShardLease(namespace, ShardFenceLeasePrefix),
 		sharded.WithPerClusterLease(true),
 		sharded.WithLeaseTimings(o.ShardLeaseDuration, o.ShardLeaseRenew, time.Second),
@@ -547,7 +548,7 @@ func (o *Options) shardingCoordinator(cfg *rest.Config, scheme *runtime.Scheme, 
 		// replica's spaces move once its fences expire.
 		sharded.WithPeerRegistry(sharding.NewPeerRegistry(leases, namespace, ShardPeerLeasePrefix, replica,
 			o.ShardLeaseDuration, o.ShardLeaseRenew, log)),
-	), nil
+	)), nil
 }
 
 // Start runs the stager until ctx is done.

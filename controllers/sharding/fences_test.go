@@ -1,0 +1,120 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package sharding
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	"github.com/kubestellar/workload-stager/test/framework/environment"
+)
+
+// kcpLike are space names whose sanitized forms collide or make no valid
+// Lease name (issue 32).
+var kcpLike = []multicluster.ClusterName{"kcp#root:a-b", "kcp#root:a:b", multicluster.ClusterName("kcp#root:" + strings.Repeat("x", 240))}
+
+func TestFenceKeys(t *testing.T) {
+	seen := map[multicluster.ClusterName]multicluster.ClusterName{}
+	for _, name := range kcpLike {
+		key := FenceKey(name)
+		if errs := validation.IsDNS1123Subdomain("workload-stager-shard-" + string(key)); len(errs) > 0 {
+			t.Errorf("the fence of %q would be named %q: %v", name, key, errs)
+		}
+		if other, ok := seen[key]; ok {
+			t.Errorf("%q and %q share the fence key %q", name, other, key)
+		}
+		seen[key] = name
+		if FenceKey(name) != key {
+			t.Errorf("the fence key of %q is not stable", name)
+		}
+	}
+}
+
+// recorder is a multicluster.Aware that records the spaces engaged with it.
+type recorder struct {
+	mu    sync.Mutex
+	names []multicluster.ClusterName
+}
+
+func (r *recorder) Engage(_ context.Context, name multicluster.ClusterName, _ cluster.Cluster) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.names = append(r.names, name)
+	return nil
+}
+
+// TestFencedCoordinatorServesEverySpace runs the sharded coordinator as the
+// stager does, alone, over spaces whose sanitized names collide or are too
+// long for a Lease name: every space is served under its own name, each
+// with a fence Lease of its own.
+func TestFencedCoordinatorServesEverySpace(t *testing.T) {
+	ns := newNamespace(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	inner := sharded.New(space.Client, logr.Discard(),
+		sharded.WithShardLease(ns, "workload-stager-shard"),
+		sharded.WithPerClusterLease(true),
+		sharded.WithLeaseTimings(3*time.Second, time.Second, 100*time.Millisecond),
+		sharded.WithSynchronizationIntervals(200*time.Millisecond, time.Second),
+		sharded.WithPeerRegistry(NewPeerRegistry(space.Client, ns, "workload-stager-peer", "alone", 3*time.Second, time.Second, logr.Discard())),
+	)
+	c := NewFencedCoordinator(inner)
+	engaged := &recorder{}
+	c.AddAware(engaged)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = c.Runnable().Start(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	for _, name := range kcpLike {
+		if err := c.Engage(ctx, name, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	environment.Eventually(t, 20*time.Second, "every space served under its own name", func() error {
+		engaged.mu.Lock()
+		defer engaged.mu.Unlock()
+		for _, name := range kcpLike {
+			if !slices.Contains(engaged.names, name) {
+				return fmt.Errorf("served so far: %q", engaged.names)
+			}
+		}
+		return nil
+	})
+	leases := &coordinationv1.LeaseList{}
+	if err := space.Client.List(ctx, leases, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	fences := 0
+	for _, l := range leases.Items {
+		if strings.HasPrefix(l.Name, "workload-stager-shard-") {
+			fences++
+		}
+	}
+	if fences != len(kcpLike) {
+		t.Errorf("%d fence Leases for %d spaces", fences, len(kcpLike))
+	}
+}
