@@ -123,6 +123,9 @@ var StagerClaims = []Claim{
 }
 
 // main parses the flags and runs Generate.
+// ApprovalDir is config/approval, relative to config/kcp/consumer.
+const ApprovalDir = "../../approval"
+
 func main() {
 	stagerCRDs := flag.String("stager-crds", "config/crd/bases", "directory of the stager's CRDs")
 	kubeStellarCRDs := flag.String("kubestellar-crds", "", "directory of KubeStellar's CRDs (config/crd/bases of the github.com/kubestellar/kubestellar module); required")
@@ -285,6 +288,12 @@ func Files(stagerCRDs, kubeStellarCRDs string) (map[string][]byte, error) {
 			}
 		}
 		sort.Strings(resources)
+		if dir == "consumer" {
+			// The approvals' admission policy and role act in the workspace
+			// that holds the StageApprovals: kcp runs a workspace's own
+			// admission policies on its objects.
+			resources = append(resources, ApprovalDir)
+		}
 		data, err := Documents("", map[string]any{
 			"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": resources,
 		})
@@ -582,7 +591,7 @@ module at the version go.mod requires). Do not edit: `+"`go test ./hack/kcp-mani
 | kubestellar/ | the provider workspace | APIResourceSchemas %s; APIExport `+"`%s`"+` |
 | stager/ | the provider workspace | %s; APIExport `+"`%s`"+` with its permission claims |
 | rbac/ | the provider workspace | ServiceAccount `+"`%s/%s`"+`; ClusterRole and ClusterRoleBinding `+"`%s`"+` |
-| consumer/ | every WDS workspace | APIBindings `+"`%s`"+` and `+"`%s`"+` (every claim accepted) |
+| consumer/ | every WDS workspace | APIBindings `+"`%s`"+` and `+"`%s`"+` (every claim accepted); with kustomize, config/approval too (the approvers' ClusterRole and the approvals' admission policy) |
 
 An APIResourceSchema is immutable: its name holds a hash of its spec, so a changed CRD gives a new
 name, and the export that references it is updated in place.

@@ -186,7 +186,8 @@ func (s *Stack) placeholders() map[string]string {
 }
 
 // apply creates every object of config/kcp/<dir> (but its kustomization),
-// with the placeholders replaced.
+// with the placeholders replaced; dir may lead out of config/kcp
+// ("../approval").
 func (s *Stack) apply(ctx context.Context, c client.Client, dir string) error {
 	root, err := environment.RepoRoot()
 	if err != nil {
@@ -293,6 +294,11 @@ func (s *Stack) AddWorkspace(ctx context.Context, name string) (*Workspace, erro
 		}); err != nil {
 			return nil, err
 		}
+	}
+	// What config/kcp/consumer's kustomization adds: the approvals' role
+	// and admission policy (config/approval).
+	if err := s.apply(ctx, c, "../approval"); err != nil {
+		return nil, err
 	}
 	for _, obj := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}},
