@@ -55,7 +55,7 @@ func TestApprovalsAreGuardedInWorkspaces(t *testing.T) {
 			return fmt.Errorf("it was accepted")
 		}
 		if !strings.Contains(err.Error(), "own user name") {
-			return fmt.Errorf("%v, want the admission policy's refusal", err)
+			return fmt.Errorf("%w, want the admission policy's refusal", err)
 		}
 		return nil
 	})
