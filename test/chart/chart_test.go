@@ -309,6 +309,13 @@ func TestChartKubeFlex(t *testing.T) {
 	if g, w := into[rbacv1.ClusterRole](t, role).Rules, into[rbacv1.ClusterRole](t, want[0]).Rules; !reflect.DeepEqual(g, w) {
 		t.Errorf("the chart's kubeflex rules %v differ from config/rbac/kubeflex's %v", g, w)
 	}
+	// The provider only GETs the Secret a ControlPlane names: it never lists
+	// or watches Secrets (docs/security.md).
+	for _, rule := range into[rbacv1.ClusterRole](t, role).Rules {
+		if slices.Contains(rule.Resources, "secrets") && !slices.Equal(rule.Verbs, []string{"get"}) {
+			t.Errorf("the kubeflex ClusterRole grants %v on secrets, want get alone", rule.Verbs)
+		}
+	}
 	binding := into[rbacv1.ClusterRoleBinding](t, find(t, rendered, "ClusterRoleBinding", "workload-stager-kubeflex"))
 	if want := []rbacv1.Subject{{Kind: "ServiceAccount", Name: "stager", Namespace: "stager"}}; !reflect.DeepEqual(binding.Subjects, want) {
 		t.Errorf("the kubeflex binding's subjects are %v, want %v", binding.Subjects, want)

@@ -98,15 +98,22 @@ func kubeconfigFor(t *testing.T, server string, caData []byte, edit func(*client
 // refusedEvent waits for the Warning Event on a refused Secret and returns its note.
 func refusedEvent(t *testing.T, secret string) string {
 	t.Helper()
+	return secretEvent(t, secret, kubeconfig.EventReasonRefused, corev1.EventTypeWarning)
+}
+
+// secretEvent waits for an Event of the given reason and type on a Secret
+// and returns its note.
+func secretEvent(t *testing.T, secret, reason, eventType string) string {
+	t.Helper()
 	var note string
-	waitFor(t, fmt.Sprintf("a %s Event on Secret %s", kubeconfig.EventReasonRefused, secret), func() error {
+	waitFor(t, fmt.Sprintf("a %s Event on Secret %s", reason, secret), func() error {
 		list := &eventsv1.EventList{}
 		if err := suite.hosting.Client.List(suite.ctx, list, client.InNamespace(secretNamespace)); err != nil {
 			return err
 		}
 		for _, e := range list.Items {
-			if e.Regarding.Kind == "Secret" && e.Regarding.Name == secret && e.Reason == kubeconfig.EventReasonRefused {
-				if e.Type != corev1.EventTypeWarning {
+			if e.Regarding.Kind == "Secret" && e.Regarding.Name == secret && e.Reason == reason {
+				if e.Type != eventType {
 					return fmt.Errorf("the Event is of type %s", e.Type)
 				}
 				note = e.Note
@@ -268,6 +275,9 @@ func TestKubeconfigSecretsAreGuarded(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitForSpace(t, suite.stager, "guard-exec", false, spaces.ReasonMissingAPIs)
+	if note := secretEvent(t, "guard-exec", kubeconfig.EventReasonAccepted, corev1.EventTypeNormal); !strings.Contains(note, "is accepted") {
+		t.Errorf("the %s Event says %q", kubeconfig.EventReasonAccepted, note)
+	}
 	waitFor(t, "the refusal metric of guard-exec to go", func() error {
 		if n := series(t, map[string]string{"secret": "guard-exec"}); n != 0 {
 			return fmt.Errorf("%d series left", n)

@@ -197,6 +197,10 @@ func TestAddFlags(t *testing.T) {
 	if err := NewOptions().Validate(); err != nil {
 		t.Errorf("the defaults do not validate: %v", err)
 	}
+	// Go's profiles are served only when asked for (docs/security.md).
+	if addr := NewOptions().PprofBindAddress; addr != "" && addr != "0" {
+		t.Errorf("profiles are served by default, on %q", addr)
+	}
 }
 
 func TestNewScheme(t *testing.T) {
