@@ -2124,6 +2124,26 @@ func TestPlanBoundsMessages(t *testing.T) {
 	}
 }
 
+// TestPlanBoundsStageMessages: a status Plan writes has no stage record
+// message longer than MaxConditionMessage, whatever the status it starts
+// from holds (here a record an older writer left 10 KB long).
+func TestPlanBoundsStageMessages(t *testing.T) {
+	engine := newEngine(t)
+	snap := at("test").bound().reporting(deployment, "0").with(func(s *Snapshot) {
+		s.Policy.Status.Stages[0].Message = strings.Repeat("m", 10_000)
+		s.Policy.Generation++
+	}).Snapshot
+	got := Plan(snap, engine)
+	if got.Type != ActionUpdateStatus {
+		t.Fatalf("Plan() = %s (%s), want a status write", got.Type, got.Why)
+	}
+	for _, r := range got.Status.Stages {
+		if len(r.Message) > MaxConditionMessage {
+			t.Errorf("stage %s's message has %d bytes, more than %d", r.Name, len(r.Message), MaxConditionMessage)
+		}
+	}
+}
+
 // TestCutMessage checks the cut: within the limit, at a rune boundary, idempotent.
 func TestCutMessage(t *testing.T) {
 	tests := []struct {
