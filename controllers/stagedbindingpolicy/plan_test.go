@@ -16,6 +16,7 @@ package stagedbindingpolicy
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -2215,6 +2216,18 @@ func TestPlanTooCostlyExpressions(t *testing.T) {
 	if err != nil {
 		t.Fatalf("NewEngine: %v", err)
 	}
+	instant, err := expression.NewEngine(expression.WithEvalTimeout(time.Nanosecond))
+	if err != nil {
+		t.Fatalf("NewEngine: %v", err)
+	}
+	unestimated, err := expression.NewEngine(expression.WithEstimatedCostLimit(math.MaxUint64))
+	if err != nil {
+		t.Fatalf("NewEngine: %v", err)
+	}
+	// A call whose worst case is above the cost limit on its own: refused
+	// before it runs (issue 32's indexOf).
+	bigString := `'aaaaaaaaaa'` + strings.Repeat(`.replace('a', 'aaaaaaaaaa')`, 5)
+	superLinear := bigString + `.indexOf(` + bigString + ` + 'b') >= 0`
 	tests := []struct {
 		name        string
 		engine      *expression.Engine
@@ -2230,6 +2243,12 @@ func TestPlanTooCostlyExpressions(t *testing.T) {
 		{name: "condition stopped by the runtime cost limit", engine: newEngine(t),
 			snap:        at("dev", stageWith("dev", deploymentsFilter, costlyCondition), stage("test")).bound().reporting(deployment, "1").Snapshot,
 			wantMessage: "cost limit exceeded"},
+		{name: "condition stopped by the evaluation timeout", engine: instant,
+			snap:        at("dev", stageWith("dev", deploymentsFilter, `lists.range(1000).all(i, i >= 0)`), stage("test")).bound().reporting(deployment, "1").Snapshot,
+			wantMessage: "timed out"},
+		{name: "a super-linear call refused before it runs", engine: unestimated,
+			snap:        at("dev", stageWith("dev", deploymentsFilter, superLinear), stage("test")).bound().reporting(deployment, "1").Snapshot,
+			wantMessage: "it was not run"},
 		{name: "per-reconcile budget spent", engine: tinyBudget,
 			snap: at("dev", stageWith("dev", "", seedCondition), stage("test")).bound().
 				reporting(deployment, "1").reporting(configMap, "1").reporting(namespaceObj, "1").Snapshot,
