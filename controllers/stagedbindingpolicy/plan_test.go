@@ -2270,6 +2270,16 @@ func TestPlanTooCostlyExpressions(t *testing.T) {
 			if !strings.Contains(c.Message, tt.wantMessage) || !strings.Contains(c.Message, `stage "dev"`) {
 				t.Errorf("Progressing message %q does not name the stage and say %q", c.Message, tt.wantMessage)
 			}
+			if !strings.Contains(c.Message, `condition "`) && !strings.Contains(c.Message, `filter "`) {
+				t.Errorf("Progressing message %q does not quote the expression", c.Message)
+			}
+			if tt.wantMessage != "estimated worst-case cost" && !strings.Contains(c.Message, "(on the CombinedStatus of ") {
+				t.Errorf("Progressing message %q does not name the object the evaluation was stopped on", c.Message)
+			}
+			if ready := condition(t, got.Status, v1alpha1.ConditionReady); tt.wantMessage == "estimated worst-case cost" &&
+				(ready.Reason != v1alpha1.ReasonExpressionTooCostly || !strings.Contains(ready.Message, tt.wantMessage)) {
+				t.Errorf("Ready = %s %q, want %s saying %q", ready.Reason, ready.Message, v1alpha1.ReasonExpressionTooCostly, tt.wantMessage)
+			}
 			if keys := eventKeys(got.Events); !slices.Equal(keys, []string{"Warning/" + v1alpha1.ReasonExpressionTooCostly}) {
 				t.Errorf("events = %v, want [Warning/%s]", keys, v1alpha1.ReasonExpressionTooCostly)
 			}
