@@ -337,6 +337,11 @@ func TestChartKubeFlex(t *testing.T) {
 	for _, o := range narrowed {
 		if o.GetKind() == "Role" && o.GetName() == "workload-stager-kubeflex-secrets" {
 			namespaces = append(namespaces, o.GetNamespace())
+			for _, rule := range into[rbacv1.Role](t, o).Rules {
+				if !slices.Equal(rule.Verbs, []string{"get"}) {
+					t.Errorf("the Secrets Role in %s grants %v, want get alone", o.GetNamespace(), rule.Verbs)
+				}
+			}
 		}
 	}
 	if want := []string{"wds1-system", "wds2-system"}; !slices.Equal(namespaces, want) {

@@ -197,9 +197,16 @@ func TestAddFlags(t *testing.T) {
 	if err := NewOptions().Validate(); err != nil {
 		t.Errorf("the defaults do not validate: %v", err)
 	}
-	// Go's profiles are served only when asked for (docs/security.md).
-	if addr := NewOptions().PprofBindAddress; addr != "" && addr != "0" {
-		t.Errorf("profiles are served by default, on %q", addr)
+	// Go's profiles are served only when asked for, and the CEL limits and
+	// the reconcile timeout have the defaults docs/security.md gives.
+	d := NewOptions()
+	if d.PprofBindAddress != "" && d.PprofBindAddress != "0" {
+		t.Errorf("profiles are served by default, on %q", d.PprofBindAddress)
+	}
+	if d.CELCostLimit != 1_000_000 || d.CELEstimatedCostLimit != 10_000_000 || d.CELEvalTimeout != time.Second ||
+		d.CELReconcileCostBudget != 10_000_000 || d.CELReconcileTimeBudget != 2*time.Second || d.ReconcileTimeout != 30*time.Second {
+		t.Errorf("defaults: cost %d, estimate %d, timeout %s, budget %d and %s, reconcile timeout %s", d.CELCostLimit,
+			d.CELEstimatedCostLimit, d.CELEvalTimeout, d.CELReconcileCostBudget, d.CELReconcileTimeBudget, d.ReconcileTimeout)
 	}
 }
 
