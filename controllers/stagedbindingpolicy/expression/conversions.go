@@ -15,13 +15,12 @@
 package expression
 
 import (
-	"container/list"
 	"sync"
 
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
-	apitypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/lru"
 )
 
 // DefaultConversionCacheSize is how many CombinedStatuses an Engine keeps
@@ -51,40 +50,42 @@ type converted struct {
 // is not kept. The forms are only read (CEL does not change its inputs).
 // Safe for concurrent use.
 type conversions struct {
-	maxEntries int // zero converts every time
-	maxBytes   uint64
+	maxBytes uint64
 
-	mu      sync.Mutex
-	bytes   uint64
-	lru     *list.List // of *conversionEntry, most recently used first
-	entries map[apitypes.UID]*list.Element
+	// mu guards bytes, and every use of cache, whose eviction function
+	// counts the evicted conversion out of bytes.
+	mu    sync.Mutex
+	bytes uint64
+	cache *lru.Cache // of UID to *conversionEntry; nil converts every time
 }
 
 // conversionEntry is the conversion of one version of one CombinedStatus.
 type conversionEntry struct {
-	uid             apitypes.UID
 	resourceVersion string
 	converted
 }
 
 func newConversions(maxEntries int, maxBytes uint64) *conversions {
-	return &conversions{maxEntries: max(maxEntries, 0), maxBytes: maxBytes, lru: list.New(),
-		entries: map[apitypes.UID]*list.Element{}}
+	c := &conversions{maxBytes: maxBytes}
+	if maxEntries > 0 {
+		c.cache = lru.NewWithEvictionFunc(maxEntries, func(_ lru.Key, value any) {
+			c.bytes -= value.(*conversionEntry).memory
+		})
+	}
+	return c
 }
 
 // of returns cs converted, converting it only when this version of it is
 // not cached. A CombinedStatus without UID or resourceVersion (one not read
 // from an API server) is converted every time.
 func (c *conversions) of(cs *ksv1alpha1.CombinedStatus) (converted, error) {
-	if c == nil || c.maxEntries == 0 || cs.UID == "" || cs.ResourceVersion == "" {
+	if c == nil || c.cache == nil || cs.UID == "" || cs.ResourceVersion == "" {
 		return convert(cs)
 	}
 	c.mu.Lock()
-	if el, ok := c.entries[cs.UID]; ok && el.Value.(*conversionEntry).resourceVersion == cs.ResourceVersion {
-		c.lru.MoveToFront(el)
-		conv := el.Value.(*conversionEntry).converted
+	if hit, ok := c.cache.Get(cs.UID); ok && hit.(*conversionEntry).resourceVersion == cs.ResourceVersion {
 		c.mu.Unlock()
-		return conv, nil
+		return hit.(*conversionEntry).converted, nil
 	}
 	c.mu.Unlock()
 	conv, err := convert(cs)
@@ -93,25 +94,16 @@ func (c *conversions) of(cs *ksv1alpha1.CombinedStatus) (converted, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if el, ok := c.entries[cs.UID]; ok {
-		c.remove(el)
-	}
+	c.cache.Remove(cs.UID)
 	if conv.memory > c.maxBytes {
 		return conv, nil
 	}
-	c.entries[cs.UID] = c.lru.PushFront(&conversionEntry{uid: cs.UID, resourceVersion: cs.ResourceVersion, converted: conv})
+	c.cache.Add(cs.UID, &conversionEntry{resourceVersion: cs.ResourceVersion, converted: conv})
 	c.bytes += conv.memory
-	for c.lru.Len() > c.maxEntries || c.bytes > c.maxBytes {
-		c.remove(c.lru.Back())
+	for c.bytes > c.maxBytes {
+		c.cache.RemoveOldest()
 	}
 	return conv, nil
-}
-
-// remove drops el from the cache; c.mu is held.
-func (c *conversions) remove(el *list.Element) {
-	entry := c.lru.Remove(el).(*conversionEntry)
-	delete(c.entries, entry.uid)
-	c.bytes -= entry.memory
 }
 
 // convert converts cs to the CEL value of its JSON form and measures it.
@@ -205,9 +197,10 @@ func roundUp8(n int) uint64 { return (uint64(n) + 7) &^ 7 }
 
 // len returns how many conversions are cached.
 func (c *conversions) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.lru.Len()
+	if c.cache == nil {
+		return 0
+	}
+	return c.cache.Len()
 }
 
 // memory returns the estimated memory of the cached conversions.
