@@ -19,6 +19,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -175,12 +176,7 @@ func orSomeone(by string) string {
 // stageIndex returns the index of the stage of the spec with the given
 // name, or -1.
 func stageIndex(policy *v1alpha1.StagedBindingPolicy, name string) int {
-	for i, s := range policy.Spec.Stages {
-		if s.Name == name {
-			return i
-		}
-	}
-	return -1
+	return slices.IndexFunc(policy.Spec.Stages, func(s v1alpha1.Stage) bool { return s.Name == name })
 }
 
 // awaitApproval is the status of a rollout whose active stage awaits

@@ -61,14 +61,11 @@ type Snapshot struct {
 // rollout has started at all, and whether the recorded active stage no longer
 // exists in the spec (in which case the rollout restarts from the first stage).
 func ActiveStage(policy *v1alpha1.StagedBindingPolicy) (index int, started, reset bool) {
-	name := policy.Status.ActiveStage
-	if name == "" {
+	if policy.Status.ActiveStage == "" {
 		return 0, false, false
 	}
-	for i, stage := range policy.Spec.Stages {
-		if stage.Name == name {
-			return i, true, false
-		}
+	if i := stageIndex(policy, policy.Status.ActiveStage); i >= 0 {
+		return i, true, false
 	}
 	return 0, false, true
 }
