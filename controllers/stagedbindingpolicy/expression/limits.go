@@ -40,6 +40,9 @@ import (
 //     (replace, join, lists.range) are replaced by versions that refuse to
 //     build a result larger than the cost limit would pay for, before
 //     allocating it.
+//
+// The calls whose time grows faster than their arguments (indexOf, split,
+// sets, distinct, sort) are charged before they run, in precharge.go.
 
 // MaxObjectSize is the size, in bytes, that the compile-time estimate takes
 // for the input of an expression: the largest object the Kubernetes API
