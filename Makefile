@@ -37,8 +37,8 @@ TEST_ENV = export KUBEBUILDER_ASSETS="$$($(TOOL) envtest)"; \
 	echo "KUBEBUILDER_ASSETS=$$KUBEBUILDER_ASSETS"
 
 # The test layers, for a faster inner loop; `make test` runs them all.
-UNIT_PKGS ?= ./api/... ./cmd/... ./controllers/... ./providers/... ./hack/...
-INTEGRATION_PKGS ?= ./controllers/sharding/ ./controllers/spaces/ ./controllers/stagedbindingpolicy/ ./test/framework/ ./test/framework/environment/ ./test/framework/kubestellar/ ./test/integration/ ./test/plugin/
+UNIT_PKGS ?= ./api/... ./cmd/... ./internal/... ./providers/... ./hack/...
+INTEGRATION_PKGS ?= ./internal/controller/sharding/ ./internal/controller/spaces/ ./internal/controller/stagedbindingpolicy/ ./test/framework/ ./test/framework/environment/ ./test/framework/kubestellar/ ./test/integration/ ./test/plugin/
 E2E_PKGS ?= ./test/chart/ ./test/install/ ./test/framework/stack/ ./test/framework/prometheus/ ./test/e2e/ ./test/chaos/
 KCP_PKGS ?= ./test/framework/kcp/ ./test/kcpe2e/
 
@@ -115,7 +115,7 @@ run: ## Run the stager against the current kubeconfig (ARGS="--provider=single")
 
 .PHONY: bench
 bench: build ## Run the Go benchmarks (CEL engine) and the scale harnesses: stage-advance latency (10 spaces x 100 policies, all at once, paced, and with the stager's CPU reserved), 1,000 policies in one space, 100 kcp workspaces (docs/performance.md)
-	go test -short $(BENCH_FLAGS) ./controllers/...
+	go test -short $(BENCH_FLAGS) ./internal/...
 	$(TEST_ENV); \
 	go test -run='^$$' -bench=$${SCALE_BENCH:-.} -benchtime=1x -timeout=90m -v ./test/scale/
 
@@ -131,7 +131,7 @@ SPACE_CHART = config/chart/workload-stager-space
 
 .PHONY: manifests
 manifests: ## Generate the CRD and RBAC manifests
-	"$$($(TOOL) controller-gen)" crd rbac:roleName=stager-space paths=./api/... paths=./controllers/... \
+	"$$($(TOOL) controller-gen)" crd rbac:roleName=stager-space paths=./api/... paths=./internal/controller/... \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac/space
 	@# The charts carry the same CRD, RBAC and monitoring files as config/.
 	cp config/crd/bases/*.yaml $(CHART)/crds/

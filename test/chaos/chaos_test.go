@@ -39,7 +39,7 @@ import (
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	stagerapp "github.com/kubestellar/workload-stager/cmd/stager/app"
-	"github.com/kubestellar/workload-stager/controllers/sharding"
+	"github.com/kubestellar/workload-stager/internal/controller/sharding"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/policytest"
 	"github.com/kubestellar/workload-stager/test/framework/stack"

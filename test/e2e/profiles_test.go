@@ -52,7 +52,7 @@ func TestProfilesServedOnLoopbackOnly(t *testing.T) {
 		t.Fatalf("goroutine profile: status %d: %.200s", resp.StatusCode, body)
 	}
 	// The space runner's goroutines show the profile is the stager's own.
-	if runner := "workload-stager/controllers/spaces.(*Runner)"; !strings.Contains(string(body), runner) {
+	if runner := "workload-stager/internal/controller/spaces.(*Runner)"; !strings.Contains(string(body), runner) {
 		t.Errorf("the goroutine profile names no %s:\n%.2000s", runner, body)
 	}
 

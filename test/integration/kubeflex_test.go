@@ -29,7 +29,7 @@ import (
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/cmd/stager/app"
-	"github.com/kubestellar/workload-stager/controllers/spaces"
+	"github.com/kubestellar/workload-stager/internal/controller/spaces"
 	"github.com/kubestellar/workload-stager/providers"
 	"github.com/kubestellar/workload-stager/providers/kubeflex"
 	"github.com/kubestellar/workload-stager/test/framework/environment"

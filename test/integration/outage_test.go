@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubestellar/workload-stager/controllers/spaces"
+	"github.com/kubestellar/workload-stager/internal/controller/spaces"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 )
 

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
-	"github.com/kubestellar/workload-stager/controllers/spaces"
+	"github.com/kubestellar/workload-stager/internal/controller/spaces"
 )
 
 // TestSecretRotationKeepsOneController rotates a space's kubeconfig Secret

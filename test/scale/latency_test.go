@@ -38,7 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
-	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy"
+	"github.com/kubestellar/workload-stager/internal/rollout"
 	"github.com/kubestellar/workload-stager/test/framework"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
@@ -284,7 +284,7 @@ func (tl *timeline) watchSpace(ctx context.Context, b *testing.B, sp *latencySpa
 	follow(&ksv1alpha1.CombinedStatusList{}, []client.ListOption{client.InNamespace(workloadNamespace)}, func(obj runtime.Object, now time.Time) {
 		cs, ok := obj.(*ksv1alpha1.CombinedStatus)
 		if ok && reportsAvailable(cs) {
-			tl.firstAt(tl.satisfied, sp.Name+"/"+cs.Labels[stagedbindingpolicy.StatusLabelBindingPolicy], now)
+			tl.firstAt(tl.satisfied, sp.Name+"/"+cs.Labels[rollout.StatusLabelBindingPolicy], now)
 		}
 	})
 	follow(&v1alpha1.StagedBindingPolicyList{}, nil, func(obj runtime.Object, now time.Time) {

@@ -32,7 +32,7 @@ import (
 	"github.com/prometheus/common/model"
 	"k8s.io/client-go/rest"
 
-	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy"
+	"github.com/kubestellar/workload-stager/internal/controller/stagedbindingpolicy"
 )
 
 // apiServerWork is what a kube-apiserver's counters say it did: requests by

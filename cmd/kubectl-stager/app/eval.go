@@ -21,7 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
-	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy"
+	"github.com/kubestellar/workload-stager/internal/rollout"
 )
 
 func newEvalCommand(o *options) *cobra.Command {
@@ -65,7 +65,7 @@ what it would select, and the stage's condition on those.`,
 
 // printEvaluation prints what a draft expression says of a stage's objects.
 func printEvaluation(out io.Writer, p *v1alpha1.StagedBindingPolicy, stage *v1alpha1.Stage, what string,
-	e stagedbindingpolicy.StageExplanation) {
+	e rollout.StageExplanation) {
 	expr := stage.Condition
 	if what == "filter" {
 		expr = stage.Filter

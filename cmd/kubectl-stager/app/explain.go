@@ -25,8 +25,8 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
-	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy"
-	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy/expression"
+	"github.com/kubestellar/workload-stager/internal/expression"
+	"github.com/kubestellar/workload-stager/internal/rollout"
 )
 
 func newExplainCommand(o *options) *cobra.Command {
@@ -80,7 +80,7 @@ func (o *options) explain(cmd *cobra.Command, name, stageName string, draft func
 	if draft != nil {
 		what = draft(tried)
 	}
-	e, err := stagedbindingpolicy.ExplainStage(engine, *tried, objs.bindingPolicy, objs.binding, objs.statuses)
+	e, err := rollout.ExplainStage(engine, *tried, objs.bindingPolicy, objs.binding, objs.statuses)
 	if err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func (o *options) explain(cmd *cobra.Command, name, stageName string, draft func
 
 // printStage prints the header of an explanation, then its objects.
 func printStage(out io.Writer, p *v1alpha1.StagedBindingPolicy, stage *v1alpha1.Stage, objs stageObjects,
-	e stagedbindingpolicy.StageExplanation, o *options) {
+	e rollout.StageExplanation, o *options) {
 	index := 0
 	for i, s := range p.Spec.Stages {
 		if s.Name == stage.Name {
@@ -140,7 +140,7 @@ func printStage(out io.Writer, p *v1alpha1.StagedBindingPolicy, stage *v1alpha1.
 
 // printObjectTable prints one row per workload object of the explanation,
 // then what the condition read for each selected object it does not hold for.
-func printObjectTable(out io.Writer, e stagedbindingpolicy.StageExplanation) {
+func printObjectTable(out io.Writer, e rollout.StageExplanation) {
 	if len(e.Objects) == 0 {
 		fmt.Fprintln(out, "\nNo workload object: the stage has no Binding yet.")
 		return
@@ -172,7 +172,7 @@ func printObjectTable(out io.Writer, e stagedbindingpolicy.StageExplanation) {
 }
 
 // verdict is the CONDITION cell of an object.
-func verdict(obj stagedbindingpolicy.ObjectExplanation) string {
+func verdict(obj rollout.ObjectExplanation) string {
 	switch {
 	case obj.ConditionError != "":
 		return "error"

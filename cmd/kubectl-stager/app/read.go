@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
-	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy"
+	"github.com/kubestellar/workload-stager/internal/rollout"
 )
 
 // getPolicy reads the named StagedBindingPolicy.
@@ -82,7 +82,7 @@ func readStage(ctx context.Context, c client.Client, policy, stage string) (stag
 		return objs, fmt.Errorf("reading Binding %s: %w", name, err)
 	}
 	statuses := &ksv1alpha1.CombinedStatusList{}
-	if err := c.List(ctx, statuses, client.MatchingLabels{stagedbindingpolicy.StatusLabelBindingPolicy: name}); err != nil {
+	if err := c.List(ctx, statuses, client.MatchingLabels{rollout.StatusLabelBindingPolicy: name}); err != nil {
 		return objs, fmt.Errorf("listing the CombinedStatuses of %s: %w", name, err)
 	}
 	objs.statuses = statuses.Items

@@ -48,11 +48,12 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
-	"github.com/kubestellar/workload-stager/controllers/sharding"
-	"github.com/kubestellar/workload-stager/controllers/spaces"
-	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy"
-	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy/expression"
-	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy/metrics"
+	"github.com/kubestellar/workload-stager/internal/controller/metrics"
+	"github.com/kubestellar/workload-stager/internal/controller/sharding"
+	"github.com/kubestellar/workload-stager/internal/controller/spaces"
+	"github.com/kubestellar/workload-stager/internal/controller/stagedbindingpolicy"
+	"github.com/kubestellar/workload-stager/internal/expression"
+	"github.com/kubestellar/workload-stager/internal/rollout"
 	"github.com/kubestellar/workload-stager/providers"
 	"github.com/kubestellar/workload-stager/providers/kcp"
 )
@@ -169,7 +170,7 @@ func NewOptions() *Options {
 		CELEvalTimeout:          expression.DefaultEvalTimeout,
 		CELReconcileCostBudget:  expression.DefaultBudgetCost,
 		CELReconcileTimeBudget:  expression.DefaultBudgetTime,
-		DeletionWarningAfter:    stagedbindingpolicy.DefaultDeletionWarningAfter,
+		DeletionWarningAfter:    rollout.DefaultDeletionWarningAfter,
 	}
 }
 

@@ -26,8 +26,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubestellar/workload-stager/controllers/spaces"
-	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy/metrics"
+	"github.com/kubestellar/workload-stager/internal/controller/metrics"
+	"github.com/kubestellar/workload-stager/internal/controller/spaces"
 	"github.com/kubestellar/workload-stager/providers/kubeconfig"
 	"github.com/kubestellar/workload-stager/providers/kubeflex"
 )

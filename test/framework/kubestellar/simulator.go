@@ -69,7 +69,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy"
+	"github.com/kubestellar/workload-stager/internal/rollout"
 )
 
 const (
@@ -614,11 +614,11 @@ func (s *Simulator) desiredCombinedStatus(res *resolution, id objectID, data obj
 			Namespace: CombinedStatusNamespace(id.ObjectName.Namespace),
 			Name:      CombinedStatusName(data.uid, res.policy.UID),
 			Labels: map[string]string{
-				stagedbindingpolicy.StatusLabelAPIGroup:      id.GVK.Group,
-				stagedbindingpolicy.StatusLabelResource:      id.Resource,
-				stagedbindingpolicy.StatusLabelNamespace:     id.ObjectName.Namespace,
-				stagedbindingpolicy.StatusLabelName:          id.ObjectName.Name,
-				stagedbindingpolicy.StatusLabelBindingPolicy: res.policy.Name,
+				rollout.StatusLabelAPIGroup:      id.GVK.Group,
+				rollout.StatusLabelResource:      id.Resource,
+				rollout.StatusLabelNamespace:     id.ObjectName.Namespace,
+				rollout.StatusLabelName:          id.ObjectName.Name,
+				rollout.StatusLabelBindingPolicy: res.policy.Name,
 			},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: id.GVK.GroupVersion().String(),

@@ -32,7 +32,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubestellar/workload-stager/controllers/stagedbindingpolicy"
+	"github.com/kubestellar/workload-stager/internal/rollout"
 	"github.com/kubestellar/workload-stager/test/framework"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
@@ -418,7 +418,7 @@ func TestSimulatorClusterScopedAndDefaultReport(t *testing.T) {
 	// Only the Namespace has a collector: one CombinedStatus, in
 	// kubestellar-report, with the default (empty) report.
 	var list ksv1alpha1.CombinedStatusList
-	if err := c.List(ctx, &list, client.MatchingLabels{stagedbindingpolicy.StatusLabelBindingPolicy: bp.Name}); err != nil {
+	if err := c.List(ctx, &list, client.MatchingLabels{rollout.StatusLabelBindingPolicy: bp.Name}); err != nil {
 		t.Fatal(err)
 	}
 	if len(list.Items) != 1 {
@@ -428,7 +428,7 @@ func TestSimulatorClusterScopedAndDefaultReport(t *testing.T) {
 	if got.Namespace != "kubestellar-report" || got.Name != kubestellar.CombinedStatusName(nsObj.UID, bp.UID) {
 		t.Errorf("CombinedStatus is %s/%s", got.Namespace, got.Name)
 	}
-	if got.Labels[stagedbindingpolicy.StatusLabelNamespace] != "" || got.Labels[stagedbindingpolicy.StatusLabelResource] != "namespaces" || len(got.Labels) != 5 {
+	if got.Labels[rollout.StatusLabelNamespace] != "" || got.Labels[rollout.StatusLabelResource] != "namespaces" || len(got.Labels) != 5 {
 		t.Errorf("labels = %v", got.Labels)
 	}
 	wantResults := []ksv1alpha1.NamedStatusCombination{{Name: "absent", ColumnNames: []string{}}}

@@ -1,0 +1,332 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+// Package metrics defines the StagedBindingPolicy controller's Prometheus
+// metrics (the Runner's space gauges live in internal/controller/spaces, the kubeconfig
+// Secret gauge in providers/kubeconfig). Every series
+// carries a `space` label; per-policy series also carry `policy` (and, for
+// the active stage, `stage`), so their number is bounded by the number of
+// StagedBindingPolicies and their stages. A space's series are deleted when
+// the space is disengaged, a policy's when the policy is deleted.
+//
+// The metrics are registered with controller-runtime's registry and served
+// on the manager's metrics endpoint. docs/metrics.md documents each one.
+package metrics
+
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+)
+
+// Label names.
+const (
+	LabelSpace  = "space"
+	LabelPolicy = "policy"
+	LabelStage  = "stage"
+	LabelPhase  = "phase"
+	LabelResult = "result"
+)
+
+// Results of a condition evaluation.
+const (
+	ResultTrue  = "true"
+	ResultFalse = "false"
+	ResultError = "error"
+)
+
+var (
+	policies = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "stager_policies",
+		Help: "StagedBindingPolicies per space by rollout phase (Pending, Progressing, Completed, Blocked, Suspended, Stalled, AwaitingApproval).",
+	}, []string{LabelSpace, LabelPhase})
+
+	policyPhase = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "stager_policy_phase",
+		Help: "Info metric: 1 for the current rollout phase of each policy.",
+	}, []string{LabelSpace, LabelPolicy, LabelPhase})
+
+	activeStage = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "stager_policy_active_stage",
+		Help: "Info metric: 1 for the active stage of each policy, labelled with the stage's name.",
+	}, []string{LabelSpace, LabelPolicy, LabelStage})
+
+	activeStageIndex = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "stager_policy_active_stage_index",
+		Help: "Zero-based index of each policy's active stage in its spec.",
+	}, []string{LabelSpace, LabelPolicy})
+
+	stageCount = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "stager_policy_stages",
+		Help: "Number of stages in each policy's spec.",
+	}, []string{LabelSpace, LabelPolicy})
+
+	activeStageStart = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "stager_policy_active_stage_start_time_seconds",
+		Help: "Unix time at which each policy's active stage started; time() minus it is the time spent in the stage.",
+	}, []string{LabelSpace, LabelPolicy})
+
+	progressDeadline = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "stager_policy_progress_deadline_time_seconds",
+		Help: "Unix time at which each policy's active stage passes its progressDeadline (its startTime plus progressDeadline plus the time suspended); absent for a stage without one, a done stage and a suspended rollout.",
+	}, []string{LabelSpace, LabelPolicy})
+	awaitingApproval = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "stager_policy_awaiting_approval_since_seconds",
+		Help: "Unix time since which each policy's active stage awaits approval (its approvalRequestedTime); absent when it does not await approval.",
+	}, []string{LabelSpace, LabelPolicy})
+	deletionStart = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "stager_policy_deletion_start_time_seconds",
+		Help: "Unix time at which each policy being deleted was asked to go (its deletionTimestamp); time() minus it is how long the deletion has waited, normally for the finalizers of its BindingPolicies.",
+	}, []string{LabelSpace, LabelPolicy})
+
+	transitions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "stager_stage_transitions_total",
+		Help: "Stages completed, by the stage that completed.",
+	}, []string{LabelSpace, LabelPolicy, LabelStage})
+
+	stageDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "stager_stage_duration_seconds",
+		Help:    "Time from a stage's start to its completion.",
+		Buckets: []float64{5, 15, 30, 60, 120, 300, 600, 1800, 3600, 3 * 3600, 12 * 3600, 24 * 3600},
+	}, []string{LabelSpace})
+
+	evaluations = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "stager_condition_evaluations_total",
+		Help: "Evaluations of stage conditions, by result (true, false, error).",
+	}, []string{LabelSpace, LabelResult})
+
+	evaluationLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "stager_condition_evaluation_duration_seconds",
+		Help:    "Time to evaluate a stage condition on one CombinedStatus.",
+		Buckets: prometheus.ExponentialBuckets(1e-6, 4, 10),
+	}, []string{LabelSpace})
+
+	reconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "stager_reconcile_errors_total",
+		Help: "Reconciles of a space that ended in an error.",
+	}, []string{LabelSpace})
+)
+
+// collectors are every metric of the StagedBindingPolicy controller.
+var collectors = []prometheus.Collector{policies, policyPhase, activeStage, activeStageIndex, stageCount, activeStageStart,
+	progressDeadline, awaitingApproval, deletionStart, transitions, stageDuration, evaluations, evaluationLatency, reconcileErrors}
+
+func init() {
+	ctrlmetrics.Registry.MustRegister(collectors...)
+}
+
+// Collectors returns the controller's metrics, registered with
+// controller-runtime's registry.
+func Collectors() []prometheus.Collector {
+	return collectors
+}
+
+// Space records the metrics of one space.
+type Space struct {
+	name string
+
+	mu sync.Mutex
+	// recorded is what Policy last recorded of each policy.
+	recorded map[string]policySeries
+	// phases counts the policies of recorded by phase.
+	phases map[v1alpha1.RolloutPhase]int
+}
+
+// policySeries are the values of a policy's series; an unset gauge has no
+// series.
+type policySeries struct {
+	phase            v1alpha1.RolloutPhase
+	stages           int
+	activeStage      string
+	deletionStart    gauge
+	activeStageIndex gauge
+	activeStageStart gauge
+	progressDeadline gauge
+	awaitingApproval gauge
+}
+
+// gauge is the value of a series, or no series when not set.
+type gauge struct {
+	set   bool
+	value float64
+}
+
+// at returns the gauge of a value.
+func at(value float64) gauge { return gauge{set: true, value: value} }
+
+// phasesCounted are the phases stager_policies counts, each at 0 from the
+// first policy on.
+var phasesCounted = []v1alpha1.RolloutPhase{v1alpha1.RolloutPending, v1alpha1.RolloutProgressing, v1alpha1.RolloutCompleted,
+	v1alpha1.RolloutBlocked, v1alpha1.RolloutSuspended, v1alpha1.RolloutStalled, v1alpha1.RolloutAwaitingApproval}
+
+// NewSpace returns the recorder of a space's metrics.
+func NewSpace(name string) *Space {
+	return &Space{name: name, recorded: map[string]policySeries{}, phases: map[v1alpha1.RolloutPhase]int{}}
+}
+
+// SpaceEngaged creates the space's counters and histograms at zero, so that
+// rate() and increase() see the first evaluation, error or completed stage as
+// an increase, and a space without errors shows 0 rather than no data.
+func SpaceEngaged(space string) {
+	for _, result := range []string{ResultTrue, ResultFalse, ResultError} {
+		evaluations.WithLabelValues(space, result)
+	}
+	reconcileErrors.WithLabelValues(space)
+	stageDuration.WithLabelValues(space)
+	evaluationLatency.WithLabelValues(space)
+}
+
+// SpaceDisengaged deletes every series of the space.
+func SpaceDisengaged(space string) {
+	labels := prometheus.Labels{LabelSpace: space}
+	for _, vec := range []interface {
+		DeletePartialMatch(prometheus.Labels) int
+	}{policies, policyPhase, activeStage, activeStageIndex, stageCount, activeStageStart, progressDeadline, awaitingApproval, deletionStart, transitions, stageDuration,
+		evaluations, evaluationLatency, reconcileErrors} {
+		vec.DeletePartialMatch(labels)
+	}
+}
+
+// seriesOf returns the values of a policy's series as its status says.
+func seriesOf(policy *v1alpha1.StagedBindingPolicy) policySeries {
+	series := policySeries{phase: policy.Status.Phase, stages: len(policy.Spec.Stages), activeStage: policy.Status.ActiveStage}
+	if series.phase == "" {
+		series.phase = v1alpha1.RolloutPending
+	}
+	if policy.DeletionTimestamp != nil {
+		series.deletionStart = at(float64(policy.DeletionTimestamp.Unix()))
+	}
+	if series.activeStage == "" {
+		return series
+	}
+	for i, st := range policy.Status.Stages {
+		if st.Name != series.activeStage {
+			continue
+		}
+		series.activeStageIndex = at(float64(i))
+		if st.StartTime != nil {
+			series.activeStageStart = at(float64(st.StartTime.Unix()))
+		}
+		if st.ApprovalRequestedTime != nil && st.Phase == v1alpha1.StageAwaitingApproval {
+			series.awaitingApproval = at(float64(st.ApprovalRequestedTime.Unix()))
+		}
+		if st.ProgressDeadlineTime != nil && st.Phase == v1alpha1.StageActive && series.phase != v1alpha1.RolloutSuspended {
+			series.progressDeadline = at(float64(st.ProgressDeadlineTime.Unix()))
+		}
+	}
+	return series
+}
+
+// Policy records the state of a policy as its status says. It changes only
+// the series whose values changed since the policy's last record: most runs
+// change none, and every change takes a lock that the metrics of every
+// space share.
+func (s *Space) Policy(policy *v1alpha1.StagedBindingPolicy) {
+	series := seriesOf(policy)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	before, known := s.recorded[policy.Name]
+	if known && before == series {
+		return
+	}
+	s.recorded[policy.Name] = series
+	name := policy.Name
+	if !known || before.phase != series.phase {
+		if known {
+			policyPhase.DeleteLabelValues(s.name, name, string(before.phase))
+			s.countPhaseLocked(before.phase, -1)
+		}
+		policyPhase.WithLabelValues(s.name, name, string(series.phase)).Set(1)
+		s.countPhaseLocked(series.phase, 1)
+	}
+	if !known || before.stages != series.stages {
+		stageCount.WithLabelValues(s.name, name).Set(float64(series.stages))
+	}
+	if !known || before.activeStage != series.activeStage {
+		if known && before.activeStage != "" {
+			activeStage.DeleteLabelValues(s.name, name, before.activeStage)
+		}
+		if series.activeStage != "" {
+			activeStage.WithLabelValues(s.name, name, series.activeStage).Set(1)
+		}
+	}
+	for _, g := range []struct {
+		vec            *prometheus.GaugeVec
+		before, series gauge
+	}{
+		{deletionStart, before.deletionStart, series.deletionStart},
+		{activeStageIndex, before.activeStageIndex, series.activeStageIndex},
+		{activeStageStart, before.activeStageStart, series.activeStageStart},
+		{progressDeadline, before.progressDeadline, series.progressDeadline},
+		{awaitingApproval, before.awaitingApproval, series.awaitingApproval},
+	} {
+		switch {
+		case known && g.before == g.series:
+		case g.series.set:
+			g.vec.WithLabelValues(s.name, name).Set(g.series.value)
+		case !known || g.before.set:
+			g.vec.DeleteLabelValues(s.name, name)
+		}
+	}
+}
+
+// countPhaseLocked adds delta to the policies of a phase. The first count
+// sets every phase's series, at 0 where no policy is in it.
+func (s *Space) countPhaseLocked(phase v1alpha1.RolloutPhase, delta int) {
+	if len(s.phases) == 0 {
+		for _, p := range phasesCounted {
+			s.phases[p] = 0
+			policies.WithLabelValues(s.name, string(p)).Set(0)
+		}
+	}
+	s.phases[phase] += delta
+	policies.WithLabelValues(s.name, string(phase)).Set(float64(s.phases[phase]))
+}
+
+// PolicyDeleted deletes the series of a policy.
+func (s *Space) PolicyDeleted(policy string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if before, known := s.recorded[policy]; known {
+		delete(s.recorded, policy)
+		s.countPhaseLocked(before.phase, -1)
+	}
+	labels := prometheus.Labels{LabelSpace: s.name, LabelPolicy: policy}
+	for _, vec := range []interface {
+		DeletePartialMatch(prometheus.Labels) int
+	}{policyPhase, activeStage, activeStageIndex, stageCount, activeStageStart, progressDeadline, awaitingApproval, deletionStart, transitions} {
+		vec.DeletePartialMatch(labels)
+	}
+}
+
+// StageCompleted records that a stage of a policy completed after the given time.
+func (s *Space) StageCompleted(policy, stage string, took time.Duration) {
+	transitions.WithLabelValues(s.name, policy, stage).Inc()
+	stageDuration.WithLabelValues(s.name).Observe(took.Seconds())
+}
+
+// Evaluation records one condition evaluation.
+func (s *Space) Evaluation(result string, took time.Duration) {
+	evaluations.WithLabelValues(s.name, result).Inc()
+	evaluationLatency.WithLabelValues(s.name).Observe(took.Seconds())
+}
+
+// ReconcileError records a reconcile that failed.
+func (s *Space) ReconcileError() {
+	reconcileErrors.WithLabelValues(s.name).Inc()
+}

@@ -1,0 +1,417 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package stagedbindingpolicy
+
+import (
+	"context"
+	"maps"
+	"runtime"
+	"slices"
+	"time"
+
+	"github.com/go-logr/logr"
+	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/internal/controller/metrics"
+	"github.com/kubestellar/workload-stager/internal/expression"
+	"github.com/kubestellar/workload-stager/internal/rollout"
+)
+
+// ControllerName is the name of the controller, used in Events and metrics.
+const ControllerName = "stagedbindingpolicy"
+
+// Options tune the controller of one space.
+type Options struct {
+	// MaxConcurrentReconciles is how many policies of one space are reconciled at once.
+	MaxConcurrentReconciles int
+	// CacheSyncTimeout bounds the wait for the space's caches.
+	CacheSyncTimeout time.Duration
+	// ReconcileTimeout bounds one reconcile, and so every request it makes to
+	// the space's API server: a hung API server cannot hold a worker longer.
+	// Zero means no bound.
+	ReconcileTimeout time.Duration
+	// Logger is the base logger; the space's name is added to it.
+	Logger logr.Logger
+	// DeletionWarningAfter is how long a policy's deletion may wait for the
+	// finalizers of its BindingPolicies before it is reported as blocked
+	// with a Warning Event; zero means DefaultDeletionWarningAfter.
+	DeletionWarningAfter time.Duration
+	// FieldOwner, when set, is the field manager of every write to the
+	// space (so its objects' managedFields tell which replica wrote them).
+	FieldOwner string
+	// EventQPS and EventBurst, when EventQPS is positive, set the rate of
+	// the Events the controller posts to the space: at most EventQPS a
+	// second, in bursts of up to EventBurst, through a client and a
+	// broadcaster of their own, which start and stop with the controller.
+	// Otherwise the Events go through the recorder of the space's cluster,
+	// at client-go's default rate (5 a second, bursts of 10): a rollout
+	// posts about two Events a stage, and the 6,000 of 1,000 rollouts
+	// started at once in one space then trail them by up to 20 minutes,
+	// each held by a goroutine meanwhile; a faster rate posts them while
+	// the space is busiest with the rollouts (docs/performance.md).
+	EventQPS   float32
+	EventBurst int
+}
+
+// WatchedObjects are the kinds the controller reads in every space. A space
+// must serve all of them before its controller starts.
+func WatchedObjects() []client.Object {
+	return []client.Object{
+		&v1alpha1.StagedBindingPolicy{},
+		&v1alpha1.StageApproval{},
+		&ksv1alpha1.BindingPolicy{},
+		&ksv1alpha1.Binding{},
+		&ksv1alpha1.CombinedStatus{},
+	}
+}
+
+// NewController returns the controller of one space: its own work queue and
+// workers, fed by the space's own caches, which must have the indexes of
+// IndexFields. It is not started.
+func NewController(space string, cl cluster.Cluster, engine *expression.Engine, opts Options) (_ controller.Controller, err error) {
+	writer := cl.GetClient()
+	if opts.FieldOwner != "" {
+		writer = client.WithFieldOwner(writer, opts.FieldOwner)
+	}
+	recorder := cl.GetEventRecorder(ControllerName)
+	var broadcaster events.EventBroadcaster
+	if opts.EventQPS > 0 {
+		if broadcaster, err = newEventBroadcaster(cl, opts.EventQPS, opts.EventBurst); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				broadcaster.Shutdown()
+			}
+		}()
+		recorder = broadcaster.NewRecorder(cl.GetScheme(), ControllerName)
+	}
+	r := &Reconciler{
+		Space:        space,
+		Client:       writer,
+		IndexedCache: true,
+		Recorder:     recorder,
+		Engine:       engine,
+		Metrics:      metrics.NewSpace(space),
+
+		DeletionWarningAfter: opts.DeletionWarningAfter,
+		// As many runs plan at once as the process has CPUs for.
+		planning: newPlanGate(runtime.GOMAXPROCS(0)),
+	}
+	logger := opts.Logger.WithValues("space", space)
+	c, err := controller.NewUnmanaged(ControllerName+"/"+space, controller.Options{
+		Reconciler:              r,
+		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
+		CacheSyncTimeout:        opts.CacheSyncTimeout,
+		ReconciliationTimeout:   opts.ReconcileTimeout,
+		SkipNameValidation:      ptr.To(true),
+		LogConstructor: func(req *reconcile.Request) logr.Logger {
+			if req == nil {
+				return logger
+			}
+			return logger.WithValues("policy", req.Name)
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	informers := cl.GetCache()
+	reader := cl.GetClient()
+	watches := []source.Source{
+		source.Kind(informers, &v1alpha1.StagedBindingPolicy{}, policyEvents()),
+		source.Kind(informers, &v1alpha1.StageApproval{}, handler.TypedEnqueueRequestsFromMapFunc(
+			func(_ context.Context, a *v1alpha1.StageApproval) []reconcile.Request {
+				return policyOf(a.Labels)
+			})),
+		source.Kind(informers, &ksv1alpha1.BindingPolicy{}, bindingPolicyEvents(), bindingPolicyUpdates()),
+		source.Kind(informers, &ksv1alpha1.Binding{}, handler.TypedEnqueueRequestsFromMapFunc(
+			func(ctx context.Context, b *ksv1alpha1.Binding) []reconcile.Request {
+				return policyOfBindingPolicy(ctx, reader, b.Name)
+			}), bindingUpdates()),
+		source.Kind(informers, &ksv1alpha1.CombinedStatus{}, combinedStatusEvents(reader)),
+	}
+	for _, w := range watches {
+		if err := c.Watch(w); err != nil {
+			return nil, err
+		}
+	}
+	if broadcaster != nil {
+		return withEvents{Controller: c, broadcaster: broadcaster}, nil
+	}
+	return c, nil
+}
+
+// policyEvents enqueues a policy on its own events, except an update that
+// changes only its status: the stager writes the status, and the run that
+// wrote it goes on by itself to the change that follows (see
+// maxStepsPerRun); a run for its own write would find the objects that
+// change created missing from the cache, and make it again.
+func policyEvents() handler.TypedEventHandler[*v1alpha1.StagedBindingPolicy, reconcile.Request] {
+	enqueue := &handler.TypedEnqueueRequestForObject[*v1alpha1.StagedBindingPolicy]{}
+	return handler.TypedFuncs[*v1alpha1.StagedBindingPolicy, reconcile.Request]{
+		CreateFunc:  enqueue.Create,
+		DeleteFunc:  enqueue.Delete,
+		GenericFunc: enqueue.Generic,
+		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[*v1alpha1.StagedBindingPolicy], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if !statusOnly(e.ObjectOld, e.ObjectNew) {
+				enqueue.Update(ctx, e, q)
+			}
+		},
+	}
+}
+
+// bindingPolicyEvents queues the policy of a generated BindingPolicy on the
+// BindingPolicy's creation and deletion at handler.LowPriority: those are
+// the stager's own writes (a handover's create, whose run records the
+// advance, and a previous stage's delete), and neither makes a placement
+// sooner, while the runs that CombinedStatuses and Bindings queue hand
+// stages over. When a space's policies advance together, the handovers go
+// first and the records follow. Updates queue at the default priority:
+// KubeStellar's note that it resolved the BindingPolicy
+// (status.observedGeneration) is what a stage's assessment may wait for
+// last. A policy queued already keeps the higher of its priorities.
+func bindingPolicyEvents() handler.TypedEventHandler[*ksv1alpha1.BindingPolicy, reconcile.Request] {
+	mapped := handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, bp *ksv1alpha1.BindingPolicy) []reconcile.Request {
+		return policyOf(bp.Labels)
+	})
+	return handler.TypedFuncs[*ksv1alpha1.BindingPolicy, reconcile.Request]{
+		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[*ksv1alpha1.BindingPolicy], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			mapped.Create(ctx, e, atLowPriority(q))
+		},
+		UpdateFunc: mapped.Update,
+		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[*ksv1alpha1.BindingPolicy], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			mapped.Delete(ctx, e, atLowPriority(q))
+		},
+		GenericFunc: mapped.Generic,
+	}
+}
+
+// AssessmentPriority is the priority at which a CombinedStatus of the stage
+// a rollout is in queues the rollout's policy: ahead of the default (0) and
+// of handler.LowPriority.
+const AssessmentPriority = 100
+
+// combinedStatusEvents queues the policy whose BindingPolicy a
+// CombinedStatus reports on. A CombinedStatus of the active stage of a
+// rollout in progress, created or updated, queues the policy at
+// AssessmentPriority: it is what may satisfy the stage's condition, and the
+// run it queues hands the stage over. When a space's rollouts start and
+// advance at once, the handovers go before the starts, the records and the
+// runs that only say what a stage waits for; otherwise an advance waits for
+// all of them (on 10 workers, seconds). The rest, and every deletion, queue
+// at the default priority.
+func combinedStatusEvents(reader client.Reader) handler.TypedEventHandler[*ksv1alpha1.CombinedStatus, reconcile.Request] {
+	// enqueue queues the policy of cs at the priority that priority
+	// gives it (nil is the default).
+	enqueue := func(ctx context.Context, cs *ksv1alpha1.CombinedStatus, q workqueue.TypedRateLimitingInterface[reconcile.Request],
+		priority func(policy reconcile.Request, bindingPolicy string) *int) {
+		bindingPolicy := cs.Labels[rollout.StatusLabelBindingPolicy]
+		for _, req := range policyOfBindingPolicy(ctx, reader, bindingPolicy) {
+			if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
+				pq.AddWithOpts(priorityqueue.AddOpts{Priority: priority(req, bindingPolicy)}, req)
+			} else {
+				q.Add(req)
+			}
+		}
+	}
+	// changed queues a rollout in the stage that cs reports on at
+	// AssessmentPriority.
+	changed := func(ctx context.Context) func(reconcile.Request, string) *int {
+		return func(req reconcile.Request, bindingPolicy string) *int {
+			if assesses(ctx, reader, req, bindingPolicy) {
+				return ptr.To(AssessmentPriority)
+			}
+			return nil
+		}
+	}
+	// unchanged is for the cache's initial list and resyncs, as
+	// controller-runtime's own handlers queue them.
+	unchanged := func(reconcile.Request, string) *int { return ptr.To(handler.LowPriority) }
+	byDefault := func(reconcile.Request, string) *int { return nil }
+	return handler.TypedFuncs[*ksv1alpha1.CombinedStatus, reconcile.Request]{
+		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[*ksv1alpha1.CombinedStatus], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if e.IsInInitialList {
+				enqueue(ctx, e.Object, q, unchanged)
+				return
+			}
+			enqueue(ctx, e.Object, q, changed(ctx))
+		},
+		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[*ksv1alpha1.CombinedStatus], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if e.ObjectOld.GetResourceVersion() == e.ObjectNew.GetResourceVersion() {
+				enqueue(ctx, e.ObjectNew, q, unchanged)
+				return
+			}
+			enqueue(ctx, e.ObjectNew, q, changed(ctx))
+		},
+		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[*ksv1alpha1.CombinedStatus], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.Object, q, byDefault)
+		},
+		GenericFunc: func(ctx context.Context, e event.TypedGenericEvent[*ksv1alpha1.CombinedStatus], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.Object, q, byDefault)
+		},
+	}
+}
+
+// assesses reports whether the policy of req is rolling out in the stage
+// that bindingPolicy places, as the cache has it: its active stage, or the
+// stage its active stage has handed over to (handedOver) before the status
+// records the advance. The record is queued at handler.LowPriority and
+// trails the handover by seconds when many rollouts advance at once, while
+// the next stage's CombinedStatus may come at once; the run it queues
+// records the advance and, in the same run, assesses the next stage (see
+// maxStepsPerRun), so the next stage's handover does not wait for the
+// record's turn.
+func assesses(ctx context.Context, reader client.Reader, req reconcile.Request, bindingPolicy string) bool {
+	policy := &v1alpha1.StagedBindingPolicy{}
+	if err := reader.Get(ctx, req.NamespacedName, policy); err != nil {
+		return false
+	}
+	active, started, _ := rollout.ActiveStage(policy)
+	if policy.Status.Phase != v1alpha1.RolloutProgressing || !started {
+		return false
+	}
+	if v1alpha1.BindingPolicyName(policy.Name, policy.Spec.Stages[active].Name) == bindingPolicy {
+		return true
+	}
+	if active+1 >= len(policy.Spec.Stages) ||
+		v1alpha1.BindingPolicyName(policy.Name, policy.Spec.Stages[active+1].Name) != bindingPolicy {
+		return false
+	}
+	next := &ksv1alpha1.BindingPolicy{}
+	if err := reader.Get(ctx, types.NamespacedName{Name: bindingPolicy}, next); err != nil {
+		return false
+	}
+	return rollout.HandedOver(policy, next, active)
+}
+
+// atLowPriority returns q adding at handler.LowPriority what is added
+// without a priority, when q is a priority queue (controller-runtime's
+// default), and q itself otherwise.
+func atLowPriority(q workqueue.TypedRateLimitingInterface[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+	pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request])
+	if !ok {
+		return q
+	}
+	return lowPriorityQueue{pq}
+}
+
+// lowPriorityQueue is a priority queue whose additions default to
+// handler.LowPriority.
+type lowPriorityQueue struct {
+	priorityqueue.PriorityQueue[reconcile.Request]
+}
+
+// Add adds item at handler.LowPriority.
+func (q lowPriorityQueue) Add(item reconcile.Request) {
+	q.AddWithOpts(priorityqueue.AddOpts{}, item)
+}
+
+// AddWithOpts adds items with o, at handler.LowPriority unless o sets a
+// priority.
+func (q lowPriorityQueue) AddWithOpts(o priorityqueue.AddOpts, items ...reconcile.Request) {
+	if o.Priority == nil {
+		o.Priority = ptr.To(handler.LowPriority)
+	}
+	q.PriorityQueue.AddWithOpts(o, items...)
+}
+
+// statusOnly reports whether an update of a policy changed nothing that
+// Plan reads but its status: not its spec (generation), labels,
+// annotations (restartedAt), owners, finalizers or deletion.
+func statusOnly(old, new *v1alpha1.StagedBindingPolicy) bool {
+	return sameMetadata(old, new) && slices.Equal(old.Finalizers, new.Finalizers)
+}
+
+// bindingPolicyUpdates passes the updates of a BindingPolicy that change
+// what Plan reads (bindingPolicyChanged); creations and deletions pass.
+func bindingPolicyUpdates() predicate.TypedPredicate[*ksv1alpha1.BindingPolicy] {
+	return predicate.TypedFuncs[*ksv1alpha1.BindingPolicy]{UpdateFunc: func(e event.TypedUpdateEvent[*ksv1alpha1.BindingPolicy]) bool {
+		return bindingPolicyChanged(e.ObjectOld, e.ObjectNew)
+	}}
+}
+
+// bindingUpdates passes the updates of a Binding that change its spec or
+// metadata (sameMetadata); Plan does not read a Binding's status (KubeStellar's
+// transport controller writes it) or finalizers. Creations and deletions pass.
+func bindingUpdates() predicate.TypedPredicate[*ksv1alpha1.Binding] {
+	return predicate.TypedFuncs[*ksv1alpha1.Binding]{UpdateFunc: func(e event.TypedUpdateEvent[*ksv1alpha1.Binding]) bool {
+		return !sameMetadata(e.ObjectOld, e.ObjectNew)
+	}}
+}
+
+// bindingPolicyChanged reports whether an update of a BindingPolicy changed
+// anything Plan reads: its spec (generation), labels, annotations
+// (the handover's), owners, deletion or status (KubeStellar's resolution),
+// or its finalizers while it is being deleted (they hold the deletion of
+// its policy). KubeStellar's finalizer, added to every BindingPolicy it
+// resolves, queues nothing.
+func bindingPolicyChanged(old, new *ksv1alpha1.BindingPolicy) bool {
+	return !sameMetadata(old, new) || !equality.Semantic.DeepEqual(&old.Status, &new.Status) ||
+		(new.DeletionTimestamp != nil && !slices.Equal(old.Finalizers, new.Finalizers))
+}
+
+// sameMetadata reports whether two versions of an object have the same
+// generation (spec), labels, annotations, owners and deletion timestamp.
+func sameMetadata(old, new client.Object) bool {
+	return old.GetGeneration() == new.GetGeneration() &&
+		maps.Equal(old.GetLabels(), new.GetLabels()) &&
+		maps.Equal(old.GetAnnotations(), new.GetAnnotations()) &&
+		equality.Semantic.DeepEqual(old.GetOwnerReferences(), new.GetOwnerReferences()) &&
+		old.GetDeletionTimestamp().Equal(new.GetDeletionTimestamp())
+}
+
+// policyOf maps the labels of a generated BindingPolicy or StageApproval to its policy.
+func policyOf(labels map[string]string) []reconcile.Request {
+	name := labels[v1alpha1.PolicyLabel]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}
+}
+
+// policyOfBindingPolicy maps an object named after a BindingPolicy (a Binding,
+// or a CombinedStatus through its label) to the policy that generated it.
+func policyOfBindingPolicy(ctx context.Context, reader client.Reader, bindingPolicy string) []reconcile.Request {
+	if bindingPolicy == "" {
+		return nil
+	}
+	bp := &ksv1alpha1.BindingPolicy{}
+	if err := reader.Get(ctx, types.NamespacedName{Name: bindingPolicy}, bp); err != nil {
+		if !apierrors.IsNotFound(err) {
+			// This event is lost; the policy's periodic requeue catches up.
+			log.FromContext(ctx).Error(err, "Cannot map an object to its policy", "bindingPolicy", bindingPolicy)
+		}
+		return nil
+	}
+	return policyOf(bp.Labels)
+}

@@ -1,0 +1,154 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package stagedbindingpolicy
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubestellar/workload-stager/internal/rollout"
+)
+
+// ownChangeTTL is how long ownBindingPolicies believes a change its cache
+// has not shown: longer than a watch event takes under load, short enough
+// that a change the cache never shows (a BindingPolicy created and deleted
+// again by someone else before the cache heard of either) is not believed
+// for long.
+const ownChangeTTL = 10 * time.Second
+
+// ownBindingPolicies lets a reconciler read its own creations and deletions
+// of BindingPolicies before its cache does. Several runs of a policy can
+// follow each other within a watch event's time (a CombinedStatus updated
+// twice, say); without it, the second run finds missing the BindingPolicy
+// the first created and creates it again (AlreadyExists, and a retry), or
+// finds not yet deleted the one the first deleted and deletes it again.
+// Like ownWrites, this is a view of the API server, not state: a change is
+// believed until the cache shows it, or for ownChangeTTL at most. Safe for
+// concurrent use.
+type ownBindingPolicies struct {
+	mu      sync.Mutex
+	created map[string]ownCreate    // by name
+	deleted map[types.UID]time.Time // when this reconciler deleted it
+}
+
+// ownCreate is a BindingPolicy as created, and when.
+type ownCreate struct {
+	bp *ksv1alpha1.BindingPolicy
+	at time.Time
+}
+
+// recordCreate notes that bp, as the API server returned it, was created at now.
+func (o *ownBindingPolicies) recordCreate(bp *ksv1alpha1.BindingPolicy, now time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.expire(now)
+	if o.created == nil {
+		o.created = map[string]ownCreate{}
+	}
+	o.created[bp.Name] = ownCreate{bp: bp.DeepCopy(), at: now}
+}
+
+// recordDelete notes that the BindingPolicy with uid was deleted at now.
+func (o *ownBindingPolicies) recordDelete(uid types.UID, now time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.expire(now)
+	if o.deleted == nil {
+		o.deleted = map[types.UID]time.Time{}
+	}
+	o.deleted[uid] = now
+	// A BindingPolicy created and deleted again before the cache had it
+	// is no longer believed to exist.
+	maps.DeleteFunc(o.created, func(_ string, c ownCreate) bool { return c.bp.UID == uid })
+}
+
+// expire drops the changes older than ownChangeTTL. Callers hold mu.
+func (o *ownBindingPolicies) expire(now time.Time) {
+	maps.DeleteFunc(o.created, func(_ string, c ownCreate) bool { return now.Sub(c.at) >= ownChangeTTL })
+	maps.DeleteFunc(o.deleted, func(_ types.UID, at time.Time) bool { return now.Sub(at) >= ownChangeTTL })
+}
+
+// view returns the BindingPolicy named name as this reconciler knows it,
+// given cached, the cache's (nil when it has none): the one it created for
+// policy (owned by it: not for an earlier policy of the same name) when the
+// cache has none yet, or cached marked as being deleted (at the time of the
+// delete) when the reconciler deleted it and the cache does not show it
+// yet. The result is a copy when it differs from cached.
+func (o *ownBindingPolicies) view(name string, cached *ksv1alpha1.BindingPolicy, policy metav1.Object, now time.Time) *ksv1alpha1.BindingPolicy {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if cached == nil {
+		if c, ok := o.created[name]; ok && now.Sub(c.at) < ownChangeTTL && rollout.OwnedBy(c.bp, policy) {
+			return c.bp.DeepCopy()
+		}
+		return nil
+	}
+	delete(o.created, name) // the cache has caught up with the create, or with a later change
+	at, ok := o.deleted[cached.UID]
+	if !ok || now.Sub(at) >= ownChangeTTL {
+		return cached
+	}
+	if cached.DeletionTimestamp != nil {
+		delete(o.deleted, cached.UID)
+		return cached
+	}
+	deleting := cached.DeepCopy()
+	deleting.DeletionTimestamp = &metav1.Time{Time: at}
+	return deleting
+}
+
+// viewList returns cached, the cache's BindingPolicies of policy, as view
+// sees each, with those this reconciler created for policy that the cache
+// does not have yet.
+func (o *ownBindingPolicies) viewList(cached []ksv1alpha1.BindingPolicy, policy metav1.Object, now time.Time) []ksv1alpha1.BindingPolicy {
+	out := make([]ksv1alpha1.BindingPolicy, 0, len(cached))
+	seen := make(map[string]bool, len(cached))
+	for i := range cached {
+		seen[cached[i].Name] = true
+		out = append(out, *o.view(cached[i].Name, &cached[i], policy, now))
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var added []ksv1alpha1.BindingPolicy
+	for name, c := range o.created {
+		if !seen[name] && now.Sub(c.at) < ownChangeTTL && rollout.OwnedBy(c.bp, policy) {
+			added = append(added, *c.bp.DeepCopy())
+		}
+	}
+	slices.SortFunc(added, func(a, b ksv1alpha1.BindingPolicy) int { return strings.Compare(a.Name, b.Name) })
+	return append(out, added...)
+}
+
+// believedFor returns how long at most a create of a BindingPolicy of
+// policy that the cache did not show yet is still believed; 0 when there
+// is none.
+func (o *ownBindingPolicies) believedFor(policy metav1.Object, now time.Time) time.Duration {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var longest time.Duration
+	for _, c := range o.created {
+		if left := ownChangeTTL - now.Sub(c.at); left > longest && rollout.OwnedBy(c.bp, policy) {
+			longest = left
+		}
+	}
+	return longest
+}

@@ -1,0 +1,340 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package stagedbindingpolicy
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/internal/controller/metrics"
+	"github.com/kubestellar/workload-stager/internal/expression"
+	"github.com/kubestellar/workload-stager/internal/rollout"
+)
+
+// +kubebuilder:rbac:groups=community.kubestellar.io,resources=stagedbindingpolicies,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=community.kubestellar.io,resources=stagedbindingpolicies/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=community.kubestellar.io,resources=stagedbindingpolicies/finalizers,verbs=update
+// +kubebuilder:rbac:groups=community.kubestellar.io,resources=stageapprovals,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=control.kubestellar.io,resources=bindingpolicies,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=control.kubestellar.io,resources=bindings;combinedstatuses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconciler rolls out the StagedBindingPolicies of one space, one change per run.
+type Reconciler struct {
+	// Space is the name of the space, used in logs.
+	Space string
+	// Client reads from the space's cache and writes to its API server.
+	Client client.Client
+	// IndexedCache says that Client reads from a cache with the indexes of
+	// IndexFields: a run then lists a policy's objects by index rather than
+	// by matching the labels of every object of their kind.
+	IndexedCache bool
+	// Recorder emits Events on the policies.
+	Recorder events.EventRecorder
+	// Engine compiles and evaluates stage expressions; it is shared by all spaces.
+	Engine *expression.Engine
+	// Clock tells the time recorded in status; nil means the real clock.
+	Clock clock.PassiveClock
+	// Metrics records the space's metrics; nil records none.
+	Metrics *metrics.Space
+	// DeletionWarningAfter is how long a deletion may wait for the
+	// finalizers of the policy's BindingPolicies before it is reported as
+	// blocked; zero means DefaultDeletionWarningAfter.
+	DeletionWarningAfter time.Duration
+
+	// own lets runs read the reconciler's writes of policies before the
+	// cache has them.
+	own ownWrites
+	// planning bounds how many runs plan at once (see planGate); nil
+	// bounds nothing.
+	planning planGate
+	// ownBPs lets runs read the reconciler's creations and deletions of
+	// BindingPolicies before the cache has them.
+	ownBPs ownBindingPolicies
+}
+
+// Reconcile makes the single next change for one StagedBindingPolicy.
+// Its requeues (timers, retries) are at the default priority, whatever the
+// priority of the event that queued the run (see bindingPolicyEvents).
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	result, err := r.reconcile(ctx, req)
+	if err != nil && r.Metrics != nil {
+		r.Metrics.ReconcileError()
+	}
+	if result.RequeueAfter > 0 || err != nil {
+		result.Priority = ptr.To(0)
+	}
+	return result, err
+}
+
+// maxStepsPerRun bounds the steps of one run. A step is one snapshot, one
+// Plan and one change; a status write that enters a stage (the rollout's
+// start, an advance, a restart, an approval) is followed at once by the step
+// it leads to, creating the stage's BindingPolicy or StageApproval, on the
+// policy as written (see ownWrites): waiting for the write's watch event and
+// the queue would make every advance two round trips and two turns in the
+// queue long. The policy's own status writes do not queue it (see
+// policyEvents).
+const maxStepsPerRun = 2
+
+func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	logger := log.FromContext(ctx)
+	for step := 1; ; step++ {
+		snap, err := r.snapshot(ctx, req.NamespacedName)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if snap == nil {
+			r.own.forget(req.NamespacedName)
+			if r.Metrics != nil {
+				r.Metrics.PolicyDeleted(req.Name)
+			}
+			return reconcile.Result{}, nil
+		}
+		if r.Metrics != nil {
+			r.Metrics.Policy(snap.Policy)
+		}
+
+		var action rollout.Action
+		if err := r.planning.plan(ctx, func() {
+			action = rollout.Plan(snap, r.Engine, rollout.WithDeletionWarningAfter(r.DeletionWarningAfter))
+		}); err != nil {
+			return reconcile.Result{}, err
+		}
+		r.recordEvaluations(action.Evaluations)
+		if action.Type == rollout.ActionNone {
+			logger.V(1).Info("Waiting", "why", action.Why)
+			// A BindingPolicy seen only through the reconciler's own
+			// create is looked at again once that view expires: its events
+			// may have come and gone already.
+			wait := rollout.Earliest(requeueWhileWaiting, action.RequeueAfter)
+			return reconcile.Result{RequeueAfter: rollout.Earliest(wait, r.ownBPs.believedFor(snap.Policy, time.Now()))}, nil
+		}
+		logger.Info("Making a change", "action", action.Type, "why", action.Why, "step", step)
+		written, err := r.apply(ctx, snap.Policy, action)
+		if written != nil {
+			r.own.record(snap.Policy, written)
+		}
+		if err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+				// The cache lagged behind the API server; the next run reads a newer state.
+				logger.V(1).Info("Change raced with another write; trying again", "action", action.Type, "error", err.Error())
+				return reconcile.Result{RequeueAfter: time.Second}, nil
+			}
+			return reconcile.Result{}, fmt.Errorf("%s for StagedBindingPolicy %s: %w", action.Type, req.Name, err)
+		}
+		for _, e := range action.Events {
+			r.Recorder.Eventf(snap.Policy, nil, e.Type, e.Reason, string(action.Type), "%s", e.Note)
+		}
+		if action.Type == rollout.ActionUpdateStatus && r.Metrics != nil {
+			for _, st := range CompletedStages(&snap.Policy.Status, action.Status) {
+				r.Metrics.StageCompleted(snap.Policy.Name, st.Name, st.CompletionTime.Sub(st.StartTime.Time))
+			}
+		}
+		if step == maxStepsPerRun || !entersStage(snap.Policy, action) {
+			return reconcile.Result{RequeueAfter: rollout.Earliest(requeueAfterChange, action.RequeueAfter)}, nil
+		}
+	}
+}
+
+// entersStage reports whether action is a status write that enters a stage:
+// makes it active, or awaiting approval, when it was not (the rollout's
+// start or restart, an advance, an approval), so that the stage's
+// BindingPolicy or StageApproval is the next change.
+func entersStage(policy *v1alpha1.StagedBindingPolicy, action rollout.Action) bool {
+	if action.Type != rollout.ActionUpdateStatus {
+		return false
+	}
+	after := action.Status.StageNamed(action.Status.ActiveStage)
+	if after == nil || (after.Phase != v1alpha1.StageActive && after.Phase != v1alpha1.StageAwaitingApproval) {
+		return false
+	}
+	before := policy.Status.StageNamed(action.Status.ActiveStage)
+	return action.Status.ActiveStage != policy.Status.ActiveStage || before == nil || before.Phase != after.Phase
+}
+
+func (r *Reconciler) recordEvaluations(evaluations []rollout.Evaluation) {
+	if r.Metrics == nil {
+		return
+	}
+	for _, e := range evaluations {
+		r.Metrics.Evaluation(e.Result, e.Duration)
+	}
+}
+
+// CompletedStages returns the stage records that are Succeeded, with start
+// and completion times, in after but were not Succeeded in before.
+func CompletedStages(before, after *v1alpha1.StagedBindingPolicyStatus) []v1alpha1.StageStatus {
+	was := make(map[string]bool, len(before.Stages))
+	for _, st := range before.Stages {
+		was[st.Name] = st.Phase == v1alpha1.StageSucceeded
+	}
+	var completed []v1alpha1.StageStatus
+	for _, st := range after.Stages {
+		if st.Phase == v1alpha1.StageSucceeded && !was[st.Name] && st.StartTime != nil && st.CompletionTime != nil {
+			completed = append(completed, st)
+		}
+	}
+	return completed
+}
+
+// snapshot reads the policy and the objects around its active stage from the
+// space's cache, the policy as the reconciler last wrote it if the cache has
+// not caught up with that write yet. It returns nil when the policy does not
+// exist.
+func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*rollout.Snapshot, error) {
+	policy := &v1alpha1.StagedBindingPolicy{}
+	if err := r.Client.Get(ctx, key, policy); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading StagedBindingPolicy %s: %w", key.Name, err)
+	}
+	policy = r.own.freshest(policy)
+	now := time.Now()
+	if r.Clock != nil {
+		now = r.Clock.Now()
+	}
+	snap := &rollout.Snapshot{Policy: policy, Now: metav1.NewTime(now.Truncate(time.Second))}
+
+	owned := &ksv1alpha1.BindingPolicyList{}
+	if err := r.Client.List(ctx, owned, r.labelled(byPolicy, policy.Name)); err != nil {
+		return nil, fmt.Errorf("listing BindingPolicies of %s: %w", policy.Name, err)
+	}
+	seen := time.Now()
+	snap.BindingPolicies = r.ownBPs.viewList(owned.Items, policy, seen)
+
+	approvals := &v1alpha1.StageApprovalList{}
+	if err := r.Client.List(ctx, approvals, r.labelled(byPolicy, policy.Name)); err != nil {
+		return nil, fmt.Errorf("listing StageApprovals of %s: %w", policy.Name, err)
+	}
+	snap.Approvals = approvals.Items
+
+	active, started, _ := rollout.ActiveStage(policy)
+	if !started || policy.DeletionTimestamp != nil {
+		return snap, nil
+	}
+	bpName := v1alpha1.BindingPolicyName(policy.Name, policy.Spec.Stages[active].Name)
+
+	var err error
+	if snap.ActiveBindingPolicy, err = getNamed(ctx, r.Client, "BindingPolicy", bpName, &ksv1alpha1.BindingPolicy{}); err != nil {
+		return nil, err
+	}
+	snap.ActiveBindingPolicy = r.ownBPs.view(bpName, snap.ActiveBindingPolicy, policy, seen)
+	if active+1 < len(policy.Spec.Stages) {
+		nextName := v1alpha1.BindingPolicyName(policy.Name, policy.Spec.Stages[active+1].Name)
+		if snap.NextBindingPolicy, err = getNamed(ctx, r.Client, "BindingPolicy", nextName, &ksv1alpha1.BindingPolicy{}); err != nil {
+			return nil, err
+		}
+		snap.NextBindingPolicy = r.ownBPs.view(nextName, snap.NextBindingPolicy, policy, seen)
+	}
+	if snap.Binding, err = getNamed(ctx, r.Client, "Binding", bpName, &ksv1alpha1.Binding{}); err != nil {
+		return nil, err
+	}
+
+	statuses := &ksv1alpha1.CombinedStatusList{}
+	if err := r.Client.List(ctx, statuses, r.labelled(byBindingPolicy, bpName)); err != nil {
+		return nil, fmt.Errorf("listing CombinedStatuses of %s: %w", bpName, err)
+	}
+	snap.CombinedStatuses = statuses.Items
+	return snap, nil
+}
+
+// getNamed reads the cluster-scoped object of kind with the given name into
+// obj and returns it, or nil when there is none.
+func getNamed[T client.Object](ctx context.Context, reader client.Reader, kind, name string, obj T) (T, error) {
+	var none T
+	switch err := reader.Get(ctx, types.NamespacedName{Name: name}, obj); {
+	case err == nil:
+		return obj, nil
+	case apierrors.IsNotFound(err):
+		return none, nil
+	default:
+		return none, fmt.Errorf("reading %s %s: %w", kind, name, err)
+	}
+}
+
+// apply makes the change an Action describes. It returns the policy as the
+// API server stored it when the change wrote the policy, else nil.
+func (r *Reconciler) apply(ctx context.Context, policy *v1alpha1.StagedBindingPolicy, action rollout.Action) (*v1alpha1.StagedBindingPolicy, error) {
+	switch action.Type {
+	case rollout.ActionAddFinalizer, rollout.ActionRemoveFinalizer:
+		patched := policy.DeepCopy()
+		if action.Type == rollout.ActionAddFinalizer {
+			controllerutil.AddFinalizer(patched, v1alpha1.CleanupFinalizer)
+		} else {
+			controllerutil.RemoveFinalizer(patched, v1alpha1.CleanupFinalizer)
+		}
+		return written(patched, r.Client.Patch(ctx, patched, client.MergeFromWithOptions(policy, client.MergeFromWithOptimisticLock{})))
+	case rollout.ActionCreateBindingPolicy:
+		if err := r.Client.Create(ctx, action.BindingPolicy); err != nil {
+			return nil, err
+		}
+		r.ownBPs.recordCreate(action.BindingPolicy, time.Now())
+		return nil, nil
+	case rollout.ActionUpdateBindingPolicy:
+		return nil, r.Client.Update(ctx, action.BindingPolicy)
+	case rollout.ActionDeleteBindingPolicy:
+		if err := client.IgnoreNotFound(r.Client.Delete(ctx, action.BindingPolicy, client.Preconditions{UID: &action.BindingPolicy.UID})); err != nil {
+			return nil, err
+		}
+		r.ownBPs.recordDelete(action.BindingPolicy.UID, time.Now())
+		return nil, nil
+	case rollout.ActionCreateStageApproval:
+		return nil, r.Client.Create(ctx, action.StageApproval)
+	case rollout.ActionUpdateStageApproval:
+		return nil, r.Client.Update(ctx, action.StageApproval)
+	case rollout.ActionDeleteStageApproval:
+		err := r.Client.Delete(ctx, action.StageApproval, client.Preconditions{UID: &action.StageApproval.UID})
+		return nil, client.IgnoreNotFound(err)
+	case rollout.ActionUpdateStatus:
+		updated := policy.DeepCopy()
+		updated.Status = *action.Status
+		return written(updated, r.Client.Status().Update(ctx, updated))
+	default:
+		return nil, fmt.Errorf("unknown action %q", action.Type)
+	}
+}
+
+// written returns policy if err is nil, for apply.
+func written(policy *v1alpha1.StagedBindingPolicy, err error) (*v1alpha1.StagedBindingPolicy, error) {
+	if err != nil {
+		return nil, err
+	}
+	return policy, nil
+}
+
+// Requeue intervals.
+const (
+	// requeueAfterChange is a safety net after a change; the watch event the
+	// change causes normally brings the next run sooner.
+	requeueAfterChange = 2 * time.Second
+	// requeueWhileWaiting is a safety net while a stage waits on KubeStellar.
+	requeueWhileWaiting = 5 * time.Minute
+)

@@ -1,0 +1,301 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package rollout
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/internal/expression"
+)
+
+// KubeStellar's labels on a CombinedStatus, naming the workload object and the
+// BindingPolicy it reports on (KubeStellar's API module documents them but
+// exports no constants).
+const (
+	// StatusLabelAPIGroup holds the workload object's API group (no version).
+	StatusLabelAPIGroup = "status.kubestellar.io/api-group"
+	// StatusLabelResource holds the workload object's resource (lowercase plural).
+	StatusLabelResource = "status.kubestellar.io/resource"
+	// StatusLabelNamespace holds the workload object's namespace ("" when cluster-scoped).
+	StatusLabelNamespace = "status.kubestellar.io/namespace"
+	// StatusLabelName holds the workload object's name.
+	StatusLabelName = "status.kubestellar.io/name"
+	// StatusLabelBindingPolicy holds the name of the BindingPolicy.
+	StatusLabelBindingPolicy = "status.kubestellar.io/binding-policy"
+)
+
+// maxNamedObjects bounds how many objects a stage message names.
+const maxNamedObjects = 3
+
+// assessment is what Plan learns about the active stage from its Binding and
+// the CombinedStatuses of its workload objects.
+type assessment struct {
+	// bindingObserved is true when KubeStellar has resolved the current
+	// generation of the stage's BindingPolicy into a Binding.
+	bindingObserved bool
+	// placed is true when that Binding places the workload on at least one
+	// cluster, so that earlier stages can be let go.
+	placed bool
+	// satisfied is true when the stage is done.
+	satisfied bool
+	// evaluationError is true when a filter or condition failed to evaluate.
+	evaluationError bool
+	// stalled is true when the stage is past its progressDeadline.
+	stalled bool
+	// reason is a condition reason from the API package.
+	reason string
+	// message says in words what the stage waits for or what it found.
+	message string
+	// evaluations are the condition evaluations made, for metrics.
+	evaluations []Evaluation
+}
+
+// Evaluation is one evaluation of a stage condition, reported for metrics.
+type Evaluation struct {
+	// Result is "true", "false" or "error".
+	Result string
+	// Duration is how long the evaluation took.
+	Duration time.Duration
+}
+
+// compiledStage holds the programs of one stage; nil means "no expression".
+type compiledStage struct {
+	filter    *expression.Program
+	condition *expression.Program
+}
+
+// compileStages compiles the expressions of every stage. It returns one
+// compiledStage per stage; or, when an expression does not compile, an
+// error naming every stage and expression that does not (an errors.Join of
+// one error per expression), and the condition reason to report:
+// ReasonExpressionTooCostly when every failure is an estimated cost above the
+// limit, else ReasonInvalidExpression.
+func compileStages(engine *expression.Engine, stages []v1alpha1.Stage) ([]compiledStage, string, error) {
+	compiled := make([]compiledStage, len(stages))
+	var errs []error
+	tooCostly := true
+	compile := func(stage v1alpha1.Stage, kind expression.Kind, source string) *expression.Program {
+		p, err := engine.Compile(kind, source)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("stage %q: %w", stage.Name, err))
+			tooCostly = tooCostly && expression.IsTooCostly(err)
+		}
+		return p
+	}
+	for i, stage := range stages {
+		if stage.Filter != "" {
+			compiled[i].filter = compile(stage, expression.KindFilter, stage.Filter)
+		}
+		if stage.Condition != "" {
+			compiled[i].condition = compile(stage, expression.KindCondition, stage.Condition)
+		}
+	}
+	if len(errs) > 0 {
+		reason := v1alpha1.ReasonInvalidExpression
+		if tooCostly {
+			reason = v1alpha1.ReasonExpressionTooCostly
+		}
+		return nil, reason, errors.Join(errs...)
+	}
+	return compiled, "", nil
+}
+
+// evaluationReason is the condition reason of a failed evaluation.
+func evaluationReason(err error) string {
+	if expression.IsTooCostly(err) {
+		return v1alpha1.ReasonExpressionTooCostly
+	}
+	return v1alpha1.ReasonEvaluationError
+}
+
+// objectKey identifies a workload object the way a CombinedStatus's labels do.
+type objectKey struct {
+	group, resource, namespace, name string
+}
+
+func (k objectKey) String() string {
+	resource := k.resource
+	if k.group != "" {
+		resource += "." + k.group
+	}
+	if k.namespace == "" {
+		return resource + " " + k.name
+	}
+	return resource + " " + k.namespace + "/" + k.name
+}
+
+func clauseKey(c expression.Clause) objectKey {
+	return objectKey{group: c.Group, resource: c.Resource, namespace: c.Namespace, name: c.Name}
+}
+
+// bindingClauses returns the workload object clauses of a Binding, namespaced
+// and cluster-scoped alike.
+func bindingClauses(b *ksv1alpha1.Binding) []expression.Clause {
+	clauses := make([]expression.Clause, 0, len(b.Spec.Workload.NamespaceScope)+len(b.Spec.Workload.ClusterScope))
+	for _, c := range b.Spec.Workload.NamespaceScope {
+		clauses = append(clauses, expression.ClauseFromNamespaceScope(c))
+	}
+	for _, c := range b.Spec.Workload.ClusterScope {
+		clauses = append(clauses, expression.ClauseFromClusterScope(c))
+	}
+	return clauses
+}
+
+// combinedStatusIndex maps each workload object to the CombinedStatus that
+// KubeStellar made for it under the given BindingPolicy. A CombinedStatus
+// counts only when its name ends with the BindingPolicy's UID, so that one
+// left over from an older BindingPolicy of the same name is ignored.
+func combinedStatusIndex(statuses []ksv1alpha1.CombinedStatus, bp *ksv1alpha1.BindingPolicy) map[objectKey]*ksv1alpha1.CombinedStatus {
+	index := make(map[objectKey]*ksv1alpha1.CombinedStatus, len(statuses))
+	suffix := "." + string(bp.UID)
+	for i := range statuses {
+		cs := &statuses[i]
+		labels := cs.Labels
+		if labels[StatusLabelBindingPolicy] != bp.Name || !strings.HasSuffix(cs.Name, suffix) {
+			continue
+		}
+		key := objectKey{
+			group:     labels[StatusLabelAPIGroup],
+			resource:  labels[StatusLabelResource],
+			namespace: labels[StatusLabelNamespace],
+			name:      labels[StatusLabelName],
+		}
+		index[key] = cs
+	}
+	return index
+}
+
+// waitingForBinding is the assessment of a stage whose BindingPolicy bp
+// KubeStellar has not resolved yet.
+func waitingForBinding(bp *ksv1alpha1.BindingPolicy) assessment {
+	return assessment{reason: v1alpha1.ReasonWaitingForBinding,
+		message: fmt.Sprintf("waiting for KubeStellar to resolve BindingPolicy %s into a Binding", bp.Name)}
+}
+
+// assessStage decides whether the active stage is done. bp is the stage's
+// BindingPolicy as it exists in the space, binding its Binding (or nil). All
+// evaluations are made within budget, so that one run of a policy with many
+// objects or costly expressions cannot hold a worker for long.
+func assessStage(_ v1alpha1.Stage, programs compiledStage, bp *ksv1alpha1.BindingPolicy,
+	binding *ksv1alpha1.Binding, statuses []ksv1alpha1.CombinedStatus, budget *expression.Budget) assessment {
+	if bp == nil || bp.UID == "" {
+		return assessment{reason: v1alpha1.ReasonBindingPolicyPending,
+			message: "waiting for the stage's BindingPolicy to be created"}
+	}
+	// KubeStellar writes a new BindingPolicy's Binding before it records the
+	// resolution in the BindingPolicy's status: until both are there, the
+	// stage waits for the same thing and says the same, which spares a
+	// status write per stage.
+	if binding == nil || !OwnedBy(binding, bp) || bp.Status.ObservedGeneration == 0 {
+		return waitingForBinding(bp)
+	}
+	if bp.Status.ObservedGeneration != bp.Generation {
+		return assessment{reason: v1alpha1.ReasonWaitingForBinding,
+			message: fmt.Sprintf("waiting for KubeStellar to resolve generation %d of BindingPolicy %s (it has resolved generation %d)",
+				bp.Generation, bp.Name, bp.Status.ObservedGeneration)}
+	}
+	clusters := len(binding.Spec.Destinations)
+	if clusters == 0 {
+		// A stage that places nothing proves nothing: most often its
+		// clusterSelectors match no cluster (a typo, or clusters not yet
+		// registered), and moving on would skip the stage unnoticed.
+		return assessment{bindingObserved: true, reason: v1alpha1.ReasonNoClustersSelected,
+			message: fmt.Sprintf("Binding %s places the workload on no cluster: the stage's clusterSelectors select none", binding.Name)}
+	}
+	if programs.condition == nil {
+		return assessment{bindingObserved: true, placed: true, satisfied: true, reason: v1alpha1.ReasonStageAdvanced,
+			message: fmt.Sprintf("Binding %s places the workload on %d cluster(s); the stage has no condition", binding.Name, clusters)}
+	}
+
+	var selected []expression.Clause
+	for _, clause := range bindingClauses(binding) {
+		if programs.filter == nil {
+			selected = append(selected, clause)
+			continue
+		}
+		pass, err := budget.EvalFilter(programs.filter, clause)
+		if err != nil {
+			return assessment{bindingObserved: true, placed: true, evaluationError: true, reason: evaluationReason(err),
+				message: fmt.Sprintf("%v (on %s)", err, clauseKey(clause))}
+		}
+		if pass {
+			selected = append(selected, clause)
+		}
+	}
+	if len(selected) == 0 {
+		return assessment{bindingObserved: true, placed: true, reason: v1alpha1.ReasonNoObjectsSelected,
+			message: fmt.Sprintf("no workload object of Binding %s passes the stage's filter, so its condition cannot hold yet", binding.Name)}
+	}
+
+	index := combinedStatusIndex(statuses, bp)
+	var missing, unmet []string
+	var evaluations []Evaluation
+	for _, clause := range selected {
+		key := clauseKey(clause)
+		cs, ok := index[key]
+		if !ok {
+			missing = append(missing, key.String())
+			continue
+		}
+		start := time.Now()
+		holds, err := budget.EvalCondition(programs.condition, cs)
+		evaluation := Evaluation{Result: strconv.FormatBool(holds), Duration: time.Since(start)}
+		if err != nil {
+			evaluation.Result = "error"
+			return assessment{bindingObserved: true, placed: true, evaluationError: true, reason: evaluationReason(err),
+				message:     fmt.Sprintf("%v (on the CombinedStatus of %s)", err, key),
+				evaluations: append(evaluations, evaluation)}
+		}
+		evaluations = append(evaluations, evaluation)
+		if !holds {
+			unmet = append(unmet, key.String())
+		}
+	}
+	total := len(selected)
+	passing := total - len(missing) - len(unmet)
+	result := func(a assessment) assessment {
+		a.bindingObserved, a.placed, a.evaluations = true, true, evaluations
+		return a
+	}
+	switch {
+	case len(missing) > 0:
+		return result(assessment{reason: v1alpha1.ReasonWaitingForStatus,
+			message: fmt.Sprintf("condition holds for %d of %d object(s); waiting for KubeStellar's CombinedStatus of %s (does the downsync clause name a status collector?)",
+				passing, total, nameSome(missing))})
+	case len(unmet) > 0:
+		return result(assessment{reason: v1alpha1.ReasonConditionNotMet,
+			message: fmt.Sprintf("condition holds for %d of %d object(s); not yet for %s", passing, total, nameSome(unmet))})
+	default:
+		return result(assessment{satisfied: true, reason: v1alpha1.ReasonStageAdvanced,
+			message: fmt.Sprintf("condition holds for all %d object(s) on %d cluster(s)", total, clusters)})
+	}
+}
+
+// nameSome lists up to maxNamedObjects names, sorted, and says how many more there are.
+func nameSome(names []string) string {
+	sort.Strings(names)
+	if len(names) <= maxNamedObjects {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:maxNamedObjects], ", "), len(names)-maxNamedObjects)
+}

@@ -1,0 +1,81 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package rollout
+
+import (
+	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+)
+
+// Snapshot is what Plan knows about one StagedBindingPolicy: the policy and
+// the objects around its active stage, read at one moment.
+type Snapshot struct {
+	// Policy is the StagedBindingPolicy.
+	Policy *v1alpha1.StagedBindingPolicy
+
+	// BindingPolicies are the BindingPolicies labelled as generated for Policy.
+	// Plan only acts on those that Policy owns.
+	BindingPolicies []ksv1alpha1.BindingPolicy
+
+	// Approvals are the StageApprovals labelled as the policy's. Plan only
+	// acts on those that Policy owns.
+	Approvals []v1alpha1.StageApproval
+
+	// ActiveBindingPolicy is the BindingPolicy with the active stage's name,
+	// whoever made it, or nil when there is none.
+	ActiveBindingPolicy *ksv1alpha1.BindingPolicy
+
+	// NextBindingPolicy is the BindingPolicy with the name of the stage
+	// after the active one, whoever made it, or nil when there is none (or
+	// the active stage is the last). The active stage hands over to the next
+	// by creating it (see handover).
+	NextBindingPolicy *ksv1alpha1.BindingPolicy
+
+	// Binding is KubeStellar's Binding named after the active stage's
+	// BindingPolicy, or nil when there is none.
+	Binding *ksv1alpha1.Binding
+
+	// CombinedStatuses are the CombinedStatuses that KubeStellar labelled with
+	// the active stage's BindingPolicy name.
+	CombinedStatuses []ksv1alpha1.CombinedStatus
+
+	// Now is the time of the snapshot, used for the times recorded in status.
+	Now metav1.Time
+}
+
+// ActiveStage returns the index of the stage the policy is in, whether the
+// rollout has started at all, and whether the recorded active stage no longer
+// exists in the spec (in which case the rollout restarts from the first stage).
+func ActiveStage(policy *v1alpha1.StagedBindingPolicy) (index int, started, reset bool) {
+	if policy.Status.ActiveStage == "" {
+		return 0, false, false
+	}
+	if i := stageIndex(policy, policy.Status.ActiveStage); i >= 0 {
+		return i, true, false
+	}
+	return 0, false, true
+}
+
+// OwnedBy reports whether obj has an owner reference to owner.
+func OwnedBy(obj, owner metav1.Object) bool {
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.UID == owner.GetUID() {
+			return true
+		}
+	}
+	return false
+}
