@@ -14,6 +14,9 @@
 
 package rollout
 
+// The approval rules of Plan: rules 7 to 10, and the withdrawn handover of
+// rule 14.
+
 import (
 	"slices"
 	"strings"

@@ -14,6 +14,9 @@
 
 package rollout
 
+// The handover rules of Plan: the recorded advance of rules 11 and 13, and
+// the handover itself of rule 14.
+
 import (
 	"slices"
 	"strings"

@@ -28,7 +28,7 @@ import (
 )
 
 // ---------------------------------------------------------------------------
-// 4. The active stage's BindingPolicy
+// Rule 11: the active stage's BindingPolicy
 // ---------------------------------------------------------------------------
 
 func TestPlanActiveBindingPolicy(t *testing.T) {
@@ -153,7 +153,7 @@ func TestPlanActiveBindingPolicy(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// Placement
+// Rules 12 and 15: placement Replace and Accumulate
 // ---------------------------------------------------------------------------
 
 // accumulating sets spec.placement Accumulate on the snapshot's policy.

@@ -30,7 +30,7 @@ import (
 )
 
 // ---------------------------------------------------------------------------
-// 1. Finalizer and deletion
+// Rules 1 and 2: finalizer and deletion
 // ---------------------------------------------------------------------------
 
 func TestPlanFinalizerAndDeletion(t *testing.T) {
@@ -109,7 +109,7 @@ func TestPlanFinalizerAndDeletion(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// Deletion held by finalizers
+// Rule 1: deletion held by finalizers
 // ---------------------------------------------------------------------------
 
 // TestPlanDeletionBlocked covers a deletion that waits for the finalizers of

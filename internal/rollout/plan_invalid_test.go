@@ -31,7 +31,7 @@ import (
 )
 
 // ---------------------------------------------------------------------------
-// 3. Expressions that do not compile
+// Rule 4: expressions that do not compile
 // ---------------------------------------------------------------------------
 
 func TestPlanInvalidExpression(t *testing.T) {
@@ -110,7 +110,7 @@ func TestPlanInvalidExpression(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// 13. A spec without stages
+// Rule 3: a spec without stages
 // ---------------------------------------------------------------------------
 
 // planNoPanic is Plan, failing the test instead of crashing the binary when
@@ -218,7 +218,7 @@ func TestPlanNoStages(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// 14. Too costly expressions block the rollout with ExpressionTooCostly
+// Rule 4: too costly expressions block the rollout with ExpressionTooCostly
 // ---------------------------------------------------------------------------
 
 func TestPlanTooCostlyExpressions(t *testing.T) {

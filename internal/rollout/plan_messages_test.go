@@ -23,7 +23,7 @@ import (
 )
 
 // ---------------------------------------------------------------------------
-// Bounded messages
+// Every rule: bounded messages
 // ---------------------------------------------------------------------------
 
 // TestPlanBoundsMessages gives every stage of a 32-stage policy a ~4 KB

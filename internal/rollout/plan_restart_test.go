@@ -26,7 +26,7 @@ import (
 )
 
 // ---------------------------------------------------------------------------
-// Restart
+// Rule 6: restart
 // ---------------------------------------------------------------------------
 
 // restartedAt is the value of the restartedAt annotation in the restart tests.

@@ -33,7 +33,7 @@ import (
 )
 
 // ---------------------------------------------------------------------------
-// 9. A whole rollout, one action at a time
+// All rules: a whole rollout, one action at a time
 // ---------------------------------------------------------------------------
 
 // applyAction changes the snapshot as the API server would on the action.

@@ -28,7 +28,7 @@ import (
 )
 
 // ---------------------------------------------------------------------------
-// 2. Starting (and restarting) the rollout
+// Rule 7: starting (and restarting) the rollout
 // ---------------------------------------------------------------------------
 
 func TestPlanStartsRollout(t *testing.T) {
@@ -118,7 +118,7 @@ func TestPlanStartsRollout(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// 10. Stages added to the spec behind the rollout
+// Rule 7: stages added to the spec behind the rollout
 // ---------------------------------------------------------------------------
 
 // cloneSnapshot returns a deep copy of a snapshot.

@@ -31,7 +31,7 @@ import (
 )
 
 // ---------------------------------------------------------------------------
-// 5. Waiting, and what the status says about it
+// Rules 13 and 16: waiting, and what the status says about it
 // ---------------------------------------------------------------------------
 
 func TestPlanWaiting(t *testing.T) {
@@ -207,7 +207,7 @@ func TestPlanWaiting(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// 12. EvaluationError is announced once per change of Progressing
+// Rule 16: EvaluationError is announced once per change of Progressing
 // ---------------------------------------------------------------------------
 
 func TestPlanEvaluationErrorEvent(t *testing.T) {
@@ -299,7 +299,7 @@ func TestPlanEvaluationErrorEvent(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// Soak
+// Rule 13: soak
 // ---------------------------------------------------------------------------
 
 // soakingFor returns the dev stage, over the Deployments with the seed's
@@ -400,7 +400,7 @@ func TestPlanSoak(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// Progress deadline
+// Rule 16: progress deadline
 // ---------------------------------------------------------------------------
 
 // deadlined returns dev with the seed's condition and a progressDeadline.
