@@ -85,4 +85,8 @@
 //     those of one reconcile, stop with [ReasonBudgetExhausted] once they
 //     have spent its cost or time together ([WithBudget]); an evaluation
 //     without cost tracking is charged its bound.
+//
+// The timeouts and the budget's time are kept by the wall clock on purpose:
+// they bound the CPU an expression takes, which a fake or paused clock must
+// not lift. Everything the reconciler decides or records reads its own clock.
 package expression

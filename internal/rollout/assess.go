@@ -23,6 +23,7 @@ import (
 	"time"
 
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	"k8s.io/utils/clock"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/internal/expression"
@@ -195,8 +196,9 @@ func waitingForBinding(bp *ksv1alpha1.BindingPolicy) assessment {
 // assessStage decides whether the active stage is done. bp is the stage's
 // BindingPolicy as it exists in the space, binding its Binding (or nil). All
 // evaluations are made within budget, so that one run of a policy with many
-// objects or costly expressions cannot hold a worker for long.
-func assessStage(_ v1alpha1.Stage, programs compiledStage, bp *ksv1alpha1.BindingPolicy,
+// objects or costly expressions cannot hold a worker for long; clk times
+// each of them.
+func assessStage(clk clock.PassiveClock, programs compiledStage, bp *ksv1alpha1.BindingPolicy,
 	binding *ksv1alpha1.Binding, statuses []ksv1alpha1.CombinedStatus, budget *expression.Budget) assessment {
 	if bp == nil || bp.UID == "" {
 		return assessment{reason: v1alpha1.ReasonBindingPolicyPending,
@@ -257,9 +259,9 @@ func assessStage(_ v1alpha1.Stage, programs compiledStage, bp *ksv1alpha1.Bindin
 			missing = append(missing, key.String())
 			continue
 		}
-		start := time.Now()
+		start := clk.Now()
 		holds, err := budget.EvalCondition(programs.condition, cs)
-		evaluation := Evaluation{Result: strconv.FormatBool(holds), Duration: time.Since(start)}
+		evaluation := Evaluation{Result: strconv.FormatBool(holds), Duration: clk.Since(start)}
 		if err != nil {
 			evaluation.Result = "error"
 			return assessment{bindingObserved: true, placed: true, evaluationError: true, reason: evaluationReason(err),

@@ -17,9 +17,11 @@ package rollout
 import (
 	"strings"
 	"testing"
+	"time"
 
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 )
@@ -110,7 +112,7 @@ func TestAssessStageCounts(t *testing.T) {
 					snap.CombinedStatuses = append(snap.CombinedStatuses, combinedStatus(bp, o, count))
 				}
 			}
-			got := assessStage(p.Spec.Stages[0], programs[0], bp, binding, snap.CombinedStatuses, engine.NewBudget())
+			got := assessStage(clock.RealClock{}, programs[0], bp, binding, snap.CombinedStatuses, engine.NewBudget())
 			if got.reason != tt.wantReason || got.message != tt.wantMsg || got.satisfied != tt.satisfied || !got.bindingObserved {
 				t.Errorf("assessStage() = %+v\nwant reason %s, satisfied %v, message %q", got, tt.wantReason, tt.satisfied, tt.wantMsg)
 			}
@@ -172,7 +174,7 @@ func TestAssessStageNoClusters(t *testing.T) {
 			statuses := []ksv1alpha1.CombinedStatus{
 				combinedStatus(bp, deployment, "1"), combinedStatus(bp, configMap, "1"), combinedStatus(bp, namespaceObj, "1"),
 			}
-			got := assessStage(s, programs[tt.stage], bp, binding, statuses, engine.NewBudget())
+			got := assessStage(clock.RealClock{}, programs[tt.stage], bp, binding, statuses, engine.NewBudget())
 			if got.reason != tt.wantReason || got.satisfied != tt.satisfied || !got.bindingObserved || got.evaluationError {
 				t.Errorf("assessStage() = %+v\nwant reason %s, satisfied %v, binding observed, no evaluation error",
 					got, tt.wantReason, tt.satisfied)
@@ -183,5 +185,32 @@ func TestAssessStageNoClusters(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// steppingClock is a clock that moves on by step at every read.
+type steppingClock struct {
+	now  time.Time
+	step time.Duration
+}
+
+func (c *steppingClock) Now() time.Time {
+	c.now = c.now.Add(c.step)
+	return c.now
+}
+
+func (c *steppingClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
+// TestPlanTimesEvaluationsByItsClock: the duration of every evaluation in
+// an Action is read from the clock Plan is given (the reconciler's), not
+// from the wall clock.
+func TestPlanTimesEvaluationsByItsClock(t *testing.T) {
+	snap := at("dev").bound().reporting(deployment, "1").Snapshot
+	action := Plan(snap, newEngine(t), WithClock(&steppingClock{now: now.Time, step: time.Hour}))
+	if len(action.Evaluations) != 1 {
+		t.Fatalf("Plan made %d evaluations, want 1: %+v", len(action.Evaluations), action)
+	}
+	if got := action.Evaluations[0].Duration; got != time.Hour {
+		t.Errorf("evaluation took %s by the wall clock, want the one hour the given clock moved", got)
 	}
 }

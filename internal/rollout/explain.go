@@ -18,6 +18,7 @@ import (
 	"slices"
 
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	"k8s.io/utils/clock"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/internal/expression"
@@ -74,7 +75,7 @@ func ExplainStage(engine *expression.Engine, stage v1alpha1.Stage, bp *ksv1alpha
 		return StageExplanation{}, err
 	}
 	programs := compiled[0]
-	result := assessStage(stage, programs, bp, binding, statuses, engine.NewBudget())
+	result := assessStage(clock.RealClock{}, programs, bp, binding, statuses, engine.NewBudget())
 	explanation := StageExplanation{Reason: result.reason, Message: result.message, Done: result.satisfied}
 	if binding == nil || bp == nil || !OwnedBy(binding, bp) {
 		return explanation, nil

@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
@@ -114,6 +115,18 @@ type PlanOption func(*planConfig)
 // planConfig is what the PlanOptions set.
 type planConfig struct {
 	deletionWarningAfter time.Duration
+	clock                clock.PassiveClock
+}
+
+// WithClock sets the clock that times each evaluation of a condition (the
+// Evaluations of the Action); by default the real clock. Plan decides by
+// Snapshot.Now, never by this clock.
+func WithClock(c clock.PassiveClock) PlanOption {
+	return func(cfg *planConfig) {
+		if c != nil {
+			cfg.clock = c
+		}
+	}
 }
 
 // WithDeletionWarningAfter sets how long a policy's deletion may wait for its
@@ -188,7 +201,7 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 // Timers are computed from times in the snapshot (Now and the objects'
 // timestamps), never from memory, so a restarted controller decides alike.
 func Plan(snap *Snapshot, engine *expression.Engine, opts ...PlanOption) Action {
-	cfg := planConfig{deletionWarningAfter: DefaultDeletionWarningAfter}
+	cfg := planConfig{deletionWarningAfter: DefaultDeletionWarningAfter, clock: clock.RealClock{}}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -291,7 +304,7 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 		return action
 	}
 
-	result := assessStage(stage, programs[active], current, snap.Binding, snap.CombinedStatuses, engine.NewBudget())
+	result := assessStage(cfg.clock, programs[active], current, snap.Binding, snap.CombinedStatuses, engine.NewBudget())
 	action := planAfterAssessment(snap, active, current, result)
 	action.Evaluations = result.evaluations
 	return action

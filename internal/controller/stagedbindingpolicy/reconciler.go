@@ -59,7 +59,9 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Engine compiles and evaluates stage expressions; it is shared by all spaces.
 	Engine *expression.Engine
-	// Clock tells the time recorded in status; nil means the real clock.
+	// Clock is every time the reconciler reads: the time recorded in status,
+	// how long its own writes are believed, evaluation durations; nil means
+	// the real clock.
 	Clock clock.PassiveClock
 	// Metrics records the space's metrics; nil records none.
 	Metrics *metrics.Space
@@ -123,7 +125,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 
 		var action rollout.Action
 		if err := r.planning.plan(ctx, func() {
-			action = rollout.Plan(snap, r.Engine, rollout.WithDeletionWarningAfter(r.DeletionWarningAfter))
+			action = rollout.Plan(snap, r.Engine, rollout.WithDeletionWarningAfter(r.DeletionWarningAfter), rollout.WithClock(r.clock()))
 		}); err != nil {
 			return reconcile.Result{}, err
 		}
@@ -134,7 +136,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 			// create is looked at again once that view expires: its events
 			// may have come and gone already.
 			wait := rollout.Earliest(requeueWhileWaiting, action.RequeueAfter)
-			return reconcile.Result{RequeueAfter: rollout.Earliest(wait, r.ownBPs.believedFor(snap.Policy, time.Now()))}, nil
+			return reconcile.Result{RequeueAfter: rollout.Earliest(wait, r.ownBPs.believedFor(snap.Policy, r.clock().Now()))}, nil
 		}
 		logger.Info("Making a change", "action", action.Type, "why", action.Why, "step", step)
 		written, err := r.apply(ctx, snap.Policy, action)
@@ -161,6 +163,14 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{RequeueAfter: rollout.Earliest(requeueAfterChange, action.RequeueAfter)}, nil
 		}
 	}
+}
+
+// clock returns the reconciler's clock, the real one unless Clock is set.
+func (r *Reconciler) clock() clock.PassiveClock {
+	if r.Clock == nil {
+		return clock.RealClock{}
+	}
+	return r.Clock
 }
 
 // entersStage reports whether action is a status write that enters a stage:
@@ -217,17 +227,14 @@ func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*r
 		return nil, fmt.Errorf("reading StagedBindingPolicy %s: %w", key.Name, err)
 	}
 	policy = r.own.freshest(policy)
-	now := time.Now()
-	if r.Clock != nil {
-		now = r.Clock.Now()
-	}
+	now := r.clock().Now()
 	snap := &rollout.Snapshot{Policy: policy, Now: metav1.NewTime(now.Truncate(time.Second))}
 
 	owned := &ksv1alpha1.BindingPolicyList{}
 	if err := r.Client.List(ctx, owned, r.labelled(byPolicy, policy.Name)); err != nil {
 		return nil, fmt.Errorf("listing BindingPolicies of %s: %w", policy.Name, err)
 	}
-	seen := time.Now()
+	seen := r.clock().Now()
 	snap.BindingPolicies = r.ownBPs.viewList(owned.Items, policy, seen)
 
 	approvals := &v1alpha1.StageApprovalList{}
@@ -296,7 +303,7 @@ func (r *Reconciler) apply(ctx context.Context, policy *v1alpha1.StagedBindingPo
 		if err := r.Client.Create(ctx, action.BindingPolicy); err != nil {
 			return nil, err
 		}
-		r.ownBPs.recordCreate(action.BindingPolicy, time.Now())
+		r.ownBPs.recordCreate(action.BindingPolicy, r.clock().Now())
 		return nil, nil
 	case rollout.ActionUpdateBindingPolicy:
 		return nil, r.Client.Update(ctx, action.BindingPolicy)
@@ -304,7 +311,7 @@ func (r *Reconciler) apply(ctx context.Context, policy *v1alpha1.StagedBindingPo
 		if err := client.IgnoreNotFound(r.Client.Delete(ctx, action.BindingPolicy, client.Preconditions{UID: &action.BindingPolicy.UID})); err != nil {
 			return nil, err
 		}
-		r.ownBPs.recordDelete(action.BindingPolicy.UID, time.Now())
+		r.ownBPs.recordDelete(action.BindingPolicy.UID, r.clock().Now())
 		return nil, nil
 	case rollout.ActionCreateStageApproval:
 		return nil, r.Client.Create(ctx, action.StageApproval)
