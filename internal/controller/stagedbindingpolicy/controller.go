@@ -205,12 +205,12 @@ func bindingPolicyEvents() handler.TypedEventHandler[*ksv1alpha1.BindingPolicy, 
 		return policyOf(bp.Labels)
 	})
 	return handler.TypedFuncs[*ksv1alpha1.BindingPolicy, reconcile.Request]{
-		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[*ksv1alpha1.BindingPolicy], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			mapped.Create(ctx, e, atLowPriority(q))
+		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[*ksv1alpha1.BindingPolicy], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(q, ptr.To(handler.LowPriority), policyOf(e.Object.Labels)...)
 		},
 		UpdateFunc: mapped.Update,
-		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[*ksv1alpha1.BindingPolicy], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			mapped.Delete(ctx, e, atLowPriority(q))
+		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[*ksv1alpha1.BindingPolicy], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(q, ptr.To(handler.LowPriority), policyOf(e.Object.Labels)...)
 		},
 		GenericFunc: mapped.Generic,
 	}
@@ -231,53 +231,32 @@ const AssessmentPriority = 100
 // all of them (on 10 workers, seconds). The rest, and every deletion, queue
 // at the default priority.
 func combinedStatusEvents(reader client.Reader) handler.TypedEventHandler[*ksv1alpha1.CombinedStatus, reconcile.Request] {
-	// enqueue queues the policy of cs at the priority that priority
-	// gives it (nil is the default).
-	enqueue := func(ctx context.Context, cs *ksv1alpha1.CombinedStatus, q workqueue.TypedRateLimitingInterface[reconcile.Request],
-		priority func(policy reconcile.Request, bindingPolicy string) *int) {
+	// queue queues the policy of cs: at AssessmentPriority when the event
+	// changed cs and cs reports on the stage the rollout is in; otherwise
+	// at the queue's default, which handler.TypedFuncs lowers to
+	// handler.LowPriority for the cache's initial list and resyncs.
+	queue := func(ctx context.Context, cs *ksv1alpha1.CombinedStatus, changed bool, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		bindingPolicy := cs.Labels[rollout.StatusLabelBindingPolicy]
 		for _, req := range policyOfBindingPolicy(ctx, reader, bindingPolicy) {
-			if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
-				pq.AddWithOpts(priorityqueue.AddOpts{Priority: priority(req, bindingPolicy)}, req)
-			} else {
-				q.Add(req)
+			var priority *int
+			if changed && assesses(ctx, reader, req, bindingPolicy) {
+				priority = ptr.To(AssessmentPriority)
 			}
+			enqueue(q, priority, req)
 		}
 	}
-	// changed queues a rollout in the stage that cs reports on at
-	// AssessmentPriority.
-	changed := func(ctx context.Context) func(reconcile.Request, string) *int {
-		return func(req reconcile.Request, bindingPolicy string) *int {
-			if assesses(ctx, reader, req, bindingPolicy) {
-				return ptr.To(AssessmentPriority)
-			}
-			return nil
-		}
-	}
-	// unchanged is for the cache's initial list and resyncs, as
-	// controller-runtime's own handlers queue them.
-	unchanged := func(reconcile.Request, string) *int { return ptr.To(handler.LowPriority) }
-	byDefault := func(reconcile.Request, string) *int { return nil }
 	return handler.TypedFuncs[*ksv1alpha1.CombinedStatus, reconcile.Request]{
 		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[*ksv1alpha1.CombinedStatus], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			if e.IsInInitialList {
-				enqueue(ctx, e.Object, q, unchanged)
-				return
-			}
-			enqueue(ctx, e.Object, q, changed(ctx))
+			queue(ctx, e.Object, !e.IsInInitialList, q)
 		},
 		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[*ksv1alpha1.CombinedStatus], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			if e.ObjectOld.GetResourceVersion() == e.ObjectNew.GetResourceVersion() {
-				enqueue(ctx, e.ObjectNew, q, unchanged)
-				return
-			}
-			enqueue(ctx, e.ObjectNew, q, changed(ctx))
+			queue(ctx, e.ObjectNew, e.ObjectOld.GetResourceVersion() != e.ObjectNew.GetResourceVersion(), q)
 		},
 		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[*ksv1alpha1.CombinedStatus], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, e.Object, q, byDefault)
+			queue(ctx, e.Object, false, q)
 		},
 		GenericFunc: func(ctx context.Context, e event.TypedGenericEvent[*ksv1alpha1.CombinedStatus], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, e.Object, q, byDefault)
+			queue(ctx, e.Object, false, q)
 		},
 	}
 }
@@ -314,35 +293,18 @@ func assesses(ctx context.Context, reader client.Reader, req reconcile.Request, 
 	return rollout.HandedOver(policy, next, active)
 }
 
-// atLowPriority returns q adding at handler.LowPriority what is added
-// without a priority, when q is a priority queue (controller-runtime's
-// default), and q itself otherwise.
-func atLowPriority(q workqueue.TypedRateLimitingInterface[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+// enqueue adds reqs to q at priority when q is a priority queue
+// (controller-runtime's default), and plainly otherwise. A nil priority is the
+// queue's default, which handler.TypedFuncs sets for the event.
+func enqueue(q workqueue.TypedRateLimitingInterface[reconcile.Request], priority *int, reqs ...reconcile.Request) {
 	pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request])
-	if !ok {
-		return q
+	for _, req := range reqs {
+		if ok {
+			pq.AddWithOpts(priorityqueue.AddOpts{Priority: priority}, req)
+		} else {
+			q.Add(req)
+		}
 	}
-	return lowPriorityQueue{pq}
-}
-
-// lowPriorityQueue is a priority queue whose additions default to
-// handler.LowPriority.
-type lowPriorityQueue struct {
-	priorityqueue.PriorityQueue[reconcile.Request]
-}
-
-// Add adds item at handler.LowPriority.
-func (q lowPriorityQueue) Add(item reconcile.Request) {
-	q.AddWithOpts(priorityqueue.AddOpts{}, item)
-}
-
-// AddWithOpts adds items with o, at handler.LowPriority unless o sets a
-// priority.
-func (q lowPriorityQueue) AddWithOpts(o priorityqueue.AddOpts, items ...reconcile.Request) {
-	if o.Priority == nil {
-		o.Priority = ptr.To(handler.LowPriority)
-	}
-	q.PriorityQueue.AddWithOpts(o, items...)
 }
 
 // statusOnly reports whether an update of a policy changed nothing that
