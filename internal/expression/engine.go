@@ -15,18 +15,18 @@
 package expression
 
 import (
-	"container/list"
 	"errors"
 	"fmt"
 	"math"
 	"reflect"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/ext"
+	"golang.org/x/sync/singleflight"
+	"k8s.io/utils/lru"
 )
 
 // Kind says which of the two expression roles an expression plays.
@@ -207,10 +207,8 @@ type Engine struct {
 	conversions  *conversions
 	regex        *regexGuard
 
-	mu       sync.Mutex
-	lru      *list.List // of *cacheEntry, most recently used first
-	entries  map[cacheKey]*list.Element
-	inflight map[cacheKey]*compileCall
+	programs *lru.Cache         // of cacheKey to *cacheEntry
+	inflight singleflight.Group // concurrent compilations of one key share one
 }
 
 type cacheKey struct {
@@ -219,15 +217,6 @@ type cacheKey struct {
 }
 
 type cacheEntry struct {
-	key  cacheKey
-	prog *Program
-	err  error
-}
-
-// compileCall lets concurrent Compile calls for the same key share one
-// compilation.
-type compileCall struct {
-	done chan struct{}
 	prog *Program
 	err  error
 }
@@ -288,9 +277,7 @@ func NewEngine(opts ...Option) (*Engine, error) {
 		conditionCharges: conditionCharges,
 		conversions:      newConversions(cfg.conversionCache, cfg.conversionBytes),
 		regex:            regex,
-		lru:              list.New(),
-		entries:          make(map[cacheKey]*list.Element),
-		inflight:         make(map[cacheKey]*compileCall),
+		programs:         lru.New(cfg.cacheSize),
 	}, nil
 }
 
@@ -325,36 +312,22 @@ func (e *Engine) Compile(kind Kind, source string) (*Program, error) {
 		return nil, newError(kind, source, ReasonCompileError, errors.New("expression is empty"))
 	}
 	key := cacheKey{kind: kind, source: source}
-
-	e.mu.Lock()
-	if elem, ok := e.entries[key]; ok {
-		e.lru.MoveToFront(elem)
-		entry := elem.Value.(*cacheEntry)
-		e.mu.Unlock()
+	if cached, ok := e.programs.Get(key); ok {
+		entry := cached.(*cacheEntry)
 		return entry.prog, entry.err
 	}
-	if call, ok := e.inflight[key]; ok {
-		e.mu.Unlock()
-		<-call.done
-		return call.prog, call.err
-	}
-	call := &compileCall{done: make(chan struct{})}
-	e.inflight[key] = call
-	e.mu.Unlock()
-
-	call.prog, call.err = e.compile(kind, source)
-
-	e.mu.Lock()
-	delete(e.inflight, key)
-	e.entries[key] = e.lru.PushFront(&cacheEntry{key: key, prog: call.prog, err: call.err})
-	for e.lru.Len() > e.cacheSize {
-		oldest := e.lru.Back()
-		e.lru.Remove(oldest)
-		delete(e.entries, oldest.Value.(*cacheEntry).key)
-	}
-	e.mu.Unlock()
-	close(call.done)
-	return call.prog, call.err
+	// The flight's key is the cache key as one string: kind has no NUL.
+	shared, _, _ := e.inflight.Do(string(kind)+"\x00"+source, func() (any, error) {
+		if cached, ok := e.programs.Get(key); ok { // compiled while this call waited
+			return cached, nil
+		}
+		entry := &cacheEntry{}
+		entry.prog, entry.err = e.compile(kind, source)
+		e.programs.Add(key, entry)
+		return entry, nil
+	})
+	entry := shared.(*cacheEntry)
+	return entry.prog, entry.err
 }
 
 // Compilations returns how many compilations the Engine has actually

@@ -333,6 +333,29 @@ func TestCache(t *testing.T) {
 			t.Errorf("Source(), Kind() = %q, %q", p1.Source(), p1.Kind())
 		}
 	})
+	t.Run("concurrent compiles of one source share one compilation", func(t *testing.T) {
+		e := newEngine(t)
+		programs := make([]*Program, 16)
+		var wg sync.WaitGroup
+		for i := range programs {
+			wg.Go(func() {
+				p, err := e.Compile(KindCondition, seedCondition)
+				if err != nil {
+					t.Error(err)
+				}
+				programs[i] = p
+			})
+		}
+		wg.Wait()
+		if n := e.Compilations(); n != 1 {
+			t.Errorf("Compilations() = %d, want 1", n)
+		}
+		for _, p := range programs {
+			if p != programs[0] {
+				t.Fatal("concurrent Compile calls returned different programs")
+			}
+		}
+	})
 	t.Run("compile errors are cached", func(t *testing.T) {
 		e := newEngine(t)
 		_, err1 := e.Compile(KindFilter, "(")
