@@ -27,21 +27,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/kcp-dev/multicluster-provider/apiexport"
 	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
-
-	"github.com/kcp-dev/multicluster-provider/apiexport"
 )
 
 const (
@@ -134,24 +135,23 @@ func (p *Provider) IndexField(ctx context.Context, obj client.Object, field stri
 func (p *Provider) SpaceName(ctx context.Context, id multicluster.ClusterName, cl cluster.Cluster) multicluster.ClusterName {
 	ctx, cancel := context.WithTimeout(ctx, p.pathTimeout)
 	defer cancel()
-	delay := 50 * time.Millisecond
-	for {
-		path, err := p.pathOf(ctx, cl)
-		if err == nil && path != "" {
-			return multicluster.ClusterName(path)
+	var path string
+	lastErr := errors.New("not read before the timeout")
+	// Doubling from 50 ms, then every second, until the path or the timeout.
+	retry := wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Cap: time.Second, Steps: math.MaxInt32}
+	_ = retry.DelayFunc().Until(ctx, true, false, func(ctx context.Context) (bool, error) {
+		path, lastErr = p.pathOf(ctx, cl)
+		if lastErr == nil && path == "" {
+			lastErr = errors.New("no " + PathAnnotation + " annotation")
 		}
-		if err == nil {
-			err = errors.New("no " + PathAnnotation + " annotation")
-		}
-		select {
-		case <-ctx.Done():
-			p.log.Info("Naming the space after its logical cluster ID: cannot read its workspace path (is the logicalclusters claim accepted?)",
-				"space", id, "error", err.Error())
-			return id
-		case <-time.After(delay):
-		}
-		delay = min(2*delay, time.Second)
+		return lastErr == nil, nil
+	})
+	if lastErr != nil {
+		p.log.Info("Naming the space after its logical cluster ID: cannot read its workspace path (is the logicalclusters claim accepted?)",
+			"space", id, "error", lastErr.Error())
+		return id
 	}
+	return multicluster.ClusterName(path)
 }
 
 // namingAware engages logical clusters under their space names, and keeps
