@@ -49,12 +49,17 @@ const releaseTimeout = 5 * time.Second
 // named <prefix>-<replica>, renews it every renew for duration, and counts
 // as peers the replicas whose Lease has not expired.
 //
-// multicluster-runtime v0.24.1's own registry gives every peer Lease 30 s,
-// whatever the fences' duration: a killed replica keeps its share of the
-// hash, and so its spaces, for up to 30 s after their fences expire. Given
-// the fences' duration, a killed replica's spaces move once both expire.
-// A replica that stops deletes its Lease, so that its peers take its spaces
-// at once.
+// It is a fork of multicluster-runtime v0.24.1's leaseRegistry
+// (pkg/manager/coordinator/sharded/peers/registry.go). That registry gives
+// every peer Lease 30 s and renews every 10 s, whatever the fences'
+// duration (sharded.WithLeaseTimings): a killed replica keeps its share of
+// the hash, and so its spaces, for up to 30 s after their fences expire.
+// The fork differs in four ways: the duration and renewal are the fences';
+// a stopping replica deletes its Lease, so that its peers take its spaces
+// at once; a peer's Lease is believed for at most this replica's duration
+// (alive); errors are returned wrapped and logged at error level.
+// docs/proposals/peer-registry-timings.md proposes the upstream change that
+// would retire the fork.
 type PeerRegistry struct {
 	client          client.Client
 	namespace       string
