@@ -17,12 +17,8 @@ package providers
 import (
 	"context"
 	"fmt"
-	"sort"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubestellar/workload-stager/providers/kcp"
@@ -75,37 +71,21 @@ func discover(ctx context.Context, kind string, o *Options, hosting client.Reade
 	case KindSingle:
 		return []Space{{Name: o.SingleName, Config: hostingConfig}}, nil
 	case KindKubeconfig:
-		secrets := &corev1.SecretList{}
-		if err := hosting.List(ctx, secrets, client.InNamespace(o.KubeconfigNamespace), client.MatchingLabels{o.KubeconfigLabel: "true"}); err != nil {
-			return nil, fmt.Errorf("listing the kubeconfig Secrets of namespace %s: %w", o.KubeconfigNamespace, err)
+		found, err := kubeconfig.Discover(ctx, hosting, o.Kubeconfig)
+		if err != nil {
+			return nil, err
 		}
-		policy := o.KubeconfigPolicy()
-		spaces := make([]Space, 0, len(secrets.Items))
-		for _, secret := range secrets.Items {
-			space := Space{Name: secret.Name}
-			raw := secret.Data[o.KubeconfigKey]
-			if len(raw) == 0 {
-				space.Problem = fmt.Sprintf("no kubeconfig under key %q", o.KubeconfigKey)
-			} else if cfg, err := policy.RESTConfig(raw); err != nil {
-				space.Problem = fmt.Sprintf("%s: %v", kubeconfig.ReasonOf(err), err)
-			} else {
-				space.Config = cfg
-			}
-			spaces = append(spaces, space)
+		spaces := make([]Space, 0, len(found))
+		for _, f := range found {
+			spaces = append(spaces, Space{Name: f.Name, Config: f.Config, Problem: f.Problem})
 		}
-		sort.Slice(spaces, func(i, j int) bool { return spaces[i].Name < spaces[j].Name })
 		return spaces, nil
 	case KindKubeFlex:
-		selector, err := labels.Parse(o.KubeFlexSelector)
+		opts, err := o.KubeFlex.Options(o.Kubeconfig.Policy())
 		if err != nil {
-			return nil, fmt.Errorf("--kubeflex-selector: %w", err)
+			return nil, err
 		}
-		found, err := kubeflex.Discover(ctx, hosting, kubeflex.Options{
-			Selector:         selector,
-			InCluster:        o.kubeFlexInCluster(),
-			SecretNamespaces: o.KubeFlexSecretNamespaces,
-			Policy:           o.KubeconfigPolicy(),
-		})
+		found, err := kubeflex.Discover(ctx, hosting, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -119,14 +99,11 @@ func discover(ctx context.Context, kind string, o *Options, hosting client.Reade
 		}
 		return spaces, nil
 	case KindKCP:
-		cfg := hostingConfig
-		if o.KCPKubeconfig != "" {
-			var err error
-			if cfg, err = clientcmd.BuildConfigFromFlags("", o.KCPKubeconfig); err != nil {
-				return nil, fmt.Errorf("reading --kcp-kubeconfig %s: %w", o.KCPKubeconfig, err)
-			}
+		cfg, err := o.KCP.Config(hostingConfig)
+		if err != nil {
+			return nil, err
 		}
-		found, err := kcp.Discover(ctx, cfg, o.KCPEndpointSlice)
+		found, err := kcp.Discover(ctx, cfg, o.KCP.EndpointSlice)
 		if err != nil {
 			return nil, err
 		}

@@ -36,22 +36,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
-	mcrkubeconfig "sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
 	"sigs.k8s.io/multicluster-runtime/providers/multi"
 	"sigs.k8s.io/multicluster-runtime/providers/single"
 
@@ -78,62 +74,34 @@ const (
 // kinds are the valid kinds, in the order the flag's help lists them.
 var kinds = []string{KindKubeconfig, KindKubeFlex, KindSingle, KindKCP}
 
-// Defaults of the flags.
-const (
-	// DefaultKubeconfigNamespace is where kubeconfig Secrets are looked for.
-	DefaultKubeconfigNamespace = "kubestellar-stager"
-	// DefaultSingleName is the space name of the hosting cluster in single mode.
-	DefaultSingleName = "local"
-)
+// DefaultSingleName is the space name of the hosting cluster with provider single.
+const DefaultSingleName = "local"
 
-// Options are the provider flags.
+// Options are the provider flags: --provider and --single-space-name here,
+// and each provider's own flags in its package.
 type Options struct {
-	// Kind is one kind of provider (KindKubeconfig, KindSingle, KindKCP) or
-	// several, separated by commas.
+	// Kind is one kind of provider (KindKubeconfig, KindKubeFlex,
+	// KindSingle, KindKCP) or several, separated by commas.
 	Kind string
-	// KubeconfigNamespace is the namespace of the kubeconfig Secrets.
-	KubeconfigNamespace string
-	// KubeconfigLabel is the label (with value "true") that marks a kubeconfig Secret.
-	KubeconfigLabel string
-	// KubeconfigKey is the key of the kubeconfig in a Secret's data.
-	KubeconfigKey string
-	// SingleName is the space name of the hosting cluster in single mode.
+	// SingleName is the space name of the hosting cluster with KindSingle.
 	SingleName string
-	// KCPKubeconfig is the kubeconfig file of the kcp workspace holding the
-	// stager's APIExport; empty means the hosting cluster's.
-	KCPKubeconfig string
-	// KCPEndpointSlice is the APIExportEndpointSlice of the stager's APIExport.
-	KCPEndpointSlice string
-	// InsecureKubeconfigExec lets kubeconfig Secrets run exec credential
-	// plugins inside the stager.
-	InsecureKubeconfigExec bool
-	// InsecureKubeconfigTLS lets kubeconfig Secrets skip the verification of
-	// the server's certificate, or use plain http servers.
-	InsecureKubeconfigTLS bool
-	// KubeFlexSelector selects the ControlPlanes that are spaces.
-	KubeFlexSelector string
-	// KubeFlexKubeconfigKey chooses the Secret key of a ControlPlane's
-	// kubeconfig: "in-cluster", "external", or "auto" (in-cluster inside a pod).
-	KubeFlexKubeconfigKey string
-	// KubeFlexSecretNamespaces, when not empty, are the only namespaces whose
-	// Secrets a ControlPlane may name.
-	KubeFlexSecretNamespaces []string
-	// KubeFlexResync is how often an engaged ControlPlane's Secret is read again.
-	KubeFlexResync time.Duration
+	// Kubeconfig are the kubeconfig provider's flags, and the guard's that
+	// every provider reaching a space by kubeconfig applies.
+	Kubeconfig *kubeconfig.Flags
+	// KubeFlex are the KubeFlex provider's flags.
+	KubeFlex *kubeflex.Flags
+	// KCP are the kcp provider's flags.
+	KCP *kcp.Flags
 }
 
 // NewOptions returns Options with their defaults.
 func NewOptions() *Options {
 	return &Options{
-		Kind:                  KindKubeconfig,
-		KubeconfigNamespace:   DefaultKubeconfigNamespace,
-		KubeconfigLabel:       mcrkubeconfig.DefaultKubeconfigSecretLabel,
-		KubeconfigKey:         mcrkubeconfig.DefaultKubeconfigSecretKey,
-		SingleName:            DefaultSingleName,
-		KCPEndpointSlice:      kcp.DefaultEndpointSlice,
-		KubeFlexSelector:      kubeflex.DefaultSelector,
-		KubeFlexKubeconfigKey: "auto",
-		KubeFlexResync:        kubeflex.DefaultResync,
+		Kind:       KindKubeconfig,
+		SingleName: DefaultSingleName,
+		Kubeconfig: kubeconfig.NewFlags(),
+		KubeFlex:   kubeflex.NewFlags(),
+		KCP:        kcp.NewFlags(),
 	}
 }
 
@@ -153,40 +121,16 @@ func (o *Options) Has(kind string) bool {
 	return slices.Contains(o.Kinds(), kind)
 }
 
-// AddFlags registers the provider flags.
+// AddFlags registers the provider flags: the stager's and the plugin's are
+// the same.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kind, "provider", o.Kind,
-		`how spaces are found: "kubeconfig" (one space per labelled kubeconfig Secret in the hosting cluster), "kubeflex" (one space per Ready KubeFlex ControlPlane of the hosting cluster that --kubeflex-selector selects), "single" (the hosting cluster is the only space) or "kcp" (one space per kcp workspace bound to the stager's APIExport); several, separated by commas, serve together with space names prefixed by "<provider>#"`)
-	fs.StringVar(&o.KubeconfigNamespace, "kubeconfig-namespace", o.KubeconfigNamespace,
-		"namespace of the hosting cluster holding the kubeconfig Secrets of the spaces")
-	fs.StringVar(&o.KubeconfigLabel, "kubeconfig-label", o.KubeconfigLabel,
-		`label that marks a Secret as a space's kubeconfig (its value must be "true"); the space is named after the Secret`)
-	fs.StringVar(&o.KubeconfigKey, "kubeconfig-key", o.KubeconfigKey,
-		"key of the kubeconfig in a space Secret's data")
-	fs.BoolVar(&o.InsecureKubeconfigExec, "insecure-kubeconfig-exec", o.InsecureKubeconfigExec,
-		"let kubeconfig Secrets run exec credential plugins inside the stager: whoever can write a Secret in --kubeconfig-namespace can then run any command as the stager")
-	fs.BoolVar(&o.InsecureKubeconfigTLS, "insecure-kubeconfig-tls", o.InsecureKubeconfigTLS,
-		"let kubeconfig Secrets use insecure-skip-tls-verify or plain http servers")
+		`how spaces are found: "kubeconfig", "kubeflex", "single" or "kcp", or several separated by commas (README, "Running it")`)
 	fs.StringVar(&o.SingleName, "single-space-name", o.SingleName,
 		"name of the hosting cluster's space with --provider=single")
-	fs.StringVar(&o.KCPKubeconfig, "kcp-kubeconfig", o.KCPKubeconfig,
-		"kubeconfig of the kcp workspace holding the stager's APIExport and its endpoint slice (default: the hosting cluster's)")
-	fs.StringVar(&o.KCPEndpointSlice, "kcp-apiexport-endpointslice", o.KCPEndpointSlice,
-		"name of the APIExportEndpointSlice of the stager's APIExport, in the --kcp-kubeconfig workspace")
-	fs.StringVar(&o.KubeFlexSelector, "kubeflex-selector", o.KubeFlexSelector,
-		"label selector of the KubeFlex ControlPlanes that are spaces, with --provider=kubeflex")
-	fs.StringVar(&o.KubeFlexKubeconfigKey, "kubeflex-kubeconfig-key", o.KubeFlexKubeconfigKey,
-		`which kubeconfig of a ControlPlane's Secret to use: "in-cluster" (status.secretRef.inClusterKey), "external" (status.secretRef.key), or "auto" (in-cluster when the stager runs in a pod)`)
-	fs.StringSliceVar(&o.KubeFlexSecretNamespaces, "kubeflex-secret-namespaces", o.KubeFlexSecretNamespaces,
-		"the only namespaces whose Secrets a ControlPlane may name (default: any; the stager then needs get on Secrets cluster-wide)")
-	fs.DurationVar(&o.KubeFlexResync, "kubeflex-resync", o.KubeFlexResync,
-		"how often an engaged ControlPlane's Secret is read again, so that a rotated kubeconfig takes over")
-}
-
-// kubeFlexInCluster reports whether a ControlPlane's in-cluster kubeconfig
-// is used: asked for, or "auto" inside a pod.
-func (o *Options) kubeFlexInCluster() bool {
-	return o.KubeFlexKubeconfigKey == "in-cluster" || o.KubeFlexKubeconfigKey == "auto" && os.Getenv("KUBERNETES_SERVICE_HOST") != ""
+	o.Kubeconfig.AddFlags(fs)
+	o.KubeFlex.AddFlags(fs)
+	o.KCP.AddFlags(fs)
 }
 
 // Validate reports flags that cannot work together.
@@ -209,30 +153,15 @@ func (o *Options) Validate() error {
 		seen[kind] = true
 		switch kind {
 		case KindKubeconfig:
-			if o.KubeconfigNamespace == "" {
-				errs = append(errs, errors.New("--kubeconfig-namespace must not be empty"))
-			}
-			if o.KubeconfigLabel == "" {
-				errs = append(errs, errors.New("--kubeconfig-label must not be empty"))
-			}
-			if o.KubeconfigKey == "" {
-				errs = append(errs, errors.New("--kubeconfig-key must not be empty"))
-			}
+			errs = append(errs, o.Kubeconfig.Validate())
 		case KindSingle:
 			if o.SingleName == "" {
 				errs = append(errs, errors.New("--single-space-name must not be empty"))
 			}
 		case KindKCP:
-			if o.KCPEndpointSlice == "" {
-				errs = append(errs, errors.New("--kcp-apiexport-endpointslice must not be empty"))
-			}
+			errs = append(errs, o.KCP.Validate())
 		case KindKubeFlex:
-			if _, err := labels.Parse(o.KubeFlexSelector); err != nil || o.KubeFlexSelector == "" {
-				errs = append(errs, fmt.Errorf("--kubeflex-selector must be a non-empty label selector: %q", o.KubeFlexSelector))
-			}
-			if !slices.Contains([]string{"auto", "in-cluster", "external"}, o.KubeFlexKubeconfigKey) {
-				errs = append(errs, fmt.Errorf(`--kubeflex-kubeconfig-key must be "auto", "in-cluster" or "external", not %q`, o.KubeFlexKubeconfigKey))
-			}
+			errs = append(errs, o.KubeFlex.Validate())
 		}
 	}
 	if seen[KindSingle] && seen[KindKubeconfig] {
@@ -243,59 +172,41 @@ func (o *Options) Validate() error {
 	return errors.Join(errs...)
 }
 
+// HostingNamespace is the namespace of the hosting cluster that the
+// providers already use, for the stager's Leases where no flag or pod names
+// one: the kubeconfig Secrets'. It reports false when no provider has one.
+func (o *Options) HostingNamespace() (string, bool) {
+	if o.Has(KindKubeconfig) {
+		return o.Kubeconfig.Namespace, true
+	}
+	return "", false
+}
+
 // HostingCacheOptions narrows the hosting cluster's cache to what the provider
 // reads there: with kubeconfig Secrets, only the labelled Secrets of their
-// namespace, screened by the kubeconfig policy (kubeconfig.Policy.Screen). spaceCache is the cache configuration of a space, used as is
-// when the hosting cluster is itself the space.
+// namespace, screened by the kubeconfig policy (kubeconfig.Policy.Screen).
+// spaceCache is the cache configuration of a space, used as is when the
+// hosting cluster is itself the space.
 func (o *Options) HostingCacheOptions(spaceCache cache.Options) cache.Options {
 	if !o.Has(KindKubeconfig) {
 		return spaceCache
 	}
+	k := o.Kubeconfig
 	return cache.Options{
-		DefaultNamespaces: map[string]cache.Config{o.KubeconfigNamespace: {}},
+		DefaultNamespaces: map[string]cache.Config{k.Namespace: {}},
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{o.KubeconfigLabel: "true"}),
-				Transform: o.KubeconfigPolicy().Screen(o.KubeconfigKey)},
+			&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{k.Label: "true"}),
+				Transform: k.Policy().Screen(k.Key)},
 		},
 		DefaultTransform: cache.TransformStripManagedFields(),
 	}
 }
 
-// SharesCaches reports whether the space's cluster serves from caches its
-// provider shares among spaces (kcp's wildcard informers), which a space's
-// own fresh caches would duplicate. The space is named as the provider
-// engaged it.
-func (o *Options) SharesCaches(space string) bool {
-	kinds := o.Kinds()
-	if len(kinds) == 1 {
-		return kinds[0] == KindKCP
-	}
-	return strings.HasPrefix(space, KindKCP+Separator)
-}
-
-// KubeconfigPolicy is what kubeconfig Secrets may use, as the flags say.
-func (o *Options) KubeconfigPolicy() kubeconfig.Policy {
-	return kubeconfig.Policy{AllowExec: o.InsecureKubeconfigExec, AllowInsecureTLS: o.InsecureKubeconfigTLS}
-}
-
-// AddKubeconfigAuditor adds to the hosting cluster's manager the Auditor that
-// reports every kubeconfig Secret the provider refuses (an Event on the
-// Secret, a log line, and a metric). It does nothing unless kubeconfig
-// Secrets are a selected provider.
-func (o *Options) AddKubeconfigAuditor(hosting manager.Manager) error {
-	if !o.Has(KindKubeconfig) {
-		return nil
-	}
-	auditor := &kubeconfig.Auditor{
-		Client:    hosting.GetClient(),
-		Recorder:  hosting.GetEventRecorder("workload-stager"),
-		Policy:    o.KubeconfigPolicy(),
-		Namespace: o.KubeconfigNamespace,
-		Label:     o.KubeconfigLabel,
-		Key:       o.KubeconfigKey,
-	}
-	if err := auditor.SetupWithManager(hosting); err != nil {
-		return fmt.Errorf("setting up the kubeconfig auditor: %w", err)
+// HostingObjects are the kinds the providers read from the hosting
+// cluster's cache, which a replica keeps warm whether it serves or not.
+func (o *Options) HostingObjects() []client.Object {
+	if o.Has(KindKubeconfig) {
+		return []client.Object{&corev1.Secret{}}
 	}
 	return nil
 }
@@ -307,11 +218,30 @@ type Provider interface {
 	SetupWithManager(ctx context.Context, mgr mcmanager.Manager) error
 }
 
-// New builds the provider chosen by the options. hosting is the manager of
-// the hosting cluster, whose scheme is every space's (with kcp.AddToScheme
-// applied for the kcp provider); spaceOptions configure the cluster of every
-// space engaged through a kubeconfig Secret (scheme, cache).
-func New(o *Options, hosting manager.Manager, spaceOptions ...cluster.Option) (Provider, error) {
+// Built is the provider the options chose, set up in the hosting cluster.
+type Built struct {
+	Provider
+	kinds []string
+}
+
+// SharesCaches reports whether the space's cluster serves from caches its
+// provider shares among spaces (kcp's wildcard informers), which a space's
+// own fresh caches would duplicate. The space is named as the provider
+// engaged it.
+func (b *Built) SharesCaches(space string) bool {
+	if len(b.kinds) == 1 {
+		return b.kinds[0] == KindKCP
+	}
+	return strings.HasPrefix(space, KindKCP+Separator)
+}
+
+// New builds the provider chosen by the options, and adds to hosting what
+// the chosen providers run there (the Auditor that reports refused kubeconfig
+// Secrets). hosting is the manager of the hosting cluster, whose scheme is
+// every space's (with kcp.AddToScheme applied for the kcp provider);
+// spaceOptions configure the cluster of every space engaged through a
+// kubeconfig (scheme, cache).
+func New(o *Options, hosting manager.Manager, spaceOptions ...cluster.Option) (*Built, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -324,8 +254,11 @@ func New(o *Options, hosting manager.Manager, spaceOptions ...cluster.Option) (P
 		}
 		built = append(built, p)
 	}
+	if err := o.addKubeconfigAuditor(hosting); err != nil {
+		return nil, err
+	}
 	if len(built) == 1 {
-		return built[0], nil
+		return &Built{Provider: built[0], kinds: selected}, nil
 	}
 	m := &multiProvider{Provider: multi.New(multi.Options{Separator: Separator}), kinds: selected, providers: built}
 	for i, kind := range selected {
@@ -333,7 +266,30 @@ func New(o *Options, hosting manager.Manager, spaceOptions ...cluster.Option) (P
 			return nil, fmt.Errorf("adding the %s provider: %w", kind, err)
 		}
 	}
-	return m, nil
+	return &Built{Provider: m, kinds: selected}, nil
+}
+
+// addKubeconfigAuditor adds to the hosting cluster's manager the Auditor that
+// reports every kubeconfig Secret the provider refuses (an Event on the
+// Secret, a log line, and a metric), when kubeconfig Secrets are a selected
+// provider.
+func (o *Options) addKubeconfigAuditor(hosting manager.Manager) error {
+	if !o.Has(KindKubeconfig) {
+		return nil
+	}
+	k := o.Kubeconfig
+	auditor := &kubeconfig.Auditor{
+		Client:    hosting.GetClient(),
+		Recorder:  hosting.GetEventRecorder("workload-stager"),
+		Policy:    k.Policy(),
+		Namespace: k.Namespace,
+		Label:     k.Label,
+		Key:       k.Key,
+	}
+	if err := auditor.SetupWithManager(hosting); err != nil {
+		return fmt.Errorf("setting up the kubeconfig auditor: %w", err)
+	}
+	return nil
 }
 
 // newProvider builds the provider of one kind.
@@ -342,39 +298,23 @@ func newProvider(kind string, o *Options, hosting manager.Manager, spaceOptions 
 	case KindSingle:
 		return &singleProvider{Provider: single.New(multicluster.ClusterName(o.SingleName), hosting)}, nil
 	case KindKubeFlex:
-		selector, err := labels.Parse(o.KubeFlexSelector)
+		opts, err := o.KubeFlex.Options(o.Kubeconfig.Policy(), spaceOptions...)
 		if err != nil {
-			return nil, fmt.Errorf("--kubeflex-selector: %w", err)
+			return nil, err
 		}
-		return kubeflex.New(kubeflex.Options{
-			Selector:         selector,
-			InCluster:        o.kubeFlexInCluster(),
-			SecretNamespaces: o.KubeFlexSecretNamespaces,
-			Policy:           o.KubeconfigPolicy(),
-			ClusterOptions:   spaceOptions,
-			Resync:           o.KubeFlexResync,
-		}, hosting.GetLogger().WithName("kubeflex-provider")), nil
+		return kubeflex.New(opts, hosting.GetLogger().WithName("kubeflex-provider")), nil
 	case KindKCP:
-		cfg := hosting.GetConfig()
-		if o.KCPKubeconfig != "" {
-			var err error
-			if cfg, err = clientcmd.BuildConfigFromFlags("", o.KCPKubeconfig); err != nil {
-				return nil, fmt.Errorf("reading --kcp-kubeconfig %s: %w", o.KCPKubeconfig, err)
-			}
+		cfg, err := o.KCP.Config(hosting.GetConfig())
+		if err != nil {
+			return nil, err
 		}
-		p, err := kcp.New(cfg, o.KCPEndpointSlice, hosting.GetScheme(), hosting.GetLogger().WithName("kcp-provider"))
+		p, err := kcp.New(cfg, o.KCP.EndpointSlice, hosting.GetScheme(), hosting.GetLogger().WithName("kcp-provider"))
 		if err != nil {
 			return nil, err
 		}
 		return &kcpProvider{Provider: p}, nil
 	default:
-		return kubeconfig.New(kubeconfig.Options{
-			Namespace:      o.KubeconfigNamespace,
-			Label:          o.KubeconfigLabel,
-			Key:            o.KubeconfigKey,
-			Policy:         o.KubeconfigPolicy(),
-			ClusterOptions: spaceOptions,
-		}, hosting.GetLogger().WithName("kubeconfig-provider")), nil
+		return kubeconfig.New(o.Kubeconfig.Options(spaceOptions...), hosting.GetLogger().WithName("kubeconfig-provider")), nil
 	}
 }
 

@@ -25,10 +25,11 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
+	mcrkubeconfig "sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
 
 	"github.com/kubestellar/workload-stager/providers/kcp"
-	stagerkubeconfig "github.com/kubestellar/workload-stager/providers/kubeconfig"
+	"github.com/kubestellar/workload-stager/providers/kubeconfig"
+	"github.com/kubestellar/workload-stager/providers/kubeflex"
 )
 
 func TestOptionsValidate(t *testing.T) {
@@ -43,22 +44,22 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "single ignores the kubeconfig flags",
 			change: func(o *Options) {
 				o.Kind = KindSingle
-				o.KubeconfigNamespace, o.KubeconfigLabel, o.KubeconfigKey = "", "", ""
+				o.Kubeconfig.Namespace, o.Kubeconfig.Label, o.Kubeconfig.Key = "", "", ""
 			}},
 		{name: "kubeconfig ignores the single space name",
 			change: func(o *Options) { o.SingleName = "" }},
 		{name: "kubeconfig without namespace",
-			change:    func(o *Options) { o.KubeconfigNamespace = "" },
+			change:    func(o *Options) { o.Kubeconfig.Namespace = "" },
 			wantFlags: []string{"--kubeconfig-namespace"}},
 		{name: "kubeconfig without label",
-			change:    func(o *Options) { o.KubeconfigLabel = "" },
+			change:    func(o *Options) { o.Kubeconfig.Label = "" },
 			wantFlags: []string{"--kubeconfig-label"}},
 		{name: "kubeconfig without key",
-			change:    func(o *Options) { o.KubeconfigKey = "" },
+			change:    func(o *Options) { o.Kubeconfig.Key = "" },
 			wantFlags: []string{"--kubeconfig-key"}},
 		{name: "kubeconfig without namespace, label and key: all named",
 			change: func(o *Options) {
-				o.KubeconfigNamespace, o.KubeconfigLabel, o.KubeconfigKey = "", "", ""
+				o.Kubeconfig.Namespace, o.Kubeconfig.Label, o.Kubeconfig.Key = "", "", ""
 			},
 			wantFlags: []string{"--kubeconfig-namespace", "--kubeconfig-label", "--kubeconfig-key"}},
 		{name: "single without name",
@@ -69,9 +70,9 @@ func TestOptionsValidate(t *testing.T) {
 			wantFlags: []string{"--provider", `"cluster-api"`}},
 		{name: "kcp with defaults", change: func(o *Options) { o.Kind = KindKCP }},
 		{name: "kcp without endpoint slice",
-			change:    func(o *Options) { o.Kind, o.KCPEndpointSlice = KindKCP, "" },
+			change:    func(o *Options) { o.Kind, o.KCP.EndpointSlice = KindKCP, "" },
 			wantFlags: []string{"--kcp-apiexport-endpointslice"}},
-		{name: "kubeconfig ignores the kcp endpoint slice", change: func(o *Options) { o.KCPEndpointSlice = "" }},
+		{name: "kubeconfig ignores the kcp endpoint slice", change: func(o *Options) { o.KCP.EndpointSlice = "" }},
 		{name: "kubeconfig and kcp together", change: func(o *Options) { o.Kind = "kubeconfig,kcp" }},
 		{name: "single and kcp, with spaces", change: func(o *Options) { o.Kind = " kcp, single " }},
 		{name: "single cannot join kubeconfig",
@@ -80,7 +81,7 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "several providers: each one's flags are checked",
 			change: func(o *Options) {
 				o.Kind = "kubeconfig,kcp"
-				o.KubeconfigKey, o.KCPEndpointSlice = "", ""
+				o.Kubeconfig.Key, o.KCP.EndpointSlice = "", ""
 			},
 			wantFlags: []string{"--kubeconfig-key", "--kcp-apiexport-endpointslice"}},
 		{name: "a provider named twice",
@@ -98,16 +99,16 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "kubeflex with defaults", change: func(o *Options) { o.Kind = KindKubeFlex }},
 		{name: "kubeflex and kubeconfig together", change: func(o *Options) { o.Kind = "kubeconfig,kubeflex" }},
 		{name: "kubeflex without selector",
-			change:    func(o *Options) { o.Kind, o.KubeFlexSelector = KindKubeFlex, "" },
+			change:    func(o *Options) { o.Kind, o.KubeFlex.Selector = KindKubeFlex, "" },
 			wantFlags: []string{"--kubeflex-selector"}},
 		{name: "kubeflex with a selector that does not parse",
-			change:    func(o *Options) { o.Kind, o.KubeFlexSelector = KindKubeFlex, "cptype in (wds" },
+			change:    func(o *Options) { o.Kind, o.KubeFlex.Selector = KindKubeFlex, "cptype in (wds" },
 			wantFlags: []string{"--kubeflex-selector"}},
 		{name: "kubeflex with an unknown key choice",
-			change:    func(o *Options) { o.Kind, o.KubeFlexKubeconfigKey = KindKubeFlex, "internal" },
+			change:    func(o *Options) { o.Kind, o.KubeFlex.KubeconfigKey = KindKubeFlex, "internal" },
 			wantFlags: []string{"--kubeflex-kubeconfig-key"}},
 		{name: "kubeconfig ignores the kubeflex flags",
-			change: func(o *Options) { o.KubeFlexSelector, o.KubeFlexKubeconfigKey = "", "" }},
+			change: func(o *Options) { o.KubeFlex.Selector, o.KubeFlex.KubeconfigKey = "", "" }},
 		{name: "provider names are case-sensitive",
 			change:    func(o *Options) { o.Kind = "Single" },
 			wantFlags: []string{"--provider", `"Single"`}},
@@ -147,16 +148,15 @@ func TestOptionsValidate(t *testing.T) {
 }
 
 func TestNewOptionsDefaults(t *testing.T) {
+	// The kubeconfig Secrets are labelled and keyed as multicluster-runtime's
+	// kubeconfig provider has them, so that Secrets made for it serve.
 	want := &Options{
-		Kind:                  KindKubeconfig,
-		KubeconfigNamespace:   DefaultKubeconfigNamespace,
-		KubeconfigLabel:       kubeconfig.DefaultKubeconfigSecretLabel,
-		KubeconfigKey:         kubeconfig.DefaultKubeconfigSecretKey,
-		SingleName:            DefaultSingleName,
-		KCPEndpointSlice:      kcp.DefaultEndpointSlice,
-		KubeFlexSelector:      "kflex.kubestellar.io/cptype=wds",
-		KubeFlexKubeconfigKey: "auto",
-		KubeFlexResync:        30 * time.Second,
+		Kind:       KindKubeconfig,
+		SingleName: DefaultSingleName,
+		Kubeconfig: &kubeconfig.Flags{Namespace: "kubestellar-stager",
+			Label: mcrkubeconfig.DefaultKubeconfigSecretLabel, Key: mcrkubeconfig.DefaultKubeconfigSecretKey},
+		KubeFlex: &kubeflex.Flags{Selector: "kflex.kubestellar.io/cptype=wds", KubeconfigKey: "auto", Resync: 30 * time.Second},
+		KCP:      &kcp.Flags{EndpointSlice: kcp.DefaultEndpointSlice},
 	}
 	if got := NewOptions(); !reflect.DeepEqual(got, want) {
 		t.Errorf("NewOptions() = %+v, want %+v", got, want)
@@ -179,16 +179,16 @@ func TestAddFlags(t *testing.T) {
 			args: []string{"--provider", "kubeconfig", "--kubeconfig-namespace", "spaces",
 				"--kubeconfig-label=example.com/space", "--kubeconfig-key=config"},
 			want: func(o *Options) {
-				o.KubeconfigNamespace, o.KubeconfigLabel, o.KubeconfigKey = "spaces", "example.com/space", "config"
+				o.Kubeconfig.Namespace, o.Kubeconfig.Label, o.Kubeconfig.Key = "spaces", "example.com/space", "config"
 			}},
 		{name: "empty value is taken as given",
 			args: []string{"--kubeconfig-namespace="},
-			want: func(o *Options) { o.KubeconfigNamespace = "" }},
+			want: func(o *Options) { o.Kubeconfig.Namespace = "" }},
 		{name: "kcp flags",
 			args: []string{"--provider=kubeconfig,kcp", "--kcp-kubeconfig=/etc/kcp/provider.kubeconfig",
 				"--kcp-apiexport-endpointslice=stager"},
 			want: func(o *Options) {
-				o.Kind, o.KCPKubeconfig, o.KCPEndpointSlice = "kubeconfig,kcp", "/etc/kcp/provider.kubeconfig", "stager"
+				o.Kind, o.KCP.Kubeconfig, o.KCP.EndpointSlice = "kubeconfig,kcp", "/etc/kcp/provider.kubeconfig", "stager"
 			}},
 		{name: "unknown flag",
 			args:    []string{"--kubeconfig=/tmp/x"},
@@ -226,9 +226,9 @@ func TestAddFlags(t *testing.T) {
 	NewOptions().AddFlags(fs)
 	for flag, def := range map[string]string{
 		"provider":                    KindKubeconfig,
-		"kubeconfig-namespace":        DefaultKubeconfigNamespace,
-		"kubeconfig-label":            kubeconfig.DefaultKubeconfigSecretLabel,
-		"kubeconfig-key":              kubeconfig.DefaultKubeconfigSecretKey,
+		"kubeconfig-namespace":        kubeconfig.DefaultNamespace,
+		"kubeconfig-label":            mcrkubeconfig.DefaultKubeconfigSecretLabel,
+		"kubeconfig-key":              mcrkubeconfig.DefaultKubeconfigSecretKey,
 		"single-space-name":           DefaultSingleName,
 		"kcp-kubeconfig":              "",
 		"kcp-apiexport-endpointslice": kcp.DefaultEndpointSlice,
@@ -276,13 +276,13 @@ func TestHostingCacheOptions(t *testing.T) {
 		namespace string
 		label     string
 	}{
-		{name: "defaults", namespace: DefaultKubeconfigNamespace, label: kubeconfig.DefaultKubeconfigSecretLabel},
+		{name: "defaults", namespace: kubeconfig.DefaultNamespace, label: mcrkubeconfig.DefaultKubeconfigSecretLabel},
 		{name: "custom namespace and label", namespace: "spaces", label: "example.com/space"},
 	}
 	for _, tt := range tests {
 		t.Run("kubeconfig narrows to the Secrets: "+tt.name, func(t *testing.T) {
 			o := NewOptions()
-			o.KubeconfigNamespace, o.KubeconfigLabel = tt.namespace, tt.label
+			o.Kubeconfig.Namespace, o.Kubeconfig.Label = tt.namespace, tt.label
 			got := o.HostingCacheOptions(spaceCache)
 
 			if len(got.DefaultNamespaces) != 1 {
@@ -306,8 +306,8 @@ func TestHostingCacheOptions(t *testing.T) {
 				if by.Transform == nil {
 					t.Fatal("the Secrets are not screened by the kubeconfig policy")
 				}
-				out, err := by.Transform(&corev1.Secret{Data: map[string][]byte{o.KubeconfigKey: []byte("not a kubeconfig")}})
-				if err != nil || out.(*corev1.Secret).Annotations[stagerkubeconfig.AnnotationRefusedReason] == "" {
+				out, err := by.Transform(&corev1.Secret{Data: map[string][]byte{o.Kubeconfig.Key: []byte("not a kubeconfig")}})
+				if err != nil || out.(*corev1.Secret).Annotations[kubeconfig.AnnotationRefusedReason] == "" {
 					t.Errorf("the Secrets' transform let a malformed kubeconfig through: %v, %v", out, err)
 				}
 			}

@@ -83,9 +83,9 @@ func TestKubeFlexControlPlanesAreSpaces(t *testing.T) {
 
 	opts := app.NewOptions()
 	opts.Providers.Kind = providers.KindKubeconfig + "," + providers.KindKubeFlex
-	opts.Providers.KubeconfigNamespace = secretNamespace
-	opts.Providers.KubeFlexKubeconfigKey = "external"
-	opts.Providers.KubeFlexResync = time.Second
+	opts.Providers.Kubeconfig.Namespace = secretNamespace
+	opts.Providers.KubeFlex.KubeconfigKey = "external"
+	opts.Providers.KubeFlex.Resync = time.Second
 	opts.LeaderElectionNamespace = metav1.NamespaceDefault
 	opts.MetricsBindAddress, opts.HealthProbeBindAddress = "0", "0"
 	opts.SpaceProbeInterval = time.Second

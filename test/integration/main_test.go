@@ -203,7 +203,7 @@ type runningStager struct {
 // startStager starts a stager serving the spaces registered in hosting.
 func startStager(ctx context.Context, hosting *environment.Space, logger logr.Logger) (*runningStager, error) {
 	opts := app.NewOptions()
-	opts.Providers.KubeconfigNamespace = secretNamespace
+	opts.Providers.Kubeconfig.Namespace = secretNamespace
 	opts.MetricsBindAddress = "0"
 	opts.HealthProbeBindAddress = "0"
 	opts.SpaceProbeInterval = time.Second

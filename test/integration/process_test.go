@@ -132,7 +132,7 @@ func TestReadinessWaitsForHostingCaches(t *testing.T) {
 			t.Fatal(err)
 		}
 		opts := app.NewOptions()
-		opts.Providers.KubeconfigNamespace = secretNamespace
+		opts.Providers.Kubeconfig.Namespace = secretNamespace
 		opts.MetricsBindAddress = "0"
 		opts.HealthProbeBindAddress = addr
 		opts.AllowSeveralInProcess = true

@@ -39,25 +39,13 @@ type spaceFlags struct {
 }
 
 // addSpaceFlags registers --all-spaces and the provider flags it reads the
-// registrations by, with the stager's names and defaults.
+// registrations by: the stager's own flags, with its names, defaults and
+// help, so that a stager's command line can be copied.
 func addSpaceFlags(fs *pflag.FlagSet) *spaceFlags {
 	f := &spaceFlags{providers: providers.NewOptions()}
-	o := f.providers
 	fs.BoolVarP(&f.all, "all-spaces", "A", false,
 		"Every space the stager serves, found from its registrations in the current context's cluster (the stager's hosting cluster), with your permissions")
-	fs.StringVar(&o.Kind, "provider", o.Kind, `With --all-spaces: how the stager finds spaces ("kubeconfig", "kubeflex", "single", "kcp"; several separated by commas), as its --provider`)
-	fs.StringVar(&o.KubeconfigNamespace, "kubeconfig-namespace", o.KubeconfigNamespace, "With --all-spaces: the namespace of the kubeconfig Secrets, as the stager's")
-	fs.StringVar(&o.KubeconfigLabel, "kubeconfig-label", o.KubeconfigLabel, "With --all-spaces: the label of the kubeconfig Secrets, as the stager's")
-	fs.StringVar(&o.KubeconfigKey, "kubeconfig-key", o.KubeconfigKey, "With --all-spaces: the key of the kubeconfig in a Secret, as the stager's")
-	fs.StringVar(&o.KubeFlexSelector, "kubeflex-selector", o.KubeFlexSelector, "With --all-spaces: the label selector of the KubeFlex ControlPlanes that are spaces, as the stager's")
-	fs.StringVar(&o.KubeFlexKubeconfigKey, "kubeflex-kubeconfig-key", o.KubeFlexKubeconfigKey,
-		`With --all-spaces: which kubeconfig of a ControlPlane's Secret to use ("in-cluster", "external", "auto")`)
-	fs.StringSliceVar(&o.KubeFlexSecretNamespaces, "kubeflex-secret-namespaces", o.KubeFlexSecretNamespaces,
-		"With --all-spaces: the only namespaces whose Secrets a ControlPlane may name, as the stager's")
-	fs.StringVar(&o.KCPKubeconfig, "kcp-kubeconfig", o.KCPKubeconfig,
-		"With --all-spaces and --provider kcp: the kubeconfig of the workspace of the stager's APIExport (default: the current context)")
-	fs.StringVar(&o.KCPEndpointSlice, "kcp-apiexport-endpointslice", o.KCPEndpointSlice,
-		"With --all-spaces and --provider kcp: the APIExportEndpointSlice of the stager's APIExport, as the stager's")
+	f.providers.AddFlags(fs)
 	return f
 }
 

@@ -31,7 +31,6 @@ import (
 	"github.com/go-logr/logr"
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	"github.com/spf13/pflag"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -345,8 +344,8 @@ func (o *Options) leaderElectionNamespace() (string, error) {
 	if _, err := os.Stat(inClusterNamespaceFile); err == nil {
 		return "", nil
 	}
-	if o.Providers.Has(providers.KindKubeconfig) {
-		return o.Providers.KubeconfigNamespace, nil
+	if ns, ok := o.Providers.HostingNamespace(); ok {
+		return ns, nil
 	}
 	return "", errors.New("--leader-election-namespace is required outside a pod unless the kubeconfig provider is used (or turn leader election off with --leader-elect=false)")
 }
@@ -360,8 +359,8 @@ func (o *Options) shardNamespace() (string, error) {
 	if ns, err := os.ReadFile(inClusterNamespaceFile); err == nil && len(ns) > 0 {
 		return strings.TrimSpace(string(ns)), nil
 	}
-	if o.Providers.Has(providers.KindKubeconfig) {
-		return o.Providers.KubeconfigNamespace, nil
+	if ns, ok := o.Providers.HostingNamespace(); ok {
+		return ns, nil
 	}
 	return "", errors.New("--leader-election-namespace is required with --coordination=sharded outside a pod unless the kubeconfig provider is used")
 }
@@ -435,9 +434,6 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 	if err != nil {
 		return nil, fmt.Errorf("building the cluster provider: %w", err)
 	}
-	if err := o.Providers.AddKubeconfigAuditor(hosting); err != nil {
-		return nil, err
-	}
 	var mcOptions []mcmanager.Option
 	if shard {
 		coordinator, err := o.shardingCoordinator(cfg, scheme, replica, logger)
@@ -484,7 +480,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 			return stagedbindingpolicy.NewController(space, cl, engine, controllerOptions)
 		},
 		NewCluster: func(space string, cl cluster.Cluster) (cluster.Cluster, error) {
-			if o.Providers.SharesCaches(space) {
+			if provider.SharesCaches(space) {
 				return nil, nil
 			}
 			return cluster.New(cl.GetConfig(), spaceClusterOptions)
@@ -501,20 +497,19 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 	if err := mgr.Add(runner); err != nil {
 		return nil, fmt.Errorf("adding the space runner: %w", err)
 	}
-	var hostingObjects []client.Object
-	if o.Providers.Has(providers.KindKubeconfig) {
-		// Every replica, leader or not, keeps the Secrets in its cache: the
-		// readiness check waits for them, and a new leader starts warm. The
-		// informer starts after the manager's caches, so that a replica that
-		// cannot read the Secrets still stops when asked.
+	// Every replica, leader or not, keeps what the providers read from the
+	// hosting cluster in its cache: the readiness check waits for it, and a
+	// new leader starts warm. The informers start after the manager's
+	// caches, so that a replica that cannot read them still stops when asked.
+	hostingObjects := o.Providers.HostingObjects()
+	for _, obj := range hostingObjects {
 		warm := onEveryReplica(func(ctx context.Context) error {
-			_, err := hosting.GetCache().GetInformer(ctx, &corev1.Secret{}, cache.BlockUntilSynced(false))
+			_, err := hosting.GetCache().GetInformer(ctx, obj, cache.BlockUntilSynced(false))
 			return err
 		})
 		if err := hosting.Add(warm); err != nil {
-			return nil, fmt.Errorf("watching the kubeconfig Secrets: %w", err)
+			return nil, fmt.Errorf("watching the providers' %T in the hosting cluster: %w", obj, err)
 		}
-		hostingObjects = append(hostingObjects, &corev1.Secret{})
 	}
 	if err := hosting.AddReadyzCheck("spaces", readiness(hosting, runner, hostingObjects)); err != nil {
 		return nil, fmt.Errorf("adding the readiness check: %w", err)

@@ -123,7 +123,7 @@ func TestOptionsValidate(t *testing.T) {
 			change:    func(o *Options) { o.Providers.Kind = "cluster-api" },
 			wantFlags: []string{"--provider"}},
 		{name: "kubeconfig provider flags are validated too",
-			change:    func(o *Options) { o.Providers.KubeconfigNamespace = "" },
+			change:    func(o *Options) { o.Providers.Kubeconfig.Namespace = "" },
 			wantFlags: []string{"--kubeconfig-namespace"}},
 		{name: "every error named",
 			change: func(o *Options) {

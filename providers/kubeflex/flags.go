@@ -1,0 +1,95 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package kubeflex
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+
+	"github.com/kubestellar/workload-stager/providers/kubeconfig"
+)
+
+// The values of --kubeflex-kubeconfig-key.
+const (
+	KubeconfigKeyAuto      = "auto"
+	KubeconfigKeyInCluster = "in-cluster"
+	KubeconfigKeyExternal  = "external"
+)
+
+// Flags are the command-line flags of the KubeFlex provider.
+type Flags struct {
+	// Selector selects the ControlPlanes that are spaces.
+	Selector string
+	// KubeconfigKey chooses the Secret key of a ControlPlane's kubeconfig:
+	// KubeconfigKeyInCluster, KubeconfigKeyExternal, or KubeconfigKeyAuto
+	// (in-cluster inside a pod).
+	KubeconfigKey string
+	// SecretNamespaces, when not empty, are the only namespaces whose
+	// Secrets a ControlPlane may name.
+	SecretNamespaces []string
+	// Resync is how often an engaged ControlPlane's Secret is read again.
+	Resync time.Duration
+}
+
+// NewFlags returns Flags with their defaults.
+func NewFlags() *Flags {
+	return &Flags{Selector: DefaultSelector, KubeconfigKey: KubeconfigKeyAuto, Resync: DefaultResync}
+}
+
+// AddFlags registers the flags.
+func (f *Flags) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&f.Selector, "kubeflex-selector", f.Selector,
+		"label selector of the KubeFlex ControlPlanes that are spaces, with --provider=kubeflex")
+	fs.StringVar(&f.KubeconfigKey, "kubeflex-kubeconfig-key", f.KubeconfigKey,
+		`which kubeconfig of a ControlPlane's Secret to use: "in-cluster", "external", or "auto" (in-cluster when the stager runs in a pod)`)
+	fs.StringSliceVar(&f.SecretNamespaces, "kubeflex-secret-namespaces", f.SecretNamespaces,
+		"the only namespaces whose Secrets a ControlPlane may name (default: any)")
+	fs.DurationVar(&f.Resync, "kubeflex-resync", f.Resync,
+		"how often an engaged ControlPlane's Secret is read again, so that a rotated kubeconfig takes over")
+}
+
+// Validate reports flags that cannot work, for when the provider serves.
+func (f *Flags) Validate() error {
+	if _, err := labels.Parse(f.Selector); err != nil || f.Selector == "" {
+		return fmt.Errorf("--kubeflex-selector must be a non-empty label selector: %q", f.Selector)
+	}
+	if !slices.Contains([]string{KubeconfigKeyAuto, KubeconfigKeyInCluster, KubeconfigKeyExternal}, f.KubeconfigKey) {
+		return fmt.Errorf(`--kubeflex-kubeconfig-key must be "auto", "in-cluster" or "external", not %q`, f.KubeconfigKey)
+	}
+	return nil
+}
+
+// inCluster reports whether a ControlPlane's in-cluster kubeconfig is used:
+// asked for, or "auto" inside a pod.
+func (f *Flags) inCluster() bool {
+	return f.KubeconfigKey == KubeconfigKeyInCluster || f.KubeconfigKey == KubeconfigKeyAuto && os.Getenv("KUBERNETES_SERVICE_HOST") != ""
+}
+
+// Options are the provider's options as the flags say, with the kubeconfig
+// policy and clusterOptions for every space's cluster.
+func (f *Flags) Options(policy kubeconfig.Policy, clusterOptions ...cluster.Option) (Options, error) {
+	selector, err := labels.Parse(f.Selector)
+	if err != nil {
+		return Options{}, fmt.Errorf("--kubeflex-selector: %w", err)
+	}
+	return Options{Selector: selector, InCluster: f.inCluster(), SecretNamespaces: f.SecretNamespaces,
+		Policy: policy, ClusterOptions: clusterOptions, Resync: f.Resync}, nil
+}
