@@ -27,8 +27,8 @@ import (
 const interruptedName = "#interrupted"
 
 // clockCheckInterval is how many interrupt checks share one reading of the
-// clock: a reading costs about 80 ns on the CI machine, several times a
-// check, and the seed condition on a small CombinedStatus makes five checks.
+// clock: a reading costs several times a check, and the seed condition on a
+// small CombinedStatus makes five checks.
 // An evaluation then stops at most this many iterations after its deadline.
 const clockCheckInterval = 8
 

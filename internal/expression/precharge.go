@@ -32,8 +32,8 @@ import (
 // the sizes of its arguments. cel-go charges a call only after it returns,
 // and neither the evaluation timeout (checked between iterations of a
 // comprehension) nor the budget (checked between evaluations) can stop a
-// call that is running (issue 32: an indexOf that compared runes for many
-// seconds; docs/security.md). Such a call is charged beforehand, from its
+// call that is running (an indexOf over a large string and a long
+// substring; docs/security.md). Such a call is charged beforehand, from its
 // arguments, with its worst case, and refused when that alone is above the
 // cost limit.
 

@@ -38,8 +38,7 @@ import (
 //
 // Compiling a pattern costs time and memory in proportion to its program
 // too, and counted repetitions nest: x{1000} repeated 3,000 times is 21 KB
-// of pattern and three million instructions, seconds to compile and hundreds
-// of megabytes to keep. So the instructions are counted on the parsed
+// of pattern and three million instructions. So the instructions are counted on the parsed
 // pattern, before anything is compiled, and a pattern of more than
 // MaxRegexInstructions is refused.
 
@@ -48,8 +47,8 @@ import (
 const MaxRegexInstructions = 5000
 
 // MaxRegexBytes is the longest a pattern may be: a character class can hold
-// any number of bytes in one instruction and take seconds to parse (64 KiB
-// of \pL took about 2 s), and the cache keeps patterns. A match is charged
+// any number of bytes in one instruction, whose parsing grows with them,
+// and the cache keeps patterns. A match is charged
 // by the pattern's bytes where they are more than its instructions.
 const MaxRegexBytes = 4 << 10
 

@@ -39,7 +39,7 @@ import (
 // and has asked for one in this rollout (it awaits it, or was started by
 // one). A gate the rollout has reached binds until it is approved or the
 // rollout restarts, whatever its approval says by then: setting it to None
-// does not open it (issue 32).
+// does not open it.
 func needsApproval(policy *v1alpha1.StagedBindingPolicy, index, active int) bool {
 	stage := policy.Spec.Stages[index]
 	if stage.Approval == v1alpha1.ApprovalRequired {

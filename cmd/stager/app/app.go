@@ -101,7 +101,7 @@ type Options struct {
 	// reconciled at once. A run mostly waits for the space's API server:
 	// more workers put more of a burst's requests on it at once, which
 	// slows its other clients more than it speeds up the stager
-	// (docs/performance.md, "Workers per space").
+	// (docs/performance-log.md, "Workers per space").
 	MaxConcurrentReconciles int
 	// GCPercent is the Go garbage collector's target (GOGC) unless the
 	// GOGC environment variable is set (see TuneRuntime).
@@ -178,29 +178,29 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Providers.AddFlags(fs)
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, `address of the Prometheus metrics endpoint ("0" turns it off)`)
 	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure,
-		"serve the metrics over HTTPS, only to callers whose token the hosting cluster authenticates and authorizes to GET /metrics; false serves them over plain HTTP to anyone (for local use only)")
+		"serve the metrics over HTTPS to callers the hosting cluster authorizes to GET /metrics, rather than over plain HTTP to anyone")
 	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", o.MetricsCertDir,
 		"directory holding the metrics server's tls.crt and tls.key, reloaded when they change (default: a self-signed certificate)")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, `address of the /healthz and /readyz endpoints ("0" turns them off)`)
 	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", o.PprofBindAddress,
-		`loopback address where Go's profiles are served (/debug/pprof/), over plain HTTP without authentication, e.g. 127.0.0.1:6060; reach it in a Pod with kubectl port-forward (default: off)`)
-	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader among replicas, so that only one works at a time; the leader releases its Lease when it stops")
-	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "namespace of the leader election Lease (default: the pod's namespace; outside a pod, --kubeconfig-namespace)")
+		`loopback address, e.g. 127.0.0.1:6060, where Go's profiles are served without authentication (default: off)`)
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader among replicas, so that only one works at a time")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "namespace of the leader election and sharding Leases (default: the pod's, outside a pod --kubeconfig-namespace)")
 	fs.StringVar(&o.Coordination, "coordination", o.Coordination,
-		`how replicas share the spaces: "leader-election" (one elected replica serves every space, as --leader-elect says) or "sharded" (every replica serves a share of the spaces, chosen by rendezvous hashing over the replicas' Leases; each space is served by one replica at a time, fenced by a Lease of its own in --leader-election-namespace)`)
-	fs.StringVar(&o.ReplicaID, "replica-id", o.ReplicaID, "this replica's name among its peers, in the sharding Leases, its writes' field manager, the stager_space_owner metric and the logs (default: $POD_NAME, else the hostname)")
-	fs.DurationVar(&o.ShardLeaseDuration, "shard-lease-duration", o.ShardLeaseDuration, "with --coordination=sharded: how long a space's fence Lease and a replica's peer Lease last unrenewed; a dead replica's spaces move once it has passed")
+		`how replicas share the spaces: "leader-election" (one replica serves them all) or "sharded" (each serves a share, fenced by a Lease per space)`)
+	fs.StringVar(&o.ReplicaID, "replica-id", o.ReplicaID, "this replica's name in the sharding Leases, its writes' field manager, metrics and logs (default: $POD_NAME, else the hostname)")
+	fs.DurationVar(&o.ShardLeaseDuration, "shard-lease-duration", o.ShardLeaseDuration, "with --coordination=sharded: how long a space's fence Lease and a replica's peer Lease last unrenewed")
 	fs.DurationVar(&o.ShardLeaseRenew, "shard-lease-renew", o.ShardLeaseRenew, "with --coordination=sharded: how often a replica renews its fence and peer Leases (less than --shard-lease-duration)")
 	fs.DurationVar(&o.ShardProbeInterval, "shard-probe-interval", o.ShardProbeInterval, "with --coordination=sharded: how often a replica decides again which spaces it serves")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "how many StagedBindingPolicies of one space are reconciled at once")
-	fs.IntVar(&o.GCPercent, "gc-percent", o.GCPercent, "the Go garbage collector's target (GOGC), unless the GOGC environment variable is set; with no GOMEMLIMIT, the soft memory limit is 90% of the container's memory limit (docs/performance.md)")
+	fs.IntVar(&o.GCPercent, "gc-percent", o.GCPercent, "the Go garbage collector's target (GOGC), unless the GOGC environment variable is set")
 	fs.DurationVar(&o.SpaceProbeInterval, "space-probe-interval", o.SpaceProbeInterval, "how often each space's API server is probed for readiness")
 	fs.Float32Var(&o.SpaceQPS, "space-qps", o.SpaceQPS, "the most requests a second the stager sends to each space's API server")
 	fs.IntVar(&o.SpaceBurst, "space-burst", o.SpaceBurst, "the most requests the stager sends to each space's API server in a burst, above --space-qps")
-	fs.Float32Var(&o.SpaceEventQPS, "space-event-qps", o.SpaceEventQPS, "when positive, the most Events a second the stager posts to each space, apart from --space-qps; 0 keeps client-go's default, 5 a second (docs/performance.md)")
+	fs.Float32Var(&o.SpaceEventQPS, "space-event-qps", o.SpaceEventQPS, "when positive, the most Events a second the stager posts to each space, apart from --space-qps (0: client-go's default)")
 	fs.IntVar(&o.SpaceEventBurst, "space-event-burst", o.SpaceEventBurst, "with --space-event-qps, the most Events the stager posts to each space in a burst, above --space-event-qps")
 	fs.DurationVar(&o.CacheSyncTimeout, "cache-sync-timeout", o.CacheSyncTimeout, "how long to wait for a space's caches before retrying it")
-	fs.DurationVar(&o.ReconcileTimeout, "reconcile-timeout", o.ReconcileTimeout, "the longest one reconcile of a policy may take, with every request it makes to the space's API server (a hung API server cannot hold a worker longer)")
+	fs.DurationVar(&o.ReconcileTimeout, "reconcile-timeout", o.ReconcileTimeout, "the longest one reconcile of a policy may take, with every request it makes to the space's API server")
 	fs.Uint64Var(&o.CELCostLimit, "cel-cost-limit", o.CELCostLimit, "the most one evaluation of a stage filter or condition may cost (CEL cost units)")
 	fs.Uint64Var(&o.CELEstimatedCostLimit, "cel-estimated-cost-limit", o.CELEstimatedCostLimit, "the most the compile-time estimate of a filter's or condition's worst-case cost may be (CEL cost units)")
 	fs.DurationVar(&o.CELEvalTimeout, "cel-eval-timeout", o.CELEvalTimeout, "the longest one evaluation of a stage filter or condition may take")

@@ -24,12 +24,10 @@ import (
 )
 
 // DefaultGCPercent is the Go garbage collector's target (GOGC) the stager
-// runs with unless the GOGC environment variable is set. With Go's own 100,
-// the collector ran so often while many rollouts advanced at once that,
-// on a machine whose CPUs the API servers kept busy, it doubled the median
-// time of a stage advance (docs/performance.md, "Assessments first, a lock
-// every run took, and the garbage collector"); 400 spends memory instead,
-// which the soft memory limit bounds.
+// runs with unless the GOGC environment variable is set. Go's own 100 makes
+// the collector run often while many rollouts advance at once, taking CPU
+// a stage advance waits for; 400 spends memory instead, which the soft
+// memory limit bounds (docs/performance-log.md has the measurements).
 const DefaultGCPercent = 400
 
 // CgroupMemoryMax is the file of cgroup v2 that holds the container's

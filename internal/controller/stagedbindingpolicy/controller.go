@@ -73,11 +73,9 @@ type Options struct {
 	// second, in bursts of up to EventBurst, through a client and a
 	// broadcaster of their own, which start and stop with the controller.
 	// Otherwise the Events go through the recorder of the space's cluster,
-	// at client-go's default rate (5 a second, bursts of 10): a rollout
-	// posts about two Events a stage, and the 6,000 of 1,000 rollouts
-	// started at once in one space then trail them by up to 20 minutes,
-	// each held by a goroutine meanwhile; a faster rate posts them while
-	// the space is busiest with the rollouts (docs/performance.md).
+	// at client-go's default rate (5 a second, bursts of 10), which a burst
+	// of rollouts in one space outruns; a faster rate posts them while the
+	// space is busiest with the rollouts (README: --space-event-qps).
 	EventQPS   float32
 	EventBurst int
 }

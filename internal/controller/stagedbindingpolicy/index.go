@@ -28,9 +28,9 @@ import (
 )
 
 // The cache indexes a run lists a policy's objects by. Without them, each
-// list of a run matched the labels of every object of its kind in the
-// space: with 100 policies in a space, 12 % of the stager's CPU under a
-// burst of rollouts (docs/performance.md).
+// list of a run matches the labels of every object of its kind in the
+// space, which grows with the space's policies (docs/performance-log.md,
+// "Lists by index").
 const (
 	// indexPolicy indexes BindingPolicies and StageApprovals by the
 	// policy their PolicyLabel names.
