@@ -58,13 +58,7 @@ const (
 )
 
 // Clusters is the simulated inventory of WECs.
-var Clusters = []kubestellar.Cluster{
-	{Name: "dev1", Labels: map[string]string{"env": "dev"}},
-	{Name: "dev2", Labels: map[string]string{"env": "dev"}},
-	{Name: "test1", Labels: map[string]string{"env": "test"}},
-	{Name: "prod1", Labels: map[string]string{"env": "prod"}},
-	{Name: "prod2", Labels: map[string]string{"env": "prod"}},
-}
+var Clusters = kubestellar.EnvClusters("dev1", "dev2", "test1", "prod1", "prod2")
 
 // Options configure a demo.
 type Options struct {

@@ -319,6 +319,24 @@ func (r *run) begun(space string) int {
 	return n.(int)
 }
 
+// resumes brings back what of a space was stopped, with start, and waits
+// until the space begins a rollout again; it returns how long that took.
+func (r *run) resumes(space, what string, start func() error) time.Duration {
+	r.t.Helper()
+	stuck := r.begun(space)
+	if err := start(); err != nil {
+		r.t.Fatal(err)
+	}
+	mended := time.Now()
+	environment.Eventually(r.t, 2*time.Minute, space+" to resume", func() error {
+		if r.begun(space) <= stuck {
+			return fmt.Errorf("no rollout begun in %s since %s came back", space, what)
+		}
+		return nil
+	})
+	return time.Since(mended).Round(100 * time.Millisecond)
+}
+
 // othersProgress waits until every space but skip has begun another
 // rollout since counts were taken.
 func (r *run) othersProgress(what, skip string, counts map[string]int) {
@@ -481,18 +499,7 @@ func TestOutagesStayInTheirSpace(t *testing.T) {
 	}
 	r.othersProgress("the other spaces to go on while wds1 is down", wds1.Name, before)
 	time.Sleep(time.Until(down.Add(outage)))
-	stuck := r.begun(wds1.Name)
-	if err := wds1.StartAPIServer(r.ctx); err != nil {
-		t.Fatal(err)
-	}
-	mended := time.Now()
-	environment.Eventually(t, 2*time.Minute, "wds1 to resume", func() error {
-		if r.begun(wds1.Name) <= stuck {
-			return fmt.Errorf("no rollout begun in wds1 since it came back")
-		}
-		return nil
-	})
-	wds1Resumed := time.Since(mended).Round(100 * time.Millisecond)
+	wds1Resumed := r.resumes(wds1.Name, "its API server", func() error { return wds1.StartAPIServer(r.ctx) })
 
 	// (d) wds2's KubeStellar is gone.
 	before = r.counts()
@@ -512,18 +519,7 @@ func TestOutagesStayInTheirSpace(t *testing.T) {
 	} else {
 		t.Logf("wds2 while its KubeStellar is down: %s: %s", c.Reason, c.Message)
 	}
-	stuck = r.begun(wds2.Name)
-	if err := wds2.start(suite.ctx); err != nil {
-		t.Fatal(err)
-	}
-	mended = time.Now()
-	environment.Eventually(t, 2*time.Minute, "wds2 to resume", func() error {
-		if r.begun(wds2.Name) <= stuck {
-			return fmt.Errorf("no rollout begun in wds2 since its KubeStellar came back")
-		}
-		return nil
-	})
-	wds2Resumed := time.Since(mended).Round(100 * time.Millisecond)
+	wds2Resumed := r.resumes(wds2.Name, "its KubeStellar", func() error { return wds2.start(suite.ctx) })
 
 	// (b) the hosting API server stops: no replica can renew a fence.
 	down = time.Now()
@@ -534,7 +530,7 @@ func TestOutagesStayInTheirSpace(t *testing.T) {
 	if err := suite.hosting.StartAPIServer(r.ctx); err != nil {
 		t.Fatal(err)
 	}
-	mended = time.Now()
+	mended := time.Now()
 	before = r.counts()
 	r.othersProgress("every space to go on after the hosting outage", "", before)
 	hostingResumed := time.Since(mended).Round(100 * time.Millisecond)

@@ -56,11 +56,7 @@ const (
 )
 
 // clusters are the simulated WECs of every space.
-var clusters = []kubestellar.Cluster{
-	{Name: "dev1", Labels: map[string]string{"env": "dev"}},
-	{Name: "test1", Labels: map[string]string{"env": "test"}},
-	{Name: "prod1", Labels: map[string]string{"env": "prod"}},
-}
+var clusters = kubestellar.EnvClusters("dev1", "test1", "prod1")
 
 // space is a WDS of the suite with its KubeStellar.
 type space struct {

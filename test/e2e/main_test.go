@@ -57,13 +57,7 @@ const (
 )
 
 // clusters are the simulated WECs.
-var clusters = []kubestellar.Cluster{
-	{Name: "dev1", Labels: map[string]string{"env": "dev"}},
-	{Name: "dev2", Labels: map[string]string{"env": "dev"}},
-	{Name: "test1", Labels: map[string]string{"env": "test"}},
-	{Name: "prod1", Labels: map[string]string{"env": "prod"}},
-	{Name: "prod2", Labels: map[string]string{"env": "prod"}},
-}
+var clusters = kubestellar.EnvClusters("dev1", "dev2", "test1", "prod1", "prod2")
 
 var suite struct {
 	ctx     context.Context

@@ -68,11 +68,7 @@ const (
 var wdses = []string{"wds1", "wds2"}
 
 // clusters are the simulated WECs.
-var clusters = []kubestellar.Cluster{
-	{Name: "dev1", Labels: map[string]string{"env": "dev"}},
-	{Name: "test1", Labels: map[string]string{"env": "test"}},
-	{Name: "prod1", Labels: map[string]string{"env": "prod"}},
-}
+var clusters = kubestellar.EnvClusters("dev1", "test1", "prod1")
 
 var suite struct {
 	ctx   context.Context

@@ -164,6 +164,18 @@ func destinations(t *testing.T, s *space, name string) []string {
 	return ids
 }
 
+// waitForDestinations waits until the Binding of bindingPolicy places on
+// want, sorted, and no other cluster.
+func waitForDestinations(t *testing.T, s *space, bindingPolicy, what string, want ...string) {
+	t.Helper()
+	waitFor(t, what, func() error {
+		if got := destinationsOrNil(s, bindingPolicy); !slices.Equal(got, want) {
+			return fmt.Errorf("destinations %v", got)
+		}
+		return nil
+	})
+}
+
 // destinationsOrNil returns the sorted destinations of a Binding, or nil when there is none.
 func destinationsOrNil(s *space, name string) []string {
 	binding := &ksv1alpha1.Binding{}

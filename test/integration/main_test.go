@@ -53,13 +53,7 @@ const (
 )
 
 // clusters is the simulated inventory of WECs of every space.
-var clusters = []kubestellar.Cluster{
-	{Name: "dev1", Labels: map[string]string{"env": "dev"}},
-	{Name: "dev2", Labels: map[string]string{"env": "dev"}},
-	{Name: "test1", Labels: map[string]string{"env": "test"}},
-	{Name: "prod1", Labels: map[string]string{"env": "prod"}},
-	{Name: "prod2", Labels: map[string]string{"env": "prod"}},
-}
+var clusters = kubestellar.EnvClusters("dev1", "dev2", "test1", "prod1", "prod2")
 
 // deletionWarningAfter is the suite's stager's threshold for reporting a
 // deletion held by finalizers as blocked (5 minutes by default).

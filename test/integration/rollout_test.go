@@ -208,22 +208,12 @@ func TestSpecChangeUpdatesBindingPolicy(t *testing.T) {
 	create(t, s, newPolicy(name, name))
 	policies(s).WaitForActiveStage(t, name, "dev")
 	bp := v1alpha1.BindingPolicyName(name, "dev")
-	waitFor(t, "the dev Binding", func() error {
-		if got := destinationsOrNil(s, bp); !slices.Equal(got, []string{"dev1", "dev2"}) {
-			return fmt.Errorf("destinations %v", got)
-		}
-		return nil
-	})
+	waitForDestinations(t, s, bp, "the dev Binding", "dev1", "dev2")
 
 	updateObject(t, s, name, func(p *v1alpha1.StagedBindingPolicy) {
 		p.Spec.Stages[0].ClusterSelectors = []metav1.LabelSelector{{MatchLabels: map[string]string{"env": "test"}}}
 	})
-	waitFor(t, "the dev Binding to follow the new clusterSelectors", func() error {
-		if got := destinationsOrNil(s, bp); !slices.Equal(got, []string{"test1"}) {
-			return fmt.Errorf("destinations %v", got)
-		}
-		return nil
-	})
+	waitForDestinations(t, s, bp, "the dev Binding to follow the new clusterSelectors", "test1")
 	waitFor(t, "observedGeneration to catch up", func() error {
 		p := policies(s).Get(t, name)
 		if p.Status.ObservedGeneration != p.Generation {

@@ -60,11 +60,7 @@ const (
 )
 
 // clusters are the simulated WECs of every WDS.
-var clusters = []kubestellar.Cluster{
-	{Name: "dev1", Labels: map[string]string{"env": "dev"}},
-	{Name: "dev2", Labels: map[string]string{"env": "dev"}},
-	{Name: "prod1", Labels: map[string]string{"env": "prod"}},
-}
+var clusters = kubestellar.EnvClusters("dev1", "dev2", "prod1")
 
 // wds is one WDS of the suite: a kcp workspace or a kubeconfig space.
 type wds struct {

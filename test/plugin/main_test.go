@@ -49,12 +49,7 @@ var update = flag.Bool("update", false, "rewrite the golden files of testdata/ w
 const namespace = "web"
 
 // clusters are the simulated WECs.
-var clusters = []kubestellar.Cluster{
-	{Name: "dev1", Labels: map[string]string{"env": "dev"}},
-	{Name: "dev2", Labels: map[string]string{"env": "dev"}},
-	{Name: "test1", Labels: map[string]string{"env": "test"}},
-	{Name: "prod1", Labels: map[string]string{"env": "prod"}},
-}
+var clusters = kubestellar.EnvClusters("dev1", "dev2", "test1", "prod1")
 
 // suite is the environment shared by the tests of this package.
 var suite struct {

@@ -100,11 +100,7 @@ const (
 )
 
 // stageClusters are the WECs of the three stages of policytest.ThreeStages.
-var stageClusters = []kubestellar.Cluster{
-	{Name: "dev1", Labels: map[string]string{"env": "dev"}},
-	{Name: "test1", Labels: map[string]string{"env": "test"}},
-	{Name: "prod1", Labels: map[string]string{"env": "prod"}},
-}
+var stageClusters = kubestellar.EnvClusters("dev1", "test1", "prod1")
 
 // stages are the stages of policytest.ThreeStages, in order.
 var stages = []string{"dev", "test", "prod"}

@@ -24,6 +24,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -62,10 +63,7 @@ const (
 	parallelism = 10
 )
 
-var clusters = []kubestellar.Cluster{
-	{Name: "dev1", Labels: map[string]string{"env": "dev"}},
-	{Name: "prod1", Labels: map[string]string{"env": "prod"}},
-}
+var clusters = kubestellar.EnvClusters("dev1", "prod1")
 
 // BenchmarkKCPWorkspaces runs the scale harness once, whatever b.N.
 func BenchmarkKCPWorkspaces(b *testing.B) {
@@ -114,15 +112,8 @@ func BenchmarkKCPWorkspaces(b *testing.B) {
 	started := time.Now()
 	b.ResetTimer()
 
-	if err := environment.Poll(ctx, scalePollInterval, 10*time.Minute, "every space to be ready", func() error {
-		ready, err := readySpaces(ctx, metricsAddr)
-		if err != nil {
-			return err
-		}
-		if ready < n {
-			return fmt.Errorf("%d of %d spaces ready", ready, n)
-		}
-		return nil
+	if err := pollUntilAll(ctx, 10*time.Minute, n, "spaces ready", func() (int, error) {
+		return readySpaces(ctx, metricsAddr)
 	}); err != nil {
 		b.Fatal(err)
 	}
@@ -134,21 +125,18 @@ func BenchmarkKCPWorkspaces(b *testing.B) {
 	if err := forEach(n, func(i int) error { return startRollout(ctx, workspaces[i]) }); err != nil {
 		b.Fatal(err)
 	}
-	if err := environment.Poll(ctx, scalePollInterval, 15*time.Minute, "every rollout to complete", func() error {
+	if err := pollUntilAll(ctx, 15*time.Minute, n, "rollouts completed", func() (int, error) {
 		done := 0
 		for _, w := range workspaces {
 			p := &v1alpha1.StagedBindingPolicy{}
 			if err := w.Client.Get(ctx, types.NamespacedName{Name: "web"}, p); err != nil {
-				return err
+				return 0, err
 			}
 			if p.Status.Phase == v1alpha1.RolloutCompleted {
 				done++
 			}
 		}
-		if done < n {
-			return fmt.Errorf("%d of %d rollouts completed", done, n)
-		}
-		return nil
+		return done, nil
 	}); err != nil {
 		b.Fatal(err)
 	}
@@ -188,29 +176,42 @@ func startRollout(ctx context.Context, w *kcpstack.Workspace) error {
 	return nil
 }
 
+// pollUntilAll polls count until it reaches n, for at most timeout; what
+// names what count counts, in the error.
+func pollUntilAll(ctx context.Context, timeout time.Duration, n int, what string, count func() (int, error)) error {
+	return environment.Poll(ctx, scalePollInterval, timeout, fmt.Sprintf("all %d %s", n, what), func() error {
+		got, err := count()
+		if err != nil {
+			return err
+		}
+		if got < n {
+			return fmt.Errorf("%d of %d %s", got, n, what)
+		}
+		return nil
+	})
+}
+
 // envInt reads a positive number from the environment, or returns def.
 func envInt(b *testing.B, name string, def int) int {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		b.Fatalf("$%s=%q is not a positive number", name, v)
-	}
-	return n
+	return envIntIn(b, name, def, 1, math.MaxInt, "a positive number")
 }
 
 // envNice returns the nice increment (as nice -n takes it) in the
 // environment variable name, or def when it is unset.
 func envNice(b *testing.B, name string, def int) int {
+	return envIntIn(b, name, def, -20, 19, "a nice increment (-20 to 19)")
+}
+
+// envIntIn reads a whole number from lo to hi, which what says in words,
+// from the environment variable name, or returns def when it is unset.
+func envIntIn(b *testing.B, name string, def, lo, hi int, what string) int {
 	v := os.Getenv(name)
 	if v == "" {
 		return def
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < -20 || n > 19 {
-		b.Fatalf("$%s=%q is not a nice increment (-20 to 19)", name, v)
+	if err != nil || n < lo || n > hi {
+		b.Fatalf("$%s=%q is not %s", name, v, what)
 	}
 	return n
 }

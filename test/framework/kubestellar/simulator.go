@@ -112,6 +112,16 @@ type Cluster struct {
 	Labels map[string]string
 }
 
+// EnvClusters returns WECs with the given names, each labelled env=<its
+// name without the trailing digits>: dev1 and dev2 are env=dev.
+func EnvClusters(names ...string) []Cluster {
+	clusters := make([]Cluster, 0, len(names))
+	for _, name := range names {
+		clusters = append(clusters, Cluster{Name: name, Labels: map[string]string{"env": strings.TrimRight(name, "0123456789")}})
+	}
+	return clusters
+}
+
 // ObjectRef identifies a workload object.
 type ObjectRef struct {
 	Group, Version, Resource, Namespace, Name string
@@ -257,24 +267,14 @@ func (s *Simulator) pass(ctx context.Context) error {
 	}
 
 	var policies ksv1alpha1.BindingPolicyList
-	if err := s.client.List(ctx, &policies); err != nil {
-		return errors.Join(append(errs, fmt.Errorf("listing BindingPolicies: %w", err))...)
-	}
 	var bindingList ksv1alpha1.BindingList
-	if err := s.client.List(ctx, &bindingList); err != nil {
-		return errors.Join(append(errs, fmt.Errorf("listing Bindings: %w", err))...)
-	}
 	var combinedStatuses ksv1alpha1.CombinedStatusList
-	if err := s.client.List(ctx, &combinedStatuses); err != nil {
-		return errors.Join(append(errs, fmt.Errorf("listing CombinedStatuses: %w", err))...)
-	}
 	var collectorList ksv1alpha1.StatusCollectorList
-	if err := s.client.List(ctx, &collectorList); err != nil {
-		return errors.Join(append(errs, fmt.Errorf("listing StatusCollectors: %w", err))...)
-	}
 	var namespaces corev1.NamespaceList
-	if err := s.client.List(ctx, &namespaces); err != nil {
-		return errors.Join(append(errs, fmt.Errorf("listing Namespaces: %w", err))...)
+	for _, list := range []client.ObjectList{&policies, &bindingList, &combinedStatuses, &collectorList, &namespaces} {
+		if err := s.client.List(ctx, list); err != nil {
+			return errors.Join(append(errs, fmt.Errorf("listing %T: %w", list, err))...)
+		}
 	}
 	objects, err := s.listWorkload(ctx)
 	if err != nil {

@@ -47,11 +47,7 @@ import (
 )
 
 // clusters is the inventory of simulated WECs.
-var clusters = []kubestellar.Cluster{
-	{Name: "dev1", Labels: map[string]string{"env": "dev"}},
-	{Name: "dev2", Labels: map[string]string{"env": "dev"}},
-	{Name: "prod1", Labels: map[string]string{"env": "prod"}},
-}
+var clusters = kubestellar.EnvClusters("dev1", "dev2", "prod1")
 
 // st is the stack shared by the tests of this package.
 var st *stack.Stack
