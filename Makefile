@@ -26,15 +26,17 @@ demo: build ## Run the local demo environment until Ctrl-C
 	go build -o $(BIN_DIR)/stager-demo ./hack/demo; \
 	exec $(BIN_DIR)/stager-demo --stager=$(BIN_DIR)/stager $(DEMO_ARGS)
 
-# The environment of the tests that run real servers: each variable names a
-# tool hack/tool.sh builds (or installs) once and caches outside the repository.
-TEST_ENV = export KUBEBUILDER_ASSETS="$$($(TOOL) envtest)"; \
-	export STAGER_KS_CONTROLLER_MANAGER="$${STAGER_KS_CONTROLLER_MANAGER:-$$($(TOOL) ks-controller-manager)}"; \
+# The environment of the tests that run real servers, by tool: each variable
+# names a tool hack/tool.sh builds (or installs) once and caches outside the
+# repository. A test layer builds only the tools its packages use.
+ENV_APISERVER = export KUBEBUILDER_ASSETS="$$($(TOOL) envtest)"; \
 	export STAGER_BINARY="$(abspath $(BIN_DIR))/stager"; \
-	export STAGER_PROMETHEUS_DIR="$$($(TOOL) prometheus)"; \
-	export STAGER_KCP="$${STAGER_KCP:-$$($(TOOL) kcp)}"; \
-	export STAGER_HELM="$${STAGER_HELM:-$$($(TOOL) helm)}"; \
-	echo "KUBEBUILDER_ASSETS=$$KUBEBUILDER_ASSETS"
+	echo "KUBEBUILDER_ASSETS=$$KUBEBUILDER_ASSETS";
+ENV_KUBESTELLAR = export STAGER_KS_CONTROLLER_MANAGER="$${STAGER_KS_CONTROLLER_MANAGER:-$$($(TOOL) ks-controller-manager)}";
+ENV_PROMETHEUS = export STAGER_PROMETHEUS_DIR="$$($(TOOL) prometheus)";
+ENV_KCP = export STAGER_KCP="$${STAGER_KCP:-$$($(TOOL) kcp)}";
+ENV_HELM = export STAGER_HELM="$${STAGER_HELM:-$$($(TOOL) helm)}";
+TEST_ENV = $(ENV_APISERVER) $(ENV_KUBESTELLAR) $(ENV_PROMETHEUS) $(ENV_KCP) $(ENV_HELM) true
 
 # The test layers, for a faster inner loop; `make test` runs them all.
 UNIT_PKGS ?= ./api/... ./cmd/... ./internal/... ./providers/... ./hack/...
@@ -63,12 +65,12 @@ test-unit: ## Unit tests only: no API server, seconds (-short skips the package 
 
 .PHONY: test-integration
 test-integration: build ## The stager in-process against real kube-apiservers, with a KubeStellar simulator
-	$(TEST_ENV); \
+	$(ENV_APISERVER) \
 	go test $(GO_TEST_FLAGS) $(INTEGRATION_PKGS)
 
 .PHONY: test-e2e
 test-e2e: build ## The stager binary with the real KubeStellar controller-manager and a real Prometheus
-	$(TEST_ENV); \
+	$(ENV_APISERVER) $(ENV_KUBESTELLAR) $(ENV_PROMETHEUS) $(ENV_HELM) \
 	go test $(GO_TEST_FLAGS) $(E2E_PKGS)
 
 .PHONY: chaos
@@ -79,7 +81,7 @@ chaos: build ## The sharded replicas under faults at full size: 10 spaces, 20 ki
 
 .PHONY: test-kcp
 test-kcp: build ## The stager serving real kcp workspaces
-	$(TEST_ENV); \
+	$(ENV_APISERVER) $(ENV_KUBESTELLAR) $(ENV_KCP) \
 	go test $(GO_TEST_FLAGS) $(KCP_PKGS)
 
 # What `stager --version` says: the nearest tag (or the commit) and the commit.
