@@ -218,19 +218,14 @@ type Provider interface {
 	SetupWithManager(ctx context.Context, mgr mcmanager.Manager) error
 }
 
-// Built is the provider the options chose, set up in the hosting cluster.
-type Built struct {
-	Provider
-	kinds []string
-}
-
 // SharesCaches reports whether the space's cluster serves from caches its
 // provider shares among spaces (kcp's wildcard informers), which a space's
 // own fresh caches would duplicate. The space is named as the provider
 // engaged it.
-func (b *Built) SharesCaches(space string) bool {
-	if len(b.kinds) == 1 {
-		return b.kinds[0] == KindKCP
+func (o *Options) SharesCaches(space string) bool {
+	kinds := o.Kinds()
+	if len(kinds) == 1 {
+		return kinds[0] == KindKCP
 	}
 	return strings.HasPrefix(space, KindKCP+Separator)
 }
@@ -241,7 +236,7 @@ func (b *Built) SharesCaches(space string) bool {
 // every space's (with kcp.AddToScheme applied for the kcp provider);
 // spaceOptions configure the cluster of every space engaged through a
 // kubeconfig (scheme, cache).
-func New(o *Options, hosting manager.Manager, spaceOptions ...cluster.Option) (*Built, error) {
+func New(o *Options, hosting manager.Manager, spaceOptions ...cluster.Option) (Provider, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -258,7 +253,9 @@ func New(o *Options, hosting manager.Manager, spaceOptions ...cluster.Option) (*
 		return nil, err
 	}
 	if len(built) == 1 {
-		return &Built{Provider: built[0], kinds: selected}, nil
+		// The provider itself, not a wrapper: the manager starts it when
+		// it is a multicluster.ProviderRunnable.
+		return built[0], nil
 	}
 	m := &multiProvider{Provider: multi.New(multi.Options{Separator: Separator}), kinds: selected, providers: built}
 	for i, kind := range selected {
@@ -266,7 +263,7 @@ func New(o *Options, hosting manager.Manager, spaceOptions ...cluster.Option) (*
 			return nil, fmt.Errorf("adding the %s provider: %w", kind, err)
 		}
 	}
-	return &Built{Provider: m, kinds: selected}, nil
+	return m, nil
 }
 
 // addKubeconfigAuditor adds to the hosting cluster's manager the Auditor that

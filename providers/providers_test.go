@@ -24,7 +24,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcrkubeconfig "sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
 
 	"github.com/kubestellar/workload-stager/providers/kcp"
@@ -330,5 +334,32 @@ func TestHostingCacheOptions(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestNewLeavesTheProviderRunnable: the provider New returns is the one the
+// manager must start (multicluster.ProviderRunnable), not a wrapper that
+// hides its Start, for the kinds that engage their spaces when they run.
+func TestNewLeavesTheProviderRunnable(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := kcp.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	hosting, err := manager.New(&rest.Config{Host: "https://127.0.0.1:1"}, manager.Options{
+		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []string{KindSingle, KindKubeFlex + "," + KindSingle} {
+		o := NewOptions()
+		o.Kind = kind
+		p, err := New(o, hosting)
+		if err != nil {
+			t.Fatalf("New(%s): %v", kind, err)
+		}
+		if _, ok := any(p).(multicluster.ProviderRunnable); !ok {
+			t.Errorf("New(%s) returned %T, which the manager cannot start", kind, p)
+		}
 	}
 }

@@ -480,7 +480,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 			return stagedbindingpolicy.NewController(space, cl, engine, controllerOptions)
 		},
 		NewCluster: func(space string, cl cluster.Cluster) (cluster.Cluster, error) {
-			if provider.SharesCaches(space) {
+			if o.Providers.SharesCaches(space) {
 				return nil, nil
 			}
 			return cluster.New(cl.GetConfig(), spaceClusterOptions)
