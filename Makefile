@@ -124,8 +124,9 @@ bench: build ## Run the Go benchmarks (CEL engine) and the scale harnesses: stag
 ##@ Generated files
 
 .PHONY: generate
-generate: ## Generate deepcopy code
+generate: ## Generate deepcopy code and the Grafana dashboard (hack/dashboards)
 	"$$($(TOOL) controller-gen)" object:headerFile=hack/boilerplate.go.txt paths=./api/...
+	go run ./hack/dashboards config/grafana/stage-progress.json
 
 # The Helm charts: the stager in its hosting cluster, and what every WDS needs.
 CHART = config/chart/workload-stager

@@ -6,6 +6,7 @@ require (
 	github.com/creack/pty v1.1.18
 	github.com/go-logr/logr v1.4.3
 	github.com/google/cel-go v0.28.0
+	github.com/grafana/grafana-foundation-sdk/go v0.0.22
 	github.com/kcp-dev/logicalcluster/v3 v3.0.5
 	github.com/kcp-dev/multicluster-provider v0.8.0
 	github.com/kcp-dev/sdk v0.32.0
