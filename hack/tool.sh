@@ -16,8 +16,8 @@
 #                  KubeStellar's controller-manager (cmd/controller-manager),
 #                  for the end-to-end tests and the demo
 #   kcp            kcp's server (cmd/kcp), for the kcp tests and the scale run
-#   prometheus     the directory of prometheus and promtool, installing Debian's
-#                  prometheus package when they are missing
+#   prometheus     the directory of prometheus and promtool (where they cannot
+#                  be built, set STAGER_PROMETHEUS_DIR to installed ones instead)
 #   helm           Helm, for the chart's lint and template checks and its install
 #   image-builder  the program (hack/tools/image) that writes the stager's
 #                  multi-platform OCI image layout, on go-containerregistry
@@ -112,14 +112,13 @@ case "${1:-}" in
     echo "$out/image-builder"
     ;;
   prometheus)
-    if ! command -v prometheus > /dev/null || ! command -v promtool > /dev/null; then
-      echo "hack/tool.sh: installing Debian's prometheus package" >&2
-      sudo=""
-      [ "$(id -u)" = 0 ] || sudo=sudo
-      install() { $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus >&2; }
-      install || { $sudo apt-get update >&2 && install; }
-    fi
-    dirname "$(command -v prometheus)"
+    out="$cache/bin/prometheus-$(version prometheus github.com/prometheus/prometheus)-$(key prometheus)"
+    # Only static scrape targets are used: the service discovery plugins
+    # (cloud SDKs, most of the build) are left out.
+    GOFLAGS="${GOFLAGS:+$GOFLAGS }-tags=remove_all_sd" \
+      build prometheus "$out" prometheus=github.com/prometheus/prometheus/cmd/prometheus \
+      promtool=github.com/prometheus/prometheus/cmd/promtool
+    echo "$out"
     ;;
   *)
     sed -n '2,20p' "$0" >&2
