@@ -110,7 +110,7 @@ func seedPath(b *testing.B, cs *ksv1alpha1.CombinedStatus) {
 const evalsPerSeedPath = 100
 
 // BenchmarkEvalConditionAgainstSeedPath measures the two side by side in one
-// loop, issue 16's comparison: each iteration times one evaluation the
+// loop: each iteration times one evaluation the
 // seed's way, then evalsPerSeedPath evaluations by the engine (of a version
 // already converted, as BenchmarkEvalCondition), so that both meet the
 // machine in the same state; separate benchmarks run seconds apart, and a
@@ -209,8 +209,8 @@ func BenchmarkHostileExpressions(b *testing.B) {
 }
 
 // BenchmarkConversionsUnderUpdates evaluates the seed condition on 60
-// versions of one 10,000-row CombinedStatus (issue 32: keyed by version,
-// they took a stager from 57 MiB to 1,955 MiB of RSS) and reports the
+// versions of one 10,000-row CombinedStatus (a cache keyed by version
+// would keep every one) and reports the
 // largest live heap seen after an evaluation, above the heap the 60
 // statuses take themselves, and what the conversion cache holds by its
 // estimate at the end.

@@ -130,8 +130,8 @@ func TestCELValuesAdapter(t *testing.T) {
 }
 
 // TestConversionsKeepOneVersionPerObject: a new version of a CombinedStatus
-// replaces the old one's conversion (issue 32: by UID and resourceVersion,
-// 40 updates of one 1.3 MiB CombinedStatus kept 391 MiB).
+// replaces the old one's conversion, rather than keeping every version of
+// an object that is updated often.
 func TestConversionsKeepOneVersionPerObject(t *testing.T) {
 	c := newConversions(DefaultConversionCacheSize, DefaultConversionCacheBytes)
 	for v := range 40 {

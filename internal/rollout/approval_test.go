@@ -350,7 +350,7 @@ func approvedAt() fixture {
 }
 
 // TestPlanApprovedPlacement: an approval binds what the approved stage
-// places (issue 32). A change to the active stage's cluster selectors or to
+// places. A change to the active stage's cluster selectors or to
 // the downsync takes it back to AwaitingApproval, its BindingPolicy left as
 // it was approved, and an approval of the new rollout starts it again.
 func TestPlanApprovedPlacement(t *testing.T) {

@@ -241,7 +241,7 @@ func TestPlanTooCostlyExpressions(t *testing.T) {
 		t.Fatalf("NewEngine: %v", err)
 	}
 	// A call whose worst case is above the cost limit on its own: refused
-	// before it runs (issue 32's indexOf).
+	// before it runs (an indexOf of a long string and substring).
 	bigString := `'aaaaaaaaaa'` + strings.Repeat(`.replace('a', 'aaaaaaaaaa')`, 5)
 	superLinear := bigString + `.indexOf(` + bigString + ` + 'b') >= 0`
 	tests := []struct {

@@ -25,8 +25,8 @@ import (
 	"github.com/kubestellar/workload-stager/test/framework/policytest"
 )
 
-// The hostile conditions of issue 10: work that does not depend on the
-// CombinedStatus and takes tens of seconds per evaluation without limits.
+// Hostile conditions: work that does not depend on the CombinedStatus and
+// that, without limits, would hold a worker for a long time per evaluation.
 const (
 	// hostileEstimated is rejected by the compile-time cost estimate.
 	hostileEstimated = `obj.results.exists(r, lists.range(300000).map(i, 'x').size() == 0)`
@@ -35,8 +35,8 @@ const (
 )
 
 // TestHostileExpressionsDoNotSlowOtherPolicies checks that two policies with
-// hostile conditions, which would hold both workers of the space for tens of
-// seconds per evaluation, neither delay a normal policy of the same space
+// hostile conditions, which without limits would hold both workers of the
+// space, neither delay a normal policy of the same space
 // much beyond the time it takes alone (measured first, in the same run), nor
 // go unexplained: their status says ExpressionTooCostly and why.
 func TestHostileExpressionsDoNotSlowOtherPolicies(t *testing.T) {

@@ -29,8 +29,7 @@ import (
 
 // TestApprovalsAreGuardedInWorkspaces: a WDS workspace made from
 // config/kcp/consumer holds the approvals' admission policy, which kcp runs
-// on the workspace's StageApprovals (issue 32: on kcp no such guard was
-// installed). An approval in another's name is refused (the policy's other
+// on the workspace's StageApprovals. An approval in another's name is refused (the policy's other
 // rules are TestApprovalThroughStatusOnly's, test/integration); a change
 // that approves nothing passes.
 func TestApprovalsAreGuardedInWorkspaces(t *testing.T) {

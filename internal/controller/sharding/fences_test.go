@@ -35,7 +35,7 @@ import (
 )
 
 // kcpLike are space names whose sanitized forms collide or make no valid
-// Lease name (issue 32).
+// Lease name.
 var kcpLike = []multicluster.ClusterName{"kcp#root:a-b", "kcp#root:a:b", multicluster.ClusterName("kcp#root:" + strings.Repeat("x", 240))}
 
 func TestFenceKeys(t *testing.T) {

@@ -167,7 +167,7 @@ func TestStoppedReplicaLeavesAtOnce(t *testing.T) {
 
 // TestForgedPeerLeasesDoNotCountForEver: a peer Lease renewed far in the
 // future, or with a duration far above the replicas', counted as a live
-// peer for ever (issue 32), holding a share of the spaces no replica
+// peer for ever, holding a share of the spaces no replica
 // serves. The registry caps a Lease's life by its own duration.
 func TestForgedPeerLeasesDoNotCountForEver(t *testing.T) {
 	ns := newNamespace(t)
