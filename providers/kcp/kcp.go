@@ -137,9 +137,10 @@ func (p *Provider) SpaceName(ctx context.Context, id multicluster.ClusterName, c
 	defer cancel()
 	var path string
 	lastErr := errors.New("not read before the timeout")
-	// Doubling from 50 ms, then every second, until the path or the timeout.
+	// Pauses after each failed read doubling from 50 ms to a second (sliding),
+	// until the path or the timeout.
 	retry := wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Cap: time.Second, Steps: math.MaxInt32}
-	_ = retry.DelayFunc().Until(ctx, true, false, func(ctx context.Context) (bool, error) {
+	_ = retry.DelayFunc().Until(ctx, true, true, func(ctx context.Context) (bool, error) {
 		path, lastErr = p.pathOf(ctx, cl)
 		if lastErr == nil && path == "" {
 			lastErr = errors.New("no " + PathAnnotation + " annotation")
