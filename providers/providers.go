@@ -121,16 +121,30 @@ func (o *Options) Has(kind string) bool {
 	return slices.Contains(o.Kinds(), kind)
 }
 
-// AddFlags registers the provider flags: the stager's and the plugin's are
-// the same.
+// AddFlags registers the provider flags of the stager.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	o.addKindFlags(fs)
+	o.Kubeconfig.AddFlags(fs)
+	o.KubeFlex.AddFlags(fs)
+	o.KCP.AddFlags(fs)
+}
+
+// AddDiscoveryFlags registers the flags by which Discover reads the
+// registrations, with the stager's names, defaults and help: all of the
+// stager's but the kubeconfig guard's (Discover never loosens it) and the
+// KubeFlex resync.
+func (o *Options) AddDiscoveryFlags(fs *pflag.FlagSet) {
+	o.addKindFlags(fs)
+	o.Kubeconfig.AddSecretFlags(fs)
+	o.KubeFlex.AddDiscoveryFlags(fs)
+	o.KCP.AddFlags(fs)
+}
+
+func (o *Options) addKindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kind, "provider", o.Kind,
 		`how spaces are found: "kubeconfig", "kubeflex", "single" or "kcp", or several separated by commas (README, "Running it")`)
 	fs.StringVar(&o.SingleName, "single-space-name", o.SingleName,
 		"name of the hosting cluster's space with --provider=single")
-	o.Kubeconfig.AddFlags(fs)
-	o.KubeFlex.AddFlags(fs)
-	o.KCP.AddFlags(fs)
 }
 
 // Validate reports flags that cannot work together.

@@ -53,18 +53,25 @@ func NewFlags() *Flags {
 	return &Flags{Namespace: DefaultNamespace, Label: DefaultLabel, Key: DefaultKey}
 }
 
-// AddFlags registers the flags.
+// AddFlags registers the flags: AddSecretFlags and the guard's.
 func (f *Flags) AddFlags(fs *pflag.FlagSet) {
+	f.AddSecretFlags(fs)
+	fs.BoolVar(&f.InsecureExec, "insecure-kubeconfig-exec", f.InsecureExec,
+		"let kubeconfigs run exec credential plugins inside the stager, that is let whoever writes them run commands as the stager")
+	fs.BoolVar(&f.InsecureTLS, "insecure-kubeconfig-tls", f.InsecureTLS,
+		"let kubeconfigs use insecure-skip-tls-verify or plain http servers")
+}
+
+// AddSecretFlags registers the flags that say where the kubeconfig Secrets
+// are, without the guard's: a reader of the registrations (kubectl stager)
+// never loosens the guard.
+func (f *Flags) AddSecretFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.Namespace, "kubeconfig-namespace", f.Namespace,
 		"namespace of the hosting cluster holding the spaces' kubeconfig Secrets")
 	fs.StringVar(&f.Label, "kubeconfig-label", f.Label,
 		`label (value "true") that marks a Secret as a space's kubeconfig, the space being named after the Secret`)
 	fs.StringVar(&f.Key, "kubeconfig-key", f.Key,
 		"key of the kubeconfig in a space Secret's data")
-	fs.BoolVar(&f.InsecureExec, "insecure-kubeconfig-exec", f.InsecureExec,
-		"let kubeconfigs run exec credential plugins inside the stager, that is let whoever writes them run commands as the stager")
-	fs.BoolVar(&f.InsecureTLS, "insecure-kubeconfig-tls", f.InsecureTLS,
-		"let kubeconfigs use insecure-skip-tls-verify or plain http servers")
 }
 
 // Validate reports flags that cannot work, for when the provider serves.

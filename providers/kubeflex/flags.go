@@ -15,6 +15,7 @@
 package kubeflex
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -54,27 +55,34 @@ func NewFlags() *Flags {
 	return &Flags{Selector: DefaultSelector, KubeconfigKey: KubeconfigKeyAuto, Resync: DefaultResync}
 }
 
-// AddFlags registers the flags.
+// AddFlags registers the flags: AddDiscoveryFlags and the resync.
 func (f *Flags) AddFlags(fs *pflag.FlagSet) {
+	f.AddDiscoveryFlags(fs)
+	fs.DurationVar(&f.Resync, "kubeflex-resync", f.Resync,
+		"how often an engaged ControlPlane's Secret is read again, so that a rotated kubeconfig takes over")
+}
+
+// AddDiscoveryFlags registers the flags that say which ControlPlanes are
+// spaces and how they are reached.
+func (f *Flags) AddDiscoveryFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.Selector, "kubeflex-selector", f.Selector,
 		"label selector of the KubeFlex ControlPlanes that are spaces, with --provider=kubeflex")
 	fs.StringVar(&f.KubeconfigKey, "kubeflex-kubeconfig-key", f.KubeconfigKey,
 		`which kubeconfig of a ControlPlane's Secret to use: "in-cluster", "external", or "auto" (in-cluster when the stager runs in a pod)`)
 	fs.StringSliceVar(&f.SecretNamespaces, "kubeflex-secret-namespaces", f.SecretNamespaces,
-		"the only namespaces whose Secrets a ControlPlane may name (default: any)")
-	fs.DurationVar(&f.Resync, "kubeflex-resync", f.Resync,
-		"how often an engaged ControlPlane's Secret is read again, so that a rotated kubeconfig takes over")
+		"the only namespaces whose Secrets a ControlPlane may name (default: any, which needs get on Secrets cluster-wide)")
 }
 
 // Validate reports flags that cannot work, for when the provider serves.
 func (f *Flags) Validate() error {
+	var errs []error
 	if _, err := labels.Parse(f.Selector); err != nil || f.Selector == "" {
-		return fmt.Errorf("--kubeflex-selector must be a non-empty label selector: %q", f.Selector)
+		errs = append(errs, fmt.Errorf("--kubeflex-selector must be a non-empty label selector: %q", f.Selector))
 	}
 	if !slices.Contains([]string{KubeconfigKeyAuto, KubeconfigKeyInCluster, KubeconfigKeyExternal}, f.KubeconfigKey) {
-		return fmt.Errorf(`--kubeflex-kubeconfig-key must be "auto", "in-cluster" or "external", not %q`, f.KubeconfigKey)
+		errs = append(errs, fmt.Errorf(`--kubeflex-kubeconfig-key must be "auto", "in-cluster" or "external", not %q`, f.KubeconfigKey))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // inCluster reports whether a ControlPlane's in-cluster kubeconfig is used:

@@ -39,13 +39,13 @@ type spaceFlags struct {
 }
 
 // addSpaceFlags registers --all-spaces and the provider flags it reads the
-// registrations by: the stager's own flags, with its names, defaults and
-// help, so that a stager's command line can be copied.
+// registrations by: the stager's own, with its names, defaults and help,
+// but for the kubeconfig guard's, which the plugin never loosens.
 func addSpaceFlags(fs *pflag.FlagSet) *spaceFlags {
 	f := &spaceFlags{providers: providers.NewOptions()}
 	fs.BoolVarP(&f.all, "all-spaces", "A", false,
 		"Every space the stager serves, found from its registrations in the current context's cluster (the stager's hosting cluster), with your permissions")
-	f.providers.AddFlags(fs)
+	f.providers.AddDiscoveryFlags(fs)
 	return f
 }
 
