@@ -147,9 +147,10 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //
 // The rules, in the order Plan applies them (the first that has a change to
 // make decides; the order is the order of what matters most):
-//  1. a policy being deleted loses its BindingPolicies, then its finalizer,
-//     saying in its Deleting condition what holds them meanwhile, and past
-//     the deletion warning threshold that the deletion is blocked;
+//  1. a policy being deleted loses its BindingPolicies, then its
+//     StageApprovals, then its finalizer, saying in its Deleting condition
+//     what holds them meanwhile, and past the deletion warning threshold
+//     that the deletion is blocked;
 //  2. a policy gets the finalizer before anything is placed;
 //  3. a spec without stages blocks the rollout (NoStages);
 //  4. expressions that do not compile, or whose estimated cost is too high,
@@ -163,20 +164,21 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //  7. a rollout that has not started, or whose active stage was removed from
 //     the spec, starts at the first stage; a stage it reaches that needs
 //     approval awaits it;
-//  8. every stage from the active one on whose approval is Required and
-//     that has not started has one StageApproval in line with the policy,
-//     and StageApprovals no stage asks for are deleted (approval.go);
+//  8. StageApprovals no stage asks for are deleted, then every stage from
+//     the active one on whose approval is Required and that has not started
+//     gets one StageApproval in line with the policy (approval.go);
 //  9. an approved, active stage whose spec would place anything else
 //     (cluster selectors, downsync) awaits approval again, its
 //     BindingPolicy left as approved;
-//  10. a stage awaiting approval places nothing until it is approved; a gate
-//     reached binds until it is approved or the rollout restarts, even if
-//     its approval is set to None;
+//  10. a stage awaiting approval places nothing until it is approved (a
+//     StageApproval of its name that the policy does not own blocks the
+//     rollout, StageApprovalConflict); a gate reached binds until it is
+//     approved or the rollout restarts, even if its approval is set to None;
 //  11. the active stage's BindingPolicy: a name taken by an object the
 //     policy does not own blocks the rollout (BindingPolicyConflict); one
 //     gone after the stage handed over records the advance (rule 13)
-//     instead of placing the done stage again; otherwise it is created, or
-//     brought in line with the spec;
+//     instead of placing the done stage again; one being deleted is waited
+//     for; otherwise it is created, or brought in line with the spec;
 //  12. with placement Accumulate, every earlier stage's BindingPolicy is kept
 //     in place and in line with the spec;
 //  13. the stage is assessed (its condition over the CombinedStatuses its
@@ -186,16 +188,16 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //  14. a handover to a next stage that has needed approval since is
 //     withdrawn: that stage's BindingPolicy is deleted; a done stage that is
 //     not the last hands over: the next stage's BindingPolicy is created
-//     first, marked; where it cannot be (the next stage needs approval, or
-//     a BindingPolicy of its name exists), the status records the advance
-//     first;
+//     first, marked; where it cannot be (the next stage needs approval, a
+//     BindingPolicy of its name exists, or the active stage's start is not
+//     recorded), the status records the advance first;
 //  15. BindingPolicies of stages no longer active are deleted once the
 //     active stage's Binding places the workload on a cluster
 //     (make-before-break), except the earlier stages' under Accumulate;
 //  16. the status is brought up to date (a done last stage completes the
-//     rollout): the progress deadline, the condition met since, and Events
-//     for a stalled stage, a completed rollout and an evaluation error,
-//     each once.
+//     rollout): the progress deadline (computed before rule 15, which does
+//     not read it), the condition met since, and Events for a stalled stage,
+//     a completed rollout and an evaluation error, each once.
 //
 // Every message of the Action is bounded (MaxConditionMessage, MaxEventNote).
 // Timers are computed from times in the snapshot (Now and the objects'
