@@ -51,9 +51,11 @@ func rowsTable(title string, width, height uint32, description string) *table.Pa
 	return table.NewPanelBuilder().Title(title).Span(width).Height(height).Datasource(datasource).Description(description)
 }
 
-// figures is a stat panel of half the width.
+// figures is a stat panel of half the width, showing each series' last
+// value (Grafana's own default, which the SDK leaves empty).
 func figures(title, description string) *stat.PanelBuilder {
-	return stat.NewPanelBuilder().Title(title).Span(12).Height(8).Datasource(datasource).Description(description)
+	return stat.NewPanelBuilder().Title(title).Span(12).Height(8).Datasource(datasource).Description(description).
+		ReduceOptions(common.NewReduceDataOptionsBuilder().Calcs([]string{"lastNotNull"}))
 }
 
 // labelVariable is a multi-valued variable over the values of one label.
