@@ -17,7 +17,7 @@
 #                  for the end-to-end tests and the demo
 #   kcp            kcp's server (cmd/kcp), for the kcp tests and the scale run
 #   prometheus     the directory of prometheus and promtool (where they cannot
-#                  be built, set STAGER_PROMETHEUS_DIR to installed ones instead)
+#                  be built, make takes installed ones from STAGER_PROMETHEUS_DIR)
 #   helm           Helm, for the chart's lint and template checks and its install
 #   image-builder  the program (hack/tools/image) that writes the stager's
 #                  multi-platform OCI image layout, on go-containerregistry

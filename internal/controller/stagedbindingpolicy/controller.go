@@ -261,7 +261,7 @@ func combinedStatusEvents(reader client.Reader) handler.TypedEventHandler[*ksv1a
 
 // assesses reports whether the policy of req is rolling out in the stage
 // that bindingPolicy places, as the cache has it: its active stage, or the
-// stage its active stage has handed over to (handedOver) before the status
+// stage its active stage has handed over to (rollout.HandedOver) before the status
 // records the advance. The record is queued at handler.LowPriority and
 // trails the handover by seconds when many rollouts advance at once, while
 // the next stage's CombinedStatus may come at once; the run it queues

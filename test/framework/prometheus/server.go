@@ -12,9 +12,9 @@
 // See the License for the specific language governing permissions and
 // limitations under the License.
 
-// Package prometheus runs a real Prometheus server (Debian's `prometheus`
-// package, found on $PATH or in $STAGER_PROMETHEUS_DIR) on loopback for the
-// tests, queries it through its HTTP API, and reads the repository's
+// Package prometheus runs a real Prometheus server (in $STAGER_PROMETHEUS_DIR,
+// which make sets to the one hack/tool.sh builds, or on $PATH) on loopback
+// for the tests, queries it through its HTTP API, and reads the repository's
 // dashboard and alerting rules so that tests can run their queries.
 package prometheus
 
@@ -39,8 +39,8 @@ import (
 )
 
 // DirEnv names the directory holding the prometheus and promtool binaries;
-// unset, they are looked up on $PATH. `hack/tool.sh prometheus` installs
-// Debian's package when they are missing and prints the directory.
+// unset, they are looked up on $PATH. `hack/tool.sh prometheus` builds them
+// and prints the directory.
 const DirEnv = "STAGER_PROMETHEUS_DIR"
 
 // Binary returns the path of a Prometheus binary ("prometheus" or "promtool").
@@ -54,7 +54,7 @@ func Binary(name string) (string, error) {
 	}
 	path, err := exec.LookPath(name)
 	if err != nil {
-		return "", fmt.Errorf("%s is not installed (run `hack/tool.sh prometheus`, or `make test`, which does): %w", name, err)
+		return "", fmt.Errorf("%s is not installed (set $STAGER_PROMETHEUS_DIR to what `hack/tool.sh prometheus` prints, or run `make test`, which does): %w", name, err)
 	}
 	return path, nil
 }
