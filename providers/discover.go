@@ -69,7 +69,7 @@ func Discover(ctx context.Context, o *Options, hosting client.Reader, hostingCon
 func discover(ctx context.Context, kind string, o *Options, hosting client.Reader, hostingConfig *rest.Config) ([]Space, error) {
 	switch kind {
 	case KindSingle:
-		return []Space{{Name: o.SingleName, Config: hostingConfig}}, nil
+		return []Space{{Name: o.Single.Name, Config: hostingConfig}}, nil
 	case KindKubeconfig:
 		found, err := kubeconfig.Discover(ctx, hosting, o.Kubeconfig)
 		if err != nil {

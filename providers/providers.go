@@ -49,11 +49,11 @@ import (
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	"sigs.k8s.io/multicluster-runtime/providers/multi"
-	"sigs.k8s.io/multicluster-runtime/providers/single"
 
 	"github.com/kubestellar/workload-stager/providers/kcp"
 	"github.com/kubestellar/workload-stager/providers/kubeconfig"
 	"github.com/kubestellar/workload-stager/providers/kubeflex"
+	"github.com/kubestellar/workload-stager/providers/single"
 )
 
 // The kinds of provider.
@@ -74,17 +74,14 @@ const (
 // kinds are the valid kinds, in the order the flag's help lists them.
 var kinds = []string{KindKubeconfig, KindKubeFlex, KindSingle, KindKCP}
 
-// DefaultSingleName is the space name of the hosting cluster with provider single.
-const DefaultSingleName = "local"
-
-// Options are the provider flags: --provider and --single-space-name here,
-// and each provider's own flags in its package.
+// Options are the provider flags: --provider here, and each provider's own
+// flags in its package.
 type Options struct {
 	// Kind is one kind of provider (KindKubeconfig, KindKubeFlex,
 	// KindSingle, KindKCP) or several, separated by commas.
 	Kind string
-	// SingleName is the space name of the hosting cluster with KindSingle.
-	SingleName string
+	// Single are the single provider's flags.
+	Single *single.Flags
 	// Kubeconfig are the kubeconfig provider's flags, and the guard's that
 	// every provider reaching a space by kubeconfig applies.
 	Kubeconfig *kubeconfig.Flags
@@ -98,7 +95,7 @@ type Options struct {
 func NewOptions() *Options {
 	return &Options{
 		Kind:       KindKubeconfig,
-		SingleName: DefaultSingleName,
+		Single:     single.NewFlags(),
 		Kubeconfig: kubeconfig.NewFlags(),
 		KubeFlex:   kubeflex.NewFlags(),
 		KCP:        kcp.NewFlags(),
@@ -143,8 +140,7 @@ func (o *Options) AddDiscoveryFlags(fs *pflag.FlagSet) {
 func (o *Options) addKindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kind, "provider", o.Kind,
 		`how spaces are found: "kubeconfig", "kubeflex", "single" or "kcp", or several separated by commas (README, "Running it")`)
-	fs.StringVar(&o.SingleName, "single-space-name", o.SingleName,
-		"name of the hosting cluster's space with --provider=single")
+	o.Single.AddFlags(fs)
 }
 
 // Validate reports flags that cannot work together.
@@ -169,9 +165,7 @@ func (o *Options) Validate() error {
 		case KindKubeconfig:
 			errs = append(errs, o.Kubeconfig.Validate())
 		case KindSingle:
-			if o.SingleName == "" {
-				errs = append(errs, errors.New("--single-space-name must not be empty"))
-			}
+			errs = append(errs, o.Single.Validate())
 		case KindKCP:
 			errs = append(errs, o.KCP.Validate())
 		case KindKubeFlex:
@@ -307,7 +301,7 @@ func (o *Options) addKubeconfigAuditor(hosting manager.Manager) error {
 func newProvider(kind string, o *Options, hosting manager.Manager, spaceOptions []cluster.Option) (Provider, error) {
 	switch kind {
 	case KindSingle:
-		return &singleProvider{Provider: single.New(multicluster.ClusterName(o.SingleName), hosting)}, nil
+		return single.New(o.Single, hosting), nil
 	case KindKubeFlex:
 		opts, err := o.KubeFlex.Options(o.Kubeconfig.Policy(), spaceOptions...)
 		if err != nil {
@@ -368,11 +362,3 @@ type prefixingManager struct {
 func (m *prefixingManager) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
 	return m.Manager.Engage(ctx, multicluster.ClusterName(m.prefix)+name, cl)
 }
-
-// singleProvider gives the single provider the setup step the others have.
-type singleProvider struct {
-	*single.Provider
-}
-
-// SetupWithManager does nothing: the single provider engages its cluster when it starts.
-func (p *singleProvider) SetupWithManager(context.Context, mcmanager.Manager) error { return nil }

@@ -34,6 +34,7 @@ import (
 	"github.com/kubestellar/workload-stager/providers/kcp"
 	"github.com/kubestellar/workload-stager/providers/kubeconfig"
 	"github.com/kubestellar/workload-stager/providers/kubeflex"
+	"github.com/kubestellar/workload-stager/providers/single"
 )
 
 func TestOptionsValidate(t *testing.T) {
@@ -51,7 +52,7 @@ func TestOptionsValidate(t *testing.T) {
 				o.Kubeconfig.Namespace, o.Kubeconfig.Label, o.Kubeconfig.Key = "", "", ""
 			}},
 		{name: "kubeconfig ignores the single space name",
-			change: func(o *Options) { o.SingleName = "" }},
+			change: func(o *Options) { o.Single.Name = "" }},
 		{name: "kubeconfig without namespace",
 			change:    func(o *Options) { o.Kubeconfig.Namespace = "" },
 			wantFlags: []string{"--kubeconfig-namespace"}},
@@ -67,7 +68,7 @@ func TestOptionsValidate(t *testing.T) {
 			},
 			wantFlags: []string{"--kubeconfig-namespace", "--kubeconfig-label", "--kubeconfig-key"}},
 		{name: "single without name",
-			change:    func(o *Options) { o.Kind, o.SingleName = KindSingle, "" },
+			change:    func(o *Options) { o.Kind, o.Single.Name = KindSingle, "" },
 			wantFlags: []string{"--single-space-name"}},
 		{name: "unknown provider",
 			change:    func(o *Options) { o.Kind = "cluster-api" },
@@ -155,8 +156,8 @@ func TestNewOptionsDefaults(t *testing.T) {
 	// The kubeconfig Secrets are labelled and keyed as multicluster-runtime's
 	// kubeconfig provider has them, so that Secrets made for it serve.
 	want := &Options{
-		Kind:       KindKubeconfig,
-		SingleName: DefaultSingleName,
+		Kind:   KindKubeconfig,
+		Single: &single.Flags{Name: "local"},
 		Kubeconfig: &kubeconfig.Flags{Namespace: "kubestellar-stager",
 			Label: mcrkubeconfig.DefaultKubeconfigSecretLabel, Key: mcrkubeconfig.DefaultKubeconfigSecretKey},
 		KubeFlex: &kubeflex.Flags{Selector: "kflex.kubestellar.io/cptype=wds", KubeconfigKey: "auto", Resync: 30 * time.Second},
@@ -178,7 +179,7 @@ func TestAddFlags(t *testing.T) {
 			want: func(*Options) {}},
 		{name: "single",
 			args: []string{"--provider=single", "--single-space-name=hub"},
-			want: func(o *Options) { o.Kind, o.SingleName = KindSingle, "hub" }},
+			want: func(o *Options) { o.Kind, o.Single.Name = KindSingle, "hub" }},
 		{name: "every kubeconfig flag",
 			args: []string{"--provider", "kubeconfig", "--kubeconfig-namespace", "spaces",
 				"--kubeconfig-label=example.com/space", "--kubeconfig-key=config"},
@@ -233,7 +234,7 @@ func TestAddFlags(t *testing.T) {
 		"kubeconfig-namespace":        kubeconfig.DefaultNamespace,
 		"kubeconfig-label":            mcrkubeconfig.DefaultKubeconfigSecretLabel,
 		"kubeconfig-key":              mcrkubeconfig.DefaultKubeconfigSecretKey,
-		"single-space-name":           DefaultSingleName,
+		"single-space-name":           single.DefaultName,
 		"kcp-kubeconfig":              "",
 		"kcp-apiexport-endpointslice": kcp.DefaultEndpointSlice,
 	} {

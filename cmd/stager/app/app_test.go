@@ -127,7 +127,7 @@ func TestOptionsValidate(t *testing.T) {
 			wantFlags: []string{"--kubeconfig-namespace"}},
 		{name: "every error named",
 			change: func(o *Options) {
-				o.Providers.Kind, o.Providers.SingleName = providers.KindSingle, ""
+				o.Providers.Kind, o.Providers.Single.Name = providers.KindSingle, ""
 				o.MaxConcurrentReconciles, o.SpaceProbeInterval, o.CacheSyncTimeout, o.CELCostLimit = 0, 0, 0, 0
 			},
 			wantFlags: []string{"--single-space-name", "--max-concurrent-reconciles", "--space-probe-interval",
@@ -179,7 +179,7 @@ func TestAddFlags(t *testing.T) {
 		t.Fatalf("Parse: %v", err)
 	}
 	want := NewOptions()
-	want.Providers.Kind, want.Providers.SingleName = providers.KindSingle, "hub"
+	want.Providers.Kind, want.Providers.Single.Name = providers.KindSingle, "hub"
 	want.MetricsBindAddress, want.HealthProbeBindAddress = "0", ":9000"
 	want.LeaderElect, want.LeaderElectionNamespace = true, "stager"
 	want.MaxConcurrentReconciles, want.SpaceProbeInterval, want.CacheSyncTimeout, want.CELCostLimit = 5, 30*time.Second, time.Minute, 42
