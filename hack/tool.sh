@@ -8,13 +8,18 @@
 #
 # NAME is one of:
 #   envtest        the directory of kube-apiserver, etcd and kubectl for envtest
-#                  (KUBEBUILDER_ASSETS); an already set KUBEBUILDER_ASSETS wins
+#                  (KUBEBUILDER_ASSETS), with the kube-controller-manager and
+#                  kube-scheduler of the WECs; an already set KUBEBUILDER_ASSETS wins
 #   controller-gen the CRD, RBAC and deepcopy generator
 #   kustomize      the manifest builder
 #   golangci-lint  the linter
 #   ks-controller-manager
 #                  KubeStellar's controller-manager (cmd/controller-manager),
 #                  for the end-to-end tests and the demo
+#   ks-transport-controller
+#                  KubeStellar's OCM transport controller, from the same module
+#   ocm-work       Open Cluster Management's work agent (cmd/work)
+#   kwok           kwok, which fakes the WECs' nodes and runs their pods
 #   kcp            kcp's server (cmd/kcp), for the kcp tests and the scale run
 #   prometheus     the directory of prometheus and promtool (where they cannot
 #                  be built, make takes installed ones from STAGER_PROMETHEUS_DIR)
@@ -37,21 +42,32 @@ key() {
   cat "$root/hack/tools/$1/go.mod" "$root/hack/tools/$1/go.sum" | sha256sum | cut -c1-10
 }
 
-# build MODULE_DIR OUT_DIR NAME=PACKAGE...: builds each package as OUT_DIR/NAME.
+# build MODULE_DIR OUT_DIR NAME=PACKAGE...: builds each package as OUT_DIR/NAME,
+# all in one `go build`, so that the packages they share compile once and the
+# links run in parallel.
 build() {
   local mod=$1 out=$2
   shift 2
   [ -f "$out/.built-$mod" ] && return 0
-  local tmp
+  local tmp pkgs=()
   tmp=$(mktemp -d "$cache/.build.XXXXXX")
   trap 'rm -rf "$tmp"' RETURN
   for spec in "$@"; do
-    local name=${spec%%=*} pkg=${spec#*=}
-    echo "hack/tool.sh: building $name from $pkg (hack/tools/$mod); this happens once per version" >&2
-    (cd "$root/hack/tools/$mod" && go build -trimpath -ldflags=-s -o "$tmp/$name" "$pkg") >&2
+    pkgs+=("${spec#*=}")
   done
+  echo "hack/tool.sh: building ${pkgs[*]} (hack/tools/$mod); this happens once per version" >&2
+  mkdir "$tmp/out"
+  if [ ${#pkgs[@]} -eq 1 ]; then
+    (cd "$root/hack/tools/$mod" && go build -trimpath -ldflags=-s -o "$tmp/out/${1%%=*}" "${pkgs[0]}") >&2
+  else
+    (cd "$root/hack/tools/$mod" && go build -trimpath -ldflags=-s -o "$tmp/out/" "${pkgs[@]}") >&2
+    for spec in "$@"; do
+      local name=${spec%%=*} pkg=${spec#*=}
+      [ "$name" = "${pkg##*/}" ] || mv "$tmp/out/${pkg##*/}" "$tmp/out/$name"
+    done
+  fi
   mkdir -p "$out"
-  mv "$tmp"/* "$out"/
+  mv "$tmp"/out/* "$out"/
   touch "$out/.built-$mod"
 }
 
@@ -64,7 +80,9 @@ case "${1:-}" in
     k8s=$(version kube k8s.io/kubernetes)
     etcd=$(version etcd go.etcd.io/etcd/server/v3)
     out="$cache/envtest/k8s-$k8s-etcd-$etcd-$(key kube)$(key etcd)"
-    build kube "$out" kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver kubectl=k8s.io/kubernetes/cmd/kubectl
+    build kube "$out" kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver kubectl=k8s.io/kubernetes/cmd/kubectl \
+      kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager \
+      kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler
     build etcd "$out" etcd=go.etcd.io/etcd/server/v3
     echo "$out"
     ;;
@@ -83,13 +101,27 @@ case "${1:-}" in
     build lint "$out" golangci-lint=github.com/golangci/golangci-lint/v2/cmd/golangci-lint
     echo "$out/golangci-lint"
     ;;
-  ks-controller-manager)
-    out="$cache/bin/ks-controller-manager-$(version kubestellar github.com/kubestellar/kubestellar)-$(key kubestellar)"
+  ks-controller-manager | ks-transport-controller)
+    out="$cache/bin/kubestellar-$(version kubestellar github.com/kubestellar/kubestellar)-$(key kubestellar)"
     # Checksums of kubeflex (in KubeStellar's module graph) come from go.sum
     # only, never from the public checksum database; for this build only.
     GONOSUMDB=github.com/kubestellar/kubeflex \
-      build kubestellar "$out" ks-controller-manager=github.com/kubestellar/kubestellar/cmd/controller-manager
-    echo "$out/ks-controller-manager"
+      build kubestellar "$out" ks-controller-manager=github.com/kubestellar/kubestellar/cmd/controller-manager \
+      ks-transport-controller=github.com/kubestellar/kubestellar/pkg/transport/ocm-transport-controller
+    echo "$out/$1"
+    ;;
+  ocm-work)
+    out="$cache/bin/ocm-$(version ocm open-cluster-management.io/ocm)-$(key ocm)"
+    # about-api (in OCM's module graph) is not in the public checksum
+    # database: its checksum comes from go.sum, for this build only.
+    GONOSUMDB=sigs.k8s.io/about-api \
+      build ocm "$out" ocm-work=open-cluster-management.io/ocm/cmd/work
+    echo "$out/ocm-work"
+    ;;
+  kwok)
+    out="$cache/bin/kwok-$(version kwok sigs.k8s.io/kwok)-$(key kwok)"
+    build kwok "$out" kwok=sigs.k8s.io/kwok/cmd/kwok
+    echo "$out/kwok"
     ;;
   kcp)
     out="$cache/bin/kcp-$(version kcp github.com/kcp-dev/kcp)-$(key kcp)"
@@ -121,7 +153,7 @@ case "${1:-}" in
     echo "$out"
     ;;
   *)
-    sed -n '2,20p' "$0" >&2
+    sed -n '2,/^set -euo/p' "$0" | sed '$d' >&2
     exit 2
     ;;
 esac

@@ -1,9 +1,12 @@
 //go:build tools
 
-// Package tools pins the Kubernetes commands built for envtest.
+// Package tools pins the Kubernetes commands built for envtest and for the
+// WECs of the real data plane.
 package tools
 
 import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubectl"
 )
