@@ -43,6 +43,7 @@ import (
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
 	"github.com/kubestellar/workload-stager/test/framework/policytest"
+	"github.com/kubestellar/workload-stager/test/framework/process"
 	"github.com/kubestellar/workload-stager/test/framework/stack"
 )
 
@@ -133,7 +134,7 @@ func startStager() (*stack.Process, error) {
 		if err != nil {
 			return nil, err
 		}
-		pprof, err := stack.FreeAddresses(1)
+		pprof, err := process.FreeAddresses(1)
 		if err != nil {
 			return nil, err
 		}

@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubestellar/workload-stager/test/framework/environment"
+	"github.com/kubestellar/workload-stager/test/framework/process"
 	"github.com/kubestellar/workload-stager/test/framework/stack"
 )
 
@@ -168,7 +169,7 @@ func TestMetricsAuthWithShippedRBAC(t *testing.T) {
 	if err := os.WriteFile(kubeconfigFile, kubeconfig, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr, err := stack.FreeAddress()
+	addr, err := process.FreeAddress()
 	if err != nil {
 		t.Fatal(err)
 	}

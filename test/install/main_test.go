@@ -47,6 +47,7 @@ import (
 	"github.com/kubestellar/workload-stager/test/framework/helm"
 	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
 	"github.com/kubestellar/workload-stager/test/framework/policytest"
+	"github.com/kubestellar/workload-stager/test/framework/process"
 	"github.com/kubestellar/workload-stager/test/framework/stack"
 )
 
@@ -212,7 +213,7 @@ func writeTokenKubeconfig(path string, space *environment.Space, token string) e
 
 // freePorts returns n distinct free loopback ports.
 func freePorts(n int) ([]int, error) {
-	addrs, err := stack.FreeAddresses(n)
+	addrs, err := process.FreeAddresses(n)
 	if err != nil {
 		return nil, err
 	}

@@ -30,7 +30,7 @@ import (
 	"github.com/kubestellar/workload-stager/cmd/stager/app"
 	"github.com/kubestellar/workload-stager/internal/controller/spaces"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
-	"github.com/kubestellar/workload-stager/test/framework/stack"
+	"github.com/kubestellar/workload-stager/test/framework/process"
 )
 
 // leaseName is the stager's leader election Lease, in the Secrets' namespace
@@ -127,7 +127,7 @@ func TestReadinessWaitsForHostingCaches(t *testing.T) {
 	// this test's cleanup in a CI run.
 	start := func(hosting *environment.Space, stopped bool) string {
 		t.Helper()
-		addr, err := stack.FreeAddress()
+		addr, err := process.FreeAddress()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -43,6 +43,7 @@ import (
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/kcpstack"
 	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
+	"github.com/kubestellar/workload-stager/test/framework/process"
 	"github.com/kubestellar/workload-stager/test/framework/stack"
 )
 
@@ -200,7 +201,7 @@ func wdsNamed(name string) *wds {
 // stagerArgs serve the kubeconfig Secrets of the hosting space and the kcp
 // workspaces bound to the stager's export.
 func stagerArgs(hostingKubeconfig, kcpKubeconfig string) ([]string, error) {
-	addrs, err := stack.FreeAddresses(2)
+	addrs, err := process.FreeAddresses(2)
 	if err != nil {
 		return nil, err
 	}

@@ -43,6 +43,7 @@ import (
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
 	"github.com/kubestellar/workload-stager/test/framework/policytest"
+	"github.com/kubestellar/workload-stager/test/framework/process"
 	"github.com/kubestellar/workload-stager/test/framework/stack"
 )
 
@@ -534,7 +535,7 @@ func runRollouts(b *testing.B, r rollouts) {
 	if err := os.WriteFile(kubeconfig, hosting.Kubeconfig(), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	addrs, err := stack.FreeAddresses(2)
+	addrs, err := process.FreeAddresses(2)
 	if err != nil {
 		b.Fatal(err)
 	}

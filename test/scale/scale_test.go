@@ -48,6 +48,7 @@ import (
 	"github.com/kubestellar/workload-stager/test/framework/kcpstack"
 	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
 	"github.com/kubestellar/workload-stager/test/framework/policytest"
+	"github.com/kubestellar/workload-stager/test/framework/process"
 	"github.com/kubestellar/workload-stager/test/framework/stack"
 )
 
@@ -91,7 +92,7 @@ func BenchmarkKCPWorkspaces(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	metricsAddr, err := stack.FreeAddress()
+	metricsAddr, err := process.FreeAddress()
 	if err != nil {
 		b.Fatal(err)
 	}

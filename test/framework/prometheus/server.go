@@ -35,6 +35,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubestellar/workload-stager/test/framework/process"
 	"github.com/kubestellar/workload-stager/test/framework/stack"
 )
 
@@ -152,7 +153,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if err := os.WriteFile(configFile, data, 0o644); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", configFile, err)
 	}
-	addr, err := stack.FreeAddress()
+	addr, err := process.FreeAddress()
 	if err != nil {
 		return nil, err
 	}

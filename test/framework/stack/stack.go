@@ -67,6 +67,7 @@ import (
 
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
+	"github.com/kubestellar/workload-stager/test/framework/process"
 )
 
 const (
@@ -186,7 +187,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		if o.KSControllerManager, err = ControllerManagerBinary(); err != nil {
 			return nil, err
 		}
-	} else if err := checkExecutable(o.KSControllerManager); err != nil {
+	} else if err := process.CheckExecutable(o.KSControllerManager); err != nil {
 		return nil, fmt.Errorf("KubeStellar's controller-manager: %w; `make test` builds it (hack/tool.sh ks-controller-manager)", err)
 	}
 	kfDir, err := KubeFlexCRDDir()
@@ -307,7 +308,7 @@ func (s *Stack) forget(name string, space *environment.Space) error {
 	s.mu.Unlock()
 	var errs []error
 	if cm != nil {
-		errs = append(errs, cm.stop())
+		errs = append(errs, cm.Stop())
 	}
 	if space != nil {
 		errs = append(errs, space.Stop())
@@ -369,7 +370,7 @@ func (s *Stack) engageWDS(ctx context.Context, name string, space *environment.S
 	s.WDS[name] = space
 	s.mu.Unlock()
 	s.WECs.addWDS(name, wdsClient)
-	log.Info("KubeStellar's controller-manager is ready", "pid", cm.cmd.Process.Pid, "log", cm.logPath, "elapsed", time.Since(begin).Round(time.Millisecond))
+	log.Info("KubeStellar's controller-manager is ready", "pid", cm.Pid(), "log", cm.LogPath(), "elapsed", time.Since(begin).Round(time.Millisecond))
 	return nil
 }
 
@@ -378,7 +379,7 @@ func (s *Stack) engageWDS(ctx context.Context, name string, space *environment.S
 // is ready and KubeStellar's CRDs are established in the WDS.
 func (s *Stack) startManager(ctx context.Context, name string, wdsClient client.Client) (*controllerManager, error) {
 	log := s.opts.Logger.WithName("stack").WithValues("wds", name)
-	logPath := filepath.Join(s.WorkDir, "ks-controller-manager-"+name+".log")
+	logPath := logName(s.WorkDir, "ks-controller-manager", name)
 	var (
 		cm  *controllerManager
 		err error
@@ -394,10 +395,10 @@ func (s *Stack) startManager(ctx context.Context, name string, wdsClient client.
 		}
 		s.mu.Unlock()
 		if stopped { // Stop ran meanwhile: it did not see this process
-			return nil, errors.Join(errors.New("the stack was stopped meanwhile"), cm.stop())
+			return nil, errors.Join(errors.New("the stack was stopped meanwhile"), cm.Stop())
 		}
 		waitCtx, cancel := context.WithTimeout(ctx, s.opts.StartTimeout)
-		err = cm.waitReady(waitCtx)
+		err = cm.WaitReady(waitCtx)
 		if err == nil {
 			err = waitForKubeStellarCRDs(waitCtx, wdsClient, s.opts.StartTimeout)
 			if err != nil {
@@ -408,8 +409,8 @@ func (s *Stack) startManager(ctx context.Context, name string, wdsClient client.
 		if err == nil {
 			break
 		}
-		stopErr := cm.stop()
-		if cm.portTaken() && attempt < portAttempts {
+		stopErr := cm.Stop()
+		if cm.PortTaken() && attempt < portAttempts {
 			log.Info("A port of KubeStellar's controller-manager was taken meanwhile; starting it again", "attempt", attempt)
 			continue
 		}
@@ -424,10 +425,10 @@ func (s *Stack) ControllerManagerPid(wds string) int {
 	s.mu.Lock()
 	cm := s.managers[wds]
 	s.mu.Unlock()
-	if cm == nil || cm.exitedEarly() {
+	if cm == nil || cm.Exited() {
 		return 0
 	}
-	return cm.cmd.Process.Pid
+	return cm.Pid()
 }
 
 // StopControllerManager stops the named WDS's KubeStellar controller-manager
@@ -442,7 +443,7 @@ func (s *Stack) StopControllerManager(wds string) error {
 	if cm == nil {
 		return fmt.Errorf("WDS %q has no controller-manager", wds)
 	}
-	return cm.stop()
+	return cm.Stop()
 }
 
 // StartControllerManager starts the named WDS's KubeStellar controller-manager
@@ -455,8 +456,8 @@ func (s *Stack) StartControllerManager(ctx context.Context, wds string) error {
 	if space == nil {
 		return fmt.Errorf("WDS %q is not in the stack", wds)
 	}
-	if cm != nil && !cm.exitedEarly() {
-		return fmt.Errorf("KubeStellar's controller-manager for %s still runs (pid %d)", wds, cm.cmd.Process.Pid)
+	if cm != nil && !cm.Exited() {
+		return fmt.Errorf("KubeStellar's controller-manager for %s still runs (pid %d)", wds, cm.Pid())
 	}
 	wdsClient, err := client.New(space.Config, client.Options{Scheme: environment.Scheme()})
 	if err != nil {
@@ -469,7 +470,7 @@ func (s *Stack) StartControllerManager(ctx context.Context, wds string) error {
 // ControllerManagerLog returns the path of the log of the named WDS's
 // controller-manager.
 func (s *Stack) ControllerManagerLog(wds string) string {
-	return filepath.Join(s.WorkDir, "ks-controller-manager-"+wds+".log")
+	return logName(s.WorkDir, "ks-controller-manager", wds)
 }
 
 // Stop stops everything the stack started: the simulated WECs, every
@@ -493,7 +494,7 @@ func (s *Stack) Stop() error {
 		errs := make([]error, len(managers)+len(spaces))
 		var wg sync.WaitGroup
 		for i, cm := range managers {
-			wg.Go(func() { errs[i] = cm.stop() })
+			wg.Go(func() { errs[i] = cm.Stop() })
 		}
 		wg.Wait()
 		for i, sp := range spaces {

@@ -31,6 +31,7 @@ import (
 
 	"github.com/kubestellar/workload-stager/test/framework"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
+	"github.com/kubestellar/workload-stager/test/framework/process"
 )
 
 // Where the stager finds the spaces of a stack.
@@ -47,7 +48,7 @@ const (
 // cmd/stager into dir and returns its path.
 func StagerBinary(dir string) (string, error) {
 	if path := os.Getenv(StagerBinaryEnv); path != "" {
-		return path, checkExecutable(path)
+		return path, process.CheckExecutable(path)
 	}
 	root, err := environment.RepoRoot()
 	if err != nil {
@@ -79,7 +80,7 @@ func (s *Stack) RegisterWithStager(ctx context.Context, wds string) error {
 // StagerArgs are the stager's arguments to serve the WDSes registered with
 // RegisterWithStager, with free loopback ports for metrics and probes.
 func (s *Stack) StagerArgs() ([]string, error) {
-	addrs, err := FreeAddresses(2)
+	addrs, err := process.FreeAddresses(2)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +155,7 @@ func StartStager(ctx context.Context, binary string, args func() ([]string, erro
 			_ = p.Stop(15 * time.Second)
 			return nil, err
 		}
-		if !strings.Contains(p.output(), portInUse) || attempt == portAttempts {
+		if !strings.Contains(p.output(), process.PortInUse) || attempt == portAttempts {
 			return nil, err
 		}
 	}
@@ -203,10 +204,10 @@ func (p *Process) waitServing(ctx context.Context, timeout time.Duration) error 
 		select {
 		case <-p.done:
 			return fmt.Errorf("%s exited before it was serving at %s; its log %s ends with:\n%s",
-				p.cmd.Path, addr, p.Log, lastLines(p.output(), tailLines))
+				p.cmd.Path, addr, p.Log, lastLines(p.output(), process.TailLines))
 		case <-ctx.Done():
 			return fmt.Errorf("%s is not serving at %s (%w); its log %s ends with:\n%s",
-				p.cmd.Path, addr, context.Cause(ctx), p.Log, lastLines(p.output(), tailLines))
+				p.cmd.Path, addr, context.Cause(ctx), p.Log, lastLines(p.output(), process.TailLines))
 		case <-tick.C:
 		}
 	}

@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubestellar/workload-stager/test/framework/process"
 	"github.com/kubestellar/workload-stager/test/framework/stack"
 )
 
@@ -31,7 +32,7 @@ import (
 // the same port for its metrics and its probes, found one at a time; its
 // metrics server could not listen and it exited.)
 func TestFreeAddressesAreDistinct(t *testing.T) {
-	addrs, err := stack.FreeAddresses(64)
+	addrs, err := process.FreeAddresses(64)
 	if err != nil {
 		t.Fatal(err)
 	}
