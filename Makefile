@@ -33,15 +33,18 @@ ENV_APISERVER = export KUBEBUILDER_ASSETS="$$($(TOOL) envtest)"; \
 	export STAGER_BINARY="$(abspath $(BIN_DIR))/stager"; \
 	echo "KUBEBUILDER_ASSETS=$$KUBEBUILDER_ASSETS";
 ENV_KUBESTELLAR = export STAGER_KS_CONTROLLER_MANAGER="$${STAGER_KS_CONTROLLER_MANAGER:-$$($(TOOL) ks-controller-manager)}";
+ENV_DATAPLANE = export STAGER_KS_TRANSPORT_CONTROLLER="$${STAGER_KS_TRANSPORT_CONTROLLER:-$$($(TOOL) ks-transport-controller)}"; \
+	export STAGER_OCM_WORK="$${STAGER_OCM_WORK:-$$($(TOOL) ocm-work)}"; \
+	export STAGER_KWOK="$${STAGER_KWOK:-$$($(TOOL) kwok)}";
 ENV_PROMETHEUS = export STAGER_PROMETHEUS_DIR="$${STAGER_PROMETHEUS_DIR:-$$($(TOOL) prometheus)}";
 ENV_KCP = export STAGER_KCP="$${STAGER_KCP:-$$($(TOOL) kcp)}";
 ENV_HELM = export STAGER_HELM="$${STAGER_HELM:-$$($(TOOL) helm)}";
-TEST_ENV = $(ENV_APISERVER) $(ENV_KUBESTELLAR) $(ENV_PROMETHEUS) $(ENV_KCP) $(ENV_HELM) true
+TEST_ENV = $(ENV_APISERVER) $(ENV_KUBESTELLAR) $(ENV_DATAPLANE) $(ENV_PROMETHEUS) $(ENV_KCP) $(ENV_HELM) true
 
 # The test layers, for a faster inner loop; `make test` runs them all.
 UNIT_PKGS ?= ./api/... ./cmd/... ./internal/... ./providers/... ./hack/...
 INTEGRATION_PKGS ?= ./internal/controller/sharding/ ./internal/controller/spaces/ ./internal/controller/stagedbindingpolicy/ ./test/framework/ ./test/framework/environment/ ./test/framework/kubestellar/ ./test/integration/ ./test/plugin/
-E2E_PKGS ?= ./test/chart/ ./test/install/ ./test/framework/stack/ ./test/framework/prometheus/ ./test/e2e/ ./test/chaos/
+E2E_PKGS ?= ./test/chart/ ./test/install/ ./test/framework/dataplane/ ./test/framework/stack/ ./test/framework/prometheus/ ./test/e2e/ ./test/chaos/
 KCP_PKGS ?= ./test/framework/kcp/ ./test/kcpe2e/
 
 # The image's test (hack/tools/image, a module of its own) opens the layout
@@ -69,8 +72,8 @@ test-integration: build ## The stager in-process against real kube-apiservers, w
 	go test $(GO_TEST_FLAGS) $(INTEGRATION_PKGS)
 
 .PHONY: test-e2e
-test-e2e: build ## The stager binary with the real KubeStellar controller-manager and a real Prometheus
-	$(ENV_APISERVER) $(ENV_KUBESTELLAR) $(ENV_PROMETHEUS) $(ENV_HELM) \
+test-e2e: build ## The stager binary with real KubeStellar, its data plane (transport, OCM, WECs) and Prometheus
+	$(ENV_APISERVER) $(ENV_KUBESTELLAR) $(ENV_DATAPLANE) $(ENV_PROMETHEUS) $(ENV_HELM) \
 	go test $(GO_TEST_FLAGS) $(E2E_PKGS)
 
 .PHONY: chaos

@@ -282,3 +282,6 @@ func (p *Process) Stop() error {
 	})
 	return p.stopErr
 }
+
+// Name returns the process's name (Spec.Name).
+func (p *Process) Name() string { return p.spec.Name }
