@@ -284,8 +284,8 @@ func (w *WEC) Pids() []int {
 }
 
 // FailPods makes the WEC's pods in namespace stop being Ready, as failing
-// readiness probes would: a kwok Stage turns every Running, Ready pod there
-// to not Ready (it stays Running), now and whenever one becomes Ready again.
+// readiness probes would: a kwok Stage turns every pod there, Ready or new,
+// into a Running pod that is not Ready.
 // kwok applies a new Stage only on a pod's next change, so FailPods touches
 // the pods until none is Ready. RecoverPods undoes it.
 func (w *WEC) FailPods(ctx context.Context, namespace string) error {
@@ -356,8 +356,10 @@ func podReady(pod *corev1.Pod) bool {
 	})
 }
 
-// notReadyStage is a kwok Stage (name, namespace) that turns Running, Ready
-// pods of one namespace to not Ready.
+// notReadyStage is a kwok Stage (name, namespace) that turns the pods of one
+// namespace that are Pending or Running and Ready into Running, not Ready
+// pods. Its weight makes kwok choose it over its own pod-ready stage, which
+// also matches Pending pods.
 const notReadyStage = `apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
 metadata:
@@ -375,10 +377,11 @@ spec:
       operator: 'DoesNotExist'
     - key: '.status.phase'
       operator: 'In'
-      values: ['Running']
+      values: ['Pending', 'Running']
     - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
-      operator: 'In'
-      values: ['True']
+      operator: 'NotIn'
+      values: ['False']
+  weight: 1
   next:
     statusTemplate: |
       {{ $now := Now }}
@@ -404,6 +407,11 @@ spec:
           running:
             startedAt: {{ $now | Quote }}
       {{ end }}
+      {{ with .spec.nodeName }}
+      hostIP: {{ NodeIPWith . | Quote }}
+      {{ end }}
+      phase: Running
+      startTime: {{ $now | Quote }}
 `
 
 // Deployment is what a WEC runs of one Deployment.

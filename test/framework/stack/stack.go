@@ -65,6 +65,7 @@ import (
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubestellar/workload-stager/test/framework/dataplane"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
 	"github.com/kubestellar/workload-stager/test/framework/process"
@@ -118,10 +119,31 @@ type Options struct {
 	// StartTimeout bounds the wait for each controller-manager to be
 	// ready. Default: DefaultStartTimeout.
 	StartTimeout time.Duration
-	// WECsInterval is the time between two passes of the simulated WECs.
-	// Default: DefaultWECsInterval.
+	// WECsInterval is the time between two passes of the simulated WECs
+	// (or, with RealDataPlane, of the status agents). Default:
+	// DefaultWECsInterval (dataplane.DefaultStatusInterval).
 	WECsInterval time.Duration
+	// DataPlane selects what lies after KubeStellar's controller-manager.
+	// Default: SimulatedDataPlane.
+	DataPlane DataPlane
 }
+
+// DataPlane selects what lies after KubeStellar's controller-manager.
+type DataPlane int
+
+const (
+	// SimulatedDataPlane runs no transport and no WEC: an in-process agent
+	// (WECs) writes the WorkStatuses the WECs would report, with a status
+	// the caller controls. It is fast and cheap, for the suites whose
+	// subject is the stager and for the scale runs.
+	SimulatedDataPlane DataPlane = iota
+	// RealDataPlane runs, per WDS, KubeStellar's transport controller and
+	// a garbage collector, and per cluster a WEC whose workloads really run
+	// (test/framework/dataplane): ManifestWorks, OCM's work agent, kwok's
+	// pods and the status they report. Only the status add-on is a
+	// stand-in (dataplane.StatusAgent).
+	RealDataPlane
+)
 
 // Stack is a running KubeStellar set-up started by Start. Stop it when done.
 type Stack struct {
@@ -132,8 +154,11 @@ type Stack struct {
 	// WDS maps the name of each WDS to its space. AddWDS adds to it: do not
 	// read it while AddWDS runs.
 	WDS map[string]*environment.Space
-	// WECs are the simulated WECs (and OCM status add-on).
+	// WECs are the simulated WECs (and OCM status add-on); nil with
+	// RealDataPlane.
 	WECs *WECs
+	// RealWECs are the WECs of a RealDataPlane stack, by cluster name.
+	RealWECs map[string]*dataplane.WEC
 	// ITSName is the name of the ITS (its ControlPlane's name).
 	ITSName string
 	// WorkDir holds the hosting kubeconfig and the controller-managers' logs.
@@ -148,8 +173,13 @@ type Stack struct {
 
 	mu       sync.Mutex
 	managers map[string]*controllerManager
-	spaces   []*environment.Space // every space started, in order
-	stopped  bool
+	// dataPlane are the transport controllers and garbage collectors of a
+	// RealDataPlane stack, stopped before the spaces.
+	dataPlane []*process.Process
+	binaries  dataplane.Binaries
+	itsConfig string               // the ITS's kubeconfig file, with RealDataPlane
+	spaces    []*environment.Space // every space started, in order
+	stopped   bool
 
 	cancelWECs context.CancelFunc
 	wecsDone   chan struct{}
@@ -217,9 +247,20 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	log := o.Logger.WithName("stack")
 	log.Info("Starting the spaces", "hosting", DefaultHostingName, "its", o.ITSName, "wdses", o.WDSes)
 	begin := time.Now()
+	itsCRDs := []string{mcDir}
+	if o.DataPlane == RealDataPlane {
+		if s.binaries, err = dataplane.FindBinaries(); err != nil {
+			return nil, err
+		}
+		workDir, err := dataplane.WorkCRDDir()
+		if err != nil {
+			return nil, err
+		}
+		itsCRDs = append(itsCRDs, workDir)
+	}
 	spaceOpts := map[string][]environment.SpaceOption{
 		DefaultHostingName: {environment.WithCRDDirs(kfDir)},
-		o.ITSName:          {environment.WithCRDDirs(mcDir)},
+		o.ITSName:          {environment.WithCRDDirs(itsCRDs...)},
 	}
 	for _, wds := range o.WDSes {
 		spaceOpts[wds] = o.WDSOptions
@@ -249,13 +290,19 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		return nil, err
 	}
 
-	s.WECs = newWECs(itsClient, o.Logger.WithName("wecs"), o.WECsInterval)
-	wecsCtx, cancel := context.WithCancel(context.Background())
-	s.cancelWECs, s.wecsDone = cancel, make(chan struct{})
-	go func() {
-		defer close(s.wecsDone)
-		s.WECs.run(wecsCtx)
-	}()
+	if o.DataPlane == RealDataPlane {
+		if err := s.startRealWECs(ctx, itsClient); err != nil {
+			return nil, err
+		}
+	} else {
+		s.WECs = newWECs(itsClient, o.Logger.WithName("wecs"), o.WECsInterval)
+		wecsCtx, cancel := context.WithCancel(context.Background())
+		s.cancelWECs, s.wecsDone = cancel, make(chan struct{})
+		go func() {
+			defer close(s.wecsDone)
+			s.WECs.run(wecsCtx)
+		}()
+	}
 
 	errs := make([]error, len(o.WDSes))
 	var wg sync.WaitGroup
@@ -366,10 +413,17 @@ func (s *Stack) engageWDS(ctx context.Context, name string, space *environment.S
 	if err != nil {
 		return err
 	}
+	if s.opts.DataPlane == RealDataPlane {
+		if err := s.startTransport(ctx, name, space); err != nil {
+			return err
+		}
+	}
 	s.mu.Lock()
 	s.WDS[name] = space
 	s.mu.Unlock()
-	s.WECs.addWDS(name, wdsClient)
+	if s.WECs != nil {
+		s.WECs.addWDS(name, wdsClient)
+	}
 	log.Info("KubeStellar's controller-manager is ready", "pid", cm.Pid(), "log", cm.LogPath(), "elapsed", time.Since(begin).Round(time.Millisecond))
 	return nil
 }
@@ -491,7 +545,7 @@ func (s *Stack) Stop() error {
 			s.cancelWECs()
 			<-s.wecsDone
 		}
-		errs := make([]error, len(managers)+len(spaces))
+		errs := append(make([]error, len(managers)+len(spaces)), s.stopDataPlane())
 		var wg sync.WaitGroup
 		for i, cm := range managers {
 			wg.Go(func() { errs[i] = cm.Stop() })
