@@ -22,7 +22,7 @@ help: ## List the targets
 .PHONY: demo
 demo: build ## Run the local demo environment until Ctrl-C
 	export KUBEBUILDER_ASSETS="$$($(TOOL) envtest)"; \
-	export STAGER_KS_CONTROLLER_MANAGER="$${STAGER_KS_CONTROLLER_MANAGER:-$$($(TOOL) ks-controller-manager)}"; \
+	$(ENV_KUBESTELLAR) $(ENV_DATAPLANE) \
 	go build -o $(BIN_DIR)/stager-demo ./hack/demo; \
 	exec $(BIN_DIR)/stager-demo --stager=$(BIN_DIR)/stager $(DEMO_ARGS)
 

@@ -15,11 +15,12 @@
 package main
 
 // The demo: a hosting space, an ITS and two WDSes, each WDS with the real
-// KubeStellar controller-manager, simulated WECs (dev1, dev2, test1, prod1,
-// prod2) that turn healthy stage after stage, and the stager binary serving
-// both WDSes (test/framework/stack). It prints the rollouts' progress as it
-// happens and runs until its context is cancelled, then stops everything it
-// started.
+// KubeStellar controller-manager and transport controller, real WECs (dev1,
+// dev2, test1, prod1, prod2) with OCM's work agent and pods run by kwok, and
+// the stager binary serving both WDSes (test/framework/stack with
+// RealDataPlane). It prints the rollouts' progress and what the WECs run as
+// it happens and runs until its context is cancelled, then stops everything
+// it started.
 
 import (
 	"context"
@@ -28,6 +29,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -57,7 +59,7 @@ const (
 	WorkloadNamespace = "demo"
 )
 
-// Clusters is the simulated inventory of WECs.
+// Clusters is the inventory of WECs.
 var Clusters = kubestellar.EnvClusters("dev1", "dev2", "test1", "prod1", "prod2")
 
 // Options configure a demo.
@@ -68,9 +70,6 @@ type Options struct {
 	WorkDir string
 	// Spaces are the names of the WDSes. Default: wds1, wds2.
 	Spaces []string
-	// StageDelay is how long the WECs of an active stage take to report the
-	// workload available. Default: 8s.
-	StageDelay time.Duration
 	// Out receives the progress report.
 	Out io.Writer
 	// Logger receives the stack's own log.
@@ -82,17 +81,12 @@ type wds struct {
 	name       string
 	client     client.Client
 	kubeconfig string
-	// madeAvailable records the stages whose WECs turned healthy.
-	madeAvailable map[string]bool
 }
 
 // Run runs the demo until ctx is cancelled.
 func Run(ctx context.Context, o Options) (err error) {
 	if len(o.Spaces) == 0 {
 		o.Spaces = []string{"wds1", "wds2"}
-	}
-	if o.StageDelay <= 0 {
-		o.StageDelay = 8 * time.Second
 	}
 	if _, err := os.Stat(o.StagerBinary); err != nil {
 		return fmt.Errorf("%w: %w", errNoBinary, err)
@@ -108,7 +102,8 @@ func Run(ctx context.Context, o Options) (err error) {
 	}()
 
 	fmt.Fprintln(out, "Starting the hosting space, the ITS and the WDSes (real kube-apiservers and etcds),")
-	fmt.Fprintln(out, "one real KubeStellar controller-manager per WDS, and the simulated WECs...")
+	fmt.Fprintln(out, "KubeStellar's controller-manager and transport controller per WDS, and the WECs")
+	fmt.Fprintln(out, "(each an API server with kube-controller-manager, kube-scheduler, kwok and OCM's work agent)...")
 	scheme, err := app.NewScheme()
 	if err != nil {
 		return err
@@ -119,6 +114,7 @@ func Run(ctx context.Context, o Options) (err error) {
 		WorkDir:    o.WorkDir,
 		WDSOptions: []environment.SpaceOption{environment.WithStagerCRDs(), environment.WithScheme(scheme)},
 		Logger:     o.Logger,
+		DataPlane:  stack.RealDataPlane,
 	})
 	if err != nil {
 		return err
@@ -154,8 +150,8 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
 		return fmt.Errorf("writing %s: %w", tokenFile, err)
 	}
-	printGuide(out, o, st.HostingKubeconfig, spaces, stager.Flag("metrics-bind-address"), tokenFile)
-	return follow(ctx, out, st, stager, spaces, o.StageDelay)
+	printGuide(out, o, st, spaces, stager.Flag("metrics-bind-address"), tokenFile)
+	return follow(ctx, out, st, stager, spaces)
 }
 
 // kubeFlexStagerArgs returns the stager's arguments to find the WDSes on its
@@ -194,7 +190,7 @@ func prepareSpace(ctx context.Context, st *stack.Stack, name, dir string) (*wds,
 			return nil, fmt.Errorf("creating %T %s in %s: %w", obj, obj.GetName(), name, err)
 		}
 	}
-	return &wds{name: name, client: space.Client, kubeconfig: path, madeAvailable: map[string]bool{}}, nil
+	return &wds{name: name, client: space.Client, kubeconfig: path}, nil
 }
 
 // SamplePolicy is the seed's StagedBindingPolicy, extended to dev -> test -> prod.
@@ -205,10 +201,11 @@ func SamplePolicy() *v1alpha1.StagedBindingPolicy {
 		policytest.Stage("prod", "", ""))
 }
 
-// sampleWorkload is an nginx Deployment in its namespace.
+// sampleWorkload is an nginx Deployment in its namespace, both labelled for
+// the sample policy, so that the WECs get the namespace too.
 func sampleWorkload() []client.Object {
 	return []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: WorkloadNamespace}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: WorkloadNamespace, Labels: map[string]string{policytest.AppLabel: "nginx"}}},
 		policytest.Deployment(WorkloadNamespace, "nginx"),
 	}
 }
@@ -223,7 +220,7 @@ func writeKubeconfig(dir, name string, kubeconfig []byte) (string, error) {
 }
 
 // printGuide tells the person watching where to look around.
-func printGuide(out io.Writer, o Options, hostingKubeconfig string, spaces []*wds, metricsAddr, tokenFile string) {
+func printGuide(out io.Writer, o Options, st *stack.Stack, spaces []*wds, metricsAddr, tokenFile string) {
 	kubectl := "kubectl"
 	if assets, err := environment.AssetsDir(); err == nil {
 		if _, err := os.Stat(filepath.Join(assets, "kubectl")); err == nil {
@@ -231,11 +228,15 @@ func printGuide(out io.Writer, o Options, hostingKubeconfig string, spaces []*wd
 		}
 	}
 	fmt.Fprintf(out, "\nThe demo is running. Files are in %s:\n", o.WorkDir)
-	fmt.Fprintf(out, "  hosting space: %s (KubeFlex ControlPlanes: the stager finds the WDSes there, --provider=%s)\n", hostingKubeconfig, providers.KindKubeFlex)
+	fmt.Fprintf(out, "  hosting space: %s (KubeFlex ControlPlanes: the stager finds the WDSes there, --provider=%s)\n", st.HostingKubeconfig, providers.KindKubeFlex)
 	for _, w := range spaces {
-		fmt.Fprintf(out, "  %s: %s (found by the %s provider from ControlPlane %s, through Secret %s/%s; KubeStellar's log: %s)\n",
-			w.name, w.kubeconfig, providers.KindKubeFlex, w.name, stack.ControlPlaneSecretNamespace(w.name), stack.ControlPlaneSecretName,
-			filepath.Join(o.WorkDir, "ks-controller-manager-"+w.name+".log"))
+		fmt.Fprintf(out, "  %s: %s (found by the %s provider from ControlPlane %s, through Secret %s/%s)\n",
+			w.name, w.kubeconfig, providers.KindKubeFlex, w.name, stack.ControlPlaneSecretNamespace(w.name), stack.ControlPlaneSecretName)
+		fmt.Fprintf(out, "      KubeStellar's logs: %s, %s\n", st.ControllerManagerLog(w.name), st.TransportLog(w.name))
+	}
+	fmt.Fprintf(out, "  ITS: %s\n", st.ITSKubeconfig())
+	for _, c := range Clusters {
+		fmt.Fprintf(out, "  WEC %s: %s (logs beside it)\n", c.Name, st.RealWECs[c.Name].Kubeconfig)
 	}
 	fmt.Fprintf(out, "  stager log: %s\n\nLook around:\n", filepath.Join(o.WorkDir, "stager.log"))
 	w := spaces[0]
@@ -244,16 +245,17 @@ func printGuide(out io.Writer, o Options, hostingKubeconfig string, spaces []*wd
 	fmt.Fprintf(out, "  %s --kubeconfig=%s get bindingpolicies,bindings\n", kubectl, w.kubeconfig)
 	fmt.Fprintf(out, "  %s --kubeconfig=%s get combinedstatuses -A\n", kubectl, w.kubeconfig)
 	fmt.Fprintf(out, "  %s --kubeconfig=%s get events.events.k8s.io -A\n", kubectl, w.kubeconfig)
-	fmt.Fprintf(out, "  %s --kubeconfig=%s get controlplanes -L kflex.kubestellar.io/cptype\n", kubectl, hostingKubeconfig)
+	fmt.Fprintf(out, "  %s --kubeconfig=%s get manifestworks,workstatuses -A -L transport.kubestellar.io/originWdsName   # the ITS\n", kubectl, st.ITSKubeconfig())
+	fmt.Fprintf(out, "  %s --kubeconfig=%s get deployments,pods,appliedmanifestworks -A   # WEC dev1\n", kubectl, st.RealWECs[Clusters[0].Name].Kubeconfig)
+	fmt.Fprintf(out, "  %s --kubeconfig=%s get controlplanes -L kflex.kubestellar.io/cptype\n", kubectl, st.HostingKubeconfig)
 	fmt.Fprintf(out, "  curl -sk -H \"Authorization: Bearer $(cat %s)\" https://%s/metrics | grep ^stager_   # HTTPS, token of ServiceAccount %s/%s (metrics-reader)\n\n",
 		tokenFile, metricsAddr, stack.MetricsReaderNamespace, stack.MetricsReaderName)
-	fmt.Fprintf(out, "Each stage's WECs report the nginx Deployment available %s after the stage starts.\nPress Ctrl-C to stop.\n\n", o.StageDelay)
+	fmt.Fprintf(out, "Each stage moves on once its WECs' nginx pods are Ready (kwok runs them) and KubeStellar reports it.\nPress Ctrl-C to stop.\n\n")
 }
 
-// follow prints every change of the rollouts, turns the WECs of each active
-// stage healthy after the delay, and returns when ctx is done, or with an
-// error if the stager stops.
-func follow(ctx context.Context, out io.Writer, st *stack.Stack, stager *stack.Process, spaces []*wds, delay time.Duration) error {
+// follow prints every change of the rollouts and of what the WECs run, and
+// returns when ctx is done, or with an error if the stager stops.
+func follow(ctx context.Context, out io.Writer, st *stack.Stack, stager *stack.Process, spaces []*wds) error {
 	last := map[string]string{}
 	announced := false
 	ticker := time.NewTicker(250 * time.Millisecond)
@@ -283,7 +285,10 @@ func follow(ctx context.Context, out io.Writer, st *stack.Stack, stager *stack.P
 			if policy.Status.Phase == v1alpha1.RolloutCompleted {
 				completed++
 			}
-			w.turnHealthy(out, st.WECs, policy, delay)
+		}
+		if line, err := wecsLine(ctx, st, spaces); err == nil && line != last[""] {
+			last[""] = line
+			fmt.Fprintf(out, "%s %s\n", time.Now().Format("15:04:05"), line)
 		}
 		if completed == len(spaces) && !announced {
 			announced = true
@@ -292,21 +297,29 @@ func follow(ctx context.Context, out io.Writer, st *stack.Stack, stager *stack.P
 	}
 }
 
-// turnHealthy makes the active stage's WECs report the workload available
-// once the stage has been active for the delay.
-func (w *wds) turnHealthy(out io.Writer, wecs *stack.WECs, policy *v1alpha1.StagedBindingPolicy, delay time.Duration) {
-	for _, st := range policy.Status.Stages {
-		if st.Phase != v1alpha1.StageActive || st.StartTime == nil || w.madeAvailable[st.Name] {
-			continue
+// wecsLine renders what each WEC runs of the sample workload, read from its
+// API server: the Deployment's image, its ready replicas and the WDSes whose
+// ManifestWorks applied it.
+func wecsLine(ctx context.Context, st *stack.Stack, spaces []*wds) (string, error) {
+	parts := make([]string, 0, len(Clusters))
+	for _, c := range Clusters {
+		deps, err := st.RealWECs[c.Name].Deployments(ctx, WorkloadNamespace)
+		if err != nil {
+			return "", err
 		}
-		if time.Since(st.StartTime.Time) < delay {
-			continue
+		part := c.Name + " -"
+		for _, d := range deps {
+			var from []string
+			for _, w := range spaces {
+				if slices.ContainsFunc(d.ManifestWorks, func(mw string) bool { return strings.Contains(mw, "-"+w.name+"-") }) {
+					from = append(from, w.name)
+				}
+			}
+			part = fmt.Sprintf("%s %s[%s] %d/%d ready, from %s", c.Name, d.Name, strings.Join(d.Images, ","), d.ReadyReplicas, d.Replicas, strings.Join(from, "+"))
 		}
-		w.madeAvailable[st.Name] = true
-		wecs.SetAvailable(stack.Match{WDS: w.name, BindingPolicy: v1alpha1.BindingPolicyName(policy.Name, st.Name), Resource: "deployments"}, 1)
-		wecs.Resync()
-		fmt.Fprintf(out, "%s %s: the %s WECs now report nginx available\n", time.Now().Format("15:04:05"), w.name, st.Name)
+		parts = append(parts, part)
 	}
+	return "WECs: " + strings.Join(parts, " | "), nil
 }
 
 // progressLine renders one policy's progress: each stage with a mark, then

@@ -13,8 +13,9 @@
 // limitations under the License.
 
 // Command stager-demo (make demo) runs the local demo environment: a hosting space, an
-// ITS, two WDSes each with the real KubeStellar controller-manager, simulated
-// WECs, and the stager, printing the stage progress until interrupted (Ctrl-C).
+// ITS, two WDSes each with KubeStellar's real controller-manager and transport,
+// five real WECs whose pods kwok runs, and the stager, printing the stage
+// progress and what the WECs run until interrupted (Ctrl-C).
 package main
 
 import (
@@ -25,7 +26,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
-	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -41,7 +41,6 @@ func main() {
 func run() error {
 	stager := flag.String("stager", "bin/stager", "path of the stager binary")
 	workDir := flag.String("workdir", "", "directory for the kubeconfigs and the stager's log (default: a new temporary directory)")
-	delay := flag.Duration("stage-delay", 8*time.Second, "how long each stage's WECs take to report the workload available")
 	flag.Parse()
 
 	dir, err := prepareWorkDir(*workDir)
@@ -58,7 +57,7 @@ func run() error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return Run(ctx, Options{StagerBinary: *stager, WorkDir: dir, StageDelay: *delay, Out: os.Stdout, Logger: logger})
+	return Run(ctx, Options{StagerBinary: *stager, WorkDir: dir, Out: os.Stdout, Logger: logger})
 }
 
 // prepareWorkDir returns the demo's work directory: dir, made if it does not exist

@@ -164,7 +164,8 @@ func TestAWorkloadRunsAndReportsItsStatus(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if len(deps) != 1 || deps[0].AvailableReplicas != 2 || deps[0].Images[0] != "nginx:1.27" {
+		if len(deps) != 1 || deps[0].AvailableReplicas != 2 || deps[0].Images[0] != "nginx:1.27" ||
+			len(deps[0].ManifestWorks) != 1 || deps[0].ManifestWorks[0] != mw.GetName() {
 			return fmt.Errorf("the WEC runs %+v", deps)
 		}
 		ws := workStatusOf(ctx, t)

@@ -421,6 +421,10 @@ type Deployment struct {
 	Images []string
 	// Replicas, ReadyReplicas and AvailableReplicas are from its status.
 	Replicas, ReadyReplicas, AvailableReplicas int32
+	// ManifestWorks are the names of the ManifestWorks that applied it,
+	// read from its owners (the work agent's AppliedManifestWorks, named
+	// "<hub hash>-<ManifestWork>"), sorted.
+	ManifestWorks []string
 }
 
 // Deployments returns the Deployments the WEC runs in namespace ("" for
@@ -437,6 +441,12 @@ func (w *WEC) Deployments(ctx context.Context, namespace string) ([]Deployment, 
 		for _, c := range d.Spec.Template.Spec.Containers {
 			dep.Images = append(dep.Images, c.Image)
 		}
+		for _, o := range d.OwnerReferences {
+			if _, work, ok := strings.Cut(o.Name, "-"); ok && o.Kind == "AppliedManifestWork" {
+				dep.ManifestWorks = append(dep.ManifestWorks, work)
+			}
+		}
+		slices.Sort(dep.ManifestWorks)
 		out = append(out, dep)
 	}
 	slices.SortFunc(out, func(a, b Deployment) int {

@@ -148,3 +148,9 @@ func writeKubeconfig(workDir, name string, space *environment.Space) (string, er
 	}
 	return path, nil
 }
+
+// ITSKubeconfig returns the path of the ITS's kubeconfig file
+// (RealDataPlane), the work agents' hub kubeconfig.
+func (s *Stack) ITSKubeconfig() string {
+	return s.itsConfig
+}
