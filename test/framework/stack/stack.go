@@ -27,15 +27,19 @@
 //     status controllers), which installs KubeStellar's CRDs in the WDS,
 //     resolves BindingPolicies into Bindings and combines WorkStatuses into
 //     CombinedStatuses;
-//   - simulated WECs (WECs): an in-process agent that writes, for every
-//     Binding destination and workload object, the WorkStatus KubeStellar's
-//     OCM status add-on would write, with a status the caller controls.
+//   - after it, either simulated WECs (WECs, SimulatedDataPlane, the
+//     default): an in-process agent that writes, for every Binding
+//     destination and workload object, the WorkStatus KubeStellar's OCM
+//     status add-on would write, with a status the caller controls; or
+//     KubeStellar's real data plane (RealDataPlane, test/framework/dataplane):
+//     a transport controller per WDS, and per cluster a WEC whose pods run,
+//     with OCM's work agent, reporting through a stand-in of the status
+//     add-on.
 //
-// Not run: KubeStellar's transport controller (no ManifestWorks, nothing
-// reaches a real WEC), OCM's hub and agents, KubeFlex's controllers. The
-// binding and status controllers do not need them: the binding controller
-// reads only ManagedClusters from the ITS, the status controller only
-// WorkStatuses.
+// Never run: OCM's hub controllers and registration agent, KubeFlex's
+// controllers. With SimulatedDataPlane the binding and status controllers
+// do not need the rest: the binding controller reads only ManagedClusters
+// from the ITS, the status controller only WorkStatuses.
 //
 // KubeStellar batches its work: a BindingPolicy becomes a Binding after about
 // 2 s, a WorkStatus change reaches the CombinedStatus after about 5 s.

@@ -38,6 +38,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubestellar/workload-stager/test/framework/dataplane"
 	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
 )
 
@@ -53,14 +54,11 @@ const (
 	// SingletonStatusLabel is the label KubeStellar puts on a workload
 	// object whose status is returned as is; the status add-on copies it
 	// from the object to its WorkStatus.
-	SingletonStatusLabel = "managed-by.kubestellar.io/singletonstatus"
+	SingletonStatusLabel = dataplane.SingletonStatusLabel
 
 	// DefaultWECsInterval is the default time between two passes of the
 	// simulated WECs.
 	DefaultWECsInterval = 200 * time.Millisecond
-
-	// maxNameLength is the status add-on's limit on WorkStatus names.
-	maxNameLength = 253
 )
 
 // Match selects reported workload objects for SetAvailable and SetStatus:
@@ -397,16 +395,7 @@ func normalize(status map[string]any) (map[string]any, error) {
 // the cluster, so a re-created Binding (as when a BindingPolicy of the same
 // name is re-created) gets new WorkStatuses, as it gets new ManifestWorks.
 func WorkStatusName(wds string, bindingUID types.UID, cluster string, gvk schema.GroupVersionKind, namespace, name string) string {
-	n := fmt.Sprintf("%s-%s-%s-%s-%s",
-		appliedManifestWorkUID(wds, bindingUID, cluster),
-		strings.ToLower(strings.ReplaceAll(gvk.GroupVersion().String(), "/", "")),
-		strings.ToLower(gvk.Kind),
-		namespace,
-		name)
-	if len(n) > maxNameLength {
-		n = n[:maxNameLength]
-	}
-	return n
+	return dataplane.WorkStatusName(appliedManifestWorkUID(wds, bindingUID, cluster), gvk, namespace, name)
 }
 
 // appliedManifestWorkUID returns a UUID-shaped, deterministic stand-in for
