@@ -119,9 +119,10 @@ run: ## Run the stager against the current kubeconfig (ARGS="--provider=single")
 	go run ./cmd/stager $(ARGS)
 
 .PHONY: bench
-bench: build ## Run the Go benchmarks (CEL engine) and the scale harnesses: stage-advance latency (10 spaces x 100 policies, all at once, paced, and with the stager's CPU reserved), 1,000 policies in one space, 100 kcp workspaces (docs/performance.md)
+bench: build ## Run the Go benchmarks (CEL engine), a stage advance on the real data plane, and the scale harnesses (docs/performance.md)
 	go test -short $(BENCH_FLAGS) ./internal/...
 	$(TEST_ENV); \
+	go test -run='^$$' -bench=. -benchtime=5x -timeout=30m -v ./test/realdataplane/; \
 	go test -run='^$$' -bench=$${SCALE_BENCH:-.} -benchtime=1x -timeout=90m -v ./test/scale/
 
 ##@ Generated files

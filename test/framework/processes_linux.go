@@ -15,6 +15,7 @@
 package framework
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -66,4 +67,29 @@ func ProcessAttributes() *syscall.SysProcAttr {
 func killGroup(pid int) {
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
 	_ = syscall.Kill(pid, syscall.SIGKILL)
+}
+
+// clockTicks is the unit of the CPU times in /proc/<pid>/stat (USER_HZ,
+// 100 on every Linux architecture Go supports).
+const clockTicks = 100
+
+// ProcessUsage returns a process's command name and the CPU seconds (user
+// and system) it has used, read from /proc; ok is false when it has gone.
+func ProcessUsage(pid int) (name string, cpuSeconds float64, ok bool) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "", 0, false
+	}
+	text := string(data)
+	start, end := strings.IndexByte(text, '('), strings.LastIndexByte(text, ')')
+	if start < 0 || end < start {
+		return "", 0, false
+	}
+	fields := strings.Fields(text[end+1:])
+	if len(fields) < 13 {
+		return "", 0, false
+	}
+	utime, _ := strconv.ParseFloat(fields[11], 64)
+	stime, _ := strconv.ParseFloat(fields[12], 64)
+	return text[start+1 : end], (utime + stime) / clockTicks, true
 }

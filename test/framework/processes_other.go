@@ -31,3 +31,6 @@ func killGroup(int) {}
 func ProcessAttributes() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }
+
+// ProcessUsage reports nothing outside Linux.
+func ProcessUsage(int) (name string, cpuSeconds float64, ok bool) { return "", 0, false }

@@ -123,7 +123,7 @@ func policies(space string) policytest.Space {
 // createWorkload creates, in a WDS, the workload named app: a namespace of
 // the same name and a one-replica Deployment in it, both labelled
 // AppLabel=<app> so that the policy carries the namespace to the WECs too.
-func createWorkload(t *testing.T, space, app string) {
+func createWorkload(t testing.TB, space, app string) {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: app, Labels: map[string]string{policytest.AppLabel: app}}}
 	for _, obj := range []client.Object{ns, policytest.Deployment(app, app)} {
@@ -136,7 +136,7 @@ func createWorkload(t *testing.T, space, app string) {
 // startRollout creates the workload app and its dev → test → prod policy
 // (ThreeStages, changed by change when given) in a WDS, the policy deleted
 // when the test ends.
-func startRollout(t *testing.T, space, name, app string, change func(*v1alpha1.StagedBindingPolicy)) {
+func startRollout(t testing.TB, space, name, app string, change func(*v1alpha1.StagedBindingPolicy)) {
 	t.Helper()
 	createWorkload(t, space, app)
 	policy := policytest.ThreeStages(name, app)
@@ -154,7 +154,7 @@ func startRollout(t *testing.T, space, name, app string, change func(*v1alpha1.S
 
 // running returns the WECs that run Deployment app/app with all its
 // replicas available, read from their API servers.
-func running(t *testing.T, app string) []string {
+func running(t testing.TB, app string) []string {
 	t.Helper()
 	var names []string
 	for _, c := range clusters {
@@ -172,7 +172,7 @@ func running(t *testing.T, app string) []string {
 }
 
 // present returns the WECs that hold Deployment app/app, available or not.
-func present(t *testing.T, app string) []string {
+func present(t testing.TB, app string) []string {
 	t.Helper()
 	var names []string
 	for _, c := range clusters {
@@ -189,7 +189,7 @@ func present(t *testing.T, app string) []string {
 
 // waitForWECs waits until exactly the given WECs hold Deployment app/app,
 // all of them with it available.
-func waitForWECs(t *testing.T, app string, want ...string) {
+func waitForWECs(t testing.TB, app string, want ...string) {
 	t.Helper()
 	environment.Eventually(t, timeout, fmt.Sprintf("exactly WECs %v running %s", want, app), func() error {
 		if got := present(t, app); !slices.Equal(got, want) {
@@ -203,7 +203,7 @@ func waitForWECs(t *testing.T, app string, want ...string) {
 }
 
 // unstructuredList lists objects of a kind in the ITS.
-func itsList(t *testing.T, gvkKind string, group, version string, opts ...client.ListOption) []unstructured.Unstructured {
+func itsList(t testing.TB, gvkKind string, group, version string, opts ...client.ListOption) []unstructured.Unstructured {
 	t.Helper()
 	list := &unstructured.UnstructuredList{}
 	list.SetAPIVersion(group + "/" + version)

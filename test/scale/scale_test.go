@@ -44,6 +44,7 @@ import (
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/cmd/stager/app"
+	"github.com/kubestellar/workload-stager/test/framework"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/kcpstack"
 	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
@@ -319,13 +320,8 @@ func memory(pid int) (rss, peak int) {
 
 // cpuSeconds returns the CPU time (user and system) a process has used.
 func cpuSeconds(pid int) float64 {
-	fields, err := statFields(pid)
-	if err != nil || len(fields) < 13 {
-		return 0
-	}
-	utime, _ := strconv.ParseFloat(fields[11], 64)
-	stime, _ := strconv.ParseFloat(fields[12], 64)
-	return (utime + stime) / clockTicks
+	_, cpu, _ := framework.ProcessUsage(pid)
+	return cpu
 }
 
 // statFields returns the fields of /proc/<pid>/stat after the command
@@ -395,9 +391,6 @@ func (u cpuUse) waiting() string {
 	}
 	return fmt.Sprintf("%.1f s (%.2f)", u.wait, u.wait/u.used)
 }
-
-// clockTicks is the kernel's USER_HZ, the unit of /proc/<pid>/stat times.
-const clockTicks = 100
 
 // scalePollInterval is how often the scale run checks its workspaces: not
 // environment.PollInterval, since reading 100 workspaces that often would
