@@ -156,23 +156,17 @@ func startRollout(t testing.TB, space, name, app string, change func(*v1alpha1.S
 // replicas available, read from their API servers.
 func running(t testing.TB, app string) []string {
 	t.Helper()
-	var names []string
-	for _, c := range clusters {
-		deps, err := suite.stack.RealWECs[c.Name].Deployments(suite.ctx, app)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range deps {
-			if d.Name == app && d.AvailableReplicas == 1 {
-				names = append(names, c.Name)
-			}
-		}
-	}
-	return names
+	return wecsWith(t, app, func(d dataplane.Deployment) bool { return d.AvailableReplicas == 1 })
 }
 
 // present returns the WECs that hold Deployment app/app, available or not.
 func present(t testing.TB, app string) []string {
+	t.Helper()
+	return wecsWith(t, app, func(dataplane.Deployment) bool { return true })
+}
+
+// wecsWith returns the WECs whose Deployment app/app satisfies ok.
+func wecsWith(t testing.TB, app string, ok func(dataplane.Deployment) bool) []string {
 	t.Helper()
 	var names []string
 	for _, c := range clusters {
@@ -180,7 +174,7 @@ func present(t testing.TB, app string) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if slices.ContainsFunc(deps, func(d dataplane.Deployment) bool { return d.Name == app }) {
+		if slices.ContainsFunc(deps, func(d dataplane.Deployment) bool { return d.Name == app && ok(d) }) {
 			names = append(names, c.Name)
 		}
 	}

@@ -147,6 +147,19 @@ func workStatusOf(ctx context.Context, t *testing.T) *unstructured.Unstructured 
 	return nil
 }
 
+// reportsAvailable fails unless the WorkStatus of Deployment demo/web
+// reports want available replicas.
+func reportsAvailable(ctx context.Context, t *testing.T, want int64) error {
+	ws := workStatusOf(ctx, t)
+	if ws == nil {
+		return fmt.Errorf("no WorkStatus")
+	}
+	if avail, _, _ := unstructured.NestedInt64(ws.Object, "status", "availableReplicas"); avail != want {
+		return fmt.Errorf("WorkStatus reports %d available replicas, want %d", avail, want)
+	}
+	return nil
+}
+
 // TestAWorkloadRunsAndReportsItsStatus applies a ManifestWork through the
 // real work agent: the Deployment's pods run on kwok's node, the Deployment
 // becomes available, the status agent reports it in a WorkStatus named and
@@ -190,23 +203,13 @@ func TestAWorkloadRunsAndReportsItsStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	environment.Eventually(t, time.Minute, "failing pods take the Deployment's availability away", func() error {
-		ws := workStatusOf(ctx, t)
-		avail, _, _ := unstructured.NestedInt64(ws.Object, "status", "availableReplicas")
-		if avail != 0 {
-			return fmt.Errorf("WorkStatus reports %d available replicas", avail)
-		}
-		return nil
+		return reportsAvailable(ctx, t, 0)
 	})
 	if err := wec.RecoverPods(ctx, "demo"); err != nil {
 		t.Fatal(err)
 	}
 	environment.Eventually(t, time.Minute, "recovered pods make it available again", func() error {
-		ws := workStatusOf(ctx, t)
-		avail, _, _ := unstructured.NestedInt64(ws.Object, "status", "availableReplicas")
-		if avail != 2 {
-			return fmt.Errorf("WorkStatus reports %d available replicas", avail)
-		}
-		return nil
+		return reportsAvailable(ctx, t, 2)
 	})
 
 	if err := its.Client.Delete(ctx, mw); err != nil {

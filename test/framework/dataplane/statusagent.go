@@ -139,13 +139,15 @@ func (a *StatusAgent) Passes() (int, error) {
 	return a.passes, a.lastErr
 }
 
-// desiredWorkStatus is a WorkStatus as the add-on would write it.
-type desiredWorkStatus struct {
-	name      string
-	labels    map[string]string
-	owner     metav1.OwnerReference
-	sourceRef map[string]any
-	status    map[string]any
+// WorkStatus is a WorkStatus as the status add-on writes it.
+type WorkStatus struct {
+	Namespace, Name string
+	Labels          map[string]string
+	// Owner, when set, is its controlling owner (the ManifestWork).
+	Owner     *metav1.OwnerReference
+	SourceRef map[string]any
+	// Status is the object's status; nil when it reports none.
+	Status map[string]any
 }
 
 // pass makes the ITS's WorkStatuses of the cluster match the WEC.
@@ -154,7 +156,7 @@ func (a *StatusAgent) pass(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listing AppliedManifestWorks: %w", err)
 	}
-	desired := map[string]*desiredWorkStatus{}
+	desired := map[string]*WorkStatus{}
 	var errs []error
 	for i := range amws.Items {
 		if err := a.desire(ctx, &amws.Items[i], desired); err != nil {
@@ -181,7 +183,7 @@ func (a *StatusAgent) pass(ctx context.Context) error {
 		}
 	}
 	for name, want := range desired {
-		if err := a.apply(ctx, want, existing[name]); err != nil {
+		if err := ApplyWorkStatus(ctx, a.its, want, existing[name]); err != nil {
 			errs = append(errs, fmt.Errorf("WorkStatus %s/%s: %w", a.cluster, name, err))
 		}
 	}
@@ -189,7 +191,7 @@ func (a *StatusAgent) pass(ctx context.Context) error {
 }
 
 // desire adds the WorkStatuses of one AppliedManifestWork's objects.
-func (a *StatusAgent) desire(ctx context.Context, amw *unstructured.Unstructured, desired map[string]*desiredWorkStatus) error {
+func (a *StatusAgent) desire(ctx context.Context, amw *unstructured.Unstructured, desired map[string]*WorkStatus) error {
 	mwName, _, _ := unstructured.NestedString(amw.Object, "spec", "manifestWorkName")
 	mw := &unstructured.Unstructured{}
 	mw.SetGroupVersionKind(ManifestWorkGVK)
@@ -229,20 +231,21 @@ func (a *StatusAgent) desire(ctx context.Context, amw *unstructured.Unstructured
 		}
 		status, _, _ := unstructured.NestedMap(obj.Object, "status")
 		controller := true
-		want := &desiredWorkStatus{
-			name:   WorkStatusName(string(amw.GetUID()), gvk, obj.GetNamespace(), obj.GetName()),
-			labels: labels,
-			owner: metav1.OwnerReference{
+		want := &WorkStatus{
+			Namespace: a.cluster,
+			Name:      WorkStatusName(string(amw.GetUID()), gvk, obj.GetNamespace(), obj.GetName()),
+			Labels:    labels,
+			Owner: &metav1.OwnerReference{
 				APIVersion: ManifestWorkGVK.GroupVersion().String(), Kind: ManifestWorkGVK.Kind,
 				Name: mw.GetName(), UID: mw.GetUID(), Controller: &controller, BlockOwnerDeletion: &controller,
 			},
-			sourceRef: map[string]any{
+			SourceRef: map[string]any{
 				"group": gvr.Group, "version": gvr.Version, "resource": gvr.Resource,
 				"kind": gvk.Kind, "namespace": obj.GetNamespace(), "name": obj.GetName(),
 			},
-			status: status,
+			Status: status,
 		}
-		desired[want.name] = want
+		desired[want.Name] = want
 	}
 	return errors.Join(errs...)
 }
@@ -258,43 +261,54 @@ func kubeStellarLabelled(labels map[string]string) bool {
 	return false
 }
 
-// apply creates or updates one WorkStatus: metadata and spec at creation
-// (and the singleton-status label later, which the add-on adds but never
-// removes), then .status through the status subresource.
-func (a *StatusAgent) apply(ctx context.Context, want *desiredWorkStatus, ws *unstructured.Unstructured) error {
+// ApplyWorkStatus makes the ITS hold want, as the status add-on writes a
+// WorkStatus: metadata and spec at creation (and the singleton-status label
+// later, which the add-on adds but never removes), then .status through the
+// status subresource. existing is the WorkStatus the ITS holds, or nil.
+func ApplyWorkStatus(ctx context.Context, its client.Client, want *WorkStatus, existing *unstructured.Unstructured) error {
+	ws := existing
 	if ws == nil {
 		ws = &unstructured.Unstructured{}
 		ws.SetGroupVersionKind(WorkStatusGVK)
-		ws.SetNamespace(a.cluster)
-		ws.SetName(want.name)
-		ws.SetLabels(want.labels)
-		ws.SetOwnerReferences([]metav1.OwnerReference{want.owner})
-		ws.Object["spec"] = map[string]any{"sourceRef": want.sourceRef}
+		ws.SetNamespace(want.Namespace)
+		ws.SetName(want.Name)
+		ws.SetLabels(want.Labels)
+		if want.Owner != nil {
+			ws.SetOwnerReferences([]metav1.OwnerReference{*want.Owner})
+		}
+		ws.Object["spec"] = map[string]any{"sourceRef": want.SourceRef}
 		ws.Object["statusDetails"] = map[string]any{
 			"lastGeneration":          int64(0),
 			"lastGenerationIsApplied": false,
 			"lastCurrencyUpdateTime":  metav1.Unix(0, 0).UTC().Format(time.RFC3339),
 		}
-		if err := a.its.Create(ctx, ws); err != nil {
+		if err := its.Create(ctx, ws); err != nil {
 			return fmt.Errorf("creating: %w", err)
 		}
-	} else if v, ok := want.labels[SingletonStatusLabel]; ok && ws.GetLabels()[SingletonStatusLabel] != v {
+	} else if v, ok := want.Labels[SingletonStatusLabel]; ok && ws.GetLabels()[SingletonStatusLabel] != v {
 		labels := ws.GetLabels()
 		if labels == nil {
 			labels = map[string]string{}
 		}
 		labels[SingletonStatusLabel] = v
 		ws.SetLabels(labels)
-		if err := a.its.Update(ctx, ws); err != nil {
+		if err := its.Update(ctx, ws); err != nil {
 			return fmt.Errorf("labelling: %w", err)
 		}
 	}
-	current, _, _ := unstructured.NestedMap(ws.Object, "status")
-	if want.status == nil || reflect.DeepEqual(current, want.status) {
+	current, _, err := unstructured.NestedMap(ws.Object, "status")
+	if err != nil {
+		current = nil
+	}
+	if reflect.DeepEqual(current, want.Status) {
 		return nil
 	}
-	ws.Object["status"] = want.status
-	if err := a.its.Status().Update(ctx, ws); err != nil {
+	if want.Status == nil {
+		delete(ws.Object, "status")
+	} else {
+		ws.Object["status"] = want.Status
+	}
+	if err := its.Status().Update(ctx, ws); err != nil {
 		return fmt.Errorf("writing the status: %w", err)
 	}
 	return nil

@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -31,7 +30,6 @@ import (
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -228,15 +226,6 @@ func (w *WECs) run(ctx context.Context) {
 	w.Run(ctx, w.logger)
 }
 
-// desiredWorkStatus is a WorkStatus the agent wants in the ITS.
-type desiredWorkStatus struct {
-	namespace, name string
-	labels          map[string]string
-	sourceRef       map[string]any
-	// status is nil when the object reports none.
-	status map[string]any
-}
-
 // pass makes the ITS hold exactly the WorkStatuses the WDSes' Bindings call
 // for, with the statuses configured.
 func (w *WECs) pass(ctx context.Context) error {
@@ -246,7 +235,7 @@ func (w *WECs) pass(ctx context.Context) error {
 	w.mu.Unlock()
 
 	var errs []error
-	desired := map[types.NamespacedName]*desiredWorkStatus{}
+	desired := map[types.NamespacedName]*dataplane.WorkStatus{}
 	for _, name := range slices.Sorted(maps.Keys(wdses)) {
 		if err := collectOrphanedBindings(ctx, wdses[name]); err != nil {
 			errs = append(errs, fmt.Errorf("WDS %s: %w", name, err))
@@ -262,7 +251,7 @@ func (w *WECs) pass(ctx context.Context) error {
 }
 
 // collect adds the WorkStatuses one WDS calls for to desired.
-func (w *WECs) collect(ctx context.Context, wds string, c client.Client, rules []rule, desired map[types.NamespacedName]*desiredWorkStatus) error {
+func (w *WECs) collect(ctx context.Context, wds string, c client.Client, rules []rule, desired map[types.NamespacedName]*dataplane.WorkStatus) error {
 	var bindings ksv1alpha1.BindingList
 	if err := c.List(ctx, &bindings); err != nil {
 		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
@@ -313,17 +302,17 @@ func (w *WECs) collect(ctx context.Context, wds string, c client.Client, rules [
 				if v, ok := obj.GetLabels()[SingletonStatusLabel]; ok {
 					labels[SingletonStatusLabel] = v
 				}
-				ws := &desiredWorkStatus{
-					namespace: d.ClusterId,
-					name:      WorkStatusName(wds, b.UID, d.ClusterId, gvk, o.namespace, o.name),
-					labels:    labels,
-					sourceRef: map[string]any{
+				ws := &dataplane.WorkStatus{
+					Namespace: d.ClusterId,
+					Name:      WorkStatusName(wds, b.UID, d.ClusterId, gvk, o.namespace, o.name),
+					Labels:    labels,
+					SourceRef: map[string]any{
 						"group": o.gvr.Group, "version": o.gvr.Version, "resource": o.gvr.Resource,
 						"kind": gvk.Kind, "namespace": o.namespace, "name": o.name,
 					},
-					status: status,
+					Status: status,
 				}
-				desired[types.NamespacedName{Namespace: ws.namespace, Name: ws.name}] = ws
+				desired[types.NamespacedName{Namespace: ws.Namespace, Name: ws.Name}] = ws
 			}
 		}
 	}
@@ -411,7 +400,7 @@ func appliedManifestWorkUID(wds string, bindingUID types.UID, cluster string) st
 // apply makes the ITS hold the desired WorkStatuses. WorkStatuses of the
 // agent's WDSes that are not desired are deleted, unless partial says that
 // some WDS could not be read completely.
-func (w *WECs) apply(ctx context.Context, wdses map[string]client.Client, desired map[types.NamespacedName]*desiredWorkStatus, partial bool) error {
+func (w *WECs) apply(ctx context.Context, wdses map[string]client.Client, desired map[types.NamespacedName]*dataplane.WorkStatus, partial bool) error {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(workStatusGVK.GroupVersion().WithKind(WorkStatusKind + "List"))
 	if err := w.its.List(ctx, list); err != nil {
@@ -439,56 +428,11 @@ func (w *WECs) apply(ctx context.Context, wdses map[string]client.Client, desire
 	for _, key := range slices.SortedFunc(maps.Keys(desired), func(a, b types.NamespacedName) int {
 		return strings.Compare(a.String(), b.String())
 	}) {
-		if err := w.applyOne(ctx, desired[key], existing[key]); err != nil {
+		if err := dataplane.ApplyWorkStatus(ctx, w.its, desired[key], existing[key]); err != nil {
 			errs = append(errs, fmt.Errorf("WorkStatus %s: %w", key, err))
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// applyOne creates or updates one WorkStatus: metadata and spec at
-// creation (and the singleton-status label later), then .status through
-// the status subresource.
-func (w *WECs) applyOne(ctx context.Context, want *desiredWorkStatus, ws *unstructured.Unstructured) error {
-	if ws == nil {
-		ws = &unstructured.Unstructured{}
-		ws.SetGroupVersionKind(workStatusGVK)
-		ws.SetNamespace(want.namespace)
-		ws.SetName(want.name)
-		ws.SetLabels(want.labels)
-		ws.Object["spec"] = map[string]any{"sourceRef": want.sourceRef}
-		ws.Object["statusDetails"] = map[string]any{
-			"lastGeneration":          int64(0),
-			"lastGenerationIsApplied": false,
-			"lastCurrencyUpdateTime":  metav1.Unix(0, 0).UTC().Format(time.RFC3339),
-		}
-		if err := w.its.Create(ctx, ws); err != nil {
-			return fmt.Errorf("creating: %w", err)
-		}
-	} else if v, ok := want.labels[SingletonStatusLabel]; ok && ws.GetLabels()[SingletonStatusLabel] != v {
-		labels := ws.GetLabels()
-		labels[SingletonStatusLabel] = v
-		ws.SetLabels(labels)
-		if err := w.its.Update(ctx, ws); err != nil {
-			return fmt.Errorf("labelling: %w", err)
-		}
-	}
-	current, _, err := unstructured.NestedMap(ws.Object, "status")
-	if err != nil {
-		current = nil
-	}
-	if reflect.DeepEqual(current, want.status) {
-		return nil
-	}
-	if want.status == nil {
-		delete(ws.Object, "status")
-	} else {
-		ws.Object["status"] = want.status
-	}
-	if err := w.its.Status().Update(ctx, ws); err != nil {
-		return fmt.Errorf("writing the status: %w", err)
-	}
-	return nil
 }
 
 // collectOrphanedBindings stands in for the Kubernetes garbage collector,
