@@ -15,7 +15,11 @@
 package dataplane
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"strings"
+	"time"
 
 	"github.com/kubestellar/workload-stager/test/framework/process"
 )
@@ -29,28 +33,68 @@ const transportReady = "started workers"
 // wdsName, into the ITS. It returns once the controller's workers run. The
 // kubeconfigs are paths of files; the metrics and pprof servers, which it
 // always runs, get free loopback ports.
-func StartTransport(binary, wdsName, wdsKubeconfig, itsKubeconfig, logPath string, extraArgs ...string) (*process.Process, error) {
-	addrs, err := process.FreeAddresses(2)
-	if err != nil {
-		return nil, err
-	}
-	return process.Start(process.Spec{
-		Name:   "KubeStellar's transport controller for " + wdsName,
-		Binary: binary,
-		Args: append([]string{
-			"--wds-name=" + wdsName,
-			"--wds-kubeconfig=" + wdsKubeconfig,
-			"--transport-kubeconfig=" + itsKubeconfig,
-			// The defaults (5 and 10) hold a Binding's ManifestWorks back
-			// behind client-side throttling as soon as a few WECs share it.
-			"--wds-qps=100", "--wds-burst=200",
-			"--transport-qps=100", "--transport-burst=200",
-			"--metrics-bind-address=" + addrs[0],
-			"--pprof-bind-address=" + addrs[1],
-		}, extraArgs...),
-		LogPath: logPath,
-		Ready:   func(line string) bool { return strings.Contains(line, transportReady) },
+func StartTransport(ctx context.Context, binary, wdsName, wdsKubeconfig, itsKubeconfig, logPath string, extraArgs ...string) (*process.Process, error) {
+	return startServing(ctx, 2, func(addrs []string) process.Spec {
+		return process.Spec{
+			Name:   "KubeStellar's transport controller for " + wdsName,
+			Binary: binary,
+			Args: append([]string{
+				"--wds-name=" + wdsName,
+				"--wds-kubeconfig=" + wdsKubeconfig,
+				"--transport-kubeconfig=" + itsKubeconfig,
+				// The defaults (5 and 10) hold a Binding's ManifestWorks back
+				// behind client-side throttling as soon as a few WECs share it.
+				"--wds-qps=100", "--wds-burst=200",
+				"--transport-qps=100", "--transport-burst=200",
+				"--metrics-bind-address=" + addrs[0],
+				"--pprof-bind-address=" + addrs[1],
+			}, extraArgs...),
+			LogPath: logPath,
+			Ready:   func(line string) bool { return strings.Contains(line, transportReady) },
+		}
 	})
+}
+
+// startAttempts is how often startServing starts a program whose port was
+// taken between FreeAddresses and its listening.
+const startAttempts = 3
+
+// settleTime is how long startServing watches a started (and ready) program
+// for an exit: the transport controller and the work agent bind their
+// servers in the background and exit when a port is taken.
+const settleTime = time.Second
+
+// startServing starts a program with ports free loopback addresses, waits
+// until it is ready and has not exited for settleTime, and starts it again
+// with fresh addresses when it exited because one was taken meanwhile.
+func startServing(ctx context.Context, ports int, spec func(addrs []string) process.Spec) (*process.Process, error) {
+	for attempt := 1; ; attempt++ {
+		addrs, err := process.FreeAddresses(ports)
+		if err != nil {
+			return nil, err
+		}
+		p, err := process.Start(spec(addrs))
+		if err != nil {
+			return nil, err
+		}
+		err = p.WaitReady(ctx)
+		if err == nil {
+			select {
+			case <-time.After(settleTime):
+			case <-ctx.Done():
+			}
+			if p.Exited() {
+				err = fmt.Errorf("%s exited; log %s ends with:\n%s", p.Name(), p.LogPath(), p.Tail())
+			}
+		}
+		if err == nil {
+			return p, nil
+		}
+		stopErr := p.Stop()
+		if !p.PortTaken() || attempt == startAttempts {
+			return nil, errors.Join(err, stopErr)
+		}
+	}
 }
 
 // StartGarbageCollector starts a kube-controller-manager that runs only the
@@ -114,27 +158,25 @@ func startKwok(binary, name, kubeconfig, logPath string) (*process.Process, erro
 // ManifestWorks in the cluster's namespace of the hub (the ITS) to the WEC,
 // records them in AppliedManifestWorks there and reports their conditions
 // back to the hub.
-func startWorkAgent(binary, cluster, hubKubeconfig, wecKubeconfig, logPath string) (*process.Process, error) {
-	addr, err := process.FreeAddress()
-	if err != nil {
-		return nil, err
-	}
-	return process.Start(process.Spec{
-		Name:   "OCM's work agent of " + cluster,
-		Binary: binary,
-		Args: []string{
-			"agent",
-			"--spoke-cluster-name=" + cluster,
-			// The kube workload source reads the hub from here; the agent
-			// ignores --hub-kubeconfig, which only registration reads.
-			"--workload-source-config=" + hubKubeconfig,
-			"--kubeconfig=" + wecKubeconfig,
-			"--spoke-kubeconfig=" + wecKubeconfig,
-			"--namespace=" + agentNamespace,
-			"--agent-id=" + cluster,
-			"--disable-leader-election",
-			"--listen=" + addr,
-		},
-		LogPath: logPath,
+func startWorkAgent(ctx context.Context, binary, cluster, hubKubeconfig, wecKubeconfig, logPath string) (*process.Process, error) {
+	return startServing(ctx, 1, func(addrs []string) process.Spec {
+		return process.Spec{
+			Name:   "OCM's work agent of " + cluster,
+			Binary: binary,
+			Args: []string{
+				"agent",
+				"--spoke-cluster-name=" + cluster,
+				// The kube workload source reads the hub from here; the agent
+				// ignores --hub-kubeconfig, which only registration reads.
+				"--workload-source-config=" + hubKubeconfig,
+				"--kubeconfig=" + wecKubeconfig,
+				"--spoke-kubeconfig=" + wecKubeconfig,
+				"--namespace=" + agentNamespace,
+				"--agent-id=" + cluster,
+				"--disable-leader-election",
+				"--listen=" + addrs[0],
+			},
+			LogPath: logPath,
+		}
 	})
 }

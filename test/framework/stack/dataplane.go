@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,7 +36,7 @@ func (s *Stack) startRealWECs(ctx context.Context, its client.Client) error {
 	if s.itsConfig, err = writeKubeconfig(s.WorkDir, s.ITSName, s.ITS); err != nil {
 		return err
 	}
-	if err := s.startDataPlaneProcess(func() (*process.Process, error) {
+	if err := s.startDataPlaneProcess(s.ITSName, func() (*process.Process, error) {
 		return dataplane.StartGarbageCollector(s.binaries.KubeControllerManager, s.ITSName, s.itsConfig,
 			logName(s.WorkDir, "garbage-collector", s.ITSName))
 	}); err != nil {
@@ -61,44 +60,52 @@ func (s *Stack) startRealWECs(ctx context.Context, its client.Client) error {
 	}
 	wg.Wait()
 	s.mu.Lock()
-	s.RealWECs = map[string]*dataplane.WEC{}
-	for _, w := range wecs {
-		if w != nil {
-			s.RealWECs[w.Name] = w
+	stopped := s.stopped
+	if !stopped {
+		s.RealWECs = map[string]*dataplane.WEC{}
+		for _, w := range wecs {
+			if w != nil {
+				s.RealWECs[w.Name] = w
+			}
 		}
 	}
 	s.mu.Unlock()
+	if stopped { // Stop ran meanwhile: it did not see these
+		for _, w := range wecs {
+			if w != nil {
+				errs = append(errs, w.Stop())
+			}
+		}
+		errs = append(errs, errors.New("the stack was stopped meanwhile"))
+	}
 	return errors.Join(errs...)
 }
 
 // startTransport starts a WDS's garbage collector and KubeStellar's
-// transport controller for it, once KubeStellar's CRDs are in the WDS.
+// transport controller for it, once KubeStellar's CRDs are in the WDS, and
+// records them for forget and Stop.
 func (s *Stack) startTransport(ctx context.Context, wds string, space *environment.Space) error {
 	kubeconfig, err := writeKubeconfig(s.WorkDir, wds, space)
 	if err != nil {
 		return err
 	}
-	if err := s.startDataPlaneProcess(func() (*process.Process, error) {
+	if err := s.startDataPlaneProcess(wds, func() (*process.Process, error) {
 		return dataplane.StartGarbageCollector(s.binaries.KubeControllerManager, wds, kubeconfig,
 			logName(s.WorkDir, "garbage-collector", wds))
 	}); err != nil {
 		return err
 	}
-	var transport *process.Process
-	if err := s.startDataPlaneProcess(func() (*process.Process, error) {
-		transport, err = dataplane.StartTransport(s.binaries.Transport, wds, kubeconfig, s.itsConfig,
-			logName(s.WorkDir, "ks-transport-controller", wds))
-		return transport, err
-	}); err != nil {
-		return err
-	}
 	waitCtx, cancel := context.WithTimeout(ctx, s.opts.StartTimeout)
 	defer cancel()
-	return transport.WaitReady(waitCtx)
+	return s.startDataPlaneProcess(wds, func() (*process.Process, error) {
+		return dataplane.StartTransport(waitCtx, s.binaries.Transport, wds, kubeconfig, s.itsConfig,
+			logName(s.WorkDir, "ks-transport-controller", wds))
+	})
 }
 
-// startDataPlaneProcess starts a process and records it for Stop.
-func (s *Stack) startDataPlaneProcess(start func() (*process.Process, error)) error {
+// startDataPlaneProcess starts a process and records it, under owner (a WDS,
+// or the ITS), for forget and Stop.
+func (s *Stack) startDataPlaneProcess(owner string, start func() (*process.Process, error)) error {
 	p, err := start()
 	if err != nil {
 		return err
@@ -108,15 +115,34 @@ func (s *Stack) startDataPlaneProcess(start func() (*process.Process, error)) er
 	if s.stopped {
 		return errors.Join(errors.New("the stack was stopped meanwhile"), p.Stop())
 	}
-	s.dataPlane = append(s.dataPlane, p)
+	if s.dataPlane == nil {
+		s.dataPlane = map[string][]*process.Process{}
+	}
+	s.dataPlane[owner] = append(s.dataPlane[owner], p)
 	return nil
+}
+
+// stopDataPlaneOf stops and forgets the data plane processes of a WDS.
+func (s *Stack) stopDataPlaneOf(owner string) error {
+	s.mu.Lock()
+	procs := s.dataPlane[owner]
+	delete(s.dataPlane, owner)
+	s.mu.Unlock()
+	errs := make([]error, 0, len(procs))
+	for _, p := range procs {
+		errs = append(errs, p.Stop())
+	}
+	return errors.Join(errs...)
 }
 
 // stopDataPlane stops the transport controllers, the garbage collectors and
 // the WECs.
 func (s *Stack) stopDataPlane() error {
 	s.mu.Lock()
-	procs := slices.Clone(s.dataPlane)
+	var procs []*process.Process
+	for _, owned := range s.dataPlane {
+		procs = append(procs, owned...)
+	}
 	wecs := make([]*dataplane.WEC, 0, len(s.RealWECs))
 	for _, w := range s.RealWECs {
 		wecs = append(wecs, w)

@@ -118,14 +118,15 @@ type Options struct {
 	// KubeStellar's own CRDs need no option: its controller-manager
 	// installs them.
 	WDSOptions []environment.SpaceOption
-	// Logger receives the stack's progress and the simulated WECs' errors.
+	// Logger receives the stack's progress and the errors of the simulated
+	// WECs or of the status agents.
 	Logger logr.Logger
 	// StartTimeout bounds the wait for each controller-manager to be
 	// ready. Default: DefaultStartTimeout.
 	StartTimeout time.Duration
 	// WECsInterval is the time between two passes of the simulated WECs
-	// (or, with RealDataPlane, of the status agents). Default:
-	// DefaultWECsInterval (dataplane.DefaultStatusInterval).
+	// (default: DefaultWECsInterval) or, with RealDataPlane, of the status
+	// agents (default: dataplane.DefaultStatusInterval).
 	WECsInterval time.Duration
 	// DataPlane selects what lies after KubeStellar's controller-manager.
 	// Default: SimulatedDataPlane.
@@ -178,8 +179,9 @@ type Stack struct {
 	mu       sync.Mutex
 	managers map[string]*controllerManager
 	// dataPlane are the transport controllers and garbage collectors of a
-	// RealDataPlane stack, stopped before the spaces.
-	dataPlane []*process.Process
+	// RealDataPlane stack, by the space they serve, stopped before the
+	// spaces.
+	dataPlane map[string][]*process.Process
 	binaries  dataplane.Binaries
 	itsConfig string               // the ITS's kubeconfig file, with RealDataPlane
 	spaces    []*environment.Space // every space started, in order
@@ -193,7 +195,8 @@ type Stack struct {
 }
 
 // Start starts the hosting space, the ITS (with its inventory) and the WDSes,
-// then one KubeStellar controller-manager per WDS and the simulated WECs. It
+// then one KubeStellar controller-manager per WDS and the WECs (simulated, or
+// real with their data plane; see DataPlane). It
 // returns once every controller-manager runs both its controllers and
 // KubeStellar's CRDs are established in every WDS. On failure, everything
 // started is stopped again. ctx bounds the start only.
@@ -323,7 +326,8 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 
 // AddWDS starts another WDS with its own KubeStellar controller-manager,
 // registers it with KubeFlex's ControlPlane and makes the simulated WECs
-// serve it. It returns once KubeStellar is ready there. On failure, what it
+// serve it (with RealDataPlane: starts its transport controller and garbage
+// collector). It returns once KubeStellar is ready there. On failure, what it
 // started is stopped again.
 func (s *Stack) AddWDS(ctx context.Context, name string) (*environment.Space, error) {
 	s.mu.Lock()
@@ -357,7 +361,7 @@ func (s *Stack) forget(name string, space *environment.Space) error {
 	delete(s.managers, name)
 	s.spaces = slices.DeleteFunc(s.spaces, func(sp *environment.Space) bool { return sp == space })
 	s.mu.Unlock()
-	var errs []error
+	errs := []error{s.stopDataPlaneOf(name)}
 	if cm != nil {
 		errs = append(errs, cm.Stop())
 	}
@@ -402,7 +406,8 @@ func (s *Stack) startSpaces(names []string, opts map[string][]environment.SpaceO
 }
 
 // engageWDS registers a started WDS space, starts its controller-manager,
-// waits until KubeStellar is ready there and hands it to the simulated WECs.
+// waits until KubeStellar is ready there and hands it to the simulated WECs
+// or starts its transport controller.
 func (s *Stack) engageWDS(ctx context.Context, name string, space *environment.Space) error {
 	log := s.opts.Logger.WithName("stack").WithValues("wds", name)
 	begin := time.Now()
@@ -531,7 +536,8 @@ func (s *Stack) ControllerManagerLog(wds string) string {
 	return logName(s.WorkDir, "ks-controller-manager", wds)
 }
 
-// Stop stops everything the stack started: the simulated WECs, every
+// Stop stops everything the stack started: the simulated WECs or the data
+// plane (transport controllers, garbage collectors, WECs), every
 // controller-manager (SIGTERM twice, then SIGKILL) and every space, then
 // removes the work directory if Start made it. Calling it again is harmless.
 func (s *Stack) Stop() error {
