@@ -77,9 +77,9 @@ func BenchmarkStageAdvance(b *testing.B) {
 		}
 		startRollout(b, space, name, name, nil)
 		policies(space).WaitForActiveStage(b, name, "dev")
-		environment.Eventually(b, timeout, "dev's WECs holding the workload, not Ready", func() error {
-			if got := present(b, name); !slices.Equal(got, []string{"dev1", "dev2"}) {
-				return fmt.Errorf("WECs %v hold it", got)
+		environment.Eventually(b, timeout, "dev's WECs holding the workload, its pods not Ready", func() error {
+			if got := notReady(b, name); !slices.Equal(got, []string{"dev1", "dev2"}) {
+				return fmt.Errorf("WECs %v have its pod and none Ready", got)
 			}
 			return nil
 		})

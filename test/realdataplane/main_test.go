@@ -165,6 +165,13 @@ func present(t testing.TB, app string) []string {
 	return wecsWith(t, app, func(dataplane.Deployment) bool { return true })
 }
 
+// notReady returns the WECs whose Deployment app/app has its pod but no
+// Ready replica.
+func notReady(t testing.TB, app string) []string {
+	t.Helper()
+	return wecsWith(t, app, func(d dataplane.Deployment) bool { return d.Replicas >= 1 && d.ReadyReplicas == 0 })
+}
+
 // wecsWith returns the WECs whose Deployment app/app satisfies ok.
 func wecsWith(t testing.TB, app string, ok func(dataplane.Deployment) bool) []string {
 	t.Helper()
@@ -196,14 +203,14 @@ func waitForWECs(t testing.TB, app string, want ...string) {
 	})
 }
 
-// unstructuredList lists objects of a kind in the ITS.
-func itsList(t testing.TB, gvkKind string, group, version string, opts ...client.ListOption) []unstructured.Unstructured {
+// itsList lists objects of a kind in the ITS.
+func itsList(t testing.TB, kind, group, version string, opts ...client.ListOption) []unstructured.Unstructured {
 	t.Helper()
 	list := &unstructured.UnstructuredList{}
 	list.SetAPIVersion(group + "/" + version)
-	list.SetKind(gvkKind + "List")
+	list.SetKind(kind + "List")
 	if err := suite.stack.ITS.Client.List(suite.ctx, list, opts...); err != nil {
-		t.Fatalf("listing %s in the ITS: %v", gvkKind, err)
+		t.Fatalf("listing %s in the ITS: %v", kind, err)
 	}
 	return list.Items
 }

@@ -143,12 +143,12 @@ func TestFailingPodsHoldTheStage(t *testing.T) {
 	})
 
 	policies(space).WaitForActiveStage(t, name, "test")
-	environment.Eventually(t, timeout, "test1 holding the workload, not available", func() error {
+	environment.Eventually(t, timeout, "test1 holding the workload, its pod not Ready", func() error {
 		if got := present(t, app); !slices.Equal(got, []string{"test1"}) {
 			return fmt.Errorf("WECs %v hold it", got)
 		}
-		if got := running(t, app); len(got) != 0 {
-			return fmt.Errorf("WECs %v have it available", got)
+		if got := notReady(t, app); !slices.Equal(got, []string{"test1"}) {
+			return fmt.Errorf("WECs %v have its pod and none Ready", got)
 		}
 		return nil
 	})

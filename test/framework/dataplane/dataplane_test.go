@@ -25,6 +25,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -154,10 +155,33 @@ func reportsAvailable(ctx context.Context, t *testing.T, want int64) error {
 	if ws == nil {
 		return fmt.Errorf("no WorkStatus")
 	}
+	// A Deployment's status omits availableReplicas when it is 0; its
+	// replicas say the status is there at all.
+	if replicas, _, _ := unstructured.NestedInt64(ws.Object, "status", "replicas"); replicas != 2 {
+		return fmt.Errorf("WorkStatus reports %d replicas, want 2", replicas)
+	}
 	if avail, _, _ := unstructured.NestedInt64(ws.Object, "status", "availableReplicas"); avail != want {
 		return fmt.Errorf("WorkStatus reports %d available replicas, want %d", avail, want)
 	}
 	return nil
+}
+
+// appliedManifestWorkUID returns the UID of the WEC's AppliedManifestWork
+// of the named ManifestWork, or "".
+func appliedManifestWorkUID(ctx context.Context, t *testing.T, manifestWork string) string {
+	t.Helper()
+	list := &unstructured.UnstructuredList{}
+	list.SetAPIVersion("work.open-cluster-management.io/v1")
+	list.SetKind("AppliedManifestWorkList")
+	if err := wec.Space.Client.List(ctx, list); err != nil {
+		t.Fatal(err)
+	}
+	for _, amw := range list.Items {
+		if name, _, _ := unstructured.NestedString(amw.Object, "spec", "manifestWorkName"); name == manifestWork {
+			return string(amw.GetUID())
+		}
+	}
+	return ""
 }
 
 // TestAWorkloadRunsAndReportsItsStatus applies a ManifestWork through the
@@ -192,6 +216,9 @@ func TestAWorkloadRunsAndReportsItsStatus(t *testing.T) {
 		if ws.GetLabels()["transport.kubestellar.io/originWdsName"] != "wds1" {
 			return fmt.Errorf("WorkStatus %s has labels %v", ws.GetName(), ws.GetLabels())
 		}
+		if want := dataplane.WorkStatusName(appliedManifestWorkUID(ctx, t, mw.GetName()), appsv1.SchemeGroupVersion.WithKind("Deployment"), "demo", "web"); ws.GetName() != want {
+			return fmt.Errorf("WorkStatus named %s, want %s", ws.GetName(), want)
+		}
 		owners := ws.GetOwnerReferences()
 		if len(owners) != 1 || owners[0].Kind != "ManifestWork" || owners[0].Name != mw.GetName() {
 			return fmt.Errorf("WorkStatus %s has owners %v", ws.GetName(), owners)
@@ -218,8 +245,8 @@ func TestAWorkloadRunsAndReportsItsStatus(t *testing.T) {
 	environment.Eventually(t, time.Minute, "deleting the ManifestWork removes the Deployment and its WorkStatus", func() error {
 		var dep appsv1.Deployment
 		err := wec.Space.Client.Get(ctx, client.ObjectKey{Namespace: "demo", Name: "web"}, &dep)
-		if err == nil {
-			return fmt.Errorf("the WEC still has the Deployment")
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("the WEC still has the Deployment (%w)", err)
 		}
 		if ws := workStatusOf(ctx, t); ws != nil {
 			return fmt.Errorf("WorkStatus %s is still there", ws.GetName())

@@ -53,7 +53,8 @@ const (
 	// touchedAnnotation is what FailPods changes on a pod so that kwok
 	// looks at it again.
 	touchedAnnotation = "stager.kubestellar.io/touched"
-	// readyTimeout bounds the wait for a new WEC's node and service account.
+	// readyTimeout bounds the wait for a new WEC's node and service account,
+	// and FailPods' and RecoverPods' waits for their pods.
 	readyTimeout = 2 * time.Minute
 )
 
@@ -122,7 +123,7 @@ func StartWEC(ctx context.Context, o WECOptions) (_ *WEC, err error) {
 	}
 	space, err := environment.StartSpace(o.Name, environment.WithCRDDirs(crdDir))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("starting the API server of WEC %s: %w", o.Name, err)
 	}
 	w := &WEC{Name: o.Name, Space: space}
 	defer func() {
@@ -149,7 +150,7 @@ func StartWEC(ctx context.Context, o WECOptions) (_ *WEC, err error) {
 			return startKwok(o.Binaries.Kwok, o.Name, w.Kubeconfig, logPath("kwok"))
 		},
 		func() (*process.Process, error) {
-			return startWorkAgent(o.Binaries.WorkAgent, o.Name, o.HubKubeconfig, w.Kubeconfig, logPath("ocm-work-agent"))
+			return startWorkAgent(ctx, o.Binaries.WorkAgent, o.Name, o.HubKubeconfig, w.Kubeconfig, logPath("ocm-work-agent"))
 		},
 	} {
 		p, err := start()
@@ -232,7 +233,6 @@ func prepareWEC(ctx context.Context, c client.Client) error {
 			Annotations: map[string]string{kwokNodeAnnotation: "fake"},
 			Labels:      map[string]string{"type": "kwok", corev1.LabelHostname: NodeName},
 		},
-		Spec: corev1.NodeSpec{Taints: nil},
 	}
 	if err := c.Create(ctx, node); err != nil {
 		return fmt.Errorf("creating node %s: %w", NodeName, err)
@@ -273,19 +273,10 @@ func (w *WEC) waitReady(ctx context.Context) error {
 	return nil
 }
 
-// Pids returns the process IDs of the WEC's programs (not its API server and
-// etcd).
-func (w *WEC) Pids() []int {
-	pids := make([]int, 0, len(w.procs))
-	for _, p := range w.procs {
-		pids = append(pids, p.Pid())
-	}
-	return pids
-}
-
 // FailPods makes the WEC's pods in namespace stop being Ready, as failing
 // readiness probes would: a kwok Stage turns every pod there, Ready or new,
-// into a Running pod that is not Ready.
+// into a Running pod that is not Ready. It returns once no pod there is
+// Ready, at once when there is none yet.
 // kwok applies a new Stage only on a pod's next change, so FailPods touches
 // the pods until none is Ready. RecoverPods undoes it.
 func (w *WEC) FailPods(ctx context.Context, namespace string) error {
@@ -321,9 +312,10 @@ func (w *WEC) FailPods(ctx context.Context, namespace string) error {
 	return nil
 }
 
-// RecoverPods undoes FailPods: it deletes the Stage and the namespace's pods
-// that are not Ready, which their controllers replace with pods that kwok
-// makes Ready.
+// RecoverPods undoes FailPods: it deletes the Stage, then deletes the pods
+// of namespace that the Stage made not Ready (their controllers replace them
+// with pods kwok makes Ready) until every pod there is Ready. A replacement
+// that kwok gave the Stage before it saw it go is deleted again.
 func (w *WEC) RecoverPods(ctx context.Context, namespace string) error {
 	stage := &unstructured.Unstructured{}
 	stage.SetAPIVersion("kwok.x-k8s.io/v1alpha1")
@@ -332,21 +324,30 @@ func (w *WEC) RecoverPods(ctx context.Context, namespace string) error {
 	if err := w.Space.Client.Delete(ctx, stage); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting kwok stage %s in WEC %s: %w", stage.GetName(), w.Name, err)
 	}
-	var pods corev1.PodList
-	if err := w.Space.Client.List(ctx, &pods, client.InNamespace(namespace)); err != nil {
-		return fmt.Errorf("listing the pods of %s in WEC %s: %w", namespace, w.Name, err)
-	}
-	var errs []error
-	for i := range pods.Items {
-		pod := &pods.Items[i]
-		if podReady(pod) {
-			continue
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	err := wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		var pods corev1.PodList
+		if err := w.Space.Client.List(ctx, &pods, client.InNamespace(namespace)); err != nil {
+			return false, nil
 		}
-		if err := w.Space.Client.Delete(ctx, pod); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("deleting pod %s/%s in WEC %s: %w", namespace, pod.Name, w.Name, err))
+		allReady := true
+		for i := range pods.Items {
+			pod := &pods.Items[i]
+			if podReady(pod) {
+				continue
+			}
+			allReady = false
+			if pod.Status.Phase == corev1.PodRunning && pod.DeletionTimestamp == nil {
+				_ = w.Space.Client.Delete(ctx, pod)
+			}
 		}
+		return allReady, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the pods of %s in WEC %s are not all Ready again: %w", namespace, w.Name, err)
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // podReady says whether a pod's Ready condition is True.

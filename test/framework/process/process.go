@@ -23,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -41,8 +42,8 @@ const (
 	// TailLines is how many of its last log lines a failing process's
 	// error quotes.
 	TailLines = 15
-	// DefaultStopTimeout is how long a process gets after each signal
-	// unless Spec.StopTimeout says otherwise.
+	// DefaultStopTimeout is how long a process gets after SIGTERM before
+	// SIGKILL, unless Spec.StopTimeout says otherwise.
 	DefaultStopTimeout = 10 * time.Second
 )
 
@@ -188,6 +189,12 @@ func Start(spec Spec) (*Process, error) {
 				ready = true
 				close(p.ready)
 			}
+		}
+		if err := sc.Err(); err != nil {
+			// A line too long to scan: keep the pipe drained, or the
+			// process dies of SIGPIPE on its next write.
+			fmt.Fprintf(logFile, "=== reading the output stopped (%v); the rest is copied as is\n", err)
+			_, _ = io.Copy(logFile, pr)
 		}
 	}()
 	go func() {

@@ -28,7 +28,7 @@ import (
 
 // Tool returns the path of a program hack/tool.sh builds: $envVar when set,
 // otherwise the path `hack/tool.sh name` prints, which builds the program
-// from its pinned module the first time (that takes minutes). It fails with
+// from its pinned module the first time. It fails with
 // a message naming `make test`, which prepares the program, when neither
 // works.
 func Tool(envVar, name string) (string, error) {
@@ -88,7 +88,7 @@ func ModuleDir(toolsModule, module, noSumDB string) (string, error) {
 	}
 	root, err := environment.RepoRoot()
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("locating the repository for hack/tools/%s: %w", toolsModule, err)
 	}
 	toolsDir := filepath.Join(root, "hack", "tools", toolsModule)
 	goCmd := func(args ...string) (string, error) {

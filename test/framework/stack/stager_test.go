@@ -23,36 +23,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubestellar/workload-stager/test/framework/process"
 	"github.com/kubestellar/workload-stager/test/framework/stack"
 )
-
-// TestFreeAddressesAreDistinct asks for more ports than a process takes:
-// each is distinct and free. (A CI run of test/e2e gave a restarted stager
-// the same port for its metrics and its probes, found one at a time; its
-// metrics server could not listen and it exited.)
-func TestFreeAddressesAreDistinct(t *testing.T) {
-	addrs, err := process.FreeAddresses(64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(addrs) != 64 {
-		t.Fatalf("%d addresses, want 64", len(addrs))
-	}
-	seen := map[string]bool{}
-	for _, addr := range addrs {
-		if seen[addr] {
-			t.Errorf("%s given twice", addr)
-		}
-		seen[addr] = true
-		l, err := net.Listen("tcp", addr)
-		if err != nil {
-			t.Errorf("%s is not free: %v", addr, err)
-			continue
-		}
-		_ = l.Close()
-	}
-}
 
 // stagerArgs returns a function giving the arguments of a stager serving
 // the stack, counting its calls, with change applied to each.
