@@ -307,7 +307,7 @@ func wecsLine(ctx context.Context, st *stack.Stack, spaces []*wds) (string, erro
 		if err != nil {
 			return "", err
 		}
-		part := c.Name + " -"
+		shown := make([]string, 0, len(deps))
 		for _, d := range deps {
 			var from []string
 			for _, w := range spaces {
@@ -315,9 +315,12 @@ func wecsLine(ctx context.Context, st *stack.Stack, spaces []*wds) (string, erro
 					from = append(from, w.name)
 				}
 			}
-			part = fmt.Sprintf("%s %s[%s] %d/%d ready, from %s", c.Name, d.Name, strings.Join(d.Images, ","), d.ReadyReplicas, d.Replicas, strings.Join(from, "+"))
+			shown = append(shown, fmt.Sprintf("%s[%s] %d/%d ready, from %s", d.Name, strings.Join(d.Images, ","), d.ReadyReplicas, d.Replicas, strings.Join(from, "+")))
 		}
-		parts = append(parts, part)
+		if len(shown) == 0 {
+			shown = append(shown, "-")
+		}
+		parts = append(parts, c.Name+" "+strings.Join(shown, ", "))
 	}
 	return "WECs: " + strings.Join(parts, " | "), nil
 }

@@ -85,7 +85,7 @@ type Binaries struct {
 func FindBinaries() (Binaries, error) {
 	assets, err := environment.AssetsDir()
 	if err != nil {
-		return Binaries{}, err
+		return Binaries{}, fmt.Errorf("locating kube-controller-manager and kube-scheduler: %w", err)
 	}
 	b := Binaries{
 		KubeControllerManager: filepath.Join(assets, "kube-controller-manager"),
@@ -93,7 +93,7 @@ func FindBinaries() (Binaries, error) {
 	}
 	for _, path := range []string{b.KubeControllerManager, b.KubeScheduler} {
 		if err := process.CheckExecutable(path); err != nil {
-			return Binaries{}, fmt.Errorf("%w; `hack/tool.sh envtest` builds it beside kube-apiserver", err)
+			return Binaries{}, fmt.Errorf("%w; $KUBEBUILDER_ASSETS must name the directory `hack/tool.sh envtest` builds (with it unset), which holds it beside kube-apiserver", err)
 		}
 	}
 	if b.Kwok, err = process.Tool(KwokEnvVar, "kwok"); err != nil {

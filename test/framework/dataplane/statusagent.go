@@ -21,7 +21,6 @@ import (
 	"maps"
 	"reflect"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -97,8 +96,7 @@ type StatusAgent struct {
 	log      logr.Logger
 	interval time.Duration
 
-	mu      sync.Mutex
-	passes  int
+	// lastErr is the last pass's error: a repeated one is logged once.
 	lastErr error
 }
 
@@ -116,27 +114,16 @@ func (a *StatusAgent) Run(ctx context.Context) {
 	defer t.Stop()
 	for {
 		err := a.pass(ctx)
-		a.mu.Lock()
 		if err != nil && !errors.Is(err, ctx.Err()) && (a.lastErr == nil || a.lastErr.Error() != err.Error()) {
 			a.log.Error(err, "A status pass failed")
 		}
-		a.passes++
 		a.lastErr = err
-		a.mu.Unlock()
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
 	}
-}
-
-// Passes returns how many passes the agent has made and the last one's
-// error.
-func (a *StatusAgent) Passes() (int, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.passes, a.lastErr
 }
 
 // WorkStatus is a WorkStatus as the status add-on writes it.

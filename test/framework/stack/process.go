@@ -35,7 +35,6 @@ const (
 // controllerManager is one running KubeStellar controller-manager process.
 type controllerManager struct {
 	*process.Process
-	wds string
 }
 
 // startControllerManager starts KubeStellar's controller-manager for one WDS
@@ -72,7 +71,7 @@ func startControllerManager(binary, hostingKubeconfig, wds, its, logPath string,
 	if err != nil {
 		return nil, err
 	}
-	return &controllerManager{Process: p, wds: wds}, nil
+	return &controllerManager{Process: p}, nil
 }
 
 // logName returns the name of a stack process's log in the work directory.

@@ -268,7 +268,9 @@ func prepareITS(ctx context.Context, its *environment.Space, clusters []kubestel
 // AddCluster registers a WEC in an ITS: a ManagedCluster named after the
 // cluster, carrying exactly its labels and accepted by the hub, and the
 // namespace of the same name. The Stack does this for Options.Clusters;
-// call it (with Stack.ITS.Client) to add a WEC while the stack runs.
+// call it (with Stack.ITS.Client) to add a simulated WEC while the stack
+// runs. With RealDataPlane it adds inventory only: no WEC applies the
+// cluster's ManifestWorks.
 func AddCluster(ctx context.Context, its client.Client, c kubestellar.Cluster) error {
 	mc := &unstructured.Unstructured{}
 	mc.SetGroupVersionKind(managedClusterGVK)
