@@ -276,9 +276,7 @@ func (w *WEC) waitReady(ctx context.Context) error {
 // FailPods makes the WEC's pods in namespace stop being Ready, as failing
 // readiness probes would: a kwok Stage turns every pod there, Ready or new,
 // into a Running pod that is not Ready. It returns once no pod there is
-// Ready, at once when there is none yet.
-// kwok applies a new Stage only on a pod's next change, so FailPods touches
-// the pods until none is Ready. RecoverPods undoes it.
+// Ready, at once when there is none yet. RecoverPods undoes it.
 func (w *WEC) FailPods(ctx context.Context, namespace string) error {
 	stage := &unstructured.Unstructured{}
 	if err := yaml.Unmarshal([]byte(fmt.Sprintf(notReadyStage, notReadyStagePrefix+namespace, namespace)), &stage.Object); err != nil {
@@ -287,24 +285,15 @@ func (w *WEC) FailPods(ctx context.Context, namespace string) error {
 	if err := w.Space.Client.Create(ctx, stage); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating kwok stage %s in WEC %s: %w", stage.GetName(), w.Name, err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
-	defer cancel()
-	err := wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		var pods corev1.PodList
-		if err := w.Space.Client.List(ctx, &pods, client.InNamespace(namespace)); err != nil {
-			return false, nil
+	// kwok applies a new Stage only on a pod's next change: touch the Ready
+	// pods until none is left.
+	err := w.tendPods(ctx, namespace, func(pod *corev1.Pod) bool {
+		if !podReady(pod) {
+			return true
 		}
-		done := true
-		for i := range pods.Items {
-			pod := &pods.Items[i]
-			if !podReady(pod) {
-				continue
-			}
-			done = false
-			patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, touchedAnnotation, time.Now().Format(time.RFC3339Nano))
-			_ = w.Space.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, []byte(patch)))
-		}
-		return done, nil
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, touchedAnnotation, time.Now().Format(time.RFC3339Nano))
+		_ = w.Space.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, []byte(patch)))
+		return false
 	})
 	if err != nil {
 		return fmt.Errorf("the pods of %s in WEC %s are still Ready: %w", namespace, w.Name, err)
@@ -324,30 +313,40 @@ func (w *WEC) RecoverPods(ctx context.Context, namespace string) error {
 	if err := w.Space.Client.Delete(ctx, stage); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting kwok stage %s in WEC %s: %w", stage.GetName(), w.Name, err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
-	defer cancel()
-	err := wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		var pods corev1.PodList
-		if err := w.Space.Client.List(ctx, &pods, client.InNamespace(namespace)); err != nil {
-			return false, nil
+	err := w.tendPods(ctx, namespace, func(pod *corev1.Pod) bool {
+		if podReady(pod) {
+			return true
 		}
-		allReady := true
-		for i := range pods.Items {
-			pod := &pods.Items[i]
-			if podReady(pod) {
-				continue
-			}
-			allReady = false
-			if pod.Status.Phase == corev1.PodRunning && pod.DeletionTimestamp == nil {
-				_ = w.Space.Client.Delete(ctx, pod)
-			}
+		if pod.Status.Phase == corev1.PodRunning && pod.DeletionTimestamp == nil {
+			_ = w.Space.Client.Delete(ctx, pod)
 		}
-		return allReady, nil
+		return false
 	})
 	if err != nil {
 		return fmt.Errorf("the pods of %s in WEC %s are not all Ready again: %w", namespace, w.Name, err)
 	}
 	return nil
+}
+
+// tendPods calls tend with every pod of namespace, every half second, until
+// tend says each is as wanted (at once when there is none), or readyTimeout
+// passes.
+func (w *WEC) tendPods(ctx context.Context, namespace string, tend func(*corev1.Pod) bool) error {
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	return wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		var pods corev1.PodList
+		if err := w.Space.Client.List(ctx, &pods, client.InNamespace(namespace)); err != nil {
+			return false, nil
+		}
+		done := true
+		for i := range pods.Items {
+			if !tend(&pods.Items[i]) {
+				done = false
+			}
+		}
+		return done, nil
+	})
 }
 
 // podReady says whether a pod's Ready condition is True.
