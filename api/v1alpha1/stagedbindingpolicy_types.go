@@ -49,6 +49,22 @@ const (
 	// the record that the stage was done.
 	HandedOverFromAnnotation = "community.kubestellar.io/handed-over-from"
 
+	// RevisionLabel is set on every BindingPolicy generated for a policy
+	// with spec.revision and holds the revision the BindingPolicy places.
+	RevisionLabel = "community.kubestellar.io/revision"
+
+	// Unrevisioned is the revision a stage record keeps for the placement of
+	// a policy without spec.revision (its BindingPolicy
+	// "<policy>.stage.<stage>"), once spec.revision is added: that
+	// placement stays until the rollout of the revision reaches the stage.
+	// It is not a DNS label, so no revision of the spec can take the name.
+	Unrevisioned = "-"
+
+	// DefaultRevisionLabelKey is the label that carries a workload object's
+	// revision when spec.revision.labelKey is not set: the recommended
+	// Kubernetes label for an application's version.
+	DefaultRevisionLabelKey = "app.kubernetes.io/version"
+
 	// bindingPolicyInfix joins the policy name and the stage name in the name
 	// of a generated BindingPolicy.
 	bindingPolicyInfix = ".stage."
@@ -58,6 +74,17 @@ const (
 // stage of a StagedBindingPolicy: "<policy>.stage.<stage>".
 func BindingPolicyName(policy, stage string) string {
 	return policy + bindingPolicyInfix + stage
+}
+
+// RevisionBindingPolicyName returns the name of the BindingPolicy that places
+// one revision of one stage: BindingPolicyName for no revision (or
+// Unrevisioned), else
+// "<policy>.stage.<stage>.<revision>".
+func RevisionBindingPolicyName(policy, stage, revision string) string {
+	if revision == "" || revision == Unrevisioned {
+		return BindingPolicyName(policy, stage)
+	}
+	return BindingPolicyName(policy, stage) + "." + revision
 }
 
 // StageApprovalName returns the name of the StageApproval of one stage of a
@@ -76,6 +103,8 @@ func StageApprovalName(policy, stage string) string {
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Active Stage",type=string,JSONPath=`.status.activeStage`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.updateRevision`
+// +kubebuilder:printcolumn:name="Current Revision",type=string,priority=1,JSONPath=`.status.currentRevision`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Progressing")].reason`
 // +kubebuilder:printcolumn:name="Stage Started",type=date,JSONPath=`.status.stages[?(@.phase=="Active")].startTime`
 // +kubebuilder:printcolumn:name="Awaiting Approval",type=date,JSONPath=`.status.stages[?(@.phase=="AwaitingApproval")].approvalRequestedTime`
@@ -120,12 +149,61 @@ type StagedBindingPolicySpec struct {
 	// +optional
 	Placement Placement `json:"placement,omitempty"`
 
+	// Revision, when set, rolls out one revision of the workload at a time,
+	// stage by stage. A revision is a set of workload objects side by side
+	// with the previous one's (web-v1 and web-v2, say), each labelled with
+	// its revision under labelKey; objects without that label belong to
+	// every revision. Setting a new name starts the rollout of that
+	// revision from the first stage: each stage that holds the previous
+	// revision keeps it until the rollout reaches it, then runs both until
+	// the stage is done on the new one alone, whose condition is judged on
+	// the new revision's objects only.
+	// +optional
+	Revision *Revision `json:"revision,omitempty"`
+
+	// Abort, when true, puts every stage that has moved to the revision
+	// being rolled out back on status.currentRevision, the revision of the
+	// last completed rollout, make-before-break: that revision is placed
+	// again before the newer one is taken away. The rollout then stays
+	// Aborted, and no new revision starts, until abort is set back to
+	// false, which rolls out spec.revision again from the first stage.
+	// Without a previous revision, abort holds the rollout where it is.
+	// +optional
+	Abort bool `json:"abort,omitempty"`
+
 	// Stages are placed one after the other, in this order.
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=32
 	// +listType=map
 	// +listMapKey=name
 	Stages []Stage `json:"stages"`
+}
+
+// Revision names the revision of the workload to roll out.
+type Revision struct {
+	// LabelKey is the key of the label that says which revision a workload
+	// object belongs to. Default: app.kubernetes.io/version.
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
+	// +optional
+	LabelKey string `json:"labelKey,omitempty"`
+
+	// Name is the revision to roll out: the value of labelKey on its
+	// objects. It is a DNS label, as it becomes part of the names of the
+	// revision's BindingPolicies.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+}
+
+// RevisionLabelKey returns the label key that carries the revision of a
+// workload object: r.LabelKey, or DefaultRevisionLabelKey.
+func (r *Revision) RevisionLabelKey() string {
+	if r == nil || r.LabelKey == "" {
+		return DefaultRevisionLabelKey
+	}
+	return r.LabelKey
 }
 
 // Placement is what becomes of a stage's placement once the next stage starts.
@@ -215,7 +293,7 @@ const (
 )
 
 // RolloutPhase summarises a StagedBindingPolicy's rollout.
-// +kubebuilder:validation:Enum=Pending;Progressing;Completed;Blocked;Suspended;Stalled;AwaitingApproval
+// +kubebuilder:validation:Enum=Pending;Progressing;Completed;Blocked;Suspended;Stalled;AwaitingApproval;Aborted
 type RolloutPhase string
 
 // The phases of a rollout.
@@ -235,6 +313,9 @@ const (
 	RolloutStalled RolloutPhase = "Stalled"
 	// RolloutAwaitingApproval means the next stage waits for its StageApproval.
 	RolloutAwaitingApproval RolloutPhase = "AwaitingApproval"
+	// RolloutAborted means spec.abort put the stages that had moved back on
+	// the current revision (or holds a rollout with none where it is).
+	RolloutAborted RolloutPhase = "Aborted"
 )
 
 // StagePhase is where one stage is in the rollout.
@@ -322,6 +403,9 @@ const (
 	ReasonApprovedPlacementChanged = "ApprovedPlacementChanged"
 	// ReasonSuspended means spec.suspend holds the rollout where it is.
 	ReasonSuspended = "Suspended"
+	// ReasonRolloutAborted means spec.abort holds the rollout: the stages
+	// that had moved are back on the current revision, or going back.
+	ReasonRolloutAborted = "RolloutAborted"
 	// ReasonSoaking means the active stage's condition holds and must keep
 	// holding for the stage's soakDuration.
 	ReasonSoaking = "Soaking"
@@ -364,6 +448,13 @@ const (
 	// EventReasonApprovalRequested marks a rollout reaching a stage that
 	// waits for its StageApproval.
 	EventReasonApprovalRequested = "ApprovalRequested"
+	// EventReasonRevisionStarted marks the start of the rollout of a new
+	// revision (spec.revision) from the first stage.
+	EventReasonRevisionStarted = "RevisionStarted"
+	// EventReasonRevisionSuperseded marks a new revision arriving while
+	// another was being rolled out: the newer one starts from the first
+	// stage, and the stages keep what they run until it reaches them.
+	EventReasonRevisionSuperseded = "RevisionSuperseded"
 	// EventReasonStageApproved marks a stage approved through its StageApproval.
 	EventReasonStageApproved = "StageApproved"
 )
@@ -388,6 +479,18 @@ type StagedBindingPolicyStatus struct {
 	// Phase summarises the rollout.
 	// +optional
 	Phase RolloutPhase `json:"phase,omitempty"`
+
+	// CurrentRevision is the revision of the last completed rollout: what
+	// every stage ran then, and what abort goes back to.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	CurrentRevision string `json:"currentRevision,omitempty"`
+
+	// UpdateRevision is the revision being rolled out (spec.revision.name,
+	// once the rollout of it has started).
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	UpdateRevision string `json:"updateRevision,omitempty"`
 
 	// SuspendedTime is when spec.suspend began to hold the rollout; it is
 	// cleared when the rollout resumes, and the time suspended is added to
@@ -416,6 +519,15 @@ type StageStatus struct {
 
 	// Phase is Pending, AwaitingApproval, Active, Succeeded or Skipped.
 	Phase StagePhase `json:"phase"`
+
+	// Revision is the revision the stage runs and keeps while the rollout
+	// is elsewhere, for a policy with spec.revision: the update revision
+	// once the stage is done on it, else the revision it ran before ("-"
+	// for the placement the policy made before it had spec.revision). An
+	// active stage also runs the update revision until it is done.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Revision string `json:"revision,omitempty"`
 
 	// StartTime is when the stage became active.
 	// +optional
@@ -476,6 +588,21 @@ type StageStatus struct {
 	// Message says in words what the stage waits for, or what it did.
 	// +optional
 	Message string `json:"message,omitempty"`
+}
+
+// StageBindingPolicyName returns the name of the BindingPolicy that places
+// the revision being rolled out (status.updateRevision) on the named stage.
+func (p *StagedBindingPolicy) StageBindingPolicyName(stage string) string {
+	return RevisionBindingPolicyName(p.Name, stage, p.Status.UpdateRevision)
+}
+
+// SpecRevision returns the revision the spec asks to roll out:
+// spec.revision.name, or "" when the policy has no spec.revision.
+func (s *StagedBindingPolicySpec) SpecRevision() string {
+	if s.Revision == nil {
+		return ""
+	}
+	return s.Revision.Name
 }
 
 // StageNamed returns the stage of the spec with the given name, or nil.

@@ -14,8 +14,8 @@
 
 package rollout
 
-// The approval rules of Plan: rules 7 to 10, and the withdrawn handover of
-// rule 14.
+// The approval rules of Plan: rules 9 to 12, and the withdrawn handover of
+// rule 16.
 
 import (
 	"slices"

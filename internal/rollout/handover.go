@@ -212,6 +212,6 @@ func handedOverAssessment(policy *v1alpha1.StagedBindingPolicy, active int, resu
 	}
 	next := policy.Spec.Stages[active+1]
 	result.message = fmt.Sprintf("the stage was done when BindingPolicy %s of stage %q was created",
-		v1alpha1.BindingPolicyName(policy.Name, next.Name), next.Name)
+		policy.StageBindingPolicyName(next.Name), next.Name)
 	return result
 }

@@ -14,7 +14,7 @@
 
 package rollout
 
-// The handover rules of Plan: the recorded advance of rules 11 and 13, and
+// The handover rules of Plan: the recorded advance of rules 13 and 15, and
 // the handover itself of rule 14.
 
 import (

@@ -153,49 +153,61 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //     that the deletion is blocked;
 //  2. a policy gets the finalizer before anything is placed;
 //  3. a spec without stages blocks the rollout (NoStages);
-//  4. expressions that do not compile, or whose estimated cost is too high,
+//  4. spec.abort puts every stage that keeps a revision back on
+//     status.currentRevision, make-before-break: the status records it,
+//     the current revision's BindingPolicies are created, and once
+//     KubeStellar places them the others are deleted; without a current
+//     revision the rollout is held where it is (revision.go);
+//  5. expressions that do not compile, or whose estimated cost is too high,
 //     block the rollout, changing nothing placed;
-//  5. a suspended rollout (spec.suspend) stays where it is, changing nothing
+//  6. a suspended rollout (spec.suspend) stays where it is, changing nothing
 //     placed, and says so; resumed, it goes on from there (Resumed);
-//  6. a new value of the restartedAt annotation restarts the rollout from its
-//     first stage, make-before-break (rule 15 takes the old stage away); a
+//  7. a new value of the restartedAt annotation restarts the rollout from its
+//     first stage, make-before-break (rule 17 takes the old stage away); a
 //     value longer than the status can record blocks the rollout where it
 //     is, with a Warning Event, until the annotation changes;
-//  7. a rollout that has not started, or whose active stage was removed from
+//  8. a revision in the spec other than status.updateRevision starts the
+//     rollout of that revision from the first stage (RevisionStarted, or
+//     RevisionSuperseded for one in flight); each stage's record keeps the
+//     revision it runs until the rollout reaches it (revision.go);
+//  9. a rollout that has not started, or whose active stage was removed from
 //     the spec, starts at the first stage; a stage it reaches that needs
 //     approval awaits it;
-//  8. StageApprovals no stage asks for are deleted, then every stage from
+//  10. StageApprovals no stage asks for are deleted, then every stage from
 //     the active one on whose approval is Required and that has not started
 //     gets one StageApproval in line with the policy (approval.go);
-//  9. an approved, active stage whose spec would place anything else
+//  11. an approved, active stage whose spec would place anything else
 //     (cluster selectors, downsync) awaits approval again, its
 //     BindingPolicy left as approved;
-//  10. a stage awaiting approval places nothing until it is approved (a
+//  12. a stage awaiting approval places nothing until it is approved (a
 //     StageApproval of its name that the policy does not own blocks the
 //     rollout, StageApprovalConflict); a gate reached binds until it is
 //     approved or the rollout restarts, even if its approval is set to None;
-//  11. the active stage's BindingPolicy: a name taken by an object the
+//  13. the active stage's BindingPolicy: a name taken by an object the
 //     policy does not own blocks the rollout (BindingPolicyConflict); one
-//     gone after the stage handed over records the advance (rule 13)
+//     gone after the stage handed over records the advance (rule 15)
 //     instead of placing the done stage again; one being deleted is waited
 //     for; otherwise it is created, or brought in line with the spec;
-//  12. with placement Accumulate, every earlier stage's BindingPolicy is kept
-//     in place and in line with the spec;
-//  13. the stage is assessed (its condition over the CombinedStatuses its
+//  14. with placement Accumulate, every earlier stage's BindingPolicy (at
+//     the update revision) is kept in place and in line with the spec;
+//  15. the stage is assessed (its condition over the CombinedStatuses its
 //     filter keeps), then soaked; a stage that handed over to the next one
 //     records the advance, taking the handover's mark as its record
 //     (handover.go);
-//  14. a handover to a next stage that has needed approval since is
+//  16. a handover to a next stage that has needed approval since is
 //     withdrawn: that stage's BindingPolicy is deleted; a done stage that is
 //     not the last hands over: the next stage's BindingPolicy is created
 //     first, marked; where it cannot be (the next stage needs approval, a
 //     BindingPolicy of its name exists, or the active stage's start is not
 //     recorded), the status records the advance first;
-//  15. BindingPolicies of stages no longer active are deleted once the
+//  17. BindingPolicies of stages no longer active are deleted once the
 //     active stage's Binding places the workload on a cluster
-//     (make-before-break), except the earlier stages' under Accumulate;
-//  16. the status is brought up to date (a done last stage completes the
-//     rollout): the progress deadline (computed before rule 15, which does
+//     (make-before-break), except the earlier stages' under Accumulate and
+//     those of the revision each stage from the active one on keeps: the
+//     active stage's until it is done on the update revision, which its
+//     record then keeps, and the later stages' until the rollout reaches them;
+//  18. the status is brought up to date (a done last stage completes the
+//     rollout): the progress deadline (computed before rule 17, which does
 //     not read it), the condition met since, and Events for a stalled stage,
 //     a completed rollout and an evaluation error, each once.
 //
@@ -213,7 +225,7 @@ func Plan(snap *Snapshot, engine *expression.Engine, opts ...PlanOption) Action 
 			endSuspension(action.Status, snap.Policy.Status.ActiveStage, snap.Now)
 		}
 		boundStatus(action.Status)
-		if snap.Policy.Status.Phase == v1alpha1.RolloutSuspended && action.Status.Phase != v1alpha1.RolloutSuspended {
+		if snap.Policy.Status.Phase == v1alpha1.RolloutSuspended && action.Status.Phase != v1alpha1.RolloutSuspended && !snap.Policy.Spec.Suspend {
 			action.Events = append(action.Events, Event{Type: corev1.EventTypeNormal, Reason: v1alpha1.EventReasonResumed,
 				Note: "spec.suspend is off: the rollout goes on"})
 		}
@@ -240,6 +252,9 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 		return statusAction(policy, status, Event{Type: corev1.EventTypeWarning, Reason: v1alpha1.ReasonNoStages, Note: "the spec has no stage"},
 			"the spec has no stage")
 	}
+	if policy.Spec.Abort {
+		return planAbort(snap)
+	}
 	programs, reason, compileErr := compileStages(engine, policy.Spec.Stages)
 	if compileErr != nil {
 		failures := errorList(compileErr)
@@ -262,6 +277,9 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 				"the restartedAt annotation is too long")
 		}
 		return restartRollout(policy, want, snap.Now)
+	}
+	if policy.Spec.SpecRevision() != policy.Status.UpdateRevision {
+		return startRevision(policy, snap.Now)
 	}
 
 	active, started, reset := ActiveStage(policy)
@@ -339,7 +357,8 @@ func planAfterAssessment(snap *Snapshot, active int, current *ksv1alpha1.Binding
 	if result.bindingObserved && result.placed {
 		for i := range snap.BindingPolicies {
 			bp := &snap.BindingPolicies[i]
-			if bp.Name != current.Name && bp.DeletionTimestamp == nil && OwnedBy(bp, policy) && !accumulated(policy, active, bp) {
+			if bp.Name != current.Name && bp.DeletionTimestamp == nil && OwnedBy(bp, policy) && !accumulated(policy, active, bp) &&
+				!kept(policy, active, bp) {
 				return Action{Type: ActionDeleteBindingPolicy, BindingPolicy: bp,
 					Why: fmt.Sprintf("BindingPolicy %s belongs to a stage that is no longer active", bp.Name)}
 			}
@@ -478,7 +497,7 @@ func accumulated(policy *v1alpha1.StagedBindingPolicy, active int, bp *ksv1alpha
 		return false
 	}
 	for _, stage := range policy.Spec.Stages[:active] {
-		if bp.Name == v1alpha1.BindingPolicyName(policy.Name, stage.Name) {
+		if bp.Name == policy.StageBindingPolicyName(stage.Name) {
 			return true
 		}
 	}
@@ -601,8 +620,10 @@ func deletionBlocked(snap *Snapshot, held []*ksv1alpha1.BindingPolicy, cfg planC
 func startRollout(policy *v1alpha1.StagedBindingPolicy, reset bool, now metav1.Time) Action {
 	first := policy.Spec.Stages[0]
 	status := policy.Status.DeepCopy()
-	status.Stages = nil // a fresh start forgets the records of an earlier rollout
+	revisions := keptRevisions(status)
+	status.Stages = nil // a fresh start forgets the records of an earlier rollout, but the revisions the stages keep
 	events := []Event{enterStage(policy, status, 0, now, v1alpha1.ReasonBindingPolicyPending, "")}
+	restoreRevisions(status, revisions)
 	why := "the rollout has not started"
 	if reset {
 		note := fmt.Sprintf("active stage %q is no longer in the spec; restarting the rollout from stage %q",
@@ -646,7 +667,7 @@ func setStarting(status *v1alpha1.StagedBindingPolicyStatus, policy *v1alpha1.St
 	reason, message string, now metav1.Time) {
 	setSummary(status, policy, v1alpha1.RolloutProgressing,
 		metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonBindingPolicyPending,
-			Message: fmt.Sprintf("creating BindingPolicy %s", v1alpha1.BindingPolicyName(policy.Name, stage.Name))},
+			Message: fmt.Sprintf("creating BindingPolicy %s", v1alpha1.RevisionBindingPolicyName(policy.Name, stage.Name, status.UpdateRevision))},
 		metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: reason, Message: message},
 		now)
 }
@@ -657,7 +678,8 @@ func setAwaiting(status *v1alpha1.StagedBindingPolicyStatus, policy *v1alpha1.St
 	message string, now metav1.Time) {
 	setSummary(status, policy, v1alpha1.RolloutAwaitingApproval,
 		metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonAwaitingApproval,
-			Message: fmt.Sprintf("BindingPolicy %s is created once stage %q is approved", v1alpha1.BindingPolicyName(policy.Name, stage.Name), stage.Name)},
+			Message: fmt.Sprintf("BindingPolicy %s is created once stage %q is approved",
+				v1alpha1.RevisionBindingPolicyName(policy.Name, stage.Name, status.UpdateRevision), stage.Name)},
 		metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonAwaitingApproval, Message: message},
 		now)
 }
@@ -689,6 +711,7 @@ func advance(policy *v1alpha1.StagedBindingPolicy, active int, result assessment
 	status.Stages = stageRecords(policy, status.Stages, active, now)
 	status.Stages[active].CompletionTime = ptr.To(now)
 	status.Stages[active].Message = result.message
+	status.Stages[active].Revision = doneRevision(policy, status, active)
 	entered := enterStage(policy, status, active+1, now, v1alpha1.ReasonStageAdvanced, fmt.Sprintf("stage %q is done; ", done.Name))
 	return Action{Type: ActionUpdateStatus, Status: status,
 		Events: []Event{
@@ -710,6 +733,10 @@ func progressStatus(policy *v1alpha1.StagedBindingPolicy, active int, result ass
 	if final && result.satisfied && record.Phase != v1alpha1.StageSucceeded {
 		record.Phase = v1alpha1.StageSucceeded
 		record.CompletionTime = ptr.To(now)
+	}
+	if completed {
+		record.Revision = doneRevision(policy, status, active)
+		status.CurrentRevision = status.UpdateRevision
 	}
 	if !completed || result.satisfied {
 		record.Message = result.message
@@ -885,7 +912,7 @@ func stageRecords(policy *v1alpha1.StagedBindingPolicy, previous []v1alpha1.Stag
 	records := make([]v1alpha1.StageStatus, len(policy.Spec.Stages))
 	for i, stage := range policy.Spec.Stages {
 		old, had := byName[stage.Name]
-		r := v1alpha1.StageStatus{Name: stage.Name, Phase: v1alpha1.StagePending}
+		r := v1alpha1.StageStatus{Name: stage.Name, Phase: v1alpha1.StagePending, Revision: old.Revision}
 		switch {
 		case i < active:
 			r = old
@@ -897,13 +924,13 @@ func stageRecords(policy *v1alpha1.StagedBindingPolicy, previous []v1alpha1.Stag
 			}
 		case i == active:
 			r.Phase = v1alpha1.StageActive
-			r.BindingPolicy = v1alpha1.BindingPolicyName(policy.Name, stage.Name)
+			r.BindingPolicy = policy.StageBindingPolicyName(stage.Name)
 			r.StartTime = ptr.To(now)
 			if had && old.Phase != v1alpha1.StagePending {
 				r = old // a stage already reached keeps its record
 				r.Name = stage.Name
 				if r.Phase != v1alpha1.StageAwaitingApproval && r.BindingPolicy == "" {
-					r.BindingPolicy = v1alpha1.BindingPolicyName(policy.Name, stage.Name)
+					r.BindingPolicy = policy.StageBindingPolicyName(stage.Name)
 				}
 			}
 		}
@@ -940,23 +967,10 @@ func sameCondition(before, after []metav1.Condition, conditionType string) bool 
 	return b.Status == a.Status && b.Reason == a.Reason && b.Message == a.Message
 }
 
-// DesiredBindingPolicy is the BindingPolicy of one stage of the policy.
+// DesiredBindingPolicy is the BindingPolicy of one stage of the policy at
+// the revision being rolled out (status.updateRevision).
 func DesiredBindingPolicy(policy *v1alpha1.StagedBindingPolicy, stage v1alpha1.Stage) *ksv1alpha1.BindingPolicy {
-	return &ksv1alpha1.BindingPolicy{
-		TypeMeta: metav1.TypeMeta{APIVersion: ksv1alpha1.SchemeGroupVersion.String(), Kind: "BindingPolicy"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name: v1alpha1.BindingPolicyName(policy.Name, stage.Name),
-			Labels: map[string]string{
-				v1alpha1.PolicyLabel: policy.Name,
-				v1alpha1.StageLabel:  stage.Name,
-			},
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(policy, v1alpha1.GroupVersion.WithKind("StagedBindingPolicy"))},
-		},
-		Spec: ksv1alpha1.BindingPolicySpec{
-			ClusterSelectors: stage.ClusterSelectors,
-			Downsync:         policy.Spec.Downsync,
-		},
-	}
+	return RevisionBindingPolicy(policy, stage, policy.Status.UpdateRevision)
 }
 
 // BindingPolicyInSync reports whether an existing BindingPolicy carries the

@@ -30,7 +30,7 @@ import (
 )
 
 // ---------------------------------------------------------------------------
-// Rule 14: advancing to the next stage
+// Rule 16: advancing to the next stage
 // ---------------------------------------------------------------------------
 
 func TestPlanAdvances(t *testing.T) {
@@ -163,7 +163,7 @@ func placed(snap *Snapshot, bp *ksv1alpha1.BindingPolicy) *Snapshot {
 }
 
 // ---------------------------------------------------------------------------
-// Rule 15: make-before-break
+// Rule 17: make-before-break
 // ---------------------------------------------------------------------------
 
 func TestPlanMakeBeforeBreak(t *testing.T) {
@@ -227,7 +227,7 @@ func TestPlanMakeBeforeBreak(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// Rule 16: the final stage
+// Rule 18: the final stage
 // ---------------------------------------------------------------------------
 
 func TestPlanFinalStage(t *testing.T) {
@@ -316,7 +316,7 @@ func TestPlanFinalStage(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// Rule 16: RolloutCompleted is announced once
+// Rule 18: RolloutCompleted is announced once
 // ---------------------------------------------------------------------------
 
 func TestPlanRolloutCompletedOnce(t *testing.T) {

@@ -28,7 +28,7 @@ import (
 )
 
 // ---------------------------------------------------------------------------
-// Rule 11: the active stage's BindingPolicy
+// Rule 13: the active stage's BindingPolicy
 // ---------------------------------------------------------------------------
 
 func TestPlanActiveBindingPolicy(t *testing.T) {
@@ -153,7 +153,7 @@ func TestPlanActiveBindingPolicy(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// Rules 12 and 15: placement Replace and Accumulate
+// Rules 14 and 17: placement Replace and Accumulate
 // ---------------------------------------------------------------------------
 
 // accumulating sets spec.placement Accumulate on the snapshot's policy.

@@ -31,7 +31,7 @@ import (
 )
 
 // ---------------------------------------------------------------------------
-// Rule 4: expressions that do not compile
+// Rule 5: expressions that do not compile
 // ---------------------------------------------------------------------------
 
 func TestPlanInvalidExpression(t *testing.T) {
@@ -218,7 +218,7 @@ func TestPlanNoStages(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// Rule 4: too costly expressions block the rollout with ExpressionTooCostly
+// Rule 5: too costly expressions block the rollout with ExpressionTooCostly
 // ---------------------------------------------------------------------------
 
 func TestPlanTooCostlyExpressions(t *testing.T) {

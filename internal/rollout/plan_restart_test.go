@@ -26,7 +26,7 @@ import (
 )
 
 // ---------------------------------------------------------------------------
-// Rule 6: restart
+// Rule 7: restart
 // ---------------------------------------------------------------------------
 
 // restartedAt is the value of the restartedAt annotation in the restart tests.

@@ -28,7 +28,7 @@ import (
 )
 
 // ---------------------------------------------------------------------------
-// Rule 7: starting (and restarting) the rollout
+// Rule 9: starting (and restarting) the rollout
 // ---------------------------------------------------------------------------
 
 func TestPlanStartsRollout(t *testing.T) {
@@ -118,7 +118,7 @@ func TestPlanStartsRollout(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// Rule 7: stages added to the spec behind the rollout
+// Rule 9: stages added to the spec behind the rollout
 // ---------------------------------------------------------------------------
 
 // cloneSnapshot returns a deep copy of a snapshot.

@@ -26,7 +26,7 @@ import (
 )
 
 // ---------------------------------------------------------------------------
-// Rule 5: suspend and resume
+// Rule 6: suspend and resume
 // ---------------------------------------------------------------------------
 
 // suspend sets spec.suspend on the snapshot's policy.

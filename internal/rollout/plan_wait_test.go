@@ -31,7 +31,7 @@ import (
 )
 
 // ---------------------------------------------------------------------------
-// Rules 13 and 16: waiting, and what the status says about it
+// Rules 15 and 18: waiting, and what the status says about it
 // ---------------------------------------------------------------------------
 
 func TestPlanWaiting(t *testing.T) {
@@ -207,7 +207,7 @@ func TestPlanWaiting(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// Rule 16: EvaluationError is announced once per change of Progressing
+// Rule 18: EvaluationError is announced once per change of Progressing
 // ---------------------------------------------------------------------------
 
 func TestPlanEvaluationErrorEvent(t *testing.T) {
@@ -299,7 +299,7 @@ func TestPlanEvaluationErrorEvent(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// Rule 13: soak
+// Rule 15: soak
 // ---------------------------------------------------------------------------
 
 // soakingFor returns the dev stage, over the Deployments with the seed's
@@ -400,7 +400,7 @@ func TestPlanSoak(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// Rule 16: progress deadline
+// Rule 18: progress deadline
 // ---------------------------------------------------------------------------
 
 // deadlined returns dev with the seed's condition and a progressDeadline.

@@ -49,6 +49,11 @@ type Snapshot struct {
 	// BindingPolicy, or nil when there is none.
 	Binding *ksv1alpha1.Binding
 
+	// Bindings are KubeStellar's Bindings of the policy's BindingPolicies
+	// (BindingPolicies), read only while spec.abort is set: abort places
+	// the current revision again before it takes the newer one away.
+	Bindings []ksv1alpha1.Binding
+
 	// CombinedStatuses are the CombinedStatuses that KubeStellar labelled with
 	// the active stage's BindingPolicy name.
 	CombinedStatuses []ksv1alpha1.CombinedStatus

@@ -277,11 +277,11 @@ func assesses(ctx context.Context, reader client.Reader, req reconcile.Request, 
 	if policy.Status.Phase != v1alpha1.RolloutProgressing || !started {
 		return false
 	}
-	if v1alpha1.BindingPolicyName(policy.Name, policy.Spec.Stages[active].Name) == bindingPolicy {
+	if policy.StageBindingPolicyName(policy.Spec.Stages[active].Name) == bindingPolicy {
 		return true
 	}
 	if active+1 >= len(policy.Spec.Stages) ||
-		v1alpha1.BindingPolicyName(policy.Name, policy.Spec.Stages[active+1].Name) != bindingPolicy {
+		policy.StageBindingPolicyName(policy.Spec.Stages[active+1].Name) != bindingPolicy {
 		return false
 	}
 	next := &ksv1alpha1.BindingPolicy{}

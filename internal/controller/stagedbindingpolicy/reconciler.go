@@ -243,11 +243,23 @@ func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*r
 	}
 	snap.Approvals = approvals.Items
 
+	if policy.Spec.Abort && policy.DeletionTimestamp == nil {
+		for i := range snap.BindingPolicies {
+			binding, err := getNamed(ctx, r.Client, "Binding", snap.BindingPolicies[i].Name, &ksv1alpha1.Binding{})
+			if err != nil {
+				return nil, err
+			}
+			if binding != nil {
+				snap.Bindings = append(snap.Bindings, *binding)
+			}
+		}
+	}
+
 	active, started, _ := rollout.ActiveStage(policy)
 	if !started || policy.DeletionTimestamp != nil {
 		return snap, nil
 	}
-	bpName := v1alpha1.BindingPolicyName(policy.Name, policy.Spec.Stages[active].Name)
+	bpName := policy.StageBindingPolicyName(policy.Spec.Stages[active].Name)
 
 	var err error
 	if snap.ActiveBindingPolicy, err = getNamed(ctx, r.Client, "BindingPolicy", bpName, &ksv1alpha1.BindingPolicy{}); err != nil {
@@ -255,7 +267,7 @@ func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*r
 	}
 	snap.ActiveBindingPolicy = r.ownBPs.view(bpName, snap.ActiveBindingPolicy, policy, seen)
 	if active+1 < len(policy.Spec.Stages) {
-		nextName := v1alpha1.BindingPolicyName(policy.Name, policy.Spec.Stages[active+1].Name)
+		nextName := policy.StageBindingPolicyName(policy.Spec.Stages[active+1].Name)
 		if snap.NextBindingPolicy, err = getNamed(ctx, r.Client, "BindingPolicy", nextName, &ksv1alpha1.BindingPolicy{}); err != nil {
 			return nil, err
 		}

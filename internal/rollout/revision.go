@@ -1,0 +1,317 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package rollout
+
+import (
+	"fmt"
+	"slices"
+
+	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+)
+
+// This file holds Plan's rules for revisions (spec.revision): a revision is
+// a set of workload objects labelled with its name, placed side by side with
+// the previous revision's. Each stage is placed by one BindingPolicy per
+// revision it runs, "<policy>.stage.<stage>.<revision>", whose downsync
+// selects that revision's objects and the objects of no revision. A stage's
+// record says which revision it keeps while the rollout is elsewhere.
+//
+// The BindingPolicies a policy keeps, besides the active stage's at the
+// update revision:
+//   - with placement Accumulate, the earlier stages' at the update revision;
+//   - every later stage's at the revision its record keeps;
+//   - the active stage's at the revision its record keeps, until the stage
+//     is done on the update revision (make-before-break: the stage runs
+//     both meanwhile, and its condition is judged on the BindingPolicy of
+//     the update revision, whose CombinedStatuses are of that revision's
+//     objects only).
+
+// RevisionBindingPolicy is the BindingPolicy that places one revision of one
+// stage of the policy: for revision "", the stage's BindingPolicy of the
+// policy's downsync; else one whose downsync clauses select only the objects
+// labelled with that revision, or with no revision at all.
+func RevisionBindingPolicy(policy *v1alpha1.StagedBindingPolicy, stage v1alpha1.Stage, revision string) *ksv1alpha1.BindingPolicy {
+	bp := &ksv1alpha1.BindingPolicy{
+		TypeMeta: metav1.TypeMeta{APIVersion: ksv1alpha1.SchemeGroupVersion.String(), Kind: "BindingPolicy"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: v1alpha1.RevisionBindingPolicyName(policy.Name, stage.Name, revision),
+			Labels: map[string]string{
+				v1alpha1.PolicyLabel: policy.Name,
+				v1alpha1.StageLabel:  stage.Name,
+			},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(policy, v1alpha1.GroupVersion.WithKind("StagedBindingPolicy"))},
+		},
+		Spec: ksv1alpha1.BindingPolicySpec{
+			ClusterSelectors: stage.ClusterSelectors,
+			Downsync:         policy.Spec.Downsync,
+		},
+	}
+	if revision != "" && revision != v1alpha1.Unrevisioned {
+		bp.Labels[v1alpha1.RevisionLabel] = revision
+		bp.Spec.Downsync = revisionDownsync(policy.Spec.Downsync, policy.Spec.Revision.RevisionLabelKey(), revision)
+	}
+	return bp
+}
+
+// revisionDownsync narrows every clause to the objects labelled key=revision
+// and those without key: each of its object selectors (or, with none, the
+// empty one, which selects every object) becomes two, one requiring the
+// revision and one requiring no revision. Requirements, not labels, so that
+// a selector's own requirement on key still applies.
+func revisionDownsync(clauses []ksv1alpha1.DownsyncPolicyClause, key, revision string) []ksv1alpha1.DownsyncPolicyClause {
+	out := make([]ksv1alpha1.DownsyncPolicyClause, 0, len(clauses))
+	for _, c := range clauses {
+		c = *c.DeepCopy()
+		selectors := c.ObjectSelectors
+		if len(selectors) == 0 {
+			selectors = []metav1.LabelSelector{{}}
+		}
+		narrowed := make([]metav1.LabelSelector, 0, 2*len(selectors))
+		for _, s := range selectors {
+			for _, req := range []metav1.LabelSelectorRequirement{
+				{Key: key, Operator: metav1.LabelSelectorOpIn, Values: []string{revision}},
+				{Key: key, Operator: metav1.LabelSelectorOpDoesNotExist},
+			} {
+				n := *s.DeepCopy()
+				n.MatchExpressions = append(n.MatchExpressions, req)
+				narrowed = append(narrowed, n)
+			}
+		}
+		c.ObjectSelectors = narrowed
+		out = append(out, c)
+	}
+	return out
+}
+
+// kept reports whether bp is the BindingPolicy of a stage at the revision
+// the stage's record keeps, for a stage from the active one on: the active
+// stage keeps it until it is done on the update revision, later stages
+// until the rollout reaches them.
+func kept(policy *v1alpha1.StagedBindingPolicy, active int, bp *ksv1alpha1.BindingPolicy) bool {
+	for i := active; i < len(policy.Spec.Stages); i++ {
+		stage := policy.Spec.Stages[i]
+		record := policy.Status.StageNamed(stage.Name)
+		if record == nil || record.Revision == "" {
+			continue
+		}
+		if bp.Name == v1alpha1.RevisionBindingPolicyName(policy.Name, stage.Name, record.Revision) {
+			return true
+		}
+	}
+	return false
+}
+
+// keptRevisions returns each stage's revision from status, by stage name.
+func keptRevisions(status *v1alpha1.StagedBindingPolicyStatus) map[string]string {
+	revisions := make(map[string]string, len(status.Stages))
+	for _, r := range status.Stages {
+		if r.Revision != "" {
+			revisions[r.Name] = r.Revision
+		}
+	}
+	return revisions
+}
+
+// restoreRevisions sets each record's revision from revisions.
+func restoreRevisions(status *v1alpha1.StagedBindingPolicyStatus, revisions map[string]string) {
+	for i := range status.Stages {
+		status.Stages[i].Revision = revisions[status.Stages[i].Name]
+	}
+}
+
+// doneRevision is the revision a stage keeps once it is done on the update
+// revision: that revision, but under placement Replace for a stage that is
+// not the last, which gives its placement up as soon as the next stage is
+// placed.
+func doneRevision(policy *v1alpha1.StagedBindingPolicy, status *v1alpha1.StagedBindingPolicyStatus, index int) string {
+	if policy.Spec.Placement != v1alpha1.PlacementAccumulate && index < len(policy.Spec.Stages)-1 {
+		return ""
+	}
+	return status.UpdateRevision
+}
+
+// startRevision starts the rollout of the revision the spec names from the
+// first stage, each stage keeping the revision it runs until the rollout
+// reaches it.
+func startRevision(policy *v1alpha1.StagedBindingPolicy, now metav1.Time) Action {
+	want, previous := policy.Spec.SpecRevision(), policy.Status.UpdateRevision
+	inFlight := policy.Status.ActiveStage != "" && previous != policy.Status.CurrentRevision &&
+		policy.Status.Phase != v1alpha1.RolloutCompleted && policy.Status.Phase != v1alpha1.RolloutAborted
+	moved := policy.DeepCopy()
+	moved.Status.UpdateRevision = want
+	if previous == "" && want != "" {
+		keepUnrevisioned(moved)
+	}
+	action := startRollout(moved, false, now)
+	first := policy.Spec.Stages[0].Name
+	reason := v1alpha1.EventReasonRevisionStarted
+	note := fmt.Sprintf("rolling out revision %s from stage %q; the stages keep what they run until it reaches them", describeRevision(want), first)
+	if inFlight {
+		reason = v1alpha1.EventReasonRevisionSuperseded
+		note = fmt.Sprintf("revision %s supersedes revision %s, which was at stage %q: rolling it out from stage %q; the stages keep what they run until it reaches them",
+			describeRevision(want), describeRevision(previous), policy.Status.ActiveStage, first)
+	}
+	action.Events = append([]Event{{Type: corev1.EventTypeNormal, Reason: reason, Note: note}}, action.Events...)
+	action.Why = note
+	return action
+}
+
+// keepUnrevisioned marks the stages that hold the placement of the policy
+// from before it had spec.revision as keeping it (v1alpha1.Unrevisioned):
+// under Accumulate every stage reached, under Replace the active one.
+func keepUnrevisioned(policy *v1alpha1.StagedBindingPolicy) {
+	active, started, _ := ActiveStage(policy)
+	if !started {
+		return
+	}
+	for i := range policy.Status.Stages {
+		r := &policy.Status.Stages[i]
+		index := stageIndex(policy, r.Name)
+		holds := r.Phase == v1alpha1.StageActive || r.Phase == v1alpha1.StageSucceeded
+		if index < 0 || !holds || index > active || policy.Spec.Placement != v1alpha1.PlacementAccumulate && index != active {
+			continue
+		}
+		if r.Revision == "" {
+			r.Revision = v1alpha1.Unrevisioned
+		}
+	}
+}
+
+// describeRevision names a revision in messages.
+func describeRevision(revision string) string {
+	if revision == "" || revision == v1alpha1.Unrevisioned {
+		return "(the whole downsync, no spec.revision)"
+	}
+	return fmt.Sprintf("%q", revision)
+}
+
+// abortTargets returns the BindingPolicies abort keeps: every stage whose
+// record keeps a revision, at the current revision.
+func abortTargets(policy *v1alpha1.StagedBindingPolicy) []*ksv1alpha1.BindingPolicy {
+	var targets []*ksv1alpha1.BindingPolicy
+	for _, stage := range policy.Spec.Stages {
+		if record := policy.Status.StageNamed(stage.Name); record != nil && record.Revision != "" {
+			targets = append(targets, RevisionBindingPolicy(policy, stage, policy.Status.CurrentRevision))
+		}
+	}
+	return targets
+}
+
+// planAbort puts every stage that keeps a revision back on the current
+// revision, and takes every other BindingPolicy of the policy away once
+// those are placed: first the status records the abort (the records keep
+// the current revision, no stage is active), then each missing
+// BindingPolicy is created, and, once the Binding of every one places the
+// workload, the others are deleted one by one. A rollout without a current
+// revision has nothing to go back to and stays where it is.
+func planAbort(snap *Snapshot) Action {
+	policy := snap.Policy
+	current := policy.Status.CurrentRevision
+	if current == "" {
+		message := "spec.abort holds the rollout where it is: there is no previous revision to go back to (status.currentRevision is empty); set spec.abort to false to go on"
+		return abortStatus(policy, policy.Status.DeepCopy(), message, snap.Now)
+	}
+	if policy.Status.Phase != v1alpha1.RolloutAborted {
+		status := policy.Status.DeepCopy()
+		back := make([]string, 0, len(status.Stages))
+		for i := range status.Stages {
+			r := &status.Stages[i]
+			if r.Revision != "" {
+				r.Revision = current
+				back = append(back, r.Name)
+			}
+			r.Phase, r.ConditionMetTime, r.ProgressDeadlineTime = v1alpha1.StagePending, nil, nil
+			r.Message = ""
+		}
+		status.ActiveStage = ""
+		message := fmt.Sprintf("spec.abort: revision %s is withdrawn; stages %v go back to revision %q, placed before the newer one is taken away",
+			describeRevision(status.UpdateRevision), back, current)
+		if len(back) == 0 {
+			message = fmt.Sprintf("spec.abort: revision %s is withdrawn; no stage ran revision %q before it, so none is placed",
+				describeRevision(status.UpdateRevision), current)
+		}
+		return abortStatus(policy, status, message, snap.Now)
+	}
+
+	targets := abortTargets(policy)
+	for _, desired := range targets {
+		bp := findBindingPolicy(snap.BindingPolicies, desired.Name)
+		switch {
+		case bp == nil:
+			return Action{Type: ActionCreateBindingPolicy, BindingPolicy: desired,
+				Why: fmt.Sprintf("abort places stage %q back on revision %q", desired.Labels[v1alpha1.StageLabel], current)}
+		case !OwnedBy(bp, policy) || bp.DeletionTimestamp != nil:
+			continue
+		case !BindingPolicyInSync(bp, desired):
+			return Action{Type: ActionUpdateBindingPolicy, BindingPolicy: inLineWith(bp, desired),
+				Why: fmt.Sprintf("BindingPolicy %s differs from the spec of stage %q", bp.Name, desired.Labels[v1alpha1.StageLabel])}
+		}
+	}
+	for _, desired := range targets {
+		if !bindingPlaces(snap.Bindings, desired.Name) {
+			return Action{Type: ActionNone,
+				Why: fmt.Sprintf("abort waits for KubeStellar to place BindingPolicy %s before taking the newer revision away", desired.Name)}
+		}
+	}
+	for i := range snap.BindingPolicies {
+		bp := &snap.BindingPolicies[i]
+		if bp.DeletionTimestamp != nil || !OwnedBy(bp, policy) ||
+			slices.ContainsFunc(targets, func(t *ksv1alpha1.BindingPolicy) bool { return t.Name == bp.Name }) {
+			continue
+		}
+		return Action{Type: ActionDeleteBindingPolicy, BindingPolicy: bp,
+			Why: fmt.Sprintf("abort takes BindingPolicy %s away: the stages are back on revision %q", bp.Name, current)}
+	}
+	return Action{Type: ActionNone, Why: fmt.Sprintf("the rollout is aborted: the stages are back on revision %q", current)}
+}
+
+// abortStatus writes the status of an aborted rollout, with a Warning Event
+// when the abort begins.
+func abortStatus(policy *v1alpha1.StagedBindingPolicy, status *v1alpha1.StagedBindingPolicyStatus, message string, now metav1.Time) Action {
+	setSummary(status, policy, v1alpha1.RolloutAborted,
+		metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonRolloutAborted, Message: message},
+		metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonRolloutAborted, Message: message},
+		now)
+	action := statusAction(policy, status, Event{}, "the rollout is aborted")
+	if action.Type == ActionUpdateStatus && policy.Status.Phase != v1alpha1.RolloutAborted {
+		action.Events = []Event{{Type: corev1.EventTypeWarning, Reason: v1alpha1.ReasonRolloutAborted, Note: message}}
+	}
+	return action
+}
+
+// findBindingPolicy returns the BindingPolicy with the given name, or nil.
+func findBindingPolicy(bps []ksv1alpha1.BindingPolicy, name string) *ksv1alpha1.BindingPolicy {
+	for i := range bps {
+		if bps[i].Name == name {
+			return &bps[i]
+		}
+	}
+	return nil
+}
+
+// bindingPlaces reports whether the Binding of the named BindingPolicy
+// places the workload on at least one cluster.
+func bindingPlaces(bindings []ksv1alpha1.Binding, name string) bool {
+	for i := range bindings {
+		if bindings[i].Name == name {
+			return len(bindings[i].Spec.Destinations) > 0
+		}
+	}
+	return false
+}
