@@ -139,6 +139,14 @@ func createWorkload(t testing.TB, space, app string) {
 func startRollout(t testing.TB, space, name, app string, change func(*v1alpha1.StagedBindingPolicy)) {
 	t.Helper()
 	createWorkload(t, space, app)
+	startPolicy(t, space, name, app, change)
+}
+
+// startPolicy creates the dev → test → prod policy (ThreeStages, changed by
+// change when given) of the workload app in a WDS, the policy deleted when
+// the test ends.
+func startPolicy(t testing.TB, space, name, app string, change func(*v1alpha1.StagedBindingPolicy)) {
+	t.Helper()
 	policy := policytest.ThreeStages(name, app)
 	if change != nil {
 		change(policy)

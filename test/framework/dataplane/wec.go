@@ -16,6 +16,8 @@ package dataplane
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -273,14 +275,28 @@ func (w *WEC) waitReady(ctx context.Context) error {
 	return nil
 }
 
-// FailPods makes the WEC's pods in namespace stop being Ready, as failing
-// readiness probes would: a kwok Stage turns every pod there, Ready or new,
-// into a Running pod that is not Ready. It returns once no pod there is
-// Ready, at once when there is none yet. RecoverPods undoes it.
-func (w *WEC) FailPods(ctx context.Context, namespace string) error {
+// PodLabel selects the pods of a namespace by one label, for FailPods and
+// RecoverPods; the zero value selects every pod.
+type PodLabel struct{ Key, Value string }
+
+// FailPods makes the WEC's pods in namespace (those with the label, when
+// given) stop being Ready, as failing readiness probes would: a kwok Stage
+// turns every such pod, Ready or new, into a Running pod that is not Ready.
+// It returns once no such pod is Ready, at once when there is none yet.
+// RecoverPods, with the same label, undoes it.
+func (w *WEC) FailPods(ctx context.Context, namespace string, label ...PodLabel) error {
+	selected := podSelector(label)
 	stage := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal([]byte(fmt.Sprintf(notReadyStage, notReadyStagePrefix+namespace, namespace)), &stage.Object); err != nil {
+	if err := yaml.Unmarshal([]byte(fmt.Sprintf(notReadyStage, notReadyStageName(namespace, selected), namespace)), &stage.Object); err != nil {
 		return fmt.Errorf("parsing the not-ready stage: %w", err)
+	}
+	if selected.Key != "" {
+		expressions, _, _ := unstructured.NestedSlice(stage.Object, "spec", "selector", "matchExpressions")
+		expressions = append(expressions, map[string]any{
+			"key": fmt.Sprintf(".metadata.labels[%q]", selected.Key), "operator": "In", "values": []any{selected.Value}})
+		if err := unstructured.SetNestedSlice(stage.Object, expressions, "spec", "selector", "matchExpressions"); err != nil {
+			return fmt.Errorf("selecting pods labelled %s=%s: %w", selected.Key, selected.Value, err)
+		}
 	}
 	if err := w.Space.Client.Create(ctx, stage); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating kwok stage %s in WEC %s: %w", stage.GetName(), w.Name, err)
@@ -288,7 +304,7 @@ func (w *WEC) FailPods(ctx context.Context, namespace string) error {
 	// kwok applies a new Stage only on a pod's next change: touch the Ready
 	// pods until none is left.
 	err := w.tendPods(ctx, namespace, func(pod *corev1.Pod) bool {
-		if !podReady(pod) {
+		if !podReady(pod) || !selected.matches(pod) {
 			return true
 		}
 		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, touchedAnnotation, time.Now().Format(time.RFC3339Nano))
@@ -301,20 +317,21 @@ func (w *WEC) FailPods(ctx context.Context, namespace string) error {
 	return nil
 }
 
-// RecoverPods undoes FailPods: it deletes the Stage, then deletes the pods
-// of namespace that the Stage made not Ready (their controllers replace them
-// with pods kwok makes Ready) until every pod there is Ready. A replacement
-// that kwok gave the Stage before it saw it go is deleted again.
-func (w *WEC) RecoverPods(ctx context.Context, namespace string) error {
+// RecoverPods undoes FailPods with the same label: it deletes the Stage,
+// then deletes the pods that the Stage made not Ready (their controllers
+// replace them with pods kwok makes Ready) until every such pod is Ready. A
+// replacement that kwok gave the Stage before it saw it go is deleted again.
+func (w *WEC) RecoverPods(ctx context.Context, namespace string, label ...PodLabel) error {
+	selected := podSelector(label)
 	stage := &unstructured.Unstructured{}
 	stage.SetAPIVersion("kwok.x-k8s.io/v1alpha1")
 	stage.SetKind("Stage")
-	stage.SetName(notReadyStagePrefix + namespace)
+	stage.SetName(notReadyStageName(namespace, selected))
 	if err := w.Space.Client.Delete(ctx, stage); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting kwok stage %s in WEC %s: %w", stage.GetName(), w.Name, err)
 	}
 	err := w.tendPods(ctx, namespace, func(pod *corev1.Pod) bool {
-		if podReady(pod) {
+		if podReady(pod) || !selected.matches(pod) {
 			return true
 		}
 		if pod.Status.Phase == corev1.PodRunning && pod.DeletionTimestamp == nil {
@@ -326,6 +343,28 @@ func (w *WEC) RecoverPods(ctx context.Context, namespace string) error {
 		return fmt.Errorf("the pods of %s in WEC %s are not all Ready again: %w", namespace, w.Name, err)
 	}
 	return nil
+}
+
+// podSelector returns the one label given, or the zero PodLabel.
+func podSelector(label []PodLabel) PodLabel {
+	if len(label) == 0 {
+		return PodLabel{}
+	}
+	return label[0]
+}
+
+// matches reports whether a pod carries the label (every pod, for none).
+func (l PodLabel) matches(pod *corev1.Pod) bool {
+	return l.Key == "" || pod.Labels[l.Key] == l.Value
+}
+
+// notReadyStageName names the Stage of FailPods for a namespace and label.
+func notReadyStageName(namespace string, label PodLabel) string {
+	if label.Key == "" {
+		return notReadyStagePrefix + namespace
+	}
+	sum := sha256.Sum256([]byte(label.Key + "=" + label.Value))
+	return notReadyStagePrefix + namespace + "-" + hex.EncodeToString(sum[:4])
 }
 
 // tendPods calls tend with every pod of namespace, every half second, until
