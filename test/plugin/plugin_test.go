@@ -125,7 +125,8 @@ func trueCondition(kind, reason, message string, now time.Time) metav1.Condition
 // TestOutputs sets up three rollouts, as the stager and KubeStellar leave
 // them, and compares what get, explain and eval print with golden files:
 // web is in test (under a progress deadline), api awaits approval of prod,
-// fresh has not started, soaked soaks in dev.
+// fresh has not started, soaked soaks in dev, shop rolls revision v2 out over
+// v1 and has it in test.
 func TestOutputs(t *testing.T) {
 	web := rollout(t, "web", func(p *v1alpha1.StagedBindingPolicy) {
 		p.Spec.Stages[1].SoakDuration = &metav1.Duration{Duration: 10 * time.Minute}
@@ -138,12 +139,16 @@ func TestOutputs(t *testing.T) {
 		p.Spec.Stages[0].SoakDuration = &metav1.Duration{Duration: 10 * time.Minute}
 		p.Spec.Stages[0].ProgressDeadline = &metav1.Duration{Duration: time.Hour}
 	})
+	shop := rollout(t, "shop", func(p *v1alpha1.StagedBindingPolicy) {
+		p.Spec.Placement = v1alpha1.PlacementAccumulate
+		p.Spec.Revision = &v1alpha1.Revision{Name: "v2"}
+	})
 	place(t, web, "test")
 
 	// Three hours after the last policy was made, at a whole second: every
 	// age is "3h" (less than a minute more for the earlier ones).
 	now := time.Time{}
-	for _, p := range []*v1alpha1.StagedBindingPolicy{web, api, fresh, soaked} {
+	for _, p := range []*v1alpha1.StagedBindingPolicy{web, api, fresh, soaked, shop} {
 		if created := p.CreationTimestamp.Add(3 * time.Hour); created.After(now) {
 			now = created
 		}
@@ -183,6 +188,20 @@ func TestOutputs(t *testing.T) {
 				ProgressDeadlineTime: at(now.Add(30 * time.Minute)), BindingPolicy: "soaked.stage.dev",
 				Message: "condition holds for all 1 object(s) on 2 cluster(s); soaking"},
 			{Name: "test", Phase: v1alpha1.StagePending}, {Name: "prod", Phase: v1alpha1.StagePending},
+		}})
+
+	setStatus(t, shop, v1alpha1.StagedBindingPolicyStatus{ActiveStage: "test", Phase: v1alpha1.RolloutProgressing,
+		CurrentRevision: "v1", UpdateRevision: "v2",
+		Conditions: []metav1.Condition{
+			trueCondition(v1alpha1.ConditionProgressing, v1alpha1.ReasonWaitingForStatus,
+				`stage "test": waiting for the CombinedStatus of deployments.apps shop/shop-v2`, now),
+		},
+		Stages: []v1alpha1.StageStatus{
+			{Name: "dev", Phase: v1alpha1.StageSucceeded, Revision: "v2", StartTime: at(now.Add(-30 * time.Minute)), CompletionTime: at(now.Add(-10 * time.Minute)),
+				BindingPolicy: "shop.stage.dev.v2"},
+			{Name: "test", Phase: v1alpha1.StageActive, Revision: "v1", StartTime: at(now.Add(-10 * time.Minute)), BindingPolicy: "shop.stage.test.v2",
+				Message: "waiting for the CombinedStatus of deployments.apps shop/shop-v2"},
+			{Name: "prod", Phase: v1alpha1.StagePending, Revision: "v1"},
 		}})
 
 	available := `obj.results.exists(r, r.name == 'deployments-aggregator' && r.rows.exists(row, row.columns.exists(c, c.float == '0')))`
@@ -231,7 +250,7 @@ func TestOutputs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, name := range []string{"web", "api", "fresh", "soaked"} {
+		for _, name := range []string{"web", "api", "fresh", "soaked", "shop"} {
 			if !slices.Contains(strings.Split(out, "\n"), name) {
 				t.Errorf("completing a policy name offers no %s:\n%s", name, out)
 			}

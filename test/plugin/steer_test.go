@@ -47,9 +47,9 @@ func user(t *testing.T, name, clusterRole string) string {
 	return path
 }
 
-// TestSteer approves, suspends, resumes and restarts rollouts through the
-// API: an approver bound to the shipped role approves the stage a rollout
-// awaits, in her own name (the shipped admission policy checks it); a user
+// TestSteer approves, suspends, resumes, aborts, retries and restarts
+// rollouts through the API: an approver bound to the shipped role approves
+// the stage a rollout awaits, in her own name (the shipped admission policy checks it); a user
 // who may only read is told clearly why he may not.
 func TestSteer(t *testing.T) {
 	ctx := suite.ctx
@@ -107,6 +107,8 @@ func TestSteer(t *testing.T) {
 	}{
 		{"suspend", func(p *v1alpha1.StagedBindingPolicy) bool { return p.Spec.Suspend }},
 		{"resume", func(p *v1alpha1.StagedBindingPolicy) bool { return !p.Spec.Suspend }},
+		{"abort", func(p *v1alpha1.StagedBindingPolicy) bool { return p.Spec.Abort }},
+		{"retry", func(p *v1alpha1.StagedBindingPolicy) bool { return !p.Spec.Abort }},
 		{"restart", func(p *v1alpha1.StagedBindingPolicy) bool {
 			return p.Annotations[v1alpha1.RestartedAtAnnotation] == now.UTC().Format(time.RFC3339)
 		}},

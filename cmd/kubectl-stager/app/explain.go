@@ -67,7 +67,7 @@ func (o *options) explain(cmd *cobra.Command, name, stageName string, draft func
 	if err != nil {
 		return err
 	}
-	objs, err := readStage(ctx, c, p.Name, stage.Name)
+	objs, err := readStage(ctx, c, p, stage.Name)
 	if err != nil {
 		return err
 	}

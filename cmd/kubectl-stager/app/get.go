@@ -51,7 +51,10 @@ func newGetCommand(o *options) *cobra.Command {
 		Long: `Show the StagedBindingPolicies of the WDS and where each rollout is.
 
 STAGES marks each stage: ` + markSucceeded + ` done, ` + markActive + ` active, ` + markAwaiting + ` awaiting approval,
-` + markSkipped + ` skipped, ` + markPending + ` not reached. REASON is the Progressing condition's reason.
+` + markSkipped + ` skipped, ` + markPending + ` not reached; with spec.revision, "@" and the revision the stage
+runs ("@v1→v2" while the active stage runs both). REVISION is the revision
+being rolled out, after the current one and an arrow while they differ.
+REASON is the Progressing condition's reason.
 -o wide adds the active stage's clusters, the soak time left, the approval,
 the progress deadline and what the stage waits for; -o yaml and -o json print
 the objects.`,
@@ -182,9 +185,9 @@ func printObjects(out io.Writer, format string, policies []v1alpha1.StagedBindin
 func (o *options) printTable(ctx context.Context, found []located, wide, all bool) error {
 	now := o.now()
 	w := printers.GetNewTabWriter(o.streams.Out)
-	header := []string{"NAME", "STAGES", "PHASE", "REASON", "AGE"}
+	header := []string{"NAME", "STAGES", "PHASE", "REVISION", "REASON", "AGE"}
 	if wide {
-		header = []string{"NAME", "STAGES", "PHASE", "REASON", "CLUSTERS", "SOAK LEFT", "APPROVAL", "DEADLINE", "AGE", "MESSAGE"}
+		header = []string{"NAME", "STAGES", "PHASE", "REVISION", "REASON", "CLUSTERS", "SOAK LEFT", "APPROVAL", "DEADLINE", "AGE", "MESSAGE"}
 	}
 	if all {
 		header = append([]string{"SPACE"}, header...)
@@ -192,7 +195,7 @@ func (o *options) printTable(ctx context.Context, found []located, wide, all boo
 	fmt.Fprintln(w, strings.Join(header, "\t"))
 	for i := range found {
 		p := &found[i].policy
-		row := []string{p.Name, stageMarks(p), orNone(string(p.Status.Phase)), orNone(progressing(p).Reason)}
+		row := []string{p.Name, stageMarks(p), orNone(string(p.Status.Phase)), revisionSummary(p), orNone(progressing(p).Reason)}
 		if wide {
 			view, err := o.activeView(ctx, found[i].client, p, now)
 			if err != nil {
@@ -229,9 +232,56 @@ func stageMarks(p *v1alpha1.StagedBindingPolicy) string {
 				mark = markSkipped
 			}
 		}
+		if revisioned(p) {
+			mark += "@" + stageRevision(p, s.Name)
+		}
 		marks = append(marks, s.Name+mark)
 	}
 	return strings.Join(marks, " ")
+}
+
+// revisioned reports whether a policy rolls out revisions.
+func revisioned(p *v1alpha1.StagedBindingPolicy) bool {
+	return p.Spec.Revision != nil || p.Status.UpdateRevision != "" || p.Status.CurrentRevision != ""
+}
+
+// revisionSummary renders the revision being rolled out: "-" without
+// revisions, "v2" once it is the current one too, "v1→v2" while it is not.
+func revisionSummary(p *v1alpha1.StagedBindingPolicy) string {
+	current, update := p.Status.CurrentRevision, p.Status.UpdateRevision
+	switch {
+	case !revisioned(p):
+		return "-"
+	case update == "" && p.Spec.Revision != nil:
+		update = p.Spec.Revision.Name // not picked up yet
+	}
+	if current == "" || current == update {
+		return orNone(update)
+	}
+	return current + "→" + orNone(update)
+}
+
+// stageRevision renders the revision a stage runs: its record's, "-" for
+// none, and for the active stage rolling out another, "<kept>→<update>".
+func stageRevision(p *v1alpha1.StagedBindingPolicy, stage string) string {
+	record := p.Status.StageNamed(stage)
+	kept := ""
+	if record != nil {
+		kept = record.Revision
+	}
+	if kept == v1alpha1.Unrevisioned {
+		kept = "unrevisioned"
+	}
+	if record != nil && record.Phase == v1alpha1.StageActive && kept != p.Status.UpdateRevision {
+		if kept == "" {
+			return "→" + p.Status.UpdateRevision
+		}
+		return kept + "→" + p.Status.UpdateRevision
+	}
+	if kept == "" {
+		return "-"
+	}
+	return kept
 }
 
 // progressing returns the policy's Progressing condition, or an empty one.
@@ -256,7 +306,7 @@ func (o *options) activeView(ctx context.Context, c client.Client, p *v1alpha1.S
 		return view, nil
 	}
 	if record.Phase == v1alpha1.StageActive || record.Phase == v1alpha1.StageSucceeded {
-		objs, err := readStage(ctx, c, p.Name, stage.Name)
+		objs, err := readStage(ctx, c, p, stage.Name)
 		if err != nil {
 			return view, err
 		}

@@ -62,11 +62,11 @@ type stageObjects struct {
 	statuses      []ksv1alpha1.CombinedStatus
 }
 
-// readStage reads the objects around the named stage of a policy, as the
-// controller's snapshot does.
-func readStage(ctx context.Context, c client.Client, policy, stage string) (stageObjects, error) {
+// readStage reads the objects around the named stage of a policy at the
+// revision being rolled out, as the controller's snapshot does.
+func readStage(ctx context.Context, c client.Client, policy *v1alpha1.StagedBindingPolicy, stage string) (stageObjects, error) {
 	var objs stageObjects
-	name := v1alpha1.BindingPolicyName(policy, stage)
+	name := policy.StageBindingPolicyName(stage)
 	bp := &ksv1alpha1.BindingPolicy{}
 	switch err := c.Get(ctx, types.NamespacedName{Name: name}, bp); {
 	case err == nil:

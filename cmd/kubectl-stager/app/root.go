@@ -70,7 +70,8 @@ and steers them:
 	root.SetErr(escapingWriter{streams.ErrOut})
 	o.configFlags.AddFlags(root.PersistentFlags())
 	root.AddCommand(newGetCommand(o), newExplainCommand(o), newEvalCommand(o),
-		newApproveCommand(o), newSuspendCommand(o, true), newSuspendCommand(o, false), newRestartCommand(o))
+		newApproveCommand(o), newSuspendCommand(o, true), newSuspendCommand(o, false), newRestartCommand(o),
+		newAbortCommand(o, true), newAbortCommand(o, false))
 	return root
 }
 

@@ -124,7 +124,7 @@ func denied(err error, user, what string) error {
 	switch {
 	case apierrors.IsForbidden(err):
 		return fmt.Errorf("%s may not %s: %w (approvers need the workload-stager-approver ClusterRole; suspend, "+
-			"resume and restart need to patch stagedbindingpolicies)", user, what, err)
+			"resume, restart, abort and retry need to patch stagedbindingpolicies)", user, what, err)
 	case apierrors.IsInvalid(err):
 		return fmt.Errorf("the API server refused to %s: %w", what, err)
 	}
@@ -147,6 +147,34 @@ does not count against the active stage's progressDeadline.`,
 		ValidArgsFunction: o.completePolicies,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"suspend": suspend}})
+			return o.patch(cmd.Context(), args[0], patch, verb)
+		},
+	}
+}
+
+func newAbortCommand(o *options, abort bool) *cobra.Command {
+	verb, short, long, example := "abort", "Put the stages that moved back on the current revision (spec.abort)",
+		`Put every stage that has moved to the revision being rolled out back on
+status.currentRevision, the revision of the last completed rollout,
+make-before-break, and hold the rollout there (phase Aborted) until it is
+retried. A rollout without a previous revision is held where it is.`,
+		"  kubectl stager abort web"
+	if !abort {
+		verb, short, long, example = "retry", "Roll an aborted revision out again from the first stage",
+			`Clear spec.abort: the revision in spec.revision is rolled out again from
+the first stage. To give up the aborted revision instead, set spec.revision
+to another one (the current one, say) before retrying.`,
+			"  kubectl stager retry web"
+	}
+	return &cobra.Command{
+		Use:               verb + " NAME",
+		Short:             short,
+		Long:              short + ". " + long,
+		Example:           example,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: o.completePolicies,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"abort": abort}})
 			return o.patch(cmd.Context(), args[0], patch, verb)
 		},
 	}
@@ -184,6 +212,7 @@ func (o *options) patch(ctx context.Context, name string, patch []byte, verb str
 		return denied(err, user, verb+" StagedBindingPolicy "+name)
 	}
 	fprintf(o.streams.Out, "stagedbindingpolicy/%s: %s\n", name, map[string]string{
-		"suspend": "suspended", "resume": "resumed", "restart": "restarted from its first stage"}[verb])
+		"suspend": "suspended", "resume": "resumed", "restart": "restarted from its first stage",
+		"abort": "aborted", "retry": "retried from its first stage"}[verb])
 	return nil
 }

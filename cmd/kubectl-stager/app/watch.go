@@ -21,6 +21,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/term"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -117,7 +118,7 @@ func (o *options) liveView(ctx context.Context, found []located, tty, all bool) 
 		switch p.Status.Phase {
 		case v1alpha1.RolloutCompleted:
 			phaseColour = colourGreen
-		case v1alpha1.RolloutBlocked, v1alpha1.RolloutStalled:
+		case v1alpha1.RolloutBlocked, v1alpha1.RolloutStalled, v1alpha1.RolloutAborted:
 			phaseColour = colourRed
 		case v1alpha1.RolloutAwaitingApproval, v1alpha1.RolloutSuspended:
 			phaseColour = colourCyan
@@ -130,6 +131,9 @@ func (o *options) liveView(ctx context.Context, found []located, tty, all bool) 
 		if reason := progressing(p).Reason; reason != "" {
 			fprintf(&b, "  %s", reason)
 		}
+		if revisioned(p) {
+			fprintf(&b, "  revision %s", revisionSummary(p))
+		}
 		b.WriteString("\n")
 		width := 0
 		for _, s := range p.Spec.Stages {
@@ -140,7 +144,11 @@ func (o *options) liveView(ctx context.Context, found []located, tty, all bool) 
 			if err != nil {
 				return "", err
 			}
-			fmt.Fprintf(&b, "  %s %-*s  %s\n", paint(line.colour, line.mark), width, s.Name,
+			name := fmt.Sprintf("%-*s", width, s.Name)
+			if revisioned(p) {
+				name += "  " + padRunes(printable(stageRevision(p, s.Name)), revisionWidth(p))
+			}
+			fmt.Fprintf(&b, "  %s %s  %s\n", paint(line.colour, line.mark), name,
 				strings.TrimRight(printable(line.clusters)+"  "+printable(line.note), " "))
 		}
 	}
@@ -171,7 +179,7 @@ func (o *options) stageLine(ctx context.Context, c client.Client, p *v1alpha1.St
 		return view, nil
 	}
 	if record.Phase == v1alpha1.StageActive || record.Phase == v1alpha1.StageSucceeded {
-		objs, err := readStage(ctx, c, p.Name, s.Name)
+		objs, err := readStage(ctx, c, p, s.Name)
 		if err != nil {
 			return view, err
 		}
@@ -219,4 +227,19 @@ func (o *options) stageLine(ctx context.Context, c client.Client, p *v1alpha1.St
 // clock renders a time of day in UTC.
 func clock(t time.Time) string {
 	return t.UTC().Format("15:04:05Z")
+}
+
+// revisionWidth is the width of the widest stage revision of a policy, in
+// runes, for the live view's column of revisions.
+func revisionWidth(p *v1alpha1.StagedBindingPolicy) int {
+	width := 0
+	for _, s := range p.Spec.Stages {
+		width = max(width, utf8.RuneCountInString(printable(stageRevision(p, s.Name))))
+	}
+	return width
+}
+
+// padRunes pads s with spaces to width runes.
+func padRunes(s string, width int) string {
+	return s + strings.Repeat(" ", max(0, width-utf8.RuneCountInString(s)))
 }
