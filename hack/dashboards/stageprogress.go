@@ -103,13 +103,19 @@ func stageProgress() *dashboard.DashboardBuilder { //nolint:staticcheck // the c
 				"renameByName":  map[string]string{"Value #B": "Time in stage"},
 			}}).
 			OverrideByName("Time in stage", []dashboard.DynamicConfigValue{{Id: "unit", Value: "s"}})).
+		WithPanel(rowsTable("Stages by revision", 24, 8,
+			"For policies with spec.revision, the revisions each stage runs: the one it keeps, and for the active stage the one being rolled out beside it until the stage is done on it. A stage on two revisions is switching; an Aborted policy has put its stages back on the current revision.").
+			WithTarget(rows("A", `max by (space, policy, stage, revision) (stager_stage_revision{`+spacePolicy+`})`)).
+			WithTransformation(dashboard.DataTransformerConfig{Id: "organize", Options: map[string]any{
+				"excludeByName": map[string]bool{"Time": true, "Value": true},
+			}})).
 		WithPanel(graph("Stage transitions",
 			"Stages completed over time.").
 			WithTarget(series("A", `sum by (space, policy, stage) (increase(stager_stage_transitions_total{`+spacePolicy+`}[$__rate_interval]))`,
 				"{{space}}/{{policy}}: {{stage}} done")).
 			DrawStyle(common.GraphDrawStyleBars)).
 		WithPanel(graph("Policies by phase",
-			"How many policies are Pending, Progressing, Completed or Blocked.").
+			"How many policies are in each phase: Pending, Progressing, Completed, Blocked, Suspended, Stalled, AwaitingApproval, Aborted.").
 			WithTarget(series("A", `sum by (phase) (stager_policies{`+space+`})`, "{{phase}}"))).
 		WithPanel(rowsTable("Blocked or failing rollouts", 12, 8,
 			"Policies whose rollout is blocked by an invalid or failing expression or a BindingPolicy name conflict: see the policy's Ready and Progressing conditions.").

@@ -65,9 +65,9 @@ const (
 // and wds2 and a third space ("bare", without KubeStellar's API) is engaged
 // but not ready. It then runs every query of the Grafana dashboard (and its
 // variables) and every alert expression through Prometheus's HTTP API: each
-// must return data, only for the run's spaces. The alerts for the blocked
-// rollout, its evaluation errors and the space that is not ready must be
-// pending or firing. When the bare space is unregistered, its series go.
+// must return data, only for the run's spaces. The alerts for the blocked,
+// stalled and aborted rollouts, the evaluation errors and the space that is
+// not ready must be pending or firing. When the bare space is unregistered, its series go.
 func TestDashboardAndAlerts(t *testing.T) {
 	ctx := suite.ctx
 	ensureWDS2(t)
@@ -123,23 +123,29 @@ func TestDashboardAndAlerts(t *testing.T) {
 	}
 	// wds2's "stalled" is past its first stage's progressDeadline, which
 	// nothing meets; "paused" is suspended before it starts; "gated" awaits
-	// the approval of its first stage.
-	const stalled, paused, gated = "stalled", "paused", "gated"
+	// the approval of its first stage; "revised" rolls revision v1 out, and
+	// "undone" is aborted before it starts, with no revision to go back to.
+	const stalled, paused, gated, revised, undone = "stalled", "paused", "gated", "revised", "undone"
 	createWorkload(t, "wds2", stalled, false)
+	createWorkload(t, "wds2", revised, false)
 	late := policytest.ThreeStages(stalled, stalled)
 	late.Spec.Stages[0].ProgressDeadline = &metav1.Duration{Duration: time.Second}
 	held := policytest.ThreeStages(paused, paused)
 	held.Spec.Suspend = true
 	waiting := policytest.ThreeStages(gated, gated)
 	waiting.Spec.Stages[0].Approval = v1alpha1.ApprovalRequired
-	for _, p := range []*v1alpha1.StagedBindingPolicy{late, held, waiting} {
+	revising := policytest.ThreeStages(revised, revised)
+	revising.Spec.Revision = &v1alpha1.Revision{Name: "v1"}
+	aborted := policytest.ThreeStages(undone, revised)
+	aborted.Spec.Revision, aborted.Spec.Abort = &v1alpha1.Revision{Name: "v1"}, true
+	for _, p := range []*v1alpha1.StagedBindingPolicy{late, held, waiting, revising, aborted} {
 		if err := wds("wds2").Create(ctx, p); err != nil {
 			t.Fatalf("creating %s: %v", p.Name, err)
 		}
 	}
 	t.Cleanup(func() {
 		policies("wds1").Delete(t, metered)
-		for _, name := range []string{metered, broken, stalled, paused, gated} {
+		for _, name := range []string{metered, broken, stalled, paused, gated, revised, undone} {
 			policies("wds2").Delete(t, name)
 		}
 	})
@@ -163,17 +169,19 @@ func TestDashboardAndAlerts(t *testing.T) {
 	policies("wds2").WaitForPhase(t, stalled, v1alpha1.RolloutStalled)
 	policies("wds2").WaitForPhase(t, paused, v1alpha1.RolloutSuspended)
 	policies("wds2").WaitForPhase(t, gated, v1alpha1.RolloutAwaitingApproval)
+	policies("wds2").WaitForActiveStage(t, revised, "dev")
+	policies("wds2").WaitForPhase(t, undone, v1alpha1.RolloutAborted)
 
 	values := map[string]string{
 		"datasource":      "prometheus",
 		"space":           "(" + strings.Join(spaces, "|") + ")",
-		"policy":          "(" + strings.Join([]string{metered, broken, deleting, stalled, paused, gated}, "|") + ")",
+		"policy":          "(" + strings.Join([]string{metered, broken, deleting, stalled, paused, gated, revised, undone}, "|") + ")",
 		"__rate_interval": rateInterval,
 		"__interval":      scrapeInterval.String(),
 	}
 	environment.Eventually(t, 2*time.Minute, "every dashboard query and alert to show the run", func() error {
 		var problems []string
-		problems = append(problems, checkVariables(ctx, server, dashboard, values, spaces, []string{metered, broken, deleting, stalled, paused, gated})...)
+		problems = append(problems, checkVariables(ctx, server, dashboard, values, spaces, []string{metered, broken, deleting, stalled, paused, gated, revised, undone})...)
 		problems = append(problems, checkPanels(ctx, server, dashboard, values, spaces, start)...)
 		problems = append(problems, checkAlerts(ctx, server, groups, spaces, bare, refused)...)
 		if len(problems) > 0 {
@@ -412,6 +420,7 @@ func checkAlerts(ctx context.Context, server *prometheus.Server, groups []promet
 	for alert, want := range map[string]string{
 		"StagerRolloutBlocked":            "wds2/broken",
 		"StagerRolloutStalled":            "wds2/stalled",
+		"StagerRolloutAborted":            "wds2/undone",
 		"StagerConditionEvaluationErrors": "wds2/",
 		"StagerSpaceNotReady":             bare + "/",
 		"StagerKubeconfigSecretRefused":   "/" + refused,

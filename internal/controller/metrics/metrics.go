@@ -25,6 +25,7 @@
 package metrics
 
 import (
+	"strings"
 	"sync"
 	"time"
 
@@ -36,11 +37,12 @@ import (
 
 // Label names.
 const (
-	LabelSpace  = "space"
-	LabelPolicy = "policy"
-	LabelStage  = "stage"
-	LabelPhase  = "phase"
-	LabelResult = "result"
+	LabelSpace    = "space"
+	LabelPolicy   = "policy"
+	LabelStage    = "stage"
+	LabelPhase    = "phase"
+	LabelResult   = "result"
+	LabelRevision = "revision"
 )
 
 // Results of a condition evaluation.
@@ -53,7 +55,7 @@ const (
 var (
 	policies = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "stager_policies",
-		Help: "StagedBindingPolicies per space by rollout phase (Pending, Progressing, Completed, Blocked, Suspended, Stalled, AwaitingApproval).",
+		Help: "StagedBindingPolicies per space by rollout phase (Pending, Progressing, Completed, Blocked, Suspended, Stalled, AwaitingApproval, Aborted).",
 	}, []string{LabelSpace, LabelPhase})
 
 	policyPhase = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -94,6 +96,11 @@ var (
 		Help: "Unix time at which each policy being deleted was asked to go (its deletionTimestamp); time() minus it is how long the deletion has waited, normally for the finalizers of its BindingPolicies.",
 	}, []string{LabelSpace, LabelPolicy})
 
+	stageRevision = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "stager_stage_revision",
+		Help: "Info metric: 1 for each revision each stage of a policy with spec.revision runs: the one its record keeps and, for the active stage, the one being rolled out.",
+	}, []string{LabelSpace, LabelPolicy, LabelStage, LabelRevision})
+
 	transitions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "stager_stage_transitions_total",
 		Help: "Stages completed, by the stage that completed.",
@@ -124,7 +131,7 @@ var (
 
 // collectors are every metric of the StagedBindingPolicy controller.
 var collectors = []prometheus.Collector{policies, policyPhase, activeStage, activeStageIndex, stageCount, activeStageStart,
-	progressDeadline, awaitingApproval, deletionStart, transitions, stageDuration, evaluations, evaluationLatency, reconcileErrors}
+	progressDeadline, awaitingApproval, deletionStart, stageRevision, transitions, stageDuration, evaluations, evaluationLatency, reconcileErrors}
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(collectors...)
@@ -158,6 +165,9 @@ type policySeries struct {
 	activeStageStart gauge
 	progressDeadline gauge
 	awaitingApproval gauge
+	// stageRevisions are the revisions the stages run, "<stage>=<revision>"
+	// joined by spaces: a string, so that the series stay comparable.
+	stageRevisions string
 }
 
 // gauge is the value of a series, or no series when not set.
@@ -172,7 +182,7 @@ func at(value float64) gauge { return gauge{set: true, value: value} }
 // phasesCounted are the phases stager_policies counts, each at 0 from the
 // first policy on.
 var phasesCounted = []v1alpha1.RolloutPhase{v1alpha1.RolloutPending, v1alpha1.RolloutProgressing, v1alpha1.RolloutCompleted,
-	v1alpha1.RolloutBlocked, v1alpha1.RolloutSuspended, v1alpha1.RolloutStalled, v1alpha1.RolloutAwaitingApproval}
+	v1alpha1.RolloutBlocked, v1alpha1.RolloutSuspended, v1alpha1.RolloutStalled, v1alpha1.RolloutAwaitingApproval, v1alpha1.RolloutAborted}
 
 // NewSpace returns the recorder of a space's metrics.
 func NewSpace(name string) *Space {
@@ -196,7 +206,8 @@ func SpaceDisengaged(space string) {
 	labels := prometheus.Labels{LabelSpace: space}
 	for _, vec := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
-	}{policies, policyPhase, activeStage, activeStageIndex, stageCount, activeStageStart, progressDeadline, awaitingApproval, deletionStart, transitions, stageDuration,
+	}{policies, policyPhase, activeStage, activeStageIndex, stageCount, activeStageStart, progressDeadline, awaitingApproval, deletionStart, stageRevision,
+		transitions, stageDuration,
 		evaluations, evaluationLatency, reconcileErrors} {
 		vec.DeletePartialMatch(labels)
 	}
@@ -211,6 +222,7 @@ func seriesOf(policy *v1alpha1.StagedBindingPolicy) policySeries {
 	if policy.DeletionTimestamp != nil {
 		series.deletionStart = at(float64(policy.DeletionTimestamp.Unix()))
 	}
+	series.stageRevisions = stageRevisionsOf(policy)
 	if series.activeStage == "" {
 		return series
 	}
@@ -230,6 +242,21 @@ func seriesOf(policy *v1alpha1.StagedBindingPolicy) policySeries {
 		}
 	}
 	return series
+}
+
+// stageRevisionsOf returns the revisions the stages of a policy run,
+// "<stage>=<revision>" joined by spaces, in the order of the status.
+func stageRevisionsOf(policy *v1alpha1.StagedBindingPolicy) string {
+	var pairs []string
+	for _, r := range policy.Status.Stages {
+		if r.Revision != "" {
+			pairs = append(pairs, r.Name+"="+r.Revision)
+		}
+		if r.Phase == v1alpha1.StageActive && policy.Status.UpdateRevision != "" && r.Revision != policy.Status.UpdateRevision {
+			pairs = append(pairs, r.Name+"="+policy.Status.UpdateRevision)
+		}
+	}
+	return strings.Join(pairs, " ")
 }
 
 // Policy records the state of a policy as its status says. It changes only
@@ -263,6 +290,15 @@ func (s *Space) Policy(policy *v1alpha1.StagedBindingPolicy) {
 		}
 		if series.activeStage != "" {
 			activeStage.WithLabelValues(s.name, name, series.activeStage).Set(1)
+		}
+	}
+	if !known || before.stageRevisions != series.stageRevisions {
+		if known && before.stageRevisions != "" {
+			stageRevision.DeletePartialMatch(prometheus.Labels{LabelSpace: s.name, LabelPolicy: name})
+		}
+		for _, pair := range strings.Fields(series.stageRevisions) {
+			stage, revision, _ := strings.Cut(pair, "=")
+			stageRevision.WithLabelValues(s.name, name, stage, revision).Set(1)
 		}
 	}
 	for _, g := range []struct {
@@ -309,7 +345,8 @@ func (s *Space) PolicyDeleted(policy string) {
 	labels := prometheus.Labels{LabelSpace: s.name, LabelPolicy: policy}
 	for _, vec := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
-	}{policyPhase, activeStage, activeStageIndex, stageCount, activeStageStart, progressDeadline, awaitingApproval, deletionStart, transitions} {
+	}{policyPhase, activeStage, activeStageIndex, stageCount, activeStageStart, progressDeadline, awaitingApproval, deletionStart,
+		stageRevision, transitions} {
 		vec.DeletePartialMatch(labels)
 	}
 }

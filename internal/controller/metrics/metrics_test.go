@@ -16,6 +16,7 @@ package metrics
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -270,4 +271,58 @@ func BenchmarkSpacePolicy(b *testing.B) {
 			s.Policy(policies[i%len(policies)])
 		}
 	})
+}
+
+// TestStageRevisionSeries checks that every stage exports the revisions it
+// runs: the one its record keeps and, while active, the one being rolled
+// out; a move of the rollout replaces the series, and the policy's deletion
+// removes them.
+func TestStageRevisionSeries(t *testing.T) {
+	s := NewSpace("revision-test")
+	t.Cleanup(func() { SpaceDisengaged("revision-test") })
+	revisions := func() []string {
+		var got []string
+		ch := make(chan prometheus.Metric, 16)
+		stageRevision.Collect(ch)
+		close(ch)
+		for m := range ch {
+			var out dto.Metric
+			if err := m.Write(&out); err != nil {
+				t.Fatal(err)
+			}
+			labels := map[string]string{}
+			for _, l := range out.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels[LabelSpace] == "revision-test" {
+				got = append(got, labels[LabelStage]+"="+labels[LabelRevision])
+			}
+		}
+		slices.Sort(got)
+		return got
+	}
+
+	for _, step := range []struct {
+		stage string
+		index int
+		keeps []string
+		want  []string
+	}{
+		{"test", 1, []string{"v2", "v1", "v1"}, []string{"dev=v2", "prod=v1", "test=v1", "test=v2"}},
+		{"prod", 2, []string{"v2", "v2", "v1"}, []string{"dev=v2", "prod=v1", "prod=v2", "test=v2"}}, // after the advance
+	} {
+		p := policyAt("a", step.stage, v1alpha1.RolloutProgressing, step.index)
+		p.Status.CurrentRevision, p.Status.UpdateRevision = "v1", "v2"
+		for i, rev := range step.keeps {
+			p.Status.Stages[i].Revision = rev
+		}
+		s.Policy(p)
+		if got := revisions(); !slices.Equal(got, step.want) {
+			t.Errorf("at %s, series %v, want %v", step.stage, got, step.want)
+		}
+	}
+	s.PolicyDeleted("a")
+	if got := revisions(); len(got) != 0 {
+		t.Errorf("after the deletion, series %v, want none", got)
+	}
 }
