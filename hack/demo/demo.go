@@ -57,6 +57,8 @@ const (
 	Collector = "deployments-aggregator"
 	// WorkloadNamespace holds the sample workload in every WDS.
 	WorkloadNamespace = "demo"
+	// RevisionLabel carries the revision of the revisioned workload's objects.
+	RevisionLabel = v1alpha1.DefaultRevisionLabelKey
 )
 
 // Clusters is the inventory of WECs.
@@ -81,6 +83,8 @@ type wds struct {
 	name       string
 	client     client.Client
 	kubeconfig string
+	// revisioned is the WDS whose policy rolls out revisions: v1, then v2.
+	revisioned bool
 }
 
 // Run runs the demo until ctx is cancelled.
@@ -122,8 +126,8 @@ func Run(ctx context.Context, o Options) (err error) {
 	cleanups = append(cleanups, func() { _ = st.Stop() })
 
 	var spaces []*wds
-	for _, name := range o.Spaces {
-		w, err := prepareSpace(ctx, st, name, o.WorkDir)
+	for i, name := range o.Spaces {
+		w, err := prepareSpace(ctx, st, name, o.WorkDir, i == 0)
 		if err != nil {
 			return err
 		}
@@ -137,7 +141,11 @@ func Run(ctx context.Context, o Options) (err error) {
 	cleanups = append(cleanups, func() { _ = stager.Stop(15 * time.Second) })
 
 	for _, w := range spaces {
-		if err := w.client.Create(ctx, SamplePolicy()); err != nil {
+		policy := SamplePolicy()
+		if w.revisioned {
+			policy = RevisionedPolicy("v1")
+		}
+		if err := w.client.Create(ctx, policy); err != nil {
 			return fmt.Errorf("applying the sample policy in %s: %w", w.name, err)
 		}
 	}
@@ -177,20 +185,25 @@ func kubeFlexStagerArgs(ctx context.Context, st *stack.Stack) ([]string, error) 
 }
 
 // prepareSpace writes a WDS's kubeconfig and creates the StatusCollector and
-// the sample workload. The stager finds the WDS through its ControlPlane.
-func prepareSpace(ctx context.Context, st *stack.Stack, name, dir string) (*wds, error) {
+// the sample workload (revision v1 of the revisioned one, if revisioned).
+// The stager finds the WDS through its ControlPlane.
+func prepareSpace(ctx context.Context, st *stack.Stack, name, dir string, revisioned bool) (*wds, error) {
 	space := st.WDS[name]
 	path, err := writeKubeconfig(dir, name, space.Kubeconfig())
 	if err != nil {
 		return nil, err
 	}
-	objs := append([]client.Object{stack.NewDeploymentsAggregator(Collector)}, sampleWorkload()...)
+	workload := sampleWorkload()
+	if revisioned {
+		workload = revisionedWorkload("v1")
+	}
+	objs := append([]client.Object{stack.NewDeploymentsAggregator(Collector)}, workload...)
 	for _, obj := range objs {
 		if err := space.Client.Create(ctx, obj); err != nil {
 			return nil, fmt.Errorf("creating %T %s in %s: %w", obj, obj.GetName(), name, err)
 		}
 	}
-	return &wds{name: name, client: space.Client, kubeconfig: path}, nil
+	return &wds{name: name, client: space.Client, kubeconfig: path, revisioned: revisioned}, nil
 }
 
 // SamplePolicy is the seed's StagedBindingPolicy, extended to dev -> test -> prod.
@@ -200,6 +213,41 @@ func SamplePolicy() *v1alpha1.StagedBindingPolicy {
 		policytest.Stage("test", policytest.Deployments, policytest.AvailableCombinedStatus),
 		policytest.Stage("prod", "", ""))
 }
+
+// RevisionedPolicy is SamplePolicy rolling out the given revision of the
+// revisioned workload (RevisionedDeployment), with placement Accumulate, so
+// that every stage keeps running it and a new revision has something to
+// replace stage by stage.
+func RevisionedPolicy(revision string) *v1alpha1.StagedBindingPolicy {
+	policy := SamplePolicy()
+	policy.Spec.Placement = v1alpha1.PlacementAccumulate
+	policy.Spec.Revision = &v1alpha1.Revision{Name: revision}
+	return policy
+}
+
+// RevisionedDeployment is revision <revision> of nginx: Deployment
+// nginx-<revision>, running image nginx:<tag>, labelled for the sample
+// policy and with its revision.
+func RevisionedDeployment(revision, tag string) client.Object {
+	d := policytest.Deployment(WorkloadNamespace, "nginx")
+	d.Name = "nginx-" + revision
+	labels := map[string]string{policytest.AppLabel: "nginx", RevisionLabel: revision}
+	d.Labels, d.Spec.Selector.MatchLabels, d.Spec.Template.Labels = labels, labels, labels
+	d.Spec.Template.Spec.Containers[0].Image = "nginx:" + tag
+	return d
+}
+
+// revisionedWorkload is the namespace, which belongs to every revision,
+// and revision v1 of nginx.
+func revisionedWorkload(revision string) []client.Object {
+	return []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: WorkloadNamespace, Labels: map[string]string{policytest.AppLabel: "nginx"}}},
+		RevisionedDeployment(revision, revisionTags[revision]),
+	}
+}
+
+// revisionTags are the nginx image tags of the demo's revisions.
+var revisionTags = map[string]string{"v1": "1.27", "v2": "1.28"}
 
 // sampleWorkload is an nginx Deployment in its namespace, both labelled for
 // the sample policy, so that the WECs get the namespace too.
@@ -282,7 +330,16 @@ func follow(ctx context.Context, out io.Writer, st *stack.Stack, stager *stack.P
 				last[w.name] = line
 				fmt.Fprintf(out, "%s %s\n", time.Now().Format("15:04:05"), line)
 			}
-			if policy.Status.Phase == v1alpha1.RolloutCompleted {
+			done := policy.Status.Phase == v1alpha1.RolloutCompleted
+			if w.revisioned && done && policy.Status.CurrentRevision == "v1" && policy.Spec.SpecRevision() == "v1" {
+				fmt.Fprintf(out, "%s %-5s revision v1 is everywhere: creating nginx-v2 (nginx:%s) beside it and setting spec.revision to v2\n",
+					time.Now().Format("15:04:05"), w.name, revisionTags["v2"])
+				if err := rollOutV2(ctx, w.client); err != nil {
+					return fmt.Errorf("rolling out v2 in %s: %w", w.name, err)
+				}
+				done = false
+			}
+			if done && (!w.revisioned || policy.Status.CurrentRevision == "v2") {
 				completed++
 			}
 		}
@@ -295,6 +352,17 @@ func follow(ctx context.Context, out io.Writer, st *stack.Stack, stager *stack.P
 			fmt.Fprintf(out, "\nEvery rollout reached its final stage. Press Ctrl-C to stop.\n")
 		}
 	}
+}
+
+// rollOutV2 creates revision v2 of nginx beside v1 and points the policy at
+// it, as the README's "Rolling out a change" does with kubectl.
+func rollOutV2(ctx context.Context, c client.Client) error {
+	if err := c.Create(ctx, RevisionedDeployment("v2", revisionTags["v2"])); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	policy := &v1alpha1.StagedBindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: PolicyName}}
+	patch := []byte(`{"spec":{"revision":{"name":"v2"}}}`)
+	return c.Patch(ctx, policy, client.RawPatch(types.MergePatchType, patch))
 }
 
 // wecsLine renders what each WEC runs of the sample workload, read from its
@@ -334,7 +402,14 @@ func progressLine(space string, policy *v1alpha1.StagedBindingPolicy) string {
 		mark := map[v1alpha1.StagePhase]string{
 			v1alpha1.StagePending: "·", v1alpha1.StageActive: "▶", v1alpha1.StageSucceeded: "✓", v1alpha1.StageSkipped: "-",
 		}[st.Phase]
-		stages = append(stages, fmt.Sprintf("%s %s", mark, st.Name))
+		runs := ""
+		if update := policy.Status.UpdateRevision; update != "" {
+			runs = "@" + st.Revision
+			if st.Phase == v1alpha1.StageActive && st.Revision != update {
+				runs += "→" + update
+			}
+		}
+		stages = append(stages, fmt.Sprintf("%s %s%s", mark, st.Name, runs))
 		if st.Name == policy.Status.ActiveStage {
 			detail = st.Message
 		}
