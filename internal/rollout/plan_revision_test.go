@@ -18,11 +18,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 )
@@ -219,6 +221,24 @@ func TestPlanStartsARevision(t *testing.T) {
 					t.Errorf("%s: deletes %s, which its stage keeps until the rollout of v1 reaches it", tt.placement, got.BindingPolicy.Name)
 				}
 			}
+		}
+	})
+
+	t.Run("a new revision soaks and is approved anew", func(t *testing.T) {
+		// v2 soaks in dev; test, approved for v2 already, needs approval.
+		f := revisioned(v1alpha1.PlacementAccumulate, "dev", "v1", "v2", keepsAll("v1")).bound().reporting(deployment, "1")
+		f.Policy.Spec.Stages[0].SoakDuration = &metav1.Duration{Duration: time.Hour}
+		f.Policy.Spec.Stages[1].Approval = v1alpha1.ApprovalRequired
+		f.Policy.Status.Stages[0].ConditionMetTime = ptr.To(earlier)
+		f.Policy.Status.Stages[1].ApprovedTime, f.Policy.Status.Stages[1].ApprovedBy = ptr.To(earlier), "alice"
+		f.Policy.Spec.Revision.Name = "v3"
+		action := Plan(f.Snapshot, engine)
+		if action.Type != ActionUpdateStatus || action.Status.UpdateRevision != "v3" {
+			t.Fatalf("action %s (%s), want v3 started", action.Type, action.Why)
+		}
+		dev, test := action.Status.Stages[0], action.Status.Stages[1]
+		if dev.ConditionMetTime != nil || test.ApprovedTime != nil || test.ApprovedBy != "" {
+			t.Errorf("v3's records carry v2's soak (%v) or approval (%v by %q)", dev.ConditionMetTime, test.ApprovedTime, test.ApprovedBy)
 		}
 	})
 
