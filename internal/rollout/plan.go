@@ -155,9 +155,11 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //  3. a spec without stages blocks the rollout (NoStages);
 //  4. spec.abort puts every stage that keeps a revision back on
 //     status.currentRevision, make-before-break: the status records it,
-//     the current revision's BindingPolicies are created, and once
-//     KubeStellar places them the others are deleted; without a current
-//     revision the rollout is held where it is (revision.go);
+//     the StageApprovals are brought in line with the aborted spec (an
+//     approval given before counts no more), the current revision's
+//     BindingPolicies are created, and once KubeStellar has resolved them
+//     the others are deleted; without a current revision the rollout is
+//     held where it is (revision.go);
 //  5. expressions that do not compile, or whose estimated cost is too high,
 //     block the rollout, changing nothing placed;
 //  6. a suspended rollout (spec.suspend) stays where it is, changing nothing
@@ -189,7 +191,9 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //     instead of placing the done stage again; one being deleted is waited
 //     for; otherwise it is created, or brought in line with the spec;
 //  14. with placement Accumulate, every earlier stage's BindingPolicy (at
-//     the update revision) is kept in place and in line with the spec;
+//     the update revision) is kept in place and in line with the spec; so
+//     is, for every stage from the active one on, the BindingPolicy of
+//     the revision its record keeps (revision.go);
 //  15. the stage is assessed (its condition over the CombinedStatuses its
 //     filter keeps), then soaked; a stage that handed over to the next one
 //     records the advance, taking the handover's mark as its record
@@ -205,7 +209,9 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //     (make-before-break), except the earlier stages' under Accumulate and
 //     those of the revision each stage from the active one on keeps: the
 //     active stage's until it is done on the update revision, which its
-//     record then keeps, and the later stages' until the rollout reaches them;
+//     record then keeps, and the later stages' until the rollout reaches
+//     them; another revision of such a stage goes only once KubeStellar has
+//     resolved the one it keeps;
 //  18. the status is brought up to date (a done last stage completes the
 //     rollout): the progress deadline (computed before rule 17, which does
 //     not read it), the condition met since, and Events for a stalled stage,
@@ -323,6 +329,9 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 	if action, ok := accumulate(snap, active); ok {
 		return action
 	}
+	if action, ok := keepRevisions(snap, active); ok {
+		return action
+	}
 
 	result := assessStage(cfg.clock, programs[active], current, snap.Binding, snap.CombinedStatuses, engine.NewBudget())
 	action := planAfterAssessment(snap, active, current, result)
@@ -358,7 +367,7 @@ func planAfterAssessment(snap *Snapshot, active int, current *ksv1alpha1.Binding
 		for i := range snap.BindingPolicies {
 			bp := &snap.BindingPolicies[i]
 			if bp.Name != current.Name && bp.DeletionTimestamp == nil && OwnedBy(bp, policy) && !accumulated(policy, active, bp) &&
-				!kept(policy, active, bp) {
+				!kept(policy, active, bp) && !waitsForKept(snap, active, bp) {
 				return Action{Type: ActionDeleteBindingPolicy, BindingPolicy: bp,
 					Why: fmt.Sprintf("BindingPolicy %s belongs to a stage that is no longer active", bp.Name)}
 			}
@@ -736,7 +745,7 @@ func progressStatus(policy *v1alpha1.StagedBindingPolicy, active int, result ass
 	}
 	if completed {
 		record.Revision = doneRevision(policy, status, active)
-		status.CurrentRevision = status.UpdateRevision
+		status.CurrentRevision = placedRevision(status)
 	}
 	if !completed || result.satisfied {
 		record.Message = result.message

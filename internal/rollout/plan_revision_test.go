@@ -206,7 +206,12 @@ func TestPlanStartsARevision(t *testing.T) {
 			if got := recordRevisions(action.Status); !slices.Equal(got, tt.wantRecords) {
 				t.Errorf("%s: records keep %v, want %v", tt.placement, got, tt.wantRecords)
 			}
-			// dev at v1 placed, not done: the unrevisioned placements kept stay.
+			if action.Status.CurrentRevision != v1alpha1.Unrevisioned {
+				t.Errorf("%s: currentRevision %q, want %q: abort goes back to what was placed before", tt.placement, action.Status.CurrentRevision, v1alpha1.Unrevisioned)
+			}
+			// dev at v1 placed, not done: the unrevisioned placements kept
+			// stay, narrowed to the objects of no revision, so that no
+			// revision's objects reach a stage before the rollout does.
 			next := f.with(func(s *Snapshot) {
 				s.Policy.Status = *action.Status
 				s.BindingPolicies = append(s.BindingPolicies, *revisionBP(s.Policy, "dev", "v1"))
@@ -214,13 +219,45 @@ func TestPlanStartsARevision(t *testing.T) {
 				s.Binding = bindingFor(s.ActiveBindingPolicy)
 				s.CombinedStatuses = []ksv1alpha1.CombinedStatus{combinedStatus(s.ActiveBindingPolicy, deployment, "0")}
 			}).Snapshot
-			got := Plan(next, engine)
-			if got.Type == ActionDeleteBindingPolicy {
-				kept := got.BindingPolicy.Name == "web.stage.prod" || tt.placement == v1alpha1.PlacementAccumulate
-				if kept {
-					t.Errorf("%s: deletes %s, which its stage keeps until the rollout of v1 reaches it", tt.placement, got.BindingPolicy.Name)
+			var narrowed []string
+			for range 5 {
+				got := Plan(next, engine)
+				if got.Type == ActionDeleteBindingPolicy {
+					if kept := got.BindingPolicy.Name == "web.stage.prod" || tt.placement == v1alpha1.PlacementAccumulate; kept {
+						t.Errorf("%s: deletes %s, which its stage keeps until the rollout of v1 reaches it", tt.placement, got.BindingPolicy.Name)
+					}
+					break
 				}
+				if got.Type != ActionUpdateBindingPolicy {
+					break
+				}
+				for _, clause := range got.BindingPolicy.Spec.Downsync {
+					for _, sel := range clause.ObjectSelectors {
+						if len(sel.MatchExpressions) != 1 || sel.MatchExpressions[0].Operator != metav1.LabelSelectorOpDoesNotExist {
+							t.Errorf("%s: %s selects %+v, want only the objects of no revision", tt.placement, got.BindingPolicy.Name, sel)
+						}
+					}
+				}
+				narrowed = append(narrowed, got.BindingPolicy.Name)
+				*findBindingPolicy(next.BindingPolicies, got.BindingPolicy.Name) = *got.BindingPolicy
 			}
+			want := []string{"web.stage.dev", "web.stage.test", "web.stage.prod"}
+			if tt.placement == v1alpha1.PlacementReplace {
+				want = []string{"web.stage.prod"}
+			}
+			if !slices.Equal(narrowed, want) {
+				t.Errorf("%s: narrowed %v, want %v", tt.placement, narrowed, want)
+			}
+		}
+	})
+
+	t.Run("the rollout of no revision after revisions keeps what it places", func(t *testing.T) {
+		// v2 completed everywhere, then spec.revision removed: dev is done on "".
+		snap := revisioned(v1alpha1.PlacementAccumulate, "dev", "v2", "", keepsAll("v2")).Snapshot
+		snap.Policy.Spec.Revision = nil
+		action := advance(snap.Policy, 0, assessment{message: "done"}, now)
+		if got := recordRevisions(action.Status); !slices.Equal(got, []string{"dev=-", "test=v2", "prod=v2"}) {
+			t.Errorf("records keep %v, want dev=- (what abort puts back) test=v2 prod=v2", got)
 		}
 	})
 
@@ -334,6 +371,35 @@ func TestPlanKeepsEachStagesRevision(t *testing.T) {
 	})
 }
 
+func TestPlanKeepsKeptBindingPoliciesInPlace(t *testing.T) {
+	engine := newEngine(t)
+	t.Run("a kept BindingPolicy deleted by someone is placed again", func(t *testing.T) {
+		f := revisioned(v1alpha1.PlacementAccumulate, "dev", "v1", "v2", keepsAll("v1")).bound().reporting(deployment, "0")
+		f.BindingPolicies = slices.DeleteFunc(f.BindingPolicies, func(bp ksv1alpha1.BindingPolicy) bool { return bp.Name == "web.stage.test.v1" })
+		action := Plan(f.Snapshot, engine)
+		if action.Type != ActionCreateBindingPolicy || action.BindingPolicy.Name != "web.stage.test.v1" {
+			t.Fatalf("action %s (%s), want web.stage.test.v1 created again", action.Type, action.Why)
+		}
+	})
+
+	// v3 supersedes v2, which had reached test: test keeps v1, and its v2
+	// goes only once its v1 is resolved.
+	superseded := func() fixture {
+		f := revisioned(v1alpha1.PlacementAccumulate, "dev", "v1", "v3", map[string]string{"dev": "v2", "test": "v1", "prod": "v1"})
+		return f.alsoBP(revisionBP(f.Policy, "test", "v2")).bound().reporting(deployment, "0")
+	}
+	t.Run("a superseded revision of a later stage waits for the kept one", func(t *testing.T) {
+		snap := superseded().Snapshot // no Binding of web.stage.test.v1 yet
+		if action := Plan(snap, engine); action.Type == ActionDeleteBindingPolicy {
+			t.Fatalf("deletes %s before web.stage.test.v1 is resolved", action.BindingPolicy.Name)
+		}
+		snap.Bindings = []ksv1alpha1.Binding{*bindingFor(revisionBP(snap.Policy, "test", "v1"))}
+		if action := Plan(snap, engine); action.Type != ActionDeleteBindingPolicy || action.BindingPolicy.Name != "web.stage.test.v2" {
+			t.Errorf("action %s (%s), want web.stage.test.v2 deleted once test's v1 is resolved", action.Type, action.Why)
+		}
+	})
+}
+
 func TestPlanAbort(t *testing.T) {
 	engine := newEngine(t)
 	abort := func(s *Snapshot) { s.Policy.Spec.Abort = true }
@@ -376,18 +442,35 @@ func TestPlanAbort(t *testing.T) {
 		f := aborted()
 		return f.alsoBP(revisionBP(f.Policy, "dev", "v1"))
 	}
-	t.Run("the newer revision stays until the current one is placed", func(t *testing.T) {
-		snap := withV1Back().with(func(s *Snapshot) {
-			for _, stage := range []string{"dev", "test", "prod"} {
-				b := bindingFor(revisionBP(s.Policy, stage, "v1"))
-				if stage == "dev" {
-					b.Spec.Destinations = nil // KubeStellar has not placed it yet
+	t.Run("the newer revision stays until the current one is resolved", func(t *testing.T) {
+		for name, change := range map[string]func(*Snapshot){
+			"no Binding yet": func(s *Snapshot) {
+				s.Bindings = slices.DeleteFunc(s.Bindings, func(b ksv1alpha1.Binding) bool { return b.Name == "web.stage.dev.v1" })
+			},
+			"a generation not yet observed": func(s *Snapshot) {
+				bp := findBindingPolicy(s.BindingPolicies, "web.stage.dev.v1")
+				bp.Generation = 2
+			},
+		} {
+			snap := withV1Back().with(func(s *Snapshot) {
+				for _, stage := range []string{"dev", "test", "prod"} {
+					s.Bindings = append(s.Bindings, *bindingFor(revisionBP(s.Policy, stage, "v1")))
 				}
-				s.Bindings = append(s.Bindings, *b)
+			}).with(change).Snapshot
+			if action := Plan(snap, engine); action.Type != ActionNone {
+				t.Errorf("%s: action %s (%s), want to wait for dev's v1 to be resolved", name, action.Type, action.Why)
+			}
+		}
+	})
+	t.Run("a current revision's BindingPolicy being deleted is waited for, not counted", func(t *testing.T) {
+		snap := aborted().with(func(s *Snapshot) {
+			s.BindingPolicies = append(s.BindingPolicies, *beingDeleted(revisionBP(s.Policy, "dev", "v1")))
+			for _, stage := range []string{"dev", "test", "prod"} {
+				s.Bindings = append(s.Bindings, *bindingFor(revisionBP(s.Policy, stage, "v1")))
 			}
 		}).Snapshot
 		if action := Plan(snap, engine); action.Type != ActionNone {
-			t.Fatalf("action %s (%s), want to wait for dev's v1 Binding", action.Type, action.Why)
+			t.Errorf("action %s (%s), want to wait for web.stage.dev.v1 to go before placing it again", action.Type, action.Why)
 		}
 	})
 	placed := func() fixture {
@@ -414,6 +497,33 @@ func TestPlanAbort(t *testing.T) {
 		}
 		if got := bpNames(snap.BindingPolicies); !sameSet(got, []string{"web.stage.dev.v1", "web.stage.test.v1", "web.stage.prod.v1"}) {
 			t.Errorf("left %v, want every stage's v1", got)
+		}
+	})
+
+	t.Run("an approval given before the abort counts no more", func(t *testing.T) {
+		snap := aborted().with(func(s *Snapshot) {
+			s.Policy.Spec.Stages[2].Approval = v1alpha1.ApprovalRequired
+			unaborted := s.Policy.DeepCopy()
+			unaborted.Spec.Abort = false
+			s.Approvals = []v1alpha1.StageApproval{*desiredApproval(unaborted, unaborted.Spec.Stages[2], rolloutRevision(unaborted))}
+			s.Approvals[0].UID = "approval-prod"
+		}).Snapshot
+		action := Plan(snap, engine)
+		if action.Type != ActionUpdateStageApproval || action.StageApproval.Spec.Revision != rolloutRevision(snap.Policy) {
+			t.Fatalf("action %s (%s), want the StageApproval brought in line with the aborted spec", action.Type, action.Why)
+		}
+	})
+
+	t.Run("retried before the abort is done, the stages' kept revisions are placed", func(t *testing.T) {
+		f := aborted() // test.v1 and prod.v1 are there; dev.v1 is not placed again yet
+		f.Policy.Spec.Abort = false
+		start := Plan(f.Snapshot, engine)
+		if start.Type != ActionUpdateStatus || start.Status.ActiveStage != "dev" {
+			t.Fatalf("action %s (%s), want the rollout started again at dev", start.Type, start.Why)
+		}
+		next := replan(t, f.Snapshot, engine, start)
+		if next.Type != ActionCreateBindingPolicy || next.BindingPolicy.Name != "web.stage.dev.v1" {
+			t.Errorf("planned again: %s (%s), want web.stage.dev.v1, which dev keeps, created", next.Type, next.Why)
 		}
 	})
 

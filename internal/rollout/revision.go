@@ -62,19 +62,29 @@ func RevisionBindingPolicy(policy *v1alpha1.StagedBindingPolicy, stage v1alpha1.
 			Downsync:         policy.Spec.Downsync,
 		},
 	}
-	if revision != "" && revision != v1alpha1.Unrevisioned {
+	key := policy.Spec.Revision.RevisionLabelKey()
+	switch revision {
+	case "":
+	case v1alpha1.Unrevisioned:
+		// What the policy placed before it had revisions, less every
+		// revision's objects: those go stage by stage.
+		bp.Spec.Downsync = narrowDownsync(policy.Spec.Downsync,
+			metav1.LabelSelectorRequirement{Key: key, Operator: metav1.LabelSelectorOpDoesNotExist})
+	default:
 		bp.Labels[v1alpha1.RevisionLabel] = revision
-		bp.Spec.Downsync = revisionDownsync(policy.Spec.Downsync, policy.Spec.Revision.RevisionLabelKey(), revision)
+		bp.Spec.Downsync = narrowDownsync(policy.Spec.Downsync,
+			metav1.LabelSelectorRequirement{Key: key, Operator: metav1.LabelSelectorOpIn, Values: []string{revision}},
+			metav1.LabelSelectorRequirement{Key: key, Operator: metav1.LabelSelectorOpDoesNotExist})
 	}
 	return bp
 }
 
-// revisionDownsync narrows every clause to the objects labelled key=revision
-// and those without key: each of its object selectors (or, with none, the
-// empty one, which selects every object) becomes two, one requiring the
-// revision and one requiring no revision. Requirements, not labels, so that
-// a selector's own requirement on key still applies.
-func revisionDownsync(clauses []ksv1alpha1.DownsyncPolicyClause, key, revision string) []ksv1alpha1.DownsyncPolicyClause {
+// narrowDownsync narrows every clause to the objects that meet any one of
+// the requirements: each of its object selectors (or, with none, the empty
+// one, which selects every object) becomes one per requirement, the
+// selector and the requirement. Requirements, not labels, so that a
+// selector's own requirement on the same key still applies.
+func narrowDownsync(clauses []ksv1alpha1.DownsyncPolicyClause, anyOf ...metav1.LabelSelectorRequirement) []ksv1alpha1.DownsyncPolicyClause {
 	out := make([]ksv1alpha1.DownsyncPolicyClause, 0, len(clauses))
 	for _, c := range clauses {
 		c = *c.DeepCopy()
@@ -82,12 +92,9 @@ func revisionDownsync(clauses []ksv1alpha1.DownsyncPolicyClause, key, revision s
 		if len(selectors) == 0 {
 			selectors = []metav1.LabelSelector{{}}
 		}
-		narrowed := make([]metav1.LabelSelector, 0, 2*len(selectors))
+		narrowed := make([]metav1.LabelSelector, 0, len(anyOf)*len(selectors))
 		for _, s := range selectors {
-			for _, req := range []metav1.LabelSelectorRequirement{
-				{Key: key, Operator: metav1.LabelSelectorOpIn, Values: []string{revision}},
-				{Key: key, Operator: metav1.LabelSelectorOpDoesNotExist},
-			} {
+			for _, req := range anyOf {
 				n := *s.DeepCopy()
 				n.MatchExpressions = append(n.MatchExpressions, req)
 				narrowed = append(narrowed, n)
@@ -117,6 +124,65 @@ func kept(policy *v1alpha1.StagedBindingPolicy, active int, bp *ksv1alpha1.Bindi
 	return false
 }
 
+// keepRevisions keeps the BindingPolicy of the revision each stage from the
+// active one on keeps in place and in line with the spec (one change at a
+// time): one deleted by someone is placed again, and the unrevisioned
+// placement kept since the policy gained spec.revision is narrowed to the
+// objects of no revision. It reports whether it has a change to make. The
+// active stage's BindingPolicy at the update revision is rule 13's.
+func keepRevisions(snap *Snapshot, active int) (Action, bool) {
+	policy := snap.Policy
+	for i := active; i < len(policy.Spec.Stages); i++ {
+		stage := policy.Spec.Stages[i]
+		record := policy.Status.StageNamed(stage.Name)
+		if record == nil || record.Revision == "" {
+			continue
+		}
+		desired := RevisionBindingPolicy(policy, stage, record.Revision)
+		if desired.Name == policy.StageBindingPolicyName(stage.Name) {
+			continue
+		}
+		current := findBindingPolicy(snap.BindingPolicies, desired.Name)
+		switch {
+		case current == nil:
+			return Action{Type: ActionCreateBindingPolicy, BindingPolicy: desired,
+				Why: fmt.Sprintf("stage %q keeps revision %s until the rollout reaches it", stage.Name, describeRevision(record.Revision))}, true
+		case !OwnedBy(current, policy) || current.DeletionTimestamp != nil:
+			continue
+		case !BindingPolicyInSync(current, desired):
+			return Action{Type: ActionUpdateBindingPolicy, BindingPolicy: inLineWith(current, desired),
+				Why: fmt.Sprintf("BindingPolicy %s differs from the spec of stage %q at revision %s", current.Name, stage.Name, describeRevision(record.Revision))}, true
+		}
+	}
+	return Action{}, false
+}
+
+// waitsForKept reports whether bp, a BindingPolicy of a stage from the
+// active one on at a revision the stage does not keep (one superseded on its
+// way there), has to wait before it goes: until KubeStellar has resolved the
+// BindingPolicy of the revision the stage keeps (make-before-break).
+func waitsForKept(snap *Snapshot, active int, bp *ksv1alpha1.BindingPolicy) bool {
+	policy := snap.Policy
+	index := stageIndex(policy, bp.Labels[v1alpha1.StageLabel])
+	if index < active {
+		return false
+	}
+	record := policy.Status.StageNamed(bp.Labels[v1alpha1.StageLabel])
+	if record == nil || record.Revision == "" {
+		return false
+	}
+	keptName := v1alpha1.RevisionBindingPolicyName(policy.Name, record.Name, record.Revision)
+	return keptName != bp.Name && !resolved(snap, findBindingPolicy(snap.BindingPolicies, keptName))
+}
+
+// ReadsBindings reports whether Plan needs the Bindings of every
+// BindingPolicy of the policy (Snapshot.Bindings): for abort, and for a
+// policy whose stages keep revisions, so that an old placement goes only
+// once the one that replaces it is resolved.
+func ReadsBindings(policy *v1alpha1.StagedBindingPolicy) bool {
+	return policy.Spec.Abort || policy.Spec.Revision != nil || policy.Status.UpdateRevision != "" || policy.Status.CurrentRevision != ""
+}
+
 // keptRevisions returns each stage's revision from status, by stage name.
 func keptRevisions(status *v1alpha1.StagedBindingPolicyStatus) map[string]string {
 	revisions := make(map[string]string, len(status.Stages))
@@ -136,14 +202,28 @@ func restoreRevisions(status *v1alpha1.StagedBindingPolicyStatus, revisions map[
 }
 
 // doneRevision is the revision a stage keeps once it is done on the update
-// revision: that revision, but under placement Replace for a stage that is
-// not the last, which gives its placement up as soon as the next stage is
-// placed.
+// revision (placedRevision), but none under placement Replace for a stage
+// that is not the last, which gives its placement up as soon as the next
+// stage is placed.
 func doneRevision(policy *v1alpha1.StagedBindingPolicy, status *v1alpha1.StagedBindingPolicyStatus, index int) string {
 	if policy.Spec.Placement != v1alpha1.PlacementAccumulate && index < len(policy.Spec.Stages)-1 {
 		return ""
 	}
-	return status.UpdateRevision
+	return placedRevision(status)
+}
+
+// placedRevision is the update revision as a stage record or the current
+// revision keeps it: for a policy that has had revisions, the rollout of
+// none ("", spec.revision removed) places v1alpha1.Unrevisioned, so that
+// what it placed is kept, and put back by abort, like any revision's.
+func placedRevision(status *v1alpha1.StagedBindingPolicyStatus) string {
+	if status.UpdateRevision != "" {
+		return status.UpdateRevision
+	}
+	if status.CurrentRevision != "" || slices.ContainsFunc(status.Stages, func(r v1alpha1.StageStatus) bool { return r.Revision != "" }) {
+		return v1alpha1.Unrevisioned
+	}
+	return ""
 }
 
 // startRevision starts the rollout of the revision the spec names from the
@@ -155,8 +235,9 @@ func startRevision(policy *v1alpha1.StagedBindingPolicy, now metav1.Time) Action
 		policy.Status.Phase != v1alpha1.RolloutCompleted && policy.Status.Phase != v1alpha1.RolloutAborted
 	moved := policy.DeepCopy()
 	moved.Status.UpdateRevision = want
-	if previous == "" && want != "" {
-		keepUnrevisioned(moved)
+	if previous == "" && want != "" && keepUnrevisioned(moved) && moved.Status.CurrentRevision == "" {
+		// What the policy placed before is what abort goes back to.
+		moved.Status.CurrentRevision = v1alpha1.Unrevisioned
 	}
 	action := startRollout(moved, false, now)
 	first := policy.Spec.Stages[0].Name
@@ -174,12 +255,14 @@ func startRevision(policy *v1alpha1.StagedBindingPolicy, now metav1.Time) Action
 
 // keepUnrevisioned marks the stages that hold the placement of the policy
 // from before it had spec.revision as keeping it (v1alpha1.Unrevisioned):
-// under Accumulate every stage reached, under Replace the active one.
-func keepUnrevisioned(policy *v1alpha1.StagedBindingPolicy) {
+// under Accumulate every stage reached, under Replace the active one. It
+// reports whether any stage keeps it.
+func keepUnrevisioned(policy *v1alpha1.StagedBindingPolicy) bool {
 	active, started, _ := ActiveStage(policy)
 	if !started {
-		return
+		return false
 	}
+	marked := false
 	for i := range policy.Status.Stages {
 		r := &policy.Status.Stages[i]
 		index := stageIndex(policy, r.Name)
@@ -190,7 +273,9 @@ func keepUnrevisioned(policy *v1alpha1.StagedBindingPolicy) {
 		if r.Revision == "" {
 			r.Revision = v1alpha1.Unrevisioned
 		}
+		marked = true
 	}
+	return marked
 }
 
 // describeRevision names a revision in messages.
@@ -249,24 +334,31 @@ func planAbort(snap *Snapshot) Action {
 		return abortStatus(policy, status, message, snap.Now)
 	}
 
+	if action, ok := voidApprovals(snap); ok {
+		return action
+	}
 	targets := abortTargets(policy)
 	for _, desired := range targets {
 		bp := findBindingPolicy(snap.BindingPolicies, desired.Name)
 		switch {
 		case bp == nil:
 			return Action{Type: ActionCreateBindingPolicy, BindingPolicy: desired,
-				Why: fmt.Sprintf("abort places stage %q back on revision %q", desired.Labels[v1alpha1.StageLabel], current)}
-		case !OwnedBy(bp, policy) || bp.DeletionTimestamp != nil:
-			continue
+				Why: fmt.Sprintf("abort places stage %q back on revision %s", desired.Labels[v1alpha1.StageLabel], describeRevision(current))}
+		case !OwnedBy(bp, policy):
+			return Action{Type: ActionNone,
+				Why: fmt.Sprintf("abort cannot place stage %q back: BindingPolicy %s belongs to someone else", desired.Labels[v1alpha1.StageLabel], bp.Name)}
+		case bp.DeletionTimestamp != nil:
+			return Action{Type: ActionNone,
+				Why: fmt.Sprintf("abort waits for BindingPolicy %s to go before placing it again", bp.Name)}
 		case !BindingPolicyInSync(bp, desired):
 			return Action{Type: ActionUpdateBindingPolicy, BindingPolicy: inLineWith(bp, desired),
 				Why: fmt.Sprintf("BindingPolicy %s differs from the spec of stage %q", bp.Name, desired.Labels[v1alpha1.StageLabel])}
 		}
 	}
 	for _, desired := range targets {
-		if !bindingPlaces(snap.Bindings, desired.Name) {
+		if !resolved(snap, findBindingPolicy(snap.BindingPolicies, desired.Name)) {
 			return Action{Type: ActionNone,
-				Why: fmt.Sprintf("abort waits for KubeStellar to place BindingPolicy %s before taking the newer revision away", desired.Name)}
+				Why: fmt.Sprintf("abort waits for KubeStellar to resolve BindingPolicy %s before taking the newer revision away", desired.Name)}
 		}
 	}
 	for i := range snap.BindingPolicies {
@@ -305,13 +397,47 @@ func findBindingPolicy(bps []ksv1alpha1.BindingPolicy, name string) *ksv1alpha1.
 	return nil
 }
 
-// bindingPlaces reports whether the Binding of the named BindingPolicy
-// places the workload on at least one cluster.
-func bindingPlaces(bindings []ksv1alpha1.Binding, name string) bool {
-	for i := range bindings {
-		if bindings[i].Name == name {
-			return len(bindings[i].Spec.Destinations) > 0
+// resolved reports whether bp, a BindingPolicy of the policy, exists, stays
+// and is resolved by KubeStellar: it has observed bp's generation, and its
+// Binding is there. What the Binding places is then placed, wherever that
+// is (nowhere, if the stage's selectors match no cluster: then there is
+// nothing to wait for either).
+func resolved(snap *Snapshot, bp *ksv1alpha1.BindingPolicy) bool {
+	if bp == nil || bp.DeletionTimestamp != nil || !OwnedBy(bp, snap.Policy) ||
+		bp.Status.ObservedGeneration == 0 || bp.Status.ObservedGeneration != bp.Generation {
+		return false
+	}
+	if snap.Binding != nil && snap.Binding.Name == bp.Name {
+		return OwnedBy(snap.Binding, bp)
+	}
+	for i := range snap.Bindings {
+		if snap.Bindings[i].Name == bp.Name {
+			return OwnedBy(&snap.Bindings[i], bp)
 		}
 	}
 	return false
+}
+
+// voidApprovals brings the policy's StageApprovals in line with the aborted
+// spec, whose digest differs from the rollout's: an approval given before
+// the abort then counts no more, so that a retried rollout is approved again.
+func voidApprovals(snap *Snapshot) (Action, bool) {
+	revision := ""
+	for i := range snap.Approvals {
+		a := &snap.Approvals[i]
+		if !OwnedBy(a, snap.Policy) || a.DeletionTimestamp != nil {
+			continue
+		}
+		if revision == "" {
+			revision = rolloutRevision(snap.Policy)
+		}
+		if a.Spec.Revision != revision {
+			updated := a.DeepCopy()
+			updated.Spec.Revision = revision
+			updated.Spec.PolicyGeneration = snap.Policy.Generation
+			return Action{Type: ActionUpdateStageApproval, StageApproval: updated,
+				Why: fmt.Sprintf("the rollout is aborted: StageApproval %s no longer counts", a.Name)}, true
+		}
+	}
+	return Action{}, false
 }

@@ -50,8 +50,9 @@ type Snapshot struct {
 	Binding *ksv1alpha1.Binding
 
 	// Bindings are KubeStellar's Bindings of the policy's BindingPolicies
-	// (BindingPolicies), read only while spec.abort is set: abort places
-	// the current revision again before it takes the newer one away.
+	// (BindingPolicies), read only where ReadsBindings says Plan needs them:
+	// a revision's placement goes only once the one that replaces it is
+	// resolved.
 	Bindings []ksv1alpha1.Binding
 
 	// CombinedStatuses are the CombinedStatuses that KubeStellar labelled with
