@@ -21,8 +21,10 @@ package realdataplane
 // was chosen.
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,9 +49,9 @@ const versionLabel = "app.kubernetes.io/version"
 func TestCreateOnlyKeepsWhatAWECRuns(t *testing.T) {
 	const space, app = "wds1", "createonly"
 	createWorkload(t, space, app)
-	bp := handBindingPolicy(app+"-dev", "dev", []metav1.LabelSelector{{MatchLabels: map[string]string{policytest.AppLabel: app}}})
+	bp := devBindingPolicy(app+"-dev", []metav1.LabelSelector{{MatchLabels: map[string]string{policytest.AppLabel: app}}})
 	bp.Spec.Downsync[0].CreateOnly = true
-	createHandBindingPolicy(t, space, bp)
+	createHandBindingPolicy(t, bp)
 	waitForImages(t, app, map[string][]string{"dev1": {app + "=nginx"}, "dev2": {app + "=nginx"}})
 
 	setImage(t, space, app, app, "nginx:2")
@@ -61,6 +63,60 @@ func TestCreateOnlyKeepsWhatAWECRuns(t *testing.T) {
 	updateHandBindingPolicy(t, space, bp.Name, func(bp *ksv1alpha1.BindingPolicy) { bp.Spec.Downsync[0].CreateOnly = false })
 	waitForImages(t, app, map[string][]string{"dev1": {app + "=nginx:2"}, "dev2": {app + "=nginx:2"}})
 	t.Logf("createOnly off to the change on both WECs: %s", time.Since(begin).Round(100*time.Millisecond))
+}
+
+// TestTemplateExpansionIsNotRedoneOnAPropertyChange shows what KubeStellar's
+// template expansion does with a property that changes: the transport
+// expands "{{.image}}" from the ConfigMap named after each WEC in the ITS
+// namespace customization-properties when it first places the object, but
+// v0.30.0 does not expand it again when that ConfigMap changes, although
+// its code watches those ConfigMaps: neither the ManifestWork nor the WEC
+// changes. Should a KubeStellar upgrade change that, this test fails, and
+// docs/architecture.md's choice is to be looked at again.
+func TestTemplateExpansionIsNotRedoneOnAPropertyChange(t *testing.T) {
+	const space, app = "wds1", "templated"
+	its := suite.stack.ITS.Client
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ksv1alpha1.PropertyConfigMapNamespace}}
+	if err := its.Create(suite.ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	for _, wec := range []string{"dev1", "dev2"} {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ksv1alpha1.PropertyConfigMapNamespace, Name: wec},
+			Data: map[string]string{"image": "nginx:t1"}}
+		if err := its.Create(suite.ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = its.Delete(suite.ctx, cm) })
+	}
+	workload := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: app, Labels: map[string]string{policytest.AppLabel: app}}}
+	d := policytest.Deployment(app, app)
+	d.Annotations = map[string]string{ksv1alpha1.TemplateExpansionAnnotationKey: "true"}
+	d.Spec.Template.Spec.Containers[0].Image = "{{.image}}"
+	for _, obj := range []client.Object{workload, d} {
+		if err := wds(space).Create(suite.ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	createHandBindingPolicy(t, devBindingPolicy(app+"-dev", []metav1.LabelSelector{{MatchLabels: map[string]string{policytest.AppLabel: app}}}))
+	expanded := map[string][]string{"dev1": {app + "=nginx:t1"}, "dev2": {app + "=nginx:t1"}}
+	waitForImages(t, app, expanded)
+
+	environment.Eventually(t, timeout, "changing dev1's image property", func() error {
+		var cm corev1.ConfigMap
+		if err := its.Get(suite.ctx, client.ObjectKey{Namespace: ksv1alpha1.PropertyConfigMapNamespace, Name: "dev1"}, &cm); err != nil {
+			return err
+		}
+		cm.Data["image"] = "nginx:t2"
+		return its.Update(suite.ctx, &cm)
+	})
+	environment.Consistently(t, 15*time.Second, "dev1's ManifestWork and dev1 keeping nginx:t1", func() error {
+		for _, mw := range itsList(t, "ManifestWork", "work.open-cluster-management.io", "v1", client.InNamespace("dev1")) {
+			if raw, _ := json.Marshal(mw.Object["spec"]); strings.Contains(string(raw), "nginx:t2") {
+				return fmt.Errorf("ManifestWork dev1/%s has the new property: KubeStellar now expands templates again on a property change", mw.GetName())
+			}
+		}
+		return imagesAre(t, app, expanded)
+	})
 }
 
 // TestSideBySideRevisionsSwitchMakeBeforeBreak places revision v1 of a
@@ -79,13 +135,13 @@ func TestSideBySideRevisionsSwitchMakeBeforeBreak(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	first := handBindingPolicy(app+"-v1", "dev", revisionSelectors(app, "v1"))
-	createHandBindingPolicy(t, space, first)
+	first := devBindingPolicy(app+"-v1", revisionSelectors(app, "v1"))
+	createHandBindingPolicy(t, first)
 	waitForImages(t, app, map[string][]string{"dev1": {app + "-v1=nginx:v1"}, "dev2": {app + "-v1=nginx:v1"}})
 
 	begin := time.Now()
-	second := handBindingPolicy(app+"-v2", "dev", revisionSelectors(app, "v2"))
-	createHandBindingPolicy(t, space, second)
+	second := devBindingPolicy(app+"-v2", revisionSelectors(app, "v2"))
+	createHandBindingPolicy(t, second)
 	both := map[string][]string{"dev1": {app + "-v1=nginx:v1", app + "-v2=nginx:v2"}, "dev2": {app + "-v1=nginx:v1", app + "-v2=nginx:v2"}}
 	waitForImages(t, app, both)
 	environment.Eventually(t, timeout, "v2 available on dev1 and dev2", func() error {
@@ -175,13 +231,13 @@ func revisionSelectors(app, version string) []metav1.LabelSelector {
 	}
 }
 
-// handBindingPolicy returns a BindingPolicy placing the objects selected on
-// the WECs labelled env=<env>, their status collected.
-func handBindingPolicy(name, env string, objects []metav1.LabelSelector) *ksv1alpha1.BindingPolicy {
+// devBindingPolicy returns a BindingPolicy placing the objects selected on
+// the WECs labelled env=dev, their status collected.
+func devBindingPolicy(name string, objects []metav1.LabelSelector) *ksv1alpha1.BindingPolicy {
 	return &ksv1alpha1.BindingPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: ksv1alpha1.BindingPolicySpec{
-			ClusterSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"env": env}}},
+			ClusterSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"env": "dev"}}},
 			Downsync: []ksv1alpha1.DownsyncPolicyClause{{
 				DownsyncObjectTest: ksv1alpha1.DownsyncObjectTest{ObjectSelectors: objects},
 				DownsyncModulation: ksv1alpha1.DownsyncModulation{StatusCollectors: []string{policytest.Collector}},
@@ -190,8 +246,9 @@ func handBindingPolicy(name, env string, objects []metav1.LabelSelector) *ksv1al
 	}
 }
 
-// createHandBindingPolicy creates bp in a WDS, deleted when the test ends.
-func createHandBindingPolicy(t testing.TB, space string, bp *ksv1alpha1.BindingPolicy) {
+// createHandBindingPolicy creates bp in wds1, deleted when the test ends.
+func createHandBindingPolicy(t testing.TB, bp *ksv1alpha1.BindingPolicy) {
+	const space = "wds1"
 	t.Helper()
 	if err := wds(space).Create(suite.ctx, bp); err != nil {
 		t.Fatal(err)
