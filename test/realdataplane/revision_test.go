@@ -42,7 +42,8 @@ import (
 //   - abort puts dev back on v1 alone, v1 placed before v2 goes;
 //   - retried with v2 healthy, v2 reaches dev's WECs first, then test's,
 //     then prod's, each only once the stage before runs it available, and
-//     every WEC runs v2 alone at the end, no WEC ever running neither.
+//     every WEC runs v2 alone at the end, no WEC ever running neither
+//     (every stage has a condition: each keeps v1 until v2 is available).
 func TestRollingOutAChange(t *testing.T) {
 	const space, name, app = "wds1", "change", "change"
 	v1, v2 := app+"-v1=nginx:v1", app+"-v2=nginx:v2"
@@ -56,6 +57,10 @@ func TestRollingOutAChange(t *testing.T) {
 		p.Spec.Placement = v1alpha1.PlacementAccumulate
 		p.Spec.Revision = &v1alpha1.Revision{Name: "v1"}
 		p.Spec.Stages[0].ProgressDeadline = &metav1.Duration{Duration: 20 * time.Second}
+		// prod waits for the workload too: a stage without a condition is
+		// done once the new revision is placed, and lets the old one go
+		// then, before its WECs run the new one.
+		p.Spec.Stages[2].Filter, p.Spec.Stages[2].Condition = policytest.Deployments, policytest.Available
 	})
 	p := policies(space).WaitForPhase(t, name, v1alpha1.RolloutCompleted)
 	if p.Status.CurrentRevision != "v1" || p.Status.UpdateRevision != "v1" {
