@@ -158,8 +158,9 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //     the StageApprovals are brought in line with the aborted spec (an
 //     approval given before counts no more), the current revision's
 //     BindingPolicies are created, and once KubeStellar has resolved them
-//     the others are deleted; without a current revision the rollout is
-//     held where it is (revision.go);
+//     the others are deleted, a stage's once its condition holds on the
+//     current revision there (at once for a stage without one); without a
+//     current revision the rollout is held where it is (revision.go);
 //  5. expressions that do not compile, or whose estimated cost is too high,
 //     block the rollout, changing nothing placed;
 //  6. a suspended rollout (spec.suspend) stays where it is, changing nothing
@@ -259,7 +260,7 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 			"the spec has no stage")
 	}
 	if policy.Spec.Abort {
-		return planAbort(snap)
+		return planAbort(snap, engine, cfg)
 	}
 	programs, reason, compileErr := compileStages(engine, policy.Spec.Stages)
 	if compileErr != nil {

@@ -473,13 +473,34 @@ func TestPlanAbort(t *testing.T) {
 			t.Errorf("action %s (%s), want to wait for web.stage.dev.v1 to go before placing it again", action.Type, action.Why)
 		}
 	})
-	placed := func() fixture {
+	// resolvedV1 is withV1Back with every stage's v1 resolved by KubeStellar,
+	// and available on the stages given.
+	resolvedV1 := func(healthy ...string) fixture {
 		return withV1Back().with(func(s *Snapshot) {
 			for _, stage := range []string{"dev", "test", "prod"} {
-				s.Bindings = append(s.Bindings, *bindingFor(revisionBP(s.Policy, stage, "v1")))
+				bp := revisionBP(s.Policy, stage, "v1")
+				s.Bindings = append(s.Bindings, *bindingFor(bp))
+				if slices.Contains(healthy, stage) {
+					s.AbortStatuses = append(s.AbortStatuses, combinedStatus(bp, deployment, "1"))
+				}
 			}
 		})
 	}
+	placed := func() fixture { return resolvedV1("dev", "test", "prod") }
+	t.Run("a stage's newer revision goes only once the current one is healthy there", func(t *testing.T) {
+		if action := Plan(resolvedV1().Snapshot, engine); action.Type != ActionNone {
+			t.Errorf("nowhere healthy: action %s (%s), want to wait", action.Type, action.Why)
+		}
+		action := Plan(resolvedV1("test").Snapshot, engine)
+		if action.Type != ActionDeleteBindingPolicy || action.BindingPolicy.Name != "web.stage.test.v2" {
+			t.Errorf("v1 healthy in test only: action %s (%s), want web.stage.test.v2 deleted, dev's v2 kept", action.Type, action.Why)
+		}
+		snap := resolvedV1("test").Snapshot
+		snap.BindingPolicies = slices.DeleteFunc(snap.BindingPolicies, func(bp ksv1alpha1.BindingPolicy) bool { return bp.Name == "web.stage.test.v2" })
+		if action := Plan(snap, engine); action.Type != ActionNone || !strings.Contains(action.Why, `stage "dev"`) {
+			t.Errorf("then: action %s (%s), want to wait for dev", action.Type, action.Why)
+		}
+	})
 	t.Run("then the newer revision's BindingPolicies go", func(t *testing.T) {
 		snap := placed().Snapshot
 		var deleted []string

@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/internal/expression"
 )
 
 // This file holds Plan's rules for revisions (spec.revision): a revision is
@@ -302,10 +303,13 @@ func abortTargets(policy *v1alpha1.StagedBindingPolicy) []*ksv1alpha1.BindingPol
 // revision, and takes every other BindingPolicy of the policy away once
 // those are placed: first the status records the abort (the records keep
 // the current revision, no stage is active), then each missing
-// BindingPolicy is created, and, once the Binding of every one places the
-// workload, the others are deleted one by one. A rollout without a current
-// revision has nothing to go back to and stays where it is.
-func planAbort(snap *Snapshot) Action {
+// BindingPolicy is created, and, once KubeStellar has resolved every one,
+// the others are deleted one by one, each once the current revision is
+// healthy on its stage (the stage's condition holds on the current
+// revision's CombinedStatuses), so that the stage's WECs never run
+// neither. A rollout without a current revision has nothing to go back to
+// and stays where it is.
+func planAbort(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 	policy := snap.Policy
 	current := policy.Status.CurrentRevision
 	if current == "" {
@@ -361,16 +365,58 @@ func planAbort(snap *Snapshot) Action {
 				Why: fmt.Sprintf("abort waits for KubeStellar to resolve BindingPolicy %s before taking the newer revision away", desired.Name)}
 		}
 	}
+	// An expression that does not compile cannot say whether a stage is
+	// healthy: the abort then goes on once the current revision is placed.
+	programs, _, compileErr := compileStages(engine, policy.Spec.Stages)
+	budget := engine.NewBudget()
+	waiting := ""
 	for i := range snap.BindingPolicies {
 		bp := &snap.BindingPolicies[i]
 		if bp.DeletionTimestamp != nil || !OwnedBy(bp, policy) ||
 			slices.ContainsFunc(targets, func(t *ksv1alpha1.BindingPolicy) bool { return t.Name == bp.Name }) {
 			continue
 		}
+		stage := bp.Labels[v1alpha1.StageLabel]
+		if index := stageIndex(policy, stage); index >= 0 && compileErr == nil {
+			target := findBindingPolicy(snap.BindingPolicies, v1alpha1.RevisionBindingPolicyName(policy.Name, stage, current))
+			if target != nil {
+				if health := abortTargetHealth(snap, programs[index], target, cfg, budget); health != "" {
+					waiting = fmt.Sprintf("abort keeps BindingPolicy %s until stage %q is healthy on revision %s: %s",
+						bp.Name, stage, describeRevision(current), health)
+					continue
+				}
+			}
+		}
 		return Action{Type: ActionDeleteBindingPolicy, BindingPolicy: bp,
-			Why: fmt.Sprintf("abort takes BindingPolicy %s away: the stages are back on revision %q", bp.Name, current)}
+			Why: fmt.Sprintf("abort takes BindingPolicy %s away: the stages are back on revision %s", bp.Name, describeRevision(current))}
 	}
-	return Action{Type: ActionNone, Why: fmt.Sprintf("the rollout is aborted: the stages are back on revision %q", current)}
+	if waiting != "" {
+		return Action{Type: ActionNone, Why: waiting}
+	}
+	return Action{Type: ActionNone, Why: fmt.Sprintf("the rollout is aborted: the stages are back on revision %s", describeRevision(current))}
+}
+
+// abortTargetHealth assesses a stage's condition on the CombinedStatuses
+// of target, its BindingPolicy at the current revision, and says what it
+// waits for, or "" when the stage is healthy on it (or places nothing).
+func abortTargetHealth(snap *Snapshot, programs compiledStage, target *ksv1alpha1.BindingPolicy, cfg planConfig, budget *expression.Budget) string {
+	var binding *ksv1alpha1.Binding
+	for i := range snap.Bindings {
+		if snap.Bindings[i].Name == target.Name {
+			binding = &snap.Bindings[i]
+		}
+	}
+	var statuses []ksv1alpha1.CombinedStatus
+	for _, cs := range snap.AbortStatuses {
+		if cs.Labels[StatusLabelBindingPolicy] == target.Name {
+			statuses = append(statuses, cs)
+		}
+	}
+	result := assessStage(cfg.clock, programs, target, binding, statuses, budget)
+	if result.satisfied || result.bindingObserved && !result.placed {
+		return ""
+	}
+	return result.message
 }
 
 // abortStatus writes the status of an aborted rollout, with a Warning Event

@@ -55,6 +55,12 @@ type Snapshot struct {
 	// resolved.
 	Bindings []ksv1alpha1.Binding
 
+	// AbortStatuses are the CombinedStatuses of the policy's BindingPolicies
+	// other than the active stage's, read only while spec.abort is set:
+	// abort takes a stage's newer revision away once the current one is
+	// healthy there.
+	AbortStatuses []ksv1alpha1.CombinedStatus
+
 	// CombinedStatuses are the CombinedStatuses that KubeStellar labelled with
 	// the active stage's BindingPolicy name.
 	CombinedStatuses []ksv1alpha1.CombinedStatus

@@ -43,10 +43,23 @@ import (
 //   - retried with v2 healthy, v2 reaches dev's WECs first, then test's,
 //     then prod's, each only once the stage before runs it available, and
 //     every WEC runs v2 alone at the end, no WEC ever running neither
-//     (every stage has a condition: each keeps v1 until v2 is available).
+//     (every stage has a condition: each keeps v1 until v2 is available);
+//   - v3, done in dev and failing in test, is aborted: v2 comes back to
+//     dev's WECs before v3 leaves them, and test and prod keep v2.
 func TestRollingOutAChange(t *testing.T) {
 	const space, name, app = "wds1", "change", "change"
 	v1, v2 := app+"-v1=nginx:v1", app+"-v2=nginx:v2"
+	setSpec := func(spec map[string]any) {
+		t.Helper()
+		patch, err := json.Marshal(map[string]any{"spec": spec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := &v1alpha1.StagedBindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if err := wds(space).Patch(suite.ctx, p, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			t.Fatalf("patching policy %s with %s: %v", name, patch, err)
+		}
+	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: app, Labels: map[string]string{policytest.AppLabel: app}}}
 	for _, obj := range []client.Object{ns, versionedDeployment(app, "v1")} {
 		if err := wds(space).Create(suite.ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -82,7 +95,7 @@ func TestRollingOutAChange(t *testing.T) {
 	if err := wds(space).Create(suite.ctx, versionedDeployment(app, "v2")); err != nil {
 		t.Fatal(err)
 	}
-	setSpec(t, space, name, map[string]any{"revision": map[string]any{"name": "v2"}})
+	setSpec(map[string]any{"revision": map[string]any{"name": "v2"}})
 	held := map[string][]string{"dev1": {v1, v2}, "dev2": {v1, v2}, "test1": {v1}, "prod1": {v1}}
 	waitForImages(t, app, held)
 	p = policies(space).WaitForPhase(t, name, v1alpha1.RolloutStalled)
@@ -97,7 +110,7 @@ func TestRollingOutAChange(t *testing.T) {
 	}
 
 	// Abort: dev goes back to v1 alone; v1 never leaves it.
-	setSpec(t, space, name, map[string]any{"abort": true})
+	setSpec(map[string]any{"abort": true})
 	watchImages(t, app, func(got map[string][]string) error {
 		for _, wec := range []string{"dev1", "dev2", "test1", "prod1"} {
 			if !slices.Contains(got[wec], v1) {
@@ -119,7 +132,7 @@ func TestRollingOutAChange(t *testing.T) {
 	// Retry with v2 healthy: stage by stage, each after the one before runs it.
 	firstV2 := map[string]time.Time{}
 	var devReadyAt time.Time
-	setSpec(t, space, name, map[string]any{"abort": false})
+	setSpec(map[string]any{"abort": false})
 	watchImages(t, app, func(got map[string][]string) error {
 		for _, wec := range []string{"dev1", "dev2", "test1", "prod1"} {
 			if len(got[wec]) == 0 {
@@ -148,34 +161,62 @@ func TestRollingOutAChange(t *testing.T) {
 		t.Errorf("completed with currentRevision %q and records %v, want v2 everywhere", p.Status.CurrentRevision, stageRevisions(p))
 	}
 	environment.Eventually(t, timeout, "only v2's BindingPolicies left", func() error {
-		var bps ksv1alpha1.BindingPolicyList
-		if err := wds(space).List(suite.ctx, &bps, client.MatchingLabels{v1alpha1.PolicyLabel: name}); err != nil {
-			return err
+		return onlyBindingPolicies(space, name, "v2")
+	})
+
+	// v3 is done in dev (v2 gone there) and fails in test: abort brings v2
+	// back to dev's WECs before v3 leaves them, and test and prod keep v2.
+	v3 := app + "-v3=nginx:v3"
+	failing = dataplane.PodLabel{Key: versionLabel, Value: "v3"}
+	if err := suite.stack.RealWECs["test1"].FailPods(suite.ctx, app, failing); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = suite.stack.RealWECs["test1"].RecoverPods(suite.ctx, app, failing) })
+	if err := wds(space).Create(suite.ctx, versionedDeployment(app, "v3")); err != nil {
+		t.Fatal(err)
+	}
+	setSpec(map[string]any{"revision": map[string]any{"name": "v3"}})
+	waitForImages(t, app, map[string][]string{"dev1": {v3}, "dev2": {v3}, "test1": {v2, v3}, "prod1": {v2}})
+	setSpec(map[string]any{"abort": true})
+	watchImages(t, app, func(got map[string][]string) error {
+		for _, wec := range []string{"dev1", "dev2"} {
+			if len(got[wec]) == 0 {
+				return fmt.Errorf("%s runs neither v2 nor v3 during the abort", wec)
+			}
 		}
-		var got []string
-		for _, bp := range bps.Items {
-			got = append(got, bp.Name)
-		}
-		slices.Sort(got)
-		if want := []string{name + ".stage.dev.v2", name + ".stage.prod.v2", name + ".stage.test.v2"}; !slices.Equal(got, want) {
-			return fmt.Errorf("BindingPolicies %v, want %v", got, want)
+		for _, wec := range []string{"test1", "prod1"} {
+			if !slices.Contains(got[wec], v2) {
+				return fmt.Errorf("%s lost v2 during the abort: %v", wec, got[wec])
+			}
 		}
 		return nil
+	}, everywhere(v2))
+	p = policies(space).WaitForPhase(t, name, v1alpha1.RolloutAborted)
+	if p.Status.CurrentRevision != "v2" || !slices.Equal(stageRevisions(p), []string{"dev=v2", "test=v2", "prod=v2"}) {
+		t.Errorf("aborted with currentRevision %q and records %v, want v2 everywhere", p.Status.CurrentRevision, stageRevisions(p))
+	}
+	environment.Eventually(t, timeout, "only v2's BindingPolicies left after the abort", func() error {
+		return onlyBindingPolicies(space, name, "v2")
 	})
 }
 
-// setSpec merge-patches the spec of a policy of a WDS.
-func setSpec(t testing.TB, space, name string, spec map[string]any) {
-	t.Helper()
-	patch, err := json.Marshal(map[string]any{"spec": spec})
-	if err != nil {
-		t.Fatal(err)
+// onlyBindingPolicies says how the BindingPolicies of a policy differ from
+// one per stage (dev, test, prod) at the given revision.
+func onlyBindingPolicies(space, name, revision string) error {
+	var bps ksv1alpha1.BindingPolicyList
+	if err := wds(space).List(suite.ctx, &bps, client.MatchingLabels{v1alpha1.PolicyLabel: name}); err != nil {
+		return err
 	}
-	p := &v1alpha1.StagedBindingPolicy{}
-	p.Name = name
-	if err := wds(space).Patch(suite.ctx, p, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		t.Fatalf("patching policy %s with %s: %v", name, patch, err)
+	var got []string
+	for _, bp := range bps.Items {
+		got = append(got, bp.Name)
 	}
+	slices.Sort(got)
+	want := []string{name + ".stage.dev." + revision, name + ".stage.prod." + revision, name + ".stage.test." + revision}
+	if !slices.Equal(got, want) {
+		return fmt.Errorf("BindingPolicies %v, want %v", got, want)
+	}
+	return nil
 }
 
 // stageRevisions returns "<stage>=<revision>" of each stage record.

@@ -252,6 +252,14 @@ func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*r
 			if binding != nil {
 				snap.Bindings = append(snap.Bindings, *binding)
 			}
+			if !policy.Spec.Abort {
+				continue
+			}
+			statuses := &ksv1alpha1.CombinedStatusList{}
+			if err := r.Client.List(ctx, statuses, r.labelled(byBindingPolicy, snap.BindingPolicies[i].Name)); err != nil {
+				return nil, fmt.Errorf("listing CombinedStatuses of %s: %w", snap.BindingPolicies[i].Name, err)
+			}
+			snap.AbortStatuses = append(snap.AbortStatuses, statuses.Items...)
 		}
 	}
 
