@@ -57,10 +57,11 @@ func TestCRDValidation(t *testing.T) {
 		return st
 	}
 	tests := []struct {
-		name   string
-		policy string
-		stages []v1alpha1.Stage
-		want   string
+		name     string
+		policy   string
+		stages   []v1alpha1.Stage
+		revision *v1alpha1.Revision
+		want     string
 	}{
 		{name: "no stages", policy: "no-stages", stages: nil, want: "spec.stages"},
 		{name: "duplicate stage names", policy: "duplicate", stages: []v1alpha1.Stage{stage("dev"), stage("dev")}, want: "Duplicate value"},
@@ -79,12 +80,20 @@ func TestCRDValidation(t *testing.T) {
 			stages: []v1alpha1.Stage{deadlined("dev", "10m", "10m")}, want: "progressDeadline must be longer than soakDuration"},
 		{name: "policy name longer than a label value", policy: strings.Repeat("p", 64), stages: []v1alpha1.Stage{stage("dev")},
 			want: "must be at most 63 characters"},
+		{name: "revision name not a DNS label", policy: "bad-revision", stages: []v1alpha1.Stage{stage("dev")},
+			revision: &v1alpha1.Revision{Name: "V2!"}, want: "spec.revision.name"},
+		{name: "revision without a name", policy: "no-revision-name", stages: []v1alpha1.Stage{stage("dev")},
+			revision: &v1alpha1.Revision{}, want: "spec.revision.name"},
+		{name: "revision name too long", policy: "long-revision", stages: []v1alpha1.Stage{stage("dev")},
+			revision: &v1alpha1.Revision{Name: strings.Repeat("v", 64)}, want: "spec.revision.name"},
+		{name: "revision labelKey not a label key", policy: "bad-label-key", stages: []v1alpha1.Stage{stage("dev")},
+			revision: &v1alpha1.Revision{Name: "v2", LabelKey: "a b"}, want: "spec.revision.labelKey"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			policy := &v1alpha1.StagedBindingPolicy{
 				ObjectMeta: metav1.ObjectMeta{Name: tt.policy},
-				Spec:       v1alpha1.StagedBindingPolicySpec{Stages: tt.stages},
+				Spec:       v1alpha1.StagedBindingPolicySpec{Stages: tt.stages, Revision: tt.revision},
 			}
 			err := s.Client.Create(suite.ctx, policy)
 			if err == nil {
@@ -96,13 +105,15 @@ func TestCRDValidation(t *testing.T) {
 		})
 	}
 
-	// A deadline longer than the soak is accepted.
+	// A deadline longer than the soak is accepted, as is a revision with a
+	// label key of its own.
 	fine := &v1alpha1.StagedBindingPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "deadline-after-soak"},
-		Spec:       v1alpha1.StagedBindingPolicySpec{Suspend: true, Stages: []v1alpha1.Stage{deadlined("dev", "10m", "11m")}},
+		Spec: v1alpha1.StagedBindingPolicySpec{Suspend: true, Stages: []v1alpha1.Stage{deadlined("dev", "10m", "11m")},
+			Revision: &v1alpha1.Revision{Name: "v2-" + strings.Repeat("a", 60), LabelKey: "example.com/release"}},
 	}
 	if err := s.Client.Create(suite.ctx, fine); err != nil {
-		t.Fatalf("a valid progressDeadline was rejected: %v", err)
+		t.Fatalf("a valid progressDeadline or revision was rejected: %v", err)
 	}
 	policies(s).Delete(t, fine.Name)
 
