@@ -466,8 +466,11 @@ func TestPlanAbort(t *testing.T) {
 		snap := aborted().with(func(s *Snapshot) {
 			s.BindingPolicies = append(s.BindingPolicies, *beingDeleted(revisionBP(s.Policy, "dev", "v1")))
 			for _, stage := range []string{"dev", "test", "prod"} {
-				s.Bindings = append(s.Bindings, *bindingFor(revisionBP(s.Policy, stage, "v1")))
+				bp := revisionBP(s.Policy, stage, "v1")
+				s.Bindings = append(s.Bindings, *bindingFor(bp))
+				s.AbortStatuses = append(s.AbortStatuses, combinedStatus(bp, deployment, "1")) // healthy, but going
 			}
+			s.BindingPolicies = slices.DeleteFunc(s.BindingPolicies, func(bp ksv1alpha1.BindingPolicy) bool { return bp.Name == "web.stage.test.v2" })
 		}).Snapshot
 		if action := Plan(snap, engine); action.Type != ActionNone {
 			t.Errorf("action %s (%s), want to wait for web.stage.dev.v1 to go before placing it again", action.Type, action.Why)
