@@ -479,23 +479,29 @@ func accumulate(snap *Snapshot, active int) (Action, bool) {
 		return Action{}, false
 	}
 	for _, stage := range policy.Spec.Stages[:active] {
-		desired := DesiredBindingPolicy(policy, stage)
-		var current *ksv1alpha1.BindingPolicy
-		for i := range snap.BindingPolicies {
-			if snap.BindingPolicies[i].Name == desired.Name {
-				current = &snap.BindingPolicies[i]
-			}
+		if action, ok := keepPlaced(snap, DesiredBindingPolicy(policy, stage),
+			fmt.Sprintf("placement Accumulate keeps stage %q placed", stage.Name),
+			fmt.Sprintf("accumulated stage %q", stage.Name)); ok {
+			return action, true
 		}
-		switch {
-		case current == nil:
-			return Action{Type: ActionCreateBindingPolicy, BindingPolicy: desired,
-				Why: fmt.Sprintf("placement Accumulate keeps stage %q placed", stage.Name)}, true
-		case !OwnedBy(current, policy) || current.DeletionTimestamp != nil:
-			continue // a foreign or departing object is not ours to change
-		case !BindingPolicyInSync(current, desired):
-			return Action{Type: ActionUpdateBindingPolicy, BindingPolicy: inLineWith(current, desired),
-				Why: fmt.Sprintf("BindingPolicy %s differs from the spec of accumulated stage %q", current.Name, stage.Name)}, true
-		}
+	}
+	return Action{}, false
+}
+
+// keepPlaced creates desired when there is no BindingPolicy of its name, and
+// brings one the policy owns in line with it, saying why (created) or of
+// what it differs from the spec (of); a foreign or departing object is not
+// the policy's to change. It reports whether it has a change to make.
+func keepPlaced(snap *Snapshot, desired *ksv1alpha1.BindingPolicy, created, of string) (Action, bool) {
+	current := findBindingPolicy(snap.BindingPolicies, desired.Name)
+	switch {
+	case current == nil:
+		return Action{Type: ActionCreateBindingPolicy, BindingPolicy: desired, Why: created}, true
+	case !OwnedBy(current, snap.Policy) || current.DeletionTimestamp != nil:
+		return Action{}, false
+	case !BindingPolicyInSync(current, desired):
+		return Action{Type: ActionUpdateBindingPolicy, BindingPolicy: inLineWith(current, desired),
+			Why: fmt.Sprintf("BindingPolicy %s differs from the spec of %s", current.Name, of)}, true
 	}
 	return Action{}, false
 }

@@ -143,16 +143,10 @@ func keepRevisions(snap *Snapshot, active int) (Action, bool) {
 		if desired.Name == policy.StageBindingPolicyName(stage.Name) {
 			continue
 		}
-		current := findBindingPolicy(snap.BindingPolicies, desired.Name)
-		switch {
-		case current == nil:
-			return Action{Type: ActionCreateBindingPolicy, BindingPolicy: desired,
-				Why: fmt.Sprintf("stage %q keeps revision %s until the rollout reaches it", stage.Name, describeRevision(record.Revision))}, true
-		case !OwnedBy(current, policy) || current.DeletionTimestamp != nil:
-			continue
-		case !BindingPolicyInSync(current, desired):
-			return Action{Type: ActionUpdateBindingPolicy, BindingPolicy: inLineWith(current, desired),
-				Why: fmt.Sprintf("BindingPolicy %s differs from the spec of stage %q at revision %s", current.Name, stage.Name, describeRevision(record.Revision))}, true
+		if action, ok := keepPlaced(snap, desired,
+			fmt.Sprintf("stage %q keeps revision %s until the rollout reaches it", stage.Name, describeRevision(record.Revision)),
+			fmt.Sprintf("stage %q at revision %s", stage.Name, describeRevision(record.Revision))); ok {
+			return action, true
 		}
 	}
 	return Action{}, false
@@ -400,19 +394,13 @@ func planAbort(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action
 // of target, its BindingPolicy at the current revision, and says what it
 // waits for, or "" when the stage is healthy on it (or places nothing).
 func abortTargetHealth(snap *Snapshot, programs compiledStage, target *ksv1alpha1.BindingPolicy, cfg planConfig, budget *expression.Budget) string {
-	var binding *ksv1alpha1.Binding
-	for i := range snap.Bindings {
-		if snap.Bindings[i].Name == target.Name {
-			binding = &snap.Bindings[i]
-		}
-	}
 	var statuses []ksv1alpha1.CombinedStatus
 	for _, cs := range snap.AbortStatuses {
 		if cs.Labels[StatusLabelBindingPolicy] == target.Name {
 			statuses = append(statuses, cs)
 		}
 	}
-	result := assessStage(cfg.clock, programs, target, binding, statuses, budget)
+	result := assessStage(cfg.clock, programs, target, bindingNamed(snap, target.Name), statuses, budget)
 	if result.satisfied || result.bindingObserved && !result.placed {
 		return ""
 	}
@@ -453,15 +441,22 @@ func resolved(snap *Snapshot, bp *ksv1alpha1.BindingPolicy) bool {
 		bp.Status.ObservedGeneration == 0 || bp.Status.ObservedGeneration != bp.Generation {
 		return false
 	}
-	if snap.Binding != nil && snap.Binding.Name == bp.Name {
-		return OwnedBy(snap.Binding, bp)
+	binding := bindingNamed(snap, bp.Name)
+	return binding != nil && OwnedBy(binding, bp)
+}
+
+// bindingNamed returns the Binding of the named BindingPolicy from the
+// snapshot (the active stage's, or Bindings), or nil.
+func bindingNamed(snap *Snapshot, name string) *ksv1alpha1.Binding {
+	if snap.Binding != nil && snap.Binding.Name == name {
+		return snap.Binding
 	}
 	for i := range snap.Bindings {
-		if snap.Bindings[i].Name == bp.Name {
-			return OwnedBy(&snap.Bindings[i], bp)
+		if snap.Bindings[i].Name == name {
+			return &snap.Bindings[i]
 		}
 	}
-	return false
+	return nil
 }
 
 // voidApprovals brings the policy's StageApprovals in line with the aborted
