@@ -55,7 +55,7 @@ const timeout = 3 * time.Minute
 var wdses = []string{"wds1", "wds2"}
 
 // clusters are the WECs.
-var clusters = kubestellar.EnvClusters("dev1", "dev2", "test1", "prod1")
+var clusters = kubestellar.EnvClusters("dev1", "dev2", "test1", "prod1", "edge1")
 
 var suite struct {
 	ctx     context.Context

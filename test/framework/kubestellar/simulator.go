@@ -112,12 +112,18 @@ type Cluster struct {
 	Labels map[string]string
 }
 
+// NameLabel is the ManagedCluster label that holds the cluster's name, as
+// KubeStellar's getting-started registers its WECs (OCM sets none itself).
+const NameLabel = "name"
+
 // EnvClusters returns WECs with the given names, each labelled env=<its
-// name without the trailing digits>: dev1 and dev2 are env=dev.
+// name without the trailing digits> (dev1 and dev2 are env=dev) and
+// NameLabel=<its name>.
 func EnvClusters(names ...string) []Cluster {
 	clusters := make([]Cluster, 0, len(names))
 	for _, name := range names {
-		clusters = append(clusters, Cluster{Name: name, Labels: map[string]string{"env": strings.TrimRight(name, "0123456789")}})
+		clusters = append(clusters, Cluster{Name: name,
+			Labels: map[string]string{"env": strings.TrimRight(name, "0123456789"), NameLabel: name}})
 	}
 	return clusters
 }
