@@ -17,6 +17,7 @@ package v1alpha1
 import (
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // Well-known names the controller puts on the objects it manages.
@@ -60,6 +61,20 @@ const (
 	// It is not a DNS label, so no revision of the spec can take the name.
 	Unrevisioned = "-"
 
+	// ClusterLabel is set on every BindingPolicy that places one cluster of
+	// a stage placed in batches (maxConcurrency) and holds the cluster's name.
+	ClusterLabel = "community.kubestellar.io/cluster"
+
+	// DefaultClusterNameLabelKey is the ManagedCluster label that holds the
+	// cluster's name when spec.clusterNameLabelKey is not set: KubeStellar's
+	// getting-started labels every cluster name=<cluster> (OCM sets no such
+	// label on a ManagedCluster).
+	DefaultClusterNameLabelKey = "name"
+
+	// MaxClusterStates is the most clusters a stage record names in
+	// status.stages[].clusters.clusters; the counts cover every cluster.
+	MaxClusterStates = 100
+
 	// DefaultRevisionLabelKey is the label that carries a workload object's
 	// revision when spec.revision.labelKey is not set: the recommended
 	// Kubernetes label for an application's version.
@@ -85,6 +100,22 @@ func RevisionBindingPolicyName(policy, stage, revision string) string {
 		return BindingPolicyName(policy, stage)
 	}
 	return BindingPolicyName(policy, stage) + "." + revision
+}
+
+// CensusBindingPolicyName returns the name of the BindingPolicy that lists
+// the clusters of a stage placed in batches: it has the stage's
+// clusterSelectors and no downsync, so its Binding names every selected
+// cluster and places nothing. "<policy>.stage.<stage>.clusters.selected":
+// two segments, so that no revision (a DNS label) names it.
+func CensusBindingPolicyName(policy, stage string) string {
+	return BindingPolicyName(policy, stage) + ".clusters.selected"
+}
+
+// ClusterBindingPolicyName returns the name of the BindingPolicy that
+// places one revision of one stage on one cluster, for a stage placed in
+// batches: "<policy>.stage.<stage>[.<revision>].on.<cluster>".
+func ClusterBindingPolicyName(policy, stage, revision, cluster string) string {
+	return RevisionBindingPolicyName(policy, stage, revision) + ".on." + cluster
 }
 
 // StageApprovalName returns the name of the StageApproval of one stage of a
@@ -171,6 +202,16 @@ type StagedBindingPolicySpec struct {
 	// +optional
 	Abort bool `json:"abort,omitempty"`
 
+	// ClusterNameLabelKey is the label every cluster (its ManagedCluster in
+	// the ITS) carries with its own name: a stage placed in batches
+	// (maxConcurrency) places one cluster by adding it to the stage's
+	// clusterSelectors. Default: name, as KubeStellar's getting-started
+	// labels its clusters.
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
+	// +optional
+	ClusterNameLabelKey string `json:"clusterNameLabelKey,omitempty"`
+
 	// Stages are placed one after the other, in this order.
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=32
@@ -197,6 +238,15 @@ type Revision struct {
 	Name string `json:"name"`
 }
 
+// NameLabelKey returns the label that carries a cluster's name:
+// spec.clusterNameLabelKey, or DefaultClusterNameLabelKey.
+func (s *StagedBindingPolicySpec) NameLabelKey() string {
+	if s.ClusterNameLabelKey == "" {
+		return DefaultClusterNameLabelKey
+	}
+	return s.ClusterNameLabelKey
+}
+
 // RevisionLabelKey returns the label key that carries the revision of a
 // workload object: r.LabelKey, or DefaultRevisionLabelKey.
 func (r *Revision) RevisionLabelKey() string {
@@ -221,6 +271,9 @@ const (
 // step is done.
 // +kubebuilder:validation:XValidation:rule="!has(self.soakDuration) || has(self.condition) && self.condition.size() > 0",message="soakDuration needs a condition to soak"
 // +kubebuilder:validation:XValidation:rule="!has(self.progressDeadline) || !has(self.soakDuration) || duration(self.progressDeadline) > duration(self.soakDuration)",message="progressDeadline must be longer than soakDuration: the stage could never be done in time"
+// +kubebuilder:validation:XValidation:rule="!has(self.maxFailures) || has(self.maxConcurrency)",message="maxFailures needs maxConcurrency: failures are counted per cluster of a stage placed in batches"
+// +kubebuilder:validation:XValidation:rule="!has(self.canary) || has(self.maxConcurrency)",message="canary needs maxConcurrency: it is the stage's first batch"
+// +kubebuilder:validation:XValidation:rule="!has(self.maxFailures) || has(self.progressDeadline)",message="maxFailures needs progressDeadline: a cluster counts as failed once it is not done past its progressDeadline"
 type Stage struct {
 	// Name identifies the stage. It is a DNS label and unique in the policy.
 	// +kubebuilder:validation:MinLength=1
@@ -271,6 +324,43 @@ type Stage struct {
 	// +optional
 	ProgressDeadline *metav1.Duration `json:"progressDeadline,omitempty"`
 
+	// MaxConcurrency, when set, places the stage's clusters in batches of at
+	// most this many: a number, or a percentage of the stage's clusters
+	// (rounded up, at least one). The clusters go in the order of their
+	// names, each through a BindingPolicy of its own; the next batch is
+	// placed once every cluster placed so far is done (the condition holds
+	// on its CombinedStatuses, for soakDuration) or has failed within
+	// maxFailures. The stage is done once every cluster is. With it,
+	// progressDeadline is each cluster's, from when it is placed. Unset
+	// places every cluster at once, through one BindingPolicy.
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:MaxLength=4
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^(100|[1-9][0-9]?)%$')",message="maxConcurrency must be a number of at least 1 or a percentage from 1% to 100%"
+	// +optional
+	MaxConcurrency *intstr.IntOrString `json:"maxConcurrency,omitempty"`
+
+	// MaxFailures is how many of the stage's clusters may fail before the
+	// rollout stops: a number, or a percentage of the stage's clusters
+	// (rounded down). A cluster fails when it is not done past its
+	// progressDeadline: Failed when its condition does not hold, TimedOut
+	// when KubeStellar has not reported on it. Within the budget the
+	// rollout goes on without it; over it the rollout is Stalled
+	// (FailureBudgetExceeded) and places no more clusters, and goes on by
+	// itself if failed clusters recover. Default 0. Needs maxConcurrency and
+	// progressDeadline.
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:MaxLength=4
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^(100|[1-9]?[0-9])%$')",message="maxFailures must be a number of at least 0 or a percentage from 0% to 100%"
+	// +optional
+	MaxFailures *intstr.IntOrString `json:"maxFailures,omitempty"`
+
+	// Canary makes the first batch this many clusters, none of which may
+	// fail (OCM's mandatory decision group): a failure among them stalls
+	// the rollout whatever maxFailures allows. Needs maxConcurrency.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	Canary *int32 `json:"canary,omitempty"`
+
 	// Approval Required holds the stage before it starts (its BindingPolicy
 	// is not created) until a person approves it through the StageApproval
 	// the stager creates for it, named like the stage's BindingPolicy. An
@@ -317,6 +407,11 @@ const (
 	// the current revision (or holds a rollout with none where it is).
 	RolloutAborted RolloutPhase = "Aborted"
 )
+
+// Batched reports whether the stage places its clusters in batches.
+func (s *Stage) Batched() bool {
+	return s.MaxConcurrency != nil
+}
 
 // StagePhase is where one stage is in the rollout.
 // +kubebuilder:validation:Enum=Pending;AwaitingApproval;Active;Succeeded;Skipped
@@ -406,6 +501,13 @@ const (
 	// ReasonRolloutAborted means spec.abort holds the rollout: the stages
 	// that had moved are back on the current revision, or going back.
 	ReasonRolloutAborted = "RolloutAborted"
+	// ReasonFailureBudgetExceeded means more clusters of the active stage
+	// failed than its maxFailures allows, or a cluster of its canary batch
+	// failed: the rollout places no more clusters. The message names them.
+	ReasonFailureBudgetExceeded = "FailureBudgetExceeded"
+	// ReasonBatchInProgress means the active stage, placed in batches,
+	// waits for the clusters placed so far before it places the next batch.
+	ReasonBatchInProgress = "BatchInProgress"
 	// ReasonSoaking means the active stage's condition holds and must keep
 	// holding for the stage's soakDuration.
 	ReasonSoaking = "Soaking"
@@ -455,6 +557,12 @@ const (
 	// another was being rolled out: the newer one starts from the first
 	// stage, and the stages keep what they run until it reaches them.
 	EventReasonRevisionSuperseded = "RevisionSuperseded"
+	// EventReasonBatchStarted marks the start of a batch of a stage placed
+	// in batches: its first cluster's BindingPolicy is created.
+	EventReasonBatchStarted = "BatchStarted"
+	// EventReasonClusterFailed marks a cluster of a stage placed in batches
+	// that failed (or timed out) within the stage's maxFailures.
+	EventReasonClusterFailed = "ClusterFailed"
 	// EventReasonStageApproved marks a stage approved through its StageApproval.
 	EventReasonStageApproved = "StageApproved"
 )
@@ -585,9 +693,70 @@ type StageStatus struct {
 	// +optional
 	BindingPolicy string `json:"bindingPolicy,omitempty"`
 
+	// Clusters is where each cluster of a stage placed in batches
+	// (maxConcurrency) is, as last assessed while the stage was active.
+	// +optional
+	Clusters *StageClusters `json:"clusters,omitempty"`
+
 	// Message says in words what the stage waits for, or what it did.
 	// +optional
 	Message string `json:"message,omitempty"`
+}
+
+// ClusterState is where one cluster of a stage placed in batches is, as
+// OCM's rollout strategies name it.
+// +kubebuilder:validation:Enum=ToApply;Progressing;Succeeded;Failed;TimedOut
+type ClusterState string
+
+// The states of a cluster.
+const (
+	// ClusterToApply means the cluster is selected and not placed yet.
+	ClusterToApply ClusterState = "ToApply"
+	// ClusterProgressing means the cluster is placed and not done yet.
+	ClusterProgressing ClusterState = "Progressing"
+	// ClusterSucceeded means the stage's condition holds on the cluster.
+	ClusterSucceeded ClusterState = "Succeeded"
+	// ClusterFailed means the condition does not hold on the cluster past
+	// its progressDeadline.
+	ClusterFailed ClusterState = "Failed"
+	// ClusterTimedOut means KubeStellar has not reported on the cluster
+	// (no Binding or CombinedStatus) past its progressDeadline.
+	ClusterTimedOut ClusterState = "TimedOut"
+)
+
+// StageClusters counts the clusters of a stage placed in batches by state,
+// and names some of them.
+type StageClusters struct {
+	// Total is how many clusters the stage selects.
+	Total int32 `json:"total"`
+	// Placed is how many of them are placed: every state but ToApply.
+	Placed int32 `json:"placed"`
+	// Succeeded is how many are done.
+	Succeeded int32 `json:"succeeded"`
+	// Failed is how many failed: their condition does not hold past their
+	// progressDeadline.
+	Failed int32 `json:"failed"`
+	// TimedOut is how many timed out: KubeStellar has not reported on them
+	// past their progressDeadline.
+	TimedOut int32 `json:"timedOut"`
+	// Batch is the batch being placed or awaited, from 1, of Batches.
+	Batch int32 `json:"batch"`
+	// Batches is how many batches the stage's clusters make.
+	Batches int32 `json:"batches"`
+	// Clusters names the placed clusters and their state: the failed and
+	// timed out first, then the progressing, then the succeeded, each by
+	// name, at most MaxClusterStates.
+	// +kubebuilder:validation:MaxItems=100
+	// +optional
+	Clusters []ClusterStatus `json:"clusters,omitempty"`
+}
+
+// ClusterStatus is the state of one cluster of a stage placed in batches.
+type ClusterStatus struct {
+	// Name is the cluster's name.
+	Name string `json:"name"`
+	// State is where the cluster is.
+	State ClusterState `json:"state"`
 }
 
 // StageBindingPolicyName returns the name of the BindingPolicy that places

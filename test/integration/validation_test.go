@@ -20,6 +20,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/test/framework/policytest"
@@ -56,11 +58,18 @@ func TestCRDValidation(t *testing.T) {
 		st.ProgressDeadline = &metav1.Duration{Duration: d}
 		return st
 	}
+	batched := func(name string, maxConcurrency, maxFailures *intstr.IntOrString, canary *int32) v1alpha1.Stage {
+		st := deadlined(name, "", "10m")
+		st.MaxConcurrency, st.MaxFailures, st.Canary = maxConcurrency, maxFailures, canary
+		return st
+	}
+	num, pct := intstr.FromInt32, intstr.FromString
 	tests := []struct {
 		name     string
 		policy   string
 		stages   []v1alpha1.Stage
 		revision *v1alpha1.Revision
+		nameKey  string
 		want     string
 	}{
 		{name: "no stages", policy: "no-stages", stages: nil, want: "spec.stages"},
@@ -88,12 +97,33 @@ func TestCRDValidation(t *testing.T) {
 			revision: &v1alpha1.Revision{Name: strings.Repeat("v", 64)}, want: "spec.revision.name"},
 		{name: "revision labelKey not a label key", policy: "bad-label-key", stages: []v1alpha1.Stage{stage("dev")},
 			revision: &v1alpha1.Revision{Name: "v2", LabelKey: "a b"}, want: "spec.revision.labelKey"},
+		{name: "maxConcurrency of zero", policy: "concurrency-zero",
+			stages: []v1alpha1.Stage{batched("dev", ptr.To(num(0)), nil, nil)}, want: "maxConcurrency must be a number of at least 1"},
+		{name: "maxConcurrency of 0%", policy: "concurrency-zero-percent",
+			stages: []v1alpha1.Stage{batched("dev", ptr.To(pct("0%")), nil, nil)}, want: "maxConcurrency must be a number of at least 1"},
+		{name: "maxConcurrency over 100%", policy: "concurrency-over",
+			stages: []v1alpha1.Stage{batched("dev", ptr.To(pct("150%")), nil, nil)}, want: "maxConcurrency must be a number of at least 1"},
+		{name: "maxConcurrency not a number", policy: "concurrency-word",
+			stages: []v1alpha1.Stage{batched("dev", ptr.To(pct("two")), nil, nil)}, want: "maxConcurrency must be a number of at least 1"},
+		{name: "maxFailures negative", policy: "failures-negative",
+			stages: []v1alpha1.Stage{batched("dev", ptr.To(num(2)), ptr.To(num(-1)), nil)}, want: "maxFailures must be a number of at least 0"},
+		{name: "maxFailures without maxConcurrency", policy: "failures-unbatched",
+			stages: []v1alpha1.Stage{batched("dev", nil, ptr.To(num(1)), nil)}, want: "maxFailures needs maxConcurrency"},
+		{name: "maxFailures without progressDeadline", policy: "failures-no-deadline",
+			stages: []v1alpha1.Stage{{Name: "dev", ClusterSelectors: stage("dev").ClusterSelectors,
+				MaxConcurrency: ptr.To(num(2)), MaxFailures: ptr.To(num(1))}}, want: "maxFailures needs progressDeadline"},
+		{name: "canary without maxConcurrency", policy: "canary-unbatched",
+			stages: []v1alpha1.Stage{batched("dev", nil, nil, ptr.To[int32](1))}, want: "canary needs maxConcurrency"},
+		{name: "canary of zero", policy: "canary-zero",
+			stages: []v1alpha1.Stage{batched("dev", ptr.To(num(2)), nil, ptr.To[int32](0))}, want: "spec.stages[0].canary"},
+		{name: "clusterNameLabelKey not a label key", policy: "bad-name-key", stages: []v1alpha1.Stage{stage("dev")},
+			nameKey: "a b", want: "spec.clusterNameLabelKey"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			policy := &v1alpha1.StagedBindingPolicy{
 				ObjectMeta: metav1.ObjectMeta{Name: tt.policy},
-				Spec:       v1alpha1.StagedBindingPolicySpec{Stages: tt.stages, Revision: tt.revision},
+				Spec:       v1alpha1.StagedBindingPolicySpec{Stages: tt.stages, Revision: tt.revision, ClusterNameLabelKey: tt.nameKey},
 			}
 			err := s.Client.Create(suite.ctx, policy)
 			if err == nil {
@@ -106,14 +136,18 @@ func TestCRDValidation(t *testing.T) {
 	}
 
 	// A deadline longer than the soak is accepted, as is a revision with a
-	// label key of its own.
+	// label key of its own, and batches by number and by percentage.
 	fine := &v1alpha1.StagedBindingPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "deadline-after-soak"},
-		Spec: v1alpha1.StagedBindingPolicySpec{Suspend: true, Stages: []v1alpha1.Stage{deadlined("dev", "10m", "11m")},
+		Spec: v1alpha1.StagedBindingPolicySpec{Suspend: true, ClusterNameLabelKey: "example.com/cluster-name",
+			Stages: []v1alpha1.Stage{deadlined("dev", "10m", "11m"),
+				batched("test", ptr.To(num(1)), ptr.To(num(0)), ptr.To[int32](1)),
+				batched("prod", ptr.To(pct("100%")), ptr.To(pct("0%")), nil),
+				batched("edge", ptr.To(pct("25%")), ptr.To(pct("10%")), nil)},
 			Revision: &v1alpha1.Revision{Name: "v2-" + strings.Repeat("a", 60), LabelKey: "example.com/release"}},
 	}
 	if err := s.Client.Create(suite.ctx, fine); err != nil {
-		t.Fatalf("a valid progressDeadline or revision was rejected: %v", err)
+		t.Fatalf("a valid progressDeadline, revision or batching was rejected: %v", err)
 	}
 	policies(s).Delete(t, fine.Name)
 
