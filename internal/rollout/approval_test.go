@@ -15,7 +15,7 @@
 package rollout
 
 // The approval rules of Plan: rules 9 to 12, and the withdrawn handover of
-// rule 16.
+// rule 17.
 
 import (
 	"slices"

@@ -52,7 +52,7 @@ func handover(snap *Snapshot, active int) (*ksv1alpha1.BindingPolicy, bool) {
 	policy := snap.Policy
 	token, ok := handoverToken(policy, active)
 	next := policy.Spec.Stages[active+1]
-	if !ok || next.Approval == v1alpha1.ApprovalRequired || snap.NextBindingPolicy != nil {
+	if !ok || next.Approval == v1alpha1.ApprovalRequired || next.Batched() || snap.NextBindingPolicy != nil {
 		return nil, false
 	}
 	bp := DesiredBindingPolicy(policy, next)

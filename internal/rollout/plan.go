@@ -166,7 +166,7 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //  6. a suspended rollout (spec.suspend) stays where it is, changing nothing
 //     placed, and says so; resumed, it goes on from there (Resumed);
 //  7. a new value of the restartedAt annotation restarts the rollout from its
-//     first stage, make-before-break (rule 17 takes the old stage away); a
+//     first stage, make-before-break (rule 18 takes the old stage away); a
 //     value longer than the status can record blocks the rollout where it
 //     is, with a Warning Event, until the annotation changes;
 //  8. a revision in the spec other than status.updateRevision starts the
@@ -186,37 +186,54 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //     StageApproval of its name that the policy does not own blocks the
 //     rollout, StageApprovalConflict); a gate reached binds until it is
 //     approved or the rollout restarts, even if its approval is set to None;
-//  13. the active stage's BindingPolicy: a name taken by an object the
-//     policy does not own blocks the rollout (BindingPolicyConflict); one
-//     gone after the stage handed over records the advance (rule 15)
-//     instead of placing the done stage again; one being deleted is waited
-//     for; otherwise it is created, or brought in line with the spec;
+//  13. the active stage's BindingPolicy (for a stage placed in batches,
+//     its census, which lists its clusters and places nothing): a name
+//     taken by an object the policy does not own blocks the rollout
+//     (BindingPolicyConflict); one gone after the stage handed over records
+//     the advance (rule 15) instead of placing the done stage again; one
+//     being deleted is waited for; otherwise it is created, or brought in
+//     line with the spec;
 //  14. with placement Accumulate, every earlier stage's BindingPolicy (at
 //     the update revision) is kept in place and in line with the spec; so
 //     is, for every stage from the active one on, the BindingPolicy of
 //     the revision its record keeps (revision.go);
 //  15. the stage is assessed (its condition over the CombinedStatuses its
-//     filter keeps), then soaked; a stage that handed over to the next one
-//     records the advance, taking the handover's mark as its record
-//     (handover.go);
-//  16. a handover to a next stage that has needed approval since is
+//     filter keeps; for a stage placed in batches, over each placed
+//     cluster's own, a cluster not done past its progressDeadline being
+//     Failed or TimedOut), then soaked; a stage that handed over to the
+//     next one records the advance, taking the handover's mark as its
+//     record (handover.go);
+//  16. a stage placed in batches (maxConcurrency) deletes the
+//     BindingPolicy of a cluster its census no longer names, then places
+//     the next cluster by name through a BindingPolicy of its own: at once
+//     while the batch fills, else once no placed cluster is Progressing
+//     and that has soaked; more failures than maxFailures allow, or one in
+//     the canary batch, stall the rollout (FailureBudgetExceeded) and
+//     place nothing more; the stage is done once every cluster is placed
+//     and none is Progressing, one at least Succeeded (batches.go);
+//  17. a handover to a next stage that has needed approval since is
 //     withdrawn: that stage's BindingPolicy is deleted; a done stage that is
 //     not the last hands over: the next stage's BindingPolicy is created
 //     first, marked; where it cannot be (the next stage needs approval, a
-//     BindingPolicy of its name exists, or the active stage's start is not
-//     recorded), the status records the advance first;
-//  17. BindingPolicies of stages no longer active are deleted once the
+//     BindingPolicy of its name exists, the next stage is placed in
+//     batches, or the active stage's start is not recorded), the status
+//     records the advance first;
+//  18. BindingPolicies of stages no longer active are deleted once the
 //     active stage's Binding places the workload on a cluster
 //     (make-before-break), except the earlier stages' under Accumulate and
 //     those of the revision each stage from the active one on keeps: the
 //     active stage's until it is done on the update revision, which its
 //     record then keeps, and the later stages' until the rollout reaches
 //     them; another revision of such a stage goes only once KubeStellar has
-//     resolved the one it keeps;
-//  18. the status is brought up to date (a done last stage completes the
-//     rollout): the progress deadline (computed before rule 17, which does
-//     not read it), the condition met since, and Events for a stalled stage,
-//     a completed rollout and an evaluation error, each once.
+//     resolved the one it keeps, and an earlier stage's per-cluster ones
+//     under Accumulate once its own is resolved; a stage placed in batches
+//     keeps its clusters' BindingPolicies, and one that places all its
+//     clusters at once until every cluster has its own;
+//  19. the status is brought up to date (a done last stage completes the
+//     rollout): the progress deadline (computed before rule 18, which does
+//     not read it), the condition met since, a batched stage's clusters,
+//     and Events for a stalled stage, a completed rollout, a failed
+//     cluster and an evaluation error, each once.
 //
 // Every message of the Action is bounded (MaxConditionMessage, MaxEventNote).
 // Timers are computed from times in the snapshot (Now and the objects'
@@ -304,6 +321,9 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 		return approvalGate(snap, active)
 	}
 	desired := DesiredBindingPolicy(policy, stage)
+	if stage.Batched() {
+		desired = CensusBindingPolicy(policy, stage)
+	}
 
 	current := snap.ActiveBindingPolicy
 	switch {
@@ -334,15 +354,23 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 		return action
 	}
 
-	result := assessStage(cfg.clock, programs[active], current, snap.Binding, snap.CombinedStatuses, engine.NewBudget())
-	action := planAfterAssessment(snap, active, current, result)
+	budget := engine.NewBudget()
+	if stage.Batched() {
+		b := assessBatches(snap, active, cfg.clock, programs[active], current, budget)
+		action := planAfterAssessment(snap, active, current, b.assessment, &b)
+		action.Evaluations = b.evaluations
+		return action
+	}
+	result := assessStage(cfg.clock, programs[active], current, snap.Binding, snap.CombinedStatuses, budget)
+	action := planAfterAssessment(snap, active, current, result, nil)
 	action.Evaluations = result.evaluations
 	return action
 }
 
 // planAfterAssessment chooses the change once the active stage's
-// BindingPolicy is in line with the spec and the stage has been assessed.
-func planAfterAssessment(snap *Snapshot, active int, current *ksv1alpha1.BindingPolicy, result assessment) Action {
+// BindingPolicy is in line with the spec and the stage has been assessed;
+// b is the assessment of a stage placed in batches, else nil.
+func planAfterAssessment(snap *Snapshot, active int, current *ksv1alpha1.BindingPolicy, result assessment, b *batches) Action {
 	policy := snap.Policy
 	stage := policy.Spec.Stages[active]
 	final := active == len(policy.Spec.Stages)-1
@@ -354,6 +382,11 @@ func planAfterAssessment(snap *Snapshot, active int, current *ksv1alpha1.Binding
 		return Action{Type: ActionDeleteBindingPolicy, BindingPolicy: bp,
 			Why: fmt.Sprintf("stage %q needs approval since BindingPolicy %s was created for it", policy.Spec.Stages[active+1].Name, bp.Name)}
 	}
+	if b != nil {
+		if action, ok := placeBatch(snap, active, *b, result.satisfied); ok {
+			return action
+		}
+	}
 	if result.satisfied && !final {
 		if next, ok := handover(snap, active); ok {
 			return Action{Type: ActionCreateBindingPolicy, BindingPolicy: next,
@@ -363,12 +396,17 @@ func planAfterAssessment(snap *Snapshot, active int, current *ksv1alpha1.Binding
 	}
 	result, deadline, deadlineLeft := progressDeadline(policy, active, result, snap.Now)
 	requeue := Earliest(soakLeft, deadlineLeft)
+	if b != nil {
+		requeue = Earliest(requeue, b.deadlineLeft)
+	}
 
 	if result.bindingObserved && result.placed {
 		for i := range snap.BindingPolicies {
 			bp := &snap.BindingPolicies[i]
 			if bp.Name != current.Name && bp.DeletionTimestamp == nil && OwnedBy(bp, policy) && !accumulated(policy, active, bp) &&
-				!kept(policy, active, bp) && !waitsForKept(snap, active, bp) {
+				!kept(policy, active, bp) && !waitsForKept(snap, active, bp) &&
+				!batchPlaced(policy, active, b, bp) && !keptForBatches(policy, active, b, bp) &&
+				!waitsForStageWide(snap, active, bp) {
 				return Action{Type: ActionDeleteBindingPolicy, BindingPolicy: bp,
 					Why: fmt.Sprintf("BindingPolicy %s belongs to a stage that is no longer active", bp.Name)}
 			}
@@ -381,8 +419,12 @@ func planAfterAssessment(snap *Snapshot, active int, current *ksv1alpha1.Binding
 		status.Stages[active].ProgressDeadlineTime = deadline
 	}
 	var events []Event
-	if result.stalled && progressingReason(&policy.Status) != v1alpha1.ReasonProgressDeadlineExceeded {
-		events = append(events, Event{Type: corev1.EventTypeWarning, Reason: v1alpha1.ReasonProgressDeadlineExceeded,
+	if b != nil && b.clusters != nil {
+		status.Stages[active].Clusters = b.clusters
+		events = append(events, newlyFailed(policy.Status.StageNamed(stage.Name), stage.Name, b.clusters)...)
+	}
+	if result.stalled && progressingReason(&policy.Status) != result.reason {
+		events = append(events, Event{Type: corev1.EventTypeWarning, Reason: result.reason,
 			Note: fmt.Sprintf("stage %q: %s", stage.Name, result.message)})
 	}
 	if recordSucceeded(status, active) && !recordSucceeded(&policy.Status, active) {
@@ -409,7 +451,7 @@ func planAfterAssessment(snap *Snapshot, active int, current *ksv1alpha1.Binding
 func progressDeadline(policy *v1alpha1.StagedBindingPolicy, active int, result assessment, now metav1.Time) (assessment, *metav1.Time, time.Duration) {
 	stage := policy.Spec.Stages[active]
 	record := policy.Status.StageNamed(stage.Name)
-	if stage.ProgressDeadline == nil || stage.ProgressDeadline.Duration <= 0 || result.satisfied || result.evaluationError ||
+	if stage.ProgressDeadline == nil || stage.ProgressDeadline.Duration <= 0 || stage.Batched() || result.satisfied || result.evaluationError ||
 		record == nil || record.Phase != v1alpha1.StageActive || record.StartTime == nil {
 		return result, nil, 0
 	}

@@ -30,7 +30,7 @@ import (
 )
 
 // ---------------------------------------------------------------------------
-// Rule 16: advancing to the next stage
+// Rule 17: advancing to the next stage
 // ---------------------------------------------------------------------------
 
 func TestPlanAdvances(t *testing.T) {
@@ -163,7 +163,7 @@ func placed(snap *Snapshot, bp *ksv1alpha1.BindingPolicy) *Snapshot {
 }
 
 // ---------------------------------------------------------------------------
-// Rule 17: make-before-break
+// Rule 18: make-before-break
 // ---------------------------------------------------------------------------
 
 func TestPlanMakeBeforeBreak(t *testing.T) {
@@ -227,7 +227,7 @@ func TestPlanMakeBeforeBreak(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// Rule 18: the final stage
+// Rule 19: the final stage
 // ---------------------------------------------------------------------------
 
 func TestPlanFinalStage(t *testing.T) {
@@ -316,7 +316,7 @@ func TestPlanFinalStage(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// Rule 18: RolloutCompleted is announced once
+// Rule 19: RolloutCompleted is announced once
 // ---------------------------------------------------------------------------
 
 func TestPlanRolloutCompletedOnce(t *testing.T) {

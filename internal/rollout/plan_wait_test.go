@@ -207,7 +207,7 @@ func TestPlanWaiting(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// Rule 18: EvaluationError is announced once per change of Progressing
+// Rule 19: EvaluationError is announced once per change of Progressing
 // ---------------------------------------------------------------------------
 
 func TestPlanEvaluationErrorEvent(t *testing.T) {
@@ -400,7 +400,7 @@ func TestPlanSoak(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// Rule 18: progress deadline
+// Rule 19: progress deadline
 // ---------------------------------------------------------------------------
 
 // deadlined returns dev with the seed's condition and a progressDeadline.

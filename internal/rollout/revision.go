@@ -171,11 +171,13 @@ func waitsForKept(snap *Snapshot, active int, bp *ksv1alpha1.BindingPolicy) bool
 }
 
 // ReadsBindings reports whether Plan needs the Bindings of every
-// BindingPolicy of the policy (Snapshot.Bindings): for abort, and for a
+// BindingPolicy of the policy (Snapshot.Bindings): for abort; for a
 // policy whose stages keep revisions, so that an old placement goes only
-// once the one that replaces it is resolved.
+// once the one that replaces it is resolved; and for one with a stage
+// placed in batches, whose clusters each have a Binding.
 func ReadsBindings(policy *v1alpha1.StagedBindingPolicy) bool {
-	return policy.Spec.Abort || policy.Spec.Revision != nil || policy.Status.UpdateRevision != "" || policy.Status.CurrentRevision != ""
+	return policy.Spec.Abort || policy.Spec.Revision != nil || policy.Status.UpdateRevision != "" || policy.Status.CurrentRevision != "" ||
+		slices.ContainsFunc(policy.Spec.Stages, func(s v1alpha1.Stage) bool { return s.Batched() })
 }
 
 // keptRevisions returns each stage's revision from status, by stage name.

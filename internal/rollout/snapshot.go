@@ -65,6 +65,11 @@ type Snapshot struct {
 	// the active stage's BindingPolicy name.
 	CombinedStatuses []ksv1alpha1.CombinedStatus
 
+	// ClusterStatuses are, for an active stage placed in batches, the
+	// CombinedStatuses of the BindingPolicies that place its clusters one
+	// by one (PlacesActiveCluster).
+	ClusterStatuses []ksv1alpha1.CombinedStatus
+
 	// Now is the time of the snapshot, used for the times recorded in status.
 	Now metav1.Time
 }

@@ -267,7 +267,7 @@ func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*r
 	if !started || policy.DeletionTimestamp != nil {
 		return snap, nil
 	}
-	bpName := policy.StageBindingPolicyName(policy.Spec.Stages[active].Name)
+	bpName := rollout.ActiveBindingPolicyName(policy)
 
 	var err error
 	if snap.ActiveBindingPolicy, err = getNamed(ctx, r.Client, "BindingPolicy", bpName, &ksv1alpha1.BindingPolicy{}); err != nil {
@@ -290,6 +290,18 @@ func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*r
 		return nil, fmt.Errorf("listing CombinedStatuses of %s: %w", bpName, err)
 	}
 	snap.CombinedStatuses = statuses.Items
+
+	for i := range snap.BindingPolicies {
+		bp := &snap.BindingPolicies[i]
+		if !rollout.PlacesActiveCluster(policy, bp) {
+			continue
+		}
+		statuses := &ksv1alpha1.CombinedStatusList{}
+		if err := r.Client.List(ctx, statuses, r.labelled(byBindingPolicy, bp.Name)); err != nil {
+			return nil, fmt.Errorf("listing CombinedStatuses of %s: %w", bp.Name, err)
+		}
+		snap.ClusterStatuses = append(snap.ClusterStatuses, statuses.Items...)
+	}
 	return snap, nil
 }
 

@@ -1,0 +1,478 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package rollout
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/clock"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/internal/expression"
+)
+
+// A stage with maxConcurrency is placed in batches. KubeStellar resolves a
+// BindingPolicy's clusterSelectors itself and the stager sees no
+// ManagedCluster, so the stage learns its clusters from the census: a
+// BindingPolicy with the stage's clusterSelectors and no downsync, whose
+// Binding names every selected cluster and places nothing. Each cluster is
+// then placed by a BindingPolicy of its own, the stage's selectors narrowed
+// to the cluster's name label, whose CombinedStatuses report on that
+// cluster alone: the stage's condition judges each cluster by itself. The
+// BindingPolicies are the record of what is placed and when (their
+// creation time starts each cluster's progressDeadline), so a restarted
+// stager resumes the same batch.
+
+// CensusBindingPolicy returns the BindingPolicy that lists the clusters of
+// a stage placed in batches: the stage's clusterSelectors, no downsync.
+func CensusBindingPolicy(policy *v1alpha1.StagedBindingPolicy, stage v1alpha1.Stage) *ksv1alpha1.BindingPolicy {
+	bp := RevisionBindingPolicy(policy, stage, "")
+	bp.Name = v1alpha1.CensusBindingPolicyName(policy.Name, stage.Name)
+	bp.Spec.Downsync = nil
+	return bp
+}
+
+// ClusterBindingPolicy returns the BindingPolicy that places the update
+// revision of a stage on one cluster: the stage's BindingPolicy, each of
+// its clusterSelectors narrowed to the cluster's name label.
+func ClusterBindingPolicy(policy *v1alpha1.StagedBindingPolicy, stage v1alpha1.Stage, cluster string) *ksv1alpha1.BindingPolicy {
+	bp := DesiredBindingPolicy(policy, stage)
+	bp.Name = v1alpha1.ClusterBindingPolicyName(policy.Name, stage.Name, policy.Status.UpdateRevision, cluster)
+	bp.Labels[v1alpha1.ClusterLabel] = cluster
+	named := metav1.LabelSelectorRequirement{Key: policy.Spec.NameLabelKey(), Operator: metav1.LabelSelectorOpIn, Values: []string{cluster}}
+	selectors := make([]metav1.LabelSelector, 0, len(bp.Spec.ClusterSelectors))
+	for _, s := range bp.Spec.ClusterSelectors {
+		s = *s.DeepCopy()
+		s.MatchExpressions = append(s.MatchExpressions, named)
+		selectors = append(selectors, s)
+	}
+	bp.Spec.ClusterSelectors = selectors
+	return bp
+}
+
+// activeBindingPolicyName is the name of the BindingPolicy rule 13 keeps for
+// the stage: the census for a stage placed in batches, else the stage's.
+func activeBindingPolicyName(policy *v1alpha1.StagedBindingPolicy, stage v1alpha1.Stage) string {
+	if stage.Batched() {
+		return v1alpha1.CensusBindingPolicyName(policy.Name, stage.Name)
+	}
+	return policy.StageBindingPolicyName(stage.Name)
+}
+
+// ActiveBindingPolicyName returns the name of the BindingPolicy the
+// reconciler reads as Snapshot.ActiveBindingPolicy (and whose Binding and
+// CombinedStatuses it reads): the active stage's, or its census for a
+// stage placed in batches; "" before the rollout starts.
+func ActiveBindingPolicyName(policy *v1alpha1.StagedBindingPolicy) string {
+	active, started, _ := ActiveStage(policy)
+	if !started {
+		return ""
+	}
+	return activeBindingPolicyName(policy, policy.Spec.Stages[active])
+}
+
+// placesCluster reports whether bp is one that places a cluster of the
+// given stage at the update revision.
+func placesCluster(policy *v1alpha1.StagedBindingPolicy, stage string, bp *ksv1alpha1.BindingPolicy) bool {
+	cluster := bp.Labels[v1alpha1.ClusterLabel]
+	return cluster != "" && bp.Labels[v1alpha1.StageLabel] == stage &&
+		bp.Name == v1alpha1.ClusterBindingPolicyName(policy.Name, stage, policy.Status.UpdateRevision, cluster)
+}
+
+// placedCluster is one cluster of a stage placed in batches that has a
+// BindingPolicy of its own.
+type placedCluster struct {
+	name  string
+	bp    *ksv1alpha1.BindingPolicy
+	state v1alpha1.ClusterState
+	// message says what the cluster waits for or why it failed.
+	message string
+}
+
+// batches is the assessment of a stage placed in batches.
+type batches struct {
+	assessment
+	// clusters is the stage record's account of its clusters.
+	clusters *v1alpha1.StageClusters
+	// place is the cluster to place next, "" for none; filling says the
+	// batch it belongs to has started, so that it is placed at once
+	// rather than once the clusters placed so far are done.
+	place   string
+	filling bool
+	// unplaced is how many selected clusters have no BindingPolicy yet.
+	unplaced int
+	// gone are the BindingPolicies of clusters the stage no longer selects.
+	gone []*ksv1alpha1.BindingPolicy
+	// failed names the clusters that failed or timed out.
+	failed []string
+	// deadlineLeft is how long until the next cluster's progressDeadline
+	// passes (0 for none).
+	deadlineLeft time.Duration
+}
+
+// assessBatches assesses a stage placed in batches from its census and the
+// BindingPolicies, Bindings and CombinedStatuses of its clusters: each
+// placed cluster's state, the failure budget, and which cluster is placed
+// next. The batch in progress is done once no placed cluster is
+// Progressing; the stage is done (satisfied) once every selected cluster
+// is placed and done, at least one Succeeded, within the budget.
+func assessBatches(snap *Snapshot, active int, clk clock.PassiveClock, programs compiledStage, census *ksv1alpha1.BindingPolicy,
+	budget *expression.Budget) batches {
+	policy := snap.Policy
+	stage := policy.Spec.Stages[active]
+	if census == nil || census.UID == "" {
+		return batches{assessment: assessment{reason: v1alpha1.ReasonBindingPolicyPending,
+			message: "waiting for the stage's census BindingPolicy to be created"}}
+	}
+	censusBinding := snap.Binding
+	if censusBinding == nil || !OwnedBy(censusBinding, census) || census.Status.ObservedGeneration != census.Generation {
+		return batches{assessment: waitingForBinding(census)}
+	}
+	selected := make([]string, 0, len(censusBinding.Spec.Destinations))
+	for _, d := range censusBinding.Spec.Destinations {
+		selected = append(selected, d.ClusterId)
+	}
+	slices.Sort(selected)
+	selected = slices.Compact(selected)
+
+	var placed []placedCluster
+	var gone []*ksv1alpha1.BindingPolicy
+	for i := range snap.BindingPolicies {
+		bp := &snap.BindingPolicies[i]
+		if !OwnedBy(bp, policy) || !placesCluster(policy, stage.Name, bp) {
+			continue
+		}
+		name := bp.Labels[v1alpha1.ClusterLabel]
+		if _, ok := slices.BinarySearch(selected, name); !ok {
+			if bp.DeletionTimestamp == nil {
+				gone = append(gone, bp)
+			}
+			continue
+		}
+		placed = append(placed, placedCluster{name: name, bp: bp})
+	}
+	// Placement order: the first placed first, which keeps the canary batch
+	// the canary whatever joins the stage later.
+	slices.SortFunc(placed, func(a, b placedCluster) int {
+		return cmp.Or(a.bp.CreationTimestamp.Compare(b.bp.CreationTimestamp.Time), strings.Compare(a.name, b.name))
+	})
+
+	total := len(selected)
+	result := batches{gone: gone, unplaced: total - len(placed)}
+	if total == 0 {
+		result.assessment = assessment{bindingObserved: true, reason: v1alpha1.ReasonNoClustersSelected,
+			message: fmt.Sprintf("Binding %s names no cluster: the stage's clusterSelectors select none", censusBinding.Name)}
+		result.clusters = &v1alpha1.StageClusters{}
+		return result
+	}
+	first, size, allowed := batchSizes(stage, total)
+
+	record := policy.Status.StageNamed(stage.Name)
+	var suspended time.Duration
+	if record != nil {
+		suspended = suspendedFor(&policy.Status, record, snap.Now)
+	}
+	counts := map[v1alpha1.ClusterState]int{}
+	anyPlaced := false
+	for i := range placed {
+		c := &placed[i]
+		one := assessStage(clk, programs, c.bp, bindingNamed(snap, c.bp.Name), snap.ClusterStatuses, budget)
+		result.evaluations = append(result.evaluations, one.evaluations...)
+		if one.evaluationError {
+			result.assessment = assessment{bindingObserved: true, placed: true, evaluationError: true, reason: one.reason,
+				message: fmt.Sprintf("cluster %s: %s", c.name, one.message), evaluations: result.evaluations}
+			return result
+		}
+		anyPlaced = anyPlaced || one.placed
+		c.state, c.message = v1alpha1.ClusterProgressing, one.message
+		if one.reason == v1alpha1.ReasonNoClustersSelected {
+			c.message = fmt.Sprintf("BindingPolicy %s selects no cluster: does cluster %s carry the label %s=%s?",
+				c.bp.Name, c.name, policy.Spec.NameLabelKey(), c.name)
+		}
+		switch {
+		case one.satisfied:
+			c.state = v1alpha1.ClusterSucceeded
+		case stage.ProgressDeadline != nil && stage.ProgressDeadline.Duration > 0:
+			deadline := c.bp.CreationTimestamp.Add(stage.ProgressDeadline.Duration + suspended)
+			if left := deadline.Sub(snap.Now.Time); left > 0 {
+				// Now is truncated to the second: a second more is past the deadline.
+				result.deadlineLeft = Earliest(result.deadlineLeft, left+time.Second)
+				break
+			}
+			c.state = v1alpha1.ClusterTimedOut
+			if one.reason == v1alpha1.ReasonConditionNotMet {
+				c.state = v1alpha1.ClusterFailed
+			}
+		}
+		counts[c.state]++
+	}
+
+	failures := counts[v1alpha1.ClusterFailed] + counts[v1alpha1.ClusterTimedOut]
+	var canaryFailed []string
+	for i, c := range placed {
+		if c.state == v1alpha1.ClusterFailed || c.state == v1alpha1.ClusterTimedOut {
+			result.failed = append(result.failed, fmt.Sprintf("%s (%s)", c.name, c.state))
+			if stage.Canary != nil && i < first {
+				canaryFailed = append(canaryFailed, c.name)
+			}
+		}
+	}
+	slices.Sort(result.failed)
+
+	batch, batchCount := batchOf(len(placed), first, size, total)
+	result.clusters = &v1alpha1.StageClusters{
+		Total: int32(total), Placed: int32(len(placed)), Succeeded: int32(counts[v1alpha1.ClusterSucceeded]),
+		Failed: int32(counts[v1alpha1.ClusterFailed]), TimedOut: int32(counts[v1alpha1.ClusterTimedOut]),
+		Batch: int32(batch), Batches: int32(batchCount), Clusters: clusterStates(placed),
+	}
+	result.bindingObserved, result.placed = true, anyPlaced
+	progressing := counts[v1alpha1.ClusterProgressing]
+	tally := fmt.Sprintf("%d of %d cluster(s) succeeded, %d progressing, %d failed", counts[v1alpha1.ClusterSucceeded], total, progressing, failures)
+
+	switch {
+	case len(canaryFailed) > 0:
+		result.stalled, result.reason = true, v1alpha1.ReasonFailureBudgetExceeded
+		result.message = fmt.Sprintf("canary cluster(s) %s failed, and the canary batch may not fail: %s; no more clusters are placed",
+			nameSome(canaryFailed), nameSome(slices.Clone(result.failed)))
+		return result
+	case failures > allowed:
+		result.stalled, result.reason = true, v1alpha1.ReasonFailureBudgetExceeded
+		result.message = fmt.Sprintf("%d cluster(s) failed, more than maxFailures allows (%d): %s; no more clusters are placed",
+			failures, allowed, nameSome(slices.Clone(result.failed)))
+		return result
+	}
+
+	if next := nextCluster(selected, placed); next != "" {
+		result.place = next
+		result.filling = len(placed) > 0 && !isBoundary(len(placed), first, size)
+		if len(placed) == 0 || result.filling {
+			result.reason = v1alpha1.ReasonBatchInProgress
+			result.message = fmt.Sprintf("batch %d of %d: placing cluster %s; %s", batchNumber(len(placed)+1, first, size), batchCount, next, tally)
+			return result
+		}
+		if progressing == 0 {
+			// The batch is done: placing the next one waits only for the
+			// soak, which Plan applies to this satisfied assessment.
+			result.satisfied, result.reason = true, v1alpha1.ReasonBatchInProgress
+			result.message = fmt.Sprintf("batch %d of %d is done: %s", batch, batchCount, tally)
+			return result
+		}
+	} else if progressing == 0 {
+		if counts[v1alpha1.ClusterSucceeded] == 0 {
+			result.reason = v1alpha1.ReasonConditionNotMet
+			result.message = fmt.Sprintf("no cluster of the stage succeeded: %s", tally)
+			return result
+		}
+		result.satisfied, result.reason = true, v1alpha1.ReasonStageAdvanced
+		result.message = fmt.Sprintf("condition holds on %d of %d cluster(s)", counts[v1alpha1.ClusterSucceeded], total)
+		if failures > 0 {
+			result.message += fmt.Sprintf("; %s failed, within maxFailures (%d)", nameSome(slices.Clone(result.failed)), allowed)
+		}
+		return result
+	}
+	var waiting []string
+	for _, c := range placed {
+		if c.state == v1alpha1.ClusterProgressing {
+			waiting = append(waiting, c.name)
+		}
+	}
+	slices.Sort(waiting)
+	result.reason = v1alpha1.ReasonBatchInProgress
+	result.message = fmt.Sprintf("batch %d of %d: waiting for %s; %s", batch, batchCount, nameSome(waiting), tally)
+	for _, c := range placed {
+		if c.state == v1alpha1.ClusterProgressing && c.name == waiting[0] {
+			result.message += fmt.Sprintf(" (%s: %s)", c.name, c.message)
+		}
+	}
+	return result
+}
+
+// batchSizes returns the size of a stage's first batch (canary, or
+// maxConcurrency), of every later one (maxConcurrency, a percentage
+// rounded up, at least one), and how many clusters may fail (maxFailures,
+// a percentage rounded down), for a stage of total clusters.
+func batchSizes(stage v1alpha1.Stage, total int) (first, size, allowed int) {
+	size = scaled(stage.MaxConcurrency, total, true)
+	size = max(size, 1)
+	first = size
+	if stage.Canary != nil && *stage.Canary > 0 {
+		first = int(*stage.Canary)
+	}
+	allowed = max(scaled(stage.MaxFailures, total, false), 0)
+	return min(first, total), size, allowed
+}
+
+// scaled is value as a number of clusters out of total; 0 for no value or
+// one that does not parse (the CRD admits neither).
+func scaled(value *intstr.IntOrString, total int, roundUp bool) int {
+	if value == nil {
+		return 0
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(value, total, roundUp)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// isBoundary reports whether n placed clusters fill whole batches.
+func isBoundary(n, first, size int) bool {
+	return n == first || n > first && (n-first)%size == 0
+}
+
+// batchNumber is the batch, from 1, of the n-th cluster placed (from 1).
+func batchNumber(n, first, size int) int {
+	if n <= first {
+		return 1
+	}
+	return 2 + (n-first-1)/size
+}
+
+// batchOf returns the batch being placed or awaited with placed clusters
+// placed, and how many batches total clusters make.
+func batchOf(placed, first, size, total int) (batch, count int) {
+	count = batchNumber(total, first, size)
+	return min(batchNumber(max(placed, 1), first, size), count), count
+}
+
+// nextCluster returns the first selected cluster by name that has no
+// BindingPolicy, or "".
+func nextCluster(selected []string, placed []placedCluster) string {
+	for _, name := range selected {
+		if !slices.ContainsFunc(placed, func(c placedCluster) bool { return c.name == name }) {
+			return name
+		}
+	}
+	return ""
+}
+
+// clusterStates names the placed clusters and their states for the stage
+// record: failed and timed out first, then progressing, then succeeded,
+// each by name, at most v1alpha1.MaxClusterStates.
+func clusterStates(placed []placedCluster) []v1alpha1.ClusterStatus {
+	rank := map[v1alpha1.ClusterState]int{v1alpha1.ClusterFailed: 0, v1alpha1.ClusterTimedOut: 0, v1alpha1.ClusterProgressing: 1, v1alpha1.ClusterSucceeded: 2}
+	states := make([]v1alpha1.ClusterStatus, 0, len(placed))
+	for _, c := range placed {
+		states = append(states, v1alpha1.ClusterStatus{Name: c.name, State: c.state})
+	}
+	slices.SortFunc(states, func(a, b v1alpha1.ClusterStatus) int {
+		return cmp.Or(cmp.Compare(rank[a.State], rank[b.State]), strings.Compare(a.Name, b.Name))
+	})
+	if len(states) > v1alpha1.MaxClusterStates {
+		states = states[:v1alpha1.MaxClusterStates]
+	}
+	return states
+}
+
+// placeBatch is the change that places the next cluster of a stage placed
+// in batches, or that deletes the BindingPolicy of a cluster the stage no
+// longer selects; it reports whether there is one. The next cluster goes
+// at once while its batch fills, and once the batch before is done (and
+// soaked: satisfied) when it starts a batch.
+func placeBatch(snap *Snapshot, active int, b batches, satisfied bool) (Action, bool) {
+	policy := snap.Policy
+	stage := policy.Spec.Stages[active]
+	if len(b.gone) > 0 {
+		return Action{Type: ActionDeleteBindingPolicy, BindingPolicy: b.gone[0],
+			Why: fmt.Sprintf("stage %q no longer selects cluster %s", stage.Name, b.gone[0].Labels[v1alpha1.ClusterLabel])}, true
+	}
+	first := b.clusters != nil && b.clusters.Placed == 0
+	if b.place == "" || b.stalled || !b.filling && !satisfied && !first {
+		return Action{}, false
+	}
+	bp := ClusterBindingPolicy(policy, stage, b.place)
+	if existing := findBindingPolicy(snap.BindingPolicies, bp.Name); existing != nil {
+		// Being deleted (the cluster left and came back): wait for it to go.
+		return Action{Type: ActionNone, Why: fmt.Sprintf("BindingPolicy %s is being deleted; waiting to create it again", bp.Name)}, true
+	}
+	action := Action{Type: ActionCreateBindingPolicy, BindingPolicy: bp,
+		Why: fmt.Sprintf("stage %q places cluster %s", stage.Name, b.place)}
+	if !b.filling {
+		firstSize, size, _ := batchSizes(stage, int(b.clusters.Total))
+		n := batchNumber(int(b.clusters.Placed)+1, firstSize, size)
+		action.Events = []Event{{Type: corev1.EventTypeNormal, Reason: v1alpha1.EventReasonBatchStarted,
+			Note: fmt.Sprintf("stage %q: batch %d of %d started with cluster %s", stage.Name, n, b.clusters.Batches, b.place)}}
+	}
+	return action, true
+}
+
+// newlyFailed returns the Events of clusters that failed since the record
+// was written, within the failure budget.
+func newlyFailed(before *v1alpha1.StageStatus, stage string, after *v1alpha1.StageClusters) []Event {
+	if after == nil {
+		return nil
+	}
+	var events []Event
+	for _, c := range after.Clusters {
+		if c.State != v1alpha1.ClusterFailed && c.State != v1alpha1.ClusterTimedOut {
+			continue
+		}
+		if before != nil && before.Clusters != nil && slices.ContainsFunc(before.Clusters.Clusters, func(o v1alpha1.ClusterStatus) bool {
+			return o.Name == c.Name && o.State == c.State
+		}) {
+			continue
+		}
+		events = append(events, Event{Type: corev1.EventTypeWarning, Reason: v1alpha1.EventReasonClusterFailed,
+			Note: fmt.Sprintf("stage %q: cluster %s is %s past its progressDeadline", stage, c.Name, c.State)})
+	}
+	return events
+}
+
+// batchPlaced reports whether bp places a cluster of the active stage,
+// placed in batches (b is its assessment, nil for another stage).
+func batchPlaced(policy *v1alpha1.StagedBindingPolicy, active int, b *batches, bp *ksv1alpha1.BindingPolicy) bool {
+	return b != nil && placesCluster(policy, policy.Spec.Stages[active].Name, bp)
+}
+
+// keptForBatches reports whether bp, the BindingPolicy of the active stage
+// that places every cluster at once (from before the stage had
+// maxConcurrency), stays: until every selected cluster has its own.
+func keptForBatches(policy *v1alpha1.StagedBindingPolicy, active int, b *batches, bp *ksv1alpha1.BindingPolicy) bool {
+	stage := policy.Spec.Stages[active]
+	return b != nil && stage.Batched() && bp.Name == policy.StageBindingPolicyName(stage.Name) && b.unplaced > 0
+}
+
+// waitsForStageWide reports whether bp, which placed one cluster of an
+// earlier stage placed in batches, has to wait before it goes: under
+// Accumulate, until KubeStellar has resolved the stage's BindingPolicy that
+// keeps all of it placed (make-before-break).
+func waitsForStageWide(snap *Snapshot, active int, bp *ksv1alpha1.BindingPolicy) bool {
+	policy := snap.Policy
+	if bp.Labels[v1alpha1.ClusterLabel] == "" || policy.Spec.Placement != v1alpha1.PlacementAccumulate {
+		return false
+	}
+	stage := bp.Labels[v1alpha1.StageLabel]
+	if index := stageIndex(policy, stage); index < 0 || index >= active {
+		return false
+	}
+	return !resolved(snap, findBindingPolicy(snap.BindingPolicies, policy.StageBindingPolicyName(stage)))
+}
+
+// PlacesActiveCluster reports whether bp is a BindingPolicy that places one
+// cluster of the policy's active stage, placed in batches, at the update
+// revision: the reconciler reads its CombinedStatuses
+// (Snapshot.ClusterStatuses).
+func PlacesActiveCluster(policy *v1alpha1.StagedBindingPolicy, bp *ksv1alpha1.BindingPolicy) bool {
+	active, started, _ := ActiveStage(policy)
+	return started && policy.Spec.Stages[active].Batched() && placesCluster(policy, policy.Spec.Stages[active].Name, bp)
+}
