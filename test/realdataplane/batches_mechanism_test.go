@@ -40,7 +40,7 @@ import (
 // every selected cluster, follows clusters that join or leave the
 // selectors, and makes no ManifestWork.
 func TestBindingPolicyWithoutDownsyncListsItsClusters(t *testing.T) {
-	const space, name, mark = "wds1", "census-experiment", "stager-experiment"
+	const name, mark = "census-experiment", "stager-experiment"
 	bp := &ksv1alpha1.BindingPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: ksv1alpha1.BindingPolicySpec{ClusterSelectors: []metav1.LabelSelector{
@@ -49,15 +49,15 @@ func TestBindingPolicyWithoutDownsyncListsItsClusters(t *testing.T) {
 		}},
 	}
 	createHandBindingPolicy(t, bp)
-	waitForDestinations(t, space, name, "dev1", "dev2")
+	waitForDestinations(t, name, "dev1", "dev2")
 
 	begin := time.Now()
 	labelCluster(t, "edge1", mark, "census")
-	waitForDestinations(t, space, name, "dev1", "dev2", "edge1")
+	waitForDestinations(t, name, "dev1", "dev2", "edge1")
 	t.Logf("a cluster that joins the selectors is a destination %s after its label is set", time.Since(begin).Round(10*time.Millisecond))
 	begin = time.Now()
 	labelCluster(t, "edge1", mark, "")
-	waitForDestinations(t, space, name, "dev1", "dev2")
+	waitForDestinations(t, name, "dev1", "dev2")
 	t.Logf("a cluster that leaves the selectors is no destination %s after its label is removed", time.Since(begin).Round(10*time.Millisecond))
 
 	environment.Consistently(t, 5*time.Second, "no ManifestWork for a BindingPolicy without downsync", func() error {
@@ -83,7 +83,7 @@ func TestBindingPolicyPerClusterPlacesOneWEC(t *testing.T) {
 		{Key: kubestellar.NameLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{"dev2"}}}
 	createHandBindingPolicy(t, bp)
 	waitForWECs(t, app, "dev2")
-	waitForDestinations(t, space, bp.Name, "dev2")
+	waitForDestinations(t, bp.Name, "dev2")
 	environment.Eventually(t, timeout, "the CombinedStatus of the Deployment on dev2 alone", func() error {
 		wecs, err := combinedStatusWECs(space, app)
 		if err != nil {
@@ -96,13 +96,13 @@ func TestBindingPolicyPerClusterPlacesOneWEC(t *testing.T) {
 	})
 }
 
-// waitForDestinations waits until the Binding of a BindingPolicy names
-// exactly the given clusters.
-func waitForDestinations(t testing.TB, space, name string, want ...string) {
+// waitForDestinations waits until the Binding of a BindingPolicy of wds1
+// names exactly the given clusters.
+func waitForDestinations(t testing.TB, name string, want ...string) {
 	t.Helper()
 	environment.Eventually(t, timeout, fmt.Sprintf("Binding %s naming %v", name, want), func() error {
 		var b ksv1alpha1.Binding
-		if err := wds(space).Get(suite.ctx, client.ObjectKey{Name: name}, &b); err != nil {
+		if err := wds("wds1").Get(suite.ctx, client.ObjectKey{Name: name}, &b); err != nil {
 			return err
 		}
 		got := make([]string, 0, len(b.Spec.Destinations))
