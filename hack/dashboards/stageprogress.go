@@ -109,6 +109,13 @@ func stageProgress() *dashboard.DashboardBuilder { //nolint:staticcheck // the c
 			WithTransformation(dashboard.DataTransformerConfig{Id: "organize", Options: map[string]any{
 				"excludeByName": map[string]bool{"Time": true, "Value": true},
 			}})).
+		WithPanel(rowsTable("Clusters of stages placed in batches", 24, 8,
+			"For stages with maxConcurrency, how many of their clusters are in each state: ToApply (not placed yet), Progressing, Succeeded, and Failed or TimedOut (not done past their progressDeadline; more than maxFailures stalls the rollout).").
+			WithTarget(rows("A", `max by (space, policy, stage, state) (stager_stage_clusters{`+spacePolicy+`})`)).
+			WithTransformation(dashboard.DataTransformerConfig{Id: "organize", Options: map[string]any{
+				"excludeByName": map[string]bool{"Time": true},
+				"renameByName":  map[string]string{"Value": "Clusters"},
+			}})).
 		WithPanel(graph("Stage transitions",
 			"Stages completed over time.").
 			WithTarget(series("A", `sum by (space, policy, stage) (increase(stager_stage_transitions_total{`+spacePolicy+`}[$__rate_interval]))`,

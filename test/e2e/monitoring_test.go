@@ -28,9 +28,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
@@ -124,10 +126,12 @@ func TestDashboardAndAlerts(t *testing.T) {
 	// wds2's "stalled" is past its first stage's progressDeadline, which
 	// nothing meets; "paused" is suspended before it starts; "gated" awaits
 	// the approval of its first stage; "revised" rolls revision v1 out, and
-	// "undone" is aborted before it starts, with no revision to go back to.
-	const stalled, paused, gated, revised, undone = "stalled", "paused", "gated", "revised", "undone"
+	// "undone" is aborted before it starts, with no revision to go back to;
+	// "fleet" places prod's two clusters one at a time.
+	const stalled, paused, gated, revised, undone, fleet = "stalled", "paused", "gated", "revised", "undone", "fleet"
 	createWorkload(t, "wds2", stalled, false)
 	createWorkload(t, "wds2", revised, false)
+	createWorkload(t, "wds2", fleet, false)
 	late := policytest.ThreeStages(stalled, stalled)
 	late.Spec.Stages[0].ProgressDeadline = &metav1.Duration{Duration: time.Second}
 	held := policytest.ThreeStages(paused, paused)
@@ -138,14 +142,16 @@ func TestDashboardAndAlerts(t *testing.T) {
 	revising.Spec.Revision = &v1alpha1.Revision{Name: "v1"}
 	aborted := policytest.ThreeStages(undone, revised)
 	aborted.Spec.Revision, aborted.Spec.Abort = &v1alpha1.Revision{Name: "v1"}, true
-	for _, p := range []*v1alpha1.StagedBindingPolicy{late, held, waiting, revising, aborted} {
+	batched := policytest.Policy(fleet, map[string]string{policytest.AppLabel: fleet}, policytest.Stage("prod", policytest.Deployments, policytest.Available))
+	batched.Spec.Stages[0].MaxConcurrency = ptr.To(intstr.FromInt32(1))
+	for _, p := range []*v1alpha1.StagedBindingPolicy{late, held, waiting, revising, aborted, batched} {
 		if err := wds("wds2").Create(ctx, p); err != nil {
 			t.Fatalf("creating %s: %v", p.Name, err)
 		}
 	}
 	t.Cleanup(func() {
 		policies("wds1").Delete(t, metered)
-		for _, name := range []string{metered, broken, stalled, paused, gated, revised, undone} {
+		for _, name := range []string{metered, broken, stalled, paused, gated, revised, undone, fleet} {
 			policies("wds2").Delete(t, name)
 		}
 	})
@@ -171,17 +177,21 @@ func TestDashboardAndAlerts(t *testing.T) {
 	policies("wds2").WaitForPhase(t, gated, v1alpha1.RolloutAwaitingApproval)
 	policies("wds2").WaitForActiveStage(t, revised, "dev")
 	policies("wds2").WaitForPhase(t, undone, v1alpha1.RolloutAborted)
+	policies("wds2").WaitFor(t, fleet, "a cluster of prod placed", func(p *v1alpha1.StagedBindingPolicy) bool {
+		r := p.Status.StageNamed("prod")
+		return r != nil && r.Clusters != nil && r.Clusters.Placed == 1
+	})
 
 	values := map[string]string{
 		"datasource":      "prometheus",
 		"space":           "(" + strings.Join(spaces, "|") + ")",
-		"policy":          "(" + strings.Join([]string{metered, broken, deleting, stalled, paused, gated, revised, undone}, "|") + ")",
+		"policy":          "(" + strings.Join([]string{metered, broken, deleting, stalled, paused, gated, revised, undone, fleet}, "|") + ")",
 		"__rate_interval": rateInterval,
 		"__interval":      scrapeInterval.String(),
 	}
 	environment.Eventually(t, 2*time.Minute, "every dashboard query and alert to show the run", func() error {
 		var problems []string
-		problems = append(problems, checkVariables(ctx, server, dashboard, values, spaces, []string{metered, broken, deleting, stalled, paused, gated, revised, undone})...)
+		problems = append(problems, checkVariables(ctx, server, dashboard, values, spaces, []string{metered, broken, deleting, stalled, paused, gated, revised, undone, fleet})...)
 		problems = append(problems, checkPanels(ctx, server, dashboard, values, spaces, start)...)
 		problems = append(problems, checkAlerts(ctx, server, groups, spaces, bare, refused)...)
 		if len(problems) > 0 {

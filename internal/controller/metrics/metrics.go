@@ -25,6 +25,8 @@
 package metrics
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -43,6 +45,7 @@ const (
 	LabelPhase    = "phase"
 	LabelResult   = "result"
 	LabelRevision = "revision"
+	LabelState    = "state"
 )
 
 // Results of a condition evaluation.
@@ -101,6 +104,11 @@ var (
 		Help: "Info metric: 1 for each revision each stage of a policy with spec.revision runs: the one its record keeps and, for the active stage, the one being rolled out.",
 	}, []string{LabelSpace, LabelPolicy, LabelStage, LabelRevision})
 
+	stageClusters = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "stager_stage_clusters",
+		Help: "Clusters of each stage placed in batches (maxConcurrency), by state (ToApply, Progressing, Succeeded, Failed, TimedOut), as the stage's record last counted them.",
+	}, []string{LabelSpace, LabelPolicy, LabelStage, LabelState})
+
 	transitions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "stager_stage_transitions_total",
 		Help: "Stages completed, by the stage that completed.",
@@ -131,7 +139,8 @@ var (
 
 // collectors are every metric of the StagedBindingPolicy controller.
 var collectors = []prometheus.Collector{policies, policyPhase, activeStage, activeStageIndex, stageCount, activeStageStart,
-	progressDeadline, awaitingApproval, deletionStart, stageRevision, transitions, stageDuration, evaluations, evaluationLatency, reconcileErrors}
+	progressDeadline, awaitingApproval, deletionStart, stageRevision, stageClusters, transitions, stageDuration, evaluations, evaluationLatency,
+	reconcileErrors}
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(collectors...)
@@ -168,6 +177,9 @@ type policySeries struct {
 	// stageRevisions are the revisions the stages run, "<stage>=<revision>"
 	// joined by spaces: a string, so that the series stay comparable.
 	stageRevisions string
+	// stageClusters are the counts of the clusters of the stages placed in
+	// batches, "<stage>/<state>=<count>" joined by spaces.
+	stageClusters string
 }
 
 // gauge is the value of a series, or no series when not set.
@@ -207,7 +219,7 @@ func SpaceDisengaged(space string) {
 	for _, vec := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
 	}{policies, policyPhase, activeStage, activeStageIndex, stageCount, activeStageStart, progressDeadline, awaitingApproval, deletionStart, stageRevision,
-		transitions, stageDuration,
+		stageClusters, transitions, stageDuration,
 		evaluations, evaluationLatency, reconcileErrors} {
 		vec.DeletePartialMatch(labels)
 	}
@@ -223,6 +235,7 @@ func seriesOf(policy *v1alpha1.StagedBindingPolicy) policySeries {
 		series.deletionStart = at(float64(policy.DeletionTimestamp.Unix()))
 	}
 	series.stageRevisions = stageRevisionsOf(policy)
+	series.stageClusters = stageClustersOf(policy)
 	if series.activeStage == "" {
 		return series
 	}
@@ -254,6 +267,30 @@ func stageRevisionsOf(policy *v1alpha1.StagedBindingPolicy) string {
 		}
 		if r.Phase == v1alpha1.StageActive && policy.Status.UpdateRevision != "" && r.Revision != policy.Status.UpdateRevision {
 			pairs = append(pairs, r.Name+"="+policy.Status.UpdateRevision)
+		}
+	}
+	return strings.Join(pairs, " ")
+}
+
+// stageClustersOf returns the counts of the clusters of every stage
+// placed in batches, "<stage>/<state>=<count>" joined by spaces, in the
+// order of the status.
+func stageClustersOf(policy *v1alpha1.StagedBindingPolicy) string {
+	var pairs []string
+	for _, r := range policy.Status.Stages {
+		c := r.Clusters
+		if c == nil {
+			continue
+		}
+		progressing := c.Placed - c.Succeeded - c.Failed - c.TimedOut
+		for _, n := range []struct {
+			state v1alpha1.ClusterState
+			count int32
+		}{
+			{v1alpha1.ClusterToApply, c.Total - c.Placed}, {v1alpha1.ClusterProgressing, progressing},
+			{v1alpha1.ClusterSucceeded, c.Succeeded}, {v1alpha1.ClusterFailed, c.Failed}, {v1alpha1.ClusterTimedOut, c.TimedOut},
+		} {
+			pairs = append(pairs, fmt.Sprintf("%s/%s=%d", r.Name, n.state, max(n.count, 0)))
 		}
 	}
 	return strings.Join(pairs, " ")
@@ -301,6 +338,17 @@ func (s *Space) Policy(policy *v1alpha1.StagedBindingPolicy) {
 			stageRevision.WithLabelValues(s.name, name, stage, revision).Set(1)
 		}
 	}
+	if !known || before.stageClusters != series.stageClusters {
+		if known && before.stageClusters != "" {
+			stageClusters.DeletePartialMatch(prometheus.Labels{LabelSpace: s.name, LabelPolicy: name})
+		}
+		for _, pair := range strings.Fields(series.stageClusters) {
+			key, count, _ := strings.Cut(pair, "=")
+			stage, state, _ := strings.Cut(key, "/")
+			n, _ := strconv.Atoi(count)
+			stageClusters.WithLabelValues(s.name, name, stage, state).Set(float64(n))
+		}
+	}
 	for _, g := range []struct {
 		vec            *prometheus.GaugeVec
 		before, series gauge
@@ -346,7 +394,7 @@ func (s *Space) PolicyDeleted(policy string) {
 	for _, vec := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
 	}{policyPhase, activeStage, activeStageIndex, stageCount, activeStageStart, progressDeadline, awaitingApproval, deletionStart,
-		stageRevision, transitions} {
+		stageRevision, stageClusters, transitions} {
 		vec.DeletePartialMatch(labels)
 	}
 }

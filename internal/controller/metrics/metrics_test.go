@@ -326,3 +326,55 @@ func TestStageRevisionSeries(t *testing.T) {
 		t.Errorf("after the deletion, series %v, want none", got)
 	}
 }
+
+// TestStageClustersSeries checks that a stage placed in batches exports
+// its clusters by state as its record counts them, a new count replaces
+// the series, and the policy's deletion removes them.
+func TestStageClustersSeries(t *testing.T) {
+	s := NewSpace("clusters-test")
+	t.Cleanup(func() { SpaceDisengaged("clusters-test") })
+	counts := func() []string {
+		var got []string
+		ch := make(chan prometheus.Metric, 16)
+		stageClusters.Collect(ch)
+		close(ch)
+		for m := range ch {
+			var out dto.Metric
+			if err := m.Write(&out); err != nil {
+				t.Fatal(err)
+			}
+			labels := map[string]string{}
+			for _, l := range out.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels[LabelSpace] == "clusters-test" {
+				got = append(got, fmt.Sprintf("%s/%s=%g", labels[LabelStage], labels[LabelState], out.GetGauge().GetValue()))
+			}
+		}
+		slices.Sort(got)
+		return got
+	}
+
+	p := policyAt("a", "prod", v1alpha1.RolloutProgressing, 2)
+	s.Policy(p)
+	if got := counts(); len(got) != 0 {
+		t.Errorf("a policy without batches exports %v", got)
+	}
+	p.Status.Stages[2].Clusters = &v1alpha1.StageClusters{Total: 5, Placed: 4, Succeeded: 2, Failed: 1}
+	s.Policy(p)
+	want := []string{"prod/Failed=1", "prod/Progressing=1", "prod/Succeeded=2", "prod/TimedOut=0", "prod/ToApply=1"}
+	if got := counts(); !slices.Equal(got, want) {
+		t.Errorf("series %v, want %v", got, want)
+	}
+	p = p.DeepCopy()
+	p.Status.Stages[2].Clusters = &v1alpha1.StageClusters{Total: 5, Placed: 5, Succeeded: 4, TimedOut: 1}
+	s.Policy(p)
+	want = []string{"prod/Failed=0", "prod/Progressing=0", "prod/Succeeded=4", "prod/TimedOut=1", "prod/ToApply=0"}
+	if got := counts(); !slices.Equal(got, want) {
+		t.Errorf("after a new count, series %v, want %v", got, want)
+	}
+	s.PolicyDeleted("a")
+	if got := counts(); len(got) != 0 {
+		t.Errorf("after the deletion, series %v, want none", got)
+	}
+}
