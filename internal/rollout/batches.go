@@ -70,9 +70,10 @@ func ClusterBindingPolicy(policy *v1alpha1.StagedBindingPolicy, stage v1alpha1.S
 	return bp
 }
 
-// activeBindingPolicyName is the name of the BindingPolicy rule 13 keeps for
-// the stage: the census for a stage placed in batches, else the stage's.
-func activeBindingPolicyName(policy *v1alpha1.StagedBindingPolicy, stage v1alpha1.Stage) string {
+// StageBindingPolicyName returns the name of the BindingPolicy rule 13
+// keeps for a stage while it is active: its census for a stage placed in
+// batches, else the stage's at the update revision.
+func StageBindingPolicyName(policy *v1alpha1.StagedBindingPolicy, stage v1alpha1.Stage) string {
 	if stage.Batched() {
 		return v1alpha1.CensusBindingPolicyName(policy.Name, stage.Name)
 	}
@@ -88,7 +89,7 @@ func ActiveBindingPolicyName(policy *v1alpha1.StagedBindingPolicy) string {
 	if !started {
 		return ""
 	}
-	return activeBindingPolicyName(policy, policy.Spec.Stages[active])
+	return StageBindingPolicyName(policy, policy.Spec.Stages[active])
 }
 
 // placesCluster reports whether bp is one that places a cluster of the

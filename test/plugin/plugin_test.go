@@ -28,6 +28,7 @@ import (
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -126,7 +127,8 @@ func trueCondition(kind, reason, message string, now time.Time) metav1.Condition
 // them, and compares what get, explain and eval print with golden files:
 // web is in test (under a progress deadline), api awaits approval of prod,
 // fresh has not started, soaked soaks in dev, shop rolls revision v2 out over
-// v1 and has it in test.
+// v1 and has it in test, stores places prod's clusters in batches, one of
+// them failed.
 func TestOutputs(t *testing.T) {
 	web := rollout(t, "web", func(p *v1alpha1.StagedBindingPolicy) {
 		p.Spec.Stages[1].SoakDuration = &metav1.Duration{Duration: 10 * time.Minute}
@@ -143,12 +145,17 @@ func TestOutputs(t *testing.T) {
 		p.Spec.Placement = v1alpha1.PlacementAccumulate
 		p.Spec.Revision = &v1alpha1.Revision{Name: "v2"}
 	})
+	stores := rollout(t, "stores", func(p *v1alpha1.StagedBindingPolicy) {
+		p.Spec.Stages[2].MaxConcurrency = ptr.To(intstr.FromInt32(2))
+		p.Spec.Stages[2].MaxFailures = ptr.To(intstr.FromInt32(1))
+		p.Spec.Stages[2].ProgressDeadline = &metav1.Duration{Duration: 10 * time.Minute}
+	})
 	place(t, web, "test")
 
 	// Three hours after the last policy was made, at a whole second: every
 	// age is "3h" (less than a minute more for the earlier ones).
 	now := time.Time{}
-	for _, p := range []*v1alpha1.StagedBindingPolicy{web, api, fresh, soaked, shop} {
+	for _, p := range []*v1alpha1.StagedBindingPolicy{web, api, fresh, soaked, shop, stores} {
 		if created := p.CreationTimestamp.Add(3 * time.Hour); created.After(now) {
 			now = created
 		}
@@ -204,6 +211,21 @@ func TestOutputs(t *testing.T) {
 			{Name: "prod", Phase: v1alpha1.StagePending, Revision: "v1"},
 		}})
 
+	setStatus(t, stores, v1alpha1.StagedBindingPolicyStatus{ActiveStage: "prod", Phase: v1alpha1.RolloutProgressing,
+		Conditions: []metav1.Condition{
+			trueCondition(v1alpha1.ConditionProgressing, v1alpha1.ReasonBatchInProgress,
+				`stage "prod": batch 2 of 3: waiting for prod1; 2 of 5 cluster(s) succeeded, 1 progressing, 1 failed`, now),
+		},
+		Stages: []v1alpha1.StageStatus{
+			{Name: "dev", Phase: v1alpha1.StageSucceeded, StartTime: at(now.Add(-90 * time.Minute)), CompletionTime: at(now.Add(-80 * time.Minute))},
+			{Name: "test", Phase: v1alpha1.StageSucceeded, StartTime: at(now.Add(-80 * time.Minute)), CompletionTime: at(now.Add(-70 * time.Minute))},
+			{Name: "prod", Phase: v1alpha1.StageActive, StartTime: at(now.Add(-70 * time.Minute)), BindingPolicy: "stores.stage.prod",
+				Message: "batch 2 of 3: waiting for prod1; 2 of 5 cluster(s) succeeded, 1 progressing, 1 failed",
+				Clusters: &v1alpha1.StageClusters{Total: 5, Placed: 4, Succeeded: 2, Failed: 1, Batch: 2, Batches: 3,
+					Clusters: []v1alpha1.ClusterStatus{{Name: "edge1", State: v1alpha1.ClusterFailed}, {Name: "prod1", State: v1alpha1.ClusterProgressing},
+						{Name: "dev1", State: v1alpha1.ClusterSucceeded}, {Name: "dev2", State: v1alpha1.ClusterSucceeded}}}},
+		}})
+
 	available := `obj.results.exists(r, r.name == 'deployments-aggregator' && r.rows.exists(row, row.columns.exists(c, c.float == '0')))`
 	for _, tt := range []struct {
 		name string
@@ -214,6 +236,7 @@ func TestOutputs(t *testing.T) {
 		{"explain-web", []string{"explain", "web"}},
 		{"explain-web-prod", []string{"explain", "web", "--stage", "prod"}},
 		{"explain-api", []string{"explain", "api"}},
+		{"explain-stores", []string{"explain", "stores"}},
 		{"eval-condition", []string{"eval", "web", "--condition", available}},
 		{"eval-filter", []string{"eval", "web", "--filter", "downsyncClause.namespace == 'web'"}},
 	} {
@@ -250,7 +273,7 @@ func TestOutputs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, name := range []string{"web", "api", "fresh", "soaked", "shop"} {
+		for _, name := range []string{"web", "api", "fresh", "soaked", "shop", "stores"} {
 			if !slices.Contains(strings.Split(out, "\n"), name) {
 				t.Errorf("completing a policy name offers no %s:\n%s", name, out)
 			}

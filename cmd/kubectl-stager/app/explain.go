@@ -122,11 +122,21 @@ func printStage(out io.Writer, p *v1alpha1.StagedBindingPolicy, stage *v1alpha1.
 	}
 	fprintf(w, "BindingPolicy:\t%s\n", bp)
 	fmt.Fprintf(w, "Clusters:\t%s\n", orNone(strings.Join(printables(e.Clusters), ", ")))
+	if record != nil && record.Clusters != nil {
+		fprintf(w, "Batches:\t%s\n", batchSummary(record.Clusters))
+		states := make([]string, 0, len(record.Clusters.Clusters))
+		for _, c := range record.Clusters.Clusters {
+			states = append(states, c.Name+" "+string(c.State))
+		}
+		fprintf(w, "Cluster states:\t%s\n", orNone(strings.Join(states, ", ")))
+	}
 	fprintf(w, "Filter:\t%s\n", orNone(stage.Filter))
 	fprintf(w, "Condition:\t%s\n", orNone(stage.Condition))
 	switch {
 	case record == nil || record.Phase == v1alpha1.StagePending:
 		fprintf(w, "Waits for:\tthe rollout to reach it\n")
+	case stage.Batched() && record.Phase == v1alpha1.StageActive:
+		fprintf(w, "Waits for:\t%s\n", orNone(record.Message))
 	case record.Phase == v1alpha1.StageActive:
 		fprintf(w, "Waits for:\t%s: %s\n", e.Reason, e.Message)
 	case record.Phase == v1alpha1.StageSucceeded && e.Done:
@@ -135,6 +145,11 @@ func printStage(out io.Writer, p *v1alpha1.StagedBindingPolicy, stage *v1alpha1.
 		fprintf(w, "Waits for:\t%s\n", orNone(record.Message))
 	}
 	_ = w.Flush()
+	if stage.Batched() {
+		fprintf(out, "\nThe stage places each cluster through a BindingPolicy of its own, labelled %s=<cluster> and %s=%s.\n",
+			v1alpha1.ClusterLabel, v1alpha1.StageLabel, stage.Name)
+		return
+	}
 	printObjectTable(out, e)
 }
 

@@ -235,9 +235,53 @@ func stageMarks(p *v1alpha1.StagedBindingPolicy) string {
 		if revisioned(p) {
 			mark += "@" + stageRevision(p, s.Name)
 		}
+		if r := p.Status.StageNamed(s.Name); r != nil && r.Clusters != nil {
+			mark += batchMark(r.Clusters)
+		}
 		marks = append(marks, s.Name+mark)
 	}
 	return strings.Join(marks, " ")
+}
+
+// batchMark renders the clusters of a stage placed in batches in its
+// stage mark: "(2/5✓)", with ",1✗" when some failed.
+func batchMark(c *v1alpha1.StageClusters) string {
+	mark := fmt.Sprintf("(%d/%d✓", c.Succeeded, c.Total)
+	if failed := c.Failed + c.TimedOut; failed > 0 {
+		mark += fmt.Sprintf(",%d✗", failed)
+	}
+	return mark + ")"
+}
+
+// batchSummary renders the clusters of a stage placed in batches as its
+// record counts them: "batch 2 of 3: 2 succeeded, 1 progressing, 1
+// failed, 1 to apply".
+func batchSummary(c *v1alpha1.StageClusters) string {
+	parts := []string{fmt.Sprintf("%d succeeded", c.Succeeded)}
+	if progressing := c.Placed - c.Succeeded - c.Failed - c.TimedOut; progressing > 0 {
+		parts = append(parts, fmt.Sprintf("%d progressing", progressing))
+	}
+	if c.Failed > 0 {
+		parts = append(parts, fmt.Sprintf("%d failed", c.Failed))
+	}
+	if c.TimedOut > 0 {
+		parts = append(parts, fmt.Sprintf("%d timed out", c.TimedOut))
+	}
+	if toApply := c.Total - c.Placed; toApply > 0 {
+		parts = append(parts, fmt.Sprintf("%d to apply", toApply))
+	}
+	return fmt.Sprintf("batch %d of %d: %s", c.Batch, c.Batches, strings.Join(parts, ", "))
+}
+
+// failedClusters names the clusters the record says failed or timed out.
+func failedClusters(c *v1alpha1.StageClusters) []string {
+	var names []string
+	for _, s := range c.Clusters {
+		if s.State == v1alpha1.ClusterFailed || s.State == v1alpha1.ClusterTimedOut {
+			names = append(names, s.Name+" ("+string(s.State)+")")
+		}
+	}
+	return names
 }
 
 // revisioned reports whether a policy rolls out revisions.
@@ -313,6 +357,9 @@ func (o *options) activeView(ctx context.Context, c client.Client, p *v1alpha1.S
 		if names := clusters(objs.binding); len(names) > 0 {
 			view.clusters = strings.Join(names, ",")
 		}
+	}
+	if record.Clusters != nil {
+		view.clusters = batchSummary(record.Clusters)
 	}
 	if stage.SoakDuration != nil && record.ConditionMetTime != nil && record.Phase == v1alpha1.StageActive {
 		view.soakLeft = left(record.ConditionMetTime.Add(stage.SoakDuration.Duration), now)

@@ -67,6 +67,9 @@ type stageObjects struct {
 func readStage(ctx context.Context, c client.Client, policy *v1alpha1.StagedBindingPolicy, stage string) (stageObjects, error) {
 	var objs stageObjects
 	name := policy.StageBindingPolicyName(stage)
+	if s := policy.Spec.StageNamed(stage); s != nil {
+		name = rollout.StageBindingPolicyName(policy, *s)
+	}
 	bp := &ksv1alpha1.BindingPolicy{}
 	switch err := c.Get(ctx, types.NamespacedName{Name: name}, bp); {
 	case err == nil:

@@ -188,6 +188,12 @@ func (o *options) stageLine(ctx context.Context, c client.Client, p *v1alpha1.St
 		}
 	}
 	var notes []string
+	if record.Clusters != nil {
+		view.clusters = batchSummary(record.Clusters)
+		if failed := failedClusters(record.Clusters); len(failed) > 0 {
+			notes = append(notes, "failed: "+strings.Join(failed, ", "))
+		}
+	}
 	switch record.Phase {
 	case v1alpha1.StageSucceeded:
 		view.mark, view.colour = markSucceeded, colourGreen
