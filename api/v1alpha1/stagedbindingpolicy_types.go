@@ -505,6 +505,11 @@ const (
 	// failed than its maxFailures allows, or a cluster of its canary batch
 	// failed: the rollout places no more clusters. The message names them.
 	ReasonFailureBudgetExceeded = "FailureBudgetExceeded"
+	// ReasonClusterNotPlaceable means a cluster of the active stage, placed
+	// in batches, cannot have a BindingPolicy of its own: its name is no
+	// DNS label, or the BindingPolicy's name would be longer than a label
+	// value, which KubeStellar puts it in. The rollout is blocked.
+	ReasonClusterNotPlaceable = "ClusterNotPlaceable"
 	// ReasonBatchInProgress means the active stage, placed in batches,
 	// waits for the clusters placed so far before it places the next batch.
 	ReasonBatchInProgress = "BatchInProgress"

@@ -25,6 +25,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/clock"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
@@ -155,6 +156,10 @@ func assessBatches(snap *Snapshot, active int, clk clock.PassiveClock, programs 
 	}
 	slices.Sort(selected)
 	selected = slices.Compact(selected)
+	if problem := unplaceable(policy, stage, selected); problem != "" {
+		return batches{assessment: assessment{bindingObserved: true, evaluationError: true,
+			reason: v1alpha1.ReasonClusterNotPlaceable, message: problem}}
+	}
 
 	var placed []placedCluster
 	var gone []*ksv1alpha1.BindingPolicy
@@ -306,6 +311,23 @@ func assessBatches(snap *Snapshot, active int, clk clock.PassiveClock, programs 
 		}
 	}
 	return result
+}
+
+// unplaceable says why the first cluster that cannot have a BindingPolicy
+// of its own cannot, or "": a cluster name comes from KubeStellar's
+// Binding, and becomes part of a BindingPolicy's name and a label value.
+func unplaceable(policy *v1alpha1.StagedBindingPolicy, stage v1alpha1.Stage, clusters []string) string {
+	for _, c := range clusters {
+		if errs := validation.IsDNS1123Label(c); len(errs) > 0 {
+			return fmt.Sprintf("cluster %q of stage %q cannot be placed by itself: its name is not a DNS label (%s)",
+				c, stage.Name, strings.Join(errs, "; "))
+		}
+		if name := v1alpha1.ClusterBindingPolicyName(policy.Name, stage.Name, policy.Status.UpdateRevision, c); len(name) > validation.LabelValueMaxLength {
+			return fmt.Sprintf("cluster %q of stage %q cannot be placed by itself: the name of its BindingPolicy, %s, is longer than the %d characters of KubeStellar's %s label; shorten the policy's or the stage's name",
+				c, stage.Name, name, validation.LabelValueMaxLength, StatusLabelBindingPolicy)
+		}
+	}
+	return ""
 }
 
 // batchSizes returns the size of a stage's first batch (canary, or

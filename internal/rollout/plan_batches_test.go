@@ -19,6 +19,7 @@ package rollout
 // failure budget and the canary batch.
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -493,5 +494,53 @@ func TestAccumulatedBatchesGoOnceTheStageWidePlacementIsResolved(t *testing.T) {
 	f.Bindings = append(f.Bindings, *bindingFor(stageWide))
 	if action := Plan(f.Snapshot, engine); action.Type != ActionDeleteBindingPolicy || action.BindingPolicy.Name != perCluster.Name {
 		t.Fatalf("action = %s (%s), want %s deleted", action.Type, action.Why, perCluster.Name)
+	}
+}
+
+func TestBatchesRefuseClustersTheyCannotPlace(t *testing.T) {
+	engine := newEngine(t)
+	prod := fleetStage(nil)
+	for _, tt := range []struct {
+		name, cluster, want string
+	}{
+		{name: "a name that is no DNS label", cluster: "Store_A", want: `cluster "Store_A" of stage "prod" cannot be placed by itself: its name is not a DNS label`},
+		{name: "a BindingPolicy name too long for KubeStellar's label", cluster: strings.Repeat("s", 50),
+			want: "is longer than the 63 characters of KubeStellar's status.kubestellar.io/binding-policy label"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := batched(prod, tt.cluster, "store-b")
+			action := Plan(f.Snapshot, engine)
+			if action.Type == ActionCreateBindingPolicy {
+				t.Fatalf("created %s", action.BindingPolicy.Name)
+			}
+			if action.Status == nil || action.Status.Phase != v1alpha1.RolloutBlocked {
+				t.Fatalf("action = %s (%s), want the rollout blocked", action.Type, action.Why)
+			}
+			progressing := condition(t, action.Status, v1alpha1.ConditionProgressing)
+			if progressing.Reason != v1alpha1.ReasonClusterNotPlaceable || !strings.Contains(progressing.Message, tt.want) {
+				t.Errorf("progressing = %s %q, want %q", progressing.Reason, progressing.Message, tt.want)
+			}
+			if !slices.Contains(eventKeys(action.Events), "Warning/"+v1alpha1.ReasonClusterNotPlaceable) {
+				t.Errorf("events = %v", eventKeys(action.Events))
+			}
+		})
+	}
+}
+
+func TestClusterStatesAreBoundedFailuresFirst(t *testing.T) {
+	var placed []placedCluster
+	for i := range 150 {
+		state := v1alpha1.ClusterSucceeded
+		if i == 149 {
+			state = v1alpha1.ClusterTimedOut
+		}
+		placed = append(placed, placedCluster{name: fmt.Sprintf("c%03d", i), state: state})
+	}
+	got := clusterStates(placed)
+	if len(got) != v1alpha1.MaxClusterStates {
+		t.Fatalf("%d clusters named, want %d", len(got), v1alpha1.MaxClusterStates)
+	}
+	if got[0] != (v1alpha1.ClusterStatus{Name: "c149", State: v1alpha1.ClusterTimedOut}) || got[1].Name != "c000" {
+		t.Errorf("named %v, %v first; want the timed-out c149, then c000", got[0], got[1])
 	}
 }
