@@ -204,7 +204,7 @@ func startApprovedStage(policy *v1alpha1.StagedBindingPolicy, active int, approv
 	status.Stages = stageRecords(policy, status.Stages, active, now)
 	record := &status.Stages[active]
 	record.Phase, record.StartTime = v1alpha1.StageActive, ptr.To(now)
-	record.BindingPolicy = policy.StageBindingPolicyName(stage.Name)
+	record.BindingPolicy = StageBindingPolicyName(policy, stage)
 	record.Message = "creating the stage's BindingPolicy"
 	var events []Event
 	news := fmt.Sprintf("stage %q started: its approval is no longer required", stage.Name)

@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/internal/expression"
@@ -123,6 +124,13 @@ type batches struct {
 	filling bool
 	// unplaced is how many selected clusters have no BindingPolicy yet.
 	unplaced int
+	// clusterBPs are the BindingPolicies of the selected clusters placed;
+	// allResolved says KubeStellar has resolved every one of them.
+	clusterBPs  []*ksv1alpha1.BindingPolicy
+	allResolved bool
+	// latestPlaced is when the last cluster was placed: a batch soaks
+	// from then at the earliest.
+	latestPlaced *metav1.Time
 	// gone are the BindingPolicies of clusters the stage no longer selects.
 	gone []*ksv1alpha1.BindingPolicy
 	// failed names the clusters that failed or timed out.
@@ -165,14 +173,12 @@ func assessBatches(snap *Snapshot, active int, clk clock.PassiveClock, programs 
 	var gone []*ksv1alpha1.BindingPolicy
 	for i := range snap.BindingPolicies {
 		bp := &snap.BindingPolicies[i]
-		if !OwnedBy(bp, policy) || !placesCluster(policy, stage.Name, bp) {
-			continue
+		if !OwnedBy(bp, policy) || !placesCluster(policy, stage.Name, bp) || bp.DeletionTimestamp != nil {
+			continue // one being deleted is placed again once it is gone
 		}
 		name := bp.Labels[v1alpha1.ClusterLabel]
 		if _, ok := slices.BinarySearch(selected, name); !ok {
-			if bp.DeletionTimestamp == nil {
-				gone = append(gone, bp)
-			}
+			gone = append(gone, bp)
 			continue
 		}
 		placed = append(placed, placedCluster{name: name, bp: bp})
@@ -184,8 +190,17 @@ func assessBatches(snap *Snapshot, active int, clk clock.PassiveClock, programs 
 	})
 
 	total := len(selected)
-	result := batches{gone: gone, unplaced: total - len(placed)}
+	result := batches{gone: gone, unplaced: total - len(placed), allResolved: true}
+	for _, c := range placed {
+		result.clusterBPs = append(result.clusterBPs, c.bp)
+		result.allResolved = result.allResolved && resolved(snap, c.bp)
+		if result.latestPlaced == nil || result.latestPlaced.Before(&c.bp.CreationTimestamp) {
+			result.latestPlaced = ptr.To(c.bp.CreationTimestamp)
+		}
+	}
 	if total == 0 {
+		// Most likely a passing fault: withdraw nothing, place nothing.
+		result.gone = nil
 		result.assessment = assessment{bindingObserved: true, reason: v1alpha1.ReasonNoClustersSelected,
 			message: fmt.Sprintf("Binding %s names no cluster: the stage's clusterSelectors select none", censusBinding.Name)}
 		result.clusters = &v1alpha1.StageClusters{}
@@ -419,6 +434,13 @@ func placeBatch(snap *Snapshot, active int, b batches, satisfied bool) (Action, 
 		return Action{Type: ActionDeleteBindingPolicy, BindingPolicy: b.gone[0],
 			Why: fmt.Sprintf("stage %q no longer selects cluster %s", stage.Name, b.gone[0].Labels[v1alpha1.ClusterLabel])}, true
 	}
+	for _, bp := range b.clusterBPs {
+		desired := ClusterBindingPolicy(policy, stage, bp.Labels[v1alpha1.ClusterLabel])
+		if !BindingPolicyInSync(bp, desired) {
+			return Action{Type: ActionUpdateBindingPolicy, BindingPolicy: inLineWith(bp, desired),
+				Why: fmt.Sprintf("BindingPolicy %s differs from the spec of stage %q", bp.Name, stage.Name)}, true
+		}
+	}
 	first := b.clusters != nil && b.clusters.Placed == 0
 	if b.place == "" || b.stalled || !b.filling && !satisfied && !first {
 		return Action{}, false
@@ -437,6 +459,22 @@ func placeBatch(snap *Snapshot, active int, b batches, satisfied bool) (Action, 
 			Note: fmt.Sprintf("stage %q: batch %d of %d started with cluster %s", stage.Name, n, b.clusters.Batches, b.place)}}
 	}
 	return action, true
+}
+
+// withClusters records in the status of an action that moves the rollout
+// on from a stage placed in batches (b, nil for another stage) the stage's
+// last count of its clusters, with the Events of the clusters that failed
+// since the record was written.
+func withClusters(action Action, policy *v1alpha1.StagedBindingPolicy, active int, b *batches) Action {
+	if b == nil || b.clusters == nil || action.Status == nil {
+		return action
+	}
+	stage := policy.Spec.Stages[active].Name
+	if record := action.Status.StageNamed(stage); record != nil {
+		record.Clusters = b.clusters
+		action.Events = append(newlyFailed(policy.Status.StageNamed(stage), stage, b.clusters), action.Events...)
+	}
+	return action
 }
 
 // newlyFailed returns the Events of clusters that failed since the record
@@ -469,10 +507,34 @@ func batchPlaced(policy *v1alpha1.StagedBindingPolicy, active int, b *batches, b
 
 // keptForBatches reports whether bp, the BindingPolicy of the active stage
 // that places every cluster at once (from before the stage had
-// maxConcurrency), stays: until every selected cluster has its own.
+// maxConcurrency), stays: until every selected cluster has its own,
+// resolved by KubeStellar.
 func keptForBatches(policy *v1alpha1.StagedBindingPolicy, active int, b *batches, bp *ksv1alpha1.BindingPolicy) bool {
 	stage := policy.Spec.Stages[active]
-	return b != nil && stage.Batched() && bp.Name == policy.StageBindingPolicyName(stage.Name) && b.unplaced > 0
+	return b != nil && stage.Batched() && bp.Name == policy.StageBindingPolicyName(stage.Name) && (b.unplaced > 0 || !b.allResolved)
+}
+
+// keptResolved reports whether the placement of a stage at the revision
+// its record keeps is resolved by KubeStellar: the BindingPolicy of that
+// revision, or, for a stage placed in batches that keeps the update
+// revision, its clusters' own BindingPolicies (one at least, every one).
+func keptResolved(snap *Snapshot, stage v1alpha1.Stage, revision string) bool {
+	policy := snap.Policy
+	if bp := findBindingPolicy(snap.BindingPolicies, v1alpha1.RevisionBindingPolicyName(policy.Name, stage.Name, revision)); bp != nil ||
+		!stage.Batched() || revision != placedRevision(&policy.Status) {
+		return resolved(snap, bp)
+	}
+	any := false
+	for i := range snap.BindingPolicies {
+		bp := &snap.BindingPolicies[i]
+		if OwnedBy(bp, policy) && placesCluster(policy, stage.Name, bp) && bp.DeletionTimestamp == nil {
+			if !resolved(snap, bp) {
+				return false
+			}
+			any = true
+		}
+	}
+	return any
 }
 
 // waitsForStageWide reports whether bp, which placed one cluster of an

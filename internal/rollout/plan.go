@@ -374,9 +374,13 @@ func planAfterAssessment(snap *Snapshot, active int, current *ksv1alpha1.Binding
 	policy := snap.Policy
 	stage := policy.Spec.Stages[active]
 	final := active == len(policy.Spec.Stages)-1
-	result, metSince, soakLeft := soak(policy, active, result, snap.Now)
+	var soakFrom *metav1.Time
+	if b != nil {
+		soakFrom = b.latestPlaced
+	}
+	result, metSince, soakLeft := soak(policy, active, result, snap.Now, soakFrom)
 	if HandedOver(policy, snap.NextBindingPolicy, active) {
-		return recordHandover(snap, active, result)
+		return withClusters(recordHandover(snap, active, result), policy, active, b)
 	}
 	if bp, ok := withdrawnHandover(snap, active); ok {
 		return Action{Type: ActionDeleteBindingPolicy, BindingPolicy: bp,
@@ -392,7 +396,7 @@ func planAfterAssessment(snap *Snapshot, active int, current *ksv1alpha1.Binding
 			return Action{Type: ActionCreateBindingPolicy, BindingPolicy: next,
 				Why: fmt.Sprintf("stage %q is done: placing stage %q before the status records it", stage.Name, policy.Spec.Stages[active+1].Name)}
 		}
-		return advance(policy, active, result, snap.Now)
+		return withClusters(advance(policy, active, result, snap.Now), policy, active, b)
 	}
 	result, deadline, deadlineLeft := progressDeadline(policy, active, result, snap.Now)
 	requeue := Earliest(soakLeft, deadlineLeft)
@@ -423,7 +427,7 @@ func planAfterAssessment(snap *Snapshot, active int, current *ksv1alpha1.Binding
 		status.Stages[active].Clusters = b.clusters
 		events = append(events, newlyFailed(policy.Status.StageNamed(stage.Name), stage.Name, b.clusters)...)
 	}
-	if result.stalled && progressingReason(&policy.Status) != result.reason {
+	if result.stalled && status.Phase == v1alpha1.RolloutStalled && progressingReason(&policy.Status) != result.reason {
 		events = append(events, Event{Type: corev1.EventTypeWarning, Reason: result.reason,
 			Note: fmt.Sprintf("stage %q: %s", stage.Name, result.message)})
 	}
@@ -564,17 +568,19 @@ func accumulated(policy *v1alpha1.StagedBindingPolicy, active int, bp *ksv1alpha
 
 // soak applies the stage's soakDuration to its assessment: a stage whose
 // condition holds is done only once it has held for soakDuration since it
-// was first seen to (the stage record's ConditionMetTime, or now). It
-// returns the assessment, when the condition started holding (nil when it
-// does not hold), and how long until the stage is done (0 when not soaking).
-func soak(policy *v1alpha1.StagedBindingPolicy, active int, result assessment, now metav1.Time) (assessment, *metav1.Time, time.Duration) {
+// was first seen to (the stage record's ConditionMetTime, or now; for a
+// stage placed in batches, not before from, when its last cluster was
+// placed). It returns the assessment, when the condition started holding
+// (nil when it does not hold), and how long until the stage is done (0
+// when not soaking).
+func soak(policy *v1alpha1.StagedBindingPolicy, active int, result assessment, now metav1.Time, from *metav1.Time) (assessment, *metav1.Time, time.Duration) {
 	stage := policy.Spec.Stages[active]
 	if !result.satisfied || stage.SoakDuration == nil || stage.SoakDuration.Duration <= 0 {
 		return result, nil, 0
 	}
 	since := now
 	for _, r := range policy.Status.Stages {
-		if r.Name == stage.Name && r.ConditionMetTime != nil {
+		if r.Name == stage.Name && r.ConditionMetTime != nil && (from == nil || !r.ConditionMetTime.Before(from)) {
 			since = *r.ConditionMetTime
 		}
 	}
@@ -725,9 +731,19 @@ func setStarting(status *v1alpha1.StagedBindingPolicyStatus, policy *v1alpha1.St
 	reason, message string, now metav1.Time) {
 	setSummary(status, policy, v1alpha1.RolloutProgressing,
 		metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonBindingPolicyPending,
-			Message: fmt.Sprintf("creating BindingPolicy %s", v1alpha1.RevisionBindingPolicyName(policy.Name, stage.Name, status.UpdateRevision))},
+			Message: fmt.Sprintf("creating BindingPolicy %s", startedBindingPolicyName(policy, stage, status.UpdateRevision))},
 		metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: reason, Message: message},
 		now)
+}
+
+// startedBindingPolicyName is the name of the BindingPolicy a stage that
+// starts creates first, at the given update revision: its census for a
+// stage placed in batches.
+func startedBindingPolicyName(policy *v1alpha1.StagedBindingPolicy, stage v1alpha1.Stage, revision string) string {
+	if stage.Batched() {
+		return v1alpha1.CensusBindingPolicyName(policy.Name, stage.Name)
+	}
+	return v1alpha1.RevisionBindingPolicyName(policy.Name, stage.Name, revision)
 }
 
 // setAwaiting sets the summary of a rollout whose active stage awaits
@@ -982,13 +998,13 @@ func stageRecords(policy *v1alpha1.StagedBindingPolicy, previous []v1alpha1.Stag
 			}
 		case i == active:
 			r.Phase = v1alpha1.StageActive
-			r.BindingPolicy = policy.StageBindingPolicyName(stage.Name)
+			r.BindingPolicy = StageBindingPolicyName(policy, stage)
 			r.StartTime = ptr.To(now)
 			if had && old.Phase != v1alpha1.StagePending {
 				r = old // a stage already reached keeps its record
 				r.Name = stage.Name
 				if r.Phase != v1alpha1.StageAwaitingApproval && r.BindingPolicy == "" {
-					r.BindingPolicy = policy.StageBindingPolicyName(stage.Name)
+					r.BindingPolicy = StageBindingPolicyName(policy, stage)
 				}
 			}
 		}

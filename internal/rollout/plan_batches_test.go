@@ -544,3 +544,123 @@ func TestClusterStatesAreBoundedFailuresFirst(t *testing.T) {
 		t.Errorf("named %v, %v first; want the timed-out c149, then c000", got[0], got[1])
 	}
 }
+
+// The review's findings, each a failing test before its fix.
+func TestBatchesReviewFindings(t *testing.T) {
+	engine := newEngine(t)
+	prod := fleetStage(nil)
+
+	t.Run("a placed cluster's BindingPolicy follows a change of the downsync", func(t *testing.T) {
+		f := batched(prod).on("store-a", minutesAgo(2), "1").on("store-b", minutesAgo(2), "0")
+		downsync := *f.Policy.Spec.DeepCopy()
+		downsync.Downsync[0].Namespaces = []string{"web", "shop"}
+		f.Policy.Spec.Downsync = downsync.Downsync
+		action := Plan(f.Snapshot, engine)
+		if action.Type != ActionUpdateBindingPolicy || action.BindingPolicy.Labels[v1alpha1.ClusterLabel] == "" {
+			t.Fatalf("action = %s (%s), want a cluster's BindingPolicy updated", action.Type, action.Why)
+		}
+		if got := action.BindingPolicy.Spec.Downsync[0].Namespaces; !slices.Equal(got, []string{"web", "shop"}) {
+			t.Errorf("namespaces = %v", got)
+		}
+	})
+
+	t.Run("the previous revision leaves a completed batched stage", func(t *testing.T) {
+		f := batched(prod, "store-a")
+		f.Policy.Spec.Revision = &v1alpha1.Revision{Name: "r2"}
+		f.Policy.Status.UpdateRevision, f.Policy.Status.CurrentRevision = "r2", "r2"
+		f.Policy.Status.Phase = v1alpha1.RolloutCompleted
+		record := f.Policy.Status.StageNamed("prod")
+		record.Phase, record.Revision, record.CompletionTime = v1alpha1.StageSucceeded, "r2", ptr.To(minutesAgo(1))
+		f = f.on("store-a", minutesAgo(5), "1")
+		old := RevisionBindingPolicy(f.Policy, prod, "r1")
+		f = f.alsoBP(resolvedAs(old, "bp-r1", muchEarlier))
+		action := Plan(f.Snapshot, engine)
+		if action.Type != ActionDeleteBindingPolicy || action.BindingPolicy.Name != "web.stage.prod.r1" {
+			t.Fatalf("action = %s (%s), want web.stage.prod.r1 deleted", action.Type, action.Why)
+		}
+	})
+
+	t.Run("the advance records the stage's last count of its clusters", func(t *testing.T) {
+		fleet := fleetStage(func(s *v1alpha1.Stage) {
+			s.Name, s.ClusterSelectors[0].MatchLabels["stage"] = "test", "test"
+			s.MaxFailures = ptr.To(intstr.FromInt32(1))
+		})
+		p := atStage(newPolicy(stage("dev"), fleet, stage("prod")), "test")
+		census := resolvedAs(CensusBindingPolicy(p, fleet), "bp-census", muchEarlier)
+		f := fixture{newSnapshot(p, census)}
+		f.ActiveBindingPolicy = census.DeepCopy()
+		f.Binding = bindingFor(census)
+		f.Binding.Spec.Workload = ksv1alpha1.DownsyncObjectClauses{}
+		f.Binding.Spec.Destinations = []ksv1alpha1.Destination{{ClusterId: "store-a"}, {ClusterId: "store-b"}}
+		for _, c := range []struct{ name, count string }{{"store-a", "1"}, {"store-b", "0"}} {
+			bp := resolvedAs(ClusterBindingPolicy(p, fleet, c.name), types.UID("bp-"+c.name), minutesAgo(30))
+			f.BindingPolicies = append(f.BindingPolicies, *bp)
+			b := bindingFor(bp)
+			b.Spec.Destinations = []ksv1alpha1.Destination{{ClusterId: c.name}}
+			f.Bindings = append(f.Bindings, *b)
+			f.ClusterStatuses = append(f.ClusterStatuses, combinedStatus(bp, deployment, c.count))
+		}
+		f.Policy.Status.StageNamed("test").StartTime = nil // no handover: the status records the advance
+		action := Plan(f.Snapshot, engine)
+		if action.Type != ActionUpdateStatus || action.Status.ActiveStage != "prod" {
+			t.Fatalf("action = %s (%s), want the advance to prod", action.Type, action.Why)
+		}
+		if got := action.Status.StageNamed("test").Clusters; got == nil || got.Failed != 1 || got.Succeeded != 1 {
+			t.Errorf("test's clusters = %+v, want 1 succeeded and 1 failed", got)
+		}
+		if !slices.Contains(eventKeys(action.Events), "Warning/"+v1alpha1.EventReasonClusterFailed) {
+			t.Errorf("events = %v, want ClusterFailed", eventKeys(action.Events))
+		}
+	})
+
+	t.Run("the stage-wide BindingPolicy stays until every cluster's own is resolved", func(t *testing.T) {
+		f := batched(prod)
+		for _, c := range stores {
+			f = f.on(c, minutesAgo(1), "0")
+		}
+		f.BindingPolicies[len(f.BindingPolicies)-1].Status.ObservedGeneration = 0
+		f = f.alsoBP(ownedBP(f.Policy, "prod", "bp-prod"))
+		if action := Plan(f.Snapshot, engine); action.Type == ActionDeleteBindingPolicy && action.BindingPolicy.Name == "web.stage.prod" {
+			t.Fatalf("deleted web.stage.prod before every cluster's BindingPolicy was resolved")
+		}
+	})
+
+	t.Run("a batch's soak starts no earlier than its last cluster's placement", func(t *testing.T) {
+		soaking := fleetStage(func(s *v1alpha1.Stage) { s.SoakDuration = &metav1.Duration{Duration: 5 * time.Minute} })
+		f := batched(soaking).on("store-a", minutesAgo(30), "1").on("store-b", minutesAgo(30), "1").
+			on("store-c", minutesAgo(2), "1").on("store-d", minutesAgo(2), "1")
+		f.Policy.Status.StageNamed("prod").ConditionMetTime = ptr.To(minutesAgo(20)) // batch 1's
+		action := Plan(f.Snapshot, engine)
+		if action.Type == ActionCreateBindingPolicy {
+			t.Fatalf("placed %s without batch 2 soaking", action.BindingPolicy.Name)
+		}
+	})
+
+	t.Run("a cluster's BindingPolicy being deleted does not count as placed", func(t *testing.T) {
+		f := batched(prod).on("store-a", minutesAgo(2), "1").on("store-b", minutesAgo(2), "1")
+		beingDeleted(&f.BindingPolicies[len(f.BindingPolicies)-1])
+		action := Plan(f.Snapshot, engine)
+		if action.Type == ActionCreateBindingPolicy {
+			t.Fatalf("placed %s while store-b's BindingPolicy is being deleted", action.BindingPolicy.Name)
+		}
+	})
+
+	t.Run("an empty census withdraws nothing", func(t *testing.T) {
+		f := batched(prod, []string{}...).on("store-a", minutesAgo(2), "1")
+		f.Binding.Spec.Destinations = nil
+		if action := Plan(f.Snapshot, engine); action.Type == ActionDeleteBindingPolicy {
+			t.Fatalf("deleted %s on an empty census", action.BindingPolicy.Name)
+		}
+	})
+}
+
+func TestReadsBindingsWhileAClusterBindingPolicyIsLeft(t *testing.T) {
+	p := atStage(newPolicy(), "test")
+	perCluster := ClusterBindingPolicy(p, stage("dev"), "store-a")
+	if !ReadsBindings(p, []ksv1alpha1.BindingPolicy{*perCluster}) {
+		t.Error("a policy with a cluster's BindingPolicy left reads no Bindings: it could never let it go")
+	}
+	if ReadsBindings(p, nil) {
+		t.Error("a policy without revisions or batches reads Bindings")
+	}
+}

@@ -167,17 +167,19 @@ func waitsForKept(snap *Snapshot, active int, bp *ksv1alpha1.BindingPolicy) bool
 		return false
 	}
 	keptName := v1alpha1.RevisionBindingPolicyName(policy.Name, record.Name, record.Revision)
-	return keptName != bp.Name && !resolved(snap, findBindingPolicy(snap.BindingPolicies, keptName))
+	return keptName != bp.Name && !keptResolved(snap, policy.Spec.Stages[index], record.Revision)
 }
 
 // ReadsBindings reports whether Plan needs the Bindings of every
 // BindingPolicy of the policy (Snapshot.Bindings): for abort; for a
 // policy whose stages keep revisions, so that an old placement goes only
 // once the one that replaces it is resolved; and for one with a stage
-// placed in batches, whose clusters each have a Binding.
-func ReadsBindings(policy *v1alpha1.StagedBindingPolicy) bool {
+// placed in batches, or with a cluster's BindingPolicy left among bps (its
+// BindingPolicies), which goes only once what replaces it is resolved.
+func ReadsBindings(policy *v1alpha1.StagedBindingPolicy, bps []ksv1alpha1.BindingPolicy) bool {
 	return policy.Spec.Abort || policy.Spec.Revision != nil || policy.Status.UpdateRevision != "" || policy.Status.CurrentRevision != "" ||
-		slices.ContainsFunc(policy.Spec.Stages, func(s v1alpha1.Stage) bool { return s.Batched() })
+		slices.ContainsFunc(policy.Spec.Stages, func(s v1alpha1.Stage) bool { return s.Batched() }) ||
+		slices.ContainsFunc(bps, func(bp ksv1alpha1.BindingPolicy) bool { return bp.Labels[v1alpha1.ClusterLabel] != "" })
 }
 
 // keptRevisions returns each stage's revision from status, by stage name.
@@ -321,7 +323,7 @@ func planAbort(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action
 				r.Revision = current
 				back = append(back, r.Name)
 			}
-			r.Phase, r.ConditionMetTime, r.ProgressDeadlineTime = v1alpha1.StagePending, nil, nil
+			r.Phase, r.ConditionMetTime, r.ProgressDeadlineTime, r.Clusters = v1alpha1.StagePending, nil, nil, nil
 			r.Message = ""
 		}
 		status.ActiveStage = ""

@@ -243,7 +243,7 @@ func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*r
 	}
 	snap.Approvals = approvals.Items
 
-	if rollout.ReadsBindings(policy) && policy.DeletionTimestamp == nil {
+	if rollout.ReadsBindings(policy, snap.BindingPolicies) && policy.DeletionTimestamp == nil {
 		for i := range snap.BindingPolicies {
 			binding, err := getNamed(ctx, r.Client, "Binding", snap.BindingPolicies[i].Name, &ksv1alpha1.Binding{})
 			if err != nil {
