@@ -335,7 +335,7 @@ type Stage struct {
 	// places every cluster at once, through one BindingPolicy.
 	// +kubebuilder:validation:XIntOrString
 	// +kubebuilder:validation:MaxLength=4
-	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^(100|[1-9][0-9]?)%$')",message="maxConcurrency must be a number of at least 1 or a percentage from 1% to 100%"
+	// +kubebuilder:validation:Pattern=`^(100|[1-9][0-9]?)%$`
 	// +optional
 	MaxConcurrency *intstr.IntOrString `json:"maxConcurrency,omitempty"`
 
@@ -350,7 +350,7 @@ type Stage struct {
 	// progressDeadline.
 	// +kubebuilder:validation:XIntOrString
 	// +kubebuilder:validation:MaxLength=4
-	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^(100|[1-9]?[0-9])%$')",message="maxFailures must be a number of at least 0 or a percentage from 0% to 100%"
+	// +kubebuilder:validation:Pattern=`^(100|[1-9]?[0-9])%$`
 	// +optional
 	MaxFailures *intstr.IntOrString `json:"maxFailures,omitempty"`
 
@@ -510,6 +510,10 @@ const (
 	// DNS label, or the BindingPolicy's name would be longer than a label
 	// value, which KubeStellar puts it in. The rollout is blocked.
 	ReasonClusterNotPlaceable = "ClusterNotPlaceable"
+	// ReasonInvalidBatches means a stage's maxConcurrency is a number below
+	// 1 or its maxFailures one below 0 (the CRD checks the percentages
+	// only: a rule on a number-or-string costs more than kcp admits).
+	ReasonInvalidBatches = "InvalidBatches"
 	// ReasonBatchInProgress means the active stage, placed in batches,
 	// waits for the clusters placed so far before it places the next batch.
 	ReasonBatchInProgress = "BatchInProgress"

@@ -345,6 +345,20 @@ func unplaceable(policy *v1alpha1.StagedBindingPolicy, stage v1alpha1.Stage, clu
 	return ""
 }
 
+// invalidBatches says which stage has a maxConcurrency below 1 or a
+// maxFailures below 0, or "": the CRD checks only their percentages.
+func invalidBatches(stages []v1alpha1.Stage) string {
+	for _, s := range stages {
+		if c := s.MaxConcurrency; c != nil && c.Type == intstr.Int && c.IntVal < 1 {
+			return fmt.Sprintf("stage %q: maxConcurrency must be a number of at least 1 or a percentage from 1%% to 100%%, not %d", s.Name, c.IntVal)
+		}
+		if f := s.MaxFailures; f != nil && f.Type == intstr.Int && f.IntVal < 0 {
+			return fmt.Sprintf("stage %q: maxFailures must be a number of at least 0 or a percentage from 0%% to 100%%, not %d", s.Name, f.IntVal)
+		}
+	}
+	return ""
+}
+
 // batchSizes returns the size of a stage's first batch (canary, or
 // maxConcurrency), of every later one (maxConcurrency, a percentage
 // rounded up, at least one), and how many clusters may fail (maxFailures,

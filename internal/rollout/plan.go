@@ -162,7 +162,8 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //     current revision there (at once for a stage without one); without a
 //     current revision the rollout is held where it is (revision.go);
 //  5. expressions that do not compile, or whose estimated cost is too high,
-//     block the rollout, changing nothing placed;
+//     and a maxConcurrency below 1 or maxFailures below 0, block the
+//     rollout, changing nothing placed;
 //  6. a suspended rollout (spec.suspend) stays where it is, changing nothing
 //     placed, and says so; resumed, it goes on from there (Resumed);
 //  7. a new value of the restartedAt annotation restarts the rollout from its
@@ -286,6 +287,12 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 		return statusAction(policy, status,
 			Event{Type: corev1.EventTypeWarning, Reason: reason, Note: compileFailures(failures, MaxEventNote)},
 			"an expression does not compile")
+	}
+
+	if msg := invalidBatches(policy.Spec.Stages); msg != "" {
+		status := blockedStatus(policy, v1alpha1.ReasonInvalidBatches, msg, snap.Now)
+		return statusAction(policy, status, Event{Type: corev1.EventTypeWarning, Reason: v1alpha1.ReasonInvalidBatches, Note: msg},
+			"a stage's batches are invalid")
 	}
 
 	if policy.Spec.Suspend {

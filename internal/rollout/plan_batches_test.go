@@ -664,3 +664,30 @@ func TestReadsBindingsWhileAClusterBindingPolicyIsLeft(t *testing.T) {
 		t.Error("a policy without revisions or batches reads Bindings")
 	}
 }
+
+func TestBatchesRefuseNumbersTheCRDAdmits(t *testing.T) {
+	engine := newEngine(t)
+	for _, tt := range []struct {
+		name   string
+		change func(*v1alpha1.Stage)
+		want   string
+	}{
+		{"maxConcurrency of zero", func(s *v1alpha1.Stage) { s.MaxConcurrency = ptr.To(intstr.FromInt32(0)) },
+			`stage "prod": maxConcurrency must be a number of at least 1 or a percentage from 1% to 100%, not 0`},
+		{"maxFailures below zero", func(s *v1alpha1.Stage) { s.MaxFailures = ptr.To(intstr.FromInt32(-1)) },
+			`stage "prod": maxFailures must be a number of at least 0 or a percentage from 0% to 100%, not -1`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			action := Plan(batched(fleetStage(tt.change)).Snapshot, engine)
+			if action.Type != ActionUpdateStatus || action.Status.Phase != v1alpha1.RolloutBlocked {
+				t.Fatalf("action = %s (%s), want the rollout blocked", action.Type, action.Why)
+			}
+			if c := condition(t, action.Status, v1alpha1.ConditionProgressing); c.Reason != v1alpha1.ReasonInvalidBatches || c.Message != tt.want {
+				t.Errorf("progressing = %s %q, want %q", c.Reason, c.Message, tt.want)
+			}
+			if !slices.Contains(eventKeys(action.Events), "Warning/"+v1alpha1.ReasonInvalidBatches) {
+				t.Errorf("events = %v", eventKeys(action.Events))
+			}
+		})
+	}
+}
