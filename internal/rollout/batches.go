@@ -131,8 +131,6 @@ type batches struct {
 	// latestPlaced is when the last cluster was placed: a batch soaks
 	// from then at the earliest.
 	latestPlaced *metav1.Time
-	// gone are the BindingPolicies of clusters the stage no longer selects.
-	gone []*ksv1alpha1.BindingPolicy
 	// failed names the clusters that failed or timed out.
 	failed []string
 	// deadlineLeft is how long until the next cluster's progressDeadline
@@ -170,7 +168,6 @@ func assessBatches(snap *Snapshot, active int, clk clock.PassiveClock, programs 
 	}
 
 	var placed []placedCluster
-	var gone []*ksv1alpha1.BindingPolicy
 	for i := range snap.BindingPolicies {
 		bp := &snap.BindingPolicies[i]
 		if !OwnedBy(bp, policy) || !placesCluster(policy, stage.Name, bp) || bp.DeletionTimestamp != nil {
@@ -178,7 +175,12 @@ func assessBatches(snap *Snapshot, active int, clk clock.PassiveClock, programs 
 		}
 		name := bp.Labels[v1alpha1.ClusterLabel]
 		if _, ok := slices.BinarySearch(selected, name); !ok {
-			gone = append(gone, bp)
+			// The stage no longer selects the cluster, nor does its
+			// BindingPolicy: KubeStellar takes the workload away. The
+			// BindingPolicy goes with the stage's others: deleted now,
+			// it would race KubeStellar v0.30.0's transport, which
+			// forgets the cluster's ManifestWork when a Binding goes
+			// before it has handled the loss of its destination.
 			continue
 		}
 		placed = append(placed, placedCluster{name: name, bp: bp})
@@ -190,7 +192,7 @@ func assessBatches(snap *Snapshot, active int, clk clock.PassiveClock, programs 
 	})
 
 	total := len(selected)
-	result := batches{gone: gone, unplaced: total - len(placed), allResolved: true}
+	result := batches{unplaced: total - len(placed), allResolved: true}
 	for _, c := range placed {
 		result.clusterBPs = append(result.clusterBPs, c.bp)
 		result.allResolved = result.allResolved && resolved(snap, c.bp)
@@ -199,8 +201,6 @@ func assessBatches(snap *Snapshot, active int, clk clock.PassiveClock, programs 
 		}
 	}
 	if total == 0 {
-		// Most likely a passing fault: withdraw nothing, place nothing.
-		result.gone = nil
 		result.assessment = assessment{bindingObserved: true, reason: v1alpha1.ReasonNoClustersSelected,
 			message: fmt.Sprintf("Binding %s names no cluster: the stage's clusterSelectors select none", censusBinding.Name)}
 		result.clusters = &v1alpha1.StageClusters{}
@@ -436,18 +436,14 @@ func clusterStates(placed []placedCluster) []v1alpha1.ClusterStatus {
 	return states
 }
 
-// placeBatch is the change that places the next cluster of a stage placed
-// in batches, or that deletes the BindingPolicy of a cluster the stage no
-// longer selects; it reports whether there is one. The next cluster goes
+// placeBatch is the change that brings a placed cluster's BindingPolicy in
+// line with the spec, or places the next cluster of a stage placed in
+// batches; it reports whether there is one. The next cluster goes
 // at once while its batch fills, and once the batch before is done (and
 // soaked: satisfied) when it starts a batch.
 func placeBatch(snap *Snapshot, active int, b batches, satisfied bool) (Action, bool) {
 	policy := snap.Policy
 	stage := policy.Spec.Stages[active]
-	if len(b.gone) > 0 {
-		return Action{Type: ActionDeleteBindingPolicy, BindingPolicy: b.gone[0],
-			Why: fmt.Sprintf("stage %q no longer selects cluster %s", stage.Name, b.gone[0].Labels[v1alpha1.ClusterLabel])}, true
-	}
 	for _, bp := range b.clusterBPs {
 		desired := ClusterBindingPolicy(policy, stage, bp.Labels[v1alpha1.ClusterLabel])
 		if !BindingPolicyInSync(bp, desired) {

@@ -204,9 +204,9 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //     Failed or TimedOut), then soaked; a stage that handed over to the
 //     next one records the advance, taking the handover's mark as its
 //     record (handover.go);
-//  16. a stage placed in batches (maxConcurrency) deletes the
-//     BindingPolicy of a cluster its census no longer names, then places
-//     the next cluster by name through a BindingPolicy of its own: at once
+//  16. a stage placed in batches (maxConcurrency) brings its clusters'
+//     BindingPolicies in line with the spec, then places the next cluster
+//     its census names, by name, through a BindingPolicy of its own: at once
 //     while the batch fills, else once no placed cluster is Progressing
 //     and that has soaked; more failures than maxFailures allow, or one in
 //     the canary batch, stall the rollout (FailureBudgetExceeded) and

@@ -232,3 +232,60 @@ func formatTimeline(at map[string]time.Time) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// TestClustersJoiningAndLeavingABatchedStage changes which clusters a
+// batched stage selects while it rolls out, one cluster at a time: a
+// cluster that joins is placed in name order once the batch before is
+// done, and one that leaves loses the workload and drops out of the count.
+func TestClustersJoiningAndLeavingABatchedStage(t *testing.T) {
+	t.Parallel()
+	const space, name, app, mark = "wds1", "joiners", "joiners", "stager-joiners"
+	for _, wec := range []string{"dev1", "dev2"} {
+		labelCluster(t, wec, mark, "in")
+	}
+	t.Cleanup(func() {
+		for _, wec := range []string{"dev1", "dev2", "edge1"} {
+			labelCluster(t, wec, mark, "")
+		}
+	})
+	createWorkload(t, space, app)
+	stage := policytest.Stage("fleet", policytest.Deployments, policytest.Available)
+	stage.ClusterSelectors = []metav1.LabelSelector{{MatchLabels: map[string]string{mark: "in"}}}
+	stage.MaxConcurrency = ptr.To(intstr.FromInt32(1))
+	policy := policytest.Policy(name, map[string]string{policytest.AppLabel: app}, stage)
+	if err := wds(space).Create(suite.ctx, policy); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		policies(space).Delete(t, name)
+		policies(space).WaitGone(t, name)
+	})
+
+	environment.Eventually(t, timeout, "dev1 running the workload", func() error {
+		if got := running(t, app); !slices.Contains(got, "dev1") {
+			return fmt.Errorf("WECs %v run it", got)
+		}
+		return nil
+	})
+	labelCluster(t, "edge1", mark, "in")
+	p := policies(space).WaitForPhase(t, name, v1alpha1.RolloutCompleted)
+	if c := p.Status.StageNamed("fleet").Clusters; c == nil || c.Total != 3 || c.Succeeded != 3 {
+		t.Errorf("clusters = %+v, want 3 succeeded: edge1 joined", c)
+	}
+	waitForWECs(t, app, "dev1", "dev2", "edge1")
+
+	labelCluster(t, "dev1", mark, "")
+	environment.Eventually(t, timeout, "dev1 without the workload, out of the count", func() error {
+		if got := present(t, app); slices.Contains(got, "dev1") {
+			return fmt.Errorf("WECs %v hold it", got)
+		}
+		p := policies(space).Get(t, name)
+		if c := p.Status.StageNamed("fleet").Clusters; c == nil || c.Total != 2 || c.Placed != 2 {
+			return fmt.Errorf("clusters = %+v", c)
+		}
+		return nil
+	})
+	if got := running(t, app); !slices.Equal(slices.Sorted(slices.Values(got)), []string{"dev2", "edge1"}) {
+		t.Errorf("WECs running the workload: %v, want dev2 and edge1", got)
+	}
+}
