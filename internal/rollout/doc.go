@@ -22,5 +22,7 @@
 // Besides Plan, the package holds what the decision is made of: the
 // assessment of a stage's condition over its CombinedStatuses (assess.go),
 // approvals (approval.go), the handover from one stage to the next
-// (handover.go), and the explanation kubectl stager prints (explain.go).
+// (handover.go), revisions and abort (revision.go), stages placed in
+// batches (batches.go), and the explanation kubectl stager prints
+// (explain.go).
 package rollout
