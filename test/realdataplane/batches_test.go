@@ -58,14 +58,7 @@ func startFleetRollout(t *testing.T, space, name, app string, failing ...string)
 	fleetStage.MaxConcurrency = ptr.To(intstr.FromInt32(2))
 	fleetStage.MaxFailures = ptr.To(intstr.FromInt32(1))
 	fleetStage.ProgressDeadline = &metav1.Duration{Duration: clusterDeadline}
-	policy := policytest.Policy(name, map[string]string{policytest.AppLabel: app}, fleetStage)
-	if err := wds(space).Create(suite.ctx, policy); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		policies(space).Delete(t, name)
-		policies(space).WaitGone(t, name)
-	})
+	createPolicy(t, space, policytest.Policy(name, map[string]string{policytest.AppLabel: app}, fleetStage))
 }
 
 // timeline records when each WEC was first seen holding Deployment app/app
@@ -252,14 +245,7 @@ func TestClustersJoiningAndLeavingABatchedStage(t *testing.T) {
 	stage := policytest.Stage("fleet", policytest.Deployments, policytest.Available)
 	stage.ClusterSelectors = []metav1.LabelSelector{{MatchLabels: map[string]string{mark: "in"}}}
 	stage.MaxConcurrency = ptr.To(intstr.FromInt32(1))
-	policy := policytest.Policy(name, map[string]string{policytest.AppLabel: app}, stage)
-	if err := wds(space).Create(suite.ctx, policy); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		policies(space).Delete(t, name)
-		policies(space).WaitGone(t, name)
-	})
+	createPolicy(t, space, policytest.Policy(name, map[string]string{policytest.AppLabel: app}, stage))
 
 	environment.Eventually(t, timeout, "dev1 running the workload", func() error {
 		if got := running(t, app); !slices.Contains(got, "dev1") {

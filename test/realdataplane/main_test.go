@@ -151,12 +151,18 @@ func startPolicy(t testing.TB, space, name, app string, change func(*v1alpha1.St
 	if change != nil {
 		change(policy)
 	}
+	createPolicy(t, space, policy)
+}
+
+// createPolicy creates a policy in a WDS, deleted when the test ends.
+func createPolicy(t testing.TB, space string, policy *v1alpha1.StagedBindingPolicy) {
+	t.Helper()
 	if err := wds(space).Create(suite.ctx, policy); err != nil {
-		t.Fatalf("creating policy %s in %s: %v", name, space, err)
+		t.Fatalf("creating policy %s in %s: %v", policy.Name, space, err)
 	}
 	t.Cleanup(func() {
-		policies(space).Delete(t, name)
-		policies(space).WaitGone(t, name)
+		policies(space).Delete(t, policy.Name)
+		policies(space).WaitGone(t, policy.Name)
 	})
 }
 

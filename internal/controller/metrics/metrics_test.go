@@ -281,25 +281,9 @@ func TestStageRevisionSeries(t *testing.T) {
 	s := NewSpace("revision-test")
 	t.Cleanup(func() { SpaceDisengaged("revision-test") })
 	revisions := func() []string {
-		var got []string
-		ch := make(chan prometheus.Metric, 16)
-		stageRevision.Collect(ch)
-		close(ch)
-		for m := range ch {
-			var out dto.Metric
-			if err := m.Write(&out); err != nil {
-				t.Fatal(err)
-			}
-			labels := map[string]string{}
-			for _, l := range out.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels[LabelSpace] == "revision-test" {
-				got = append(got, labels[LabelStage]+"="+labels[LabelRevision])
-			}
-		}
-		slices.Sort(got)
-		return got
+		return collected(t, stageRevision, "revision-test", func(labels map[string]string, _ float64) string {
+			return labels[LabelStage] + "=" + labels[LabelRevision]
+		})
 	}
 
 	for _, step := range []struct {
@@ -334,25 +318,9 @@ func TestStageClustersSeries(t *testing.T) {
 	s := NewSpace("clusters-test")
 	t.Cleanup(func() { SpaceDisengaged("clusters-test") })
 	counts := func() []string {
-		var got []string
-		ch := make(chan prometheus.Metric, 16)
-		stageClusters.Collect(ch)
-		close(ch)
-		for m := range ch {
-			var out dto.Metric
-			if err := m.Write(&out); err != nil {
-				t.Fatal(err)
-			}
-			labels := map[string]string{}
-			for _, l := range out.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels[LabelSpace] == "clusters-test" {
-				got = append(got, fmt.Sprintf("%s/%s=%g", labels[LabelStage], labels[LabelState], out.GetGauge().GetValue()))
-			}
-		}
-		slices.Sort(got)
-		return got
+		return collected(t, stageClusters, "clusters-test", func(labels map[string]string, value float64) string {
+			return fmt.Sprintf("%s/%s=%g", labels[LabelStage], labels[LabelState], value)
+		})
 	}
 
 	p := policyAt("a", "prod", v1alpha1.RolloutProgressing, 2)
@@ -377,4 +345,28 @@ func TestStageClustersSeries(t *testing.T) {
 	if got := counts(); len(got) != 0 {
 		t.Errorf("after the deletion, series %v, want none", got)
 	}
+}
+
+// collected renders, sorted, the series of a gauge collector that belong to
+// a space, each by render from its labels and value.
+func collected(t *testing.T, c prometheus.Collector, space string, render func(labels map[string]string, value float64) string) []string {
+	t.Helper()
+	var got []string
+	ch := make(chan prometheus.Metric, 64)
+	go func() { c.Collect(ch); close(ch) }()
+	for m := range ch {
+		var out dto.Metric
+		if err := m.Write(&out); err != nil {
+			t.Fatal(err)
+		}
+		labels := map[string]string{}
+		for _, l := range out.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if labels[LabelSpace] == space {
+			got = append(got, render(labels, out.GetGauge().GetValue()))
+		}
+	}
+	slices.Sort(got)
+	return got
 }
