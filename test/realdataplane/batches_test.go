@@ -23,10 +23,12 @@ import (
 	"testing"
 	"time"
 
+	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
@@ -146,10 +148,14 @@ func TestBatchesGoOnPastAFailureWithinTheBudget(t *testing.T) {
 	if first["dev1"].After(first["edge1"]) || first["dev2"].After(first["edge1"]) {
 		t.Errorf("batch 1 was placed after batch 2: %v", first)
 	}
-	edge1Failed := first["edge1"].Add(clusterDeadline)
-	if first["test1"].Before(edge1Failed) || first["test1"].Before(tl.runningAt("prod1")) {
-		t.Errorf("test1 got the workload at %s, before batch 2 was done (prod1 running at %s, edge1 failed at %s at the earliest)",
-			first["test1"].Format(time.StampMilli), tl.runningAt("prod1").Format(time.StampMilli), edge1Failed.Format(time.StampMilli))
+	if first["test1"].Before(tl.runningAt("prod1")) {
+		t.Errorf("test1 got the workload at %s, before prod1 ran it at %s", first["test1"].Format(time.StampMilli), tl.runningAt("prod1").Format(time.StampMilli))
+	}
+	// edge1's deadline counts from its BindingPolicy's creation, which is
+	// also when test1's was created: both in whole seconds, as Plan reads them.
+	edge1Placed, test1Placed := placedAt(t, space, name, "edge1"), placedAt(t, space, name, "test1")
+	if test1Placed.Before(edge1Placed.Add(clusterDeadline)) {
+		t.Errorf("test1 was placed at %s, before edge1 (placed at %s) was past its %s deadline", test1Placed, edge1Placed, clusterDeadline)
 	}
 	t.Logf("first held: %s", formatTimeline(first))
 
@@ -201,6 +207,17 @@ func TestBatchesStopOverTheFailureBudget(t *testing.T) {
 	if n := policytest.EventsWithReason(policies(space).EventCounts(t, p), v1alpha1.ReasonFailureBudgetExceeded); n != 1 {
 		t.Errorf("%d FailureBudgetExceeded Events, want 1", n)
 	}
+}
+
+// placedAt returns when the batched stage "fleet" of a policy placed a
+// cluster: its BindingPolicy's creation.
+func placedAt(t *testing.T, space, policy, cluster string) time.Time {
+	t.Helper()
+	var bp ksv1alpha1.BindingPolicy
+	if err := wds(space).Get(suite.ctx, client.ObjectKey{Name: v1alpha1.ClusterBindingPolicyName(policy, "fleet", "", cluster)}, &bp); err != nil {
+		t.Fatalf("reading the BindingPolicy of %s: %v", cluster, err)
+	}
+	return bp.CreationTimestamp.Time
 }
 
 // later returns the later of two times.
