@@ -19,6 +19,7 @@ import (
 	"maps"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -260,7 +261,8 @@ func combinedStatusEvents(reader client.Reader) handler.TypedEventHandler[*ksv1a
 }
 
 // assesses reports whether the policy of req is rolling out in the stage
-// that bindingPolicy places, as the cache has it: its active stage, or the
+// that bindingPolicy places, as the cache has it: its active stage (or one
+// of its clusters, for a stage placed in batches), or the
 // stage its active stage has handed over to (rollout.HandedOver) before the status
 // records the advance. The record is queued at handler.LowPriority and
 // trails the handover by seconds when many rollouts advance at once, while
@@ -277,8 +279,13 @@ func assesses(ctx context.Context, reader client.Reader, req reconcile.Request, 
 	if policy.Status.Phase != v1alpha1.RolloutProgressing || !started {
 		return false
 	}
-	if policy.StageBindingPolicyName(policy.Spec.Stages[active].Name) == bindingPolicy {
+	stage := policy.Spec.Stages[active]
+	if policy.StageBindingPolicyName(stage.Name) == bindingPolicy {
 		return true
+	}
+	if prefix := v1alpha1.ClusterBindingPolicyName(policy.Name, stage.Name, policy.Status.UpdateRevision, ""); stage.Batched() &&
+		strings.HasPrefix(bindingPolicy, prefix) && len(bindingPolicy) > len(prefix) {
+		return true // it reports on a cluster of the stage
 	}
 	if active+1 >= len(policy.Spec.Stages) ||
 		policy.StageBindingPolicyName(policy.Spec.Stages[active+1].Name) != bindingPolicy {

@@ -24,6 +24,7 @@ import (
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
@@ -123,7 +124,8 @@ func TestBindingPolicyEventsQueueAtLowPriority(t *testing.T) {
 // updated for the active stage of a rollout in progress queues its policy at
 // AssessmentPriority, ahead of everything else, and so does one of the stage
 // the active stage has handed over to, before the status records the
-// advance; one of another stage (the next one's left from an earlier start
+// advance, and one of a cluster of an active stage placed in batches; one
+// of another stage (the next one's left from an earlier start
 // of the active stage among them), of a completed rollout, or deleted, at
 // the default priority; the cache's initial list and resyncs at
 // handler.LowPriority.
@@ -169,6 +171,24 @@ func TestCombinedStatusEventsQueueAssessmentsFirst(t *testing.T) {
 		cs.ResourceVersion = "1"
 		return &cs
 	}
+	// onCluster creates a policy whose stage dev is placed in batches and
+	// active, and the BindingPolicy that places cluster dev1; it returns
+	// that BindingPolicy's CombinedStatus.
+	onCluster := func(base string) *ksv1alpha1.CombinedStatus {
+		p := createPolicy(t, base)
+		p.Spec.Stages[0].MaxConcurrency = ptr.To(intstr.FromInt32(1))
+		if err := testSpace.Client.Update(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		startPolicy(t, p, "dev")
+		bp := rollout.ClusterBindingPolicy(p, p.Spec.Stages[0], "dev1")
+		if err := testSpace.Client.Create(ctx, bp); err != nil {
+			t.Fatal(err)
+		}
+		cs := rollouttest.CombinedStatus(bp, rollouttest.Deployment, "1")
+		cs.ResourceVersion = "1"
+		return &cs
+	}
 	updated := func(cs *ksv1alpha1.CombinedStatus, resourceVersion string) event.TypedUpdateEvent[*ksv1alpha1.CombinedStatus] {
 		changed := cs.DeepCopy()
 		changed.ResourceVersion = resourceVersion
@@ -185,24 +205,26 @@ func TestCombinedStatusEventsQueueAssessmentsFirst(t *testing.T) {
 	events.Update(ctx, updated(inRollout("cs-updated", v1alpha1.RolloutProgressing, "test", "test"), "2"), q)
 	events.Create(ctx, event.TypedCreateEvent[*ksv1alpha1.CombinedStatus]{Object: handedOver("cs-handed-over", rollouttest.Earlier.Time)}, q)
 	events.Create(ctx, event.TypedCreateEvent[*ksv1alpha1.CombinedStatus]{Object: handedOver("cs-earlier-start", rollouttest.MuchEarlier.Time)}, q)
+	events.Update(ctx, updated(onCluster("cs-on-cluster"), "2"), q)
 
 	got := map[string]int{}
 	var order []string
-	for range 9 {
+	for range 10 {
 		item, priority, _ := q.GetWithPriority()
 		got[item.Name], order = priority, append(order, item.Name)
 		q.Done(item)
 	}
 	want := map[string]int{
 		"cs-created": AssessmentPriority, "cs-updated": AssessmentPriority, "cs-handed-over": AssessmentPriority,
-		"cs-next-stage": 0, "cs-earlier-start": 0, "cs-completed": 0, "cs-deleted": 0,
+		"cs-on-cluster": AssessmentPriority, "cs-next-stage": 0, "cs-earlier-start": 0, "cs-completed": 0, "cs-deleted": 0,
 		"cs-listed": handler.LowPriority, "cs-resynced": handler.LowPriority,
 	}
 	if !maps.Equal(got, want) {
 		t.Errorf("priorities %v, want %v", got, want)
 	}
-	if first := order[:3]; !slices.Contains(first, "cs-created") || !slices.Contains(first, "cs-updated") || !slices.Contains(first, "cs-handed-over") {
-		t.Errorf("queue order %v, want cs-created, cs-updated and cs-handed-over first", order)
+	if first := order[:4]; !slices.Contains(first, "cs-created") || !slices.Contains(first, "cs-updated") || !slices.Contains(first, "cs-handed-over") ||
+		!slices.Contains(first, "cs-on-cluster") {
+		t.Errorf("queue order %v, want cs-created, cs-updated, cs-handed-over and cs-on-cluster first", order)
 	}
 }
 
