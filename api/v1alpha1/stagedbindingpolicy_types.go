@@ -760,6 +760,16 @@ type StageClusters struct {
 	Clusters []ClusterStatus `json:"clusters,omitempty"`
 }
 
+// Progressing is how many placed clusters are neither done nor failed.
+func (c *StageClusters) Progressing() int32 {
+	return max(c.Placed-c.Succeeded-c.Failed-c.TimedOut, 0)
+}
+
+// ToApply is how many selected clusters are not placed yet.
+func (c *StageClusters) ToApply() int32 {
+	return max(c.Total-c.Placed, 0)
+}
+
 // ClusterStatus is the state of one cluster of a stage placed in batches.
 type ClusterStatus struct {
 	// Name is the cluster's name.

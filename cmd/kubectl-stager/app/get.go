@@ -258,7 +258,7 @@ func batchMark(c *v1alpha1.StageClusters) string {
 // failed, 1 to apply".
 func batchSummary(c *v1alpha1.StageClusters) string {
 	parts := []string{fmt.Sprintf("%d succeeded", c.Succeeded)}
-	if progressing := c.Placed - c.Succeeded - c.Failed - c.TimedOut; progressing > 0 {
+	if progressing := c.Progressing(); progressing > 0 {
 		parts = append(parts, fmt.Sprintf("%d progressing", progressing))
 	}
 	if c.Failed > 0 {
@@ -267,7 +267,7 @@ func batchSummary(c *v1alpha1.StageClusters) string {
 	if c.TimedOut > 0 {
 		parts = append(parts, fmt.Sprintf("%d timed out", c.TimedOut))
 	}
-	if toApply := c.Total - c.Placed; toApply > 0 {
+	if toApply := c.ToApply(); toApply > 0 {
 		parts = append(parts, fmt.Sprintf("%d to apply", toApply))
 	}
 	return fmt.Sprintf("batch %d of %d: %s", c.Batch, c.Batches, strings.Join(parts, ", "))

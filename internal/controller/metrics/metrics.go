@@ -282,12 +282,11 @@ func stageClustersOf(policy *v1alpha1.StagedBindingPolicy) string {
 		if c == nil {
 			continue
 		}
-		progressing := c.Placed - c.Succeeded - c.Failed - c.TimedOut
 		for _, n := range []struct {
 			state v1alpha1.ClusterState
 			count int32
 		}{
-			{v1alpha1.ClusterToApply, c.Total - c.Placed}, {v1alpha1.ClusterProgressing, progressing},
+			{v1alpha1.ClusterToApply, c.ToApply()}, {v1alpha1.ClusterProgressing, c.Progressing()},
 			{v1alpha1.ClusterSucceeded, c.Succeeded}, {v1alpha1.ClusterFailed, c.Failed}, {v1alpha1.ClusterTimedOut, c.TimedOut},
 		} {
 			pairs = append(pairs, fmt.Sprintf("%s/%s=%d", r.Name, n.state, max(n.count, 0)))

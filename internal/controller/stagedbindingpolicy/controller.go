@@ -19,7 +19,6 @@ import (
 	"maps"
 	"runtime"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -283,9 +282,11 @@ func assesses(ctx context.Context, reader client.Reader, req reconcile.Request, 
 	if policy.StageBindingPolicyName(stage.Name) == bindingPolicy {
 		return true
 	}
-	if prefix := v1alpha1.ClusterBindingPolicyName(policy.Name, stage.Name, policy.Status.UpdateRevision, ""); stage.Batched() &&
-		strings.HasPrefix(bindingPolicy, prefix) && len(bindingPolicy) > len(prefix) {
-		return true // it reports on a cluster of the stage
+	if stage.Batched() {
+		bp := &ksv1alpha1.BindingPolicy{}
+		if err := reader.Get(ctx, types.NamespacedName{Name: bindingPolicy}, bp); err == nil && rollout.PlacesActiveCluster(policy, bp) {
+			return true // it reports on a cluster of the stage
+		}
 	}
 	if active+1 >= len(policy.Spec.Stages) ||
 		policy.StageBindingPolicyName(policy.Spec.Stages[active+1].Name) != bindingPolicy {
