@@ -138,15 +138,18 @@ SPACE_CHART = config/chart/workload-stager-space
 
 .PHONY: manifests
 manifests: ## Generate the CRD and RBAC manifests
-	"$$($(TOOL) controller-gen)" crd rbac:roleName=stager-space paths=./api/... paths=./internal/controller/... \
+	"$$($(TOOL) controller-gen)" crd rbac:roleName=stager-space paths=./api/v1alpha1/... paths=./internal/controller/... \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac/space
+	@# The hosting cluster's own kinds, apart: no space gets them.
+	"$$($(TOOL) controller-gen)" crd paths=./api/hosting/... output:crd:artifacts:config=config/crd/hosting
 	@# The charts carry the same CRD, RBAC and monitoring files as config/.
-	cp config/crd/bases/*.yaml $(CHART)/crds/
+	cp config/crd/bases/*.yaml config/crd/hosting/*.yaml $(CHART)/crds/
 	cp config/crd/bases/*.yaml $(SPACE_CHART)/crds/
 	cp config/rbac/space/role.yaml $(SPACE_CHART)/files/role.yaml
 	cp config/approval/approver_role.yaml config/approval/admission_policy.yaml $(SPACE_CHART)/files/
 	cp config/rbac/hosting/service_account.yaml config/rbac/hosting/role.yaml config/rbac/hosting/leader_election_role.yaml \
-		config/rbac/hosting/metrics_auth_role.yaml config/rbac/hosting/metrics_reader_role.yaml $(CHART)/files/rbac/
+		config/rbac/hosting/metrics_auth_role.yaml config/rbac/hosting/metrics_reader_role.yaml \
+		config/rbac/hosting/metric_provider_role.yaml $(CHART)/files/rbac/
 	cp config/rbac/kubeflex/role.yaml $(CHART)/files/kubeflex/role.yaml
 	cp config/prometheus/monitor.yaml config/prometheus/rules.yaml $(CHART)/files/prometheus/
 	cp config/grafana/stage-progress.json $(CHART)/files/grafana/

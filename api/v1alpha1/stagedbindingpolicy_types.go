@@ -15,6 +15,8 @@
 package v1alpha1
 
 import (
+	"time"
+
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -369,6 +371,160 @@ type Stage struct {
 	// +kubebuilder:validation:Enum=None;Required
 	// +optional
 	Approval Approval `json:"approval,omitempty"`
+
+	// Analysis measures what the workload does while the stage is active,
+	// through PromQL queries to the MetricProviders the platform team
+	// declared in the stager's hosting cluster. The stage is done only once
+	// its condition holds and every analysis that is not a dryRun has
+	// succeeded; an analysis that fails fails the stage (see onFailure), one
+	// inconclusive past its inconclusiveLimit holds the rollout for a person.
+	// +kubebuilder:validation:MaxItems=4
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Analysis []Analysis `json:"analysis,omitempty"`
+
+	// FailureCondition is a CEL expression over the CombinedStatus of each
+	// filtered object, with root `obj`, like condition: the stage fails as
+	// soon as it is true for any of them (see onFailure).
+	// +kubebuilder:validation:MaxLength=4096
+	// +optional
+	FailureCondition string `json:"failureCondition,omitempty"`
+
+	// OnFailure is what a failed stage (its failureCondition holds, or an
+	// analysis failed) does to the rollout. Hold (the default) stalls it
+	// where it is, with what it placed, until the spec changes or the
+	// rollout is restarted. Abort withdraws what the rollout moved: with
+	// spec.revision and a current revision, every stage goes back to
+	// status.currentRevision, as spec.abort does, until spec.revision names
+	// another revision or the rollout is restarted; without, the failed
+	// stage's placement is taken away and the last stage that was done
+	// placed again (every earlier stage under Accumulate).
+	// +kubebuilder:validation:Enum=Hold;Abort
+	// +optional
+	OnFailure FailureAction `json:"onFailure,omitempty"`
+}
+
+// FailureAction is what a failed stage does to the rollout.
+type FailureAction string
+
+// The failure actions.
+const (
+	// FailureHold stalls the rollout where it is.
+	FailureHold FailureAction = "Hold"
+	// FailureAbort withdraws what the rollout moved.
+	FailureAbort FailureAction = "Abort"
+)
+
+// Analysis is a PromQL query measured while a stage is active, and how its
+// measurements judge the stage, after Argo Rollouts' AnalysisTemplate
+// metrics.
+// +kubebuilder:validation:XValidation:rule="has(self.successCondition) || has(self.failureCondition)",message="an analysis needs a successCondition or a failureCondition"
+type Analysis struct {
+	// Name identifies the analysis in the stage. It is a DNS label.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// Provider is the name of the MetricProvider, in the stager's hosting
+	// cluster, to query. A policy cannot give an address of its own.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Provider string `json:"provider"`
+
+	// Query is the PromQL instant query. These placeholders are replaced
+	// before it is sent: {{space}}, {{policy}}, {{stage}}, {{revision}}
+	// (the revision being rolled out, empty without spec.revision) and
+	// {{clusters}} (the names of the clusters the stage's Binding places
+	// the workload on, as a regular expression that matches exactly them,
+	// e.g. `cluster=~"{{clusters}}"`); each value is escaped for a PromQL
+	// string.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	Query string `json:"query"`
+
+	// InitialDelay is how long after the stage's start the first
+	// measurement is taken. At most 24h.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('24h')",message="initialDelay must be between 0s and 24h"
+	// +optional
+	InitialDelay *metav1.Duration `json:"initialDelay,omitempty"`
+
+	// Interval is the time between two measurements. Default 30s; between
+	// 1s and 24h.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('24h')",message="interval must be between 1s and 24h"
+	// +optional
+	Interval *metav1.Duration `json:"interval,omitempty"`
+
+	// Count is how many measurements the analysis takes; it succeeds once
+	// it has taken them all within failureLimit and inconclusiveLimit.
+	// Default 1.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	// +optional
+	Count int32 `json:"count,omitempty"`
+
+	// SuccessCondition is a CEL expression over the query's result, with
+	// root `result`: the list of the sample values of the answer (one for a
+	// scalar), as doubles, e.g. `result.size() > 0 && result.all(v, v <
+	// 0.01)`. A measurement is Successful when it is true (and the
+	// failureCondition, if any, false), Failed when it is false and there is
+	// no failureCondition.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	SuccessCondition string `json:"successCondition,omitempty"`
+
+	// FailureCondition is a CEL expression over `result`, like
+	// successCondition: a measurement is Failed when it is true. With both
+	// conditions, a measurement for which neither holds is Inconclusive.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	FailureCondition string `json:"failureCondition,omitempty"`
+
+	// FailureLimit is how many Failed measurements the analysis tolerates;
+	// one more fails it. Default 0.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	// +optional
+	FailureLimit int32 `json:"failureLimit,omitempty"`
+
+	// InconclusiveLimit is how many Inconclusive measurements the analysis
+	// tolerates; one more holds the rollout for a person. A measurement is
+	// Inconclusive when the provider cannot be reached, answers with an
+	// error, too slowly or too much, or the conditions cannot be evaluated.
+	// Default 0.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	// +optional
+	InconclusiveLimit int32 `json:"inconclusiveLimit,omitempty"`
+
+	// DryRun records the analysis's measurements without letting them gate
+	// or fail the stage.
+	// +optional
+	DryRun bool `json:"dryRun,omitempty"`
+}
+
+// MeasurementCount returns how many measurements the analysis takes: Count,
+// or 1.
+func (a *Analysis) MeasurementCount() int32 {
+	return max(a.Count, 1)
+}
+
+// DefaultAnalysisInterval is the time between two measurements of an
+// analysis that sets no interval.
+const DefaultAnalysisInterval = 30 * time.Second
+
+// MeasurementInterval returns the time between two measurements: Interval,
+// or DefaultAnalysisInterval.
+func (a *Analysis) MeasurementInterval() time.Duration {
+	if a.Interval == nil || a.Interval.Duration <= 0 {
+		return DefaultAnalysisInterval
+	}
+	return a.Interval.Duration
 }
 
 // Approval says whether a stage waits for a person's approval to start.
@@ -517,6 +673,21 @@ const (
 	// ReasonBatchInProgress means the active stage, placed in batches,
 	// waits for the clusters placed so far before it places the next batch.
 	ReasonBatchInProgress = "BatchInProgress"
+	// ReasonAnalysisRunning means the active stage waits for its analyses
+	// to take their measurements.
+	ReasonAnalysisRunning = "AnalysisRunning"
+	// ReasonAnalysisFailed means an analysis of the active stage took more
+	// failed measurements than its failureLimit allows.
+	ReasonAnalysisFailed = "AnalysisFailed"
+	// ReasonAnalysisInconclusive means an analysis of the active stage took
+	// more inconclusive measurements than its inconclusiveLimit allows.
+	ReasonAnalysisInconclusive = "AnalysisInconclusive"
+	// ReasonFailureConditionMet means the active stage's failureCondition
+	// holds for a filtered object.
+	ReasonFailureConditionMet = "FailureConditionMet"
+	// ReasonRolloutHeld means a failed stage holds the rollout (onFailure
+	// Hold) until the spec changes or the rollout is restarted.
+	ReasonRolloutHeld = "RolloutHeld"
 	// ReasonSoaking means the active stage's condition holds and must keep
 	// holding for the stage's soakDuration.
 	ReasonSoaking = "Soaking"
@@ -622,6 +793,11 @@ type StagedBindingPolicyStatus struct {
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
+	// Failure records the stage whose failure holds or aborted the rollout
+	// (its onFailure); it is cleared when the rollout goes on.
+	// +optional
+	Failure *RolloutFailure `json:"failure,omitempty"`
+
 	// Stages has one record per stage of the spec, in the same order.
 	// +listType=map
 	// +listMapKey=name
@@ -707,6 +883,14 @@ type StageStatus struct {
 	// +optional
 	Clusters *StageClusters `json:"clusters,omitempty"`
 
+	// Analyses are the records of the stage's analyses while it is active,
+	// and as they ended once it is done.
+	// +kubebuilder:validation:MaxItems=4
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Analyses []AnalysisStatus `json:"analyses,omitempty"`
+
 	// Message says in words what the stage waits for, or what it did.
 	// +optional
 	Message string `json:"message,omitempty"`
@@ -776,6 +960,124 @@ type ClusterStatus struct {
 	Name string `json:"name"`
 	// State is where the cluster is.
 	State ClusterState `json:"state"`
+}
+
+// AnalysisPhase is where one analysis of a stage is.
+// +kubebuilder:validation:Enum=Running;Successful;Failed;Inconclusive
+type AnalysisPhase string
+
+// The phases of an analysis.
+const (
+	// AnalysisRunning means the analysis has measurements left to take.
+	AnalysisRunning AnalysisPhase = "Running"
+	// AnalysisSuccessful means the analysis took all its measurements
+	// within its failureLimit and inconclusiveLimit.
+	AnalysisSuccessful AnalysisPhase = "Successful"
+	// AnalysisFailed means more measurements failed than failureLimit allows.
+	AnalysisFailed AnalysisPhase = "Failed"
+	// AnalysisInconclusive means more measurements were inconclusive than
+	// inconclusiveLimit allows.
+	AnalysisInconclusive AnalysisPhase = "Inconclusive"
+)
+
+// MeasurementPhase is the verdict of one measurement.
+// +kubebuilder:validation:Enum=Successful;Failed;Inconclusive
+type MeasurementPhase string
+
+// The verdicts of a measurement.
+const (
+	// MeasurementSuccessful means the successCondition held (and the
+	// failureCondition did not).
+	MeasurementSuccessful MeasurementPhase = "Successful"
+	// MeasurementFailed means the failureCondition held, or the
+	// successCondition did not and there is no failureCondition.
+	MeasurementFailed MeasurementPhase = "Failed"
+	// MeasurementInconclusive means the query or the conditions gave no
+	// verdict: the provider could not be reached or answered an error, or
+	// an evaluation failed, or neither condition held.
+	MeasurementInconclusive MeasurementPhase = "Inconclusive"
+)
+
+// Bounds of an analysis record.
+const (
+	// MaxMeasurements is how many of its latest measurements an analysis
+	// record keeps; its counts cover every measurement.
+	MaxMeasurements = 3
+	// MaxMeasurementValue is the most bytes of a measurement's value.
+	MaxMeasurementValue = 256
+	// MaxMeasurementMessage is the most bytes of a measurement's message.
+	MaxMeasurementMessage = 512
+)
+
+// AnalysisStatus is the record of one analysis of a stage.
+type AnalysisStatus struct {
+	// Name is the analysis's name.
+	Name string `json:"name"`
+	// Phase is Running, Successful, Failed or Inconclusive.
+	Phase AnalysisPhase `json:"phase"`
+	// DryRun says the analysis does not gate the stage.
+	// +optional
+	DryRun bool `json:"dryRun,omitempty"`
+	// Successful is how many measurements succeeded.
+	Successful int32 `json:"successful"`
+	// Failed is how many measurements failed.
+	Failed int32 `json:"failed"`
+	// Inconclusive is how many measurements were inconclusive.
+	Inconclusive int32 `json:"inconclusive"`
+	// Measurements are the latest measurements, oldest first, at most
+	// MaxMeasurements.
+	// +kubebuilder:validation:MaxItems=3
+	// +optional
+	Measurements []Measurement `json:"measurements,omitempty"`
+}
+
+// Taken is how many measurements the analysis has taken.
+func (a *AnalysisStatus) Taken() int32 {
+	return a.Successful + a.Failed + a.Inconclusive
+}
+
+// Measurement is one measurement of an analysis.
+type Measurement struct {
+	// Time is when the query was sent.
+	Time metav1.Time `json:"time"`
+	// Phase is the measurement's verdict.
+	Phase MeasurementPhase `json:"phase"`
+	// Value is the query's result, as the conditions saw it.
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	Value string `json:"value,omitempty"`
+	// Message says why the measurement is inconclusive.
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// RolloutFailure records the stage whose failure stopped the rollout.
+type RolloutFailure struct {
+	// Stage is the stage that failed.
+	Stage string `json:"stage"`
+	// Reason is AnalysisFailed, AnalysisInconclusive or FailureConditionMet.
+	Reason string `json:"reason"`
+	// Action is what the failure did: Hold or Abort.
+	Action FailureAction `json:"action"`
+	// Message says what failed.
+	// +kubebuilder:validation:MaxLength=4096
+	// +optional
+	Message string `json:"message,omitempty"`
+	// Time is when the stage failed.
+	Time metav1.Time `json:"time"`
+	// Generation is the spec's generation when the stage failed: a hold
+	// lasts until the spec changes.
+	Generation int64 `json:"generation"`
+	// Revision is the revision that was being rolled out (status.updateRevision).
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Revision string `json:"revision,omitempty"`
+	// RestartedAt is the restartedAt annotation's value when the stage
+	// failed: a new value restarts the rollout.
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	RestartedAt string `json:"restartedAt,omitempty"`
 }
 
 // StageBindingPolicyName returns the name of the BindingPolicy that places

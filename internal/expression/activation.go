@@ -49,10 +49,15 @@ type evalVars struct {
 	obj ref.Val
 	// clause is a filter's downsync clause (nil for a condition).
 	clause *downsyncClause
+	// result is an analysis's measured values (nil for the other kinds).
+	result ref.Val
 }
 
 // conditionVars returns the variables of a condition on obj.
 func conditionVars(obj ref.Val) *evalVars { return &evalVars{obj: obj} }
+
+// analysisVars returns the variables of an analysis condition on result.
+func analysisVars(result ref.Val) *evalVars { return &evalVars{result: result} }
 
 // filterVars returns the variables of a filter on clause.
 func filterVars(clause *downsyncClause) *evalVars { return &evalVars{clause: clause} }
@@ -76,6 +81,10 @@ func (v *evalVars) ResolveName(name string) (any, bool) {
 	case VarDownsyncClause:
 		if v.clause != nil {
 			return v.clause, true
+		}
+	case VarResult:
+		if v.result != nil {
+			return v.result, true
 		}
 	}
 	return nil, false

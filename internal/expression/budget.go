@@ -66,6 +66,12 @@ func (b *Budget) EvalCondition(p *Program, cs *ksv1alpha1.CombinedStatus) (bool,
 	return p.evalCondition(cs, b)
 }
 
+// EvalAnalysis is Program.EvalAnalysis within the budget: it fails with
+// ReasonBudgetExhausted if the budget is spent or runs out meanwhile.
+func (b *Budget) EvalAnalysis(p *Program, values []float64) (bool, error) {
+	return p.evalAnalysis(values, b)
+}
+
 // exhausted says why the budget cannot pay for another evaluation, or "".
 func (b *Budget) exhausted(now time.Time) string {
 	switch {

@@ -39,6 +39,9 @@ const (
 	// KindCondition is a stage condition, evaluated per CombinedStatus with
 	// the variables obj and combinedStatus.
 	KindCondition Kind = "condition"
+	// KindAnalysis is an analysis's success or failure condition,
+	// evaluated per measurement with the variable result.
+	KindAnalysis Kind = "analysis"
 )
 
 // Variable names visible to expressions.
@@ -49,6 +52,9 @@ const (
 	VarObj = "obj"
 	// VarCombinedStatus is an alias of VarObj in condition expressions.
 	VarCombinedStatus = "combinedStatus"
+	// VarResult is the variable of analysis expressions: the sample values
+	// of a query's answer, a list of doubles.
+	VarResult = "result"
 )
 
 const (
@@ -199,9 +205,10 @@ type Engine struct {
 	config
 	filterEnv    *cel.Env
 	conditionEnv *cel.Env
-	// filterCharges and conditionCharges charge the calls of precharges
-	// before they run, in the programs of each environment.
-	filterCharges, conditionCharges []cel.ProgramOption
+	analysisEnv  *cel.Env
+	// filterCharges, conditionCharges and analysisCharges charge the calls
+	// of precharges before they run, in the programs of each environment.
+	filterCharges, conditionCharges, analysisCharges []cel.ProgramOption
 
 	compilations atomic.Uint64
 	conversions  *conversions
@@ -261,6 +268,16 @@ func NewEngine(opts ...Option) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating CEL environment for conditions: %w", err)
 	}
+	analysisEnv, err := cel.NewEnv(append(commonEnvOptions(cfg.costLimit),
+		cel.Variable(VarResult, cel.ListType(cel.DoubleType)),
+	)...)
+	if err != nil {
+		return nil, fmt.Errorf("creating CEL environment for analyses: %w", err)
+	}
+	analysisCharges, err := prechargeOptions(analysisEnv, cfg.costLimit)
+	if err != nil {
+		return nil, fmt.Errorf("creating CEL environment for analyses: %w", err)
+	}
 	filterCharges, err := prechargeOptions(filterEnv, cfg.costLimit)
 	if err != nil {
 		return nil, fmt.Errorf("creating CEL environment for filters: %w", err)
@@ -273,8 +290,10 @@ func NewEngine(opts ...Option) (*Engine, error) {
 		config:           cfg,
 		filterEnv:        filterEnv,
 		conditionEnv:     conditionEnv,
+		analysisEnv:      analysisEnv,
 		filterCharges:    filterCharges,
 		conditionCharges: conditionCharges,
+		analysisCharges:  analysisCharges,
 		conversions:      newConversions(cfg.conversionCache, cfg.conversionBytes),
 		regex:            regex,
 		programs:         lru.New(cfg.cacheSize),
@@ -305,7 +324,7 @@ func (e *Engine) Compile(kind Kind, source string) (*Program, error) {
 	if e == nil || e.filterEnv == nil {
 		return nil, newError(kind, source, ReasonCompileError, errors.New("engine not initialized; use NewEngine"))
 	}
-	if kind != KindFilter && kind != KindCondition {
+	if kind != KindFilter && kind != KindCondition && kind != KindAnalysis {
 		return nil, newError(kind, source, ReasonCompileError, fmt.Errorf("unknown expression kind %q", kind))
 	}
 	if strings.TrimSpace(source) == "" {
@@ -350,8 +369,11 @@ func (e *Engine) compile(kind Kind, source string) (prog *Program, err error) {
 		}
 	}()
 	env, charges := e.filterEnv, e.filterCharges
-	if kind == KindCondition {
+	switch kind {
+	case KindCondition:
 		env, charges = e.conditionEnv, e.conditionCharges
+	case KindAnalysis:
+		env, charges = e.analysisEnv, e.analysisCharges
 	}
 	ast, issues := env.Compile(source)
 	if issues != nil && issues.Err() != nil {

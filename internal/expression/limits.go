@@ -86,6 +86,9 @@ var inputRoots = map[string]bool{VarObj: true, VarCombinedStatus: true, VarDowns
 // EstimateSize implements checker.CostEstimator.
 func (c *costEstimator) EstimateSize(node checker.AstNode) *checker.SizeEstimate {
 	path := node.Path()
+	if len(path) == 1 && path[0] == VarResult {
+		return &checker.SizeEstimate{Min: 0, Max: MaxResultValues}
+	}
 	if len(path) == 0 || !inputRoots[path[0]] {
 		return nil
 	}

@@ -17,6 +17,7 @@ package expression
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/cel-go/cel"
@@ -96,6 +97,30 @@ func (p *Program) evalCondition(cs *ksv1alpha1.CombinedStatus, b *Budget) (bool,
 		}
 	}
 	return p.eval(conditionVars(conv.obj), b, bound)
+}
+
+// MaxResultValues is the most values an analysis condition is evaluated
+// on: a query's answer with more samples is refused before evaluation.
+const MaxResultValues = 1000
+
+// EvalAnalysis evaluates an analysis program against the values of one
+// measurement and reports whether it holds. Evaluating another kind of
+// program fails with ReasonWrongKind; more than MaxResultValues values fail
+// with ReasonEvaluationError. The returned error is always an *Error.
+func (p *Program) EvalAnalysis(values []float64) (bool, error) {
+	return p.evalAnalysis(values, nil)
+}
+
+// evalAnalysis is EvalAnalysis within budget b (nil for none).
+func (p *Program) evalAnalysis(values []float64, b *Budget) (bool, error) {
+	if err := p.check(KindAnalysis); err != nil {
+		return false, err
+	}
+	if len(values) > MaxResultValues {
+		return false, newError(p.kind, p.source, ReasonEvaluationError,
+			fmt.Errorf("the result has %d values, more than the %d an analysis condition is evaluated on", len(values), MaxResultValues))
+	}
+	return p.eval(analysisVars(types.DefaultTypeAdapter.NativeToValue(slices.Clone(values))), b, 0)
 }
 
 // check verifies that p is usable in the role want.

@@ -118,10 +118,11 @@ func TestChartsLint(t *testing.T) {
 // TestChartShipsWhatConfigShips renders the chart with its default values
 // and checks it against config/: the same RBAC objects and rules as
 // config/rbac/hosting (the stager's ServiceAccount bound in the release's
-// namespace), the same CRD, and a Deployment with the secure defaults.
+// namespace), the same CRDs (the spaces' and the hosting cluster's), and a Deployment with the secure defaults.
 func TestChartShipsWhatConfigShips(t *testing.T) {
 	rendered := objects(t, helm(t, "template", "stager", chart, "--namespace", "kubestellar-stager", "--include-crds"))
-	want := configObjects(t, "rbac/hosting", "service_account.yaml", "role.yaml", "leader_election_role.yaml", "metrics_auth_role.yaml", "metrics_reader_role.yaml")
+	want := configObjects(t, "rbac/hosting", "service_account.yaml", "role.yaml", "leader_election_role.yaml", "metrics_auth_role.yaml", "metrics_reader_role.yaml",
+		"metric_provider_role.yaml")
 	for _, w := range want {
 		got := find(t, rendered, w.GetKind(), w.GetName())
 		switch w.GetKind() {
@@ -142,7 +143,9 @@ func TestChartShipsWhatConfigShips(t *testing.T) {
 			}
 		}
 	}
-	for _, wantCRD := range configObjects(t, "crd/bases", "community.kubestellar.io_stagedbindingpolicies.yaml", "community.kubestellar.io_stageapprovals.yaml") {
+	wantCRDs := append(configObjects(t, "crd/bases", "community.kubestellar.io_stagedbindingpolicies.yaml", "community.kubestellar.io_stageapprovals.yaml"),
+		configObjects(t, "crd/hosting", "community.kubestellar.io_metricproviders.yaml")...)
+	for _, wantCRD := range wantCRDs {
 		if crd := find(t, rendered, "CustomResourceDefinition", wantCRD.GetName()); !reflect.DeepEqual(crd.Object, wantCRD.Object) {
 			t.Errorf("the chart's CRD %s differs from config/crd/bases'", wantCRD.GetName())
 		}

@@ -1,0 +1,106 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// MetricProvider declares one Prometheus-compatible endpoint that the
+// analyses of StagedBindingPolicies may query, by its name. It lives in the
+// stager's hosting cluster and is the platform team's: a policy, written
+// in a WDS, only names a provider and gives a PromQL query; the address,
+// the CA and the credentials come from here, so that no policy author can
+// make the central stager call an address, or send a credential, of their
+// choosing.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=mp,categories=kubestellar
+// +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.spec.prometheus.address`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type MetricProvider struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec declares the endpoint.
+	Spec MetricProviderSpec `json:"spec"`
+}
+
+// MetricProviderSpec declares a metric endpoint.
+type MetricProviderSpec struct {
+	// Prometheus is a Prometheus-compatible HTTP API (Prometheus, Thanos,
+	// Mimir, VictoriaMetrics...), queried at <address>/api/v1/query.
+	Prometheus PrometheusProvider `json:"prometheus"`
+}
+
+// PrometheusProvider is a Prometheus-compatible HTTP API and how to reach it.
+type PrometheusProvider struct {
+	// Address is the API's base URL, e.g. https://prometheus.monitoring:9090.
+	// It must be https unless the stager runs with
+	// --allow-insecure-metric-providers. It may carry a path prefix, but no
+	// user information, query or fragment.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^https?://[^\s?#@]+$`
+	Address string `json:"address"`
+
+	// CASecretRef names the key of a Secret, in the stager's Secret
+	// namespace, that holds the PEM CA bundle the server's certificate must
+	// chain to. Default: the system's roots.
+	// +optional
+	CASecretRef *SecretKeyRef `json:"caSecretRef,omitempty"`
+
+	// BearerTokenSecretRef names the key of a Secret, in the stager's
+	// Secret namespace, that holds a bearer token sent with every query.
+	// +optional
+	BearerTokenSecretRef *SecretKeyRef `json:"bearerTokenSecretRef,omitempty"`
+
+	// Timeout bounds each query, from the connection to the last byte of
+	// the answer. Default, and most: the stager's --analysis-query-timeout.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// MaxResponseBytes bounds the size of each answer; a larger one is not
+	// read and the measurement is inconclusive. Default, and most: the
+	// stager's --analysis-max-response-bytes.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxResponseBytes *int64 `json:"maxResponseBytes,omitempty"`
+}
+
+// SecretKeyRef names one key of a Secret in the stager's Secret namespace.
+type SecretKeyRef struct {
+	// Name is the Secret's name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Key is the key in the Secret's data.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Key string `json:"key"`
+}
+
+// MetricProviderList is a list of MetricProviders.
+//
+// +kubebuilder:object:root=true
+type MetricProviderList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	// Items are the providers.
+	Items []MetricProvider `json:"items"`
+}
