@@ -1,0 +1,310 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package analysis
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hostingv1alpha1 "github.com/kubestellar/workload-stager/api/hosting/v1alpha1"
+)
+
+// Defaults of the bounds of every query.
+const (
+	// DefaultTimeout bounds one query, from the connection to the last
+	// byte of the answer.
+	DefaultTimeout = 10 * time.Second
+	// DefaultMaxResponseBytes bounds the size of one answer.
+	DefaultMaxResponseBytes = 1 << 20
+	// maxRedirects is how many redirects to the provider's own host a
+	// query follows.
+	maxRedirects = 3
+)
+
+// Options are the stager's bounds on every provider.
+type Options struct {
+	// AllowInsecure lets providers use plain http addresses.
+	AllowInsecure bool
+	// Timeout bounds one query; a provider may only lower it.
+	Timeout time.Duration
+	// MaxResponseBytes bounds the size of one answer; a provider may only
+	// lower it.
+	MaxResponseBytes int64
+	// SecretNamespace is the namespace of the providers' CA and token
+	// Secrets.
+	SecretNamespace string
+}
+
+// Providers queries the Prometheus-compatible APIs that the MetricProviders
+// of the hosting cluster declare.
+type Providers struct {
+	// Reader reads MetricProviders and Secrets from the hosting cluster.
+	Reader client.Reader
+	// Options bound every query.
+	Options Options
+}
+
+// Query sends query, as an instant query, to the provider named provider
+// and returns the sample values of its answer, in the order of the answer.
+// Every error says what went wrong in words a policy author can act on,
+// without the provider's credentials.
+func (p *Providers) Query(ctx context.Context, provider, query string) ([]float64, error) {
+	endpoint, err := p.Endpoint(ctx, provider)
+	if err != nil {
+		return nil, err
+	}
+	values, err := endpoint.Query(ctx, query)
+	if err != nil {
+		return nil, fmt.Errorf("MetricProvider %q: %w", provider, err)
+	}
+	return values, nil
+}
+
+// Endpoint reads the MetricProvider named provider, and its Secrets, and
+// returns its endpoint.
+func (p *Providers) Endpoint(ctx context.Context, provider string) (*Endpoint, error) {
+	mp := &hostingv1alpha1.MetricProvider{}
+	if err := p.Reader.Get(ctx, types.NamespacedName{Name: provider}, mp); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("MetricProvider %q does not exist in the stager's hosting cluster", provider)
+		}
+		return nil, fmt.Errorf("reading MetricProvider %q: %w", provider, err)
+	}
+	var ca, token []byte
+	var err error
+	if ref := mp.Spec.Prometheus.CASecretRef; ref != nil {
+		if ca, err = p.secretKey(ctx, ref); err != nil {
+			return nil, fmt.Errorf("MetricProvider %q: CA: %w", provider, err)
+		}
+	}
+	if ref := mp.Spec.Prometheus.BearerTokenSecretRef; ref != nil {
+		if token, err = p.secretKey(ctx, ref); err != nil {
+			return nil, fmt.Errorf("MetricProvider %q: bearer token: %w", provider, err)
+		}
+	}
+	endpoint, err := NewEndpoint(&mp.Spec.Prometheus, ca, token, p.Options)
+	if err != nil {
+		return nil, fmt.Errorf("MetricProvider %q: %w", provider, err)
+	}
+	return endpoint, nil
+}
+
+// secretKey reads one key of a Secret of the secret namespace.
+func (p *Providers) secretKey(ctx context.Context, ref *hostingv1alpha1.SecretKeyRef) ([]byte, error) {
+	secret := &corev1.Secret{}
+	if err := p.Reader.Get(ctx, types.NamespacedName{Namespace: p.Options.SecretNamespace, Name: ref.Name}, secret); err != nil {
+		return nil, fmt.Errorf("reading Secret %s/%s: %w", p.Options.SecretNamespace, ref.Name, err)
+	}
+	value, ok := secret.Data[ref.Key]
+	if !ok {
+		return nil, fmt.Errorf("secret %s/%s has no key %q", p.Options.SecretNamespace, ref.Name, ref.Key)
+	}
+	return value, nil
+}
+
+// Endpoint is one provider's API, as the stager's options allow it.
+type Endpoint struct {
+	base   *url.URL
+	token  string
+	limit  int64
+	client *http.Client
+}
+
+// NewEndpoint checks a provider's spec against the stager's options and
+// returns its endpoint: an https address (http only if opts allow it),
+// without user information, query or fragment; ca, when given, the PEM
+// bundle the server's certificate must chain to; token, when given, the
+// bearer token of every query. Its queries follow redirects to the
+// address's own scheme and host only, and are bounded by the provider's
+// timeout and maxResponseBytes, which can only lower the options'.
+func NewEndpoint(spec *hostingv1alpha1.PrometheusProvider, ca, token []byte, opts Options) (*Endpoint, error) {
+	base, err := checkAddress(spec.Address, opts.AllowInsecure)
+	if err != nil {
+		return nil, err
+	}
+	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
+	if ca != nil {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(ca) {
+			return nil, errors.New("the CA Secret's key holds no PEM certificate")
+		}
+		tlsConfig.RootCAs = pool
+	}
+	e := &Endpoint{base: base, limit: opts.MaxResponseBytes}
+	if token != nil {
+		e.token = strings.TrimSpace(string(token))
+		if e.token == "" || strings.ContainsAny(e.token, "\r\n") {
+			return nil, errors.New("the bearer token Secret's key is empty or spans lines")
+		}
+	}
+	if m := spec.MaxResponseBytes; m != nil && *m > 0 && *m < e.limit {
+		e.limit = *m
+	}
+	timeout := opts.Timeout
+	if t := spec.Timeout; t != nil && t.Duration > 0 && t.Duration < timeout {
+		timeout = t.Duration
+	}
+	e.client = &http.Client{
+		Timeout: timeout,
+		// No proxy from the stager's environment, and no connection kept:
+		// each query stands alone.
+		Transport: &http.Transport{TLSClientConfig: tlsConfig, DisableKeepAlives: true, ResponseHeaderTimeout: timeout},
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) > maxRedirects {
+				return fmt.Errorf("more than %d redirects", maxRedirects)
+			}
+			if req.URL.Scheme != base.Scheme || req.URL.Host != base.Host {
+				return fmt.Errorf("redirected to %s://%s, another host than the provider's %s://%s", req.URL.Scheme, req.URL.Host, base.Scheme, base.Host)
+			}
+			return nil
+		},
+	}
+	return e, nil
+}
+
+// checkAddress parses a provider's address and refuses what the stager
+// does not allow.
+func checkAddress(address string, allowInsecure bool) (*url.URL, error) {
+	u, err := url.Parse(address)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("address %q does not parse: %w", address, err)
+	case u.Scheme != "https" && u.Scheme != "http", u.Host == "":
+		return nil, fmt.Errorf("address %q is not an http(s) URL", address)
+	case u.Scheme == "http" && !allowInsecure:
+		return nil, fmt.Errorf("address %q is plain http, which the stager allows only with --allow-insecure-metric-providers", address)
+	case u.User != nil, u.RawQuery != "", u.Fragment != "":
+		return nil, fmt.Errorf("address %q has user information, a query or a fragment", address)
+	}
+	return u, nil
+}
+
+// apiResponse is the envelope of Prometheus's HTTP API.
+type apiResponse struct {
+	Status    string `json:"status"`
+	ErrorType string `json:"errorType"`
+	Error     string `json:"error"`
+	Data      struct {
+		ResultType string          `json:"resultType"`
+		Result     json.RawMessage `json:"result"`
+	} `json:"data"`
+}
+
+// Query sends one instant query and decodes the values of its answer.
+func (e *Endpoint) Query(ctx context.Context, query string) ([]float64, error) {
+	base, token, limit := e.base, e.token, e.limit
+	endpoint := base.JoinPath("api", "v1", "query")
+	endpoint.RawQuery = url.Values{"query": {query}}.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint.String(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("building the query: %w", err)
+	}
+	req.Header.Set("Accept", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := e.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("querying %s: %w", base.Redacted(), unwrapURLError(err))
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading the answer of %s: %w", base.Redacted(), unwrapURLError(err))
+	}
+	if int64(len(body)) > limit {
+		return nil, fmt.Errorf("the answer of %s is larger than %d bytes", base.Redacted(), limit)
+	}
+	var answer apiResponse
+	if err := json.Unmarshal(body, &answer); err != nil {
+		return nil, fmt.Errorf("%s answered HTTP %d with no Prometheus API response", base.Redacted(), resp.StatusCode)
+	}
+	if answer.Status != "success" {
+		return nil, fmt.Errorf("%s answered HTTP %d: %s: %s", base.Redacted(), resp.StatusCode, answer.ErrorType, answer.Error)
+	}
+	return decodeValues(answer.Data.ResultType, answer.Data.Result)
+}
+
+// unwrapURLError drops the URL, with its query, from a client error.
+func unwrapURLError(err error) error {
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) {
+		return urlErr.Err
+	}
+	return err
+}
+
+// decodeValues returns the values of an instant query's result: one per
+// sample of a vector, the one of a scalar.
+func decodeValues(resultType string, raw json.RawMessage) ([]float64, error) {
+	switch resultType {
+	case "vector":
+		var samples []struct {
+			Value [2]any `json:"value"`
+		}
+		if err := json.Unmarshal(raw, &samples); err != nil {
+			return nil, fmt.Errorf("the vector does not decode: %w", err)
+		}
+		values := make([]float64, len(samples))
+		for i, s := range samples {
+			v, err := sampleValue(s.Value)
+			if err != nil {
+				return nil, err
+			}
+			values[i] = v
+		}
+		return values, nil
+	case "scalar":
+		var sample [2]any
+		if err := json.Unmarshal(raw, &sample); err != nil {
+			return nil, fmt.Errorf("the scalar does not decode: %w", err)
+		}
+		v, err := sampleValue(sample)
+		if err != nil {
+			return nil, err
+		}
+		return []float64{v}, nil
+	default:
+		return nil, fmt.Errorf("the query gives a %s; an analysis needs an instant vector or a scalar", resultType)
+	}
+}
+
+// sampleValue decodes the value of a [time, "value"] pair.
+func sampleValue(pair [2]any) (float64, error) {
+	s, ok := pair[1].(string)
+	if !ok {
+		return 0, fmt.Errorf("a sample's value %v is not a string", pair[1])
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, fmt.Errorf("a sample's value %q is not a number", s)
+	}
+	return v, nil
+}

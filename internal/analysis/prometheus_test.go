@@ -1,0 +1,202 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package analysis
+
+import (
+	"context"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	hostingv1alpha1 "github.com/kubestellar/workload-stager/api/hosting/v1alpha1"
+)
+
+// The endpoints here are httptest servers that answer as Prometheus's
+// HTTP API does: the subject is the client's guard on what an endpoint may
+// do. The real Prometheus answers in test/e2e (analysis_test.go).
+
+var options = Options{AllowInsecure: true, Timeout: 2 * time.Second, MaxResponseBytes: DefaultMaxResponseBytes}
+
+// prometheusAPI answers every query with body.
+func prometheusAPI(t *testing.T, body string) *httptest.Server {
+	t.Helper()
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/v1/query" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprint(w, body)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func endpoint(t *testing.T, spec hostingv1alpha1.PrometheusProvider, opts Options) *Endpoint {
+	t.Helper()
+	e, err := NewEndpoint(&spec, nil, nil, opts)
+	if err != nil {
+		t.Fatalf("NewEndpoint(%+v): %v", spec, err)
+	}
+	return e
+}
+
+func TestQueryDecodesInstantResults(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want []float64
+		err  string
+	}{
+		{`{"status":"success","data":{"resultType":"vector","result":[{"metric":{"a":"1"},"value":[1,"0.5"]},{"metric":{},"value":[1,"2"]}]}}`, []float64{0.5, 2}, ""},
+		{`{"status":"success","data":{"resultType":"vector","result":[]}}`, []float64{}, ""},
+		{`{"status":"success","data":{"resultType":"scalar","result":[1,"7"]}}`, []float64{7}, ""},
+		{`{"status":"success","data":{"resultType":"matrix","result":[]}}`, nil, "gives a matrix"},
+		{`{"status":"error","errorType":"bad_data","error":"parse error"}`, nil, "bad_data: parse error"},
+		{`<html>oops</html>`, nil, "no Prometheus API response"},
+		{`{"status":"success","data":{"resultType":"vector","result":[{"value":[1,"x"]}]}}`, nil, "not a number"},
+	} {
+		s := prometheusAPI(t, tc.body)
+		got, err := endpoint(t, hostingv1alpha1.PrometheusProvider{Address: s.URL}, options).Query(context.Background(), "up")
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("answer %s: got %v, %v; want an error saying %q", tc.body, got, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("answer %s: got %v, %v; want %v", tc.body, got, err, tc.want)
+		}
+	}
+}
+
+func TestAddressesTheStagerRefuses(t *testing.T) {
+	for _, address := range []string{
+		"http://prometheus:9090",
+		"ftp://prometheus",
+		"https://user:secret@prometheus",
+		"https://prometheus/?x=1",
+		"https://prometheus/#f",
+		"prometheus:9090",
+	} {
+		if _, err := NewEndpoint(&hostingv1alpha1.PrometheusProvider{Address: address}, nil, nil, Options{}); err == nil {
+			t.Errorf("address %q accepted by a stager that allows no insecure provider", address)
+		}
+	}
+	if _, err := NewEndpoint(&hostingv1alpha1.PrometheusProvider{Address: "http://prometheus:9090"}, nil, nil, Options{AllowInsecure: true}); err != nil {
+		t.Errorf("a plain http address refused although allowed: %v", err)
+	}
+}
+
+func TestTLSAndBearerToken(t *testing.T) {
+	var gotAuth string
+	s := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotAuth = r.Header.Get("Authorization")
+		_, _ = fmt.Fprint(w, `{"status":"success","data":{"resultType":"scalar","result":[1,"1"]}}`)
+	}))
+	defer s.Close()
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw})
+	spec := &hostingv1alpha1.PrometheusProvider{Address: s.URL}
+
+	e, err := NewEndpoint(spec, ca, []byte("s3cret\n"), Options{Timeout: time.Second, MaxResponseBytes: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Query(context.Background(), "up"); err != nil {
+		t.Fatalf("query with the server's CA: %v", err)
+	}
+	if gotAuth != "Bearer s3cret" {
+		t.Errorf("Authorization %q, want the token as a bearer", gotAuth)
+	}
+
+	e, err = NewEndpoint(spec, nil, []byte("s3cret"), Options{Timeout: time.Second, MaxResponseBytes: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.Query(context.Background(), "up")
+	if err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("query without the server's CA: got %v, want a certificate error", err)
+	}
+	if err != nil && strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("the error shows the token: %v", err)
+	}
+	if _, err := NewEndpoint(spec, []byte("not a certificate"), nil, options); err == nil {
+		t.Error("a CA that holds no certificate accepted")
+	}
+	if _, err := NewEndpoint(spec, nil, []byte("a\nb"), options); err == nil {
+		t.Error("a token spanning lines accepted")
+	}
+}
+
+func TestRedirectsStayOnTheProvidersHost(t *testing.T) {
+	elsewhere := prometheusAPI(t, `{"status":"success","data":{"resultType":"scalar","result":[1,"1"]}}`)
+	var hits int
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits++
+		switch r.URL.Path {
+		case "/api/v1/query":
+			http.Redirect(w, r, "/prom/api/v1/query?"+r.URL.RawQuery, http.StatusFound)
+		case "/prom/api/v1/query":
+			http.Redirect(w, r, elsewhere.URL+"/api/v1/query?"+r.URL.RawQuery, http.StatusFound)
+		}
+	}))
+	defer s.Close()
+	_, err := endpoint(t, hostingv1alpha1.PrometheusProvider{Address: s.URL}, options).Query(context.Background(), "up")
+	if err == nil || !strings.Contains(err.Error(), "another host") {
+		t.Errorf("a redirect to another host: got %v, want it refused", err)
+	}
+	if hits != 2 {
+		t.Errorf("the provider's host was asked %d times, want 2 (a redirect on the same host is followed)", hits)
+	}
+}
+
+func TestAnswersAreBounded(t *testing.T) {
+	huge := `{"status":"success","data":{"resultType":"vector","result":[` +
+		strings.Repeat(`{"metric":{"a":"b"},"value":[1,"1"]},`, 1000) + `{"value":[1,"1"]}]}}`
+	s := prometheusAPI(t, huge)
+	_, err := endpoint(t, hostingv1alpha1.PrometheusProvider{Address: s.URL, MaxResponseBytes: ptr.To[int64](4096)}, options).Query(context.Background(), "up")
+	if err == nil || !strings.Contains(err.Error(), "larger than 4096 bytes") {
+		t.Errorf("a %d-byte answer to a provider bounded at 4096: got %v", len(huge), err)
+	}
+	if _, err := endpoint(t, hostingv1alpha1.PrometheusProvider{Address: s.URL, MaxResponseBytes: ptr.To[int64](1 << 30)},
+		Options{AllowInsecure: true, Timeout: time.Second, MaxResponseBytes: 4096}).Query(context.Background(), "up"); err == nil {
+		t.Error("a provider raised the stager's bound on answers")
+	}
+
+	release := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer slow.Close()
+	defer close(release)
+	start := time.Now()
+	_, err = endpoint(t, hostingv1alpha1.PrometheusProvider{Address: slow.URL, Timeout: &metav1.Duration{Duration: 200 * time.Millisecond}}, options).
+		Query(context.Background(), "up")
+	if err == nil {
+		t.Fatal("a provider that never answers gave an answer")
+	}
+	if took := time.Since(start); took > options.Timeout {
+		t.Errorf("a provider that never answers held the query %s, longer than the stager's bound %s", took, options.Timeout)
+	}
+}
