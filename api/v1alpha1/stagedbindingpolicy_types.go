@@ -376,7 +376,7 @@ type Stage struct {
 	// through PromQL queries to the MetricProviders the platform team
 	// declared in the stager's hosting cluster. The stage is done only once
 	// its condition holds and every analysis that is not a dryRun has
-	// succeeded; an analysis that fails fails the stage (see onFailure), one
+	// succeeded; a failed analysis fails the stage (see onFailure), one
 	// inconclusive past its inconclusiveLimit holds the rollout for a person.
 	// +kubebuilder:validation:MaxItems=4
 	// +listType=map

@@ -63,6 +63,9 @@ type assessment struct {
 	evaluationError bool
 	// stalled is true when the stage is past its progressDeadline.
 	stalled bool
+	// failed is true when the stage's failureCondition holds for a
+	// filtered object; reason is then ReasonFailureConditionMet.
+	failed bool
 	// reason is a condition reason from the API package.
 	reason string
 	// message says in words what the stage waits for or what it found.
@@ -81,8 +84,18 @@ type Evaluation struct {
 
 // compiledStage holds the programs of one stage; nil means "no expression".
 type compiledStage struct {
-	filter    *expression.Program
-	condition *expression.Program
+	filter           *expression.Program
+	condition        *expression.Program
+	failureCondition *expression.Program
+	// analyses hold each analysis's success and failure conditions, in
+	// the order of the spec.
+	analyses []compiledAnalysis
+}
+
+// compiledAnalysis holds the programs of one analysis; nil means "no
+// expression".
+type compiledAnalysis struct {
+	success, failure *expression.Program
 }
 
 // compileStages compiles the expressions of every stage. It returns one
@@ -109,6 +122,18 @@ func compileStages(engine *expression.Engine, stages []v1alpha1.Stage) ([]compil
 		}
 		if stage.Condition != "" {
 			compiled[i].condition = compile(stage, expression.KindCondition, stage.Condition)
+		}
+		if stage.FailureCondition != "" {
+			compiled[i].failureCondition = compile(stage, expression.KindCondition, stage.FailureCondition)
+		}
+		compiled[i].analyses = make([]compiledAnalysis, len(stage.Analysis))
+		for j, a := range stage.Analysis {
+			if a.SuccessCondition != "" {
+				compiled[i].analyses[j].success = compile(stage, expression.KindAnalysis, a.SuccessCondition)
+			}
+			if a.FailureCondition != "" {
+				compiled[i].analyses[j].failure = compile(stage, expression.KindAnalysis, a.FailureCondition)
+			}
 		}
 	}
 	if len(errs) > 0 {
@@ -224,7 +249,7 @@ func assessStage(clk clock.PassiveClock, programs compiledStage, bp *ksv1alpha1.
 		return assessment{bindingObserved: true, reason: v1alpha1.ReasonNoClustersSelected,
 			message: fmt.Sprintf("Binding %s places the workload on no cluster: the stage's clusterSelectors select none", binding.Name)}
 	}
-	if programs.condition == nil {
+	if programs.condition == nil && programs.failureCondition == nil {
 		return assessment{bindingObserved: true, placed: true, satisfied: true, reason: v1alpha1.ReasonStageAdvanced,
 			message: fmt.Sprintf("Binding %s places the workload on %d cluster(s); the stage has no condition", binding.Name, clusters)}
 	}
@@ -250,8 +275,21 @@ func assessStage(clk clock.PassiveClock, programs compiledStage, bp *ksv1alpha1.
 	}
 
 	index := combinedStatusIndex(statuses, bp)
-	var missing, unmet []string
+	var missing, unmet, failing []string
 	var evaluations []Evaluation
+	evaluate := func(p *expression.Program, cs *ksv1alpha1.CombinedStatus, key objectKey) (bool, *assessment) {
+		start := clk.Now()
+		holds, err := budget.EvalCondition(p, cs)
+		evaluation := Evaluation{Result: strconv.FormatBool(holds), Duration: clk.Since(start)}
+		if err != nil {
+			evaluation.Result = "error"
+			return false, &assessment{bindingObserved: true, placed: true, evaluationError: true, reason: evaluationReason(err),
+				message:     fmt.Sprintf("%v (on the CombinedStatus of %s)", err, key),
+				evaluations: append(evaluations, evaluation)}
+		}
+		evaluations = append(evaluations, evaluation)
+		return holds, nil
+	}
 	for _, clause := range selected {
 		key := clauseKey(clause)
 		cs, ok := index[key]
@@ -259,27 +297,40 @@ func assessStage(clk clock.PassiveClock, programs compiledStage, bp *ksv1alpha1.
 			missing = append(missing, key.String())
 			continue
 		}
-		start := clk.Now()
-		holds, err := budget.EvalCondition(programs.condition, cs)
-		evaluation := Evaluation{Result: strconv.FormatBool(holds), Duration: clk.Since(start)}
-		if err != nil {
-			evaluation.Result = "error"
-			return assessment{bindingObserved: true, placed: true, evaluationError: true, reason: evaluationReason(err),
-				message:     fmt.Sprintf("%v (on the CombinedStatus of %s)", err, key),
-				evaluations: append(evaluations, evaluation)}
+		if programs.failureCondition != nil {
+			fails, stop := evaluate(programs.failureCondition, cs, key)
+			if stop != nil {
+				return *stop
+			}
+			if fails {
+				failing = append(failing, key.String())
+				continue
+			}
 		}
-		evaluations = append(evaluations, evaluation)
+		if programs.condition == nil {
+			continue
+		}
+		holds, stop := evaluate(programs.condition, cs, key)
+		if stop != nil {
+			return *stop
+		}
 		if !holds {
 			unmet = append(unmet, key.String())
 		}
 	}
 	total := len(selected)
-	passing := total - len(missing) - len(unmet)
+	passing := total - len(missing) - len(unmet) - len(failing)
 	result := func(a assessment) assessment {
 		a.bindingObserved, a.placed, a.evaluations = true, true, evaluations
 		return a
 	}
 	switch {
+	case len(failing) > 0:
+		return result(assessment{failed: true, reason: v1alpha1.ReasonFailureConditionMet,
+			message: fmt.Sprintf("failureCondition holds for %s", nameSome(failing))})
+	case programs.condition == nil:
+		return result(assessment{satisfied: true, reason: v1alpha1.ReasonStageAdvanced,
+			message: fmt.Sprintf("failureCondition holds for none of the %d object(s) reported on %d cluster(s); the stage has no condition", total-len(missing), clusters)})
 	case len(missing) > 0:
 		return result(assessment{reason: v1alpha1.ReasonWaitingForStatus,
 			message: fmt.Sprintf("condition holds for %d of %d object(s); waiting for KubeStellar's CombinedStatus of %s (does the downsync clause name a status collector?)",

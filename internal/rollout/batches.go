@@ -231,6 +231,9 @@ func assessBatches(snap *Snapshot, active int, clk clock.PassiveClock, programs 
 				c.bp.Name, c.name, policy.Spec.NameLabelKey(), c.name)
 		}
 		switch {
+		case one.failed:
+			// The failureCondition does not wait for the deadline.
+			c.state = v1alpha1.ClusterFailed
 		case one.satisfied:
 			c.state = v1alpha1.ClusterSucceeded
 		case stage.ProgressDeadline != nil && stage.ProgressDeadline.Duration > 0:

@@ -153,19 +153,27 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //     that the deletion is blocked;
 //  2. a policy gets the finalizer before anything is placed;
 //  3. a spec without stages blocks the rollout (NoStages);
-//  4. spec.abort puts every stage that keeps a revision back on
+//  4. spec.abort, or a failed stage whose onFailure is Abort (until
+//     spec.revision names another revision or the rollout is restarted),
+//     puts every stage that keeps a revision back on
 //     status.currentRevision, make-before-break: the status records it,
 //     the StageApprovals are brought in line with the aborted spec (an
 //     approval given before counts no more), the current revision's
 //     BindingPolicies are created, and once KubeStellar has resolved them
 //     the others are deleted, a stage's once its condition holds on the
 //     current revision there (at once for a stage without one); without a
-//     current revision the rollout is held where it is (revision.go);
+//     current revision spec.abort holds the rollout where it is, while a
+//     failed stage's abort places the last stage done before it again
+//     (every earlier one under Accumulate) and then withdraws the rest
+//     (revision.go, analysis.go);
 //  5. expressions that do not compile, or whose estimated cost is too high,
 //     and a maxConcurrency below 1 or maxFailures below 0, block the
 //     rollout, changing nothing placed;
 //  6. a suspended rollout (spec.suspend) stays where it is, changing nothing
-//     placed, and says so; resumed, it goes on from there (Resumed);
+//     placed, and says so; resumed, it goes on from there (Resumed); so
+//     does a rollout a failed stage holds (onFailure Hold, or an analysis
+//     inconclusive past its limit) until its spec or restartedAt changes,
+//     when the failure is cleared and the stage's analyses start over;
 //  7. a new value of the restartedAt annotation restarts the rollout from its
 //     first stage, make-before-break (rule 18 takes the old stage away); a
 //     value longer than the status can record blocks the rollout where it
@@ -200,10 +208,17 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //     the revision its record keeps (revision.go);
 //  15. the stage is assessed (its condition over the CombinedStatuses its
 //     filter keeps; for a stage placed in batches, over each placed
-//     cluster's own, a cluster not done past its progressDeadline being
-//     Failed or TimedOut), then soaked; a stage that handed over to the
-//     next one records the advance, taking the handover's mark as its
-//     record (handover.go);
+//     cluster's own, a cluster not done past its progressDeadline, or
+//     whose failureCondition holds, being Failed or TimedOut), then
+//     soaked; its analyses record the snapshot's measurements, each judged
+//     by its conditions; a stage that handed over to the next one records
+//     the advance, taking the handover's mark as its record (handover.go);
+//     a stage whose failureCondition holds, or whose analysis failed or
+//     was inconclusive past its limit, or (with onFailure Abort) a stage
+//     placed in batches over its failure budget, fails: the status records
+//     the failure, which rule 4 or 6 then acts on (analysis.go); a stage
+//     whose analyses still run is not done, and its next measurement
+//     requeues it;
 //  16. a stage placed in batches (maxConcurrency) brings its clusters'
 //     BindingPolicies in line with the spec, then places the next cluster
 //     its census names, by name, through a BindingPolicy of its own: at once
@@ -277,7 +292,7 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 		return statusAction(policy, status, Event{Type: corev1.EventTypeWarning, Reason: v1alpha1.ReasonNoStages, Note: "the spec has no stage"},
 			"the spec has no stage")
 	}
-	if policy.Spec.Abort {
+	if Aborting(policy) {
 		return planAbort(snap, engine, cfg)
 	}
 	programs, reason, compileErr := compileStages(engine, policy.Spec.Stages)
@@ -297,6 +312,12 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 
 	if policy.Spec.Suspend {
 		return suspended(policy, snap.Now)
+	}
+	if failHolds(policy) {
+		return held(policy, snap.Now)
+	}
+	if policy.Status.Failure != nil {
+		return releaseFailure(policy)
 	}
 
 	if want := policy.Annotations[v1alpha1.RestartedAtAnnotation]; want != "" && want != policy.Status.RestartedAt {
@@ -364,20 +385,21 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 	budget := engine.NewBudget()
 	if stage.Batched() {
 		b := assessBatches(snap, active, cfg.clock, programs[active], current, budget)
-		action := planAfterAssessment(snap, active, current, b.assessment, &b)
+		action := planAfterAssessment(snap, active, current, b.assessment, &b, assessAnalyses(snap, active, programs[active].analyses, budget))
 		action.Evaluations = b.evaluations
 		return action
 	}
 	result := assessStage(cfg.clock, programs[active], current, snap.Binding, snap.CombinedStatuses, budget)
-	action := planAfterAssessment(snap, active, current, result, nil)
+	action := planAfterAssessment(snap, active, current, result, nil, assessAnalyses(snap, active, programs[active].analyses, budget))
 	action.Evaluations = result.evaluations
 	return action
 }
 
 // planAfterAssessment chooses the change once the active stage's
 // BindingPolicy is in line with the spec and the stage has been assessed;
-// b is the assessment of a stage placed in batches, else nil.
-func planAfterAssessment(snap *Snapshot, active int, current *ksv1alpha1.BindingPolicy, result assessment, b *batches) Action {
+// b is the assessment of a stage placed in batches, else nil; an that of
+// its analyses.
+func planAfterAssessment(snap *Snapshot, active int, current *ksv1alpha1.BindingPolicy, result assessment, b *batches, an analyses) Action {
 	policy := snap.Policy
 	stage := policy.Spec.Stages[active]
 	final := active == len(policy.Spec.Stages)-1
@@ -393,20 +415,33 @@ func planAfterAssessment(snap *Snapshot, active int, current *ksv1alpha1.Binding
 		return Action{Type: ActionDeleteBindingPolicy, BindingPolicy: bp,
 			Why: fmt.Sprintf("stage %q needs approval since BindingPolicy %s was created for it", policy.Spec.Stages[active+1].Name, bp.Name)}
 	}
+	switch {
+	case result.failed:
+		return withClusters(failStage(snap, active, an, v1alpha1.ReasonFailureConditionMet, result.message), policy, active, b)
+	case an.failed != nil:
+		return withClusters(failStage(snap, active, an, v1alpha1.ReasonAnalysisFailed, describeAnalysis(an.failed)), policy, active, b)
+	case an.inconclusive != nil:
+		return withClusters(failStage(snap, active, an, v1alpha1.ReasonAnalysisInconclusive, describeAnalysis(an.inconclusive)), policy, active, b)
+	case b != nil && result.reason == v1alpha1.ReasonFailureBudgetExceeded && stage.OnFailure == v1alpha1.FailureAbort:
+		return withClusters(failStage(snap, active, an, v1alpha1.ReasonFailureBudgetExceeded, result.message), policy, active, b)
+	}
 	if b != nil {
 		if action, ok := placeBatch(snap, active, *b, result.satisfied); ok {
 			return action
 		}
 	}
+	result = an.gate(result)
 	if result.satisfied && !final {
-		if next, ok := handover(snap, active); ok {
+		// The handover's write is not the status: the analyses' last
+		// measurements are recorded first.
+		if next, ok := handover(snap, active); ok && !an.changed {
 			return Action{Type: ActionCreateBindingPolicy, BindingPolicy: next,
 				Why: fmt.Sprintf("stage %q is done: placing stage %q before the status records it", stage.Name, policy.Spec.Stages[active+1].Name)}
 		}
-		return withClusters(advance(policy, active, result, snap.Now), policy, active, b)
+		return withAnalyses(withClusters(advance(policy, active, result, snap.Now), policy, active, b), policy, active, an)
 	}
 	result, deadline, deadlineLeft := progressDeadline(policy, active, result, snap.Now)
-	requeue := Earliest(soakLeft, deadlineLeft)
+	requeue := Earliest(Earliest(soakLeft, deadlineLeft), an.nextIn)
 	if b != nil {
 		requeue = Earliest(requeue, b.deadlineLeft)
 	}
@@ -428,6 +463,9 @@ func planAfterAssessment(snap *Snapshot, active int, current *ksv1alpha1.Binding
 	if status.Stages[active].Phase == v1alpha1.StageActive {
 		status.Stages[active].ConditionMetTime = metSince
 		status.Stages[active].ProgressDeadlineTime = deadline
+	}
+	if an.records != nil {
+		status.Stages[active].Analyses = an.records
 	}
 	var events []Event
 	if b != nil && b.clusters != nil {
@@ -693,6 +731,7 @@ func startRollout(policy *v1alpha1.StagedBindingPolicy, reset bool, now metav1.T
 	status := policy.Status.DeepCopy()
 	revisions := keptRevisions(status)
 	status.Stages = nil // a fresh start forgets the records of an earlier rollout, but the revisions the stages keep
+	status.Failure = nil
 	events := []Event{enterStage(policy, status, 0, now, v1alpha1.ReasonBindingPolicyPending, "")}
 	restoreRevisions(status, revisions)
 	why := "the rollout has not started"

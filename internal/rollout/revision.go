@@ -177,7 +177,7 @@ func waitsForKept(snap *Snapshot, active int, bp *ksv1alpha1.BindingPolicy) bool
 // placed in batches, or with a cluster's BindingPolicy left among bps (its
 // BindingPolicies), which goes only once what replaces it is resolved.
 func ReadsBindings(policy *v1alpha1.StagedBindingPolicy, bps []ksv1alpha1.BindingPolicy) bool {
-	return policy.Spec.Abort || policy.Spec.Revision != nil || policy.Status.UpdateRevision != "" || policy.Status.CurrentRevision != "" ||
+	return Aborting(policy) || policy.Spec.Revision != nil || policy.Status.UpdateRevision != "" || policy.Status.CurrentRevision != "" ||
 		slices.ContainsFunc(policy.Spec.Stages, func(s v1alpha1.Stage) bool { return s.Batched() }) ||
 		slices.ContainsFunc(bps, func(bp ksv1alpha1.BindingPolicy) bool { return bp.Labels[v1alpha1.ClusterLabel] != "" })
 }
@@ -297,6 +297,12 @@ func abortTargets(policy *v1alpha1.StagedBindingPolicy) []*ksv1alpha1.BindingPol
 	return targets
 }
 
+// Aborting reports whether the rollout is being aborted, or stays
+// aborted: spec.abort is set, or a failed stage's onFailure Abort holds.
+func Aborting(policy *v1alpha1.StagedBindingPolicy) bool {
+	return policy.Spec.Abort || failAborts(policy)
+}
+
 // planAbort puts every stage that keeps a revision back on the current
 // revision, and takes every other BindingPolicy of the policy away once
 // those are placed: first the status records the abort (the records keep
@@ -310,6 +316,13 @@ func abortTargets(policy *v1alpha1.StagedBindingPolicy) []*ksv1alpha1.BindingPol
 func planAbort(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 	policy := snap.Policy
 	current := policy.Status.CurrentRevision
+	cause := "spec.abort"
+	if !policy.Spec.Abort {
+		cause = policy.Status.Failure.Message + " (onFailure Abort)"
+		if current == "" {
+			return planWithdraw(snap)
+		}
+	}
 	if current == "" {
 		message := "spec.abort holds the rollout where it is: there is no previous revision to go back to (status.currentRevision is empty); set spec.abort to false to go on"
 		return abortStatus(policy, policy.Status.DeepCopy(), message, snap.Now)
@@ -327,19 +340,27 @@ func planAbort(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action
 			r.Message = ""
 		}
 		status.ActiveStage = ""
-		message := fmt.Sprintf("spec.abort: revision %s is withdrawn; stages %v go back to revision %q, placed before the newer one is taken away",
-			describeRevision(status.UpdateRevision), back, current)
+		message := fmt.Sprintf("%s: revision %s is withdrawn; stages %v go back to revision %q, placed before the newer one is taken away",
+			cause, describeRevision(status.UpdateRevision), back, current)
 		if len(back) == 0 {
-			message = fmt.Sprintf("spec.abort: revision %s is withdrawn; no stage ran revision %q before it, so none is placed",
-				describeRevision(status.UpdateRevision), current)
+			message = fmt.Sprintf("%s: revision %s is withdrawn; no stage ran revision %q before it, so none is placed",
+				cause, describeRevision(status.UpdateRevision), current)
 		}
 		return abortStatus(policy, status, message, snap.Now)
 	}
+	return abortPlacements(snap, engine, cfg, abortTargets(policy), current)
+}
 
+// abortPlacements brings an aborted rollout's BindingPolicies to targets:
+// each missing is created, and once KubeStellar has resolved them all,
+// every other BindingPolicy of the policy is deleted, one by one; with a
+// revision to go back to, a stage's only once the stage is healthy on that
+// revision.
+func abortPlacements(snap *Snapshot, engine *expression.Engine, cfg planConfig, targets []*ksv1alpha1.BindingPolicy, current string) Action {
+	policy := snap.Policy
 	if action, ok := voidApprovals(snap); ok {
 		return action
 	}
-	targets := abortTargets(policy)
 	for _, desired := range targets {
 		bp := findBindingPolicy(snap.BindingPolicies, desired.Name)
 		switch {
@@ -365,8 +386,13 @@ func planAbort(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action
 	}
 	// An expression that does not compile cannot say whether a stage is
 	// healthy: the abort then goes on once the current revision is placed.
-	programs, _, compileErr := compileStages(engine, policy.Spec.Stages)
-	budget := engine.NewBudget()
+	var programs []compiledStage
+	var compileErr error
+	var budget *expression.Budget
+	if current != "" {
+		programs, _, compileErr = compileStages(engine, policy.Spec.Stages)
+		budget = engine.NewBudget()
+	}
 	waiting := ""
 	for i := range snap.BindingPolicies {
 		bp := &snap.BindingPolicies[i]
@@ -375,7 +401,7 @@ func planAbort(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action
 			continue
 		}
 		stage := bp.Labels[v1alpha1.StageLabel]
-		if index := stageIndex(policy, stage); index >= 0 && compileErr == nil {
+		if index := stageIndex(policy, stage); index >= 0 && compileErr == nil && current != "" {
 			target := findBindingPolicy(snap.BindingPolicies, v1alpha1.RevisionBindingPolicyName(policy.Name, stage, current))
 			if target != nil {
 				if health := abortTargetHealth(snap, programs[index], target, cfg, budget); health != "" {
@@ -392,6 +418,50 @@ func planAbort(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action
 		return Action{Type: ActionNone, Why: waiting}
 	}
 	return Action{Type: ActionNone, Why: fmt.Sprintf("the rollout is aborted: the stages are back on revision %s", describeRevision(current))}
+}
+
+// planWithdraw aborts, for a failed stage whose onFailure is Abort, a
+// rollout that has no revision to go back to: the status records it (the
+// failed stage and those after it Pending, no stage active), the last
+// stage that was done before it is placed again (every earlier stage under
+// Accumulate), and once KubeStellar has resolved those, every other
+// BindingPolicy of the policy, the failed stage's first of all, goes.
+func planWithdraw(snap *Snapshot) Action {
+	policy := snap.Policy
+	f := policy.Status.Failure
+	failed := stageIndex(policy, f.Stage)
+	if failed < 0 {
+		failed = len(policy.Spec.Stages)
+	}
+	var targets []*ksv1alpha1.BindingPolicy
+	var kept []string
+	for i := range failed {
+		if policy.Spec.Placement == v1alpha1.PlacementAccumulate || i == failed-1 {
+			stage := policy.Spec.Stages[i]
+			targets = append(targets, RevisionBindingPolicy(policy, stage, policy.Status.UpdateRevision))
+			kept = append(kept, stage.Name)
+		}
+	}
+	if policy.Status.Phase != v1alpha1.RolloutAborted {
+		status := policy.Status.DeepCopy()
+		for i := range status.Stages {
+			r := &status.Stages[i]
+			if index := stageIndex(policy, r.Name); index >= 0 && index < failed {
+				continue
+			}
+			r.Phase, r.ConditionMetTime, r.ProgressDeadlineTime, r.Clusters = v1alpha1.StagePending, nil, nil, nil
+			if r.Name != f.Stage {
+				r.Message = ""
+			}
+		}
+		status.ActiveStage = ""
+		message := fmt.Sprintf("%s (onFailure Abort): the stage's placement is withdrawn; stages %v stay placed", f.Message, kept)
+		if len(kept) == 0 {
+			message = fmt.Sprintf("%s (onFailure Abort): the stage's placement is withdrawn; no stage was done before it, so none stays placed", f.Message)
+		}
+		return abortStatus(policy, status, message, snap.Now)
+	}
+	return abortPlacements(snap, nil, planConfig{}, targets, "")
 }
 
 // abortTargetHealth assesses a stage's condition on the CombinedStatuses

@@ -56,7 +56,8 @@ type Snapshot struct {
 	Bindings []ksv1alpha1.Binding
 
 	// AbortStatuses are the CombinedStatuses of the policy's BindingPolicies
-	// other than the active stage's, read only while spec.abort is set:
+	// other than the active stage's, read only while the rollout is being
+	// aborted (Aborting):
 	// abort takes a stage's newer revision away once the current one is
 	// healthy there.
 	AbortStatuses []ksv1alpha1.CombinedStatus
@@ -69,6 +70,10 @@ type Snapshot struct {
 	// CombinedStatuses of the BindingPolicies that place its clusters one
 	// by one (PlacesActiveCluster).
 	ClusterStatuses []ksv1alpha1.CombinedStatus
+
+	// Measurements are the answers to the queries of the analyses that
+	// DueAnalyses said were due, taken just before the snapshot.
+	Measurements []Measurement
 
 	// Now is the time of the snapshot, used for the times recorded in status.
 	Now metav1.Time

@@ -252,7 +252,7 @@ func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*r
 			if binding != nil {
 				snap.Bindings = append(snap.Bindings, *binding)
 			}
-			if !policy.Spec.Abort {
+			if !rollout.Aborting(policy) {
 				continue
 			}
 			statuses := &ksv1alpha1.CombinedStatusList{}

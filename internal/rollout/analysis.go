@@ -1,0 +1,421 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package rollout
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/internal/expression"
+)
+
+// Measurement is the answer to one analysis's query, taken by the
+// reconciler for an analysis DueAnalyses named; Plan judges and records it.
+type Measurement struct {
+	// Stage and Analysis name the analysis.
+	Stage, Analysis string
+	// Time is when the query was sent.
+	Time metav1.Time
+	// Values are the sample values of the answer.
+	Values []float64
+	// Error says why there is no answer (the provider could not be
+	// reached, answered an error, too slowly or too much): the measurement
+	// is inconclusive.
+	Error string
+}
+
+// DueAnalyses returns the analyses of the active stage that need a
+// measurement at now: the stage is active and started, the rollout is
+// neither being deleted, suspended, aborted nor held, and each analysis
+// returned is Running and past its initialDelay (its first measurement) or
+// its interval since its latest one.
+func DueAnalyses(policy *v1alpha1.StagedBindingPolicy, now metav1.Time) []v1alpha1.Analysis {
+	if policy.DeletionTimestamp != nil || policy.Spec.Suspend || policy.Spec.Abort || policy.Status.Failure != nil {
+		return nil
+	}
+	active, started, _ := ActiveStage(policy)
+	if !started {
+		return nil
+	}
+	stage := policy.Spec.Stages[active]
+	record := policy.Status.StageNamed(stage.Name)
+	if record == nil || record.Phase != v1alpha1.StageActive || record.StartTime == nil {
+		return nil
+	}
+	var due []v1alpha1.Analysis
+	for _, a := range stage.Analysis {
+		if next, ok := nextMeasurement(a, record); ok && !now.Time.Before(next) {
+			due = append(due, a)
+		}
+	}
+	return due
+}
+
+// nextMeasurement returns when the analysis a of a stage with the given
+// record takes its next measurement, or false when it takes no more.
+func nextMeasurement(a v1alpha1.Analysis, record *v1alpha1.StageStatus) (time.Time, bool) {
+	r := analysisRecord(record, a.Name)
+	if r != nil && r.Phase != v1alpha1.AnalysisRunning {
+		return time.Time{}, false
+	}
+	if r == nil || len(r.Measurements) == 0 {
+		var delay time.Duration
+		if a.InitialDelay != nil {
+			delay = a.InitialDelay.Duration
+		}
+		return record.StartTime.Add(delay), true
+	}
+	return r.Measurements[len(r.Measurements)-1].Time.Add(a.MeasurementInterval()), true
+}
+
+// analysisRecord returns the record of the named analysis in a stage
+// record, or nil.
+func analysisRecord(record *v1alpha1.StageStatus, name string) *v1alpha1.AnalysisStatus {
+	if record == nil {
+		return nil
+	}
+	for i := range record.Analyses {
+		if record.Analyses[i].Name == name {
+			return &record.Analyses[i]
+		}
+	}
+	return nil
+}
+
+// analyses is what Plan learns from the active stage's analyses.
+type analyses struct {
+	// records are the stage's analysis records with the snapshot's new
+	// measurements, one per analysis of the spec.
+	records []v1alpha1.AnalysisStatus
+	// changed is true when records differ from the stage's record.
+	changed bool
+	// failed and inconclusive name the first analysis that gates the
+	// stage and is Failed, or Inconclusive.
+	failed, inconclusive *v1alpha1.AnalysisStatus
+	// running names the analyses that gate the stage and are Running.
+	running []string
+	// nextIn is how long until the next measurement is due (0: none).
+	nextIn time.Duration
+}
+
+// assessAnalyses records the snapshot's measurements of the active stage's
+// analyses, judged by their conditions within budget, and sums up where
+// the analyses are. A measurement counts once: only one taken after the
+// record's latest (and after the stage's start) is recorded.
+func assessAnalyses(snap *Snapshot, active int, programs []compiledAnalysis, budget *expression.Budget) analyses {
+	policy := snap.Policy
+	stage := policy.Spec.Stages[active]
+	record := policy.Status.StageNamed(stage.Name)
+	var out analyses
+	if len(stage.Analysis) == 0 || record == nil || record.Phase != v1alpha1.StageActive || record.StartTime == nil {
+		return out
+	}
+	for i, a := range stage.Analysis {
+		r := v1alpha1.AnalysisStatus{Name: a.Name, Phase: v1alpha1.AnalysisRunning}
+		if old := analysisRecord(record, a.Name); old != nil {
+			r = *old.DeepCopy()
+		}
+		r.DryRun = a.DryRun
+		if r.Phase == v1alpha1.AnalysisRunning {
+			for _, m := range snap.Measurements {
+				if m.Stage != stage.Name || m.Analysis != a.Name || m.Time.Before(record.StartTime) || !after(m.Time, r.Measurements) {
+					continue
+				}
+				recordMeasurement(&r, judge(programs[i], m, budget))
+			}
+			r.Phase = analysisPhase(a, &r)
+		}
+		if old := analysisRecord(record, a.Name); old == nil || !equalAnalysis(old, &r) {
+			out.changed = true
+		}
+		out.records = append(out.records, r)
+		if r.Phase == v1alpha1.AnalysisRunning {
+			if next, ok := nextMeasurement(a, &v1alpha1.StageStatus{StartTime: record.StartTime, Analyses: []v1alpha1.AnalysisStatus{r}}); ok {
+				out.nextIn = Earliest(out.nextIn, max(next.Sub(snap.Now.Time), time.Second))
+			}
+		}
+		if a.DryRun {
+			continue
+		}
+		switch r.Phase {
+		case v1alpha1.AnalysisFailed:
+			if out.failed == nil {
+				out.failed = &out.records[len(out.records)-1]
+			}
+		case v1alpha1.AnalysisInconclusive:
+			if out.inconclusive == nil {
+				out.inconclusive = &out.records[len(out.records)-1]
+			}
+		case v1alpha1.AnalysisRunning:
+			out.running = append(out.running, fmt.Sprintf("%s (%d of %d)", a.Name, r.Taken(), a.MeasurementCount()))
+		}
+	}
+	if len(out.records) != len(record.Analyses) {
+		out.changed = true
+	}
+	return out
+}
+
+// after reports whether t is after the latest of the measurements.
+func after(t metav1.Time, measurements []v1alpha1.Measurement) bool {
+	return len(measurements) == 0 || t.After(measurements[len(measurements)-1].Time.Time)
+}
+
+// equalAnalysis reports whether two analysis records say the same.
+func equalAnalysis(a, b *v1alpha1.AnalysisStatus) bool {
+	if a.Phase != b.Phase || a.DryRun != b.DryRun || a.Successful != b.Successful || a.Failed != b.Failed ||
+		a.Inconclusive != b.Inconclusive || len(a.Measurements) != len(b.Measurements) {
+		return false
+	}
+	for i := range a.Measurements {
+		if !a.Measurements[i].Time.Equal(&b.Measurements[i].Time) || a.Measurements[i].Phase != b.Measurements[i].Phase {
+			return false
+		}
+	}
+	return true
+}
+
+// recordMeasurement counts m in r and keeps it among the latest.
+func recordMeasurement(r *v1alpha1.AnalysisStatus, m v1alpha1.Measurement) {
+	switch m.Phase {
+	case v1alpha1.MeasurementSuccessful:
+		r.Successful++
+	case v1alpha1.MeasurementFailed:
+		r.Failed++
+	default:
+		r.Inconclusive++
+	}
+	r.Measurements = append(r.Measurements, m)
+	if n := len(r.Measurements); n > v1alpha1.MaxMeasurements {
+		r.Measurements = r.Measurements[n-v1alpha1.MaxMeasurements:]
+	}
+}
+
+// analysisPhase is the phase of an analysis with the counts of r: Failed
+// past failureLimit, Inconclusive past inconclusiveLimit, Successful once
+// count measurements are taken, else Running.
+func analysisPhase(a v1alpha1.Analysis, r *v1alpha1.AnalysisStatus) v1alpha1.AnalysisPhase {
+	switch {
+	case r.Failed > a.FailureLimit:
+		return v1alpha1.AnalysisFailed
+	case r.Inconclusive > a.InconclusiveLimit:
+		return v1alpha1.AnalysisInconclusive
+	case r.Taken() >= a.MeasurementCount():
+		return v1alpha1.AnalysisSuccessful
+	}
+	return v1alpha1.AnalysisRunning
+}
+
+// judge gives the verdict of one measurement of an analysis with the
+// given programs: Inconclusive without an
+// answer or when a condition cannot be evaluated; else Failed when the
+// failureCondition holds, Successful when the successCondition holds (or
+// there is only a failureCondition, which does not), Failed when the
+// successCondition does not and there is no failureCondition, and
+// Inconclusive when neither holds.
+func judge(programs compiledAnalysis, m Measurement, budget *expression.Budget) v1alpha1.Measurement {
+	out := v1alpha1.Measurement{Time: m.Time}
+	if m.Error != "" {
+		out.Phase, out.Message = v1alpha1.MeasurementInconclusive, cutMessage(m.Error, v1alpha1.MaxMeasurementMessage)
+		return out
+	}
+	out.Value = formatValues(m.Values)
+	eval := func(p *expression.Program) (bool, bool) {
+		if p == nil {
+			return false, true
+		}
+		holds, err := budget.EvalAnalysis(p, m.Values)
+		if err != nil {
+			out.Phase, out.Message = v1alpha1.MeasurementInconclusive, cutMessage(err.Error(), v1alpha1.MaxMeasurementMessage)
+			return false, false
+		}
+		return holds, true
+	}
+	fails, ok := eval(programs.failure)
+	if !ok {
+		return out
+	}
+	succeeds, ok := eval(programs.success)
+	if !ok {
+		return out
+	}
+	switch {
+	case fails:
+		out.Phase = v1alpha1.MeasurementFailed
+	case programs.success == nil || succeeds:
+		out.Phase = v1alpha1.MeasurementSuccessful
+	case programs.failure == nil:
+		out.Phase = v1alpha1.MeasurementFailed
+	default:
+		out.Phase = v1alpha1.MeasurementInconclusive
+		out.Message = "neither the successCondition nor the failureCondition holds"
+	}
+	return out
+}
+
+// formatValues renders values as the conditions saw them, bounded.
+func formatValues(values []float64) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, v := range values {
+		next := strconv.FormatFloat(v, 'g', -1, 64)
+		if b.Len()+len(next)+len(", …]") > v1alpha1.MaxMeasurementValue {
+			fmt.Fprintf(&b, "… %d more", len(values)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(next)
+	}
+	b.WriteByte(']')
+	return b.String()
+}
+
+// withAnalyses puts the analysis records into the active stage's record
+// of a status write.
+func withAnalyses(action Action, policy *v1alpha1.StagedBindingPolicy, active int, a analyses) Action {
+	if a.records == nil || action.Status == nil {
+		return action
+	}
+	if record := action.Status.StageNamed(policy.Spec.Stages[active].Name); record != nil {
+		record.Analyses = a.records
+	}
+	return action
+}
+
+// gate holds a stage whose condition is done while its analyses run.
+func (a analyses) gate(result assessment) assessment {
+	if !result.satisfied || len(a.running) == 0 {
+		return result
+	}
+	result.satisfied = false
+	result.reason = v1alpha1.ReasonAnalysisRunning
+	result.message = fmt.Sprintf("%s; waiting for analyses %s", result.message, strings.Join(a.running, ", "))
+	return result
+}
+
+// failHolds reports whether the policy's failure record holds the
+// rollout: it says Hold and neither the spec nor the restartedAt
+// annotation has changed since.
+func failHolds(policy *v1alpha1.StagedBindingPolicy) bool {
+	f := policy.Status.Failure
+	return f != nil && f.Action == v1alpha1.FailureHold && f.Generation == policy.Generation &&
+		policy.Annotations[v1alpha1.RestartedAtAnnotation] == f.RestartedAt
+}
+
+// failAborts reports whether the policy's failure record aborts the
+// rollout: it says Abort and the spec names the same revision, and the
+// restartedAt annotation has not changed since.
+func failAborts(policy *v1alpha1.StagedBindingPolicy) bool {
+	f := policy.Status.Failure
+	return f != nil && f.Action == v1alpha1.FailureAbort && f.Revision == policy.Spec.SpecRevision() &&
+		policy.Annotations[v1alpha1.RestartedAtAnnotation] == f.RestartedAt
+}
+
+// failStage records the failure of the active stage: with onFailure Hold
+// the rollout stalls where it is; with Abort, the next run aborts it
+// (planAbort). A Warning Event with the reason says what failed.
+func failStage(snap *Snapshot, active int, a analyses, reason, message string) Action {
+	policy := snap.Policy
+	stage := policy.Spec.Stages[active]
+	action := v1alpha1.FailureHold
+	if stage.OnFailure == v1alpha1.FailureAbort && reason != v1alpha1.ReasonAnalysisInconclusive {
+		action = v1alpha1.FailureAbort
+	}
+	message = fmt.Sprintf("stage %q failed: %s", stage.Name, message)
+	status := policy.Status.DeepCopy()
+	status.Failure = &v1alpha1.RolloutFailure{Stage: stage.Name, Reason: reason, Action: action, Message: cutMessage(message, MaxConditionMessage),
+		Time: snap.Now, Generation: policy.Generation, Revision: policy.Status.UpdateRevision, RestartedAt: policy.Status.RestartedAt}
+	if record := status.StageNamed(stage.Name); record != nil {
+		record.Message = message
+		record.ConditionMetTime, record.ProgressDeadlineTime = nil, nil
+	}
+	note := message + "; onFailure Abort: the rollout is aborted"
+	if action == v1alpha1.FailureHold {
+		note = heldMessage(status.Failure)
+		setSummary(status, policy, v1alpha1.RolloutStalled,
+			readyCondition(policy),
+			metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionFalse, Reason: reason, Message: note},
+			snap.Now)
+	}
+	return withAnalyses(Action{Type: ActionUpdateStatus, Status: status,
+		Events: []Event{{Type: corev1.EventTypeWarning, Reason: reason, Note: note}},
+		Why:    message}, policy, active, a)
+}
+
+// readyCondition is the policy's Ready condition as it stands: a failure
+// changes nothing placed.
+func readyCondition(policy *v1alpha1.StagedBindingPolicy) metav1.Condition {
+	for _, c := range policy.Status.Conditions {
+		if c.Type == v1alpha1.ConditionReady {
+			return c
+		}
+	}
+	return metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionUnknown, Reason: v1alpha1.ReasonRolloutHeld}
+}
+
+// held keeps a rollout that a failed stage holds where it is, saying so.
+func held(policy *v1alpha1.StagedBindingPolicy, now metav1.Time) Action {
+	f := policy.Status.Failure
+	message := heldMessage(f)
+	status := policy.Status.DeepCopy()
+	setSummary(status, policy, v1alpha1.RolloutStalled, readyCondition(policy),
+		metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionFalse, Reason: f.Reason, Message: message}, now)
+	return statusAction(policy, status, Event{}, "a failed stage holds the rollout")
+}
+
+// heldMessage says why and how long a failure holds the rollout.
+func heldMessage(f *v1alpha1.RolloutFailure) string {
+	return f.Message + "; the rollout is held: change its spec or restart it to try the stage again"
+}
+
+// releaseFailure clears a failure record that no longer holds or aborts
+// the rollout, and the failed stage's analyses, which start over.
+func releaseFailure(policy *v1alpha1.StagedBindingPolicy) Action {
+	status := policy.Status.DeepCopy()
+	f := status.Failure
+	status.Failure = nil
+	if record := status.StageNamed(f.Stage); record != nil {
+		record.Analyses = nil
+	}
+	return Action{Type: ActionUpdateStatus, Status: status,
+		Events: []Event{{Type: corev1.EventTypeNormal, Reason: v1alpha1.EventReasonResumed,
+			Note: fmt.Sprintf("the spec or the restartedAt annotation changed since stage %q failed: the rollout goes on", f.Stage)}},
+		Why: fmt.Sprintf("the failure of stage %q no longer holds the rollout", f.Stage)}
+}
+
+// describeAnalysis says in words how an analysis ended.
+func describeAnalysis(r *v1alpha1.AnalysisStatus) string {
+	msg := fmt.Sprintf("analysis %q is %s after %d measurement(s): %d successful, %d failed, %d inconclusive",
+		r.Name, r.Phase, r.Taken(), r.Successful, r.Failed, r.Inconclusive)
+	if n := len(r.Measurements); n > 0 {
+		last := r.Measurements[n-1]
+		msg += fmt.Sprintf("; the last was %s", last.Phase)
+		if last.Value != "" {
+			msg += " with " + last.Value
+		}
+		if last.Message != "" {
+			msg += ": " + last.Message
+		}
+	}
+	return msg
+}
