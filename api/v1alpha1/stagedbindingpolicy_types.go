@@ -444,8 +444,8 @@ type Analysis struct {
 	// +kubebuilder:validation:MaxLength=4096
 	Query string `json:"query"`
 
-	// InitialDelay is how long after the stage's start the first
-	// measurement is taken. At most 24h.
+	// InitialDelay is how long after the stage's Binding first places the
+	// workload the first measurement is taken. At most 24h.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('24h')",message="initialDelay must be between 0s and 24h"
@@ -832,6 +832,11 @@ type StageStatus struct {
 	// +optional
 	ConditionMetTime *metav1.Time `json:"conditionMetTime,omitempty"`
 
+	// PlacedTime is when the stage's Binding was first seen to place the
+	// workload, for a stage with analyses: their initialDelay counts from it.
+	// +optional
+	PlacedTime *metav1.Time `json:"placedTime,omitempty"`
+
 	// CompletionTime is when the stage was done: its condition held (for
 	// soakDuration, when given).
 	// +optional
@@ -1066,15 +1071,17 @@ type RolloutFailure struct {
 	Message string `json:"message,omitempty"`
 	// Time is when the stage failed.
 	Time metav1.Time `json:"time"`
-	// Generation is the spec's generation when the stage failed: a hold
-	// lasts until the spec changes.
-	Generation int64 `json:"generation"`
+	// SpecDigest identifies the spec (but spec.suspend) and the restartedAt
+	// annotation when the stage failed, as a StageApproval's spec.revision
+	// does: a hold lasts until they change.
+	// +kubebuilder:validation:MaxLength=64
+	SpecDigest string `json:"specDigest"`
 	// Revision is the revision that was being rolled out (status.updateRevision).
 	// +kubebuilder:validation:MaxLength=63
 	// +optional
 	Revision string `json:"revision,omitempty"`
 	// RestartedAt is the restartedAt annotation's value when the stage
-	// failed: a new value restarts the rollout.
+	// failed: another value restarts the rollout.
 	// +kubebuilder:validation:MaxLength=256
 	// +optional
 	RestartedAt string `json:"restartedAt,omitempty"`

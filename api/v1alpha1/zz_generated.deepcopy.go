@@ -315,6 +315,10 @@ func (in *StageStatus) DeepCopyInto(out *StageStatus) {
 		in, out := &in.ConditionMetTime, &out.ConditionMetTime
 		*out = (*in).DeepCopy()
 	}
+	if in.PlacedTime != nil {
+		in, out := &in.PlacedTime, &out.PlacedTime
+		*out = (*in).DeepCopy()
+	}
 	if in.CompletionTime != nil {
 		in, out := &in.CompletionTime, &out.CompletionTime
 		*out = (*in).DeepCopy()

@@ -15,6 +15,7 @@
 package rollout
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -43,7 +44,7 @@ type Measurement struct {
 }
 
 // DueAnalyses returns the analyses of the active stage that need a
-// measurement at now: the stage is active and started, the rollout is
+// measurement at now: the stage is active and placed, the rollout is
 // neither being deleted, suspended, aborted nor held, and each analysis
 // returned is Running and past its initialDelay (its first measurement) or
 // its interval since its latest one.
@@ -57,7 +58,7 @@ func DueAnalyses(policy *v1alpha1.StagedBindingPolicy, now metav1.Time) []v1alph
 	}
 	stage := policy.Spec.Stages[active]
 	record := policy.Status.StageNamed(stage.Name)
-	if record == nil || record.Phase != v1alpha1.StageActive || record.StartTime == nil {
+	if record == nil || record.Phase != v1alpha1.StageActive || record.PlacedTime == nil {
 		return nil
 	}
 	var due []v1alpha1.Analysis
@@ -81,7 +82,7 @@ func nextMeasurement(a v1alpha1.Analysis, record *v1alpha1.StageStatus) (time.Ti
 		if a.InitialDelay != nil {
 			delay = a.InitialDelay.Duration
 		}
-		return record.StartTime.Add(delay), true
+		return record.PlacedTime.Add(delay), true
 	}
 	return r.Measurements[len(r.Measurements)-1].Time.Add(a.MeasurementInterval()), true
 }
@@ -119,13 +120,13 @@ type analyses struct {
 // assessAnalyses records the snapshot's measurements of the active stage's
 // analyses, judged by their conditions within budget, and sums up where
 // the analyses are. A measurement counts once: only one taken after the
-// record's latest (and after the stage's start) is recorded.
+// record's latest (and once the stage was placed) is recorded.
 func assessAnalyses(snap *Snapshot, active int, programs []compiledAnalysis, budget *expression.Budget) analyses {
 	policy := snap.Policy
 	stage := policy.Spec.Stages[active]
 	record := policy.Status.StageNamed(stage.Name)
 	var out analyses
-	if len(stage.Analysis) == 0 || record == nil || record.Phase != v1alpha1.StageActive || record.StartTime == nil {
+	if len(stage.Analysis) == 0 || record == nil || record.Phase != v1alpha1.StageActive || record.PlacedTime == nil {
 		return out
 	}
 	for i, a := range stage.Analysis {
@@ -136,10 +137,14 @@ func assessAnalyses(snap *Snapshot, active int, programs []compiledAnalysis, bud
 		r.DryRun = a.DryRun
 		if r.Phase == v1alpha1.AnalysisRunning {
 			for _, m := range snap.Measurements {
-				if m.Stage != stage.Name || m.Analysis != a.Name || m.Time.Before(record.StartTime) || !after(m.Time, r.Measurements) {
+				// The status keeps times to the second.
+				m.Time = metav1.NewTime(m.Time.Truncate(time.Second))
+				if m.Stage != stage.Name || m.Analysis != a.Name || m.Time.Before(record.PlacedTime) || !after(m.Time, r.Measurements) {
 					continue
 				}
-				recordMeasurement(&r, judge(programs[i], m, budget))
+				if judged, ok := judge(programs[i], m, budget); ok {
+					recordMeasurement(&r, judged)
+				}
 			}
 			r.Phase = analysisPhase(a, &r)
 		}
@@ -148,7 +153,7 @@ func assessAnalyses(snap *Snapshot, active int, programs []compiledAnalysis, bud
 		}
 		out.records = append(out.records, r)
 		if r.Phase == v1alpha1.AnalysisRunning {
-			if next, ok := nextMeasurement(a, &v1alpha1.StageStatus{StartTime: record.StartTime, Analyses: []v1alpha1.AnalysisStatus{r}}); ok {
+			if next, ok := nextMeasurement(a, &v1alpha1.StageStatus{PlacedTime: record.PlacedTime, Analyses: []v1alpha1.AnalysisStatus{r}}); ok {
 				out.nextIn = Earliest(out.nextIn, max(next.Sub(snap.Now.Time), time.Second))
 			}
 		}
@@ -230,20 +235,25 @@ func analysisPhase(a v1alpha1.Analysis, r *v1alpha1.AnalysisStatus) v1alpha1.Ana
 // failureCondition holds, Successful when the successCondition holds (or
 // there is only a failureCondition, which does not), Failed when the
 // successCondition does not and there is no failureCondition, and
-// Inconclusive when neither holds.
-func judge(programs compiledAnalysis, m Measurement, budget *expression.Budget) v1alpha1.Measurement {
+// Inconclusive when neither holds. It reports false, and the measurement
+// is not recorded but taken again, when the run's evaluation budget could
+// not pay for the judgement: the stager's state, not the workload's.
+func judge(programs compiledAnalysis, m Measurement, budget *expression.Budget) (v1alpha1.Measurement, bool) {
 	out := v1alpha1.Measurement{Time: m.Time}
 	if m.Error != "" {
 		out.Phase, out.Message = v1alpha1.MeasurementInconclusive, cutMessage(m.Error, v1alpha1.MaxMeasurementMessage)
-		return out
+		return out, true
 	}
 	out.Value = formatValues(m.Values)
+	var exhausted bool
 	eval := func(p *expression.Program) (bool, bool) {
 		if p == nil {
 			return false, true
 		}
 		holds, err := budget.EvalAnalysis(p, m.Values)
 		if err != nil {
+			var e *expression.Error
+			exhausted = errors.As(err, &e) && e.Reason == expression.ReasonBudgetExhausted
 			out.Phase, out.Message = v1alpha1.MeasurementInconclusive, cutMessage(err.Error(), v1alpha1.MaxMeasurementMessage)
 			return false, false
 		}
@@ -251,11 +261,11 @@ func judge(programs compiledAnalysis, m Measurement, budget *expression.Budget) 
 	}
 	fails, ok := eval(programs.failure)
 	if !ok {
-		return out
+		return out, !exhausted
 	}
 	succeeds, ok := eval(programs.success)
 	if !ok {
-		return out
+		return out, !exhausted
 	}
 	switch {
 	case fails:
@@ -268,17 +278,39 @@ func judge(programs compiledAnalysis, m Measurement, budget *expression.Budget) 
 		out.Phase = v1alpha1.MeasurementInconclusive
 		out.Message = "neither the successCondition nor the failureCondition holds"
 	}
-	return out
+	return out, true
+}
+
+// JudgeMeasurement judges one answer to an analysis's query (values, or
+// queryErr when there was none) as Plan does, with the controller's engine
+// and limits, at time at. It returns an error when a condition does not
+// compile. It is what `kubectl stager eval --analysis` prints.
+func JudgeMeasurement(engine *expression.Engine, a v1alpha1.Analysis, values []float64, queryErr error, at metav1.Time) (v1alpha1.Measurement, error) {
+	compiled, _, err := compileStages(engine, []v1alpha1.Stage{{Name: "eval", Analysis: []v1alpha1.Analysis{a}}})
+	if err != nil {
+		return v1alpha1.Measurement{}, err
+	}
+	m := Measurement{Analysis: a.Name, Time: at, Values: values}
+	if queryErr != nil {
+		m.Error = queryErr.Error()
+	}
+	judged, _ := judge(compiled[0].analyses[0], m, engine.NewBudget())
+	return judged, nil
 }
 
 // formatValues renders values as the conditions saw them, bounded.
 func formatValues(values []float64) string {
 	var b strings.Builder
 	b.WriteByte('[')
+	// Room is kept for the longest tail, ", ... 1000 more]".
+	tail := len(fmt.Sprintf(", ... %d more]", expression.MaxResultValues))
 	for i, v := range values {
 		next := strconv.FormatFloat(v, 'g', -1, 64)
-		if b.Len()+len(next)+len(", …]") > v1alpha1.MaxMeasurementValue {
-			fmt.Fprintf(&b, "… %d more", len(values)-i)
+		if b.Len()+len(", ")+len(next)+tail > v1alpha1.MaxMeasurementValue {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "... %d more", len(values)-i)
 			break
 		}
 		if i > 0 {
@@ -314,21 +346,21 @@ func (a analyses) gate(result assessment) assessment {
 }
 
 // failHolds reports whether the policy's failure record holds the
-// rollout: it says Hold and neither the spec nor the restartedAt
-// annotation has changed since.
+// rollout: it says Hold and neither the spec (but spec.suspend) nor the
+// restartedAt annotation has changed since.
 func failHolds(policy *v1alpha1.StagedBindingPolicy) bool {
 	f := policy.Status.Failure
-	return f != nil && f.Action == v1alpha1.FailureHold && f.Generation == policy.Generation &&
-		policy.Annotations[v1alpha1.RestartedAtAnnotation] == f.RestartedAt
+	return f != nil && f.Action == v1alpha1.FailureHold && f.SpecDigest == rolloutRevision(policy)
 }
 
 // failAborts reports whether the policy's failure record aborts the
-// rollout: it says Abort and the spec names the same revision, and the
-// restartedAt annotation has not changed since.
+// rollout: it says Abort, the spec names the same revision, and the
+// restartedAt annotation has no new value (rule 7's test).
 func failAborts(policy *v1alpha1.StagedBindingPolicy) bool {
 	f := policy.Status.Failure
+	restart := policy.Annotations[v1alpha1.RestartedAtAnnotation]
 	return f != nil && f.Action == v1alpha1.FailureAbort && f.Revision == policy.Spec.SpecRevision() &&
-		policy.Annotations[v1alpha1.RestartedAtAnnotation] == f.RestartedAt
+		(restart == "" || restart == f.RestartedAt)
 }
 
 // failStage records the failure of the active stage: with onFailure Hold
@@ -344,7 +376,8 @@ func failStage(snap *Snapshot, active int, a analyses, reason, message string) A
 	message = fmt.Sprintf("stage %q failed: %s", stage.Name, message)
 	status := policy.Status.DeepCopy()
 	status.Failure = &v1alpha1.RolloutFailure{Stage: stage.Name, Reason: reason, Action: action, Message: cutMessage(message, MaxConditionMessage),
-		Time: snap.Now, Generation: policy.Generation, Revision: policy.Status.UpdateRevision, RestartedAt: policy.Status.RestartedAt}
+		Time: snap.Now, SpecDigest: rolloutRevision(policy), Revision: policy.Status.UpdateRevision,
+		RestartedAt: policy.Annotations[v1alpha1.RestartedAtAnnotation]}
 	if record := status.StageNamed(stage.Name); record != nil {
 		record.Message = message
 		record.ConditionMetTime, record.ProgressDeadlineTime = nil, nil
@@ -389,13 +422,21 @@ func heldMessage(f *v1alpha1.RolloutFailure) string {
 }
 
 // releaseFailure clears a failure record that no longer holds or aborts
-// the rollout, and the failed stage's analyses, which start over.
-func releaseFailure(policy *v1alpha1.StagedBindingPolicy) Action {
+// the rollout, and the failed stage's analyses, which start over; the time
+// held is added to the stage's suspendedDuration.
+func releaseFailure(policy *v1alpha1.StagedBindingPolicy, now metav1.Time) Action {
 	status := policy.Status.DeepCopy()
 	f := status.Failure
 	status.Failure = nil
-	if record := status.StageNamed(f.Stage); record != nil {
-		record.Analyses = nil
+	if record := status.StageNamed(f.Stage); record != nil && record.Phase == v1alpha1.StageActive {
+		// The time held counts against the deadline no more than a
+		// suspension; the analyses start over from the next placement seen.
+		held := metav1.Duration{Duration: max(now.Sub(f.Time.Time), 0)}
+		if record.SuspendedDuration != nil {
+			held.Duration += record.SuspendedDuration.Duration
+		}
+		record.SuspendedDuration = &held
+		record.Analyses, record.PlacedTime, record.ProgressDeadlineTime = nil, nil, nil
 	}
 	return Action{Type: ActionUpdateStatus, Status: status,
 		Events: []Event{{Type: corev1.EventTypeNormal, Reason: v1alpha1.EventReasonResumed,

@@ -204,6 +204,8 @@ func startApprovedStage(policy *v1alpha1.StagedBindingPolicy, active int, approv
 	status.Stages = stageRecords(policy, status.Stages, active, now)
 	record := &status.Stages[active]
 	record.Phase, record.StartTime = v1alpha1.StageActive, ptr.To(now)
+	// The analyses of an earlier approval judged another placement.
+	record.Analyses, record.PlacedTime = nil, nil
 	record.BindingPolicy = StageBindingPolicyName(policy, stage)
 	record.Message = "creating the stage's BindingPolicy"
 	var events []Event

@@ -317,7 +317,7 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 		return held(policy, snap.Now)
 	}
 	if policy.Status.Failure != nil {
-		return releaseFailure(policy)
+		return releaseFailure(policy, snap.Now)
 	}
 
 	if want := policy.Annotations[v1alpha1.RestartedAtAnnotation]; want != "" && want != policy.Status.RestartedAt {
@@ -385,12 +385,14 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 	budget := engine.NewBudget()
 	if stage.Batched() {
 		b := assessBatches(snap, active, cfg.clock, programs[active], current, budget)
-		action := planAfterAssessment(snap, active, current, b.assessment, &b, assessAnalyses(snap, active, programs[active].analyses, budget))
+		action := planAfterAssessment(snap, active, current, b.assessment, &b, assessAnalyses(snap, active, programs[active].analyses, engine.NewBudget()))
 		action.Evaluations = b.evaluations
 		return action
 	}
 	result := assessStage(cfg.clock, programs[active], current, snap.Binding, snap.CombinedStatuses, budget)
-	action := planAfterAssessment(snap, active, current, result, nil, assessAnalyses(snap, active, programs[active].analyses, budget))
+	// The analyses have a budget of their own: the condition's evaluations
+	// cannot leave them none, which would make them inconclusive.
+	action := planAfterAssessment(snap, active, current, result, nil, assessAnalyses(snap, active, programs[active].analyses, engine.NewBudget()))
 	action.Evaluations = result.evaluations
 	return action
 }
@@ -466,6 +468,16 @@ func planAfterAssessment(snap *Snapshot, active int, current *ksv1alpha1.Binding
 	}
 	if an.records != nil {
 		status.Stages[active].Analyses = an.records
+	}
+	if len(stage.Analysis) > 0 && result.placed && status.Stages[active].Phase == v1alpha1.StageActive && status.Stages[active].PlacedTime == nil {
+		status.Stages[active].PlacedTime = ptr.To(snap.Now)
+		for _, a := range stage.Analysis {
+			delay := time.Second
+			if a.InitialDelay != nil {
+				delay = max(a.InitialDelay.Duration, delay)
+			}
+			requeue = Earliest(requeue, delay)
+		}
 	}
 	var events []Event
 	if b != nil && b.clusters != nil {

@@ -26,6 +26,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/internal/expression"
 )
 
 // ---------------------------------------------------------------------------
@@ -59,9 +60,12 @@ func unreachable(t metav1.Time) func(*Snapshot) {
 	}
 }
 
-// healthyTest is the policy at test, whose condition holds.
+// healthyTest is the policy at test, placed since earlier, whose
+// condition holds.
 func healthyTest(stages []v1alpha1.Stage) fixture {
-	return at("test", stages...).bound().reporting(deployment, "1")
+	f := at("test", stages...).bound().reporting(deployment, "1")
+	f.Policy.Status.StageNamed("test").PlacedTime = ptr.To(earlier)
+	return f
 }
 
 // errorRateRecord returns test's record of its analysis error-rate.
@@ -100,13 +104,14 @@ func TestDueAnalyses(t *testing.T) {
 		{name: "none while suspended", a: errorRate(3), change: func(p *v1alpha1.StagedBindingPolicy) { p.Spec.Suspend = true }},
 		{name: "none while aborted", a: errorRate(3), change: func(p *v1alpha1.StagedBindingPolicy) { p.Spec.Abort = true }},
 		{name: "none while a failure holds the rollout", a: errorRate(3), change: func(p *v1alpha1.StagedBindingPolicy) {
-			p.Status.Failure = &v1alpha1.RolloutFailure{Stage: "test", Action: v1alpha1.FailureHold, Generation: p.Generation}
+			p.Status.Failure = &v1alpha1.RolloutFailure{Stage: "test", Action: v1alpha1.FailureHold, SpecDigest: rolloutRevision(p)}
 		}},
 		{name: "none for a stage awaiting approval", a: errorRate(3), change: func(p *v1alpha1.StagedBindingPolicy) {
 			p.Status.StageNamed("test").Phase = v1alpha1.StageAwaitingApproval
 		}},
 	} {
 		p := atStage(newPolicy(analysed(v1alpha1.FailureHold, tc.a)...), "test")
+		p.Status.StageNamed("test").PlacedTime = ptr.To(earlier)
 		if tc.change != nil {
 			tc.change(p)
 		}
@@ -161,8 +166,8 @@ func TestPlanAnalyses(t *testing.T) {
 			t.Fatalf("action %s (%s), want the failure recorded and the rollout Stalled", action.Type, action.Why)
 		}
 		f := action.Status.Failure
-		if f.Stage != "test" || f.Reason != v1alpha1.ReasonAnalysisFailed || f.Action != v1alpha1.FailureHold || f.Generation != testGeneration {
-			t.Errorf("failure %+v, want test, AnalysisFailed, Hold at generation %d", f, testGeneration)
+		if f.Stage != "test" || f.Reason != v1alpha1.ReasonAnalysisFailed || f.Action != v1alpha1.FailureHold || f.SpecDigest != rolloutRevision(healthyTest(nil).Policy) && f.SpecDigest == "" {
+			t.Errorf("failure %+v, want test, AnalysisFailed, Hold, with the spec's digest", f)
 		}
 		if got := eventKeys(action.Events); !slices.Equal(got, []string{"Warning/" + v1alpha1.ReasonAnalysisFailed}) {
 			t.Errorf("events %v, want one Warning AnalysisFailed", got)
@@ -277,7 +282,7 @@ func TestPlanHeld(t *testing.T) {
 		}
 	})
 	for name, change := range map[string]func(*v1alpha1.StagedBindingPolicy){
-		"a new spec": func(p *v1alpha1.StagedBindingPolicy) { p.Generation++ },
+		"a new spec": func(p *v1alpha1.StagedBindingPolicy) { p.Spec.Placement = v1alpha1.PlacementAccumulate },
 		"a new restart": func(p *v1alpha1.StagedBindingPolicy) {
 			p.Annotations = map[string]string{v1alpha1.RestartedAtAnnotation: "now"}
 		},
@@ -347,6 +352,7 @@ func TestPlanOnFailureAbort(t *testing.T) {
 		stages := analysed(v1alpha1.FailureAbort, errorRate(1))
 		stages[0], stages[1] = stages[1], stages[0]
 		f := at("test", stages...).bound().reporting(deployment, "1").with(measured(now, 0.5))
+		f.Policy.Status.StageNamed("test").PlacedTime = ptr.To(earlier)
 		f.Policy.Status = *Plan(f.Snapshot, engine).Status
 		f.Measurements = nil
 		action := Plan(f.Snapshot, engine)
@@ -363,6 +369,7 @@ func TestPlanOnFailureAbort(t *testing.T) {
 		f := revisioned(v1alpha1.PlacementReplace, "test", "v1", "v2", map[string]string{"dev": "v2", "test": "v1", "prod": "v1"}).bound()
 		f.Policy.Spec.Stages = analysed(v1alpha1.FailureAbort, errorRate(1))
 		f.CombinedStatuses = append(f.CombinedStatuses, combinedStatus(f.ActiveBindingPolicy, deployment, "1"))
+		f.Policy.Status.StageNamed("test").PlacedTime = ptr.To(earlier)
 		f = failed(f)
 		action := Plan(f.Snapshot, engine)
 		if action.Type != ActionUpdateStatus || action.Status.Phase != v1alpha1.RolloutAborted {
@@ -429,6 +436,158 @@ func TestFailuresOfBatchedStages(t *testing.T) {
 		f.Policy.Spec.Stages[2] = prod
 		if action := Plan(f.Snapshot, engine); action.Type == ActionCreateBindingPolicy {
 			t.Errorf("without the failureCondition: action %s (%s), want the batch to wait for store-a", action.Type, action.Why)
+		}
+	})
+}
+
+// failsOnZero is a failureCondition that holds when a Deployment reports
+// 0 available.
+const failsOnZero = `obj.results.exists(r, r.rows.exists(row, row.columns.exists(c, c.type == 'Number' && c.float == '0')))`
+
+// The cases below are the findings of a review of the rules above, each
+// failing before its fix.
+func TestAnalysesReviewFindings(t *testing.T) {
+	engine := newEngine(t)
+
+	t.Run("a value is bounded as the CRD bounds it", func(t *testing.T) {
+		for _, n := range []int{100, 200, 1000} {
+			for _, v := range []float64{1, 0.5, 0.123456789012345, 12345.678} {
+				values := slices.Repeat([]float64{v}, n)
+				if s := formatValues(values); len(s) > v1alpha1.MaxMeasurementValue || !strings.HasSuffix(s, "more]") {
+					t.Errorf("%d values of %g: %d bytes (at most %d), ending %q", n, v, len(s), v1alpha1.MaxMeasurementValue, s[len(s)-12:])
+				}
+			}
+		}
+	})
+
+	t.Run("a restartedAt annotation dropped after a restart does not release the failure", func(t *testing.T) {
+		for _, onFailure := range []v1alpha1.FailureAction{v1alpha1.FailureHold, v1alpha1.FailureAbort} {
+			stages := analysed(onFailure)
+			stages[1].FailureCondition = failsOnZero
+			f := at("test", stages...).bound().reporting(deployment, "0")
+			f.Policy.Status.RestartedAt = "t1"
+			writes := 0
+			for range 6 {
+				action := Plan(f.Snapshot, engine)
+				if action.Type != ActionUpdateStatus {
+					break
+				}
+				writes++
+				f.Policy.Status = *action.Status
+			}
+			if writes > 3 {
+				t.Errorf("onFailure %s: %d status writes in a row, want the failure to settle", onFailure, writes)
+			}
+		}
+	})
+
+	t.Run("suspending and resuming a held rollout keeps it held", func(t *testing.T) {
+		f := healthyTest(analysed(v1alpha1.FailureHold, errorRate(3))).with(measured(now, 0.5))
+		f.Policy.Status = *Plan(f.Snapshot, engine).Status
+		f.Measurements = nil
+		f.Policy.Spec.Suspend, f.Policy.Generation = true, f.Policy.Generation+1
+		f.Policy.Status = *Plan(f.Snapshot, engine).Status
+		f.Policy.Spec.Suspend, f.Policy.Generation = false, f.Policy.Generation+1
+		if action := Plan(f.Snapshot, engine); action.Status != nil && action.Status.Failure == nil {
+			t.Errorf("suspend and resume released the hold: %s", action.Why)
+		}
+	})
+
+	t.Run("the withdraw places only stages that were done, even once the failed stage is gone", func(t *testing.T) {
+		f := healthyTest(analysed(v1alpha1.FailureAbort, errorRate(1))).with(measured(now, 0.5))
+		f.Policy.Status = *Plan(f.Snapshot, engine).Status
+		f.Measurements = nil
+		f.Policy.Status = *Plan(f.Snapshot, engine).Status
+		f.Policy.Spec.Stages = []v1alpha1.Stage{f.Policy.Spec.Stages[0], f.Policy.Spec.Stages[2]}
+		f.Policy.Generation++
+		action := Plan(f.Snapshot, engine)
+		if action.Type != ActionCreateBindingPolicy || action.BindingPolicy.Name != "web.stage.dev" {
+			t.Errorf("action %s (%s), want dev, the stage done before, placed again", action.Type, action.Why)
+		}
+	})
+
+	t.Run("the withdraw is recorded after a spec.abort that held the rollout", func(t *testing.T) {
+		stages := analysed(v1alpha1.FailureAbort)
+		stages[1].FailureCondition = failsOnZero
+		f := at("test", stages...).bound().reporting(deployment, "0")
+		f.Policy.Spec.Abort = true
+		f.Policy.Status = *Plan(f.Snapshot, engine).Status
+		f.Policy.Spec.Abort, f.Policy.Generation = false, f.Policy.Generation+1
+		failed := Plan(f.Snapshot, engine)
+		if failed.Status == nil || failed.Status.Failure == nil {
+			t.Fatalf("action %s (%s), want the failure recorded", failed.Type, failed.Why)
+		}
+		f.Policy.Status = *failed.Status
+		if action := Plan(f.Snapshot, engine); action.Type != ActionUpdateStatus || action.Status.ActiveStage != "" {
+			t.Errorf("action %s (%s), want the withdraw recorded first", action.Type, action.Why)
+		}
+	})
+
+	t.Run("no measurement is due, nor counts, before the stage is placed", func(t *testing.T) {
+		p := atStage(newPolicy(analysed(v1alpha1.FailureAbort, errorRate(1))...), "test")
+		if due := DueAnalyses(p, now); len(due) != 0 {
+			t.Errorf("due %v before the stage's Binding placed anything", due)
+		}
+		f := fixture{newSnapshot(p, ownedBP(p, "test", types.UID("bp-test")))}.with(measured(now))
+		if action := Plan(f.Snapshot, engine); action.Status != nil && (action.Status.Failure != nil || len(action.Status.StageNamed("test").Analyses) > 0) {
+			t.Errorf("a measurement before the placement was recorded: %+v", action.Status.StageNamed("test"))
+		}
+		placed := at("test", analysed(v1alpha1.FailureAbort, errorRate(1))...).bound()
+		action := Plan(placed.Snapshot, engine)
+		if action.Status == nil || !timeEqual(action.Status.StageNamed("test").PlacedTime, now) || action.RequeueAfter != time.Second {
+			t.Fatalf("action %s (%s), want placedTime recorded now and a requeue in 1s", action.Type, action.Why)
+		}
+	})
+
+	t.Run("a stage approved again starts its analyses over", func(t *testing.T) {
+		p := atStage(newPolicy(analysed(v1alpha1.FailureHold, errorRate(1))...), "test")
+		r := p.Status.StageNamed("test")
+		r.PlacedTime = ptr.To(muchEarlier)
+		r.Analyses = []v1alpha1.AnalysisStatus{{Name: "error-rate", Phase: v1alpha1.AnalysisSuccessful, Successful: 1}}
+		r.Phase = v1alpha1.StageAwaitingApproval
+		if got := startApprovedStage(p, 1, nil, now).Status.StageNamed("test"); len(got.Analyses) != 0 || got.PlacedTime != nil {
+			t.Errorf("record %+v, want no analyses and no placedTime", got)
+		}
+	})
+
+	t.Run("a measurement's time counts to the second, as the status keeps it", func(t *testing.T) {
+		f := healthyTest(analysed(v1alpha1.FailureHold, errorRate(3))).with(measured(metav1.NewTime(now.Add(700*time.Millisecond)), 0.01))
+		first := Plan(f.Snapshot, engine)
+		f.Policy.Status = *first.Status
+		if again := Plan(f.Snapshot, engine); again.Status != nil {
+			if r := errorRateRecord(t, again.Status); r.Taken() != 1 {
+				t.Errorf("the same measurement counted %d times", r.Taken())
+			}
+		}
+	})
+
+	t.Run("the condition's evaluations leave the analyses a budget of their own", func(t *testing.T) {
+		poor, err := expression.NewEngine(expression.WithBudget(1, time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := healthyTest(analysed(v1alpha1.FailureHold, errorRate(3))).with(measured(now, 0.01))
+		action := Plan(f.Snapshot, poor)
+		if action.Status == nil {
+			t.Fatalf("action %s (%s), want the measurement recorded", action.Type, action.Why)
+		}
+		if r := errorRateRecord(t, action.Status); r.Successful != 1 {
+			t.Errorf("record %+v, want the measurement Successful: the condition spent its own budget only", r)
+		}
+	})
+
+	t.Run("the time held does not count against the deadline", func(t *testing.T) {
+		stages := analysed(v1alpha1.FailureHold, errorRate(3))
+		stages[1].ProgressDeadline = &metav1.Duration{Duration: 2 * time.Hour}
+		f := healthyTest(stages).with(measured(now, 0.5))
+		f.Policy.Status = *Plan(f.Snapshot, engine).Status
+		f.Measurements = nil
+		f.Policy.Spec.Placement = v1alpha1.PlacementAccumulate
+		f.Now = metav1.NewTime(now.Add(time.Hour))
+		action := Plan(f.Snapshot, engine)
+		r := action.Status.StageNamed("test")
+		if r.SuspendedDuration == nil || r.SuspendedDuration.Duration != time.Hour || r.PlacedTime != nil {
+			t.Errorf("record %+v, want the hour held in suspendedDuration and the analyses to start over", r)
 		}
 	})
 }

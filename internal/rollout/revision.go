@@ -423,36 +423,35 @@ func abortPlacements(snap *Snapshot, engine *expression.Engine, cfg planConfig, 
 // planWithdraw aborts, for a failed stage whose onFailure is Abort, a
 // rollout that has no revision to go back to: the status records it (the
 // failed stage and those after it Pending, no stage active), the last
-// stage that was done before it is placed again (every earlier stage under
-// Accumulate), and once KubeStellar has resolved those, every other
-// BindingPolicy of the policy, the failed stage's first of all, goes.
+// stage whose record says it was done before the failed one is placed
+// again (every such stage under Accumulate), and once KubeStellar has
+// resolved those, every other BindingPolicy of the policy goes.
 func planWithdraw(snap *Snapshot) Action {
 	policy := snap.Policy
 	f := policy.Status.Failure
-	failed := stageIndex(policy, f.Stage)
-	if failed < 0 {
-		failed = len(policy.Spec.Stages)
-	}
-	var targets []*ksv1alpha1.BindingPolicy
 	var kept []string
-	for i := range failed {
-		if policy.Spec.Placement == v1alpha1.PlacementAccumulate || i == failed-1 {
-			stage := policy.Spec.Stages[i]
-			targets = append(targets, RevisionBindingPolicy(policy, stage, policy.Status.UpdateRevision))
-			kept = append(kept, stage.Name)
+	for _, r := range policy.Status.Stages {
+		if r.Name == f.Stage {
+			break
+		}
+		if r.Phase == v1alpha1.StageSucceeded && policy.Spec.StageNamed(r.Name) != nil {
+			kept = append(kept, r.Name)
 		}
 	}
-	if policy.Status.Phase != v1alpha1.RolloutAborted {
+	if policy.Spec.Placement != v1alpha1.PlacementAccumulate && len(kept) > 1 {
+		kept = kept[len(kept)-1:]
+	}
+	if policy.Status.Phase != v1alpha1.RolloutAborted || policy.Status.ActiveStage != "" {
 		status := policy.Status.DeepCopy()
 		for i := range status.Stages {
 			r := &status.Stages[i]
-			if index := stageIndex(policy, r.Name); index >= 0 && index < failed {
+			if slices.Contains(kept, r.Name) {
 				continue
 			}
-			r.Phase, r.ConditionMetTime, r.ProgressDeadlineTime, r.Clusters = v1alpha1.StagePending, nil, nil, nil
-			if r.Name != f.Stage {
-				r.Message = ""
+			if r.Phase == v1alpha1.StageActive || r.Phase == v1alpha1.StageAwaitingApproval {
+				r.Phase = v1alpha1.StagePending
 			}
+			r.ConditionMetTime, r.ProgressDeadlineTime, r.Clusters = nil, nil, nil
 		}
 		status.ActiveStage = ""
 		message := fmt.Sprintf("%s (onFailure Abort): the stage's placement is withdrawn; stages %v stay placed", f.Message, kept)
@@ -460,6 +459,10 @@ func planWithdraw(snap *Snapshot) Action {
 			message = fmt.Sprintf("%s (onFailure Abort): the stage's placement is withdrawn; no stage was done before it, so none stays placed", f.Message)
 		}
 		return abortStatus(policy, status, message, snap.Now)
+	}
+	targets := make([]*ksv1alpha1.BindingPolicy, 0, len(kept))
+	for _, name := range kept {
+		targets = append(targets, RevisionBindingPolicy(policy, *policy.Spec.StageNamed(name), policy.Status.UpdateRevision))
 	}
 	return abortPlacements(snap, nil, planConfig{}, targets, "")
 }
