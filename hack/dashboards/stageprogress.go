@@ -116,6 +116,13 @@ func stageProgress() *dashboard.DashboardBuilder { //nolint:staticcheck // the c
 				"excludeByName": map[string]bool{"Time": true},
 				"renameByName":  map[string]string{"Value": "Clusters"},
 			}})).
+		WithPanel(rowsTable("Analysis measurements", 24, 8,
+			"For stages with analyses, how many measurements of each were Successful, Failed and Inconclusive (a provider that could not answer). Past failureLimit the stage fails (onFailure Hold or Abort); past inconclusiveLimit the rollout is held. Aborted rollouts show in \"Policies by phase\".").
+			WithTarget(rows("A", `max by (space, policy, stage, analysis, phase) (stager_stage_analysis_measurements{`+spacePolicy+`})`)).
+			WithTransformation(dashboard.DataTransformerConfig{Id: "organize", Options: map[string]any{
+				"excludeByName": map[string]bool{"Time": true},
+				"renameByName":  map[string]string{"Value": "Measurements", "phase": "verdict"},
+			}})).
 		WithPanel(graph("Stage transitions",
 			"Stages completed over time.").
 			WithTarget(series("A", `sum by (space, policy, stage) (increase(stager_stage_transitions_total{`+spacePolicy+`}[$__rate_interval]))`,

@@ -46,7 +46,9 @@ import (
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded"
 
+	hostingv1alpha1 "github.com/kubestellar/workload-stager/api/hosting/v1alpha1"
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/internal/analysis"
 	"github.com/kubestellar/workload-stager/internal/controller/metrics"
 	"github.com/kubestellar/workload-stager/internal/controller/sharding"
 	"github.com/kubestellar/workload-stager/internal/controller/spaces"
@@ -137,6 +139,19 @@ type Options struct {
 	// DeletionWarningAfter is how long a policy's deletion may wait for the
 	// finalizers of its BindingPolicies before it is reported as blocked.
 	DeletionWarningAfter time.Duration
+	// AllowInsecureMetricProviders lets MetricProviders use plain http
+	// addresses.
+	AllowInsecureMetricProviders bool
+	// AnalysisQueryTimeout bounds each query of an analysis to a
+	// MetricProvider; a provider may only lower it.
+	AnalysisQueryTimeout time.Duration
+	// AnalysisMaxResponseBytes bounds the size of each answer of a
+	// MetricProvider; a provider may only lower it.
+	AnalysisMaxResponseBytes int64
+	// MetricProviderSecretNamespace is the namespace of the Secrets that
+	// MetricProviders name (CA, bearer token); empty means the pod's, else
+	// --kubeconfig-namespace.
+	MetricProviderSecretNamespace string
 	// AllowSeveralInProcess lets more than one stager run in one process, one
 	// after the other or side by side (as tests do), by turning off
 	// controller-runtime's check that controller names are unique. Not a flag.
@@ -146,30 +161,32 @@ type Options struct {
 // NewOptions returns the default Options.
 func NewOptions() *Options {
 	return &Options{
-		Providers:               providers.NewOptions(),
-		MetricsBindAddress:      ":8443",
-		MetricsSecure:           true,
-		HealthProbeBindAddress:  ":8081",
-		LeaderElectionNamespace: "",
-		LeaderElect:             true,
-		Coordination:            CoordinationLeaderElection,
-		ShardLeaseDuration:      20 * time.Second,
-		ShardLeaseRenew:         5 * time.Second,
-		ShardProbeInterval:      2 * time.Second,
-		MaxConcurrentReconciles: 10,
-		GCPercent:               DefaultGCPercent,
-		SpaceProbeInterval:      15 * time.Second,
-		SpaceQPS:                spaces.DefaultQPS,
-		SpaceBurst:              spaces.DefaultBurst,
-		SpaceEventBurst:         stagedbindingpolicy.DefaultEventBurst,
-		CacheSyncTimeout:        2 * time.Minute,
-		ReconcileTimeout:        DefaultReconcileTimeout,
-		CELCostLimit:            expression.DefaultCostLimit,
-		CELEstimatedCostLimit:   expression.DefaultEstimatedCostLimit,
-		CELEvalTimeout:          expression.DefaultEvalTimeout,
-		CELReconcileCostBudget:  expression.DefaultBudgetCost,
-		CELReconcileTimeBudget:  expression.DefaultBudgetTime,
-		DeletionWarningAfter:    rollout.DefaultDeletionWarningAfter,
+		Providers:                providers.NewOptions(),
+		MetricsBindAddress:       ":8443",
+		MetricsSecure:            true,
+		HealthProbeBindAddress:   ":8081",
+		LeaderElectionNamespace:  "",
+		LeaderElect:              true,
+		Coordination:             CoordinationLeaderElection,
+		ShardLeaseDuration:       20 * time.Second,
+		ShardLeaseRenew:          5 * time.Second,
+		ShardProbeInterval:       2 * time.Second,
+		MaxConcurrentReconciles:  10,
+		GCPercent:                DefaultGCPercent,
+		SpaceProbeInterval:       15 * time.Second,
+		SpaceQPS:                 spaces.DefaultQPS,
+		SpaceBurst:               spaces.DefaultBurst,
+		SpaceEventBurst:          stagedbindingpolicy.DefaultEventBurst,
+		CacheSyncTimeout:         2 * time.Minute,
+		ReconcileTimeout:         DefaultReconcileTimeout,
+		CELCostLimit:             expression.DefaultCostLimit,
+		CELEstimatedCostLimit:    expression.DefaultEstimatedCostLimit,
+		CELEvalTimeout:           expression.DefaultEvalTimeout,
+		CELReconcileCostBudget:   expression.DefaultBudgetCost,
+		CELReconcileTimeBudget:   expression.DefaultBudgetTime,
+		DeletionWarningAfter:     rollout.DefaultDeletionWarningAfter,
+		AnalysisQueryTimeout:     analysis.DefaultTimeout,
+		AnalysisMaxResponseBytes: analysis.DefaultMaxResponseBytes,
 	}
 }
 
@@ -208,6 +225,14 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.CELReconcileTimeBudget, "cel-reconcile-time-budget", o.CELReconcileTimeBudget, "the longest the evaluations of one reconcile of a policy may take together")
 	fs.DurationVar(&o.DeletionWarningAfter, "deletion-warning-after", o.DeletionWarningAfter,
 		"how long a StagedBindingPolicy's deletion may wait for its BindingPolicies' finalizers before it is reported as blocked with a Warning Event")
+	fs.BoolVar(&o.AllowInsecureMetricProviders, "allow-insecure-metric-providers", o.AllowInsecureMetricProviders,
+		"let MetricProviders use plain http addresses (default: https only)")
+	fs.DurationVar(&o.AnalysisQueryTimeout, "analysis-query-timeout", o.AnalysisQueryTimeout,
+		"the longest an analysis's query to a MetricProvider may take; a provider may only lower it (less than --reconcile-timeout)")
+	fs.Int64Var(&o.AnalysisMaxResponseBytes, "analysis-max-response-bytes", o.AnalysisMaxResponseBytes,
+		"the largest answer of a MetricProvider the stager reads; a provider may only lower it")
+	fs.StringVar(&o.MetricProviderSecretNamespace, "metric-provider-secret-namespace", o.MetricProviderSecretNamespace,
+		"namespace of the Secrets MetricProviders name for their CA and bearer token (default: the pod's, else --kubeconfig-namespace)")
 }
 
 // Validate reports flags that cannot work.
@@ -272,6 +297,12 @@ func (o *Options) Validate() error {
 	}
 	if o.DeletionWarningAfter <= 0 {
 		errs = append(errs, errors.New("--deletion-warning-after must be positive"))
+	}
+	if o.AnalysisQueryTimeout <= 0 || o.AnalysisQueryTimeout >= o.ReconcileTimeout {
+		errs = append(errs, errors.New("--analysis-query-timeout must be positive and less than --reconcile-timeout"))
+	}
+	if o.AnalysisMaxResponseBytes < 1 {
+		errs = append(errs, errors.New("--analysis-max-response-bytes must be at least 1"))
 	}
 	return errors.Join(errs...)
 }
@@ -352,6 +383,20 @@ func (o *Options) leaderElectionNamespace() (string, error) {
 
 // shardNamespace is where the sharding Leases go: the flag's namespace,
 // else the pod's, else, outside a pod, the namespace of the kubeconfig Secrets.
+// metricProviderSecretNamespace is the namespace of the MetricProviders'
+// Secrets: the flag's, else the pod's, else the kubeconfig Secrets'; empty
+// when there is none, and a provider that names a Secret cannot be used.
+func (o *Options) metricProviderSecretNamespace() string {
+	if o.MetricProviderSecretNamespace != "" {
+		return o.MetricProviderSecretNamespace
+	}
+	if ns, err := os.ReadFile(inClusterNamespaceFile); err == nil && len(ns) > 0 {
+		return strings.TrimSpace(string(ns))
+	}
+	ns, _ := o.Providers.HostingNamespace()
+	return ns
+}
+
 func (o *Options) shardNamespace() (string, error) {
 	if o.LeaderElectionNamespace != "" {
 		return o.LeaderElectionNamespace, nil
@@ -368,7 +413,8 @@ func (o *Options) shardNamespace() (string, error) {
 // NewScheme returns a scheme with every type the stager reads or writes.
 func NewScheme() (*runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, ksv1alpha1.AddToScheme, kcp.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, hostingv1alpha1.AddToScheme, ksv1alpha1.AddToScheme,
+		kcp.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return nil, fmt.Errorf("building the scheme: %w", err)
 		}
@@ -467,6 +513,12 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		DeletionWarningAfter:    o.DeletionWarningAfter,
 		EventQPS:                o.SpaceEventQPS,
 		EventBurst:              o.SpaceEventBurst,
+		Measurer: &analysis.Providers{Reader: hosting.GetAPIReader(), Options: analysis.Options{
+			AllowInsecure:    o.AllowInsecureMetricProviders,
+			Timeout:          o.AnalysisQueryTimeout,
+			MaxResponseBytes: o.AnalysisMaxResponseBytes,
+			SecretNamespace:  o.metricProviderSecretNamespace(),
+		}},
 	}
 	if shard {
 		// Each replica writes under a field manager of its own, so the

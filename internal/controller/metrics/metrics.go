@@ -46,6 +46,13 @@ const (
 	LabelResult   = "result"
 	LabelRevision = "revision"
 	LabelState    = "state"
+	LabelAnalysis = "analysis"
+)
+
+// Results of an analysis query.
+const (
+	QueryAnswered = "answered"
+	QueryFailed   = "failed"
 )
 
 // Results of a condition evaluation.
@@ -109,6 +116,16 @@ var (
 		Help: "Clusters of each stage placed in batches (maxConcurrency), by state (ToApply, Progressing, Succeeded, Failed, TimedOut), as the stage's record last counted them.",
 	}, []string{LabelSpace, LabelPolicy, LabelStage, LabelState})
 
+	stageAnalyses = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "stager_stage_analysis_measurements",
+		Help: "Measurements of each analysis of each stage, by verdict (Successful, Failed, Inconclusive), as the stage's record counts them.",
+	}, []string{LabelSpace, LabelPolicy, LabelStage, LabelAnalysis, LabelPhase})
+
+	analysisQueries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "stager_analysis_queries_total",
+		Help: "Queries sent to MetricProviders for analyses, by result (answered, failed: the provider could not be read or reached, or answered an error, too slowly or too much).",
+	}, []string{LabelSpace, LabelResult})
+
 	transitions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "stager_stage_transitions_total",
 		Help: "Stages completed, by the stage that completed.",
@@ -139,8 +156,8 @@ var (
 
 // collectors are every metric of the StagedBindingPolicy controller.
 var collectors = []prometheus.Collector{policies, policyPhase, activeStage, activeStageIndex, stageCount, activeStageStart,
-	progressDeadline, awaitingApproval, deletionStart, stageRevision, stageClusters, transitions, stageDuration, evaluations, evaluationLatency,
-	reconcileErrors}
+	progressDeadline, awaitingApproval, deletionStart, stageRevision, stageClusters, stageAnalyses, transitions, stageDuration, evaluations,
+	evaluationLatency, analysisQueries, reconcileErrors}
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(collectors...)
@@ -180,6 +197,9 @@ type policySeries struct {
 	// stageClusters are the counts of the clusters of the stages placed in
 	// batches, "<stage>/<state>=<count>" joined by spaces.
 	stageClusters string
+	// stageAnalyses are the counts of the measurements of the stages'
+	// analyses, "<stage>/<analysis>/<phase>=<count>" joined by spaces.
+	stageAnalyses string
 }
 
 // gauge is the value of a series, or no series when not set.
@@ -209,6 +229,9 @@ func SpaceEngaged(space string) {
 		evaluations.WithLabelValues(space, result)
 	}
 	reconcileErrors.WithLabelValues(space)
+	for _, result := range []string{QueryAnswered, QueryFailed} {
+		analysisQueries.WithLabelValues(space, result)
+	}
 	stageDuration.WithLabelValues(space)
 	evaluationLatency.WithLabelValues(space)
 }
@@ -219,8 +242,8 @@ func SpaceDisengaged(space string) {
 	for _, vec := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
 	}{policies, policyPhase, activeStage, activeStageIndex, stageCount, activeStageStart, progressDeadline, awaitingApproval, deletionStart, stageRevision,
-		stageClusters, transitions, stageDuration,
-		evaluations, evaluationLatency, reconcileErrors} {
+		stageClusters, stageAnalyses, transitions, stageDuration,
+		evaluations, evaluationLatency, analysisQueries, reconcileErrors} {
 		vec.DeletePartialMatch(labels)
 	}
 }
@@ -236,6 +259,7 @@ func seriesOf(policy *v1alpha1.StagedBindingPolicy) policySeries {
 	}
 	series.stageRevisions = stageRevisionsOf(policy)
 	series.stageClusters = stageClustersOf(policy)
+	series.stageAnalyses = stageAnalysesOf(policy)
 	if series.activeStage == "" {
 		return series
 	}
@@ -295,6 +319,24 @@ func stageClustersOf(policy *v1alpha1.StagedBindingPolicy) string {
 	return strings.Join(pairs, " ")
 }
 
+// stageAnalysesOf returns the counts of the measurements of every
+// analysis of every stage, "<stage>/<analysis>/<phase>=<count>" joined by
+// spaces, in the order of the status.
+func stageAnalysesOf(policy *v1alpha1.StagedBindingPolicy) string {
+	var pairs []string
+	for _, r := range policy.Status.Stages {
+		for _, a := range r.Analyses {
+			for _, n := range []struct {
+				phase v1alpha1.MeasurementPhase
+				count int32
+			}{{v1alpha1.MeasurementSuccessful, a.Successful}, {v1alpha1.MeasurementFailed, a.Failed}, {v1alpha1.MeasurementInconclusive, a.Inconclusive}} {
+				pairs = append(pairs, fmt.Sprintf("%s/%s/%s=%d", r.Name, a.Name, n.phase, max(n.count, 0)))
+			}
+		}
+	}
+	return strings.Join(pairs, " ")
+}
+
 // Policy records the state of a policy as its status says. It changes only
 // the series whose values changed since the policy's last record: most runs
 // change none, and every change takes a lock that the metrics of every
@@ -348,6 +390,17 @@ func (s *Space) Policy(policy *v1alpha1.StagedBindingPolicy) {
 			stageClusters.WithLabelValues(s.name, name, stage, state).Set(float64(n))
 		}
 	}
+	if !known || before.stageAnalyses != series.stageAnalyses {
+		if known && before.stageAnalyses != "" {
+			stageAnalyses.DeletePartialMatch(prometheus.Labels{LabelSpace: s.name, LabelPolicy: name})
+		}
+		for _, pair := range strings.Fields(series.stageAnalyses) {
+			key, count, _ := strings.Cut(pair, "=")
+			parts := strings.SplitN(key, "/", 3)
+			n, _ := strconv.Atoi(count)
+			stageAnalyses.WithLabelValues(s.name, name, parts[0], parts[1], parts[2]).Set(float64(n))
+		}
+	}
 	for _, g := range []struct {
 		vec            *prometheus.GaugeVec
 		before, series gauge
@@ -393,9 +446,19 @@ func (s *Space) PolicyDeleted(policy string) {
 	for _, vec := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
 	}{policyPhase, activeStage, activeStageIndex, stageCount, activeStageStart, progressDeadline, awaitingApproval, deletionStart,
-		stageRevision, stageClusters, transitions} {
+		stageRevision, stageClusters, stageAnalyses, transitions} {
 		vec.DeletePartialMatch(labels)
 	}
+}
+
+// AnalysisQuery records one query sent to a MetricProvider: answered, or
+// failed.
+func (s *Space) AnalysisQuery(answered bool) {
+	result := QueryAnswered
+	if !answered {
+		result = QueryFailed
+	}
+	analysisQueries.WithLabelValues(s.name, result).Inc()
 }
 
 // StageCompleted records that a stage of a policy completed after the given time.

@@ -347,6 +347,37 @@ func TestStageClustersSeries(t *testing.T) {
 	}
 }
 
+// TestStageAnalysesSeries checks that each analysis of a stage exports
+// its measurements by verdict as its record counts them, and that the
+// policy's deletion removes them.
+func TestStageAnalysesSeries(t *testing.T) {
+	s := NewSpace("analyses-test")
+	t.Cleanup(func() { SpaceDisengaged("analyses-test") })
+	counts := func() []string {
+		return collected(t, stageAnalyses, "analyses-test", func(labels map[string]string, value float64) string {
+			return fmt.Sprintf("%s/%s/%s=%g", labels[LabelStage], labels[LabelAnalysis], labels[LabelPhase], value)
+		})
+	}
+	p := policyAt("a", "prod", v1alpha1.RolloutProgressing, 2)
+	p.Status.Stages[2].Analyses = []v1alpha1.AnalysisStatus{{Name: "errors", Phase: v1alpha1.AnalysisRunning, Successful: 2, Inconclusive: 1}}
+	s.Policy(p)
+	want := []string{"prod/errors/Failed=0", "prod/errors/Inconclusive=1", "prod/errors/Successful=2"}
+	if got := counts(); !slices.Equal(got, want) {
+		t.Errorf("series %v, want %v", got, want)
+	}
+	p = p.DeepCopy()
+	p.Status.Stages[2].Analyses[0].Failed = 1
+	s.Policy(p)
+	want = []string{"prod/errors/Failed=1", "prod/errors/Inconclusive=1", "prod/errors/Successful=2"}
+	if got := counts(); !slices.Equal(got, want) {
+		t.Errorf("after a failed measurement, series %v, want %v", got, want)
+	}
+	s.PolicyDeleted("a")
+	if got := counts(); len(got) != 0 {
+		t.Errorf("after the deletion, series %v, want none", got)
+	}
+}
+
 // collected renders, sorted, the series of a gauge collector that belong to
 // a space, each by render from its labels and value.
 func collected(t *testing.T, c prometheus.Collector, space string, render func(labels map[string]string, value float64) string) []string {

@@ -78,6 +78,9 @@ type Options struct {
 	// space is busiest with the rollouts (README: --space-event-qps).
 	EventQPS   float32
 	EventBurst int
+	// Measurer answers the queries of stage analyses; nil answers none,
+	// and every measurement is inconclusive.
+	Measurer Measurer
 }
 
 // WatchedObjects are the kinds the controller reads in every space. A space
@@ -120,6 +123,7 @@ func NewController(space string, cl cluster.Cluster, engine *expression.Engine, 
 		Recorder:     recorder,
 		Engine:       engine,
 		Metrics:      metrics.NewSpace(space),
+		Measurer:     opts.Measurer,
 
 		DeletionWarningAfter: opts.DeletionWarningAfter,
 		// As many runs plan at once as the process has CPUs for.

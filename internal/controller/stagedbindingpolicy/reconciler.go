@@ -17,12 +17,14 @@ package stagedbindingpolicy
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -32,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/internal/analysis"
 	"github.com/kubestellar/workload-stager/internal/controller/metrics"
 	"github.com/kubestellar/workload-stager/internal/expression"
 	"github.com/kubestellar/workload-stager/internal/rollout"
@@ -69,6 +72,9 @@ type Reconciler struct {
 	// finalizers of the policy's BindingPolicies before it is reported as
 	// blocked; zero means DefaultDeletionWarningAfter.
 	DeletionWarningAfter time.Duration
+	// Measurer answers the queries of the analyses that are due; nil
+	// answers none.
+	Measurer Measurer
 
 	// own lets runs read the reconciler's writes of policies before the
 	// cache has them.
@@ -79,6 +85,12 @@ type Reconciler struct {
 	// ownBPs lets runs read the reconciler's creations and deletions of
 	// BindingPolicies before the cache has them.
 	ownBPs ownBindingPolicies
+}
+
+// Measurer sends an analysis's query to the MetricProvider it names and
+// returns the sample values of the answer (analysis.Providers).
+type Measurer interface {
+	Query(ctx context.Context, provider, query string) ([]float64, error)
 }
 
 // Reconcile makes the single next change for one StagedBindingPolicy.
@@ -302,7 +314,61 @@ func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*r
 		}
 		snap.ClusterStatuses = append(snap.ClusterStatuses, statuses.Items...)
 	}
+	snap.Measurements = r.measure(ctx, policy, snap)
 	return snap, nil
+}
+
+// measure sends the queries of the analyses of the active stage that are
+// due, side by side, each rendered with the stage's context: its clusters
+// are those its Binding names (that are DNS subdomains, as cluster names
+// are). A query that gets no answer is an inconclusive measurement, which
+// says why.
+func (r *Reconciler) measure(ctx context.Context, policy *v1alpha1.StagedBindingPolicy, snap *rollout.Snapshot) []rollout.Measurement {
+	due := rollout.DueAnalyses(policy, snap.Now)
+	if len(due) == 0 {
+		return nil
+	}
+	stage := policy.Status.ActiveStage
+	var clusters []string
+	if snap.Binding != nil {
+		for _, d := range snap.Binding.Spec.Destinations {
+			if len(validation.IsDNS1123Subdomain(d.ClusterId)) == 0 {
+				clusters = append(clusters, d.ClusterId)
+			}
+		}
+	}
+	qc := analysis.Context{Space: r.Space, Policy: policy.Name, Stage: stage, Revision: policy.Status.UpdateRevision, Clusters: clusters}
+	out := make([]rollout.Measurement, len(due))
+	var wg sync.WaitGroup
+	for i, a := range due {
+		out[i] = rollout.Measurement{Stage: stage, Analysis: a.Name, Time: snap.Now}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if r.Measurer == nil {
+				out[i].Error = "the stager queries no MetricProvider"
+				return
+			}
+			values, err := r.Measurer.Query(ctx, a.Provider, analysis.Render(a.Query, qc))
+			if err != nil {
+				out[i].Error = err.Error()
+			}
+			out[i].Values = values
+			if r.Metrics != nil {
+				r.Metrics.AnalysisQuery(err == nil)
+			}
+		}()
+	}
+	wg.Wait()
+	logger := log.FromContext(ctx)
+	for _, m := range out {
+		if m.Error != "" {
+			logger.Info("Analysis query got no answer", "stage", m.Stage, "analysis", m.Analysis, "error", m.Error)
+		} else {
+			logger.V(1).Info("Analysis measured", "stage", m.Stage, "analysis", m.Analysis, "values", len(m.Values))
+		}
+	}
+	return out
 }
 
 // getNamed reads the cluster-scoped object of kind with the given name into
