@@ -126,7 +126,16 @@ func assessAnalyses(snap *Snapshot, active int, programs []compiledAnalysis, bud
 	stage := policy.Spec.Stages[active]
 	record := policy.Status.StageNamed(stage.Name)
 	var out analyses
-	if len(stage.Analysis) == 0 || record == nil || record.Phase != v1alpha1.StageActive || record.PlacedTime == nil {
+	if len(stage.Analysis) == 0 || record == nil || record.Phase != v1alpha1.StageActive {
+		return out
+	}
+	if record.PlacedTime == nil {
+		// Not started: every analysis that gates still holds the stage.
+		for _, a := range stage.Analysis {
+			if !a.DryRun {
+				out.running = append(out.running, fmt.Sprintf("%s (0 of %d, from the stage's placement)", a.Name, a.MeasurementCount()))
+			}
+		}
 		return out
 	}
 	for i, a := range stage.Analysis {

@@ -135,6 +135,18 @@ func TestPlanAnalyses(t *testing.T) {
 		}
 	})
 
+	t.Run("analyses not started hold a stage without a condition", func(t *testing.T) {
+		stages := analysed(v1alpha1.FailureHold, errorRate(1))
+		stages[1].Condition = ""
+		action := Plan(at("test", stages...).bound().Snapshot, engine)
+		if action.Type != ActionUpdateStatus || action.Status.ActiveStage != "test" || action.Status.StageNamed("test").PlacedTime == nil {
+			t.Fatalf("action %s (%s), want test to stay active, its placement recorded", action.Type, action.Why)
+		}
+		if c := condition(t, action.Status, v1alpha1.ConditionProgressing); c.Reason != v1alpha1.ReasonAnalysisRunning {
+			t.Errorf("Progressing %+v, want AnalysisRunning", c)
+		}
+	})
+
 	t.Run("a running analysis holds a stage whose condition holds", func(t *testing.T) {
 		action := Plan(healthyTest(analysed(v1alpha1.FailureHold, errorRate(3))).with(measured(now, 0.01)).Snapshot, engine)
 		if action.Type != ActionUpdateStatus || action.Status.ActiveStage != "test" {
