@@ -138,7 +138,8 @@ func startStager() (*stack.Process, error) {
 		if err != nil {
 			return nil, err
 		}
-		return append(args, "--zap-devel", "--pprof-bind-address="+pprof[0], "--space-event-qps=50"), nil
+		// The suite's Prometheus serves plain http.
+		return append(args, "--zap-devel", "--pprof-bind-address="+pprof[0], "--space-event-qps=50", "--allow-insecure-metric-providers"), nil
 	}
 	return stack.StartStager(suite.ctx, suite.binary, args, filepath.Join(suite.workDir, "stager.log"))
 }

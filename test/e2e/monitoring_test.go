@@ -35,6 +35,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	hostingv1alpha1 "github.com/kubestellar/workload-stager/api/hosting/v1alpha1"
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/policytest"
@@ -127,8 +128,9 @@ func TestDashboardAndAlerts(t *testing.T) {
 	// nothing meets; "paused" is suspended before it starts; "gated" awaits
 	// the approval of its first stage; "revised" rolls revision v1 out, and
 	// "undone" is aborted before it starts, with no revision to go back to;
-	// "fleet" places prod's two clusters one at a time.
-	const stalled, paused, gated, revised, undone, fleet = "stalled", "paused", "gated", "revised", "undone", "fleet"
+	// "fleet" places prod's two clusters one at a time; "checked" has an
+	// analysis.
+	const stalled, paused, gated, revised, undone, fleet, checked = "stalled", "paused", "gated", "revised", "undone", "fleet", "checked"
 	createWorkload(t, "wds2", stalled, false)
 	createWorkload(t, "wds2", revised, false)
 	createWorkload(t, "wds2", fleet, false)
@@ -144,14 +146,19 @@ func TestDashboardAndAlerts(t *testing.T) {
 	aborted.Spec.Revision, aborted.Spec.Abort = &v1alpha1.Revision{Name: "v1"}, true
 	batched := policytest.Policy(fleet, map[string]string{policytest.AppLabel: fleet}, policytest.Stage("prod", policytest.Deployments, policytest.Available))
 	batched.Spec.Stages[0].MaxConcurrency = ptr.To(intstr.FromInt32(1))
-	for _, p := range []*v1alpha1.StagedBindingPolicy{late, held, waiting, revising, aborted, batched} {
+	// "checked" measures prod once through this run's Prometheus.
+	createProvider(t, "monitoring", hostingv1alpha1.PrometheusProvider{Address: server.URL})
+	createWorkload(t, "wds2", checked, false)
+	measured := policytest.Policy(checked, map[string]string{policytest.AppLabel: checked}, policytest.Stage("prod", "", ""))
+	measured.Spec.Stages[0].Analysis = []v1alpha1.Analysis{{Name: "up", Provider: "monitoring", Query: "vector(1)", SuccessCondition: "result == [1.0]"}}
+	for _, p := range []*v1alpha1.StagedBindingPolicy{late, held, waiting, revising, aborted, batched, measured} {
 		if err := wds("wds2").Create(ctx, p); err != nil {
 			t.Fatalf("creating %s: %v", p.Name, err)
 		}
 	}
 	t.Cleanup(func() {
 		policies("wds1").Delete(t, metered)
-		for _, name := range []string{metered, broken, stalled, paused, gated, revised, undone, fleet} {
+		for _, name := range []string{metered, broken, stalled, paused, gated, revised, undone, fleet, checked} {
 			policies("wds2").Delete(t, name)
 		}
 	})
@@ -182,16 +189,21 @@ func TestDashboardAndAlerts(t *testing.T) {
 		return r != nil && r.Clusters != nil && r.Clusters.Placed == 1
 	})
 
+	policies("wds2").WaitFor(t, checked, "prod's analysis measured", func(p *v1alpha1.StagedBindingPolicy) bool {
+		r := p.Status.StageNamed("prod")
+		return r != nil && len(r.Analyses) == 1 && r.Analyses[0].Successful == 1
+	})
+
 	values := map[string]string{
 		"datasource":      "prometheus",
 		"space":           "(" + strings.Join(spaces, "|") + ")",
-		"policy":          "(" + strings.Join([]string{metered, broken, deleting, stalled, paused, gated, revised, undone, fleet}, "|") + ")",
+		"policy":          "(" + strings.Join([]string{metered, broken, deleting, stalled, paused, gated, revised, undone, fleet, checked}, "|") + ")",
 		"__rate_interval": rateInterval,
 		"__interval":      scrapeInterval.String(),
 	}
 	environment.Eventually(t, 2*time.Minute, "every dashboard query and alert to show the run", func() error {
 		var problems []string
-		problems = append(problems, checkVariables(ctx, server, dashboard, values, spaces, []string{metered, broken, deleting, stalled, paused, gated, revised, undone, fleet})...)
+		problems = append(problems, checkVariables(ctx, server, dashboard, values, spaces, []string{metered, broken, deleting, stalled, paused, gated, revised, undone, fleet, checked})...)
 		problems = append(problems, checkPanels(ctx, server, dashboard, values, spaces, start)...)
 		problems = append(problems, checkAlerts(ctx, server, groups, spaces, bare, refused)...)
 		if len(problems) > 0 {

@@ -190,6 +190,16 @@ func StagerCRDDir() (string, error) {
 	return filepath.Join(root, "config", "crd", "bases"), nil
 }
 
+// HostingCRDDir returns the directory of the CRDs of the stager's hosting
+// cluster (the MetricProvider), as `make manifests` generates them.
+func HostingCRDDir() (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, "config", "crd", "hosting"), nil
+}
+
 // Scheme returns a new scheme holding the client-go (built-in Kubernetes)
 // types, the KubeStellar control.kubestellar.io/v1alpha1 types and the
 // apiextensions.k8s.io/v1 types. Callers add the workload stager's own API

@@ -152,7 +152,8 @@ const (
 
 // Stack is a running KubeStellar set-up started by Start. Stop it when done.
 type Stack struct {
-	// Hosting is the hosting space, holding the KubeFlex ControlPlanes.
+	// Hosting is the hosting space, holding the KubeFlex ControlPlanes and
+	// the stager's MetricProviders.
 	Hosting *environment.Space
 	// ITS is the Inventory and Transport Space.
 	ITS *environment.Space
@@ -265,8 +266,12 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		}
 		itsCRDs = append(itsCRDs, workDir)
 	}
+	hostingCRDs, err := environment.HostingCRDDir()
+	if err != nil {
+		return nil, err
+	}
 	spaceOpts := map[string][]environment.SpaceOption{
-		DefaultHostingName: {environment.WithCRDDirs(kfDir)},
+		DefaultHostingName: {environment.WithCRDDirs(kfDir, hostingCRDs)},
 		o.ITSName:          {environment.WithCRDDirs(itsCRDs...)},
 	}
 	for _, wds := range o.WDSes {
