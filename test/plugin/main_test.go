@@ -71,8 +71,13 @@ func setUp(s *framework.Suite) error {
 	if err != nil {
 		return err
 	}
+	hostingCRDs, err := environment.HostingCRDDir()
+	if err != nil {
+		return err
+	}
+	// The WDS is the stager's hosting cluster too, holding MetricProviders.
 	if suite.wds, err = environment.StartSpace("wds", environment.WithStagerCRDs(), environment.WithKubeStellarCRDs(),
-		environment.WithScheme(scheme)); err != nil {
+		environment.WithCRDDirs(hostingCRDs), environment.WithScheme(scheme)); err != nil {
 		return err
 	}
 	s.Defer(suite.wds.Stop)

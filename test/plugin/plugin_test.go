@@ -128,7 +128,7 @@ func trueCondition(kind, reason, message string, now time.Time) metav1.Condition
 // web is in test (under a progress deadline), api awaits approval of prod,
 // fresh has not started, soaked soaks in dev, shop rolls revision v2 out over
 // v1 and has it in test, stores places prod's clusters in batches, one of
-// them failed.
+// them failed, and checked is held by test's failed analysis.
 func TestOutputs(t *testing.T) {
 	web := rollout(t, "web", func(p *v1alpha1.StagedBindingPolicy) {
 		p.Spec.Stages[1].SoakDuration = &metav1.Duration{Duration: 10 * time.Minute}
@@ -150,12 +150,21 @@ func TestOutputs(t *testing.T) {
 		p.Spec.Stages[2].MaxFailures = ptr.To(intstr.FromInt32(1))
 		p.Spec.Stages[2].ProgressDeadline = &metav1.Duration{Duration: 10 * time.Minute}
 	})
+	checked := rollout(t, "checked", func(p *v1alpha1.StagedBindingPolicy) {
+		p.Spec.Stages[1].FailureCondition = `obj.results.exists(r, r.rows.exists(row, row.columns.exists(c, c.float == '0')))`
+		p.Spec.Stages[1].Analysis = []v1alpha1.Analysis{
+			{Name: "error-rate", Provider: "prom", Query: `sum(rate(http_errors_total{cluster=~"{{clusters}}"}[5m]))`, Count: 3,
+				SuccessCondition: "result.all(v, v < 0.01)", FailureLimit: 1},
+			{Name: "latency", Provider: "prom", Query: `max(http_p99_seconds{cluster=~"{{clusters}}"})`, SuccessCondition: "result.all(v, v < 0.5)",
+				DryRun: true},
+		}
+	})
 	place(t, web, "test")
 
 	// Three hours after the last policy was made, at a whole second: every
 	// age is "3h" (less than a minute more for the earlier ones).
 	now := time.Time{}
-	for _, p := range []*v1alpha1.StagedBindingPolicy{web, api, fresh, soaked, shop, stores} {
+	for _, p := range []*v1alpha1.StagedBindingPolicy{web, api, fresh, soaked, shop, stores, checked} {
 		if created := p.CreationTimestamp.Add(3 * time.Hour); created.After(now) {
 			now = created
 		}
@@ -226,6 +235,29 @@ func TestOutputs(t *testing.T) {
 						{Name: "dev1", State: v1alpha1.ClusterSucceeded}, {Name: "dev2", State: v1alpha1.ClusterSucceeded}}}},
 		}})
 
+	held := `stage "test" failed: analysis "error-rate" is Failed after 2 measurement(s): 0 successful, 2 failed, 0 inconclusive; the last was Failed with [0.2]`
+	setStatus(t, checked, v1alpha1.StagedBindingPolicyStatus{ActiveStage: "test", Phase: v1alpha1.RolloutStalled,
+		Failure: &v1alpha1.RolloutFailure{Stage: "test", Reason: v1alpha1.ReasonAnalysisFailed, Action: v1alpha1.FailureHold, Message: held,
+			Time: metav1.NewTime(now.Add(-5 * time.Minute)), SpecDigest: "0123"},
+		Conditions: []metav1.Condition{
+			{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonAnalysisFailed,
+				Message: held + "; the rollout is held: change its spec or restart it to try the stage again", LastTransitionTime: metav1.NewTime(now)},
+		},
+		Stages: []v1alpha1.StageStatus{
+			{Name: "dev", Phase: v1alpha1.StageSucceeded, StartTime: at(now.Add(-40 * time.Minute)), CompletionTime: at(now.Add(-20 * time.Minute))},
+			{Name: "test", Phase: v1alpha1.StageActive, StartTime: at(now.Add(-20 * time.Minute)), PlacedTime: at(now.Add(-19 * time.Minute)),
+				BindingPolicy: "checked.stage.test", Message: held,
+				Analyses: []v1alpha1.AnalysisStatus{
+					{Name: "error-rate", Phase: v1alpha1.AnalysisFailed, Failed: 2, Measurements: []v1alpha1.Measurement{
+						{Time: metav1.NewTime(now.Add(-6 * time.Minute)), Phase: v1alpha1.MeasurementFailed, Value: "[0.05]"},
+						{Time: metav1.NewTime(now.Add(-5 * time.Minute)), Phase: v1alpha1.MeasurementFailed, Value: "[0.2]"}}},
+					{Name: "latency", Phase: v1alpha1.AnalysisRunning, DryRun: true, Inconclusive: 1, Measurements: []v1alpha1.Measurement{
+						{Time: metav1.NewTime(now.Add(-6 * time.Minute)), Phase: v1alpha1.MeasurementInconclusive,
+							Message: `MetricProvider "prom": querying https://prom:9090: context deadline exceeded`}}},
+				}},
+			{Name: "prod", Phase: v1alpha1.StagePending},
+		}})
+
 	available := `obj.results.exists(r, r.name == 'deployments-aggregator' && r.rows.exists(row, row.columns.exists(c, c.float == '0')))`
 	for _, tt := range []struct {
 		name string
@@ -237,6 +269,7 @@ func TestOutputs(t *testing.T) {
 		{"explain-web-prod", []string{"explain", "web", "--stage", "prod"}},
 		{"explain-api", []string{"explain", "api"}},
 		{"explain-stores", []string{"explain", "stores"}},
+		{"explain-checked", []string{"explain", "checked"}},
 		{"eval-condition", []string{"eval", "web", "--condition", available}},
 		{"eval-filter", []string{"eval", "web", "--filter", "downsyncClause.namespace == 'web'"}},
 	} {
@@ -273,7 +306,7 @@ func TestOutputs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, name := range []string{"web", "api", "fresh", "soaked", "shop", "stores"} {
+		for _, name := range []string{"web", "api", "fresh", "soaked", "shop", "stores", "checked"} {
 			if !slices.Contains(strings.Split(out, "\n"), name) {
 				t.Errorf("completing a policy name offers no %s:\n%s", name, out)
 			}

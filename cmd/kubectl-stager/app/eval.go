@@ -26,26 +26,45 @@ import (
 
 func newEvalCommand(o *options) *cobra.Command {
 	var stageName, condition, filter string
+	var q queryFlags
 	cmd := &cobra.Command{
-		Use:   "eval NAME (--condition EXPR | --filter EXPR)",
-		Short: "Try a draft filter or condition against a stage's live objects",
+		Use:   "eval NAME (--condition EXPR | --filter EXPR | --analysis NAME [--query PROMQL])",
+		Short: "Try a draft filter or condition against a stage's live objects, or run an analysis's query once",
 		Long: `Evaluate a draft condition (root obj, also combinedStatus) or filter (root
 downsyncClause) against the live Binding and CombinedStatuses of a stage (the
 active one unless --stage names another), with the stager's own CEL engine,
 cost limits and error messages, without changing anything. A draft condition
 is evaluated on the objects the stage's filter selects; a draft filter shows
-what it would select, and the stage's condition on those.`,
+what it would select, and the stage's condition on those.
+
+With --analysis, send the query of one of the stage's analyses (or a draft,
+--query) once to the MetricProvider it names, read with your own rights from
+the stager's hosting cluster (--hosting-context), under the stager's default
+bounds, and judge the answer with the analysis's conditions, as the stager
+would.`,
 		Example: `  # would this condition hold on test's objects?
   kubectl stager eval web --stage test \
     --condition "obj.results.exists(r, r.rows.exists(row, row.columns.exists(c, c.float == '1')))"
 
   # which objects would this filter select?
-  kubectl stager eval web --filter "downsyncClause.resource == 'deployments'"`,
+  kubectl stager eval web --filter "downsyncClause.resource == 'deployments'"
+
+  # what does prod's analysis error-rate measure now?
+  kubectl stager eval web --stage prod --analysis error-rate --hosting-context hosting`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: o.completePolicies,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if q.analysis != "" {
+				if condition != "" || filter != "" {
+					return errors.New("give --analysis without --condition and --filter")
+				}
+				return o.evalAnalysis(cmd, args[0], stageName, q)
+			}
+			if q.query != "" {
+				return errors.New("--query needs --analysis")
+			}
 			if (condition == "") == (filter == "") {
-				return errors.New("give exactly one of --condition and --filter")
+				return errors.New("give exactly one of --condition, --filter and --analysis")
 			}
 			return o.explain(cmd, args[0], stageName, func(s *v1alpha1.Stage) string {
 				if condition != "" {
@@ -60,6 +79,7 @@ what it would select, and the stage's condition on those.`,
 	cmd.Flags().StringVar(&stageName, "stage", "", "The stage whose objects to use (default: the active stage)")
 	cmd.Flags().StringVar(&condition, "condition", "", "A draft condition (CEL, root obj)")
 	cmd.Flags().StringVar(&filter, "filter", "", "A draft filter (CEL, root downsyncClause)")
+	q.addFlags(cmd.Flags())
 	return cmd
 }
 

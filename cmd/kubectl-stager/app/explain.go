@@ -19,6 +19,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	"github.com/spf13/cobra"
@@ -132,9 +133,13 @@ func printStage(out io.Writer, p *v1alpha1.StagedBindingPolicy, stage *v1alpha1.
 	}
 	fprintf(w, "Filter:\t%s\n", orNone(stage.Filter))
 	fprintf(w, "Condition:\t%s\n", orNone(stage.Condition))
+	printFailureGates(w, p, stage, record, o.now())
 	switch {
 	case record == nil || record.Phase == v1alpha1.StagePending:
 		fprintf(w, "Waits for:\tthe rollout to reach it\n")
+	case p.Status.Failure != nil && p.Status.Failure.Stage == stage.Name && p.Status.Failure.Action == v1alpha1.FailureHold &&
+		record.Phase == v1alpha1.StageActive:
+		fprintf(w, "Waits for:\ta change of the policy's spec (but spec.suspend), or a restart: its failure holds the rollout\n")
 	case stage.Batched() && record.Phase == v1alpha1.StageActive:
 		fprintf(w, "Waits for:\t%s\n", orNone(record.Message))
 	case record.Phase == v1alpha1.StageActive:
@@ -151,6 +156,63 @@ func printStage(out io.Writer, p *v1alpha1.StagedBindingPolicy, stage *v1alpha1.
 		return
 	}
 	printObjectTable(out, e)
+}
+
+// printFailureGates prints a stage's failureCondition, onFailure and
+// analyses, each with its record's last measurements, and the failure that
+// stopped the rollout at this stage, if any.
+func printFailureGates(w io.Writer, p *v1alpha1.StagedBindingPolicy, stage *v1alpha1.Stage, record *v1alpha1.StageStatus, now time.Time) {
+	if stage.FailureCondition != "" {
+		fprintf(w, "Failure condition:\t%s\n", stage.FailureCondition)
+	}
+	if stage.FailureCondition == "" && len(stage.Analysis) == 0 {
+		return
+	}
+	onFailure := stage.OnFailure
+	if onFailure == "" {
+		onFailure = v1alpha1.FailureHold
+	}
+	fprintf(w, "On failure:\t%s\n", onFailure)
+	for _, a := range stage.Analysis {
+		fprintf(w, "Analysis %s:\t%s\n", a.Name, analysisSummary(a, record, now))
+		fprintf(w, "\tquery on %s: %s\n", a.Provider, a.Query)
+	}
+	if f := p.Status.Failure; f != nil && f.Stage == stage.Name {
+		fprintf(w, "Failed:\t%s, %s ago (%s): %s\n", f.Reason, age(f.Time.Time, now), f.Action, f.Message)
+	}
+}
+
+// analysisSummary says where an analysis is, from the stage's record: its
+// phase and counts, and its measurements, latest first.
+func analysisSummary(a v1alpha1.Analysis, record *v1alpha1.StageStatus, now time.Time) string {
+	var r *v1alpha1.AnalysisStatus
+	if record != nil {
+		for i := range record.Analyses {
+			if record.Analyses[i].Name == a.Name {
+				r = &record.Analyses[i]
+			}
+		}
+	}
+	dryRun := ""
+	if a.DryRun {
+		dryRun = " (dry run)"
+	}
+	if r == nil {
+		return fmt.Sprintf("not started, %d measurement(s) to take%s", a.MeasurementCount(), dryRun)
+	}
+	summary := fmt.Sprintf("%s%s, %d of %d taken: %d successful, %d failed (limit %d), %d inconclusive (limit %d)", r.Phase, dryRun,
+		r.Taken(), a.MeasurementCount(), r.Successful, r.Failed, a.FailureLimit, r.Inconclusive, a.InconclusiveLimit)
+	for i := len(r.Measurements) - 1; i >= 0; i-- {
+		m := r.Measurements[i]
+		summary += fmt.Sprintf("; %s ago %s", age(m.Time.Time, now), m.Phase)
+		if m.Value != "" {
+			summary += " " + m.Value
+		}
+		if m.Message != "" {
+			summary += ": " + m.Message
+		}
+	}
+	return summary
 }
 
 // printObjectTable prints one row per workload object of the explanation,

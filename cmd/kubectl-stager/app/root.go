@@ -33,6 +33,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	hostingv1alpha1 "github.com/kubestellar/workload-stager/api/hosting/v1alpha1"
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 )
 
@@ -58,7 +59,7 @@ and steers them:
   explain  what a stage sees: its clusters, each object's CombinedStatus and the
            condition's value for it, and what it waits for
   eval     try a draft filter or condition on the live objects, with the
-           stager's own CEL engine and limits
+           stager's own CEL engine and limits, or run an analysis's query once
   approve, suspend, resume, restart
            steer a rollout through the API (StageApprovals, spec.suspend, the
            restartedAt annotation)`,
@@ -88,7 +89,8 @@ func (o *options) client() (client.Client, error) {
 // stager's and KubeStellar's kinds.
 func clientFor(config *rest.Config) (client.Client, error) {
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{v1alpha1.AddToScheme, ksv1alpha1.AddToScheme, authenticationv1.AddToScheme, corev1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{v1alpha1.AddToScheme, hostingv1alpha1.AddToScheme, ksv1alpha1.AddToScheme,
+		authenticationv1.AddToScheme, corev1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return nil, err
 		}

@@ -1,0 +1,77 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package plugin
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	hostingv1alpha1 "github.com/kubestellar/workload-stager/api/hosting/v1alpha1"
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/test/framework/prometheus"
+)
+
+// TestEvalAnalysis runs an analysis's query once with `kubectl stager eval
+// --analysis` against a real Prometheus, through a MetricProvider, and
+// checks the verdict of the analysis's conditions on its answer.
+func TestEvalAnalysis(t *testing.T) {
+	server, err := prometheus.Start(suite.ctx, prometheus.Options{WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("starting Prometheus: %v", err)
+	}
+	t.Cleanup(func() { _ = server.Stop() })
+	provider := &hostingv1alpha1.MetricProvider{ObjectMeta: metav1.ObjectMeta{Name: "prom"},
+		Spec: hostingv1alpha1.MetricProviderSpec{Prometheus: hostingv1alpha1.PrometheusProvider{Address: server.URL}}}
+	if err := suite.wds.Client.Create(suite.ctx, provider); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = suite.wds.Client.Delete(suite.ctx, provider) })
+	p := rollout(t, "measured", func(p *v1alpha1.StagedBindingPolicy) {
+		p.Spec.Stages[0].Analysis = []v1alpha1.Analysis{{Name: "error-rate", Provider: "prom",
+			Query: `vector(0.001) + 0 * count(up{stage="{{stage}}"} or vector(1))`, SuccessCondition: "result.all(v, v < 0.01)"}}
+	})
+	t.Cleanup(func() { _ = suite.wds.Client.Delete(suite.ctx, p) })
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+
+	for _, tt := range []struct {
+		name string
+		args []string
+	}{
+		{"eval-analysis", []string{"eval", "measured", "--analysis", "error-rate", "--allow-insecure-metric-providers"}},
+		{"eval-analysis-draft", []string{"eval", "measured", "--analysis", "error-rate", "--query", "vector(0.2)", "--allow-insecure-metric-providers"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := run(t, now, "", tt.args...)
+			if err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			golden(t, tt.name, out)
+		})
+	}
+	t.Run("https only by default", func(t *testing.T) {
+		out, err := run(t, now, "", "eval", "measured", "--analysis", "error-rate")
+		if err != nil || !strings.Contains(out, "verdict:    Inconclusive") || !strings.Contains(out, "plain http") {
+			t.Errorf("a plain http provider without --allow-insecure-metric-providers: %v\n%s", err, out)
+		}
+	})
+	t.Run("an analysis the stage lacks", func(t *testing.T) {
+		if out, err := run(t, now, "", "eval", "measured", "--analysis", "nope"); err == nil || !strings.Contains(out, `no analysis "nope"`) {
+			t.Errorf("got %v:\n%s", err, out)
+		}
+	})
+}
