@@ -17,6 +17,9 @@ package analysis
 import (
 	"regexp"
 	"strings"
+
+	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Context is what an analysis's query may refer to.
@@ -27,6 +30,22 @@ type Context struct {
 	// Clusters replace {{clusters}}, as a regular expression that matches
 	// exactly them.
 	Clusters []string
+}
+
+// ClusterNames returns the names of a Binding's destinations that are DNS
+// subdomains, as cluster names are, for Context.Clusters; nil for no
+// Binding.
+func ClusterNames(binding *ksv1alpha1.Binding) []string {
+	if binding == nil {
+		return nil
+	}
+	var names []string
+	for _, d := range binding.Spec.Destinations {
+		if len(validation.IsDNS1123Subdomain(d.ClusterId)) == 0 {
+			names = append(names, d.ClusterId)
+		}
+	}
+	return names
 }
 
 // matchesNothing is a regular expression that matches no label value, not

@@ -14,7 +14,12 @@
 
 package analysis
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+
+	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+)
 
 func TestRender(t *testing.T) {
 	c := Context{Space: "root:org:wds1", Policy: "web", Stage: "prod", Revision: "v2", Clusters: []string{"prod1", "prod2"}}
@@ -36,5 +41,17 @@ func TestRender(t *testing.T) {
 	}
 	if got, want := Render(`m{cluster=~"{{clusters}}"}`, Context{}), `m{cluster=~"[^\\s\\S]"}`; got != want {
 		t.Errorf("no clusters rendered %s, want %s (a regular expression that matches nothing)", got, want)
+	}
+}
+
+func TestClusterNames(t *testing.T) {
+	b := &ksv1alpha1.Binding{Spec: ksv1alpha1.BindingSpec{Destinations: []ksv1alpha1.Destination{
+		{ClusterId: "prod1"}, {ClusterId: `x"|.*`}, {ClusterId: "edge.east"}, {ClusterId: "UPPER"},
+	}}}
+	if got := ClusterNames(b); fmt.Sprint(got) != "[prod1 edge.east]" {
+		t.Errorf("ClusterNames = %v, want the DNS subdomains only", got)
+	}
+	if got := ClusterNames(nil); got != nil {
+		t.Errorf("ClusterNames(nil) = %v", got)
 	}
 }

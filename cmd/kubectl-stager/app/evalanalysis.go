@@ -21,7 +21,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -54,11 +53,7 @@ func (q *queryFlags) addFlags(fs *pflag.FlagSet) {
 // conditions say of the answer.
 func (o *options) evalAnalysis(cmd *cobra.Command, name, stageName string, q queryFlags) error {
 	ctx := cmd.Context()
-	c, p, err := o.policy(ctx, name)
-	if err != nil {
-		return err
-	}
-	stage, err := stageOrActive(p, stageName)
+	c, p, stage, err := o.policyStage(ctx, name, stageName)
 	if err != nil {
 		return err
 	}
@@ -74,15 +69,8 @@ func (o *options) evalAnalysis(cmd *cobra.Command, name, stageName string, q que
 	if err != nil {
 		return err
 	}
-	var clusters []string
-	if objs.binding != nil {
-		for _, d := range objs.binding.Spec.Destinations {
-			if len(validation.IsDNS1123Subdomain(d.ClusterId)) == 0 {
-				clusters = append(clusters, d.ClusterId)
-			}
-		}
-	}
-	query := analysis.Render(a.Query, analysis.Context{Space: q.space, Policy: p.Name, Stage: stage.Name, Revision: p.Status.UpdateRevision, Clusters: clusters})
+	query := analysis.Render(a.Query, analysis.Context{Space: q.space, Policy: p.Name, Stage: stage.Name, Revision: p.Status.UpdateRevision,
+		Clusters: analysis.ClusterNames(objs.binding)})
 	hosting, err := o.hostingClient(q.hostingContext)
 	if err != nil {
 		return err

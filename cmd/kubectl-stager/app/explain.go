@@ -60,11 +60,7 @@ evaluated with the stager's own CEL engine and limits.`,
 // the stage's expressions first (eval).
 func (o *options) explain(cmd *cobra.Command, name, stageName string, draft func(*v1alpha1.Stage) string) error {
 	ctx := cmd.Context()
-	c, p, err := o.policy(ctx, name)
-	if err != nil {
-		return err
-	}
-	stage, err := stageOrActive(p, stageName)
+	c, p, stage, err := o.policyStage(ctx, name, stageName)
 	if err != nil {
 		return err
 	}

@@ -54,6 +54,20 @@ func (o *options) policy(ctx context.Context, name string) (client.Client, *v1al
 	return c, p, nil
 }
 
+// policyStage reads the named policy and returns it with the named stage
+// (the active one when stageName is empty) and the client it was read with.
+func (o *options) policyStage(ctx context.Context, name, stageName string) (client.Client, *v1alpha1.StagedBindingPolicy, *v1alpha1.Stage, error) {
+	c, p, err := o.policy(ctx, name)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	stage, err := stageOrActive(p, stageName)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return c, p, stage, nil
+}
+
 // stageObjects are the objects around one stage of a policy: its
 // BindingPolicy and what KubeStellar made of it.
 type stageObjects struct {

@@ -24,7 +24,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -320,8 +319,7 @@ func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*r
 
 // measure sends the queries of the analyses of the active stage that are
 // due, side by side, each rendered with the stage's context: its clusters
-// are those its Binding names (that are DNS subdomains, as cluster names
-// are). A query that gets no answer is an inconclusive measurement, which
+// are those its Binding names (analysis.ClusterNames). A query that gets no answer is an inconclusive measurement, which
 // says why.
 func (r *Reconciler) measure(ctx context.Context, policy *v1alpha1.StagedBindingPolicy, snap *rollout.Snapshot) []rollout.Measurement {
 	due := rollout.DueAnalyses(policy, snap.Now)
@@ -329,15 +327,8 @@ func (r *Reconciler) measure(ctx context.Context, policy *v1alpha1.StagedBinding
 		return nil
 	}
 	stage := policy.Status.ActiveStage
-	var clusters []string
-	if snap.Binding != nil {
-		for _, d := range snap.Binding.Spec.Destinations {
-			if len(validation.IsDNS1123Subdomain(d.ClusterId)) == 0 {
-				clusters = append(clusters, d.ClusterId)
-			}
-		}
-	}
-	qc := analysis.Context{Space: r.Space, Policy: policy.Name, Stage: stage, Revision: policy.Status.UpdateRevision, Clusters: clusters}
+	qc := analysis.Context{Space: r.Space, Policy: policy.Name, Stage: stage, Revision: policy.Status.UpdateRevision,
+		Clusters: analysis.ClusterNames(snap.Binding)}
 	out := make([]rollout.Measurement, len(due))
 	var wg sync.WaitGroup
 	for i, a := range due {
