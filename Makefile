@@ -143,7 +143,7 @@ manifests: ## Generate the CRD and RBAC manifests
 	@# The hosting cluster's own kinds, apart: no space gets them.
 	"$$($(TOOL) controller-gen)" crd paths=./api/hosting/... output:crd:artifacts:config=config/crd/hosting
 	@# The charts carry the same CRD, RBAC and monitoring files as config/.
-	cp config/crd/bases/*.yaml config/crd/hosting/*.yaml $(CHART)/crds/
+	cp config/crd/bases/*.yaml config/crd/hosting/community.*.yaml $(CHART)/crds/
 	cp config/crd/bases/*.yaml $(SPACE_CHART)/crds/
 	cp config/rbac/space/role.yaml $(SPACE_CHART)/files/role.yaml
 	cp config/approval/approver_role.yaml config/approval/admission_policy.yaml $(SPACE_CHART)/files/

@@ -143,6 +143,23 @@ func TestChartShipsWhatConfigShips(t *testing.T) {
 			}
 		}
 	}
+	// The chart's crds/ holds CRDs only: Helm applies whatever is there.
+	crds := filepath.Join("..", "..", chart, "crds")
+	entries, err := os.ReadDir(crds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(crds, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range objects(t, data) {
+			if o.GetKind() != "CustomResourceDefinition" {
+				t.Errorf("crds/%s holds a %s", e.Name(), o.GetKind())
+			}
+		}
+	}
 	wantCRDs := append(configObjects(t, "crd/bases", "community.kubestellar.io_stagedbindingpolicies.yaml", "community.kubestellar.io_stageapprovals.yaml"),
 		configObjects(t, "crd/hosting", "community.kubestellar.io_metricproviders.yaml")...)
 	for _, wantCRD := range wantCRDs {

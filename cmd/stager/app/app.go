@@ -143,7 +143,8 @@ type Options struct {
 	// addresses.
 	AllowInsecureMetricProviders bool
 	// AnalysisQueryTimeout bounds each query of an analysis to a
-	// MetricProvider; a provider may only lower it.
+	// MetricProvider, at most half of ReconcileTimeout; a provider may only
+	// lower it.
 	AnalysisQueryTimeout time.Duration
 	// AnalysisMaxResponseBytes bounds the size of each answer of a
 	// MetricProvider; a provider may only lower it.
@@ -228,7 +229,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.AllowInsecureMetricProviders, "allow-insecure-metric-providers", o.AllowInsecureMetricProviders,
 		"let MetricProviders use plain http addresses (default: https only)")
 	fs.DurationVar(&o.AnalysisQueryTimeout, "analysis-query-timeout", o.AnalysisQueryTimeout,
-		"the longest an analysis's query to a MetricProvider may take; a provider may only lower it (less than --reconcile-timeout)")
+		"the longest an analysis's query to a MetricProvider may take, at most half of --reconcile-timeout; a provider may only lower it")
 	fs.Int64Var(&o.AnalysisMaxResponseBytes, "analysis-max-response-bytes", o.AnalysisMaxResponseBytes,
 		"the largest answer of a MetricProvider the stager reads; a provider may only lower it")
 	fs.StringVar(&o.MetricProviderSecretNamespace, "metric-provider-secret-namespace", o.MetricProviderSecretNamespace,
@@ -298,8 +299,8 @@ func (o *Options) Validate() error {
 	if o.DeletionWarningAfter <= 0 {
 		errs = append(errs, errors.New("--deletion-warning-after must be positive"))
 	}
-	if o.AnalysisQueryTimeout <= 0 || o.AnalysisQueryTimeout >= o.ReconcileTimeout {
-		errs = append(errs, errors.New("--analysis-query-timeout must be positive and less than --reconcile-timeout"))
+	if o.AnalysisQueryTimeout <= 0 {
+		errs = append(errs, errors.New("--analysis-query-timeout must be positive"))
 	}
 	if o.AnalysisMaxResponseBytes < 1 {
 		errs = append(errs, errors.New("--analysis-max-response-bytes must be at least 1"))
@@ -383,6 +384,12 @@ func (o *Options) leaderElectionNamespace() (string, error) {
 
 // shardNamespace is where the sharding Leases go: the flag's namespace,
 // else the pod's, else, outside a pod, the namespace of the kubeconfig Secrets.
+// analysisQueryTimeout bounds each query of an analysis: the flag's, but
+// at most half the reconcile's, which the queries are part of.
+func (o *Options) analysisQueryTimeout() time.Duration {
+	return min(o.AnalysisQueryTimeout, o.ReconcileTimeout/2)
+}
+
 // metricProviderSecretNamespace is the namespace of the MetricProviders'
 // Secrets: the flag's, else the pod's, else the kubeconfig Secrets'; empty
 // when there is none, and a provider that names a Secret cannot be used.
@@ -515,7 +522,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		EventBurst:              o.SpaceEventBurst,
 		Measurer: &analysis.Providers{Reader: hosting.GetAPIReader(), Options: analysis.Options{
 			AllowInsecure:    o.AllowInsecureMetricProviders,
-			Timeout:          o.AnalysisQueryTimeout,
+			Timeout:          o.analysisQueryTimeout(),
 			MaxResponseBytes: o.AnalysisMaxResponseBytes,
 			SecretNamespace:  o.metricProviderSecretNamespace(),
 		}},

@@ -208,6 +208,16 @@ func TestAddFlags(t *testing.T) {
 		t.Errorf("defaults: cost %d, estimate %d, timeout %s, budget %d and %s, reconcile timeout %s", d.CELCostLimit,
 			d.CELEstimatedCostLimit, d.CELEvalTimeout, d.CELReconcileCostBudget, d.CELReconcileTimeBudget, d.ReconcileTimeout)
 	}
+	// The analyses' bounds docs/security.md gives: https only, 10 s and
+	// 1 MiB a query, and a query at most half a reconcile.
+	if d.AllowInsecureMetricProviders || d.analysisQueryTimeout() != 10*time.Second || d.AnalysisMaxResponseBytes != 1<<20 {
+		t.Errorf("defaults: insecure providers %t, query timeout %s, answers of %d bytes", d.AllowInsecureMetricProviders,
+			d.analysisQueryTimeout(), d.AnalysisMaxResponseBytes)
+	}
+	d.ReconcileTimeout = 4 * time.Second
+	if err := d.Validate(); err != nil || d.analysisQueryTimeout() != 2*time.Second {
+		t.Errorf("a 4s reconcile timeout: %v, query timeout %s, want 2s", err, d.analysisQueryTimeout())
+	}
 }
 
 func TestNewScheme(t *testing.T) {
