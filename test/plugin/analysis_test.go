@@ -15,11 +15,17 @@
 package plugin
 
 import (
+	"encoding/pem"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hostingv1alpha1 "github.com/kubestellar/workload-stager/api/hosting/v1alpha1"
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
@@ -74,4 +80,57 @@ func TestEvalAnalysis(t *testing.T) {
 			t.Errorf("got %v:\n%s", err, out)
 		}
 	})
+}
+
+// TestEvalAnalysisWithCAAndToken reads a MetricProvider's CA and bearer
+// token from Secrets of the Secret namespace, as the stager does, through
+// eval --analysis. The endpoint is an httptest TLS server that answers as
+// Prometheus's API does, but only to the token: Prometheus itself checks
+// no bearer token.
+func TestEvalAnalysisWithCAAndToken(t *testing.T) {
+	const secretNamespace, token = "metric-secrets", "s3cret-token"
+	var authorized atomic.Int32
+	api := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+token {
+			http.Error(w, `{"status":"error","errorType":"unauthorized","error":"no token"}`, http.StatusUnauthorized)
+			return
+		}
+		authorized.Add(1)
+		_, _ = w.Write([]byte(`{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"0.004"]}]}}`))
+	}))
+	t.Cleanup(api.Close)
+	c := suite.wds.Client
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: secretNamespace}}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: secretNamespace, Name: "prom-access"}, Data: map[string][]byte{
+		"ca.crt": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: api.Certificate().Raw}),
+		"token":  []byte(token),
+	}}
+	provider := &hostingv1alpha1.MetricProvider{ObjectMeta: metav1.ObjectMeta{Name: "authenticating"},
+		Spec: hostingv1alpha1.MetricProviderSpec{Prometheus: hostingv1alpha1.PrometheusProvider{Address: api.URL,
+			CASecretRef:          &hostingv1alpha1.SecretKeyRef{Name: "prom-access", Key: "ca.crt"},
+			BearerTokenSecretRef: &hostingv1alpha1.SecretKeyRef{Name: "prom-access", Key: "token"}}}}
+	for _, obj := range []client.Object{ns, secret, provider} {
+		if err := c.Create(suite.ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { _ = c.Delete(suite.ctx, provider); _ = c.Delete(suite.ctx, ns) })
+	p := rollout(t, "authenticated", func(p *v1alpha1.StagedBindingPolicy) {
+		p.Spec.Stages[0].Analysis = []v1alpha1.Analysis{{Name: "error-rate", Provider: "authenticating", Query: "vector(0.004)",
+			SuccessCondition: "result.all(v, v < 0.01)"}}
+	})
+	t.Cleanup(func() { _ = c.Delete(suite.ctx, p) })
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+
+	out, err := run(t, now, "", "eval", "authenticated", "--analysis", "error-rate", "--metric-provider-secret-namespace", secretNamespace)
+	if err != nil || !strings.Contains(out, "answer:     [0.004]") || !strings.Contains(out, "verdict:    Successful") || authorized.Load() != 1 {
+		t.Errorf("with the provider's CA and token: %v, %d authorized answer(s)\n%s", err, authorized.Load(), out)
+	}
+	if strings.Contains(out, token) {
+		t.Errorf("the output shows the token:\n%s", out)
+	}
+	out, err = run(t, now, "", "eval", "authenticated", "--analysis", "error-rate", "--metric-provider-secret-namespace", "default")
+	if err != nil || !strings.Contains(out, "verdict:    Inconclusive") || !strings.Contains(out, `Secret default/prom-access`) {
+		t.Errorf("with the Secrets looked for in another namespace: %v\n%s", err, out)
+	}
 }
