@@ -193,15 +193,18 @@ func NewEndpoint(spec *hostingv1alpha1.PrometheusProvider, ca, token []byte, opt
 // does not allow.
 func checkAddress(address string, allowInsecure bool) (*url.URL, error) {
 	u, err := url.Parse(address)
+	if err != nil {
+		// The address is not echoed: it may carry a password.
+		return nil, errors.New("the address is not a URL")
+	}
+	shown := u.Redacted()
 	switch {
-	case err != nil:
-		return nil, fmt.Errorf("address %q does not parse: %w", address, err)
 	case u.Scheme != "https" && u.Scheme != "http", u.Host == "":
-		return nil, fmt.Errorf("address %q is not an http(s) URL", address)
+		return nil, fmt.Errorf("address %q is not an http(s) URL", shown)
 	case u.Scheme == "http" && !allowInsecure:
-		return nil, fmt.Errorf("address %q is plain http, which the stager allows only with --allow-insecure-metric-providers", address)
+		return nil, fmt.Errorf("address %q is plain http, which the stager allows only with --allow-insecure-metric-providers", shown)
 	case u.User != nil, u.RawQuery != "", u.Fragment != "":
-		return nil, fmt.Errorf("address %q has user information, a query or a fragment", address)
+		return nil, fmt.Errorf("address %q has user information, a query or a fragment", shown)
 	}
 	return u, nil
 }

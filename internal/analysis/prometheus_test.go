@@ -200,3 +200,15 @@ func TestAnswersAreBounded(t *testing.T) {
 		t.Errorf("a provider that never answers held the query %s, longer than the stager's bound %s", took, options.Timeout)
 	}
 }
+
+// TestRefusedAddressesShowNoPassword: a refused address's error reaches a
+// policy's status and Events, whose readers must not see the credentials
+// an address may carry.
+func TestRefusedAddressesShowNoPassword(t *testing.T) {
+	for _, address := range []string{"https://user:s3cret@prometheus", "http://user:s3cret@prometheus", "https://user:s3cret@prom etheus:x"} {
+		_, err := NewEndpoint(&hostingv1alpha1.PrometheusProvider{Address: address}, nil, nil, Options{})
+		if err == nil || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("address %q: error %v, want a refusal without the password", address, err)
+		}
+	}
+}
