@@ -1122,6 +1122,20 @@ func (s *StagedBindingPolicyStatus) StageNamed(name string) *StageStatus {
 	return nil
 }
 
+// AnalysisNamed returns the record of the analysis with the given name,
+// or nil.
+func (s *StageStatus) AnalysisNamed(name string) *AnalysisStatus {
+	if s == nil {
+		return nil
+	}
+	for i := range s.Analyses {
+		if s.Analyses[i].Name == name {
+			return &s.Analyses[i]
+		}
+	}
+	return nil
+}
+
 // StagedBindingPolicyList is a list of StagedBindingPolicies.
 //
 // +kubebuilder:object:root=true

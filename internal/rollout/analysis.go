@@ -22,6 +22,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
@@ -63,17 +64,17 @@ func DueAnalyses(policy *v1alpha1.StagedBindingPolicy, now metav1.Time) []v1alph
 	}
 	var due []v1alpha1.Analysis
 	for _, a := range stage.Analysis {
-		if next, ok := nextMeasurement(a, record); ok && !now.Time.Before(next) {
+		if next, ok := nextMeasurement(a, record.AnalysisNamed(a.Name), record.PlacedTime.Time); ok && !now.Time.Before(next) {
 			due = append(due, a)
 		}
 	}
 	return due
 }
 
-// nextMeasurement returns when the analysis a of a stage with the given
-// record takes its next measurement, or false when it takes no more.
-func nextMeasurement(a v1alpha1.Analysis, record *v1alpha1.StageStatus) (time.Time, bool) {
-	r := analysisRecord(record, a.Name)
+// nextMeasurement returns when an analysis a, whose record is r (nil
+// before its first measurement), of a stage placed at placed takes its next
+// measurement, or false when it takes no more.
+func nextMeasurement(a v1alpha1.Analysis, r *v1alpha1.AnalysisStatus, placed time.Time) (time.Time, bool) {
 	if r != nil && r.Phase != v1alpha1.AnalysisRunning {
 		return time.Time{}, false
 	}
@@ -82,23 +83,19 @@ func nextMeasurement(a v1alpha1.Analysis, record *v1alpha1.StageStatus) (time.Ti
 		if a.InitialDelay != nil {
 			delay = a.InitialDelay.Duration
 		}
-		return record.PlacedTime.Add(delay), true
+		return placed.Add(delay), true
 	}
 	return r.Measurements[len(r.Measurements)-1].Time.Add(a.MeasurementInterval()), true
 }
 
-// analysisRecord returns the record of the named analysis in a stage
-// record, or nil.
-func analysisRecord(record *v1alpha1.StageStatus, name string) *v1alpha1.AnalysisStatus {
-	if record == nil {
-		return nil
+// measureIn is how long until the next measurement of a, at least a
+// second; 0 when it takes no more.
+func measureIn(a v1alpha1.Analysis, r *v1alpha1.AnalysisStatus, placed time.Time, now metav1.Time) time.Duration {
+	next, ok := nextMeasurement(a, r, placed)
+	if !ok {
+		return 0
 	}
-	for i := range record.Analyses {
-		if record.Analyses[i].Name == name {
-			return &record.Analyses[i]
-		}
-	}
-	return nil
+	return max(next.Sub(now.Time), time.Second)
 }
 
 // analyses is what Plan learns from the active stage's analyses.
@@ -140,7 +137,8 @@ func assessAnalyses(snap *Snapshot, active int, programs []compiledAnalysis, bud
 	}
 	for i, a := range stage.Analysis {
 		r := v1alpha1.AnalysisStatus{Name: a.Name, Phase: v1alpha1.AnalysisRunning}
-		if old := analysisRecord(record, a.Name); old != nil {
+		old := record.AnalysisNamed(a.Name)
+		if old != nil {
 			r = *old.DeepCopy()
 		}
 		r.DryRun = a.DryRun
@@ -157,15 +155,11 @@ func assessAnalyses(snap *Snapshot, active int, programs []compiledAnalysis, bud
 			}
 			r.Phase = analysisPhase(a, &r)
 		}
-		if old := analysisRecord(record, a.Name); old == nil || !equalAnalysis(old, &r) {
+		if old == nil || !equalAnalysis(old, &r) {
 			out.changed = true
 		}
 		out.records = append(out.records, r)
-		if r.Phase == v1alpha1.AnalysisRunning {
-			if next, ok := nextMeasurement(a, &v1alpha1.StageStatus{PlacedTime: record.PlacedTime, Analyses: []v1alpha1.AnalysisStatus{r}}); ok {
-				out.nextIn = Earliest(out.nextIn, max(next.Sub(snap.Now.Time), time.Second))
-			}
-		}
+		out.nextIn = Earliest(out.nextIn, measureIn(a, &r, record.PlacedTime.Time, snap.Now))
 		if a.DryRun {
 			continue
 		}
@@ -393,41 +387,33 @@ func failStage(snap *Snapshot, active int, a analyses, reason, message string) A
 	}
 	note := message + "; onFailure Abort: the rollout is aborted"
 	if action == v1alpha1.FailureHold {
-		note = heldMessage(status.Failure)
-		setSummary(status, policy, v1alpha1.RolloutStalled,
-			readyCondition(policy),
-			metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionFalse, Reason: reason, Message: note},
-			snap.Now)
+		note = holdStatus(status, policy, snap.Now)
 	}
 	return withAnalyses(Action{Type: ActionUpdateStatus, Status: status,
 		Events: []Event{{Type: corev1.EventTypeWarning, Reason: reason, Note: note}},
 		Why:    message}, policy, active, a)
 }
 
-// readyCondition is the policy's Ready condition as it stands: a failure
-// changes nothing placed.
-func readyCondition(policy *v1alpha1.StagedBindingPolicy) metav1.Condition {
-	for _, c := range policy.Status.Conditions {
-		if c.Type == v1alpha1.ConditionReady {
-			return c
-		}
+// holdStatus sets the summary of a rollout that status.failure holds:
+// Stalled, Ready as it stands (a failure changes nothing placed), and
+// Progressing saying why and until when. It returns that message.
+func holdStatus(status *v1alpha1.StagedBindingPolicyStatus, policy *v1alpha1.StagedBindingPolicy, now metav1.Time) string {
+	f := status.Failure
+	message := f.Message + "; the rollout is held: change its spec or restart it to try the stage again"
+	ready := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionUnknown, Reason: v1alpha1.ReasonRolloutHeld}
+	if c := meta.FindStatusCondition(policy.Status.Conditions, v1alpha1.ConditionReady); c != nil {
+		ready = *c
 	}
-	return metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionUnknown, Reason: v1alpha1.ReasonRolloutHeld}
+	setSummary(status, policy, v1alpha1.RolloutStalled, ready,
+		metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionFalse, Reason: f.Reason, Message: message}, now)
+	return message
 }
 
 // held keeps a rollout that a failed stage holds where it is, saying so.
 func held(policy *v1alpha1.StagedBindingPolicy, now metav1.Time) Action {
-	f := policy.Status.Failure
-	message := heldMessage(f)
 	status := policy.Status.DeepCopy()
-	setSummary(status, policy, v1alpha1.RolloutStalled, readyCondition(policy),
-		metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionFalse, Reason: f.Reason, Message: message}, now)
+	holdStatus(status, policy, now)
 	return statusAction(policy, status, Event{}, "a failed stage holds the rollout")
-}
-
-// heldMessage says why and how long a failure holds the rollout.
-func heldMessage(f *v1alpha1.RolloutFailure) string {
-	return f.Message + "; the rollout is held: change its spec or restart it to try the stage again"
 }
 
 // releaseFailure clears a failure record that no longer holds or aborts

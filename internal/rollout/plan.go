@@ -382,17 +382,18 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 		return action
 	}
 
+	// The analyses have a budget of their own: the condition's evaluations
+	// cannot leave them none, which would make them inconclusive.
+	an := assessAnalyses(snap, active, programs[active].analyses, engine.NewBudget())
 	budget := engine.NewBudget()
 	if stage.Batched() {
 		b := assessBatches(snap, active, cfg.clock, programs[active], current, budget)
-		action := planAfterAssessment(snap, active, current, b.assessment, &b, assessAnalyses(snap, active, programs[active].analyses, engine.NewBudget()))
+		action := planAfterAssessment(snap, active, current, b.assessment, &b, an)
 		action.Evaluations = b.evaluations
 		return action
 	}
 	result := assessStage(cfg.clock, programs[active], current, snap.Binding, snap.CombinedStatuses, budget)
-	// The analyses have a budget of their own: the condition's evaluations
-	// cannot leave them none, which would make them inconclusive.
-	action := planAfterAssessment(snap, active, current, result, nil, assessAnalyses(snap, active, programs[active].analyses, engine.NewBudget()))
+	action := planAfterAssessment(snap, active, current, result, nil, an)
 	action.Evaluations = result.evaluations
 	return action
 }
@@ -472,11 +473,7 @@ func planAfterAssessment(snap *Snapshot, active int, current *ksv1alpha1.Binding
 	if len(stage.Analysis) > 0 && result.placed && status.Stages[active].Phase == v1alpha1.StageActive && status.Stages[active].PlacedTime == nil {
 		status.Stages[active].PlacedTime = ptr.To(snap.Now)
 		for _, a := range stage.Analysis {
-			delay := time.Second
-			if a.InitialDelay != nil {
-				delay = max(a.InitialDelay.Duration, delay)
-			}
-			requeue = Earliest(requeue, delay)
+			requeue = Earliest(requeue, measureIn(a, nil, snap.Now.Time, snap.Now))
 		}
 	}
 	var events []Event

@@ -71,7 +71,7 @@ func healthyTest(stages []v1alpha1.Stage) fixture {
 // errorRateRecord returns test's record of its analysis error-rate.
 func errorRateRecord(t *testing.T, status *v1alpha1.StagedBindingPolicyStatus) v1alpha1.AnalysisStatus {
 	t.Helper()
-	r := analysisRecord(status.StageNamed("test"), "error-rate")
+	r := status.StageNamed("test").AnalysisNamed("error-rate")
 	if r == nil {
 		t.Fatalf("stage test has no record of analysis error-rate: %+v", status.StageNamed("test"))
 	}

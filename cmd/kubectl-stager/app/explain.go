@@ -181,14 +181,7 @@ func printFailureGates(w io.Writer, p *v1alpha1.StagedBindingPolicy, stage *v1al
 // analysisSummary says where an analysis is, from the stage's record: its
 // phase and counts, and its measurements, latest first.
 func analysisSummary(a v1alpha1.Analysis, record *v1alpha1.StageStatus, now time.Time) string {
-	var r *v1alpha1.AnalysisStatus
-	if record != nil {
-		for i := range record.Analyses {
-			if record.Analyses[i].Name == a.Name {
-				r = &record.Analyses[i]
-			}
-		}
-	}
+	r := record.AnalysisNamed(a.Name)
 	dryRun := ""
 	if a.DryRun {
 		dryRun = " (dry run)"

@@ -382,12 +382,25 @@ func (o *Options) leaderElectionNamespace() (string, error) {
 	return "", errors.New("--leader-election-namespace is required outside a pod unless the kubeconfig provider is used (or turn leader election off with --leader-elect=false)")
 }
 
+// podOrHostingNamespace is the pod's namespace, else, outside a pod, the
+// namespace of the kubeconfig Secrets; false when there is neither.
+func (o *Options) podOrHostingNamespace() (string, bool) {
+	if ns, err := os.ReadFile(inClusterNamespaceFile); err == nil && len(ns) > 0 {
+		return strings.TrimSpace(string(ns)), true
+	}
+	return o.Providers.HostingNamespace()
+}
+
 // shardNamespace is where the sharding Leases go: the flag's namespace,
 // else the pod's, else, outside a pod, the namespace of the kubeconfig Secrets.
-// analysisQueryTimeout bounds each query of an analysis: the flag's, but
-// at most half the reconcile's, which the queries are part of.
-func (o *Options) analysisQueryTimeout() time.Duration {
-	return min(o.AnalysisQueryTimeout, o.ReconcileTimeout/2)
+func (o *Options) shardNamespace() (string, error) {
+	if o.LeaderElectionNamespace != "" {
+		return o.LeaderElectionNamespace, nil
+	}
+	if ns, ok := o.podOrHostingNamespace(); ok {
+		return ns, nil
+	}
+	return "", errors.New("--leader-election-namespace is required with --coordination=sharded outside a pod unless the kubeconfig provider is used")
 }
 
 // metricProviderSecretNamespace is the namespace of the MetricProviders'
@@ -397,24 +410,14 @@ func (o *Options) metricProviderSecretNamespace() string {
 	if o.MetricProviderSecretNamespace != "" {
 		return o.MetricProviderSecretNamespace
 	}
-	if ns, err := os.ReadFile(inClusterNamespaceFile); err == nil && len(ns) > 0 {
-		return strings.TrimSpace(string(ns))
-	}
-	ns, _ := o.Providers.HostingNamespace()
+	ns, _ := o.podOrHostingNamespace()
 	return ns
 }
 
-func (o *Options) shardNamespace() (string, error) {
-	if o.LeaderElectionNamespace != "" {
-		return o.LeaderElectionNamespace, nil
-	}
-	if ns, err := os.ReadFile(inClusterNamespaceFile); err == nil && len(ns) > 0 {
-		return strings.TrimSpace(string(ns)), nil
-	}
-	if ns, ok := o.Providers.HostingNamespace(); ok {
-		return ns, nil
-	}
-	return "", errors.New("--leader-election-namespace is required with --coordination=sharded outside a pod unless the kubeconfig provider is used")
+// analysisQueryTimeout bounds each query of an analysis: the flag's, but
+// at most half the reconcile's, which the queries are part of.
+func (o *Options) analysisQueryTimeout() time.Duration {
+	return min(o.AnalysisQueryTimeout, o.ReconcileTimeout/2)
 }
 
 // NewScheme returns a scheme with every type the stager reads or writes.

@@ -319,8 +319,8 @@ func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*r
 
 // measure sends the queries of the analyses of the active stage that are
 // due, side by side, each rendered with the stage's context: its clusters
-// are those its Binding names (analysis.ClusterNames). A query that gets no answer is an inconclusive measurement, which
-// says why.
+// are those its Binding names (analysis.ClusterNames). A query that gets
+// no answer is an inconclusive measurement, which says why.
 func (r *Reconciler) measure(ctx context.Context, policy *v1alpha1.StagedBindingPolicy, snap *rollout.Snapshot) []rollout.Measurement {
 	due := rollout.DueAnalyses(policy, snap.Now)
 	if len(due) == 0 {
@@ -330,27 +330,30 @@ func (r *Reconciler) measure(ctx context.Context, policy *v1alpha1.StagedBinding
 	qc := analysis.Context{Space: r.Space, Policy: policy.Name, Stage: stage, Revision: policy.Status.UpdateRevision,
 		Clusters: analysis.ClusterNames(snap.Binding)}
 	out := make([]rollout.Measurement, len(due))
-	var wg sync.WaitGroup
 	for i, a := range due {
 		out[i] = rollout.Measurement{Stage: stage, Analysis: a.Name, Time: snap.Now}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if r.Measurer == nil {
-				out[i].Error = "the stager queries no MetricProvider"
-				return
-			}
-			values, err := r.Measurer.Query(ctx, a.Provider, analysis.Render(a.Query, qc))
-			if err != nil {
-				out[i].Error = err.Error()
-			}
-			out[i].Values = values
-			if r.Metrics != nil {
-				r.Metrics.AnalysisQuery(err == nil)
-			}
-		}()
+		if r.Measurer == nil {
+			out[i].Error = "the stager queries no MetricProvider"
+		}
 	}
-	wg.Wait()
+	if r.Measurer != nil {
+		var wg sync.WaitGroup
+		for i, a := range due {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				values, err := r.Measurer.Query(ctx, a.Provider, analysis.Render(a.Query, qc))
+				if err != nil {
+					out[i].Error = err.Error()
+				}
+				out[i].Values = values
+				if r.Metrics != nil {
+					r.Metrics.AnalysisQuery(err == nil)
+				}
+			}()
+		}
+		wg.Wait()
+	}
 	logger := log.FromContext(ctx)
 	for _, m := range out {
 		if m.Error != "" {
