@@ -177,11 +177,10 @@ func (p *Program) eval(vars *evalVars, b *Budget, bound uint64) (result bool, er
 				fmt.Errorf("limit %d: %w", p.costLimit, evalErr))
 		case interrupted && byBudget:
 			return false, newError(p.kind, p.source, ReasonBudgetExhausted,
-				fmt.Errorf("stopped after %s, when the evaluations of this run had taken their whole budget of %s: %w",
-					time.Since(now).Round(time.Millisecond), b.allowance, evalErr))
+				fmt.Errorf("stopped when the evaluations of this run had taken their whole budget of %s: %w", b.allowance, evalErr))
 		case interrupted:
 			return false, newError(p.kind, p.source, ReasonTimeout,
-				fmt.Errorf("stopped after %s (timeout %s): %w", time.Since(now).Round(time.Millisecond), p.evalTimeout, evalErr))
+				fmt.Errorf("stopped at the evaluation timeout of %s: %w", p.evalTimeout, evalErr))
 		}
 		return false, newError(p.kind, p.source, ReasonEvaluationError, evalErr)
 	}
