@@ -3,9 +3,9 @@ module github.com/kubestellar/workload-stager
 go 1.26.3
 
 require (
+	cel.dev/cel-go v0.33.2
 	github.com/creack/pty v1.1.18
 	github.com/go-logr/logr v1.4.3
-	github.com/google/cel-go v0.28.0
 	github.com/grafana/grafana-foundation-sdk/go v0.0.22
 	github.com/kcp-dev/logicalcluster/v3 v3.0.5
 	github.com/kcp-dev/multicluster-provider v0.8.0
@@ -61,6 +61,7 @@ require (
 	github.com/go-openapi/swag/typeutils v0.26.0 // indirect
 	github.com/go-openapi/swag/yamlutils v0.26.0 // indirect
 	github.com/google/btree v1.1.3 // indirect
+	github.com/google/cel-go v0.28.0 // indirect
 	github.com/google/gnostic-models v0.7.1 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect

@@ -15,35 +15,12 @@
 package expression
 
 import (
-	"time"
-
-	"github.com/google/cel-go/common/types/ref"
-	"github.com/google/cel-go/interpreter"
+	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/interpreter"
 )
 
-// interruptedName is the name cel-go's interrupt checks resolve in the
-// activation, one check at every iteration of every comprehension (see
-// interruptCheckFrequency); a comprehension stops when it resolves to true.
-const interruptedName = "#interrupted"
-
-// clockCheckInterval is how many interrupt checks share one reading of the
-// clock: a reading costs several times a check, and the seed condition on a
-// small CombinedStatus makes five checks.
-// An evaluation then stops at most this many iterations after its deadline.
-const clockCheckInterval = 8
-
-// evalVars is the activation of one evaluation: its variables and its
-// deadline. It answers cel-go's interrupt checks from the clock, so that an
-// evaluation under a deadline needs no context, channel or timer (a timer
-// per evaluation, even one reused, was about a tenth of the time of
-// evaluating the seed condition without cost tracking). It reads the clock
-// at every clockCheckInterval-th check; once it has seen the deadline pass,
-// every check answers true, so a comprehension that stops cannot hide the
-// interrupt from those around it.
+// evalVars is the activation of one evaluation: its variables.
 type evalVars struct {
-	deadline time.Time
-	checks   uint
-	expired  bool
 	// obj is a condition's CombinedStatus, under both of its names (nil
 	// for a filter).
 	obj ref.Val
@@ -65,15 +42,6 @@ func filterVars(clause *downsyncClause) *evalVars { return &evalVars{clause: cla
 // ResolveName implements interpreter.Activation.
 func (v *evalVars) ResolveName(name string) (any, bool) {
 	switch name {
-	case interruptedName:
-		if !v.expired && !v.deadline.IsZero() {
-			v.checks++
-			v.expired = v.checks%clockCheckInterval == 0 && !time.Now().Before(v.deadline)
-		}
-		if v.expired {
-			return true, true
-		}
-		return nil, false
 	case VarObj, VarCombinedStatus:
 		if v.obj != nil {
 			return v.obj, true

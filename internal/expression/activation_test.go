@@ -18,43 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/cel-go/common/types"
+	"cel.dev/cel-go/common/types"
 )
-
-// TestEvalVarsInterruptAtTheDeadline checks the activation's answer to
-// cel-go's interrupt checks: none before the deadline or without one; after
-// it, true from the check that reads the clock at the latest, and at every
-// check from then on.
-func TestEvalVarsInterruptAtTheDeadline(t *testing.T) {
-	v := conditionVars(types.String("x"))
-	for i := range 3 * clockCheckInterval {
-		if got, found := v.ResolveName(interruptedName); found {
-			t.Fatalf("check %d without a deadline: %s = %v, want none", i, interruptedName, got)
-		}
-	}
-	v.deadline = time.Now().Add(time.Hour)
-	for i := range 3 * clockCheckInterval {
-		if got, found := v.ResolveName(interruptedName); found {
-			t.Fatalf("check %d an hour before the deadline: %s = %v, want none", i, interruptedName, got)
-		}
-	}
-	v.deadline = time.Now().Add(-time.Nanosecond)
-	seen := -1
-	for i := range 3 * clockCheckInterval {
-		// cel-go stops a comprehension when the name resolves to the Go
-		// value true (interpreter.checkInterrupt).
-		got, found := v.ResolveName(interruptedName)
-		switch {
-		case found && got == true && seen < 0:
-			seen = i
-		case seen >= 0 && (!found || got != true):
-			t.Fatalf("check %d after the deadline: %s = %v, %v, after true at check %d", i, interruptedName, got, found, seen)
-		}
-	}
-	if seen < 0 || seen >= clockCheckInterval {
-		t.Errorf("after the deadline, %s was first true at check %d, want one of the first %d", interruptedName, seen, clockCheckInterval)
-	}
-}
 
 // TestEvalVarsResolveTheirKindsNames checks that a condition's variables
 // give its CombinedStatus under both names and nothing else, and a filter's
@@ -79,5 +44,40 @@ func TestEvalVarsResolveTheirKindsNames(t *testing.T) {
 		if got, found := filter.ResolveName(name); found {
 			t.Errorf("filter: %s = %v, want none", name, got)
 		}
+	}
+}
+
+// TestDeadlinesAreSharedAndForgotten checks the contexts evaluations stop
+// by: done within deadlineResolution after the deadline, one for all the
+// deadlines of an interval, one of its own for a deadline nearer than that,
+// and none kept once done.
+func TestDeadlinesAreSharedAndForgotten(t *testing.T) {
+	var d deadlines
+	deadline := time.Now().Add(time.Hour)
+	ctx := d.shared(deadline)
+	end, ok := ctx.Deadline()
+	if !ok || end.Before(deadline) || end.Sub(deadline) >= deadlineResolution {
+		t.Errorf("deadline %s, want at most %s after %s", end, deadlineResolution, deadline)
+	}
+	if other := d.shared(end.Add(-deadlineResolution + 1)); other != ctx {
+		t.Errorf("two deadlines of one interval got two contexts")
+	}
+	if other := d.shared(end.Add(1)); other == ctx {
+		t.Errorf("deadlines of two intervals got one context")
+	}
+	if past := d.shared(time.Now().Add(-time.Second)); past.Err() == nil {
+		t.Errorf("the context of a deadline passed is not done")
+	}
+	now := time.Now()
+	near, cancel := d.until(now, now.Add(time.Nanosecond))
+	defer cancel()
+	if end, _ := near.Deadline(); !end.Equal(now.Add(time.Nanosecond)) {
+		t.Errorf("a deadline a nanosecond away got a context done at %s, want %s", end, now.Add(time.Nanosecond))
+	}
+	for i := range 1000 {
+		d.shared(time.Now().Add(-time.Duration(i) * deadlineResolution))
+	}
+	if n := len(d.byEnd); n > 5 {
+		t.Errorf("%d contexts kept after 1,000 deadlines passed, want the 2 to come and at most the 3 of the last intervals", n)
 	}
 }

@@ -23,8 +23,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/cel-go/cel"
-	"github.com/google/cel-go/common/types"
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/types"
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 )
 
@@ -242,4 +242,43 @@ func BenchmarkConversionsUnderUpdates(b *testing.B) {
 		b.ReportMetric(float64(e.conversions.memory())/(1<<20), "cached-MiB")
 	}
 	b.ReportMetric(float64(peak-base.HeapAlloc)/(1<<20), "peak-heap-MiB")
+}
+
+// manyRowsCondition has the seed condition's shape but looks for a value no
+// row has, so that it reads every row of every result.
+const manyRowsCondition = `obj.results.exists(r, r.name == 'deployments-aggregator' && r.rows.exists(row, row.columns.exists(col, col.type == 'Number' && col.float == '-1')))`
+
+// evalTracked evaluates p on cs with cel-go's cost tracking, the path a
+// condition takes when its cost bound does not fit the limit (as on a large
+// CombinedStatus), and fails unless it evaluates to false.
+func evalTracked(tb testing.TB, p *Program, cs *ksv1alpha1.CombinedStatus) {
+	tb.Helper()
+	conv, err := p.conversions.of(cs)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if ok, err := p.eval(conditionVars(conv.obj), nil, 0); err != nil || ok {
+		tb.Fatalf("eval with cost tracking = %v, %v, want false", ok, err)
+	}
+}
+
+// BenchmarkConditionOverManyRows measures a condition of the seed's shape
+// over a CombinedStatus of 1,000 to 20,000 rows (a stage of that many
+// clusters), with cost tracking. of-timeout is an evaluation's time as a
+// share of the default evaluation timeout.
+func BenchmarkConditionOverManyRows(b *testing.B) {
+	for _, rows := range []int{1000, 2000, 5000, 10000, 20000} {
+		b.Run(fmt.Sprintf("rows=%d", rows), func(b *testing.B) {
+			p, err := newEngine(b).Compile(KindCondition, manyRowsCondition)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cs := largeStatus(fmt.Sprintf("rows-%d", rows), "1", rows)
+			evalTracked(b, p, cs) // converts and caches cs
+			for b.Loop() {
+				evalTracked(b, p, cs)
+			}
+			b.ReportMetric(float64(b.Elapsed())/float64(b.N)/float64(DefaultEvalTimeout), "of-timeout")
+		})
+	}
 }

@@ -17,8 +17,8 @@ package expression
 import (
 	"unicode/utf8"
 
-	celast "github.com/google/cel-go/common/ast"
-	"github.com/google/cel-go/common/types"
+	celast "cel.dev/cel-go/common/ast"
+	"cel.dev/cel-go/common/types"
 )
 
 // This file lets a condition skip cel-go's runtime cost tracking when the

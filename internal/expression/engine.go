@@ -23,8 +23,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/cel-go/cel"
-	"github.com/google/cel-go/ext"
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/ext"
 	"golang.org/x/sync/singleflight"
 	"k8s.io/utils/lru"
 )
@@ -76,14 +76,10 @@ const (
 	DefaultBudgetTime = 2 * time.Second
 )
 
-// interruptCheckFrequency, being above zero, makes cel-go's planner check
-// for an interrupt after every iteration of every comprehension; its value
-// only sets the rate of ContextEval's own checks, which evaluations here do
-// not use. evalVars answers the checks: it reads the clock at every
-// clockCheckInterval-th check, and once it has seen the deadline pass it
-// answers every check, so that an inner comprehension that stops cannot hide
-// the interrupt from the outer ones (as cel-go's shared count at a rate
-// above 1 could).
+// interruptCheckFrequency is how many iterations of comprehensions, counted
+// over the whole evaluation, share one look at whether its context is done.
+// cel-go keeps the interrupt once seen, so every enclosing comprehension
+// stops too.
 const interruptCheckFrequency = 1
 
 // Option configures an Engine; see NewEngine.
@@ -212,6 +208,7 @@ type Engine struct {
 
 	compilations atomic.Uint64
 	conversions  *conversions
+	deadlines    *deadlines
 	regex        *regexGuard
 
 	programs *lru.Cache         // of cacheKey to *cacheEntry
@@ -295,6 +292,7 @@ func NewEngine(opts ...Option) (*Engine, error) {
 		conditionCharges: conditionCharges,
 		analysisCharges:  analysisCharges,
 		conversions:      newConversions(cfg.conversionCache, cfg.conversionBytes),
+		deadlines:        &deadlines{},
 		regex:            regex,
 		programs:         lru.New(cfg.cacheSize),
 	}, nil
@@ -304,7 +302,9 @@ func NewEngine(opts ...Option) (*Engine, error) {
 func commonEnvOptions(costLimit uint64) []cel.EnvOption {
 	return append([]cel.EnvOption{
 		ext.Strings(),
-		ext.Lists(),
+		// Version 5 adds hasAll, hasAny, hasOnly and hasExactly, which
+		// have no bound in functionBounds yet.
+		ext.Lists(ext.ListsVersion(4)),
 		ext.Math(),
 		ext.Sets(),
 		cel.OptionalTypes(),
@@ -402,7 +402,7 @@ func (e *Engine) compile(kind Kind, source string) (prog *Program, err error) {
 		return nil, newError(kind, source, ReasonCompileError, fmt.Errorf("building program: %w", err))
 	}
 	prog = &Program{kind: kind, source: source, costLimit: e.costLimit, evalTimeout: e.evalTimeout, prog: celProg,
-		conversions: e.conversions}
+		conversions: e.conversions, deadlines: e.deadlines}
 	if kind == KindCondition {
 		if prog.bound = newCostBound(ast.NativeRep()); prog.bound != nil {
 			prog.untracked, err = env.Program(ast, append(append(e.regex.programOptions(), charges...),

@@ -19,12 +19,12 @@ import (
 	"math"
 	"strings"
 
-	"github.com/google/cel-go/cel"
-	"github.com/google/cel-go/checker"
-	"github.com/google/cel-go/common/ast"
-	"github.com/google/cel-go/common/types"
-	"github.com/google/cel-go/common/types/ref"
-	"github.com/google/cel-go/common/types/traits"
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/ast"
+	celcost "cel.dev/cel-go/common/cost"
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/common/types/traits"
 )
 
 // This file makes the cost of an expression follow the sizes it handles, in
@@ -84,53 +84,53 @@ func newCostEstimator(depth int) *costEstimator {
 var inputRoots = map[string]bool{VarObj: true, VarCombinedStatus: true, VarDownsyncClause: true}
 
 // EstimateSize implements checker.CostEstimator.
-func (c *costEstimator) EstimateSize(node checker.AstNode) *checker.SizeEstimate {
+func (c *costEstimator) EstimateSize(node celcost.AstNode) *celcost.SizeEstimate {
 	path := node.Path()
 	if len(path) == 1 && path[0] == VarResult {
-		return &checker.SizeEstimate{Min: 0, Max: MaxResultValues}
+		return &celcost.SizeEstimate{Min: 0, Max: MaxResultValues}
 	}
 	if len(path) == 0 || !inputRoots[path[0]] {
 		return nil
 	}
 	switch node.Type().Kind() {
 	case types.StringKind, types.BytesKind, types.ListKind, types.MapKind, types.DynKind:
-		return &checker.SizeEstimate{Min: 0, Max: c.levelSize}
+		return &celcost.SizeEstimate{Min: 0, Max: c.levelSize}
 	}
 	return nil
 }
 
 // size returns the size estimate of node.
-func (c *costEstimator) size(node checker.AstNode) checker.SizeEstimate {
+func (c *costEstimator) size(node celcost.AstNode) celcost.SizeEstimate {
 	if sz := node.ComputedSize(); sz != nil {
 		return *sz
 	}
 	if sz := c.EstimateSize(node); sz != nil {
 		return *sz
 	}
-	return checker.SizeEstimate{Min: 0, Max: math.MaxUint64}
+	return celcost.SizeEstimate{Min: 0, Max: math.MaxUint64}
 }
 
 // elementSize estimates the size of the elements of the list node: the
 // largest literal of a list literal, else the size of one level of input.
-func (c *costEstimator) elementSize(node checker.AstNode) checker.SizeEstimate {
+func (c *costEstimator) elementSize(node celcost.AstNode) celcost.SizeEstimate {
 	if node.Expr().Kind() == ast.ListKind {
-		var max checker.SizeEstimate
+		var max celcost.SizeEstimate
 		for _, el := range node.Expr().AsList().Elements() {
 			if el.Kind() != ast.LiteralKind {
-				return checker.SizeEstimate{Min: 0, Max: c.levelSize}
+				return celcost.SizeEstimate{Min: 0, Max: c.levelSize}
 			}
 			if s, ok := el.AsLiteral().(types.String); ok {
-				max = max.Union(checker.FixedSizeEstimate(uint64(len(s))))
+				max = max.Union(celcost.FixedSizeEstimate(uint64(len(s))))
 			}
 		}
 		return max
 	}
-	return checker.SizeEstimate{Min: 0, Max: c.levelSize}
+	return celcost.SizeEstimate{Min: 0, Max: c.levelSize}
 }
 
 // EstimateCallCost implements checker.CostEstimator for the functions of
 // ext.Strings, whose cost cel-go does not estimate.
-func (c *costEstimator) EstimateCallCost(function, _ string, target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
+func (c *costEstimator) EstimateCallCost(function, _ string, target *celcost.AstNode, args []celcost.AstNode) *celcost.CallEstimate {
 	if target == nil {
 		return nil
 	}
@@ -141,28 +141,28 @@ func (c *costEstimator) EstimateCallCost(function, _ string, target *checker.Ast
 		if (*target).Type().Kind() != types.StringKind {
 			return nil
 		}
-		return &checker.CallEstimate{CostEstimate: traverse, ResultSize: &sz}
+		return &celcost.CallEstimate{CostEstimate: traverse, ResultSize: &sz}
 	case "charAt":
 		if (*target).Type().Kind() != types.StringKind {
 			return nil
 		}
-		return &checker.CallEstimate{CostEstimate: traverse}
+		return &celcost.CallEstimate{CostEstimate: traverse}
 	case "indexOf", "lastIndexOf":
 		if (*target).Type().Kind() != types.StringKind || len(args) == 0 {
 			return nil
 		}
 		sub := c.size(args[0])
-		return &checker.CallEstimate{CostEstimate: checker.CostEstimate{
+		return &celcost.CallEstimate{CostEstimate: celcost.Estimate{
 			Min: indexOfCost(sz.Min, sub.Min), Max: indexOfCost(sz.Max, sub.Max)}}
 	case "split":
-		result := sz.Add(checker.FixedSizeEstimate(1))
-		return &checker.CallEstimate{CostEstimate: sz.MultiplyByCostFactor(2 * costPerByte).Add(checker.CostEstimate(result)), ResultSize: &result}
+		result := sz.Add(celcost.FixedSizeEstimate(1))
+		return &celcost.CallEstimate{CostEstimate: sz.MultiplyByCostFactor(2 * costPerByte).Add(celcost.Estimate{Min: result.Min, Max: result.Max}), ResultSize: &result}
 	case "replace":
 		if len(args) < 2 {
 			return nil
 		}
 		result := replaceSize(sz, c.size(args[0]), c.size(args[1]))
-		return &checker.CallEstimate{
+		return &celcost.CallEstimate{
 			CostEstimate: sz.MultiplyByCostFactor(2 * costPerByte).Add(result.MultiplyByCostFactor(costPerByte)),
 			ResultSize:   &result,
 		}
@@ -170,26 +170,26 @@ func (c *costEstimator) EstimateCallCost(function, _ string, target *checker.Ast
 		n := sz
 		result := n.Multiply(c.elementSize(*target))
 		if len(args) > 0 && n.Max > 0 {
-			result = result.Add(checker.SizeEstimate{Min: 0, Max: n.Max - 1}.Multiply(c.size(args[0])))
+			result = result.Add(celcost.SizeEstimate{Min: 0, Max: n.Max - 1}.Multiply(c.size(args[0])))
 		}
-		return &checker.CallEstimate{CostEstimate: result.MultiplyByCostFactor(2 * costPerByte), ResultSize: &result}
+		return &celcost.CallEstimate{CostEstimate: result.MultiplyByCostFactor(2 * costPerByte), ResultSize: &result}
 	}
 	return nil
 }
 
 // replaceSize bounds the size of s.replace(old, new): at most every byte of
 // s is replaced (every position, plus one, when old may be empty).
-func replaceSize(s, old, new checker.SizeEstimate) checker.SizeEstimate {
+func replaceSize(s, old, new celcost.SizeEstimate) celcost.SizeEstimate {
 	var count uint64
 	switch {
 	case old.Min == 0:
 		count = saturatingAdd(s.Max, 1)
 	case new.Max <= old.Min:
-		return checker.SizeEstimate{Min: 0, Max: s.Max}
+		return celcost.SizeEstimate{Min: 0, Max: s.Max}
 	default:
 		count = s.Max / old.Min
 	}
-	return checker.SizeEstimate{Min: 0, Max: saturatingAdd(s.Max, saturatingMul(count, new.Max))}
+	return celcost.SizeEstimate{Min: 0, Max: saturatingAdd(s.Max, saturatingMul(count, new.Max))}
 }
 
 func saturatingAdd(a, b uint64) uint64 {

@@ -451,3 +451,16 @@ func TestLongPatternsAreRefused(t *testing.T) {
 		t.Errorf("a pattern of MaxRegexBytes: EvalCondition = %v, %v, want false", ok, err)
 	}
 }
+
+// TestTwentyThousandRowsFitTheDefaultLimits: a condition of the seed's
+// shape reads a CombinedStatus of 20,000 rows (a stage of 20,000 clusters)
+// with cost tracking, within the default cost limit and evaluation timeout:
+// cost tracking must take time linear in the rows. The times are in
+// BenchmarkConditionOverManyRows.
+func TestTwentyThousandRowsFitTheDefaultLimits(t *testing.T) {
+	p, err := newEngine(t).Compile(KindCondition, manyRowsCondition)
+	if err != nil {
+		t.Fatalf("Compile: %v", err)
+	}
+	evalTracked(t, p, largeStatus("twenty-thousand-rows", "1", 20000))
+}

@@ -20,12 +20,13 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/google/cel-go/cel"
-	"github.com/google/cel-go/common/functions"
-	"github.com/google/cel-go/common/types"
-	"github.com/google/cel-go/common/types/ref"
-	"github.com/google/cel-go/common/types/traits"
-	"github.com/google/cel-go/interpreter"
+	"cel.dev/cel-go/cel"
+	celcost "cel.dev/cel-go/common/cost"
+	"cel.dev/cel-go/common/functions"
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/common/types/traits"
+	"cel.dev/cel-go/interpreter"
 )
 
 // This file refuses, before it runs, a call whose time grows faster than
@@ -216,9 +217,9 @@ func prechargeOptions(env *cel.Env, costLimit uint64) ([]cel.ProgramOption, erro
 			return run(args...)
 		}), nil
 	})
-	var trackers []interpreter.CostTrackerOption
+	var trackers []celcost.TrackerOption
 	for id, charge := range precharges {
-		trackers = append(trackers, interpreter.OverloadCostTracker(id, func(args []ref.Val, result ref.Val) *uint64 {
+		trackers = append(trackers, celcost.OverloadTracker(id, func(args []ref.Val, result ref.Val) *uint64 {
 			cost := uint64(1)
 			if err, ok := result.(*types.Err); !ok || !errors.As(err, new(*errCallTooCostly)) {
 				cost = charge(args, costLimit)

@@ -20,9 +20,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/google/cel-go/cel"
-	"github.com/google/cel-go/common/types"
-	"github.com/google/cel-go/interpreter"
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/interpreter"
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -42,6 +42,8 @@ type Program struct {
 	bound     *costBound
 	// conversions is the engine's cache of CombinedStatuses as CEL values.
 	conversions *conversions
+	// deadlines is the engine's, which gives evaluations their contexts.
+	deadlines *deadlines
 }
 
 // Source returns the source text the program was compiled from.
@@ -156,12 +158,13 @@ func (p *Program) eval(vars *evalVars, b *Budget, bound uint64) (result bool, er
 			deadline, byBudget = b.deadline, true
 		}
 	}
-	vars.deadline = deadline
 	prog := p.prog
 	if bound != 0 {
 		prog = p.untracked
 	}
-	out, details, evalErr := prog.Eval(vars)
+	ctx, cancel := p.deadlines.until(now, deadline)
+	defer cancel()
+	out, details, evalErr := prog.ContextEval(ctx, vars)
 	if b != nil {
 		b.spent += bound
 		if details != nil && details.ActualCost() != nil {
@@ -169,7 +172,7 @@ func (p *Program) eval(vars *evalVars, b *Budget, bound uint64) (result bool, er
 		}
 	}
 	if evalErr != nil {
-		// An interrupt check found the deadline passed (see evalVars).
+		// An interrupt check found the deadline passed.
 		interrupted := errors.Is(evalErr, interpreter.InterruptError{})
 		switch {
 		case isCostLimitError(evalErr) || exceeds(details, p.costLimit):
