@@ -30,12 +30,13 @@ import (
 // This file makes the cost of an expression follow the sizes it handles, in
 // three places, after the example of the Kubernetes API server's CEL library:
 //
-//   - at compile time, costEstimator gives cel-go the sizes of the input and
-//     the costs of the string functions, so that Engine.Compile can reject an
-//     expression whose estimated worst-case cost is above the limit;
-//   - at run time, actualCost charges string functions by the size of their
-//     arguments and results (cel-go charges them one unit each) and list
-//     concatenation by the size of the list built;
+//   - at compile time, costEstimator gives cel-go the sizes of the input, so
+//     that Engine.Compile can reject an expression whose estimated worst-case
+//     cost is above the limit (cel-go's own cost models estimate the
+//     functions of the extension libraries);
+//   - at run time, actualCost charges list concatenation by the size of the
+//     list built, and format and matches by what they handle, where cel-go
+//     charges one unit;
 //   - the functions that can multiply the size of their input in one call
 //     (replace, join, lists.range) are replaced by versions that refuse to
 //     build a result larger than the cost limit would pay for, before
@@ -56,7 +57,7 @@ const costPerByte = 0.1
 // bytesPerCostUnit is the reciprocal of costPerByte.
 const bytesPerCostUnit = 10
 
-// costEstimator is the checker.CostEstimator of one compilation.
+// costEstimator is the cost.Estimator of one compilation.
 //
 // The sizes of the input (obj, combinedStatus, downsyncClause and anything
 // reached from them) are unknown to cel-go. costEstimator spreads
@@ -83,7 +84,7 @@ func newCostEstimator(depth int) *costEstimator {
 // inputRoots are the variables bound to the input.
 var inputRoots = map[string]bool{VarObj: true, VarCombinedStatus: true, VarDownsyncClause: true}
 
-// EstimateSize implements checker.CostEstimator.
+// EstimateSize implements cost.Estimator.
 func (c *costEstimator) EstimateSize(node celcost.AstNode) *celcost.SizeEstimate {
 	path := node.Path()
 	if len(path) == 1 && path[0] == VarResult {
@@ -99,97 +100,11 @@ func (c *costEstimator) EstimateSize(node celcost.AstNode) *celcost.SizeEstimate
 	return nil
 }
 
-// size returns the size estimate of node.
-func (c *costEstimator) size(node celcost.AstNode) celcost.SizeEstimate {
-	if sz := node.ComputedSize(); sz != nil {
-		return *sz
-	}
-	if sz := c.EstimateSize(node); sz != nil {
-		return *sz
-	}
-	return celcost.SizeEstimate{Min: 0, Max: math.MaxUint64}
-}
-
-// elementSize estimates the size of the elements of the list node: the
-// largest literal of a list literal, else the size of one level of input.
-func (c *costEstimator) elementSize(node celcost.AstNode) celcost.SizeEstimate {
-	if node.Expr().Kind() == ast.ListKind {
-		var max celcost.SizeEstimate
-		for _, el := range node.Expr().AsList().Elements() {
-			if el.Kind() != ast.LiteralKind {
-				return celcost.SizeEstimate{Min: 0, Max: c.levelSize}
-			}
-			if s, ok := el.AsLiteral().(types.String); ok {
-				max = max.Union(celcost.FixedSizeEstimate(uint64(len(s))))
-			}
-		}
-		return max
-	}
-	return celcost.SizeEstimate{Min: 0, Max: c.levelSize}
-}
-
-// EstimateCallCost implements checker.CostEstimator for the functions of
-// ext.Strings, whose cost cel-go does not estimate.
-func (c *costEstimator) EstimateCallCost(function, _ string, target *celcost.AstNode, args []celcost.AstNode) *celcost.CallEstimate {
-	if target == nil {
-		return nil
-	}
-	sz := c.size(*target)
-	traverse := sz.MultiplyByCostFactor(costPerByte)
-	switch function {
-	case "lowerAscii", "upperAscii", "trim", "reverse", "substring":
-		if (*target).Type().Kind() != types.StringKind {
-			return nil
-		}
-		return &celcost.CallEstimate{CostEstimate: traverse, ResultSize: &sz}
-	case "charAt":
-		if (*target).Type().Kind() != types.StringKind {
-			return nil
-		}
-		return &celcost.CallEstimate{CostEstimate: traverse}
-	case "indexOf", "lastIndexOf":
-		if (*target).Type().Kind() != types.StringKind || len(args) == 0 {
-			return nil
-		}
-		sub := c.size(args[0])
-		return &celcost.CallEstimate{CostEstimate: celcost.Estimate{
-			Min: indexOfCost(sz.Min, sub.Min), Max: indexOfCost(sz.Max, sub.Max)}}
-	case "split":
-		result := sz.Add(celcost.FixedSizeEstimate(1))
-		return &celcost.CallEstimate{CostEstimate: sz.MultiplyByCostFactor(2 * costPerByte).Add(celcost.Estimate{Min: result.Min, Max: result.Max}), ResultSize: &result}
-	case "replace":
-		if len(args) < 2 {
-			return nil
-		}
-		result := replaceSize(sz, c.size(args[0]), c.size(args[1]))
-		return &celcost.CallEstimate{
-			CostEstimate: sz.MultiplyByCostFactor(2 * costPerByte).Add(result.MultiplyByCostFactor(costPerByte)),
-			ResultSize:   &result,
-		}
-	case "join":
-		n := sz
-		result := n.Multiply(c.elementSize(*target))
-		if len(args) > 0 && n.Max > 0 {
-			result = result.Add(celcost.SizeEstimate{Min: 0, Max: n.Max - 1}.Multiply(c.size(args[0])))
-		}
-		return &celcost.CallEstimate{CostEstimate: result.MultiplyByCostFactor(2 * costPerByte), ResultSize: &result}
-	}
+// EstimateCallCost implements cost.Estimator. It estimates no call: cel-go's
+// own cost models estimate the functions of the extension libraries by the
+// sizes they read and build.
+func (c *costEstimator) EstimateCallCost(string, string, *celcost.AstNode, []celcost.AstNode) *celcost.CallEstimate {
 	return nil
-}
-
-// replaceSize bounds the size of s.replace(old, new): at most every byte of
-// s is replaced (every position, plus one, when old may be empty).
-func replaceSize(s, old, new celcost.SizeEstimate) celcost.SizeEstimate {
-	var count uint64
-	switch {
-	case old.Min == 0:
-		count = saturatingAdd(s.Max, 1)
-	case new.Max <= old.Min:
-		return celcost.SizeEstimate{Min: 0, Max: s.Max}
-	default:
-		count = s.Max / old.Min
-	}
-	return celcost.SizeEstimate{Min: 0, Max: saturatingAdd(s.Max, saturatingMul(count, new.Max))}
 }
 
 func saturatingAdd(a, b uint64) uint64 {
@@ -246,17 +161,18 @@ func nestingDepth(e ast.Expr) int {
 	return 0
 }
 
-// actualCost is the interpreter.ActualCostEstimator of the engine's programs.
+// actualCost is the cost.ActualCostEstimator of the engine's programs.
 type actualCost struct {
 	// regex knows the instructions of the patterns matches charges for.
 	regex *regexGuard
 }
 
-// CallCost implements interpreter.ActualCostEstimator: it charges the
-// functions of ext.Strings by the size of what they read and build, and list
-// concatenation by the size of the resulting list (cel-go charges all of them
-// one unit; building a list element by element, as the map macro does, takes
-// time quadratic in its length in cel-go's cost tracker).
+// CallCost implements cost.ActualCostEstimator: it charges list
+// concatenation by the size of the resulting list (building a list element
+// by element, as the map macro does, takes time quadratic in its length),
+// format by the bytes it reads and builds, and matches by the pattern's
+// instructions. cel-go charges them one unit, and charges the other functions
+// of the extension libraries by its own cost models, which come first.
 func (a actualCost) CallCost(function, overloadID string, args []ref.Val, result ref.Val) *uint64 {
 	bytes := func(v ref.Val) float64 { return float64(actualSize(v)) }
 	var cost float64
@@ -270,13 +186,6 @@ func (a actualCost) CallCost(function, overloadID string, args []ref.Val, result
 		return &c
 	case len(args) == 0:
 		return nil
-	case function == "lowerAscii", function == "upperAscii", function == "trim", function == "reverse",
-		function == "substring", function == "charAt":
-		cost = bytes(args[0]) * costPerByte
-	case function == "replace":
-		cost = bytes(args[0])*2*costPerByte + bytes(result)*costPerByte
-	case function == "join":
-		cost = bytes(result) * 2 * costPerByte
 	case function == "format":
 		cost = (bytes(args[0]) + bytes(result)) * costPerByte
 	default:
