@@ -167,10 +167,30 @@ func NewController(space string, cl cluster.Cluster, engine *expression.Engine, 
 			return nil, err
 		}
 	}
+	ctrl := c
 	if broadcaster != nil {
-		return withEvents{Controller: c, broadcaster: broadcaster}, nil
+		ctrl = withEvents{Controller: c, broadcaster: broadcaster}
 	}
-	return c, nil
+	return forgetsItsSeries{Controller: ctrl, name: ControllerName + "/" + space, logger: logger}, nil
+}
+
+// forgetsItsSeries is a controller that deletes controller-runtime's series
+// of it once its workers have stopped: they are named after its space, and
+// a space that goes away must not leave them behind.
+type forgetsItsSeries struct {
+	controller.Controller
+	name   string
+	logger logr.Logger
+}
+
+// Start runs the controller until ctx is done, then deletes its series.
+func (c forgetsItsSeries) Start(ctx context.Context) error {
+	defer func() {
+		if err := metrics.ForgetController(c.name); err != nil {
+			c.logger.Error(err, "Could not delete the controller's series")
+		}
+	}()
+	return c.Controller.Start(ctx)
 }
 
 // policyEvents enqueues a policy on its own events, except an update that
