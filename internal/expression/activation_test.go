@@ -15,6 +15,7 @@
 package expression
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -49,15 +50,20 @@ func TestEvalVarsResolveTheirKindsNames(t *testing.T) {
 
 // TestDeadlinesAreSharedAndForgotten checks the contexts evaluations stop
 // by: done within deadlineResolution after the deadline, one for all the
-// deadlines of an interval, one of its own for a deadline nearer than that,
-// and none kept once done.
+// deadlines of an interval, on the monotonic clock, one of its own for a
+// deadline nearer than that, and none kept once done.
 func TestDeadlinesAreSharedAndForgotten(t *testing.T) {
-	var d deadlines
+	d := newDeadlines()
 	deadline := time.Now().Add(time.Hour)
 	ctx := d.shared(deadline)
 	end, ok := ctx.Deadline()
 	if !ok || end.Before(deadline) || end.Sub(deadline) >= deadlineResolution {
 		t.Errorf("deadline %s, want at most %s after %s", end, deadlineResolution, deadline)
+	}
+	// A step of the wall clock must not move it: time.Time prints its
+	// monotonic reading as m=.
+	if !strings.Contains(end.String(), " m=") {
+		t.Errorf("deadline %s has no monotonic clock reading", end)
 	}
 	if other := d.shared(end.Add(-deadlineResolution + 1)); other != ctx {
 		t.Errorf("two deadlines of one interval got two contexts")

@@ -27,15 +27,22 @@ import (
 const deadlineResolution = 10 * time.Millisecond
 
 // deadlines hands out contexts that are done at a deadline rounded up to a
-// multiple of deadlineResolution: one context, and one timer, for all the
-// evaluations that end in the same interval. cel-go stops an evaluation
-// when its context is done; a context and timer of its own took about as
-// long as evaluating the seed condition.
+// multiple of deadlineResolution after base: one context, and one timer, for
+// all the evaluations that end in the same interval, where a context of
+// their own would each take a timer. cel-go stops an evaluation when its
+// context is done. Times are taken from base on the monotonic clock, so
+// that a step of the wall clock moves no deadline.
 type deadlines struct {
+	base time.Time
 	// last is the context handed out last, looked up without the lock.
 	last  atomic.Pointer[endContext]
 	mu    sync.Mutex
-	byEnd map[int64]*endContext // by end, in deadlineResolution since the epoch
+	byEnd map[int64]*endContext // by end, in intervals since base
+}
+
+// newDeadlines returns deadlines whose intervals start now.
+func newDeadlines() *deadlines {
+	return &deadlines{base: time.Now(), byEnd: map[int64]*endContext{}}
 }
 
 // endContext is a context done at the end of interval end.
@@ -56,9 +63,19 @@ func (d *deadlines) until(now, deadline time.Time) (context.Context, context.Can
 	return d.shared(deadline), func() {}
 }
 
+// interval returns the number of the interval since base that t falls in,
+// counting an interval's end as its own.
+func (d *deadlines) interval(t time.Time) int64 {
+	since := t.Sub(d.base)
+	if since <= 0 {
+		return -int64(-since / deadlineResolution)
+	}
+	return int64((since + deadlineResolution - 1) / deadlineResolution)
+}
+
 // shared returns the context of deadline's interval.
 func (d *deadlines) shared(deadline time.Time) context.Context {
-	end := (deadline.UnixNano() + int64(deadlineResolution) - 1) / int64(deadlineResolution)
+	end := d.interval(deadline)
 	if last := d.last.Load(); last != nil && last.end == end {
 		return last.ctx
 	}
@@ -66,18 +83,16 @@ func (d *deadlines) shared(deadline time.Time) context.Context {
 	defer d.mu.Unlock()
 	c, ok := d.byEnd[end]
 	if !ok {
-		if d.byEnd == nil {
-			d.byEnd = map[int64]*endContext{}
-		}
-		// Forget the contexts that are done.
-		now := time.Now().UnixNano() / int64(deadlineResolution)
+		// Forget the contexts whose interval has ended; their deadline
+		// has passed, so cancelling them stops nothing early.
+		now := int64(time.Since(d.base) / deadlineResolution)
 		for e, old := range d.byEnd {
 			if e < now {
 				old.cancel()
 				delete(d.byEnd, e)
 			}
 		}
-		ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, end*int64(deadlineResolution)))
+		ctx, cancel := context.WithDeadline(context.Background(), d.base.Add(time.Duration(end)*deadlineResolution))
 		c = &endContext{end: end, ctx: ctx, cancel: cancel}
 		d.byEnd[end] = c
 	}

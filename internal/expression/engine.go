@@ -292,7 +292,7 @@ func NewEngine(opts ...Option) (*Engine, error) {
 		conditionCharges: conditionCharges,
 		analysisCharges:  analysisCharges,
 		conversions:      newConversions(cfg.conversionCache, cfg.conversionBytes),
-		deadlines:        &deadlines{},
+		deadlines:        newDeadlines(),
 		regex:            regex,
 		programs:         lru.New(cfg.cacheSize),
 	}, nil

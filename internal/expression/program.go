@@ -172,7 +172,9 @@ func (p *Program) eval(vars *evalVars, b *Budget, bound uint64) (result bool, er
 		}
 	}
 	if evalErr != nil {
-		// An interrupt check found the deadline passed.
+		// An interrupt check found the deadline passed. The cause says
+		// which, not how the context ended, so that it reads the same at
+		// every reconcile.
 		interrupted := errors.Is(evalErr, interpreter.InterruptError{})
 		switch {
 		case isCostLimitError(evalErr) || exceeds(details, p.costLimit):
@@ -180,10 +182,10 @@ func (p *Program) eval(vars *evalVars, b *Budget, bound uint64) (result bool, er
 				fmt.Errorf("limit %d: %w", p.costLimit, evalErr))
 		case interrupted && byBudget:
 			return false, newError(p.kind, p.source, ReasonBudgetExhausted,
-				fmt.Errorf("stopped when the evaluations of this run had taken their whole budget of %s: %w", b.allowance, evalErr))
+				fmt.Errorf("stopped when the evaluations of this run had taken their whole budget of %s: %w", b.allowance, interpreter.InterruptError{}))
 		case interrupted:
 			return false, newError(p.kind, p.source, ReasonTimeout,
-				fmt.Errorf("stopped at the evaluation timeout of %s: %w", p.evalTimeout, evalErr))
+				fmt.Errorf("stopped at the evaluation timeout of %s: %w", p.evalTimeout, interpreter.InterruptError{}))
 		}
 		return false, newError(p.kind, p.source, ReasonEvaluationError, evalErr)
 	}
