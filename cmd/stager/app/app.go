@@ -550,7 +550,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		IndexFields:      stagedbindingpolicy.IndexFields,
 		ProbeInterval:    o.SpaceProbeInterval,
 		CacheSyncTimeout: o.CacheSyncTimeout,
-		OnChange:         recordSpaceMetrics,
+		OnChange:         func(s spaces.State) { recordSpaceMetrics(s, logger) },
 		Logger:           logger.WithName("spaces"),
 	})
 	if err != nil {
@@ -674,10 +674,14 @@ func (o *Options) metricsServerOptions() metricsserver.Options {
 }
 
 // recordSpaceMetrics keeps the policy metrics of the spaces in line with the
-// spaces' states (the Runner keeps its own space gauges).
-func recordSpaceMetrics(s spaces.State) {
+// spaces' states (the Runner keeps its own space gauges), and deletes those
+// controller-runtime keeps of a space's controller once the space is gone.
+func recordSpaceMetrics(s spaces.State, logger logr.Logger) {
 	if s.Reason == spaces.ReasonDisengaged {
 		metrics.SpaceDisengaged(s.Name)
+		if err := stagedbindingpolicy.ForgetSeries(s.Name); err != nil {
+			logger.Error(err, "Could not delete the series of a disengaged space's controller", "space", s.Name)
+		}
 		return
 	}
 	metrics.SpaceEngaged(s.Name)
