@@ -50,8 +50,8 @@ import (
 //     selection or index, a constant: cel-go's observer charges one unit per
 //     attribute and per qualifier, each the node of one identifier, select or
 //     index), plus the constructor cost of a list, map or message literal,
-//     plus the cel-go runtime cost of a call (interpreter.CostTracker's
-//     costCall) with every size at most M or S: see call. cel-go charges a
+//     plus the cel-go runtime cost of a call (cost.Tracker's
+//     CostCall) with every size at most M or S: see call. cel-go charges a
 //     call by the value that arrives, whatever the checker's type of the
 //     argument: startsWith, endsWith, contains and matches have one overload
 //     each, so the checker lets a dyn operand through to them, and a list or
@@ -69,7 +69,7 @@ const stringOverloadSize = 64
 
 // boundedOverloads are the functions, by cel-go overload ID, that a
 // condition evaluated without cost tracking may call, with the runtime cost
-// (in interpreter.CostTracker's costCall) each of them is bounded by. None of
+// (in cost.Tracker's CostCall) each of them is bounded by. None of
 // them builds a list or map, or a string longer than its argument or
 // stringOverloadSize. Overloads the engine charges itself (actualCost) are
 // absent, but for both forms of matches, whose callMatches is what

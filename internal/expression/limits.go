@@ -168,11 +168,10 @@ type actualCost struct {
 }
 
 // CallCost implements cost.ActualCostEstimator: it charges list
-// concatenation by the size of the resulting list (building a list element
-// by element, as the map macro does, takes time quadratic in its length),
-// format by the bytes it reads and builds, and matches by the pattern's
-// instructions. cel-go charges them one unit, and charges the other functions
-// of the extension libraries by its own cost models, which come first.
+// concatenation by the size of the resulting list, format by the bytes it
+// reads and builds, and matches by the pattern's instructions. It comes
+// before cel-go's standard charges for these, and after its models of the
+// extension libraries' functions.
 func (a actualCost) CallCost(function, overloadID string, args []ref.Val, result ref.Val) *uint64 {
 	bytes := func(v ref.Val) float64 { return float64(actualSize(v)) }
 	var cost float64
@@ -224,11 +223,12 @@ func (e *errResultTooLarge) Error() string {
 
 // guardedFunctions returns the environment options that replace the
 // bindings of replace, join and lists.range by versions that refuse, before
-// allocating it, a result larger than costLimit pays for: costLimit*10 bytes
-// of string, or costLimit list elements. They must follow ext.Strings and
-// ext.Lists.
+// allocating it, a result larger than costLimit pays for: costLimit bytes of
+// string (cel-go charges replace and join a unit for every character they
+// build, and a character takes a byte at least), or costLimit list
+// elements. They must follow ext.Strings and ext.Lists.
 func guardedFunctions(costLimit uint64) []cel.EnvOption {
-	maxBytes := saturatingMul(costLimit, bytesPerCostUnit)
+	maxBytes := costLimit
 	maxElements := costLimit
 	tooLarge := func(function string, size, limit uint64, unit string) ref.Val {
 		return types.WrapErr(&errResultTooLarge{function: function, size: size, limit: limit, unit: unit})

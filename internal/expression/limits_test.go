@@ -464,3 +464,29 @@ func TestTwentyThousandRowsFitTheDefaultLimits(t *testing.T) {
 	}
 	evalTracked(t, p, largeStatus("twenty-thousand-rows", "1", 20000))
 }
+
+// TestReplaceAndJoinRefuseWhatTheLimitDoesNotPayFor: a replace or a join
+// whose result has more bytes than the cost limit has units is refused
+// before it is built, not charged after (cel-go charges a unit for every
+// character they build).
+func TestReplaceAndJoinRefuseWhatTheLimitDoesNotPayFor(t *testing.T) {
+	e := newEngine(t, WithEstimatedCostLimit(math.MaxUint64), WithCostLimit(1000))
+	cs := combinedStatus("deployments-aggregator", []ksv1alpha1.Value{str(strings.Repeat("x", 500))})
+	const value = `obj.results[0].rows[0].columns[0].string`
+	for name, src := range map[string]string{
+		"replace": value + `.replace('x', 'xxxxxxxxxx').size() > 0`,
+		"join":    `[` + value + `, ` + value + `, ` + value + `].join('').size() > 0`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			p, err := e.Compile(KindCondition, src)
+			if err != nil {
+				t.Fatalf("Compile(%s): %v", src, err)
+			}
+			_, err = p.EvalCondition(cs)
+			var tooLarge *errResultTooLarge
+			if !errors.As(err, &tooLarge) || !IsTooCostly(err) {
+				t.Fatalf("EvalCondition(%s) = %v, want it refused before the result was built, with a cost reason", src, err)
+			}
+		})
+	}
+}
