@@ -535,6 +535,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		// objects' managedFields tell which replica wrote a space.
 		controllerOptions.FieldOwner = FieldOwnerPrefix + replica
 	}
+	janitor := stagedbindingpolicy.NewSeriesJanitor(stagedbindingpolicy.DefaultSeriesGrace, logger.WithName("spaces"))
 	runner, err := spaces.New(spaces.Options{
 		Replica:  replica,
 		Required: stagedbindingpolicy.WatchedObjects(),
@@ -550,7 +551,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		IndexFields:      stagedbindingpolicy.IndexFields,
 		ProbeInterval:    o.SpaceProbeInterval,
 		CacheSyncTimeout: o.CacheSyncTimeout,
-		OnChange:         func(s spaces.State) { recordSpaceMetrics(s, logger) },
+		OnChange:         func(s spaces.State) { recordSpaceMetrics(s, janitor) },
 		Logger:           logger.WithName("spaces"),
 	})
 	if err != nil {
@@ -674,15 +675,15 @@ func (o *Options) metricsServerOptions() metricsserver.Options {
 }
 
 // recordSpaceMetrics keeps the policy metrics of the spaces in line with the
-// spaces' states (the Runner keeps its own space gauges), and deletes those
-// controller-runtime keeps of a space's controller once the space is gone.
-func recordSpaceMetrics(s spaces.State, logger logr.Logger) {
+// spaces' states (the Runner keeps its own space gauges), and has janitor
+// delete those controller-runtime keeps of a space's controller once the
+// space is gone.
+func recordSpaceMetrics(s spaces.State, janitor *stagedbindingpolicy.SeriesJanitor) {
 	if s.Reason == spaces.ReasonDisengaged {
 		metrics.SpaceDisengaged(s.Name)
-		if err := stagedbindingpolicy.ForgetSeries(s.Name); err != nil {
-			logger.Error(err, "Could not delete the series of a disengaged space's controller", "space", s.Name)
-		}
+		janitor.Disengaged(s.Name)
 		return
 	}
 	metrics.SpaceEngaged(s.Name)
+	janitor.Engaged(s.Name)
 }

@@ -174,37 +174,6 @@ func NewController(space string, cl cluster.Cluster, engine *expression.Engine, 
 	return forgetsItsSeries{Controller: ctrl, space: space, logger: logger}, nil
 }
 
-// forgetsItsSeries is a controller that deletes controller-runtime's series
-// of it once its workers have stopped: they are named after its space, and
-// a space that goes away must not leave them behind.
-type forgetsItsSeries struct {
-	controller.Controller
-	space  string
-	logger logr.Logger
-}
-
-// Start runs the controller until ctx is done or it fails, stops its work
-// queue, and deletes its series.
-func (c forgetsItsSeries) Start(ctx context.Context) error {
-	ctx, stop := context.WithCancel(ctx)
-	defer func() {
-		// The queue shuts down when ctx is done, also after a failed start.
-		stop()
-		if err := ForgetSeries(c.space); err != nil {
-			c.logger.Error(err, "Could not delete the controller's series")
-		}
-	}()
-	return c.Controller.Start(ctx)
-}
-
-// ForgetSeries deletes controller-runtime's series of the controller of
-// space. Its controller does so when it stops; the owner of the spaces'
-// Runner does so again when the space is disengaged, since controller-runtime
-// does not wait for its work queue's goroutines, which may write one after.
-func ForgetSeries(space string) error {
-	return metrics.ForgetController(ControllerName + "/" + space)
-}
-
 // policyEvents enqueues a policy on its own events, except an update that
 // changes only its status: the stager writes the status, and the run that
 // wrote it goes on by itself to the change that follows (see

@@ -1,0 +1,120 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package stagedbindingpolicy
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	"github.com/kubestellar/workload-stager/internal/controller/metrics"
+)
+
+// forgetsItsSeries is a controller that deletes controller-runtime's series
+// of it once its workers have stopped: they are named after its space, and
+// a space that goes away must not leave them behind.
+type forgetsItsSeries struct {
+	controller.Controller
+	space  string
+	logger logr.Logger
+}
+
+// Start runs the controller until ctx is done or it fails, stops its work
+// queue, and deletes its series.
+func (c forgetsItsSeries) Start(ctx context.Context) error {
+	ctx, stop := context.WithCancel(ctx)
+	defer func() {
+		// The queue shuts down when ctx is done, also after a failed start.
+		stop()
+		if err := forgetSeries(c.space); err != nil {
+			c.logger.Error(err, "Could not delete the controller's series")
+		}
+	}()
+	return c.Controller.Start(ctx)
+}
+
+// forgetSeries deletes controller-runtime's series of the controller of
+// space.
+func forgetSeries(space string) error {
+	return metrics.ForgetController(ControllerName + "/" + space)
+}
+
+// DefaultSeriesGrace is how long a SeriesJanitor waits, by default, before
+// it deletes a disengaged space's series the second time.
+const DefaultSeriesGrace = 10 * time.Second
+
+// SeriesJanitor deletes controller-runtime's series of the controllers of
+// disengaged spaces a second time, a grace period after the space was
+// disengaged, unless it was engaged again meanwhile. A controller deletes
+// its series when it stops, but controller-runtime does not wait for its
+// work queue's goroutines, which may write one after.
+type SeriesJanitor struct {
+	grace  time.Duration
+	logger logr.Logger
+
+	mu sync.Mutex
+	// changes counts each space's engagements and disengagements, while
+	// engaged or waiting for its second deletion.
+	changes map[string]uint64
+	pending sync.WaitGroup
+}
+
+// NewSeriesJanitor returns a janitor that deletes the series the second
+// time after grace.
+func NewSeriesJanitor(grace time.Duration, logger logr.Logger) *SeriesJanitor {
+	return &SeriesJanitor{grace: grace, logger: logger, changes: map[string]uint64{}}
+}
+
+// Engaged records that space is engaged.
+func (j *SeriesJanitor) Engaged(space string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.changes[space]++
+}
+
+// Disengaged deletes the series of space's controller, and again after the
+// grace period unless the space is engaged again meanwhile.
+func (j *SeriesJanitor) Disengaged(space string) {
+	j.mu.Lock()
+	j.changes[space]++
+	change := j.changes[space]
+	j.mu.Unlock()
+	j.forget(space)
+	j.pending.Add(1)
+	time.AfterFunc(j.grace, func() {
+		defer j.pending.Done()
+		j.mu.Lock()
+		unchanged := j.changes[space] == change
+		if unchanged {
+			delete(j.changes, space)
+		}
+		j.mu.Unlock()
+		if unchanged {
+			j.forget(space)
+		}
+	})
+}
+
+// Wait blocks until every second deletion scheduled so far has run.
+func (j *SeriesJanitor) Wait() { j.pending.Wait() }
+
+func (j *SeriesJanitor) forget(space string) {
+	if err := forgetSeries(space); err != nil {
+		j.logger.Error(err, "Could not delete the series of a disengaged space's controller", "space", space)
+	}
+}
