@@ -31,6 +31,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubestellar/workload-stager/internal/controller/stagedbindingpolicy"
 )
@@ -351,4 +352,64 @@ workqueue_work_duration_seconds_count{controller="stagedbindingpolicy/wds01",nam
 		"8 runs waited 250ms in the queue on average (2 s in all); 4 runs took 500ms on average (2 s in all)"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
+}
+
+// kcpWatches returns the watches kcp's server holds open
+// (apiserver_longrunning_requests with verb WATCH, summed), read from its
+// /metrics as the shard admin of its admin kubeconfig (the workspaces'
+// admin may not read it).
+func kcpWatches(ctx context.Context, adminKubeconfig string) (float64, error) {
+	raw, err := clientcmd.LoadFromFile(adminKubeconfig)
+	if err != nil {
+		return 0, err
+	}
+	cfg, err := clientcmd.NewNonInteractiveClientConfig(*raw, "shard-base", &clientcmd.ConfigOverrides{}, nil).ClientConfig()
+	if err != nil {
+		return 0, fmt.Errorf("the shard admin's context of %s: %w", adminKubeconfig, err)
+	}
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return 0, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(cfg.Host, "/")+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("reading kcp's metrics: %s", resp.Status)
+	}
+	families, err := metricFamilies(resp.Body, "kcp's")
+	if err != nil {
+		return 0, err
+	}
+	var watches float64
+	for _, m := range families["apiserver_longrunning_requests"].GetMetric() {
+		if label(m, "verb") == "WATCH" {
+			watches += m.GetGauge().GetValue()
+		}
+	}
+	return watches, nil
+}
+
+// stagerRequests returns the requests the stager served at addr has sent to
+// API servers so far (rest_client_requests_total, summed).
+func stagerRequests(ctx context.Context, addr string) (float64, error) {
+	body, err := httpGet(ctx, "http://"+addr+"/metrics")
+	if err != nil {
+		return 0, fmt.Errorf("reading the stager's metrics: %w", err)
+	}
+	families, err := metricFamilies(bytes.NewReader(body), "the stager's")
+	if err != nil {
+		return 0, err
+	}
+	var requests float64
+	for _, m := range families["rest_client_requests_total"].GetMetric() {
+		requests += m.GetCounter().GetValue()
+	}
+	return requests, nil
 }

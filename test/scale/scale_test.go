@@ -65,7 +65,7 @@ const (
 	parallelism = 10
 )
 
-var clusters = kubestellar.EnvClusters("dev1", "prod1")
+var clusters = kubestellar.EnvClusters("dev1", "test1", "prod1")
 
 // BenchmarkKCPWorkspaces runs the scale harness once, whatever b.N.
 func BenchmarkKCPWorkspaces(b *testing.B) {
@@ -113,6 +113,10 @@ func BenchmarkKCPWorkspaces(b *testing.B) {
 	defer func() { _ = stager.Stop(15 * time.Second) }()
 	started := time.Now()
 	b.ResetTimer()
+	watchesBefore, err := kcpWatches(ctx, kcp.KCP.Kubeconfig)
+	if err != nil {
+		b.Fatal(err)
+	}
 
 	if err := pollUntilAll(ctx, 10*time.Minute, n, "spaces ready", func() (int, error) {
 		return readySpaces(ctx, metricsAddr)
@@ -122,6 +126,14 @@ func BenchmarkKCPWorkspaces(b *testing.B) {
 	engaged := time.Since(started)
 	engagedRSS, _ := memory(stager.Pid())
 	engagedCPU := cpuSeconds(stager.Pid())
+	engagedRequests, err := stagerRequests(ctx, metricsAddr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	watchesEngaged, err := kcpWatches(ctx, kcp.KCP.Kubeconfig)
+	if err != nil {
+		b.Fatal(err)
+	}
 
 	rollout := time.Now()
 	if err := forEach(n, func(i int) error { return startRollout(ctx, workspaces[i]) }); err != nil {
@@ -146,6 +158,14 @@ func BenchmarkKCPWorkspaces(b *testing.B) {
 	b.StopTimer()
 	rss, peak := memory(stager.Pid())
 	convergeCPU := cpuSeconds(stager.Pid()) - engagedCPU
+	convergeRequests, err := stagerRequests(ctx, metricsAddr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	convergeRequests -= engagedRequests
+	// The watches the stager holds: kcp's open watches with the spaces
+	// engaged, less those before the stager started (the simulators').
+	watches := watchesEngaged - watchesBefore
 
 	b.ReportMetric(float64(n), "workspaces")
 	b.ReportMetric(engaged.Seconds(), "s-to-engage-all")
@@ -155,26 +175,34 @@ func BenchmarkKCPWorkspaces(b *testing.B) {
 	b.ReportMetric(float64(peak)/1024, "MiB-rss-peak")
 	b.ReportMetric(engagedCPU, "cpu-s-to-engage-all")
 	b.ReportMetric(convergeCPU, "cpu-s-to-converge-all")
-	b.Logf("%d workspaces: all engaged and ready %s after the stager started (RSS %d MiB, %.1f CPU-s); "+
-		"%d two-stage rollouts converged in %s (stager CPU %.1f s); RSS %d MiB, peak %d MiB",
-		n, engaged.Round(time.Millisecond), engagedRSS/1024, engagedCPU, n, converged.Round(time.Millisecond), convergeCPU, rss/1024, peak/1024)
+	b.ReportMetric(watches, "watches-open")
+	b.ReportMetric(engagedRequests, "requests-to-engage-all")
+	b.ReportMetric(convergeRequests, "requests-to-converge-all")
+	b.Logf("%d workspaces: all engaged and ready %s after the stager started (RSS %d MiB, %.1f CPU-s, %.0f requests); "+
+		"%d three-stage rollouts converged in %s (stager CPU %.1f s, %.0f requests); RSS %d MiB, peak %d MiB; "+
+		"kcp holds %.0f more watches with the spaces engaged (%.2f a workspace)",
+		n, engaged.Round(time.Millisecond), engagedRSS/1024, engagedCPU, engagedRequests, n, converged.Round(time.Millisecond), convergeCPU,
+		convergeRequests, rss/1024, peak/1024, watches, watches/float64(n))
 }
 
-// startRollout creates a ConfigMap, a dev -> prod policy for it, and makes
-// the dev WECs report it available.
+// startRollout creates a ConfigMap, a dev -> test -> prod policy for it,
+// and makes the dev and test WECs report it available.
 func startRollout(ctx context.Context, w *kcpstack.Workspace) error {
 	objs := []client.Object{
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: kcpstack.Namespace, Name: "web", Labels: map[string]string{"app": "web"}}},
 		policytest.Policy("web", map[string]string{"app": "web"},
 			policytest.Stage("dev", "", policytest.Available),
+			policytest.Stage("test", "", policytest.Available),
 			policytest.Stage("prod", "", "")),
+	}
+	for _, stage := range []string{"dev", "test"} {
+		w.Availability.SetAvailable(v1alpha1.BindingPolicyName("web", stage), true)
 	}
 	for _, obj := range objs {
 		if err := w.Client.Create(ctx, obj); err != nil {
 			return fmt.Errorf("creating %T in %s: %w", obj, w.Path, err)
 		}
 	}
-	w.Availability.SetAvailable(v1alpha1.BindingPolicyName("web", "dev"), true)
 	return nil
 }
 
