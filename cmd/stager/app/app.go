@@ -49,7 +49,6 @@ import (
 	hostingv1alpha1 "github.com/kubestellar/workload-stager/api/hosting/v1alpha1"
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/internal/analysis"
-	"github.com/kubestellar/workload-stager/internal/controller/metrics"
 	"github.com/kubestellar/workload-stager/internal/controller/sharding"
 	"github.com/kubestellar/workload-stager/internal/controller/spaces"
 	"github.com/kubestellar/workload-stager/internal/controller/stagedbindingpolicy"
@@ -535,7 +534,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		// objects' managedFields tell which replica wrote a space.
 		controllerOptions.FieldOwner = FieldOwnerPrefix + replica
 	}
-	janitor := stagedbindingpolicy.NewSeriesJanitor(stagedbindingpolicy.DefaultSeriesGrace, logger.WithName("spaces"))
+	janitor := stagedbindingpolicy.NewSeriesJanitor(stagedbindingpolicy.DefaultSeriesGrace, logger.WithName("space-metrics"))
 	runner, err := spaces.New(spaces.Options{
 		Replica:  replica,
 		Required: stagedbindingpolicy.WatchedObjects(),
@@ -551,7 +550,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		IndexFields:      stagedbindingpolicy.IndexFields,
 		ProbeInterval:    o.SpaceProbeInterval,
 		CacheSyncTimeout: o.CacheSyncTimeout,
-		OnChange:         func(s spaces.State) { recordSpaceMetrics(s, janitor) },
+		OnChange:         janitor.Record,
 		Logger:           logger.WithName("spaces"),
 	})
 	if err != nil {
@@ -672,18 +671,4 @@ func (o *Options) metricsServerOptions() metricsserver.Options {
 	// Reset CVEs: the endpoint speaks HTTP/1.1 only.
 	opts.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
 	return opts
-}
-
-// recordSpaceMetrics keeps the policy metrics of the spaces in line with the
-// spaces' states (the Runner keeps its own space gauges), and has janitor
-// delete those controller-runtime keeps of a space's controller once the
-// space is gone.
-func recordSpaceMetrics(s spaces.State, janitor *stagedbindingpolicy.SeriesJanitor) {
-	if s.Reason == spaces.ReasonDisengaged {
-		metrics.SpaceDisengaged(s.Name)
-		janitor.Disengaged(s.Name)
-		return
-	}
-	metrics.SpaceEngaged(s.Name)
-	janitor.Engaged(s.Name)
 }

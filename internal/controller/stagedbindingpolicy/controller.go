@@ -167,11 +167,10 @@ func NewController(space string, cl cluster.Cluster, engine *expression.Engine, 
 			return nil, err
 		}
 	}
-	ctrl := c
 	if broadcaster != nil {
-		ctrl = withEvents{Controller: c, broadcaster: broadcaster}
+		return withEvents{Controller: c, broadcaster: broadcaster}, nil
 	}
-	return forgetsItsSeries{Controller: ctrl, space: space, logger: logger}, nil
+	return c, nil
 }
 
 // policyEvents enqueues a policy on its own events, except an update that

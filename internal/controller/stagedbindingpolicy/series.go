@@ -15,38 +15,14 @@
 package stagedbindingpolicy
 
 import (
-	"context"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"github.com/kubestellar/workload-stager/internal/controller/metrics"
+	"github.com/kubestellar/workload-stager/internal/controller/spaces"
 )
-
-// forgetsItsSeries is a controller that deletes controller-runtime's series
-// of it once its workers have stopped: they are named after its space, and
-// a space that goes away must not leave them behind.
-type forgetsItsSeries struct {
-	controller.Controller
-	space  string
-	logger logr.Logger
-}
-
-// Start runs the controller until ctx is done or it fails, stops its work
-// queue, and deletes its series.
-func (c forgetsItsSeries) Start(ctx context.Context) error {
-	ctx, stop := context.WithCancel(ctx)
-	defer func() {
-		// The queue shuts down when ctx is done, also after a failed start.
-		stop()
-		if err := forgetSeries(c.space); err != nil {
-			c.logger.Error(err, "Could not delete the controller's series")
-		}
-	}()
-	return c.Controller.Start(ctx)
-}
 
 // forgetSeries deletes controller-runtime's series of the controller of
 // space.
@@ -58,11 +34,13 @@ func forgetSeries(space string) error {
 // it deletes a disengaged space's series the second time.
 const DefaultSeriesGrace = 10 * time.Second
 
-// SeriesJanitor deletes controller-runtime's series of the controllers of
-// disengaged spaces a second time, a grace period after the space was
-// disengaged, unless it was engaged again meanwhile. A controller deletes
-// its series when it stops, but controller-runtime does not wait for its
-// work queue's goroutines, which may write one after.
+// SeriesJanitor keeps the metrics of the spaces in line with their states.
+// Once a space is disengaged (after its controller has stopped) it deletes
+// the space's series: the stager's, and controller-runtime's of its
+// controller, those a second time after a grace period unless the space was
+// engaged again meanwhile. controller-runtime's priority queue does not wait
+// for its goroutines when it shuts down, and one may write a series after
+// the first deletion.
 type SeriesJanitor struct {
 	grace  time.Duration
 	logger logr.Logger
@@ -78,6 +56,18 @@ type SeriesJanitor struct {
 // time after grace.
 func NewSeriesJanitor(grace time.Duration, logger logr.Logger) *SeriesJanitor {
 	return &SeriesJanitor{grace: grace, logger: logger, changes: map[string]uint64{}}
+}
+
+// Record keeps the metrics of s's space in line with s: it is the spaces'
+// Runner's OnChange.
+func (j *SeriesJanitor) Record(s spaces.State) {
+	if s.Reason == spaces.ReasonDisengaged {
+		metrics.SpaceDisengaged(s.Name)
+		j.Disengaged(s.Name)
+		return
+	}
+	metrics.SpaceEngaged(s.Name)
+	j.Engaged(s.Name)
 }
 
 // Engaged records that space is engaged.

@@ -27,7 +27,6 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
-	"github.com/kubestellar/workload-stager/internal/controller/metrics"
 	"github.com/kubestellar/workload-stager/internal/controller/spaces"
 	"github.com/kubestellar/workload-stager/internal/rollout/rollouttest"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
@@ -56,16 +55,8 @@ func TestSpaceCyclesLeaveNoSeries(t *testing.T) {
 			return NewController(name, cl, engine, Options{MaxConcurrentReconciles: 1, Logger: logger})
 		},
 		IndexFields: IndexFields,
-		// As the stager records them (cmd/stager/app).
-		OnChange: func(s spaces.State) {
-			if s.Reason == spaces.ReasonDisengaged {
-				metrics.SpaceDisengaged(s.Name)
-				janitor.Disengaged(s.Name)
-				return
-			}
-			metrics.SpaceEngaged(s.Name)
-			janitor.Engaged(s.Name)
-		},
+		OnChange:    janitor.Record, // as in the stager
+
 		Logger: logger,
 	})
 	if err != nil {
