@@ -62,23 +62,20 @@ func (w apiServerWork) counters() []map[string]float64 {
 // readAPIServerWork reads the counters of the kube-apiserver that cfg
 // reaches, from its /metrics.
 func readAPIServerWork(ctx context.Context, cfg *rest.Config) (apiServerWork, error) {
+	body, err := apiServerMetrics(ctx, cfg)
+	if err != nil {
+		return apiServerWork{}, err
+	}
+	return parseAPIServerWork(bytes.NewReader(body))
+}
+
+// apiServerMetrics returns the /metrics of the API server of cfg.
+func apiServerMetrics(ctx context.Context, cfg *rest.Config) ([]byte, error) {
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
-		return apiServerWork{}, err
+		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(cfg.Host, "/")+"/metrics", nil)
-	if err != nil {
-		return apiServerWork{}, err
-	}
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return apiServerWork{}, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return apiServerWork{}, fmt.Errorf("reading the API server's metrics: %s", resp.Status)
-	}
-	return parseAPIServerWork(resp.Body)
+	return httpGetWith(ctx, httpClient, strings.TrimSuffix(cfg.Host, "/")+"/metrics")
 }
 
 // parseAPIServerWork reads apiserver_request_total,
@@ -256,11 +253,16 @@ func readQueueWork(ctx context.Context, addr string) (queueWork, error) {
 
 // httpGet returns the body of a GET of url, or an error unless it answers 200.
 func httpGet(ctx context.Context, url string) ([]byte, error) {
+	return httpGetWith(ctx, http.DefaultClient, url)
+}
+
+// httpGetWith is httpGet through client.
+func httpGetWith(ctx context.Context, client *http.Client, url string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -367,23 +369,11 @@ func kcpWatches(ctx context.Context, adminKubeconfig string) (float64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("the shard admin's context of %s: %w", adminKubeconfig, err)
 	}
-	httpClient, err := rest.HTTPClientFor(cfg)
+	body, err := apiServerMetrics(ctx, cfg)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("reading kcp's metrics: %w", err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(cfg.Host, "/")+"/metrics", nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("reading kcp's metrics: %s", resp.Status)
-	}
-	families, err := metricFamilies(resp.Body, "kcp's")
+	families, err := metricFamilies(bytes.NewReader(body), "kcp's")
 	if err != nil {
 		return 0, err
 	}
