@@ -127,9 +127,9 @@ func WithEstimatedCostLimit(limit uint64) Option {
 
 // WithEvalTimeout sets how long one evaluation may take (default
 // DefaultEvalTimeout); a longer one is stopped with ReasonTimeout. The
-// deadline is checked every few iterations of a comprehension, so an
-// evaluation may overrun it by the time of a few iterations. The timeout must
-// be positive.
+// deadline is checked after every iteration of a comprehension, and shared
+// by the evaluations ending in the same deadlineResolution, so an evaluation
+// may overrun it by that and one iteration. The timeout must be positive.
 func WithEvalTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {

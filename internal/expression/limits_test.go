@@ -115,7 +115,7 @@ func TestRuntimeCostIsSizeAware(t *testing.T) {
 // TestRuntimeLimitsStopHostileExpressions lifts the compile-time estimate and
 // checks that the runtime limits alone stop every hostile expression with a
 // cost reason, without allocating more than the cost limit pays for (about
-// 10 MB per evaluation by default, for strings).
+// 1 MB per evaluation by default, for strings).
 func TestRuntimeLimitsStopHostileExpressions(t *testing.T) {
 	e := newEngine(t, WithEstimatedCostLimit(math.MaxUint64))
 	cs := combinedStatus("deployments-aggregator", []ksv1alpha1.Value{number("1")})
