@@ -72,6 +72,10 @@ const (
 	StagerExport = "community.kubestellar.io"
 	// RoleName is the ClusterRole (and binding) of the stager's identity.
 	RoleName = "workload-stager-kcp"
+	// LeaseRoleName is the Role (and binding), in ServiceAccountNamespace,
+	// that lets the stager identity hold its leader election and sharding
+	// Leases in the provider workspace.
+	LeaseRoleName = "workload-stager-kcp-leases"
 	// ServiceAccount is the identity the RBAC binds, in namespace ServiceAccountNamespace.
 	ServiceAccount = "workload-stager"
 	// ServiceAccountNamespace is the namespace of ServiceAccount.
@@ -515,7 +519,9 @@ func Binding(export string, claims []Claim) map[string]any {
 // ServiceAccount, reading the endpoint slices, and using the export's
 // virtual workspace (apiexports/content). That virtual workspace serves every
 // resource of the export, subresources (status) included, so the role covers
-// each stager CRD without naming it.
+// each stager CRD without naming it. A Role in ServiceAccountNamespace adds
+// the Leases of leader election and sharding, for replicas whose
+// --kubeconfig is the provider workspace (--leader-election-namespace=default).
 func RBAC() []any {
 	return []any{
 		map[string]any{
@@ -535,6 +541,20 @@ func RBAC() []any {
 			"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
 			"metadata": map[string]any{"name": RoleName},
 			"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": RoleName},
+			"subjects": []any{map[string]any{"kind": "ServiceAccount", "name": ServiceAccount, "namespace": ServiceAccountNamespace}},
+		},
+		map[string]any{
+			"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+			"metadata": map[string]any{"name": LeaseRoleName, "namespace": ServiceAccountNamespace},
+			"rules": []any{
+				map[string]any{"apiGroups": []string{"coordination.k8s.io"}, "resources": []string{"leases"},
+					"verbs": []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+			},
+		},
+		map[string]any{
+			"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+			"metadata": map[string]any{"name": LeaseRoleName, "namespace": ServiceAccountNamespace},
+			"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": LeaseRoleName},
 			"subjects": []any{map[string]any{"kind": "ServiceAccount", "name": ServiceAccount, "namespace": ServiceAccountNamespace}},
 		},
 	}
@@ -590,7 +610,7 @@ module at the version go.mod requires). Do not edit: `+"`go test ./hack/kcp-mani
 | --- | --- | --- |
 | kubestellar/ | the provider workspace | APIResourceSchemas %s; APIExport `+"`%s`"+` |
 | stager/ | the provider workspace | %s; APIExport `+"`%s`"+` with its permission claims |
-| rbac/ | the provider workspace | ServiceAccount `+"`%s/%s`"+`; ClusterRole and ClusterRoleBinding `+"`%s`"+` |
+| rbac/ | the provider workspace | ServiceAccount `+"`%s/%s`"+`; ClusterRole and ClusterRoleBinding `+"`%s`"+`; Role and RoleBinding `+"`%s`"+` (Leases in `+"`%s`"+`, for leader election and sharding) |
 | consumer/ | every WDS workspace | APIBindings `+"`%s`"+` and `+"`%s`"+` (every claim accepted); with kustomize, config/approval too (the approvers' ClusterRole and the approvals' admission policy) |
 
 An APIResourceSchema is immutable: its name holds a hash of its spec, so a changed CRD gives a new
@@ -621,7 +641,7 @@ kustomize build config/kcp/consumer | sed -e "s/\${KUBESTELLAR_IDENTITY_HASH}/$h
   -e 's/\${PROVIDER_WORKSPACE_PATH}/root:provider/' | kubectl apply -f -
 `+"```"+`
 `, markdownMarker, strings.Join(ks, ", "), KubeStellarExport, stagerObjects, StagerExport,
-		ServiceAccountNamespace, ServiceAccount, RoleName, KubeStellarExport, StagerExport,
+		ServiceAccountNamespace, ServiceAccount, RoleName, LeaseRoleName, ServiceAccountNamespace, KubeStellarExport, StagerExport,
 		IdentityHashPlaceholder, KubeStellarExport, ProviderPathPlaceholder, KubeStellarExport, KubeStellarExport)
 	return []byte(b.String())
 }

@@ -375,6 +375,21 @@ metadata: {name: workload-stager-kcp}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: workload-stager-kcp}
 subjects:
 - {kind: ServiceAccount, name: workload-stager, namespace: default}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: workload-stager-kcp-leases, namespace: default}
+rules:
+- apiGroups: [coordination.k8s.io]
+  resources: [leases]
+  verbs: [get, list, watch, create, update, patch, delete]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: workload-stager-kcp-leases, namespace: default}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: workload-stager-kcp-leases}
+subjects:
+- {kind: ServiceAccount, name: workload-stager, namespace: default}
 `
 	docs := strings.Split(want, "---\n")
 	objs := RBAC()
