@@ -43,7 +43,7 @@ TEST_ENV = $(ENV_APISERVER) $(ENV_KUBESTELLAR) $(ENV_DATAPLANE) $(ENV_PROMETHEUS
 
 # The test layers, for a faster inner loop; `make test` runs them all.
 UNIT_PKGS ?= ./api/... ./cmd/... ./internal/... ./providers/... ./hack/...
-INTEGRATION_PKGS ?= ./internal/controller/sharding/ ./internal/controller/spaces/ ./internal/controller/stagedbindingpolicy/ ./test/framework/ ./test/framework/environment/ ./test/framework/kubestellar/ ./test/framework/process/ ./test/integration/ ./test/plugin/
+INTEGRATION_PKGS ?= ./internal/controller/sharding/ ./internal/controller/spaces/ ./internal/controller/stagedbindingpolicy/ ./test/framework/ ./test/framework/environment/ ./test/framework/kubestellar/ ./test/framework/process/ ./test/framework/shardaudit/ ./test/integration/ ./test/plugin/
 E2E_PKGS ?= ./test/chart/ ./test/install/ ./test/framework/dataplane/ ./test/framework/stack/ ./test/framework/prometheus/ ./test/e2e/ ./test/realdataplane/ ./test/chaos/
 KCP_PKGS ?= ./test/framework/kcp/ ./test/kcpe2e/
 

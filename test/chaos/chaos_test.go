@@ -20,7 +20,6 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -35,176 +34,39 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/sharder"
-	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
-	stagerapp "github.com/kubestellar/workload-stager/cmd/stager/app"
-	"github.com/kubestellar/workload-stager/internal/controller/sharding"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/policytest"
+	"github.com/kubestellar/workload-stager/test/framework/shardaudit"
 	"github.com/kubestellar/workload-stager/test/framework/stack"
 )
 
-// write is one write of a replica to a space, as the objects' managedFields
-// record it (to the second).
-type write struct {
-	space, object, replica string
-	at                     time.Time
-}
-
-// tenure is a replica's holding of a space's fence Lease, from its acquireTime.
-type tenure struct {
-	replica string
-	since   time.Time
-}
-
-// audit collects, while the test runs, every write the replicas make to the
-// spaces, every holder of the spaces' fence Leases, and the active stages
-// each rollout goes through.
-type audit struct {
-	mu      sync.Mutex
-	writes  map[write]bool
-	tenures map[string][]tenure // by fence (fenceOf the space)
-	stages  map[string][]string // by rollout ("<space>/<policy>/<restartedAt>"): the active stages seen, in order
-}
-
-func newAudit() *audit {
-	return &audit{writes: map[write]bool{}, tenures: map[string][]tenure{}, stages: map[string][]string{}}
-}
-
-// watchForever calls watchOnce again whenever its watch ends, until ctx ends.
-func watchForever(ctx context.Context, t *testing.T, what string, watchOnce func(context.Context) (watch.Interface, error), seen func(runtime.Object)) {
-	go func() {
-		failing := false
-		for ctx.Err() == nil {
-			w, err := watchOnce(ctx)
-			if err != nil {
-				// Retried promptly, so that a restarted API server is seen
-				// again at once; logged once per outage.
-				if !failing {
-					t.Logf("watching %s: %v (retrying)", what, err)
-				}
-				failing = true
-				time.Sleep(200 * time.Millisecond)
-				continue
-			}
-			failing = false
-			for e := range w.ResultChan() {
-				if e.Type == watch.Added || e.Type == watch.Modified {
-					seen(e.Object)
-				}
-			}
-			w.Stop()
-		}
-	}()
-}
-
 // watchSpace records the replicas' writes to a space's policies and
 // BindingPolicies, and the policies' active stages.
-func (a *audit) watchSpace(ctx context.Context, t *testing.T, s *space) {
+func watchSpace(ctx context.Context, t *testing.T, a *shardaudit.Audit, s *space) {
 	wc, err := client.NewWithWatch(s.Config, client.Options{Scheme: s.Client.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	record := func(obj runtime.Object) {
-		o, ok := obj.(client.Object)
-		if !ok {
-			return
-		}
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		for _, f := range o.GetManagedFields() {
-			if replica, ok := strings.CutPrefix(f.Manager, stagerapp.FieldOwnerPrefix); ok && f.Time != nil {
-				a.writes[write{space: s.Name, object: fmt.Sprintf("%T %s", o, o.GetName()), replica: replica, at: f.Time.Time}] = true
-			}
-		}
-		if p, ok := obj.(*v1alpha1.StagedBindingPolicy); ok && p.Status.ActiveStage != "" {
-			key := s.Name + "/" + p.Name + "/" + p.Status.RestartedAt
-			if seen := a.stages[key]; len(seen) == 0 || seen[len(seen)-1] != p.Status.ActiveStage {
-				a.stages[key] = append(seen, p.Status.ActiveStage)
-			}
-		}
-	}
-	watchForever(ctx, t, s.Name+"'s policies", func(ctx context.Context) (watch.Interface, error) {
+	record := func(obj runtime.Object) { a.RecordObject(s.Name, obj) }
+	shardaudit.WatchForever(ctx, t.Logf, s.Name+"'s policies", func(ctx context.Context) (watch.Interface, error) {
 		return wc.Watch(ctx, &v1alpha1.StagedBindingPolicyList{})
 	}, record)
-	watchForever(ctx, t, s.Name+"'s BindingPolicies", func(ctx context.Context) (watch.Interface, error) {
+	shardaudit.WatchForever(ctx, t.Logf, s.Name+"'s BindingPolicies", func(ctx context.Context) (watch.Interface, error) {
 		return wc.Watch(ctx, &ksv1alpha1.BindingPolicyList{})
 	}, record)
 }
 
 // watchFences records every holder of the spaces' fence Leases.
-func (a *audit) watchFences(ctx context.Context, t *testing.T) {
+func watchFences(ctx context.Context, t *testing.T, a *shardaudit.Audit) {
 	wc, err := client.NewWithWatch(suite.hosting.Config, client.Options{Scheme: suite.hosting.Client.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	watchForever(ctx, t, "the fence Leases", func(ctx context.Context) (watch.Interface, error) {
+	shardaudit.WatchForever(ctx, t.Logf, "the fence Leases", func(ctx context.Context) (watch.Interface, error) {
 		return wc.Watch(ctx, &coordinationv1.LeaseList{}, client.InNamespace(secretNamespace))
-	}, func(obj runtime.Object) {
-		l, ok := obj.(*coordinationv1.Lease)
-		if !ok || l.Spec.HolderIdentity == nil || l.Spec.AcquireTime == nil {
-			return
-		}
-		fence, ok := strings.CutPrefix(l.Name, stagerapp.ShardFenceLeasePrefix+"-")
-		if !ok {
-			return
-		}
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		// The watch delivers a Lease's changes in order: tenures are kept in
-		// that order, each ending where the next begins.
-		ts := a.tenures[fence]
-		next := tenure{replica: *l.Spec.HolderIdentity, since: l.Spec.AcquireTime.Time}
-		switch {
-		case len(ts) > 0 && ts[len(ts)-1] == next:
-			return // a renewal
-		case next.replica == "":
-			// A released Lease keeps its acquireTime: the tenure ended by now.
-			if len(ts) > 0 && ts[len(ts)-1].replica == "" {
-				return
-			}
-			next.since = time.Now()
-		case len(ts) > 0 && ts[len(ts)-1].replica == "" && ts[len(ts)-1].since.After(next.since):
-			// The release was seen after the next holder took the Lease: it
-			// happened before.
-			ts[len(ts)-1].since = next.since
-		}
-		a.tenures[fence] = append(ts, next)
-	})
-}
-
-// holders returns the replicas that held a space's fence at some moment of [from, to].
-func (a *audit) holders(space string, from, to time.Time) []string {
-	var out []string
-	ts := a.tenures[fenceOf(space)]
-	for i, t := range ts {
-		end := time.Time{}
-		if i+1 < len(ts) {
-			end = ts[i+1].since
-		}
-		if !t.since.After(to) && (end.IsZero() || !end.Before(from)) {
-			out = append(out, t.replica)
-		}
-	}
-	return out
-}
-
-// holder returns the replica whose tenure of the space's fence was last to
-// begin, or "".
-func (a *audit) holder(space string) string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if ts := a.tenures[fenceOf(space)]; len(ts) > 0 {
-		return ts[len(ts)-1].replica
-	}
-	return ""
-}
-
-// fenceOf is what follows the prefix in the name of a space's fence Lease,
-// and what the coordinator hashes the space by: its sharding.FenceKey.
-func fenceOf(space string) string {
-	return string(sharding.FenceKey(multicluster.ClusterName(space)))
+	}, a.RecordLease)
 }
 
 // run is one fault run: sharded replicas serving every space while each
@@ -214,7 +76,7 @@ type run struct {
 	ctx       context.Context
 	cancel    context.CancelFunc
 	name      string
-	a         *audit
+	a         *shardaudit.Audit
 	ids       []string
 	started   time.Time // when the run's first replica started
 	procs     map[string]*stack.Process
@@ -230,12 +92,12 @@ type run struct {
 // space is served.
 func startRun(t *testing.T, name, prefix string) *run {
 	ctx, cancel := context.WithCancel(suite.ctx)
-	r := &run{t: t, ctx: ctx, cancel: cancel, name: name, a: newAudit(), procs: map[string]*stack.Process{},
+	r := &run{t: t, ctx: ctx, cancel: cancel, name: name, a: shardaudit.New(), procs: map[string]*stack.Process{},
 		rollouts: &sync.Map{}, keepGoing: make(chan struct{})}
 	t.Cleanup(cancel)
-	r.a.watchFences(ctx, t)
+	watchFences(ctx, t, r.a)
 	for _, s := range suite.spaces {
-		r.a.watchSpace(ctx, t, s)
+		watchSpace(ctx, t, r.a, s)
 	}
 	r.started = time.Now()
 	for i := range replicas {
@@ -290,7 +152,7 @@ func (r *run) start(id string) {
 func (r *run) serving() map[string][]string {
 	serving := map[string][]string{}
 	for _, s := range suite.spaces {
-		if h := r.a.holder(s.Name); h != "" {
+		if h := r.a.Holder(s.Name); h != "" {
 			serving[h] = append(serving[h], s.Name)
 		}
 	}
@@ -302,7 +164,7 @@ func (r *run) waitServed(what string) {
 	r.t.Helper()
 	environment.Eventually(r.t, 2*time.Minute, what, func() error {
 		for _, s := range suite.spaces {
-			if r.a.holder(s.Name) == "" {
+			if r.a.Holder(s.Name) == "" {
 				return fmt.Errorf("no holder of %s's fence", s.Name)
 			}
 		}
@@ -382,28 +244,12 @@ func (r *run) finish() (completed, writes int) {
 	}
 	r.cancel()
 
-	a := r.a
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	order := map[string]int{"dev": 0, "test": 1, "prod": 2}
-	for key, seen := range a.stages {
-		for i := 1; i < len(seen); i++ {
-			if order[seen[i]] <= order[seen[i-1]] {
-				t.Errorf("rollout %s went back: active stages %v", key, seen)
-			}
-		}
-	}
-	const slack = 2 * time.Second // managedFields keep whole seconds
-	audited := 0
-	for w := range a.writes {
-		if _, ours := r.procs[w.replica]; !ours || w.at.Before(r.started.Truncate(time.Second)) {
-			continue // a write of an earlier run, still in the objects' managedFields
-		}
-		audited++
-		if holders := a.holders(w.space, w.at.Add(-slack), w.at.Add(time.Second+slack)); !slices.Contains(holders, w.replica) {
-			t.Errorf("%s wrote %s in %s at %s without holding its fence (holders then: %q)", w.replica, w.object, w.space,
-				w.at.Format(time.RFC3339), holders)
-		}
+	audited, problems := r.a.Check([]string{"dev", "test", "prod"}, r.started, func(replica string) bool {
+		_, ours := r.procs[replica]
+		return ours
+	})
+	for _, p := range problems {
+		t.Error(p)
 	}
 	return completed, audited
 }
@@ -432,7 +278,7 @@ func TestKilledReplicasNeverShareASpace(t *testing.T) {
 		}
 		environment.Eventually(t, 2*time.Minute, fmt.Sprintf("kill %d: %s's spaces %v to move", k+1, victim, held), func() error {
 			for _, s := range held {
-				if h := r.a.holder(s); h == victim {
+				if h := r.a.Holder(s); h == victim {
 					return fmt.Errorf("%s still held by %s", s, h)
 				}
 			}
@@ -458,7 +304,7 @@ func TestKilledReplicasNeverShareASpace(t *testing.T) {
 	}
 	var share []string
 	for _, s := range suite.spaces {
-		if sharder.NewHRW().ShouldOwn(fenceOf(s.Name), peers, peers[0]) {
+		if sharder.NewHRW().ShouldOwn(shardaudit.FenceOf(s.Name), peers, peers[0]) {
 			share = append(share, s.Name)
 		}
 	}
