@@ -80,6 +80,10 @@ const (
 	ServiceAccount = "workload-stager"
 	// ServiceAccountNamespace is the namespace of ServiceAccount.
 	ServiceAccountNamespace = "default"
+	// User is the user the RBAC binds besides ServiceAccount: the identity
+	// to run the stager as on kcp v0.28.0, whose APIExport virtual
+	// workspace slows (and can crash on) a ServiceAccount's requests.
+	User = "workload-stager"
 )
 
 // Marker is the first line of every generated YAML file.
@@ -273,9 +277,10 @@ func Files(stagerCRDs, kubeStellarCRDs string) (map[string][]byte, error) {
 				"status.identityHash of the " + KubeStellarExport + " APIExport.",
 			[]any{Binding(KubeStellarExport, nil), Binding(StagerExport, StagerClaims)}},
 		{"rbac/rbac.yaml",
-			"Apply in the provider workspace: the stager identity's minimal RBAC. To run the stager as\n" +
-				"another identity (a user, a group, a ServiceAccount elsewhere), change the subject of the\n" +
-				"ClusterRoleBinding (and drop the ServiceAccount) in an overlay.",
+			"Apply in the provider workspace: the stager identity's minimal RBAC, bound to the user\n" +
+				User + " and the ServiceAccount " + ServiceAccountNamespace + "/" + ServiceAccount + ". On kcp v0.28.0 run the stager as the\n" +
+				"user (config/kcp/README.md says why). To run it as another identity, change the subjects of\n" +
+				"the bindings (and drop the ServiceAccount) in an overlay.",
 			RBAC()},
 	} {
 		data, err := Documents(f.comment, f.objs...)
@@ -535,13 +540,16 @@ func RBAC() []any {
 				map[string]any{"apiGroups": []string{"apis.kcp.io"}, "resources": []string{"apiexportendpointslices"}, "verbs": readVerbs},
 				map[string]any{"apiGroups": []string{"apis.kcp.io"}, "resources": []string{"apiexports/content"},
 					"resourceNames": []string{StagerExport}, "verbs": []string{"*"}},
+				// What lets a user, unlike the workspace's own
+				// ServiceAccount, enter the workspace at all.
+				map[string]any{"nonResourceURLs": []string{"/"}, "verbs": []string{"access"}},
 			},
 		},
 		map[string]any{
 			"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
 			"metadata": map[string]any{"name": RoleName},
 			"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": RoleName},
-			"subjects": []any{map[string]any{"kind": "ServiceAccount", "name": ServiceAccount, "namespace": ServiceAccountNamespace}},
+			"subjects": subjects(),
 		},
 		map[string]any{
 			"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
@@ -555,8 +563,16 @@ func RBAC() []any {
 			"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
 			"metadata": map[string]any{"name": LeaseRoleName, "namespace": ServiceAccountNamespace},
 			"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": LeaseRoleName},
-			"subjects": []any{map[string]any{"kind": "ServiceAccount", "name": ServiceAccount, "namespace": ServiceAccountNamespace}},
+			"subjects": subjects(),
 		},
+	}
+}
+
+// subjects are the identities the RBAC binds: the user, and the ServiceAccount.
+func subjects() []any {
+	return []any{
+		map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": User},
+		map[string]any{"kind": "ServiceAccount", "name": ServiceAccount, "namespace": ServiceAccountNamespace},
 	}
 }
 
@@ -610,7 +626,7 @@ module at the version go.mod requires). Do not edit: `+"`go test ./hack/kcp-mani
 | --- | --- | --- |
 | kubestellar/ | the provider workspace | APIResourceSchemas %s; APIExport `+"`%s`"+` |
 | stager/ | the provider workspace | %s; APIExport `+"`%s`"+` with its permission claims |
-| rbac/ | the provider workspace | ServiceAccount `+"`%s/%s`"+`; ClusterRole and ClusterRoleBinding `+"`%s`"+`; Role and RoleBinding `+"`%s`"+` (Leases in `+"`%s`"+`, for leader election and sharding) |
+| rbac/ | the provider workspace | ServiceAccount `+"`%s/%s`"+`; ClusterRole and ClusterRoleBinding `+"`%s`"+`; Role and RoleBinding `+"`%s`"+` (Leases in `+"`%s`"+`, for leader election and sharding); both bindings name the user `+"`%s`"+` and the ServiceAccount |
 | consumer/ | every WDS workspace | APIBindings `+"`%s`"+` and `+"`%s`"+` (every claim accepted); with kustomize, config/approval too (the approvers' ClusterRole and the approvals' admission policy) |
 
 An APIResourceSchema is immutable: its name holds a hash of its spec, so a changed CRD gives a new
@@ -623,6 +639,17 @@ name, and the export that references it is updated in place.
 - `+"`%s`"+` (consumer/): the path of the provider workspace, e.g. `+"`root:provider`"+`.
   Both bindings use it: if KubeStellar's export lives in another workspace, change the path of the
   `+"`%s`"+` binding.
+
+## The stager's identity
+
+On kcp v0.28.0, run the stager as a user (`+"`%s`"+`: a client certificate with that common name,
+or any authenticator's user without extra attributes), not as a ServiceAccount. kcp's APIExport
+virtual workspace adds a warrant to the requesting user's extra attributes in place
+(pkg/virtual/apiexport/builder/build.go). A ServiceAccount's user carries extra attributes and is
+cached by kcp's token authentication for 10 s, so each request through the virtual workspace
+carries the warrants of every request before it in that time and costs in proportion to them, and
+concurrent requests can stop kcp with a fatal concurrent map read and write. A user without extra
+attributes gets a fresh map on each request. docs/performance.md has the figures.
 
 ## Order
 
@@ -641,7 +668,7 @@ kustomize build config/kcp/consumer | sed -e "s/\${KUBESTELLAR_IDENTITY_HASH}/$h
   -e 's/\${PROVIDER_WORKSPACE_PATH}/root:provider/' | kubectl apply -f -
 `+"```"+`
 `, markdownMarker, strings.Join(ks, ", "), KubeStellarExport, stagerObjects, StagerExport,
-		ServiceAccountNamespace, ServiceAccount, RoleName, LeaseRoleName, ServiceAccountNamespace, KubeStellarExport, StagerExport,
-		IdentityHashPlaceholder, KubeStellarExport, ProviderPathPlaceholder, KubeStellarExport, KubeStellarExport)
+		ServiceAccountNamespace, ServiceAccount, RoleName, LeaseRoleName, ServiceAccountNamespace, User, KubeStellarExport, StagerExport,
+		IdentityHashPlaceholder, KubeStellarExport, ProviderPathPlaceholder, KubeStellarExport, User, KubeStellarExport)
 	return []byte(b.String())
 }

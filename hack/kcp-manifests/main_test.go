@@ -368,12 +368,15 @@ rules:
   resources: [apiexports/content]
   resourceNames: [community.kubestellar.io]
   verbs: ["*"]
+- nonResourceURLs: [/]
+  verbs: [access]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
 metadata: {name: workload-stager-kcp}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: workload-stager-kcp}
 subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: workload-stager}
 - {kind: ServiceAccount, name: workload-stager, namespace: default}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
@@ -389,6 +392,7 @@ kind: RoleBinding
 metadata: {name: workload-stager-kcp-leases, namespace: default}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: workload-stager-kcp-leases}
 subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: workload-stager}
 - {kind: ServiceAccount, name: workload-stager, namespace: default}
 `
 	docs := strings.Split(want, "---\n")
