@@ -23,11 +23,14 @@ package kcpstack
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -38,6 +41,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -63,6 +67,10 @@ const (
 	// provider workspace (config/kcp/rbac) and its token.
 	serviceAccount = "workload-stager"
 	tokenSecret    = "workload-stager-token"
+	// user is config/kcp/rbac's user, and tokenFile the file of kcp's
+	// static tokens (--token-auth-file) in WorkDir that names it.
+	user      = "workload-stager"
+	tokenFile = "stager-token.csv"
 	// waitTimeout bounds the waits of the set-up.
 	waitTimeout = 2 * time.Minute
 )
@@ -79,7 +87,25 @@ type Options struct {
 	// SimulatorInterval is the simulators' pass interval; zero means
 	// kubestellar.DefaultInterval.
 	SimulatorInterval time.Duration
+	// KCPArgs are appended to the arguments of `kcp start`.
+	KCPArgs []string
+	// StagerIdentity is who StagerKubeconfig is; zero means
+	// IdentityServiceAccount.
+	StagerIdentity Identity
 }
+
+// Identity is an identity of the stager in kcp, as config/kcp/rbac binds it.
+type Identity string
+
+const (
+	// IdentityServiceAccount is the ServiceAccount, with a token of a
+	// service-account-token Secret.
+	IdentityServiceAccount Identity = "serviceaccount"
+	// IdentityUser is the user, with a static token kcp reads from a
+	// token file: a user without extra attributes, as config/kcp/README.md
+	// advises on kcp v0.28.0.
+	IdentityUser Identity = "user"
+)
 
 // Stack is a kcp serving WDS workspaces to the stager.
 type Stack struct {
@@ -89,11 +115,18 @@ type Stack struct {
 	ProviderPath string
 	// IdentityHash is the identity hash of KubeStellar's APIExport.
 	IdentityHash string
-	// StagerKubeconfig is a kubeconfig of the stager's ServiceAccount in the
-	// provider workspace: its --kcp-kubeconfig.
+	// StagerKubeconfig is a kubeconfig of the stager's identity
+	// (Options.StagerIdentity) in the provider workspace: its
+	// --kcp-kubeconfig.
 	StagerKubeconfig []byte
+	// ServiceAccountKubeconfig and UserKubeconfig are kubeconfigs of each
+	// identity in the provider workspace; UserKubeconfig is nil unless
+	// Options.StagerIdentity is IdentityUser, which makes kcp know the
+	// user.
+	ServiceAccountKubeconfig, UserKubeconfig []byte
 
-	opts Options
+	opts      Options
+	userToken string
 
 	mu         sync.Mutex
 	workspaces map[string]*Workspace
@@ -101,8 +134,10 @@ type Stack struct {
 
 // Workspace is a WDS workspace bound to the exports.
 type Workspace struct {
-	// Name is the workspace's name under root; Path its path.
-	Name, Path string
+	// Name is the workspace's name under root; Path its path; ClusterID
+	// the name of its logical cluster (what the annotation kcp.io/cluster
+	// of its objects holds).
+	Name, Path, ClusterID string
 	// Client has admin rights in the workspace.
 	Client client.Client
 	// Availability says what the simulated WECs report.
@@ -115,11 +150,32 @@ type Workspace struct {
 
 // Start starts kcp and sets up the provider workspace.
 func Start(ctx context.Context, o Options) (*Stack, error) {
-	server, err := kcp.Start(ctx, kcp.Options{WorkDir: o.WorkDir, Scheme: o.Scheme})
+	args := o.KCPArgs
+	var userToken string
+	switch o.StagerIdentity {
+	case "", IdentityServiceAccount:
+	case IdentityUser:
+		token := make([]byte, 16)
+		if _, err := rand.Read(token); err != nil {
+			return nil, err
+		}
+		userToken = hex.EncodeToString(token)
+		path := filepath.Join(o.WorkDir, tokenFile)
+		if err := os.MkdirAll(o.WorkDir, 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(path, []byte(fmt.Sprintf("%s,%s,%s\n", userToken, user, user)), 0o600); err != nil {
+			return nil, err
+		}
+		args = append(slices.Clone(args), "--token-auth-file="+path)
+	default:
+		return nil, fmt.Errorf("unknown stager identity %q", o.StagerIdentity)
+	}
+	server, err := kcp.Start(ctx, kcp.Options{WorkDir: o.WorkDir, Scheme: o.Scheme, ExtraArgs: args})
 	if err != nil {
 		return nil, err
 	}
-	s := &Stack{KCP: server, opts: o, workspaces: map[string]*Workspace{}}
+	s := &Stack{KCP: server, opts: o, workspaces: map[string]*Workspace{}, userToken: userToken}
 	if err := s.setUpProvider(ctx); err != nil {
 		return nil, errors.Join(err, server.Stop())
 	}
@@ -173,8 +229,18 @@ func (s *Stack) setUpProvider(ctx context.Context) error {
 	if err := s.apply(ctx, c, "rbac"); err != nil {
 		return err
 	}
-	s.StagerKubeconfig, err = s.serviceAccountKubeconfig(ctx, c, path)
-	return err
+	s.ServiceAccountKubeconfig, err = s.serviceAccountKubeconfig(ctx, c, path)
+	if err != nil {
+		return err
+	}
+	s.StagerKubeconfig = s.ServiceAccountKubeconfig
+	if s.userToken != "" {
+		if s.UserKubeconfig, err = s.tokenKubeconfig(path, s.userToken); err != nil {
+			return err
+		}
+		s.StagerKubeconfig = s.UserKubeconfig
+	}
+	return nil
 }
 
 // placeholders are the values of config/kcp's placeholders.
@@ -258,6 +324,12 @@ func (s *Stack) serviceAccountKubeconfig(ctx context.Context, c client.Client, p
 	}); err != nil {
 		return nil, err
 	}
+	return s.tokenKubeconfig(path, string(secret.Data[corev1.ServiceAccountTokenKey]))
+}
+
+// tokenKubeconfig returns a kubeconfig of the workspace path that
+// authenticates with token.
+func (s *Stack) tokenKubeconfig(path, token string) ([]byte, error) {
 	admin, err := s.KCP.KubeconfigFor(path)
 	if err != nil {
 		return nil, err
@@ -267,7 +339,7 @@ func (s *Stack) serviceAccountKubeconfig(ctx context.Context, c client.Client, p
 		return nil, fmt.Errorf("parsing the admin kubeconfig: %w", err)
 	}
 	for name := range cfg.AuthInfos {
-		cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: string(secret.Data[corev1.ServiceAccountTokenKey])}
+		cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: token}
 	}
 	return clientcmd.Write(*cfg)
 }
@@ -276,7 +348,7 @@ func (s *Stack) serviceAccountKubeconfig(ctx context.Context, c client.Client, p
 // (accepting the claims), creates the workload namespace and StatusCollector
 // and starts the simulator in it.
 func (s *Stack) AddWorkspace(ctx context.Context, name string) (*Workspace, error) {
-	path, _, err := s.KCP.CreateWorkspace(ctx, kcp.RootPath, name)
+	path, id, err := s.KCP.CreateWorkspace(ctx, kcp.RootPath, name)
 	if err != nil {
 		return nil, err
 	}
@@ -308,7 +380,7 @@ func (s *Stack) AddWorkspace(ctx context.Context, name string) (*Workspace, erro
 			return nil, fmt.Errorf("creating %T in %s: %w", obj, path, err)
 		}
 	}
-	w := &Workspace{Name: name, Path: path, Client: c, Availability: kubestellar.NewAvailability(Collector)}
+	w := &Workspace{Name: name, Path: path, ClusterID: id, Client: c, Availability: kubestellar.NewAvailability(Collector)}
 	simOpts := []kubestellar.Option{kubestellar.WithReporter(w.Availability.Report)}
 	if s.opts.SimulatorInterval > 0 {
 		simOpts = append(simOpts, kubestellar.WithInterval(s.opts.SimulatorInterval))
@@ -335,6 +407,48 @@ func (s *Stack) Unbind(ctx context.Context, w *Workspace) error {
 	}
 	w.cancel()
 	return nil
+}
+
+// EndpointSlice is the APIExportEndpointSlice of the stager's export, in
+// the provider workspace.
+const EndpointSlice = "community.kubestellar.io"
+
+// StagerExportConfig returns a config of the stager's identity for the
+// virtual workspace of the stager's export across every bound workspace
+// (its URL followed by /clusters/*): what the stager sees, in one watch
+// per resource. Objects read through it carry their logical cluster in the
+// annotation kcp.io/cluster.
+func (s *Stack) StagerExportConfig(ctx context.Context) (*rest.Config, error) {
+	c, err := s.KCP.Client(s.ProviderPath)
+	if err != nil {
+		return nil, err
+	}
+	slice := &unstructured.Unstructured{}
+	slice.SetAPIVersion("apis.kcp.io/v1alpha1")
+	slice.SetKind("APIExportEndpointSlice")
+	var url string
+	if err := environment.Poll(ctx, environment.PollInterval, waitTimeout, "the URL of the stager's export", func() error {
+		if err := c.Get(ctx, types.NamespacedName{Name: EndpointSlice}, slice); err != nil {
+			return err
+		}
+		endpoints, _, _ := unstructured.NestedSlice(slice.Object, "status", "endpoints")
+		if len(endpoints) == 0 {
+			return errors.New("no status.endpoints yet")
+		}
+		url, _, _ = unstructured.NestedString(endpoints[0].(map[string]any), "url")
+		if url == "" {
+			return errors.New("no URL in the first endpoint")
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(s.StagerKubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the stager's kubeconfig: %w", err)
+	}
+	cfg.Host = strings.TrimSuffix(url, "/") + "/clusters/*"
+	return cfg, nil
 }
 
 // WriteStagerKubeconfig writes StagerKubeconfig into dir and returns its path.
