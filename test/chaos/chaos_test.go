@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/sharder"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/internal/controller/sharding"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/policytest"
 	"github.com/kubestellar/workload-stager/test/framework/shardaudit"
@@ -304,7 +305,7 @@ func TestKilledReplicasNeverShareASpace(t *testing.T) {
 	}
 	var share []string
 	for _, s := range suite.spaces {
-		if sharder.NewHRW().ShouldOwn(shardaudit.FenceOf(s.Name), peers, peers[0]) {
+		if (sharding.Rendezvous{}).ShouldOwn(shardaudit.FenceOf(s.Name), peers, peers[0]) {
 			share = append(share, s.Name)
 		}
 	}

@@ -600,6 +600,7 @@ func (o *Options) shardingCoordinator(cfg *rest.Config, scheme *runtime.Scheme, 
 	return sharding.NewFencedCoordinator(sharded.New(leases, log,
 		sharded.WithShardLease(namespace, ShardFenceLeasePrefix),
 		sharded.WithPerClusterLease(true),
+		sharded.WithSharder(sharding.Rendezvous{}),
 		sharded.WithLeaseTimings(o.ShardLeaseDuration, o.ShardLeaseRenew, time.Second),
 		sharded.WithSynchronizationIntervals(o.ShardProbeInterval, 3*o.ShardProbeInterval),
 		// The replicas' peer Leases last as long as the fences, so that a dead

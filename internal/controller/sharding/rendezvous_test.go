@@ -1,0 +1,115 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package sharding
+
+import (
+	"fmt"
+	"testing"
+
+	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/sharder"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+)
+
+// owners returns, for each key, the peer that owns it.
+func owners(s sharder.Sharder, keys []string, peers []sharder.PeerInfo) map[string]string {
+	out := map[string]string{}
+	for _, k := range keys {
+		for _, p := range peers {
+			if s.ShouldOwn(k, peers, p) {
+				out[k] = p.ID
+			}
+		}
+	}
+	return out
+}
+
+// fenceKeys are the fence keys of n spaces named by format.
+func fenceKeys(format string, n int) []string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = string(FenceKey(multicluster.ClusterName(fmt.Sprintf(format, i))))
+	}
+	return keys
+}
+
+func peersNamed(ids ...string) []sharder.PeerInfo {
+	out := make([]sharder.PeerInfo, len(ids))
+	for i, id := range ids {
+		out[i] = sharder.PeerInfo{ID: id, Weight: 1}
+	}
+	return out
+}
+
+// TestRendezvousSharesEvenly checks that replicas named as a fleet names
+// them (r1, r2, r3; stager-0, stager-1, ...) get even shares of spaces
+// named as the providers name them: each within 5 points of 1/n of 1,000
+// spaces (more than 3 standard deviations of a fair draw).
+func TestRendezvousSharesEvenly(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		keys  []string
+		peers []sharder.PeerInfo
+	}{
+		{"kcp workspaces, r1-r3", fenceKeys("root:wds%03d", 1000), peersNamed("r1", "r2", "r3")},
+		{"kubeconfig Secrets, StatefulSet pods", fenceKeys("wds%d", 1000), peersNamed("stager-0", "stager-1", "stager-2")},
+		{"KubeFlex ControlPlanes, four replicas", fenceKeys("kubeflex#cp-%d", 1000), peersNamed("r1", "r2", "r3", "r4")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			shares := map[string]int{}
+			for _, owner := range owners(Rendezvous{}, tc.keys, tc.peers) {
+				shares[owner]++
+			}
+			fair := float64(len(tc.keys)) / float64(len(tc.peers))
+			for _, p := range tc.peers {
+				if got := float64(shares[p.ID]); got < fair-0.05*float64(len(tc.keys)) || got > fair+0.05*float64(len(tc.keys)) {
+					t.Errorf("shares %v of %d spaces, want each near %.0f", shares, len(tc.keys), fair)
+					break
+				}
+			}
+		})
+	}
+}
+
+// TestRendezvousMovesOnlyTheLeaversSpaces checks rendezvous hashing's
+// promise: when a replica leaves, only its spaces move, and when one joins
+// it takes spaces only.
+func TestRendezvousMovesOnlyTheLeaversSpaces(t *testing.T) {
+	keys := fenceKeys("root:wds%03d", 300)
+	three := owners(Rendezvous{}, keys, peersNamed("r1", "r2", "r3"))
+	two := owners(Rendezvous{}, keys, peersNamed("r2", "r3"))
+	four := owners(Rendezvous{}, keys, peersNamed("r1", "r2", "r3", "r4"))
+	for _, k := range keys {
+		if three[k] != "r1" && two[k] != three[k] {
+			t.Errorf("%s moved from %s to %s when r1 left", k, three[k], two[k])
+		}
+		if four[k] != "r4" && four[k] != three[k] {
+			t.Errorf("%s moved from %s to %s when r4 joined", k, three[k], four[k])
+		}
+	}
+}
+
+func TestRendezvousEdges(t *testing.T) {
+	self := sharder.PeerInfo{ID: "r1"}
+	if !(Rendezvous{}).ShouldOwn("k", nil, self) {
+		t.Error("no peers: want the caller to own the key")
+	}
+	// A weight of 0 counts as 1: the same owner as with every weight 1.
+	zero := []sharder.PeerInfo{{ID: "r1"}, {ID: "r2"}}
+	for _, k := range fenceKeys("wds%d", 50) {
+		if (Rendezvous{}).ShouldOwn(k, zero, zero[0]) != (Rendezvous{}).ShouldOwn(k, peersNamed("r1", "r2"), zero[0]) {
+			t.Errorf("%s: weight 0 does not count as 1", k)
+		}
+	}
+}
