@@ -22,12 +22,12 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 )
 
-// owners returns, for each key, the peer that owns it.
-func owners(s sharder.Sharder, keys []string, peers []sharder.PeerInfo) map[string]string {
+// owners returns, for each key, the peer that owns it by Rendezvous.
+func owners(keys []string, peers []sharder.PeerInfo) map[string]string {
 	out := map[string]string{}
 	for _, k := range keys {
 		for _, p := range peers {
-			if s.ShouldOwn(k, peers, p) {
+			if (Rendezvous{}).ShouldOwn(k, peers, p) {
 				out[k] = p.ID
 			}
 		}
@@ -68,7 +68,7 @@ func TestRendezvousSharesEvenly(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			shares := map[string]int{}
-			for _, owner := range owners(Rendezvous{}, tc.keys, tc.peers) {
+			for _, owner := range owners(tc.keys, tc.peers) {
 				shares[owner]++
 			}
 			fair := float64(len(tc.keys)) / float64(len(tc.peers))
@@ -87,9 +87,9 @@ func TestRendezvousSharesEvenly(t *testing.T) {
 // it takes spaces only.
 func TestRendezvousMovesOnlyTheLeaversSpaces(t *testing.T) {
 	keys := fenceKeys("root:wds%03d", 300)
-	three := owners(Rendezvous{}, keys, peersNamed("r1", "r2", "r3"))
-	two := owners(Rendezvous{}, keys, peersNamed("r2", "r3"))
-	four := owners(Rendezvous{}, keys, peersNamed("r1", "r2", "r3", "r4"))
+	three := owners(keys, peersNamed("r1", "r2", "r3"))
+	two := owners(keys, peersNamed("r2", "r3"))
+	four := owners(keys, peersNamed("r1", "r2", "r3", "r4"))
 	for _, k := range keys {
 		if three[k] != "r1" && two[k] != three[k] {
 			t.Errorf("%s moved from %s to %s when r1 left", k, three[k], two[k])
