@@ -28,10 +28,10 @@ import (
 
 var t0 = time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 
-// fence returns space's fence Lease held by replica since at.
-func fence(space, replica string, at time.Time) *coordinationv1.Lease {
+// fence returns wds1's fence Lease held by replica since at.
+func fence(replica string, at time.Time) *coordinationv1.Lease {
 	return &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: stagerapp.ShardFenceLeasePrefix + "-" + FenceOf(space)},
+		ObjectMeta: metav1.ObjectMeta{Name: stagerapp.ShardFenceLeasePrefix + "-" + FenceOf("wds1")},
 		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &replica, AcquireTime: &metav1.MicroTime{Time: at}},
 	}
 }
@@ -94,9 +94,9 @@ func TestCheck(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := New()
-			a.RecordLease(fence("wds1", "r1", t0))
-			a.RecordLease(fence("wds1", "r1", t0)) // a renewal
-			a.RecordLease(fence("wds1", "r2", t0.Add(time.Minute)))
+			a.RecordLease(fence("r1", t0))
+			a.RecordLease(fence("r1", t0)) // a renewal
+			a.RecordLease(fence("r2", t0.Add(time.Minute)))
 			tc.record(a)
 			audited, problems := a.Check(stages, t0, all)
 			if audited != tc.wantAudited {
@@ -119,12 +119,12 @@ func TestHolder(t *testing.T) {
 	if h := a.Holder("wds1"); h != "" {
 		t.Errorf("holder %q before any Lease", h)
 	}
-	a.RecordLease(fence("wds1", "r1", t0))
-	a.RecordLease(fence("wds1", "", t0)) // released
+	a.RecordLease(fence("r1", t0))
+	a.RecordLease(fence("", t0)) // released
 	if h := a.Holder("wds1"); h != "" {
 		t.Errorf("holder %q of a released fence", h)
 	}
-	a.RecordLease(fence("wds1", "r2", t0.Add(time.Second)))
+	a.RecordLease(fence("r2", t0.Add(time.Second)))
 	if h := a.Holder("wds1"); h != "r2" {
 		t.Errorf("holder %q, want r2", h)
 	}
