@@ -38,6 +38,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -49,7 +50,6 @@ import (
 	"github.com/kubestellar/workload-stager/test/framework/kcpstack"
 	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
 	"github.com/kubestellar/workload-stager/test/framework/policytest"
-	"github.com/kubestellar/workload-stager/test/framework/process"
 	"github.com/kubestellar/workload-stager/test/framework/stack"
 )
 
@@ -61,6 +61,16 @@ const (
 	KeepEnv = "STAGER_SCALE_KEEP"
 	// defaultWorkspaces is the number of workspaces of the scale run.
 	defaultWorkspaces = 100
+	// HeapProfilesEnv, when set, names a directory that receives each replica's
+	// heap profile once the spaces are engaged and once the rollouts have
+	// converged.
+	HeapProfilesEnv = "STAGER_SCALE_HEAP_PROFILES"
+	// IdentityEnv picks the replicas' identity in kcp: "user" (the
+	// default, as config/kcp/README.md advises) or "serviceaccount".
+	IdentityEnv = "STAGER_SCALE_IDENTITY"
+	// ReplicasEnv overrides the number of replicas (default 3), sharded
+	// when more than one.
+	ReplicasEnv = "STAGER_SCALE_REPLICAS"
 	// parallelism bounds the concurrent workspace set-ups and writes.
 	parallelism = 10
 )
@@ -70,9 +80,15 @@ var clusters = kubestellar.EnvClusters("dev1", "test1", "prod1")
 // BenchmarkKCPWorkspaces runs the scale harness once, whatever b.N.
 func BenchmarkKCPWorkspaces(b *testing.B) {
 	n := envInt(b, WorkspacesEnv, defaultWorkspaces)
+	replicas := envInt(b, ReplicasEnv, 3)
 	h := startHarness(b, "stager-kcp-scale-")
 	ctx, dir, binary, scheme := h.ctx, h.dir, h.binary, h.scheme
-	kcp, err := kcpstack.Start(ctx, kcpstack.Options{WorkDir: dir, Scheme: scheme, Clusters: clusters, SimulatorInterval: time.Second})
+	identity := kcpstack.Identity(os.Getenv(IdentityEnv))
+	if identity == "" {
+		identity = kcpstack.IdentityUser
+	}
+	kcp, err := kcpstack.Start(ctx, kcpstack.Options{WorkDir: dir, Scheme: scheme, Clusters: clusters, SimulatorInterval: time.Second,
+		StagerIdentity: identity})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -93,40 +109,66 @@ func BenchmarkKCPWorkspaces(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	metricsAddr, err := process.FreeAddress()
+	// The observer's watches open before kcp's count of watches is read,
+	// so that the count with the replicas engaged, less this one, is theirs.
+	// The observer stops before kcp does (deferred later, run earlier).
+	obsCtx, stopObserving := context.WithCancel(ctx)
+	defer stopObserving()
+	obs, err := observe(obsCtx, b.Logf, kcp, workspaces, scheme)
 	if err != nil {
 		b.Fatal(err)
 	}
-	stager, err := stack.StartProcess(binary, []string{
-		"--kubeconfig=" + kubeconfig, "--provider=kcp", "--kcp-kubeconfig=" + kubeconfig,
-		// One replica, whose only cluster is kcp: no Lease to hold.
-		"--leader-elect=false",
-		// The benchmark reads its readiness from the metrics; its only
-		// cluster is kcp, not a cluster whose ServiceAccount tokens a
-		// scraper would present, so the metrics are served over plain HTTP
-		// (test/e2e and test/kcpe2e scrape the secure endpoint).
-		"--metrics-bind-address=" + metricsAddr, "--metrics-secure=false", "--health-probe-bind-address=0",
-	}, filepath.Join(dir, "stager.log"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = stager.Stop(15 * time.Second) }()
-	started := time.Now()
-	b.ResetTimer()
 	watchesBefore, err := kcpWatches(ctx, kcp.KCP.Kubeconfig)
 	if err != nil {
 		b.Fatal(err)
 	}
+	started := time.Now()
+	b.ResetTimer()
+	profiles := os.Getenv(HeapProfilesEnv)
+	f, err := startFleet(binary, dir, kubeconfig, replicas, profiles != "")
+	defer f.stop()
+	if err != nil {
+		b.Fatal(err)
+	}
 
-	if err := pollUntilAll(ctx, 10*time.Minute, n, "spaces ready", func() (int, error) {
-		return readySpaces(ctx, metricsAddr)
+	if err := pollUntilAll(ctx, 15*time.Minute, n, "spaces ready", func() (int, error) { return f.readySpaces(ctx) }); err != nil {
+		b.Fatal(err)
+	}
+	firstReady := time.Since(started)
+	// The first replica up may serve every space until its peers' Leases
+	// appear, then hands over: engaged means settled, each space served by
+	// the replica the hash gives it, and ready.
+	spaces := make([]string, n)
+	for i, w := range workspaces {
+		spaces[i] = w.Path
+	}
+	if err := environment.Poll(ctx, scalePollInterval, 15*time.Minute, "the spaces settled on their replicas", func() error {
+		if err := f.unsettled(ctx, spaces); err != nil {
+			return err
+		}
+		ready, err := f.readySpaces(ctx)
+		if err != nil {
+			return err
+		}
+		if ready < n {
+			return fmt.Errorf("%d of %d spaces ready", ready, n)
+		}
+		return nil
 	}); err != nil {
 		b.Fatal(err)
 	}
 	engaged := time.Since(started)
-	engagedRSS, _ := memory(stager.Pid())
-	engagedCPU := cpuSeconds(stager.Pid())
-	engagedRequests, err := stagerRequests(ctx, metricsAddr)
+	engagedUse := f.usage()
+	if profiles != "" {
+		if err := f.saveHeapProfiles(ctx, profiles, "engaged"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	engagedShares, err := f.shares(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	engagedRequests, err := f.requests(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -139,50 +181,135 @@ func BenchmarkKCPWorkspaces(b *testing.B) {
 	if err := forEach(n, func(i int) error { return startRollout(ctx, workspaces[i]) }); err != nil {
 		b.Fatal(err)
 	}
-	if err := pollUntilAll(ctx, 15*time.Minute, n, "rollouts completed", func() (int, error) {
-		done := 0
-		for _, w := range workspaces {
-			p := &v1alpha1.StagedBindingPolicy{}
-			if err := w.Client.Get(ctx, types.NamespacedName{Name: "web"}, p); err != nil {
-				return 0, err
-			}
-			if p.Status.Phase == v1alpha1.RolloutCompleted {
-				done++
-			}
-		}
-		return done, nil
-	}); err != nil {
+	if err := pollUntilAll(ctx, 20*time.Minute, n, "rollouts completed", func() (int, error) { return obs.completed(""), nil }); err != nil {
 		b.Fatal(err)
 	}
 	converged := time.Since(rollout)
 	b.StopTimer()
-	rss, peak := memory(stager.Pid())
-	convergeCPU := cpuSeconds(stager.Pid()) - engagedCPU
-	convergeRequests, err := stagerRequests(ctx, metricsAddr)
+	convergedUse := f.usage()
+	if profiles != "" {
+		if err := f.saveHeapProfiles(ctx, profiles, "converged"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	shares, err := f.shares(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	convergeRequests, err := f.requests(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
 	convergeRequests -= engagedRequests
-	// The watches the stager holds: kcp's open watches with the spaces
-	// engaged, less those before the stager started (the simulators').
+	// The watches the replicas hold: kcp's open watches with the spaces
+	// engaged, less those before they started (the simulators' and the
+	// observer's).
 	watches := watchesEngaged - watchesBefore
 
+	engagedCPU, engagedRSS, _ := engagedUse.totals()
+	convergedCPU, rss, peak := convergedUse.totals()
 	b.ReportMetric(float64(n), "workspaces")
+	b.ReportMetric(float64(replicas), "replicas")
+	b.ReportMetric(firstReady.Seconds(), "s-to-first-all-ready")
 	b.ReportMetric(engaged.Seconds(), "s-to-engage-all")
 	b.ReportMetric(converged.Seconds(), "s-to-converge-all")
 	b.ReportMetric(float64(engagedRSS)/1024, "MiB-rss-engaged")
 	b.ReportMetric(float64(rss)/1024, "MiB-rss-converged")
-	b.ReportMetric(float64(peak)/1024, "MiB-rss-peak")
+	b.ReportMetric(float64(peak)/1024, "MiB-rss-peak-replica")
+	b.ReportMetric(float64(rss)/float64(n), "KiB-rss-per-space")
 	b.ReportMetric(engagedCPU, "cpu-s-to-engage-all")
-	b.ReportMetric(convergeCPU, "cpu-s-to-converge-all")
+	b.ReportMetric(convergedCPU-engagedCPU, "cpu-s-to-converge-all")
 	b.ReportMetric(watches, "watches-open")
 	b.ReportMetric(engagedRequests, "requests-to-engage-all")
 	b.ReportMetric(convergeRequests, "requests-to-converge-all")
-	b.Logf("%d workspaces: all engaged and ready %s after the stager started (RSS %d MiB, %.1f CPU-s, %.0f requests); "+
-		"%d three-stage rollouts converged in %s (stager CPU %.1f s, %.0f requests); RSS %d MiB, peak %d MiB; "+
-		"kcp holds %.0f more watches with the spaces engaged (%.2f a workspace)",
-		n, engaged.Round(time.Millisecond), engagedRSS/1024, engagedCPU, engagedRequests, n, converged.Round(time.Millisecond), convergeCPU,
-		convergeRequests, rss/1024, peak/1024, watches, watches/float64(n))
+	b.Logf("%d workspaces, %d replicas: every space ready %s, and served by its own replica and ready %s after the replicas started (RSS %d MiB, %.1f CPU-s, %.0f requests; %s); "+
+		"%d three-stage rollouts converged in %s (%.1f CPU-s, %.0f requests); RSS %d MiB, largest peak %d MiB; "+
+		"kcp holds %.0f more watches with the spaces engaged (%.2f a workspace); converged: %s",
+		n, replicas, firstReady.Round(time.Millisecond), engaged.Round(time.Millisecond), engagedRSS/1024, engagedCPU, engagedRequests, engagedUse.describe(engagedShares),
+		n, converged.Round(time.Millisecond), convergedCPU-engagedCPU, convergeRequests, rss/1024, peak/1024,
+		watches, watches/float64(n), convergedUse.describe(shares))
+
+	if replicas > 1 {
+		killOneReplica(b, ctx, f, obs, workspaces, started)
+	}
+}
+
+// killOneReplica SIGKILLs the first replica and restarts every rollout at
+// once. It reports the time until every space the victim held is held by a
+// survivor, until every space is ready again, and until every restarted
+// rollout completes; then it checks the shard audit's rule over the whole
+// run: every write came from the holder of its space's fence then, and no
+// rollout went back a stage.
+func killOneReplica(b *testing.B, ctx context.Context, f *fleet, obs *observer, workspaces []*kcpstack.Workspace, started time.Time) {
+	n := len(workspaces)
+	victim := f.replicas[0]
+	held := obs.heldBy(victim.id)
+	killed := time.Now()
+	if err := victim.proc.Kill(); err != nil {
+		b.Fatal(err)
+	}
+	if err := forEach(n, func(i int) error { return restartRollout(ctx, workspaces[i], "after-kill") }); err != nil {
+		b.Fatal(err)
+	}
+	var moved, served time.Duration
+	if err := environment.Poll(ctx, scalePollInterval, 10*time.Minute, fmt.Sprintf("%s's %d spaces served again", victim.id, len(held)), func() error {
+		if moved == 0 {
+			for _, s := range held {
+				if h := obs.audit.Holder(s); h == victim.id || h == "" {
+					return fmt.Errorf("%s held by %q", s, h)
+				}
+			}
+			moved = time.Since(killed)
+		}
+		ready, err := f.readySpaces(ctx)
+		if err != nil {
+			return err
+		}
+		if ready < n {
+			return fmt.Errorf("%d of %d spaces ready", ready, n)
+		}
+		served = time.Since(killed)
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	if err := pollUntilAll(ctx, 20*time.Minute, n, "restarted rollouts completed", func() (int, error) { return obs.completed("after-kill"), nil }); err != nil {
+		b.Fatal(err)
+	}
+	reconverged := time.Since(killed)
+	shares, err := f.shares(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	audited, problems := obs.audit.Check([]string{"dev", "test", "prod"}, started, func(string) bool { return true })
+	for _, p := range problems {
+		b.Error(p)
+	}
+	b.ReportMetric(float64(len(held)), "spaces-of-killed")
+	b.ReportMetric(moved.Seconds(), "s-kill-to-fences-moved")
+	b.ReportMetric(served.Seconds(), "s-kill-to-all-ready")
+	b.ReportMetric(reconverged.Seconds(), "s-kill-to-reconverged")
+	b.ReportMetric(float64(audited), "writes-audited")
+	b.Logf("%s (serving %d spaces) killed with every rollout restarted: its fences held by survivors after %s, every space ready after %s, "+
+		"every rollout completed again after %s; shares then %v; %d writes audited, %d out of their writer's tenure",
+		victim.id, len(held), moved.Round(100*time.Millisecond), served.Round(100*time.Millisecond), reconverged.Round(time.Second),
+		shares, audited, len(problems))
+}
+
+// restartRollout restarts a workspace's rollout, with restartedAt as its
+// restart's name.
+func restartRollout(ctx context.Context, w *kcpstack.Workspace, restartedAt string) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p := &v1alpha1.StagedBindingPolicy{}
+		if err := w.Client.Get(ctx, types.NamespacedName{Name: "web"}, p); err != nil {
+			return err
+		}
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations[v1alpha1.RestartedAtAnnotation] = restartedAt
+		return w.Client.Update(ctx, p)
+	})
 }
 
 // startRollout creates a ConfigMap, a dev -> test -> prod policy for it,
