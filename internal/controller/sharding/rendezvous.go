@@ -16,50 +16,56 @@ package sharding
 
 import (
 	"hash/fnv"
+	"math"
 
 	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/sharder"
 )
 
-// Rendezvous is rendezvous (highest random weight) hashing, as
-// multicluster-runtime's sharder.HRW, whose ownership rules it keeps (the
-// highest score wins, a score is multiplied by its peer's weight, weight 0
-// counts as 1, no peers means the caller owns the key), with a score whose
-// every bit depends on every byte of the key and the peer.
-//
-// HRW scores FNV-1a of key|peer and compares the scores whole. FNV-1a's
-// last step multiplies by 2^40+435, so peers whose IDs differ only in the
-// last byte, as a fleet's replicas do (r1, r2, r3; stager-0, stager-1),
-// get scores that differ mostly in a few middle bits, and their order
-// follows the key poorly: one of three replicas got 517 of 1,000 spaces
-// (TestRendezvousSharesEvenly). Rendezvous passes the FNV-1a hash through
-// MurmurHash3's 64-bit finalizer.
+// Rendezvous is weighted rendezvous (highest random weight) hashing, in
+// place of multicluster-runtime's sharder.HRW, whose rules it keeps: the
+// highest score wins, a peer's weight scales its share (0 counts as 1), no
+// peers means the caller owns the key. HRW compares FNV-1a hashes of
+// key|peer whole; FNV-1a ends with a multiplication that leaves peers whose
+// IDs differ only in their last byte, as a fleet's replicas do (r1, r2;
+// stager-0, stager-1), with scores whose order follows the key poorly, so
+// shares skew (docs/reliability.md). Rendezvous passes the hash through
+// MurmurHash3's 64-bit finalizer, and weighs it as -weight/ln(u), u the
+// hash as a number in (0, 1), so that shares follow the weights.
 type Rendezvous struct{}
 
 var _ sharder.Sharder = Rendezvous{}
 
-// ShouldOwn reports whether self wins key among peers.
+// ShouldOwn reports whether self wins key among peers. Equal scores go to
+// the smaller ID, so that every replica picks the same winner.
 func (Rendezvous) ShouldOwn(key string, peers []sharder.PeerInfo, self sharder.PeerInfo) bool {
 	if len(peers) == 0 {
 		return true
 	}
 	var best string
-	var bestScore uint64
+	bestScore := math.Inf(-1)
 	for _, p := range peers {
-		score := score(key, p.ID) * uint64(max(p.Weight, 1))
-		if score >= bestScore {
-			best, bestScore = p.ID, score
+		s := weighted(hash(key, p.ID), p.Weight)
+		if s > bestScore || s == bestScore && p.ID < best {
+			best, bestScore = p.ID, s
 		}
 	}
 	return best == self.ID
 }
 
-// score is the finalized FNV-1a hash of key, a zero byte and peer.
-func score(key, peer string) uint64 {
+// hash is the finalized FNV-1a hash of key, a zero byte and peer.
+func hash(key, peer string) uint64 {
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(key))
 	_, _ = h.Write([]byte{0})
 	_, _ = h.Write([]byte(peer))
 	return fmix64(h.Sum64())
+}
+
+// weighted is a hash's score for a peer of weight w: -w/ln(u), with u the
+// hash's top 53 bits as a number strictly between 0 and 1.
+func weighted(h uint64, w uint32) float64 {
+	u := (float64(h>>11) + 0.5) / (1 << 53)
+	return -float64(max(w, 1)) / math.Log(u)
 }
 
 // fmix64 is MurmurHash3's 64-bit finalizer: it spreads every input bit over

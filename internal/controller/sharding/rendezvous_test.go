@@ -100,6 +100,20 @@ func TestRendezvousMovesOnlyTheLeaversSpaces(t *testing.T) {
 	}
 }
 
+// TestRendezvousFollowsWeights checks that a replica of weight 2 among two
+// of weight 1 gets about half the spaces.
+func TestRendezvousFollowsWeights(t *testing.T) {
+	keys := fenceKeys("root:wds%04d", 3000)
+	peers := []sharder.PeerInfo{{ID: "r1", Weight: 2}, {ID: "r2", Weight: 1}, {ID: "r3", Weight: 1}}
+	shares := map[string]int{}
+	for _, owner := range owners(keys, peers) {
+		shares[owner]++
+	}
+	if r1 := float64(shares["r1"]) / float64(len(keys)); r1 < 0.45 || r1 > 0.55 {
+		t.Errorf("shares %v: r1 of weight 2 got %.0f%%, want about 50%%", shares, 100*r1)
+	}
+}
+
 func TestRendezvousEdges(t *testing.T) {
 	self := sharder.PeerInfo{ID: "r1"}
 	if !(Rendezvous{}).ShouldOwn("k", nil, self) {
