@@ -646,8 +646,9 @@ On kcp v0.28.0, run the stager as a user (`+"`%s`"+`: a client certificate with 
 or any authenticator's user without extra attributes), not as a ServiceAccount. kcp's APIExport
 virtual workspace adds a warrant to the requesting user's extra attributes in place
 (pkg/virtual/apiexport/builder/build.go). A ServiceAccount's user carries extra attributes and is
-cached by kcp's token authentication for 10 s, so each request through the virtual workspace
-carries the warrants of every request before it in that time and costs in proportion to them, and
+cached by kcp's token authentication for 10 s, so each request to one workspace through the virtual
+workspace carries the warrants of every such request before it in that time and costs in proportion
+to them, and
 concurrent requests can stop kcp with a fatal concurrent map read and write. A user without extra
 attributes gets a fresh map on each request. docs/performance.md has the figures.
 
