@@ -18,8 +18,8 @@
 // workspaces bind both exports and accept the claims; the KubeStellar
 // simulator (test/framework/kubestellar) plays KubeStellar's part inside each
 // workspace; and the stager binary serves the kcp workspaces, as the
-// provider workspace's ServiceAccount with the generated minimal RBAC,
-// together with a WDS registered by kubeconfig Secret (--provider=kubeconfig,kcp).
+// generated minimal RBAC's user (a static token kcp reads from a file, as
+// config/kcp/README.md advises over the ServiceAccount), together with a WDS registered by kubeconfig Secret (--provider=kubeconfig,kcp).
 //
 // One kcp, one hosting apiserver, one kubeconfig WDS and one stager process
 // are shared by the package (TestMain).

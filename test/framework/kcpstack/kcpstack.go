@@ -30,7 +30,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -87,10 +86,7 @@ type Options struct {
 	// SimulatorInterval is the simulators' pass interval; zero means
 	// kubestellar.DefaultInterval.
 	SimulatorInterval time.Duration
-	// KCPArgs are appended to the arguments of `kcp start`.
-	KCPArgs []string
-	// StagerIdentity is who StagerKubeconfig is; zero means
-	// IdentityServiceAccount.
+	// StagerIdentity is who StagerKubeconfig is; zero means IdentityUser.
 	StagerIdentity Identity
 }
 
@@ -98,13 +94,13 @@ type Options struct {
 type Identity string
 
 const (
-	// IdentityServiceAccount is the ServiceAccount, with a token of a
-	// service-account-token Secret.
-	IdentityServiceAccount Identity = "serviceaccount"
 	// IdentityUser is the user, with a static token kcp reads from a
 	// token file: a user without extra attributes, as config/kcp/README.md
 	// advises on kcp v0.28.0.
 	IdentityUser Identity = "user"
+	// IdentityServiceAccount is the ServiceAccount, with a token of a
+	// service-account-token Secret.
+	IdentityServiceAccount Identity = "serviceaccount"
 )
 
 // Stack is a kcp serving WDS workspaces to the stager.
@@ -120,9 +116,7 @@ type Stack struct {
 	// --kcp-kubeconfig.
 	StagerKubeconfig []byte
 	// ServiceAccountKubeconfig and UserKubeconfig are kubeconfigs of each
-	// identity in the provider workspace; UserKubeconfig is nil unless
-	// Options.StagerIdentity is IdentityUser, which makes kcp know the
-	// user.
+	// identity in the provider workspace.
 	ServiceAccountKubeconfig, UserKubeconfig []byte
 
 	opts      Options
@@ -150,27 +144,22 @@ type Workspace struct {
 
 // Start starts kcp and sets up the provider workspace.
 func Start(ctx context.Context, o Options) (*Stack, error) {
-	args := o.KCPArgs
-	var userToken string
-	switch o.StagerIdentity {
-	case "", IdentityServiceAccount:
-	case IdentityUser:
-		token := make([]byte, 16)
-		if _, err := rand.Read(token); err != nil {
-			return nil, err
-		}
-		userToken = hex.EncodeToString(token)
-		path := filepath.Join(o.WorkDir, tokenFile)
-		if err := os.MkdirAll(o.WorkDir, 0o755); err != nil {
-			return nil, err
-		}
-		if err := os.WriteFile(path, []byte(fmt.Sprintf("%s,%s,%s\n", userToken, user, user)), 0o600); err != nil {
-			return nil, err
-		}
-		args = append(slices.Clone(args), "--token-auth-file="+path)
-	default:
+	if o.StagerIdentity != "" && o.StagerIdentity != IdentityUser && o.StagerIdentity != IdentityServiceAccount {
 		return nil, fmt.Errorf("unknown stager identity %q", o.StagerIdentity)
 	}
+	token := make([]byte, 16)
+	if _, err := rand.Read(token); err != nil {
+		return nil, fmt.Errorf("making the user's token: %w", err)
+	}
+	userToken := hex.EncodeToString(token)
+	tokens := filepath.Join(o.WorkDir, tokenFile)
+	if err := os.MkdirAll(o.WorkDir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", o.WorkDir, err)
+	}
+	if err := os.WriteFile(tokens, []byte(fmt.Sprintf("%s,%s,%s\n", userToken, user, user)), 0o600); err != nil {
+		return nil, fmt.Errorf("writing kcp's token file: %w", err)
+	}
+	args := []string{"--token-auth-file=" + tokens}
 	server, err := kcp.Start(ctx, kcp.Options{WorkDir: o.WorkDir, Scheme: o.Scheme, ExtraArgs: args})
 	if err != nil {
 		return nil, err
@@ -229,16 +218,15 @@ func (s *Stack) setUpProvider(ctx context.Context) error {
 	if err := s.apply(ctx, c, "rbac"); err != nil {
 		return err
 	}
-	s.ServiceAccountKubeconfig, err = s.serviceAccountKubeconfig(ctx, c, path)
-	if err != nil {
+	if s.ServiceAccountKubeconfig, err = s.serviceAccountKubeconfig(ctx, c, path); err != nil {
 		return err
 	}
-	s.StagerKubeconfig = s.ServiceAccountKubeconfig
-	if s.userToken != "" {
-		if s.UserKubeconfig, err = s.tokenKubeconfig(path, s.userToken); err != nil {
-			return err
-		}
-		s.StagerKubeconfig = s.UserKubeconfig
+	if s.UserKubeconfig, err = s.tokenKubeconfig(path, s.userToken); err != nil {
+		return err
+	}
+	s.StagerKubeconfig = s.UserKubeconfig
+	if s.opts.StagerIdentity == IdentityServiceAccount {
+		s.StagerKubeconfig = s.ServiceAccountKubeconfig
 	}
 	return nil
 }
@@ -413,11 +401,13 @@ func (s *Stack) Unbind(ctx context.Context, w *Workspace) error {
 // the provider workspace.
 const EndpointSlice = "community.kubestellar.io"
 
-// StagerExportConfig returns a config of the stager's identity for the
+// StagerExportConfig returns a config of config/kcp/rbac's user for the
 // virtual workspace of the stager's export across every bound workspace
 // (its URL followed by /clusters/*): what the stager sees, in one watch
 // per resource. Objects read through it carry their logical cluster in the
-// annotation kcp.io/cluster.
+// annotation kcp.io/cluster. It is the user's whatever the stager's
+// identity, so that an observer never shares kcp's cached ServiceAccount
+// user with the stager.
 func (s *Stack) StagerExportConfig(ctx context.Context) (*rest.Config, error) {
 	c, err := s.KCP.Client(s.ProviderPath)
 	if err != nil {
@@ -435,7 +425,8 @@ func (s *Stack) StagerExportConfig(ctx context.Context) (*rest.Config, error) {
 		if len(endpoints) == 0 {
 			return errors.New("no status.endpoints yet")
 		}
-		url, _, _ = unstructured.NestedString(endpoints[0].(map[string]any), "url")
+		first, _ := endpoints[0].(map[string]any)
+		url, _, _ = unstructured.NestedString(first, "url")
 		if url == "" {
 			return errors.New("no URL in the first endpoint")
 		}
@@ -443,9 +434,9 @@ func (s *Stack) StagerExportConfig(ctx context.Context) (*rest.Config, error) {
 	}); err != nil {
 		return nil, err
 	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(s.StagerKubeconfig)
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(s.UserKubeconfig)
 	if err != nil {
-		return nil, fmt.Errorf("parsing the stager's kubeconfig: %w", err)
+		return nil, fmt.Errorf("parsing the user's kubeconfig: %w", err)
 	}
 	cfg.Host = strings.TrimSuffix(url, "/") + "/clusters/*"
 	return cfg, nil
