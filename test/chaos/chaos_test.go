@@ -252,6 +252,9 @@ func (r *run) finish() (completed, writes int) {
 	for _, p := range problems {
 		t.Error(p)
 	}
+	if audited == 0 {
+		t.Error("no write of the replicas was audited")
+	}
 	return completed, audited
 }
 

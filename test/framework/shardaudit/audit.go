@@ -166,13 +166,18 @@ func (a *Audit) Holder(space string) string {
 // the holder of its space's fence then. Writes of other replicas, or
 // before began, are left out: earlier runs' writes stay in the objects'
 // managedFields. It returns how many writes were audited, and a problem
-// for each breach.
+// for each breach. ours is called with the audit locked: it must not call
+// the audit.
 func (a *Audit) Check(stages []string, began time.Time, ours func(replica string) bool) (audited int, problems []error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for key, seen := range a.stages {
-		for i := 1; i < len(seen); i++ {
-			if slices.Index(stages, seen[i]) <= slices.Index(stages, seen[i-1]) {
+		for i, stage := range seen {
+			if !slices.Contains(stages, stage) {
+				problems = append(problems, fmt.Errorf("rollout %s went through stage %q, not one of %v", key, stage, stages))
+				break
+			}
+			if i > 0 && slices.Index(stages, stage) <= slices.Index(stages, seen[i-1]) {
 				problems = append(problems, fmt.Errorf("rollout %s went back: active stages %v", key, seen))
 				break
 			}
@@ -194,11 +199,14 @@ func (a *Audit) Check(stages []string, began time.Time, ours func(replica string
 // WatchForever calls watchOnce again whenever its watch ends, until ctx
 // ends, and hands every added or modified object to seen. A failing
 // watch is retried promptly, so that a restarted API server is seen again
-// at once, and logged (with logf) once per outage.
+// at once, and logged (with logf) once per outage. The channel it returns
+// is closed once the first watch is open; the goroutine it starts ends
+// soon after ctx, so logf must stay usable until then.
 func WatchForever(ctx context.Context, logf func(format string, args ...any), what string,
-	watchOnce func(context.Context) (watch.Interface, error), seen func(runtime.Object)) {
+	watchOnce func(context.Context) (watch.Interface, error), seen func(runtime.Object)) <-chan struct{} {
+	opened := make(chan struct{})
 	go func() {
-		failing := false
+		failing, first := false, true
 		for ctx.Err() == nil {
 			w, err := watchOnce(ctx)
 			if err != nil {
@@ -209,6 +217,10 @@ func WatchForever(ctx context.Context, logf func(format string, args ...any), wh
 				time.Sleep(200 * time.Millisecond)
 				continue
 			}
+			if first {
+				close(opened)
+				first = false
+			}
 			failing = false
 			for e := range w.ResultChan() {
 				if e.Type == watch.Added || e.Type == watch.Modified {
@@ -218,4 +230,5 @@ func WatchForever(ctx context.Context, logf func(format string, args ...any), wh
 			w.Stop()
 		}
 	}()
+	return opened
 }

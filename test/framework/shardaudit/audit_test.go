@@ -87,6 +87,13 @@ func TestCheck(t *testing.T) {
 		wantAudited:  3,
 		wantProblems: []string{"rollout wds1/web/ went back: active stages [dev test dev]"},
 	}, {
+		name: "a rollout through a stage not in the policy",
+		record: func(a *Audit) {
+			a.RecordObject("wds1", policy("r1", t0.Add(10*time.Second), "staging"))
+		},
+		wantAudited:  1,
+		wantProblems: []string{`rollout wds1/web/ went through stage "staging", not one of [dev test prod]`},
+	}, {
 		name: "writes before the run began are left out",
 		record: func(a *Audit) {
 			a.RecordObject("wds1", policy("r1", t0.Add(-time.Hour), "dev"))
