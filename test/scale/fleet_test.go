@@ -31,7 +31,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/sharder"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
@@ -119,6 +118,20 @@ func (f *fleet) alive() []*replica {
 		}
 	}
 	return out
+}
+
+// lost returns an error naming the replicas that have exited, or nil.
+func (f *fleet) lost() error {
+	var gone []string
+	for _, r := range f.replicas {
+		if r.proc.Exited() {
+			gone = append(gone, r.id)
+		}
+	}
+	if len(gone) > 0 {
+		return fmt.Errorf("replicas %v exited (their logs are in the run's directory)", gone)
+	}
+	return nil
 }
 
 // readySpaces returns how many spaces some live replica serves and reports
@@ -220,22 +233,22 @@ func (f *fleet) requests(ctx context.Context) (float64, error) {
 	return sum, nil
 }
 
-// usage is what the replicas have used so far: by replica, the CPU
-// seconds, RSS and peak RSS (KiB).
-type usage map[string]struct {
+// use is what one replica has used so far: CPU seconds, RSS and peak RSS
+// (KiB).
+type use struct {
 	cpu       float64
 	rss, peak int
 }
+
+// usage is what the replicas have used so far, by replica.
+type usage map[string]use
 
 // usage reads every live replica's use.
 func (f *fleet) usage() usage {
 	out := usage{}
 	for _, r := range f.alive() {
 		rss, peak := memory(r.proc.Pid())
-		out[r.id] = struct {
-			cpu       float64
-			rss, peak int
-		}{cpuSeconds(r.proc.Pid()), rss, peak}
+		out[r.id] = use{cpuSeconds(r.proc.Pid()), rss, peak}
 	}
 	return out
 }
@@ -296,7 +309,8 @@ func labelledOnes(ctx context.Context, addr, metric, name string) ([]string, err
 // Leases: it feeds the shard audit and keeps each policy's phase.
 type observer struct {
 	audit *shardaudit.Audit
-	// spaceOf maps a logical cluster to its space name (the workspace path).
+	// spaceOf maps a logical cluster to its space name (the workspace
+	// path); it is only read once observe has returned.
 	spaceOf map[logicalcluster.Name]string
 
 	mu     sync.Mutex
@@ -309,7 +323,8 @@ type rolloutPhase struct {
 	phase       v1alpha1.RolloutPhase
 }
 
-// observe starts the watches of an observer of the workspaces.
+// observe starts the watches of an observer of the workspaces, and returns
+// once each is open.
 func observe(ctx context.Context, logf func(string, ...any), kcp *kcpstack.Stack, workspaces []*kcpstack.Workspace, scheme *runtime.Scheme) (*observer, error) {
 	o := &observer{audit: shardaudit.New(), spaceOf: map[logicalcluster.Name]string{}, phases: map[string]rolloutPhase{}}
 	for _, w := range workspaces {
@@ -339,20 +354,29 @@ func observe(ctx context.Context, logf func(string, ...any), kcp *kcpstack.Stack
 			o.mu.Unlock()
 		}
 	}
-	shardaudit.WatchForever(ctx, logf, "the policies", func(ctx context.Context) (watch.Interface, error) {
-		return export.Watch(ctx, &v1alpha1.StagedBindingPolicyList{})
-	}, record)
-	shardaudit.WatchForever(ctx, logf, "the BindingPolicies", func(ctx context.Context) (watch.Interface, error) {
-		return export.Watch(ctx, &ksv1alpha1.BindingPolicyList{})
-	}, record)
+	opened := []<-chan struct{}{
+		shardaudit.WatchForever(ctx, logf, "the policies", func(ctx context.Context) (watch.Interface, error) {
+			return export.Watch(ctx, &v1alpha1.StagedBindingPolicyList{})
+		}, record),
+		shardaudit.WatchForever(ctx, logf, "the BindingPolicies", func(ctx context.Context) (watch.Interface, error) {
+			return export.Watch(ctx, &ksv1alpha1.BindingPolicyList{})
+		}, record),
+	}
 
 	provider, err := client.NewWithWatch(kcp.KCP.Config(kcp.ProviderPath), client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, err
 	}
-	shardaudit.WatchForever(ctx, logf, "the fence Leases", func(ctx context.Context) (watch.Interface, error) {
+	opened = append(opened, shardaudit.WatchForever(ctx, logf, "the fence Leases", func(ctx context.Context) (watch.Interface, error) {
 		return provider.Watch(ctx, &coordinationv1.LeaseList{}, client.InNamespace(leaseNamespace))
-	}, o.audit.RecordLease)
+	}, o.audit.RecordLease))
+	for _, ch := range opened {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	return o, nil
 }
 

@@ -65,6 +65,10 @@ const (
 	// heap profile once the spaces are engaged and once the rollouts have
 	// converged.
 	HeapProfilesEnv = "STAGER_SCALE_HEAP_PROFILES"
+	// SimulatorIntervalEnv sets the milliseconds between two passes of each
+	// workspace's KubeStellar simulator (default 1000); each pass lists
+	// every kind of object the simulator reads.
+	SimulatorIntervalEnv = "STAGER_SCALE_SIMULATOR_INTERVAL_MS"
 	// IdentityEnv picks the replicas' identity in kcp: "user" (the
 	// default, as config/kcp/README.md advises) or "serviceaccount".
 	IdentityEnv = "STAGER_SCALE_IDENTITY"
@@ -87,7 +91,8 @@ func BenchmarkKCPWorkspaces(b *testing.B) {
 	if identity == "" {
 		identity = kcpstack.IdentityUser
 	}
-	kcp, err := kcpstack.Start(ctx, kcpstack.Options{WorkDir: dir, Scheme: scheme, Clusters: clusters, SimulatorInterval: time.Second,
+	simInterval := time.Duration(envInt(b, SimulatorIntervalEnv, 1000)) * time.Millisecond
+	kcp, err := kcpstack.Start(ctx, kcpstack.Options{WorkDir: dir, Scheme: scheme, Clusters: clusters, SimulatorInterval: simInterval,
 		StagerIdentity: identity})
 	if err != nil {
 		b.Fatal(err)
@@ -131,7 +136,15 @@ func BenchmarkKCPWorkspaces(b *testing.B) {
 		b.Fatal(err)
 	}
 
-	if err := pollUntilAll(ctx, 15*time.Minute, n, "spaces ready", func() (int, error) { return f.readySpaces(ctx) }); err != nil {
+	// readyWhileAllAlive counts the ready spaces, and fails once a replica has
+	// exited: a fleet short of a replica would be measured as a smaller one.
+	readyWhileAllAlive := func() (int, error) {
+		if err := f.lost(); err != nil {
+			return 0, err
+		}
+		return f.readySpaces(ctx)
+	}
+	if err := pollUntilAll(ctx, 15*time.Minute, n, "spaces ready", readyWhileAllAlive); err != nil {
 		b.Fatal(err)
 	}
 	firstReady := time.Since(started)
@@ -146,7 +159,7 @@ func BenchmarkKCPWorkspaces(b *testing.B) {
 		if err := f.unsettled(ctx, spaces); err != nil {
 			return err
 		}
-		ready, err := f.readySpaces(ctx)
+		ready, err := readyWhileAllAlive()
 		if err != nil {
 			return err
 		}
@@ -181,11 +194,19 @@ func BenchmarkKCPWorkspaces(b *testing.B) {
 	if err := forEach(n, func(i int) error { return startRollout(ctx, workspaces[i]) }); err != nil {
 		b.Fatal(err)
 	}
-	if err := pollUntilAll(ctx, 20*time.Minute, n, "rollouts completed", func() (int, error) { return obs.completed(""), nil }); err != nil {
+	if err := pollUntilAll(ctx, 20*time.Minute, n, "rollouts completed", func() (int, error) {
+		if err := f.lost(); err != nil {
+			return 0, err
+		}
+		return obs.completed(""), nil
+	}); err != nil {
 		b.Fatal(err)
 	}
 	converged := time.Since(rollout)
 	b.StopTimer()
+	if err := f.lost(); err != nil {
+		b.Fatal(err)
+	}
 	convergedUse := f.usage()
 	if profiles != "" {
 		if err := f.saveHeapProfiles(ctx, profiles, "converged"); err != nil {
@@ -230,7 +251,7 @@ func BenchmarkKCPWorkspaces(b *testing.B) {
 		watches, watches/float64(n), convergedUse.describe(shares))
 
 	if replicas > 1 {
-		killOneReplica(b, ctx, f, obs, workspaces, started)
+		killOneReplica(ctx, b, f, obs, workspaces, started)
 	}
 }
 
@@ -240,17 +261,22 @@ func BenchmarkKCPWorkspaces(b *testing.B) {
 // rollout completes; then it checks the shard audit's rule over the whole
 // run: every write came from the holder of its space's fence then, and no
 // rollout went back a stage.
-func killOneReplica(b *testing.B, ctx context.Context, f *fleet, obs *observer, workspaces []*kcpstack.Workspace, started time.Time) {
+func killOneReplica(ctx context.Context, b *testing.B, f *fleet, obs *observer, workspaces []*kcpstack.Workspace, started time.Time) {
 	n := len(workspaces)
 	victim := f.replicas[0]
 	held := obs.heldBy(victim.id)
+	if len(held) == 0 {
+		b.Fatalf("%s holds no space's fence: nothing to fail over", victim.id)
+	}
 	killed := time.Now()
 	if err := victim.proc.Kill(); err != nil {
 		b.Fatal(err)
 	}
-	if err := forEach(n, func(i int) error { return restartRollout(ctx, workspaces[i], "after-kill") }); err != nil {
-		b.Fatal(err)
-	}
+	// The restarts go on while the failover is timed, not before it.
+	restarted := make(chan error, 1)
+	go func() {
+		restarted <- forEach(n, func(i int) error { return restartRollout(ctx, workspaces[i], "after-kill") })
+	}()
 	var moved, served time.Duration
 	if err := environment.Poll(ctx, scalePollInterval, 10*time.Minute, fmt.Sprintf("%s's %d spaces served again", victim.id, len(held)), func() error {
 		if moved == 0 {
@@ -273,6 +299,9 @@ func killOneReplica(b *testing.B, ctx context.Context, f *fleet, obs *observer, 
 	}); err != nil {
 		b.Fatal(err)
 	}
+	if err := <-restarted; err != nil {
+		b.Fatal(err)
+	}
 	if err := pollUntilAll(ctx, 20*time.Minute, n, "restarted rollouts completed", func() (int, error) { return obs.completed("after-kill"), nil }); err != nil {
 		b.Fatal(err)
 	}
@@ -284,6 +313,9 @@ func killOneReplica(b *testing.B, ctx context.Context, f *fleet, obs *observer, 
 	audited, problems := obs.audit.Check([]string{"dev", "test", "prod"}, started, func(string) bool { return true })
 	for _, p := range problems {
 		b.Error(p)
+	}
+	if audited < 2*n {
+		b.Errorf("%d writes audited, fewer than two rollouts in each of %d spaces make", audited, n)
 	}
 	b.ReportMetric(float64(len(held)), "spaces-of-killed")
 	b.ReportMetric(moved.Seconds(), "s-kill-to-fences-moved")
