@@ -34,6 +34,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/kcp-dev/multicluster-provider/apiexport"
 	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -53,9 +54,11 @@ const (
 	PathAnnotation = "kcp.io/path"
 	// LogicalClusterName is the name of the LogicalCluster object of every workspace.
 	LogicalClusterName = "cluster"
-	// PathTimeout is how long the path of a new space is tried before the
-	// space is named after its logical cluster ID.
+	// PathTimeout is how long kcp may refuse the path of a new space before
+	// the space is named after its logical cluster ID.
 	PathTimeout = 30 * time.Second
+	// pathAttemptTimeout bounds one read of the path.
+	pathAttemptTimeout = 10 * time.Second
 )
 
 // logicalClusters is the resource read for the workspace path.
@@ -129,30 +132,48 @@ func (p *Provider) IndexField(ctx context.Context, obj client.Object, field stri
 }
 
 // SpaceName returns the name of the space of a logical cluster: its
-// workspace path, or its ID when the path cannot be read within
-// PathTimeout. A binding may be ready a moment before its claims take
-// effect, so failed reads are retried.
+// workspace path, or its ID once kcp has refused the path (or answered
+// without one) for PathTimeout. A binding may be ready a moment before its
+// claims take effect, so refusals are retried; a read that fails otherwise
+// (a timeout, an overloaded kcp) is retried for as long as ctx lasts,
+// since a name taken from kcp's load would differ from one replica to the
+// next, and so would the space's fence.
 func (p *Provider) SpaceName(ctx context.Context, id multicluster.ClusterName, cl cluster.Cluster) multicluster.ClusterName {
-	ctx, cancel := context.WithTimeout(ctx, p.pathTimeout)
-	defer cancel()
-	var path string
-	lastErr := errors.New("not read before the timeout")
-	// Pauses after each failed read doubling from 50 ms to a second (sliding),
-	// until the path or the timeout.
+	name := id
+	var refusedSince time.Time
+	var lastErr error
+	// Pauses after each failed read doubling from 50 ms to a second (sliding).
 	retry := wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Cap: time.Second, Steps: math.MaxInt32}
 	_ = retry.DelayFunc().Until(ctx, true, true, func(ctx context.Context) (bool, error) {
-		path, lastErr = p.pathOf(ctx, cl)
-		if lastErr == nil && path == "" {
+		attempt, cancel := context.WithTimeout(ctx, pathAttemptTimeout)
+		defer cancel()
+		var path string
+		path, lastErr = p.pathOf(attempt, cl)
+		switch {
+		case lastErr == nil && path != "":
+			name = multicluster.ClusterName(path)
+			return true, nil
+		case lastErr == nil:
 			lastErr = errors.New("no " + PathAnnotation + " annotation")
+		case !refused(lastErr):
+			return false, nil
 		}
-		return lastErr == nil, nil
+		if refusedSince.IsZero() {
+			refusedSince = time.Now()
+		}
+		return time.Since(refusedSince) >= p.pathTimeout, nil
 	})
-	if lastErr != nil {
-		p.log.Info("Naming the space after its logical cluster ID: cannot read its workspace path (is the logicalclusters claim accepted?)",
+	if lastErr != nil && ctx.Err() == nil {
+		p.log.Info("Naming the space after its logical cluster ID: kcp refuses its workspace path (is the logicalclusters claim accepted?)",
 			"space", id, "error", lastErr.Error())
-		return id
 	}
-	return multicluster.ClusterName(path)
+	return name
+}
+
+// refused tells whether a failed read of the path is kcp's answer rather
+// than a failure to get one.
+func refused(err error) bool {
+	return apierrors.IsForbidden(err) || apierrors.IsNotFound(err) || apierrors.IsUnauthorized(err)
 }
 
 // namingAware engages logical clusters under their space names, and keeps

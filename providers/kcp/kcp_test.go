@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 )
@@ -74,9 +76,11 @@ func waitFor(t *testing.T, what string, check func() error) {
 func TestNaming(t *testing.T) {
 	type engagement struct {
 		id multicluster.ClusterName
-		// path is what the LogicalCluster says, after failures failed reads.
+		// path is what the LogicalCluster says, after failures failed reads,
+		// refused unless slow (then timed out).
 		path     string
 		failures int
+		slow     bool
 		// want is the name the space must be engaged under.
 		want multicluster.ClusterName
 	}
@@ -97,6 +101,9 @@ func TestNaming(t *testing.T) {
 			wantIDs: map[multicluster.ClusterName]multicluster.ClusterName{"root:wds1": "aaaa", "root:team:wds2": "bbbb"}},
 		{name: "the claim takes effect after the binding is ready: the path, once readable",
 			engagements: []engagement{{id: "aaaa", path: "root:wds1", failures: 3, want: "root:wds1"}},
+			wantIDs:     map[multicluster.ClusterName]multicluster.ClusterName{"root:wds1": "aaaa"}},
+		{name: "kcp too slow to answer within the path timeout: the path, once read",
+			engagements: []engagement{{id: "aaaa", path: "root:wds1", failures: 7, slow: true, want: "root:wds1"}},
 			wantIDs:     map[multicluster.ClusterName]multicluster.ClusterName{"root:wds1": "aaaa"}},
 		{name: "the path cannot be read (claim not accepted): the ID",
 			engagements: []engagement{{id: "aaaa", path: "root:wds1", failures: 1 << 30, want: "aaaa"}},
@@ -128,7 +135,10 @@ func TestNaming(t *testing.T) {
 					e := byID[cl.(fakeCluster).id]
 					if e.failures > 0 {
 						e.failures--
-						return "", errors.New("forbidden")
+						if e.slow {
+							return "", fmt.Errorf("reading LogicalCluster cluster: %w", context.DeadlineExceeded)
+						}
+						return "", apierrors.NewForbidden(schema.GroupResource{Group: "core.kcp.io", Resource: "logicalclusters"}, "cluster", errors.New("no claim"))
 					}
 					return e.path, nil
 				},
