@@ -61,8 +61,8 @@ type fleet struct {
 
 // startFleet starts n replicas r1..rn of the stager with the kcp provider,
 // whose --kubeconfig and --kcp-kubeconfig are kubeconfig (the stager's
-// identity in the provider workspace), each logging to <dir>/<id>.log and,
-// with profiles, serving Go's profiles.
+// identity in the provider workspace) and then $STAGER_SCALE_STAGER_ARGS,
+// each logging to <dir>/<id>.log and, with profiles, serving Go's profiles.
 func startFleet(binary, dir, kubeconfig string, n int, profiles bool) (*fleet, error) {
 	f := &fleet{}
 	for i := range n {
@@ -93,6 +93,7 @@ func startFleet(binary, dir, kubeconfig string, n int, profiles bool) (*fleet, e
 		} else {
 			args = append(args, "--leader-elect=false") // one replica: no Lease to hold
 		}
+		args = append(args, strings.Fields(os.Getenv(StagerArgsEnv))...)
 		p, err := stack.StartProcess(binary, args, filepath.Join(dir, id+".log"))
 		if err != nil {
 			return f, err
