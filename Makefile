@@ -128,9 +128,10 @@ bench: build ## Run the Go benchmarks (CEL engine), a stage advance on the real 
 ##@ Generated files
 
 .PHONY: generate
-generate: ## Generate deepcopy code and the Grafana dashboard (hack/dashboards)
+generate: ## Generate deepcopy code, the Grafana dashboard (hack/dashboards) and the scale plot (hack/scaleplot)
 	"$$($(TOOL) controller-gen)" object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	go run ./hack/dashboards config/grafana/stage-progress.json
+	go run ./hack/scaleplot docs/figures/kcp-scale.tsv docs/figures/kcp-scale.svg
 
 # The Helm charts: the stager in its hosting cluster, and what every WDS needs.
 CHART = config/chart/workload-stager
@@ -162,8 +163,8 @@ kcp-manifests: ## Generate the kcp APIResourceSchemas, APIExports and RBAC (conf
 
 .PHONY: verify-generated
 verify-generated: generate manifests kcp-manifests ## Fail when generated files are not up to date
-	@if [ -n "$$(git status --porcelain -- api config)" ]; then \
-		git status --porcelain -- api config; git diff -- api config | head -50; \
+	@if [ -n "$$(git status --porcelain -- api config docs/figures)" ]; then \
+		git status --porcelain -- api config docs/figures; git diff -- api config docs/figures | head -50; \
 		echo "generated files are out of date: run 'make generate manifests kcp-manifests' and commit"; exit 1; fi
 
 .PHONY: kustomize-build
