@@ -140,7 +140,7 @@ func (f *fleet) lost() error {
 func (f *fleet) readySpaces(ctx context.Context) (int, error) {
 	ready := map[string]bool{}
 	for _, r := range f.alive() {
-		spaces, err := labelledOnes(ctx, r.metrics, "stager_space_ready", "space")
+		spaces, err := spacesAtOne(ctx, r.metrics, "stager_space_ready")
 		if err != nil {
 			return 0, err
 		}
@@ -156,7 +156,7 @@ func (f *fleet) readySpaces(ctx context.Context) (int, error) {
 func (f *fleet) shares(ctx context.Context) (map[string]int, error) {
 	out := map[string]int{}
 	for _, r := range f.alive() {
-		spaces, err := labelledOnes(ctx, r.metrics, "stager_space_owner", "space")
+		spaces, err := spacesAtOne(ctx, r.metrics, "stager_space_owner")
 		if err != nil {
 			return nil, err
 		}
@@ -195,7 +195,7 @@ func (f *fleet) unsettled(ctx context.Context, spaces []string) error {
 	}
 	owners := map[string][]string{}
 	for _, r := range live {
-		served, err := labelledOnes(ctx, r.metrics, "stager_space_owner", "space")
+		served, err := spacesAtOne(ctx, r.metrics, "stager_space_owner")
 		if err != nil {
 			return err
 		}
@@ -284,9 +284,9 @@ func (u usage) describe(shares map[string]int) string {
 	return strings.TrimSuffix(b.String(), "; ")
 }
 
-// labelledOnes returns the values of the label name of the series of metric at 1
-// on the metrics endpoint addr.
-func labelledOnes(ctx context.Context, addr, metric, name string) ([]string, error) {
+// spacesAtOne returns the spaces whose series of metric is at 1 on the
+// metrics endpoint addr.
+func spacesAtOne(ctx context.Context, addr, metric string) ([]string, error) {
 	body, err := httpGet(ctx, "http://"+addr+"/metrics")
 	if err != nil {
 		return nil, fmt.Errorf("reading the metrics of %s: %w", addr, err)
@@ -298,7 +298,7 @@ func labelledOnes(ctx context.Context, addr, metric, name string) ([]string, err
 	var out []string
 	for _, m := range families[metric].GetMetric() {
 		if m.GetGauge().GetValue() == 1 {
-			out = append(out, label(m, name))
+			out = append(out, label(m, "space"))
 		}
 	}
 	return out, nil

@@ -20,12 +20,9 @@
 package scale
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"math"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -461,26 +458,8 @@ func forEach(n int, f func(i int) error) error {
 
 // readySpaces counts the stager's spaces reported ready.
 func readySpaces(ctx context.Context, addr string) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	ready := 0
-	scanner := bufio.NewScanner(resp.Body)
-	scanner.Buffer(make([]byte, 1<<20), 1<<20)
-	for scanner.Scan() {
-		line := scanner.Text()
-		if strings.HasPrefix(line, "stager_space_ready{") && strings.HasSuffix(line, " 1") {
-			ready++
-		}
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return ready, scanner.Err()
+	ready, err := spacesAtOne(ctx, addr, "stager_space_ready")
+	return len(ready), err
 }
 
 // memory returns a process's resident set size and its peak, in KiB.
