@@ -45,6 +45,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	hostingv1alpha1 "github.com/kubestellar/workload-stager/api/hosting/v1alpha1"
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
@@ -490,8 +491,10 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		return nil, fmt.Errorf("building the cluster provider: %w", err)
 	}
 	var mcOptions []mcmanager.Option
+	var tenures *sharding.Tenures
 	if shard {
-		coordinator, err := o.shardingCoordinator(cfg, scheme, replica, logger)
+		var coordinator *sharding.FencedCoordinator
+		coordinator, tenures, err = o.shardingCoordinator(cfg, scheme, replica, logger)
 		if err != nil {
 			return nil, err
 		}
@@ -539,7 +542,12 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		Replica:  replica,
 		Required: stagedbindingpolicy.WatchedObjects(),
 		NewController: func(space string, cl cluster.Cluster) (manager.Runnable, error) {
-			return stagedbindingpolicy.NewController(space, cl, engine, controllerOptions)
+			opts := controllerOptions
+			if tenures != nil {
+				// A sharded replica writes to a space only while it holds the space's fence.
+				opts.Fence = tenures.Of(multicluster.ClusterName(space))
+			}
+			return stagedbindingpolicy.NewController(space, cl, engine, opts)
 		},
 		NewCluster: func(space string, cl cluster.Cluster) (cluster.Cluster, error) {
 			if o.Providers.SharesCaches(space) {
@@ -586,28 +594,31 @@ const FieldOwnerPrefix = "workload-stager-"
 // shardingCoordinator is multicluster-runtime's sharded coordinator, with
 // the replica's peer Lease and the spaces' fence Leases in the sharding
 // namespace, read and written uncached, and a fence of its own for every
-// space (sharding.FencedCoordinator).
-func (o *Options) shardingCoordinator(cfg *rest.Config, scheme *runtime.Scheme, replica string, logger logr.Logger) (*sharding.FencedCoordinator, error) {
+// space (sharding.FencedCoordinator); and the replica's tenures of the
+// fences, from its writes of them.
+func (o *Options) shardingCoordinator(cfg *rest.Config, scheme *runtime.Scheme, replica string, logger logr.Logger) (*sharding.FencedCoordinator, *sharding.Tenures, error) {
 	namespace, err := o.shardNamespace()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	leases, err := client.New(cfg, client.Options{Scheme: scheme})
+	direct, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	if err != nil {
-		return nil, fmt.Errorf("creating the sharding Leases' client: %w", err)
+		return nil, nil, fmt.Errorf("creating the sharding Leases' client: %w", err)
 	}
 	log := logger.WithName("sharding")
-	return sharding.NewFencedCoordinator(sharded.New(leases, log,
+	// The replicas' peer Leases last as long as the fences, so that a dead
+	// replica's spaces move once its fences expire.
+	peers := sharding.NewPeerRegistry(direct, namespace, ShardPeerLeasePrefix, replica,
+		o.ShardLeaseDuration, o.ShardLeaseRenew, log)
+	tenures := sharding.NewTenures(ShardFenceLeasePrefix, peers.Self().ID)
+	return sharding.NewFencedCoordinator(sharded.New(tenures.Client(direct), log,
 		sharded.WithShardLease(namespace, ShardFenceLeasePrefix),
 		sharded.WithPerClusterLease(true),
 		sharded.WithSharder(sharding.Rendezvous{}),
 		sharded.WithLeaseTimings(o.ShardLeaseDuration, o.ShardLeaseRenew, time.Second),
 		sharded.WithSynchronizationIntervals(o.ShardProbeInterval, 3*o.ShardProbeInterval),
-		// The replicas' peer Leases last as long as the fences, so that a dead
-		// replica's spaces move once its fences expire.
-		sharded.WithPeerRegistry(sharding.NewPeerRegistry(leases, namespace, ShardPeerLeasePrefix, replica,
-			o.ShardLeaseDuration, o.ShardLeaseRenew, log)),
-	)), nil
+		sharded.WithPeerRegistry(peers),
+	)), tenures, nil
 }
 
 // Start runs the stager until ctx is done.

@@ -152,12 +152,17 @@ var (
 		Name: "stager_reconcile_errors_total",
 		Help: "Reconciles of a space that ended in an error.",
 	}, []string{LabelSpace})
+
+	fenceLapsedWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "stager_fence_lapsed_writes_total",
+		Help: "Changes to a space that a sharded replica did not make because its tenure of the space's fence had ended.",
+	}, []string{LabelSpace})
 )
 
 // collectors are every metric of the StagedBindingPolicy controller.
 var collectors = []prometheus.Collector{policies, policyPhase, activeStage, activeStageIndex, stageCount, activeStageStart,
 	progressDeadline, awaitingApproval, deletionStart, stageRevision, stageClusters, stageAnalyses, transitions, stageDuration, evaluations,
-	evaluationLatency, analysisQueries, reconcileErrors}
+	evaluationLatency, analysisQueries, reconcileErrors, fenceLapsedWrites}
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(collectors...)
@@ -229,6 +234,7 @@ func SpaceEngaged(space string) {
 		evaluations.WithLabelValues(space, result)
 	}
 	reconcileErrors.WithLabelValues(space)
+	fenceLapsedWrites.WithLabelValues(space)
 	for _, result := range []string{QueryAnswered, QueryFailed} {
 		analysisQueries.WithLabelValues(space, result)
 	}
@@ -243,7 +249,7 @@ func SpaceDisengaged(space string) {
 		DeletePartialMatch(prometheus.Labels) int
 	}{policies, policyPhase, activeStage, activeStageIndex, stageCount, activeStageStart, progressDeadline, awaitingApproval, deletionStart, stageRevision,
 		stageClusters, stageAnalyses, transitions, stageDuration,
-		evaluations, evaluationLatency, analysisQueries, reconcileErrors} {
+		evaluations, evaluationLatency, analysisQueries, reconcileErrors, fenceLapsedWrites} {
 		vec.DeletePartialMatch(labels)
 	}
 }
@@ -471,6 +477,12 @@ func (s *Space) StageCompleted(policy, stage string, took time.Duration) {
 func (s *Space) Evaluation(result string, took time.Duration) {
 	evaluations.WithLabelValues(s.name, result).Inc()
 	evaluationLatency.WithLabelValues(s.name).Observe(took.Seconds())
+}
+
+// FenceLapsed records a change not made because the replica's tenure of
+// the space's fence had ended.
+func (s *Space) FenceLapsed() {
+	fenceLapsedWrites.WithLabelValues(s.name).Inc()
 }
 
 // ReconcileError records a reconcile that failed.

@@ -81,6 +81,9 @@ type Options struct {
 	// Measurer answers the queries of stage analyses; nil answers none,
 	// and every measurement is inconclusive.
 	Measurer Measurer
+	// Fence, when set, bounds the controller's writes to the space's
+	// (Reconciler.Fence): a sharded replica's tenure of the space's fence.
+	Fence Fence
 }
 
 // WatchedObjects are the kinds the controller reads in every space. A space
@@ -124,6 +127,7 @@ func NewController(space string, cl cluster.Cluster, engine *expression.Engine, 
 		Engine:       engine,
 		Metrics:      metrics.NewSpace(space),
 		Measurer:     opts.Measurer,
+		Fence:        opts.Fence,
 
 		DeletionWarningAfter: opts.DeletionWarningAfter,
 		// As many runs plan at once as the process has CPUs for.

@@ -74,6 +74,10 @@ type Reconciler struct {
 	// Measurer answers the queries of the analyses that are due; nil
 	// answers none.
 	Measurer Measurer
+	// Fence, when set, bounds the reconciler's writes: a run makes no
+	// change once the tenure it reports has ended by the reconciler's
+	// clock, and a change's requests end when it ends. Nil bounds nothing.
+	Fence Fence
 
 	// own lets runs read the reconciler's writes of policies before the
 	// cache has them.
@@ -149,8 +153,18 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 			wait := rollout.Earliest(requeueWhileWaiting, action.RequeueAfter)
 			return reconcile.Result{RequeueAfter: rollout.Earliest(wait, r.ownBPs.believedFor(snap.Policy, r.clock().Now()))}, nil
 		}
+		writeCtx, release, held := r.fenced(ctx)
+		if !held {
+			logger.Info("Not making a change: this replica's tenure of the space's fence has ended",
+				"action", action.Type, "heldUntil", r.Fence.HeldUntil())
+			if r.Metrics != nil {
+				r.Metrics.FenceLapsed()
+			}
+			return reconcile.Result{RequeueAfter: FenceRetry}, nil
+		}
 		logger.Info("Making a change", "action", action.Type, "why", action.Why, "step", step)
-		written, err := r.apply(ctx, snap.Policy, action)
+		written, err := r.apply(writeCtx, snap.Policy, action)
+		release()
 		if written != nil {
 			r.own.record(snap.Policy, written)
 		}
