@@ -207,8 +207,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Coordination, "coordination", o.Coordination,
 		`how replicas share the spaces: "leader-election" (one replica serves them all) or "sharded" (each serves a share, fenced by a Lease per space)`)
 	fs.StringVar(&o.ReplicaID, "replica-id", o.ReplicaID, "this replica's name in the sharding Leases, its writes' field manager, metrics and logs (default: $POD_NAME, else the hostname)")
-	fs.DurationVar(&o.ShardLeaseDuration, "shard-lease-duration", o.ShardLeaseDuration, "with --coordination=sharded: how long a space's fence Lease and a replica's peer Lease last unrenewed")
-	fs.DurationVar(&o.ShardLeaseRenew, "shard-lease-renew", o.ShardLeaseRenew, "with --coordination=sharded: how often a replica renews its fence and peer Leases (less than --shard-lease-duration)")
+	fs.DurationVar(&o.ShardLeaseDuration, "shard-lease-duration", o.ShardLeaseDuration, "with --coordination=sharded: how long a space's fence Lease and a replica's peer Lease last unrenewed (whole seconds)")
+	fs.DurationVar(&o.ShardLeaseRenew, "shard-lease-renew", o.ShardLeaseRenew, "with --coordination=sharded: how often a replica renews its fence and peer Leases (at most half of --shard-lease-duration)")
 	fs.DurationVar(&o.ShardProbeInterval, "shard-probe-interval", o.ShardProbeInterval, "with --coordination=sharded: how often a replica decides again which spaces it serves")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "how many StagedBindingPolicies of one space are reconciled at once")
 	fs.IntVar(&o.GCPercent, "gc-percent", o.GCPercent, "the Go garbage collector's target (GOGC), unless the GOGC environment variable is set")
@@ -248,8 +248,15 @@ func (o *Options) Validate() error {
 	switch o.Coordination {
 	case CoordinationLeaderElection:
 	case CoordinationSharded:
-		if o.ShardLeaseRenew <= 0 || o.ShardLeaseDuration <= o.ShardLeaseRenew {
-			errs = append(errs, errors.New("--shard-lease-renew must be positive and less than --shard-lease-duration"))
+		// A replica writes to a space for three quarters of the fence's
+		// duration after each renewal (sharding.Tenures): a renewal every
+		// half of it leaves a quarter for the renewal to be answered.
+		if o.ShardLeaseRenew <= 0 || o.ShardLeaseDuration < 2*o.ShardLeaseRenew {
+			errs = append(errs, errors.New("--shard-lease-renew must be positive and at most half of --shard-lease-duration"))
+		}
+		// A Lease's duration is whole seconds.
+		if o.ShardLeaseDuration < time.Second || o.ShardLeaseDuration%time.Second != 0 {
+			errs = append(errs, errors.New("--shard-lease-duration must be a whole number of seconds"))
 		}
 		if o.ShardProbeInterval <= 0 {
 			errs = append(errs, errors.New("--shard-probe-interval must be positive"))

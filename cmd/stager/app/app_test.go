@@ -72,6 +72,16 @@ func TestOptionsValidate(t *testing.T) {
 				o.Coordination, o.ShardLeaseRenew, o.ShardLeaseDuration = CoordinationSharded, 20*time.Second, 20*time.Second
 			},
 			wantFlags: []string{"--shard-lease-renew", "--shard-lease-duration"}},
+		{name: "sharded, renewing later than half the Lease",
+			change: func(o *Options) {
+				o.Coordination, o.ShardLeaseRenew, o.ShardLeaseDuration = CoordinationSharded, 11*time.Second, 20*time.Second
+			},
+			wantFlags: []string{"--shard-lease-renew", "--shard-lease-duration"}},
+		{name: "sharded, a Lease of part of a second",
+			change: func(o *Options) {
+				o.Coordination, o.ShardLeaseRenew, o.ShardLeaseDuration = CoordinationSharded, 500*time.Millisecond, 1500*time.Millisecond
+			},
+			wantFlags: []string{"--shard-lease-duration"}},
 		{name: "sharded, no probe interval",
 			change:    func(o *Options) { o.Coordination, o.ShardProbeInterval = CoordinationSharded, 0 },
 			wantFlags: []string{"--shard-probe-interval"}},

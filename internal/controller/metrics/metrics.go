@@ -155,7 +155,7 @@ var (
 
 	fenceLapsedWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "stager_fence_lapsed_writes_total",
-		Help: "Changes to a space that a sharded replica did not make because its tenure of the space's fence had ended.",
+		Help: "Changes to a space that a sharded replica did not make, or does not know it made, because its tenure of the space's fence ended first.",
 	}, []string{LabelSpace})
 )
 
@@ -479,8 +479,8 @@ func (s *Space) Evaluation(result string, took time.Duration) {
 	evaluationLatency.WithLabelValues(s.name).Observe(took.Seconds())
 }
 
-// FenceLapsed records a change not made because the replica's tenure of
-// the space's fence had ended.
+// FenceLapsed records a change not made, or not known to be, because the
+// replica's tenure of the space's fence ended first.
 func (s *Space) FenceLapsed() {
 	fenceLapsedWrites.WithLabelValues(s.name).Inc()
 }

@@ -16,11 +16,14 @@ package sharding
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
@@ -28,35 +31,67 @@ import (
 )
 
 // Tenures knows until when this replica holds each space's fence, from the
-// fence Leases it writes itself. The sharded coordinator (multicluster-runtime
-// v0.24.1) learns that a fence is lost only when its next renewal fails, and
-// keeps the space's controller running until then: when a renewal comes late
-// and another replica takes the expired fence, both write to the space. A
-// space's controller asks Tenures before each write instead.
+// fence Leases it writes itself, and holds back the release of a fence
+// while a write to its space is in flight. The sharded coordinator
+// (multicluster-runtime v0.24.1) learns that a fence is lost only when its
+// next renewal fails, and keeps the space's controller running until then:
+// when a renewal comes late and another replica takes the expired fence,
+// both write to the space. A space's controller holds its Tenure around
+// each write instead.
 //
 // A tenure starts from the renew time written in the Lease, which the
 // coordinator reads from its clock before it sends the renewal, and ends a
 // quarter of the Lease's duration before the Lease expires: that quarter
-// is left for a write sent just before the end to land, and for the replicas'
-// clocks to differ. Safe for concurrent use.
+// is left for a write sent just before the end to land, and for the
+// replicas' clocks to differ. A release ends the tenure before it is sent,
+// waits for the writes in flight, and is not sent when one of them ended
+// without an answer (it may land yet): the Lease then expires instead, a
+// quarter of its duration after that write's deadline. Safe for
+// concurrent use.
 type Tenures struct {
 	prefix string
 	holder string
 
 	mu     sync.Mutex
-	leases map[string]time.Time // tenure's end, by the fence Lease's name
+	idle   *sync.Cond // signalled whenever a write ends
+	fences map[string]*fence
 }
 
-// NewTenures returns the tenures of holder (the replica's ID, the fences'
-// holder identity) over the fences named <prefix>-<space's fence key>.
+// fence is this replica's view of one fence Lease.
+type fence struct {
+	// until is when the tenure ends; zero when it has.
+	until time.Time
+	// epoch counts the tenure's ends, so that a renewal answered after a
+	// release does not start the tenure again.
+	epoch uint64
+	// writing counts the writes to the space in flight.
+	writing int
+	// unanswered is set when a write ended without the API server's
+	// answer; it may still land, so the fence is left to expire.
+	unanswered bool
+}
+
+// NewTenures returns the tenures of holder (the fences' holder identity:
+// the peer registry's Self().ID) over the fences named
+// <prefix>-<space's fence key>.
 func NewTenures(prefix, holder string) *Tenures {
-	return &Tenures{prefix: prefix, holder: holder, leases: map[string]time.Time{}}
+	t := &Tenures{prefix: prefix, holder: holder, fences: map[string]*fence{}}
+	t.idle = sync.NewCond(&t.mu)
+	return t
 }
 
-// Client returns c with every create and update of a fence Lease recorded:
-// a write that makes this replica the holder starts or extends its tenure
-// once it succeeds; any other write of the fence (a release) ends the tenure
-// before it is sent.
+// errTakenAgain refuses a fence's release that a take of the fence
+// overtook while the release waited for the writes in flight.
+var errTakenAgain = errors.New("the fence was taken again while its release waited")
+
+// errWritesUnanswered refuses a fence's release while a write to its space
+// may still land.
+var errWritesUnanswered = errors.New("a write to the space ended without an answer and may land yet: the fence is left to expire")
+
+// Client returns c with every write of a fence Lease recorded: a write
+// that makes this replica the holder starts or extends its tenure once it
+// succeeds; any other write of the fence (a release) ends the tenure first.
+// A fence read with another holder ends the tenure too.
 func (t *Tenures) Client(c client.WithWatch) client.WithWatch {
 	return interceptor.NewClient(c, interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
@@ -65,65 +100,208 @@ func (t *Tenures) Client(c client.WithWatch) client.WithWatch {
 		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
 			return t.write(obj, func() error { return c.Update(ctx, obj, opts...) })
 		},
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if err := c.Get(ctx, key, obj, opts...); err != nil {
+				return err
+			}
+			if lease, ok := t.fenceLease(obj); ok && !t.ours(lease) {
+				t.lost(lease.Name)
+			}
+			return nil
+		},
 	})
+}
+
+// fenceLease returns obj as a fence Lease.
+func (t *Tenures) fenceLease(obj client.Object) (*coordinationv1.Lease, bool) {
+	lease, ok := obj.(*coordinationv1.Lease)
+	return lease, ok && strings.HasPrefix(lease.Name, t.prefix+"-")
+}
+
+// ours reports whether the Lease names this replica as its holder, with a
+// renew time and a duration.
+func (t *Tenures) ours(lease *coordinationv1.Lease) bool {
+	spec := lease.Spec
+	return spec.HolderIdentity != nil && *spec.HolderIdentity == t.holder && spec.RenewTime != nil && spec.LeaseDurationSeconds != nil
 }
 
 // write sends a write of obj and records what it means for the tenures.
 func (t *Tenures) write(obj client.Object, send func() error) error {
-	lease, ok := obj.(*coordinationv1.Lease)
-	if !ok || !strings.HasPrefix(lease.Name, t.prefix+"-") {
+	lease, ok := t.fenceLease(obj)
+	if !ok {
 		return send()
 	}
-	spec := lease.Spec
-	ours := spec.HolderIdentity != nil && *spec.HolderIdentity == t.holder && spec.RenewTime != nil && spec.LeaseDurationSeconds != nil
-	if !ours {
-		t.end(lease.Name)
+	if !t.ours(lease) {
+		if err := t.end(lease.Name); err != nil {
+			return err
+		}
 		return send()
 	}
+	t.mu.Lock()
+	f := t.fenceLocked(lease.Name)
+	epoch := f.epoch
+	t.mu.Unlock()
 	if err := send(); err != nil {
 		// The tenure already recorded stands: no other replica takes the
 		// fence before it expires.
 		return err
 	}
-	lasts := time.Duration(*spec.LeaseDurationSeconds) * time.Second
-	t.extend(lease.Name, spec.RenewTime.Add(lasts-lasts/4))
+	lasts := time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second
+	until := lease.Spec.RenewTime.Add(lasts - lasts/4)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	// A tenure that ended while the write was in flight stays ended.
+	if f.epoch != epoch {
+		return nil
+	}
+	if f.until.IsZero() {
+		// A new tenure: what an earlier one left unanswered has had the
+		// fence's whole duration to land.
+		f.unanswered = false
+	}
+	if until.After(f.until) {
+		f.until = until
+	}
 	return nil
 }
 
-func (t *Tenures) end(lease string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	delete(t.leases, lease)
+// fenceLocked returns the record of a fence Lease, made on first use.
+func (t *Tenures) fenceLocked(lease string) *fence {
+	f := t.fences[lease]
+	if f == nil {
+		f = &fence{}
+		t.fences[lease] = f
+	}
+	return f
 }
 
-func (t *Tenures) extend(lease string, until time.Time) {
+// endLocked ends the tenure, and forgets the fence once nothing of it is
+// left to wait for.
+func (t *Tenures) endLocked(lease string, f *fence) {
+	f.until = time.Time{}
+	f.epoch++
+	if f.writing == 0 && !f.unanswered {
+		delete(t.fences, lease)
+	}
+}
+
+// lost ends the tenure of a fence read with another holder.
+func (t *Tenures) lost(lease string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if until.After(t.leases[lease]) {
-		t.leases[lease] = until
+	if f := t.fences[lease]; f != nil {
+		t.endLocked(lease, f)
 	}
+}
+
+// end ends the tenure, waits for the writes in flight, and refuses when
+// one of them ended without an answer.
+func (t *Tenures) end(lease string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f := t.fences[lease]
+	if f == nil {
+		return nil
+	}
+	f.until = time.Time{}
+	f.epoch++
+	// Every write's context ends with the tenure, so this wait does too.
+	for f.writing > 0 {
+		t.idle.Wait()
+	}
+	if f.unanswered {
+		return errWritesUnanswered
+	}
+	if !f.until.IsZero() {
+		return errTakenAgain
+	}
+	t.endLocked(lease, f)
+	return nil
 }
 
 // HeldUntil is when this replica's tenure of the space's fence ends; the
 // zero time when it does not hold it.
 func (t *Tenures) HeldUntil(space multicluster.ClusterName) time.Time {
-	lease := t.prefix + "-" + sanitize.DNS1123(string(FenceKey(space)))
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.leases[lease]
+	if f := t.fences[leaseOf(t.prefix, space)]; f != nil {
+		return f.until
+	}
+	return time.Time{}
+}
+
+// leaseOf names the fence Lease of a space as the sharded coordinator does.
+func leaseOf(prefix string, space multicluster.ClusterName) string {
+	return prefix + "-" + sanitize.DNS1123(string(FenceKey(space)))
 }
 
 // Of returns the tenure of one space.
 func (t *Tenures) Of(space multicluster.ClusterName) Tenure {
-	return Tenure{tenures: t, space: space}
+	return Tenure{tenures: t, space: space, lease: leaseOf(t.prefix, space)}
 }
 
 // Tenure is this replica's tenure of one space's fence.
 type Tenure struct {
 	tenures *Tenures
 	space   multicluster.ClusterName
+	lease   string
 }
 
 // HeldUntil is when the tenure ends; the zero time when this replica does
 // not hold the fence.
 func (t Tenure) HeldUntil() time.Time { return t.tenures.HeldUntil(t.space) }
+
+// LapsedError says that the tenure ended before a write.
+type LapsedError struct {
+	Space multicluster.ClusterName
+	// Until is when the tenure ended; zero when this replica has not held
+	// the fence since it last gave it up.
+	Until time.Time
+}
+
+func (e *LapsedError) Error() string {
+	if e.Until.IsZero() {
+		return fmt.Sprintf("this replica does not hold the fence of space %s", e.Space)
+	}
+	return fmt.Sprintf("this replica's tenure of the fence of space %s ended at %s", e.Space, e.Until.Format(time.RFC3339Nano))
+}
+
+// Hold starts one write to the space at now: it returns the write's
+// context, which ends when the tenure does, and the function to call with
+// the write's result once it has returned; or a LapsedError once the
+// tenure has ended by now.
+func (t Tenure) Hold(ctx context.Context, now time.Time) (context.Context, func(error), error) {
+	tt := t.tenures
+	tt.mu.Lock()
+	f := tt.fences[t.lease]
+	if f == nil || !now.Before(f.until) {
+		var until time.Time
+		if f != nil {
+			until = f.until
+		}
+		tt.mu.Unlock()
+		return nil, nil, &LapsedError{Space: t.space, Until: until}
+	}
+	f.writing++
+	left := f.until.Sub(now)
+	tt.mu.Unlock()
+	write, cancel := context.WithTimeout(ctx, left)
+	return write, func(err error) {
+		cancel()
+		tt.mu.Lock()
+		defer tt.mu.Unlock()
+		f.writing--
+		if unanswered(err) {
+			f.unanswered = true
+		}
+		tt.idle.Broadcast()
+	}, nil
+}
+
+// unanswered reports whether a write ended without the API server's
+// answer: its context ended first, or the server gave up waiting for it,
+// which it may still commit.
+func unanswered(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err)
+}

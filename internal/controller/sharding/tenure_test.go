@@ -103,6 +103,13 @@ func TestTenuresFollowTheFenceWrites(t *testing.T) {
 	}
 }
 
+// recorded counts the fences the tenures keep a record of.
+func (t *Tenures) recorded() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.fences)
+}
+
 // stalling is a client whose Lease updates wait while it is stalled, as on
 // an API server too busy to answer them.
 type stalling struct {
@@ -144,32 +151,31 @@ func (s *stalling) resume() {
 	s.stalled = nil
 }
 
-// serving is a multicluster.Aware that keeps the context a space was last
-// engaged with.
+// serving is a multicluster.Aware that keeps the context the space was
+// last engaged with.
 type serving struct {
 	mu  sync.Mutex
-	ctx map[multicluster.ClusterName]context.Context
+	ctx context.Context
 }
 
-func (s *serving) Engage(ctx context.Context, name multicluster.ClusterName, _ cluster.Cluster) error {
+func (s *serving) Engage(ctx context.Context, _ multicluster.ClusterName, _ cluster.Cluster) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.ctx[name] = ctx
+	s.ctx = ctx
 	return nil
 }
 
-func (s *serving) of(name multicluster.ClusterName) context.Context {
+func (s *serving) current() context.Context {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.ctx[name]
+	return s.ctx
 }
 
 // TestTenureEndsWhileRenewalsStall runs the sharded coordinator as the
 // stager does, with the fence Leases' client stalling, as a saturated API
 // server does: the tenure ends before the fence expires, while the
-// coordinator still serves the space; another replica takes the expired
-// fence, and the tenure stays ended until the coordinator, its renewal
-// answered at last, stops serving the space.
+// coordinator still serves the space, and still does once another replica
+// has taken the expired fence, until its renewal is answered at last.
 func TestTenureEndsWhileRenewalsStall(t *testing.T) {
 	ns := newNamespace(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -189,7 +195,7 @@ func TestTenureEndsWhileRenewalsStall(t *testing.T) {
 		sharded.WithSynchronizationIntervals(200*time.Millisecond, time.Second),
 		sharded.WithPeerRegistry(NewPeerRegistry(direct, ns, "workload-stager-peer", "a", time.Minute, renew, logr.Discard())),
 	))
-	served := &serving{ctx: map[multicluster.ClusterName]context.Context{}}
+	served := &serving{}
 	c.AddAware(served)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = c.Runnable().Start(ctx) }()
@@ -202,7 +208,7 @@ func TestTenureEndsWhileRenewalsStall(t *testing.T) {
 
 	var first time.Time
 	environment.Eventually(t, 20*time.Second, "the space served and its tenure renewed", func() error {
-		if served.of(name) == nil {
+		if served.current() == nil {
 			return errors.New("not served yet")
 		}
 		if first.IsZero() {
@@ -237,34 +243,153 @@ func TestTenureEndsWhileRenewalsStall(t *testing.T) {
 		}
 		return nil
 	})
-	if err := served.of(name).Err(); err != nil {
+	if err := served.current().Err(); err != nil {
 		t.Fatalf("the coordinator stopped serving the space before its renewal was answered: %v", err)
 	}
 	if until := tenure.HeldUntil(); !until.Before(lease.Spec.RenewTime.Add(duration)) {
 		t.Fatalf("the tenure ends at %v, not before the fence expires", until)
 	}
 
-	// Another replica takes the expired fence.
+	// Another replica takes the expired fence, for long enough that this
+	// coordinator cannot take it back; only its renewal, answered at last,
+	// tells it.
 	lease.Spec.HolderIdentity = ptr.To("b")
 	lease.Spec.RenewTime = ptr.To(metav1.NowMicro())
+	lease.Spec.LeaseDurationSeconds = ptr.To(int32(3600))
 	if err := direct.Update(ctx, lease); err != nil {
 		t.Fatalf("taking the expired fence as b: %v", err)
 	}
-	if now := time.Now(); now.Before(tenure.HeldUntil()) {
-		t.Fatalf("b holds the fence, and a's tenure lasts until %v", tenure.HeldUntil())
+	if err := served.current().Err(); err != nil {
+		t.Fatalf("the coordinator stopped serving the space before its renewal was answered: %v", err)
 	}
 	slow.resume()
 	resumed = true
 	environment.Eventually(t, 10*time.Second, "the coordinator stops serving the space", func() error {
-		if served.of(name).Err() == nil {
+		if served.current().Err() == nil {
 			return errors.New("still served")
 		}
 		return nil
 	})
-	if held := tenure.HeldUntil(); time.Now().Before(held) {
-		t.Errorf("a's renewal lost to b, and a's tenure lasts until %v", held)
-	}
 	if err := direct.Get(ctx, key, lease); err != nil || *lease.Spec.HolderIdentity != "b" {
 		t.Errorf("the fence is held by %q (%v), want b", ptr.Deref(lease.Spec.HolderIdentity, ""), err)
+	}
+	// The coordinator read the fence with b as its holder: the tenure is
+	// forgotten, not left to end by itself.
+	if until := tenure.HeldUntil(); !until.IsZero() {
+		t.Errorf("the fence is b's, and a's tenure is still recorded, until %v", until)
+	}
+	if n := tenures.recorded(); n != 0 {
+		t.Errorf("%d fences recorded after the only one was lost", n)
+	}
+}
+
+// TestTenureReleaseWaitsForWrites: a release ends the tenure at once, is
+// sent only once the writes in flight have returned, and is not sent when
+// one of them ended unanswered, until the fence is taken again.
+func TestTenureReleaseWaitsForWrites(t *testing.T) {
+	const space = multicluster.ClusterName("kcp#root:wds031")
+	now := time.Now()
+	tenures := NewTenures(fencePrefix, "a")
+	take := func() {
+		t.Helper()
+		if err := tenures.write(fenceOf(space, "a", now, 20), func() error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	take()
+	tenure := tenures.Of(space)
+	_, done, err := tenure.Hold(context.Background(), now)
+	if err != nil {
+		t.Fatalf("Hold while the fence is held: %v", err)
+	}
+	var mu sync.Mutex
+	writeReturned := false
+	released := make(chan error, 1)
+	go func() {
+		released <- tenures.write(fenceOf(space, "", now, 20), func() error {
+			mu.Lock()
+			defer mu.Unlock()
+			if !writeReturned {
+				return errors.New("the release was sent while a write was in flight")
+			}
+			return nil
+		})
+	}()
+	environment.Eventually(t, 5*time.Second, "the tenure ended by the release", func() error {
+		if until := tenure.HeldUntil(); !until.IsZero() {
+			return fmt.Errorf("held until %v", until)
+		}
+		return nil
+	})
+	if _, _, err := tenure.Hold(context.Background(), now); err == nil {
+		t.Error("a write started after the release began")
+	}
+	time.Sleep(100 * time.Millisecond) // room for a release that does not wait to be sent
+	mu.Lock()
+	writeReturned = true
+	mu.Unlock()
+	done(nil)
+	if err := <-released; err != nil {
+		t.Fatalf("release: %v", err)
+	}
+
+	// A write that ends without an answer may land yet: no release.
+	take()
+	_, done, err = tenure.Hold(context.Background(), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done(fmt.Errorf("patching: %w", context.DeadlineExceeded))
+	sent := false
+	if err := tenures.write(fenceOf(space, "", now, 20), func() error { sent = true; return nil }); err == nil || sent {
+		t.Errorf("the release after an unanswered write returned %v, sent: %v; want it refused and not sent", err, sent)
+	}
+	// A new tenure starts afresh.
+	take()
+	if err := tenures.write(fenceOf(space, "", now, 20), func() error { return nil }); err != nil {
+		t.Errorf("the release of a new tenure: %v", err)
+	}
+	if n := tenures.recorded(); n != 0 {
+		t.Errorf("%d fences recorded after the only one was released", n)
+	}
+}
+
+// TestTenureRenewalAnsweredAfterARelease: a renewal sent before a release
+// and answered after it does not start the tenure again, whether the
+// release was sent or held back by a write that went unanswered.
+func TestTenureRenewalAnsweredAfterARelease(t *testing.T) {
+	for _, unanswered := range []bool{false, true} {
+		t.Run(fmt.Sprintf("unanswered=%v", unanswered), func(t *testing.T) {
+			testRenewalAnsweredAfterARelease(t, unanswered)
+		})
+	}
+}
+
+func testRenewalAnsweredAfterARelease(t *testing.T, unanswered bool) {
+	const space = multicluster.ClusterName("kcp#root:wds031")
+	now := time.Now()
+	tenures := NewTenures(fencePrefix, "a")
+	if err := tenures.write(fenceOf(space, "a", now, 20), func() error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if unanswered {
+		_, done, err := tenures.Of(space).Hold(context.Background(), now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done(context.DeadlineExceeded)
+	}
+	err := tenures.write(fenceOf(space, "a", now.Add(5*time.Second), 20), func() error {
+		released := tenures.write(fenceOf(space, "", now, 20), func() error { return nil })
+		if (released != nil) != unanswered {
+			t.Errorf("the release returned %v", released)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if until := tenures.Of(space).HeldUntil(); !until.IsZero() {
+		t.Errorf("released, and held until %v", until)
 	}
 }

@@ -19,13 +19,15 @@ import (
 	"time"
 )
 
-// Fence says until when this replica holds a space's fence. A sharded
-// replica writes to a space only while it holds the space's fence: once
-// another replica may have taken it, two would write at once.
+// Fence bounds a sharded replica's writes to a space by its tenure of the
+// space's fence (sharding.Tenure): once another replica may have taken the
+// fence, two would write at once.
 type Fence interface {
-	// HeldUntil is when this replica's tenure of the fence ends, as far as
-	// it knows; the zero time when it does not hold it.
-	HeldUntil() time.Time
+	// Hold starts one write at now, by the reconciler's clock. It returns
+	// the write's context, which ends with the tenure, and the function to
+	// call with the write's result once it has returned; or an error once
+	// the tenure has ended.
+	Hold(ctx context.Context, now time.Time) (context.Context, func(error), error)
 }
 
 // FenceRetry is how soon a run that found the fence lapsed is tried again:
@@ -33,19 +35,19 @@ type Fence interface {
 // space's controller at the coordinator's next renewal.
 const FenceRetry = time.Second
 
-// fenced returns ctx bounded by the end of the replica's tenure of the
-// space's fence, and false once the tenure has ended by the reconciler's
-// clock. A write sent in time may still be waited for past the tenure, as
-// long as the API server takes to answer it; the tenure ends early enough
-// for that (sharding.Tenures).
-func (r *Reconciler) fenced(ctx context.Context) (context.Context, context.CancelFunc, bool) {
+// applyFenced makes the change an Action describes (apply) within the
+// replica's tenure of the space's fence. lapsed is set, and err is the
+// reason, when the tenure had ended before the change, or ended while it
+// was being made, so that it may or may not have been made.
+func (r *Reconciler) applyFenced(ctx context.Context, apply func(context.Context) error) (lapsed bool, err error) {
 	if r.Fence == nil {
-		return ctx, func() {}, true
+		return false, apply(ctx)
 	}
-	left := r.Fence.HeldUntil().Sub(r.clock().Now())
-	if left <= 0 {
-		return ctx, func() {}, false
+	write, done, err := r.Fence.Hold(ctx, r.clock().Now())
+	if err != nil {
+		return true, err
 	}
-	bounded, cancel := context.WithTimeout(ctx, left)
-	return bounded, cancel, true
+	defer func() { done(err) }()
+	err = apply(write)
+	return err != nil && write.Err() != nil && ctx.Err() == nil, err
 }

@@ -75,8 +75,8 @@ type Reconciler struct {
 	// answers none.
 	Measurer Measurer
 	// Fence, when set, bounds the reconciler's writes: a run makes no
-	// change once the tenure it reports has ended by the reconciler's
-	// clock, and a change's requests end when it ends. Nil bounds nothing.
+	// change once the tenure has ended by the reconciler's clock, and a
+	// change's requests end when it ends. Nil bounds nothing.
 	Fence Fence
 
 	// own lets runs read the reconciler's writes of policies before the
@@ -153,20 +153,22 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 			wait := rollout.Earliest(requeueWhileWaiting, action.RequeueAfter)
 			return reconcile.Result{RequeueAfter: rollout.Earliest(wait, r.ownBPs.believedFor(snap.Policy, r.clock().Now()))}, nil
 		}
-		writeCtx, release, held := r.fenced(ctx)
-		if !held {
-			logger.Info("Not making a change: this replica's tenure of the space's fence has ended",
-				"action", action.Type, "heldUntil", r.Fence.HeldUntil())
+		logger.Info("Making a change", "action", action.Type, "why", action.Why, "step", step)
+		var written *v1alpha1.StagedBindingPolicy
+		lapsed, err := r.applyFenced(ctx, func(ctx context.Context) (err error) {
+			written, err = r.apply(ctx, snap.Policy, action)
+			return err
+		})
+		if written != nil {
+			r.own.record(snap.Policy, written)
+		}
+		if lapsed {
+			logger.Info("Change not made, or not known to be: this replica's tenure of the space's fence has ended",
+				"action", action.Type, "reason", err.Error())
 			if r.Metrics != nil {
 				r.Metrics.FenceLapsed()
 			}
 			return reconcile.Result{RequeueAfter: FenceRetry}, nil
-		}
-		logger.Info("Making a change", "action", action.Type, "why", action.Why, "step", step)
-		written, err := r.apply(writeCtx, snap.Policy, action)
-		release()
-		if written != nil {
-			r.own.record(snap.Policy, written)
 		}
 		if err != nil {
 			if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
