@@ -221,15 +221,16 @@ func (f *fleet) unsettled(ctx context.Context, spaces []string) error {
 	return nil
 }
 
-// requests returns the requests the live replicas have sent so far, summed.
-func (f *fleet) requests(ctx context.Context) (float64, error) {
-	var sum float64
+// requests returns the requests the live replicas have sent so far, by
+// method, summed over the replicas.
+func (f *fleet) requests(ctx context.Context) (requestCounts, error) {
+	sum := requestCounts{}
 	for _, r := range f.alive() {
 		n, err := stagerRequests(ctx, r.metrics)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
-		sum += n
+		sum.add(n)
 	}
 	return sum, nil
 }

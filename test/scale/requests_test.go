@@ -387,19 +387,69 @@ func kcpWatches(ctx context.Context, adminKubeconfig string) (float64, error) {
 }
 
 // stagerRequests returns the requests the stager served at addr has sent to
-// API servers so far (rest_client_requests_total, summed).
-func stagerRequests(ctx context.Context, addr string) (float64, error) {
+// API servers so far, by HTTP method (rest_client_requests_total).
+func stagerRequests(ctx context.Context, addr string) (requestCounts, error) {
 	body, err := httpGet(ctx, "http://"+addr+"/metrics")
 	if err != nil {
-		return 0, fmt.Errorf("reading the stager's metrics: %w", err)
+		return nil, fmt.Errorf("reading the stager's metrics: %w", err)
 	}
 	families, err := metricFamilies(bytes.NewReader(body), "the stager's")
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	var requests float64
+	requests := requestCounts{}
 	for _, m := range families["rest_client_requests_total"].GetMetric() {
-		requests += m.GetCounter().GetValue()
+		method := "?"
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "method" {
+				method = l.GetValue()
+			}
+		}
+		requests[method] += m.GetCounter().GetValue()
 	}
 	return requests, nil
+}
+
+// requestCounts are requests by HTTP method.
+type requestCounts map[string]float64
+
+// add adds other's requests.
+func (c requestCounts) add(other requestCounts) {
+	for method, n := range other {
+		c[method] += n
+	}
+}
+
+// since returns the requests sent after those of before.
+func (c requestCounts) since(before requestCounts) requestCounts {
+	out := requestCounts{}
+	for method, n := range c {
+		out[method] = n - before[method]
+	}
+	return out
+}
+
+// total sums the requests of every method.
+func (c requestCounts) total() float64 {
+	var sum float64
+	for _, n := range c {
+		sum += n
+	}
+	return sum
+}
+
+// String lists the requests by method, most first.
+func (c requestCounts) String() string {
+	methods := make([]string, 0, len(c))
+	for method := range c {
+		methods = append(methods, method)
+	}
+	slices.SortFunc(methods, func(a, b string) int {
+		return cmp.Or(cmp.Compare(c[b], c[a]), cmp.Compare(a, b))
+	})
+	parts := make([]string, 0, len(methods))
+	for _, method := range methods {
+		parts = append(parts, fmt.Sprintf("%s %.0f", method, c[method]))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -214,11 +214,11 @@ func BenchmarkKCPWorkspaces(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	convergeRequests, err := f.requests(ctx)
+	convergedRequests, err := f.requests(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
-	convergeRequests -= engagedRequests
+	convergeRequests := convergedRequests.since(engagedRequests)
 	// The watches the replicas hold: kcp's open watches with the spaces
 	// engaged, less those before they started (the simulators' and the
 	// observer's).
@@ -238,13 +238,13 @@ func BenchmarkKCPWorkspaces(b *testing.B) {
 	b.ReportMetric(engagedCPU, "cpu-s-to-engage-all")
 	b.ReportMetric(convergedCPU-engagedCPU, "cpu-s-to-converge-all")
 	b.ReportMetric(watches, "watches-open")
-	b.ReportMetric(engagedRequests, "requests-to-engage-all")
-	b.ReportMetric(convergeRequests, "requests-to-converge-all")
+	b.ReportMetric(engagedRequests.total(), "requests-to-engage-all")
+	b.ReportMetric(convergeRequests.total(), "requests-to-converge-all")
 	b.Logf("%d workspaces, %d replicas: every space ready %s, and served by its own replica and ready %s after the replicas started (RSS %d MiB, %.1f CPU-s, %.0f requests; %s); "+
-		"%d three-stage rollouts converged in %s (%.1f CPU-s, %.0f requests); RSS %d MiB, largest peak %d MiB; "+
+		"%d three-stage rollouts converged in %s (%.1f CPU-s, %.0f requests: %s); RSS %d MiB, largest peak %d MiB; "+
 		"kcp holds %.0f more watches with the spaces engaged (%.2f a workspace); converged: %s",
-		n, replicas, firstReady.Round(time.Millisecond), engaged.Round(time.Millisecond), engagedRSS/1024, engagedCPU, engagedRequests, engagedUse.describe(engagedShares),
-		n, converged.Round(time.Millisecond), convergedCPU-engagedCPU, convergeRequests, rss/1024, peak/1024,
+		n, replicas, firstReady.Round(time.Millisecond), engaged.Round(time.Millisecond), engagedRSS/1024, engagedCPU, engagedRequests.total(), engagedUse.describe(engagedShares),
+		n, converged.Round(time.Millisecond), convergedCPU-engagedCPU, convergeRequests.total(), convergeRequests, rss/1024, peak/1024,
 		watches, watches/float64(n), convergedUse.describe(shares))
 
 	if replicas > 1 {
