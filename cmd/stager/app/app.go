@@ -617,7 +617,7 @@ func (o *Options) shardingCoordinator(cfg *rest.Config, scheme *runtime.Scheme, 
 	// replica's spaces move once its fences expire.
 	peers := sharding.NewPeerRegistry(direct, namespace, ShardPeerLeasePrefix, replica,
 		o.ShardLeaseDuration, o.ShardLeaseRenew, log)
-	tenures := sharding.NewTenures(ShardFenceLeasePrefix, peers.Self().ID)
+	tenures := sharding.NewTenures(ShardFenceLeasePrefix, peers.Self().ID, log)
 	return sharding.NewFencedCoordinator(sharded.New(tenures.Client(direct), log,
 		sharded.WithShardLease(namespace, ShardFenceLeasePrefix),
 		sharded.WithPerClusterLease(true),

@@ -22,8 +22,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
@@ -44,13 +46,15 @@ import (
 // quarter of the Lease's duration before the Lease expires: that quarter
 // is left for a write sent just before the end to land, and for the
 // replicas' clocks to differ. A release ends the tenure before it is sent,
-// waits for the writes in flight, and is not sent when one of them ended
-// without an answer (it may land yet): the Lease then expires instead, a
-// quarter of its duration after that write's deadline. Safe for
+// waits for the writes in flight, and is not sent while a write that ended
+// without an answer may land yet, that is, until the fence as renewed when
+// that write began expires: the Lease expires instead. Safe for
 // concurrent use.
 type Tenures struct {
 	prefix string
 	holder string
+	clock  clock.PassiveClock
+	log    logr.Logger
 
 	mu     sync.Mutex
 	idle   *sync.Cond // signalled whenever a write ends
@@ -64,18 +68,21 @@ type fence struct {
 	// epoch counts the tenure's ends, so that a renewal answered after a
 	// release does not start the tenure again.
 	epoch uint64
+	// lasts is the fence's duration, as this replica last wrote it.
+	lasts time.Duration
 	// writing counts the writes to the space in flight.
 	writing int
-	// unanswered is set when a write ended without the API server's
-	// answer; it may still land, so the fence is left to expire.
-	unanswered bool
+	// unansweredUntil is when the fence, as renewed when a write that
+	// ended without the API server's answer began, expires: that write
+	// may land until then, so the fence is not released before.
+	unansweredUntil time.Time
 }
 
 // NewTenures returns the tenures of holder (the fences' holder identity:
 // the peer registry's Self().ID) over the fences named
 // <prefix>-<space's fence key>.
-func NewTenures(prefix, holder string) *Tenures {
-	t := &Tenures{prefix: prefix, holder: holder, fences: map[string]*fence{}}
+func NewTenures(prefix, holder string, log logr.Logger) *Tenures {
+	t := &Tenures{prefix: prefix, holder: holder, clock: clock.RealClock{}, log: log, fences: map[string]*fence{}}
 	t.idle = sync.NewCond(&t.mu)
 	return t
 }
@@ -154,11 +161,7 @@ func (t *Tenures) write(obj client.Object, send func() error) error {
 	if f.epoch != epoch {
 		return nil
 	}
-	if f.until.IsZero() {
-		// A new tenure: what an earlier one left unanswered has had the
-		// fence's whole duration to land.
-		f.unanswered = false
-	}
+	f.lasts = lasts
 	if until.After(f.until) {
 		f.until = until
 	}
@@ -180,7 +183,7 @@ func (t *Tenures) fenceLocked(lease string) *fence {
 func (t *Tenures) endLocked(lease string, f *fence) {
 	f.until = time.Time{}
 	f.epoch++
-	if f.writing == 0 && !f.unanswered {
+	if f.writing == 0 && !t.clock.Now().Before(f.unansweredUntil) && t.fences[lease] == f {
 		delete(t.fences, lease)
 	}
 }
@@ -205,15 +208,21 @@ func (t *Tenures) end(lease string) error {
 	}
 	f.until = time.Time{}
 	f.epoch++
-	// Every write's context ends with the tenure, so this wait does too.
+	// Every write's context ends by the end of the tenure as it was when
+	// the write began, so this wait ends too.
 	for f.writing > 0 {
 		t.idle.Wait()
-	}
-	if f.unanswered {
-		return errWritesUnanswered
+		if !f.until.IsZero() {
+			return errTakenAgain
+		}
 	}
 	if !f.until.IsZero() {
 		return errTakenAgain
+	}
+	if t.clock.Now().Before(f.unansweredUntil) {
+		t.log.Info("Not releasing a fence: a write to its space went unanswered and may land until the fence expires",
+			"fence", lease, "until", f.unansweredUntil)
+		return errWritesUnanswered
 	}
 	t.endLocked(lease, f)
 	return nil
@@ -259,6 +268,7 @@ type LapsedError struct {
 	Until time.Time
 }
 
+// Error says when the tenure ended.
 func (e *LapsedError) Error() string {
 	if e.Until.IsZero() {
 		return fmt.Sprintf("this replica does not hold the fence of space %s", e.Space)
@@ -284,6 +294,7 @@ func (t Tenure) Hold(ctx context.Context, now time.Time) (context.Context, func(
 	}
 	f.writing++
 	left := f.until.Sub(now)
+	expires := f.until.Add(f.lasts / 4)
 	tt.mu.Unlock()
 	write, cancel := context.WithTimeout(ctx, left)
 	return write, func(err error) {
@@ -291,17 +302,25 @@ func (t Tenure) Hold(ctx context.Context, now time.Time) (context.Context, func(
 		tt.mu.Lock()
 		defer tt.mu.Unlock()
 		f.writing--
-		if unanswered(err) {
-			f.unanswered = true
+		if unanswered(err) && expires.After(f.unansweredUntil) {
+			f.unansweredUntil = expires
 		}
 		tt.idle.Broadcast()
 	}, nil
 }
 
-// unanswered reports whether a write ended without the API server's
-// answer: its context ended first, or the server gave up waiting for it,
-// which it may still commit.
+// unanswered reports whether a write may have landed without the API
+// server saying so: anything but success or a refusal, that is, an error
+// with an API status below 500 other than a timeout. Its context may have
+// ended first, the connection broken, or the server given up waiting for
+// a write it may still commit.
 func unanswered(err error) bool {
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
-		apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err)
+	if err == nil {
+		return false
+	}
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return true
+	}
+	return status.Status().Code >= 500 || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err)
 }

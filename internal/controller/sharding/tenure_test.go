@@ -18,14 +18,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -82,7 +86,7 @@ func TestTenuresFollowTheFenceWrites(t *testing.T) {
 		}(), nil}}, time.Time{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tenures := NewTenures(fencePrefix, "a")
+			tenures := NewTenures(fencePrefix, "a", logr.Discard())
 			for _, w := range tc.writes {
 				var during time.Time
 				err := tenures.write(w.lease, func() error {
@@ -185,7 +189,7 @@ func TestTenureEndsWhileRenewalsStall(t *testing.T) {
 		t.Fatal(err)
 	}
 	slow := newStalling(direct)
-	tenures := NewTenures(fencePrefix, "a")
+	tenures := NewTenures(fencePrefix, "a", logr.Discard())
 	leases := tenures.Client(slow)
 	const duration, renew = 4 * time.Second, time.Second
 	c := NewFencedCoordinator(sharded.New(leases, logr.Discard(),
@@ -289,7 +293,7 @@ func TestTenureEndsWhileRenewalsStall(t *testing.T) {
 func TestTenureReleaseWaitsForWrites(t *testing.T) {
 	const space = multicluster.ClusterName("kcp#root:wds031")
 	now := time.Now()
-	tenures := NewTenures(fencePrefix, "a")
+	tenures := NewTenures(fencePrefix, "a", logr.Discard())
 	take := func() {
 		t.Helper()
 		if err := tenures.write(fenceOf(space, "a", now, 20), func() error { return nil }); err != nil {
@@ -333,7 +337,11 @@ func TestTenureReleaseWaitsForWrites(t *testing.T) {
 		t.Fatalf("release: %v", err)
 	}
 
-	// A write that ends without an answer may land yet: no release.
+	// A write that ends without an answer may land yet: no release until
+	// the fence, as renewed when the write began, expires; taking the
+	// fence again does not change that.
+	clock := clocktesting.NewFakePassiveClock(now)
+	tenures.clock = clock
 	take()
 	_, done, err = tenure.Hold(context.Background(), now)
 	if err != nil {
@@ -344,13 +352,42 @@ func TestTenureReleaseWaitsForWrites(t *testing.T) {
 	if err := tenures.write(fenceOf(space, "", now, 20), func() error { sent = true; return nil }); err == nil || sent {
 		t.Errorf("the release after an unanswered write returned %v, sent: %v; want it refused and not sent", err, sent)
 	}
-	// A new tenure starts afresh.
 	take()
+	clock.SetTime(now.Add(20*time.Second - time.Millisecond))
+	if err := tenures.write(fenceOf(space, "", now, 20), func() error { sent = true; return nil }); err == nil || sent {
+		t.Errorf("the release of the fence taken again returned %v, sent: %v; want it refused until the fence expires", err, sent)
+	}
+	clock.SetTime(now.Add(20 * time.Second))
 	if err := tenures.write(fenceOf(space, "", now, 20), func() error { return nil }); err != nil {
-		t.Errorf("the release of a new tenure: %v", err)
+		t.Errorf("the release once the fence would have expired: %v", err)
 	}
 	if n := tenures.recorded(); n != 0 {
 		t.Errorf("%d fences recorded after the only one was released", n)
+	}
+}
+
+// TestUnanswered: a write counts as answered only when it succeeded or
+// the API server refused it.
+func TestUnanswered(t *testing.T) {
+	gr := schema.GroupResource{Group: "control.kubestellar.io", Resource: "bindingpolicies"}
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{nil, false},
+		{apierrors.NewConflict(gr, "p", errors.New("changed")), false},
+		{apierrors.NewNotFound(gr, "p"), false},
+		{apierrors.NewForbidden(gr, "p", errors.New("no")), false},
+		{fmt.Errorf("patching: %w", context.DeadlineExceeded), true},
+		{context.Canceled, true},
+		{io.ErrUnexpectedEOF, true},
+		{apierrors.NewTimeoutError("slow", 1), true},
+		{apierrors.NewServerTimeout(gr, "update", 1), true},
+		{apierrors.NewInternalError(errors.New("etcd")), true},
+	} {
+		if got := unanswered(tc.err); got != tc.want {
+			t.Errorf("unanswered(%v) = %v, want %v", tc.err, got, tc.want)
+		}
 	}
 }
 
@@ -368,7 +405,7 @@ func TestTenureRenewalAnsweredAfterARelease(t *testing.T) {
 func testRenewalAnsweredAfterARelease(t *testing.T, unanswered bool) {
 	const space = multicluster.ClusterName("kcp#root:wds031")
 	now := time.Now()
-	tenures := NewTenures(fencePrefix, "a")
+	tenures := NewTenures(fencePrefix, "a", logr.Discard())
 	if err := tenures.write(fenceOf(space, "a", now, 20), func() error { return nil }); err != nil {
 		t.Fatal(err)
 	}

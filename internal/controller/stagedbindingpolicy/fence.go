@@ -24,9 +24,9 @@ import (
 // fence, two would write at once.
 type Fence interface {
 	// Hold starts one write at now, by the reconciler's clock. It returns
-	// the write's context, which ends with the tenure, and the function to
-	// call with the write's result once it has returned; or an error once
-	// the tenure has ended.
+	// the write's context, which ends by the tenure's end as it is now,
+	// and the function to call with the write's result once it has
+	// returned; or an error once the tenure has ended.
 	Hold(ctx context.Context, now time.Time) (context.Context, func(error), error)
 }
 

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -44,7 +45,7 @@ func fenceFor(t *testing.T, space string, renewed time.Time, seconds int32) (*sh
 	if err != nil {
 		t.Fatal(err)
 	}
-	tenures := sharding.NewTenures("fence", "a")
+	tenures := sharding.NewTenures("fence", "a", logr.Discard())
 	name := multicluster.ClusterName(space)
 	lease := &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "fence-" + string(sharding.FenceKey(name))},

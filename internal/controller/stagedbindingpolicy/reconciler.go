@@ -76,7 +76,8 @@ type Reconciler struct {
 	Measurer Measurer
 	// Fence, when set, bounds the reconciler's writes: a run makes no
 	// change once the tenure has ended by the reconciler's clock, and a
-	// change's requests end when it ends. Nil bounds nothing.
+	// change's requests end by the end of the tenure as it was when the
+	// change began. Nil bounds nothing.
 	Fence Fence
 
 	// own lets runs read the reconciler's writes of policies before the
@@ -164,7 +165,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		if lapsed {
 			logger.Info("Change not made, or not known to be: this replica's tenure of the space's fence has ended",
-				"action", action.Type, "reason", err.Error())
+				"action", action.Type, "error", err.Error())
 			if r.Metrics != nil {
 				r.Metrics.FenceLapsed()
 			}
