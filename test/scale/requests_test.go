@@ -399,13 +399,7 @@ func stagerRequests(ctx context.Context, addr string) (requestCounts, error) {
 	}
 	requests := requestCounts{}
 	for _, m := range families["rest_client_requests_total"].GetMetric() {
-		method := "?"
-		for _, l := range m.GetLabel() {
-			if l.GetName() == "method" {
-				method = l.GetValue()
-			}
-		}
-		requests[method] += m.GetCounter().GetValue()
+		requests[cmp.Or(label(m, "method"), "?")] += m.GetCounter().GetValue()
 	}
 	return requests, nil
 }
@@ -420,7 +414,8 @@ func (c requestCounts) add(other requestCounts) {
 	}
 }
 
-// since returns the requests sent after those of before.
+// since returns the requests sent after those of before, which the same
+// replicas sent.
 func (c requestCounts) since(before requestCounts) requestCounts {
 	out := requestCounts{}
 	for method, n := range c {
@@ -449,7 +444,9 @@ func (c requestCounts) String() string {
 	})
 	parts := make([]string, 0, len(methods))
 	for _, method := range methods {
-		parts = append(parts, fmt.Sprintf("%s %.0f", method, c[method]))
+		if c[method] != 0 {
+			parts = append(parts, fmt.Sprintf("%s %.0f", method, c[method]))
+		}
 	}
 	return strings.Join(parts, ", ")
 }
