@@ -36,15 +36,22 @@ import (
 	"github.com/kubestellar/workload-stager/internal/controller/sharding"
 )
 
-// fenceFor returns the tenure, as sharding.Tenures records it, of a space
-// whose fence this replica wrote through the tenures' client, renewed at
-// renewed for seconds, in a Lease of the test space.
-func fenceFor(t *testing.T, space string, renewed time.Time, seconds int32) (*sharding.Tenures, *coordinationv1.Lease) {
+// directClient returns a client of the test space without a cache.
+func directClient(t *testing.T) client.WithWatch {
 	t.Helper()
 	direct, err := client.NewWithWatch(testSpace.Config, client.Options{Scheme: testSpace.Client.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return direct
+}
+
+// fenceFor returns the tenure, as sharding.Tenures records it, of a space
+// whose fence this replica wrote through the tenures' client, renewed at
+// renewed for seconds, in a Lease of the test space.
+func fenceFor(t *testing.T, space string, renewed time.Time, seconds int32) (*sharding.Tenures, *coordinationv1.Lease) {
+	t.Helper()
+	direct := directClient(t)
 	tenures := sharding.NewTenures("fence", "a", logr.Discard())
 	name := multicluster.ClusterName(space)
 	lease := &coordinationv1.Lease{
@@ -118,10 +125,7 @@ func TestReconcileWritesNothingOnceTheFenceLapsed(t *testing.T) {
 
 	// Renewed now: the same run writes.
 	lease.Spec.RenewTime = ptr.To(metav1.NewMicroTime(now))
-	direct, err := client.NewWithWatch(testSpace.Config, client.Options{Scheme: testSpace.Client.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	direct := directClient(t)
 	if err := tenures.Client(direct).Update(ctx, lease); err != nil {
 		t.Fatalf("renewing the fence: %v", err)
 	}
@@ -145,10 +149,7 @@ func TestReconcileWriteEndsWithTheTenure(t *testing.T) {
 	tenures, _ := fenceFor(t, r.Space, now, 4)
 	r.Fence = tenures.Of(multicluster.ClusterName(r.Space))
 	var deadline time.Time
-	direct, err := client.NewWithWatch(testSpace.Config, client.Options{Scheme: testSpace.Client.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	direct := directClient(t)
 	r.Client = interceptor.NewClient(direct, interceptor.Funcs{
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 			deadline, _ = ctx.Deadline()
@@ -178,10 +179,7 @@ func TestReconcileLapsedDuringTheWrite(t *testing.T) {
 	r.Space = objectName("space", "fence-midwrite")
 	tenures, lease := fenceFor(t, r.Space, now, 4)
 	r.Fence = tenures.Of(multicluster.ClusterName(r.Space))
-	direct, err := client.NewWithWatch(testSpace.Config, client.Options{Scheme: testSpace.Client.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	direct := directClient(t)
 	// An API server that does not answer the write before the tenure ends.
 	r.Client = interceptor.NewClient(direct, interceptor.Funcs{
 		Patch: func(ctx context.Context, _ client.WithWatch, _ client.Object, _ client.Patch, _ ...client.PatchOption) error {
