@@ -44,7 +44,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
-	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	hostingv1alpha1 "github.com/kubestellar/workload-stager/api/hosting/v1alpha1"
@@ -340,7 +339,7 @@ const (
 	// CoordinationLeaderElection has one elected replica serve every space.
 	CoordinationLeaderElection = "leader-election"
 	// CoordinationSharded has the replicas split the spaces, through
-	// multicluster-runtime's sharded coordinator.
+	// sharding.Coordinator.
 	CoordinationSharded = "sharded"
 )
 
@@ -500,7 +499,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 	var mcOptions []mcmanager.Option
 	var tenures *sharding.Tenures
 	if shard {
-		var coordinator *sharding.FencedCoordinator
+		var coordinator *sharding.Coordinator
 		coordinator, tenures, err = o.shardingCoordinator(cfg, scheme, replica, logger)
 		if err != nil {
 			return nil, err
@@ -598,12 +597,11 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 // replica's writes, which ends with the replica's ID.
 const FieldOwnerPrefix = "workload-stager-"
 
-// shardingCoordinator is multicluster-runtime's sharded coordinator, with
-// the replica's peer Lease and the spaces' fence Leases in the sharding
-// namespace, read and written uncached, and a fence of its own for every
-// space (sharding.FencedCoordinator); and the replica's tenures of the
-// fences, from its writes of them.
-func (o *Options) shardingCoordinator(cfg *rest.Config, scheme *runtime.Scheme, replica string, logger logr.Logger) (*sharding.FencedCoordinator, *sharding.Tenures, error) {
+// shardingCoordinator is the replica's sharding coordinator, with its peer
+// Lease and the spaces' fence Leases in the sharding namespace, read and
+// written uncached; and the replica's tenures of the fences, from its
+// writes of them.
+func (o *Options) shardingCoordinator(cfg *rest.Config, scheme *runtime.Scheme, replica string, logger logr.Logger) (*sharding.Coordinator, *sharding.Tenures, error) {
 	namespace, err := o.shardNamespace()
 	if err != nil {
 		return nil, nil, err
@@ -618,14 +616,17 @@ func (o *Options) shardingCoordinator(cfg *rest.Config, scheme *runtime.Scheme, 
 	peers := sharding.NewPeerRegistry(direct, namespace, ShardPeerLeasePrefix, replica,
 		o.ShardLeaseDuration, o.ShardLeaseRenew, log)
 	tenures := sharding.NewTenures(ShardFenceLeasePrefix, peers.Self().ID, log)
-	return sharding.NewFencedCoordinator(sharded.New(tenures.Client(direct), log,
-		sharded.WithShardLease(namespace, ShardFenceLeasePrefix),
-		sharded.WithPerClusterLease(true),
-		sharded.WithSharder(sharding.Rendezvous{}),
-		sharded.WithLeaseTimings(o.ShardLeaseDuration, o.ShardLeaseRenew, time.Second),
-		sharded.WithSynchronizationIntervals(o.ShardProbeInterval, 3*o.ShardProbeInterval),
-		sharded.WithPeerRegistry(peers),
-	)), tenures, nil
+	return sharding.NewCoordinator(tenures.Client(direct), sharding.CoordinatorOptions{
+		Namespace:     namespace,
+		Prefix:        ShardFenceLeasePrefix,
+		LeaseDuration: o.ShardLeaseDuration,
+		LeaseRenew:    o.ShardLeaseRenew,
+		Throttle:      time.Second,
+		Probe:         o.ShardProbeInterval,
+		Sharder:       sharding.Rendezvous{},
+		Peers:         peers,
+		Log:           log,
+	}), tenures, nil
 }
 
 // Start runs the stager until ctx is done.

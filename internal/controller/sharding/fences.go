@@ -21,39 +21,17 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
-	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	"sigs.k8s.io/multicluster-runtime/pkg/util/sanitize"
 )
-
-// FencedCoordinator is multicluster-runtime's sharded coordinator with a
-// fence Lease of its own for every space. The coordinator (v0.24.1) names a
-// space's fence <prefix>-<space, sanitized>: kcp's root:a-b and root:a:b
-// shared one fence, and a space name of 240 characters made no valid Lease
-// name, so that space was never served. FencedCoordinator hands the
-// coordinator each space under its FenceKey, which is unique and a valid
-// name, and hands the controllers the space under its own name.
-type FencedCoordinator struct {
-	inner *sharded.Coordinator
-
-	mu     sync.Mutex
-	names  map[multicluster.ClusterName]multicluster.ClusterName // by key
-	awares []multicluster.Aware
-}
-
-var _ mcmanager.Coordinator = &FencedCoordinator{}
-
-// NewFencedCoordinator wraps inner, which no one else may engage spaces
-// with.
-func NewFencedCoordinator(inner *sharded.Coordinator) *FencedCoordinator {
-	c := &FencedCoordinator{inner: inner, names: map[multicluster.ClusterName]multicluster.ClusterName{}}
-	inner.AddAware(renamer{c})
-	return c
-}
 
 // maxReadableKey is how much of a space's sanitized name its key keeps.
 const maxReadableKey = 40
@@ -70,43 +48,168 @@ func FenceKey(space multicluster.ClusterName) multicluster.ClusterName {
 	return multicluster.ClusterName(fmt.Sprintf("%s-%s", readable, hex.EncodeToString(sum[:5])))
 }
 
-// AddAware implements mcmanager.Coordinator.
-func (c *FencedCoordinator) AddAware(a multicluster.Aware) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.awares = append(c.awares, a)
+// leaseOf names the fence Lease of the space whose FenceKey is key.
+func leaseOf(prefix string, key multicluster.ClusterName) string {
+	return prefix + "-" + string(key)
 }
 
-// Engage implements mcmanager.Coordinator: the coordinator gets the space
-// under its key.
-func (c *FencedCoordinator) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
-	key := FenceKey(name)
-	c.mu.Lock()
-	c.names[key] = name
-	c.mu.Unlock()
-	return c.inner.Engage(ctx, key, cl)
+// fenceGuard takes, renews and releases one space's fence Lease. It is a
+// fork of multicluster-runtime v0.24.1's leaseGuard
+// (pkg/manager/coordinator/sharded/leaseguard.go), whose rules it keeps: a
+// take creates the Lease or adopts it when free, expired or already its
+// holder's, and renews it every renew until a renewal fails, which calls
+// lost and releases it; a release clears the holder if it is still this
+// replica. It differs in that it is safe for concurrent use, since the
+// Coordinator takes fences outside its lock: upstream, a renewal that
+// failed because the fence was being released called lost and released
+// the fence even when it had been taken again meanwhile. It reads the time
+// from a clock.
+type fenceGuard struct {
+	client          client.Client
+	clock           clock.WithTicker
+	key             types.NamespacedName
+	holder          string
+	duration, renew time.Duration
+	lost            func()
+
+	mu     sync.Mutex // held through a take and a release
+	held   bool
+	cancel context.CancelFunc // stops the renewals
 }
 
-// Runnable implements mcmanager.Coordinator.
-func (c *FencedCoordinator) Runnable() manager.Runnable { return c.inner.Runnable() }
+func newFenceGuard(c client.Client, clk clock.WithTicker, namespace, name, holder string, duration, renew time.Duration, lost func()) *fenceGuard {
+	return &fenceGuard{client: c, clock: clk, key: types.NamespacedName{Namespace: namespace, Name: name},
+		holder: holder, duration: duration, renew: renew, lost: lost}
+}
 
-// renamer engages the controllers with a space's own name when the
-// coordinator engages its key.
-type renamer struct{ c *FencedCoordinator }
-
-// Engage implements multicluster.Aware.
-func (r renamer) Engage(ctx context.Context, key multicluster.ClusterName, cl cluster.Cluster) error {
-	r.c.mu.Lock()
-	name, ok := r.c.names[key]
-	awares := append([]multicluster.Aware(nil), r.c.awares...)
-	r.c.mu.Unlock()
-	if !ok {
-		return fmt.Errorf("no space is engaged under the fence key %s", key)
+// TryAcquire takes the fence, unless another holder's has not expired,
+// and reports whether this replica holds it.
+func (g *fenceGuard) TryAcquire(ctx context.Context) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.held {
+		return true
 	}
-	for _, a := range awares {
-		if err := a.Engage(ctx, name, cl); err != nil {
-			return err
+	now := metav1.NewMicroTime(g.clock.Now())
+	seconds := int32(g.duration / time.Second)
+	var lease coordinationv1.Lease
+	err := g.client.Get(ctx, g.key, &lease)
+	switch {
+	case apierrors.IsNotFound(err):
+		lease = coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: g.key.Namespace, Name: g.key.Name},
+			Spec: coordinationv1.LeaseSpec{
+				HolderIdentity:       &g.holder,
+				LeaseDurationSeconds: &seconds,
+				AcquireTime:          &now,
+				RenewTime:            &now,
+			},
+		}
+		if err := g.client.Create(ctx, &lease); err != nil {
+			return false
+		}
+	case err != nil:
+		return false
+	default:
+		holder := ""
+		if lease.Spec.HolderIdentity != nil {
+			holder = *lease.Spec.HolderIdentity
+		}
+		if holder != "" && holder != g.holder && !expired(&lease, now.Time) {
+			return false
+		}
+		lease.Spec.HolderIdentity = &g.holder
+		lease.Spec.LeaseDurationSeconds = &seconds
+		if holder != g.holder || lease.Spec.AcquireTime == nil {
+			lease.Spec.AcquireTime = &now
+		}
+		lease.Spec.RenewTime = &now
+		if err := g.client.Update(ctx, &lease); err != nil {
+			return false
 		}
 	}
-	return nil
+	rctx, cancel := context.WithCancel(context.Background())
+	g.held, g.cancel = true, cancel
+	go g.renewals(rctx)
+	return true
+}
+
+// renewals renews the fence every renew until a renewal fails or ctx ends,
+// that is, until the fence is released.
+func (g *fenceGuard) renewals(ctx context.Context) {
+	ticker := g.clock.NewTicker(g.renew)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C():
+			if !g.renewOnce(ctx) {
+				g.renewalFailed(ctx)
+				return
+			}
+		}
+	}
+}
+
+// renewalFailed stops serving the space and releases the fence, unless the
+// fence was released while the renewal was in flight, which is why it
+// failed: a later take may hold the fence again by now.
+func (g *fenceGuard) renewalFailed(ctx context.Context) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if ctx.Err() != nil {
+		return
+	}
+	if g.lost != nil {
+		g.lost()
+	}
+	g.releaseLocked(context.Background())
+}
+
+func (g *fenceGuard) renewOnce(ctx context.Context) bool {
+	now := metav1.NewMicroTime(g.clock.Now())
+	var lease coordinationv1.Lease
+	if err := g.client.Get(ctx, g.key, &lease); err != nil {
+		return false
+	}
+	if lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != g.holder && !expired(&lease, now.Time) {
+		return false
+	}
+	seconds := int32(g.duration / time.Second)
+	lease.Spec.HolderIdentity = &g.holder
+	lease.Spec.LeaseDurationSeconds = &seconds
+	lease.Spec.RenewTime = &now
+	return g.client.Update(ctx, &lease) == nil
+}
+
+// Release stops the renewals and clears the holder if it is still this
+// replica; it does nothing unless the fence is held.
+func (g *fenceGuard) Release(ctx context.Context) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.held {
+		g.releaseLocked(ctx)
+	}
+}
+
+func (g *fenceGuard) releaseLocked(ctx context.Context) {
+	g.cancel()
+	g.held = false
+	var lease coordinationv1.Lease
+	if err := g.client.Get(ctx, g.key, &lease); err != nil {
+		return
+	}
+	if lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity == g.holder {
+		lease.Spec.HolderIdentity = new(string)
+		_ = g.client.Update(ctx, &lease) // an unreleased fence expires
+	}
+}
+
+// expired reports whether the Lease has expired at now.
+func expired(lease *coordinationv1.Lease, now time.Time) bool {
+	if lease.Spec.RenewTime == nil || lease.Spec.LeaseDurationSeconds == nil {
+		return true
+	}
+	return now.After(lease.Spec.RenewTime.Add(time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second))
 }

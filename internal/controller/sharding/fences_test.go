@@ -23,12 +23,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
-	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/kubestellar/workload-stager/test/framework/environment"
@@ -68,22 +66,15 @@ func (r *recorder) Engage(_ context.Context, name multicluster.ClusterName, _ cl
 	return nil
 }
 
-// TestFencedCoordinatorServesEverySpace runs the sharded coordinator as the
-// stager does, alone, over spaces whose sanitized names collide or are too
+// TestCoordinatorServesEverySpace runs the coordinator as the stager does,
+// alone, over spaces whose sanitized names collide or are too
 // long for a Lease name: every space is served under its own name, each
 // with a fence Lease of its own.
-func TestFencedCoordinatorServesEverySpace(t *testing.T) {
+func TestCoordinatorServesEverySpace(t *testing.T) {
 	ns := newNamespace(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	inner := sharded.New(space.Client, logr.Discard(),
-		sharded.WithShardLease(ns, "workload-stager-shard"),
-		sharded.WithPerClusterLease(true),
-		sharded.WithLeaseTimings(3*time.Second, time.Second, 100*time.Millisecond),
-		sharded.WithSynchronizationIntervals(200*time.Millisecond, time.Second),
-		sharded.WithPeerRegistry(NewPeerRegistry(space.Client, ns, "workload-stager-peer", "alone", 3*time.Second, time.Second, logr.Discard())),
-	)
-	c := NewFencedCoordinator(inner)
+	c := newCoordinator(space.Client, space.Client, ns, "alone", 3*time.Second, time.Second)
 	engaged := &recorder{}
 	c.AddAware(engaged)
 	done := make(chan struct{})

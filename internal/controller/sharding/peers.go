@@ -12,9 +12,10 @@
 // See the License for the specific language governing permissions and
 // limitations under the License.
 
-// Package sharding holds what the stager plugs into multicluster-runtime's
-// sharded coordinator: a peer registry whose Leases last as long as the
-// coordinator's fence Leases.
+// Package sharding shares the spaces among the stager's replicas: a
+// coordinator that serves a replica's share, each space fenced by a Lease
+// of its own; a peer registry whose Leases last as long as the fences; and
+// the replica's tenure of each fence, which its writes to the space hold.
 package sharding
 
 import (
@@ -44,10 +45,11 @@ const PeerLabel = "community.kubestellar.io/shard-peer"
 // releaseTimeout bounds the deletion of a stopping replica's peer Lease.
 const releaseTimeout = 5 * time.Second
 
-// PeerRegistry is the replicas' membership for multicluster-runtime's
-// sharded coordinator (sharded.WithPeerRegistry): each replica holds a Lease
-// named <prefix>-<replica>, renews it every renew for duration, and counts
-// as peers the replicas whose Lease has not expired.
+// PeerRegistry is the replicas' membership for the Coordinator (and fits
+// multicluster-runtime's sharded coordinator, sharded.WithPeerRegistry):
+// each replica holds a Lease named <prefix>-<replica>, renews it every
+// renew for duration, and counts as peers the replicas whose Lease has not
+// expired.
 //
 // It is a fork of multicluster-runtime v0.24.1's leaseRegistry
 // (pkg/manager/coordinator/sharded/peers/registry.go). That registry gives

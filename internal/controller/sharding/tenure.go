@@ -29,13 +29,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
-	"sigs.k8s.io/multicluster-runtime/pkg/util/sanitize"
 )
 
 // Tenures knows until when this replica holds each space's fence, from the
 // fence Leases it writes itself, and holds back the release of a fence
-// while a write to its space is in flight. The sharded coordinator
-// (multicluster-runtime v0.24.1) learns that a fence is lost only when its
+// while a write to its space is in flight. The Coordinator (as
+// multicluster-runtime v0.24.1's) learns that a fence is lost only when its
 // next renewal fails, and keeps the space's controller running until then:
 // when a renewal comes late and another replica takes the expired fence,
 // both write to the space. A space's controller holds its Tenure around
@@ -233,20 +232,15 @@ func (t *Tenures) end(lease string) error {
 func (t *Tenures) HeldUntil(space multicluster.ClusterName) time.Time {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if f := t.fences[leaseOf(t.prefix, space)]; f != nil {
+	if f := t.fences[leaseOf(t.prefix, FenceKey(space))]; f != nil {
 		return f.until
 	}
 	return time.Time{}
 }
 
-// leaseOf names the fence Lease of a space as the sharded coordinator does.
-func leaseOf(prefix string, space multicluster.ClusterName) string {
-	return prefix + "-" + sanitize.DNS1123(string(FenceKey(space)))
-}
-
 // Of returns the tenure of one space.
 func (t *Tenures) Of(space multicluster.ClusterName) Tenure {
-	return Tenure{tenures: t, space: space, lease: leaseOf(t.prefix, space)}
+	return Tenure{tenures: t, space: space, lease: leaseOf(t.prefix, FenceKey(space))}
 }
 
 // Tenure is this replica's tenure of one space's fence.

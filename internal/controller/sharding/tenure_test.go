@@ -34,7 +34,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
-	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	"sigs.k8s.io/multicluster-runtime/pkg/util/sanitize"
 
@@ -175,7 +174,7 @@ func (s *serving) current() context.Context {
 	return s.ctx
 }
 
-// TestTenureEndsWhileRenewalsStall runs the sharded coordinator as the
+// TestTenureEndsWhileRenewalsStall runs the coordinator as the
 // stager does, with the fence Leases' client stalling, as a saturated API
 // server does: the tenure ends before the fence expires, while the
 // coordinator still serves the space, and still does once another replica
@@ -192,13 +191,7 @@ func TestTenureEndsWhileRenewalsStall(t *testing.T) {
 	tenures := NewTenures(fencePrefix, "a", logr.Discard())
 	leases := tenures.Client(slow)
 	const duration, renew = 4 * time.Second, time.Second
-	c := NewFencedCoordinator(sharded.New(leases, logr.Discard(),
-		sharded.WithShardLease(ns, fencePrefix),
-		sharded.WithPerClusterLease(true),
-		sharded.WithLeaseTimings(duration, renew, 100*time.Millisecond),
-		sharded.WithSynchronizationIntervals(200*time.Millisecond, time.Second),
-		sharded.WithPeerRegistry(NewPeerRegistry(direct, ns, "workload-stager-peer", "a", time.Minute, renew, logr.Discard())),
-	))
+	c := newCoordinator(leases, direct, ns, "a", duration, renew)
 	served := &serving{}
 	c.AddAware(served)
 	done := make(chan struct{})

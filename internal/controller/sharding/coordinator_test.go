@@ -1,0 +1,314 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package sharding
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	"github.com/kubestellar/workload-stager/test/framework/environment"
+)
+
+// newCoordinator is the coordinator as the stager builds it, with its
+// fences in ns read and written through leases and its peer Lease through
+// peers.
+func newCoordinator(leases, peers client.Client, ns, replica string, duration, renew time.Duration) *Coordinator {
+	return NewCoordinator(leases, CoordinatorOptions{
+		Namespace:     ns,
+		Prefix:        fencePrefix,
+		LeaseDuration: duration,
+		LeaseRenew:    renew,
+		Throttle:      100 * time.Millisecond,
+		Probe:         200 * time.Millisecond,
+		Sharder:       Rendezvous{},
+		Peers:         NewPeerRegistry(peers, ns, "workload-stager-peer", replica, duration, renew, logr.Discard()),
+		Log:           logr.Discard(),
+	})
+}
+
+// inFlight counts the fence reads in flight through a client, and holds
+// each until together of them are, or a second has passed.
+type inFlight struct {
+	together int
+
+	mu      sync.Mutex
+	now     int
+	most    int
+	arrived *sync.Cond
+}
+
+func newInFlight(together int) *inFlight {
+	f := &inFlight{together: together}
+	f.arrived = sync.NewCond(&f.mu)
+	return f
+}
+
+func (f *inFlight) client(c client.WithWatch) client.WithWatch {
+	return interceptor.NewClient(c, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(*coordinationv1.Lease); ok && strings.HasPrefix(key.Name, fencePrefix+"-") {
+				f.enter()
+				defer f.leave()
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+}
+
+func (f *inFlight) enter() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.now++
+	f.most = max(f.most, f.now)
+	f.arrived.Broadcast()
+	give := time.AfterFunc(time.Second, func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.arrived.Broadcast()
+	})
+	defer give.Stop()
+	for start := time.Now(); f.now < f.together && time.Since(start) < time.Second; {
+		f.arrived.Wait()
+	}
+}
+
+func (f *inFlight) leave() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.now--
+}
+
+func (f *inFlight) mostAtOnce() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.most
+}
+
+// TestCoordinatorTakesFencesConcurrently: a replica that is to serve many
+// spaces at once, as when a peer dies, reads and writes their fences side
+// by side. Taking them one after another made failover last the sum of
+// every fence's round trips, which on a busy API server was minutes.
+func TestCoordinatorTakesFencesConcurrently(t *testing.T) {
+	ns := newNamespace(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	direct, err := client.NewWithWatch(space.Config, client.Options{Scheme: space.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const together = 4
+	reads := newInFlight(together)
+	c := newCoordinator(reads.client(direct), direct, ns, "alone", 20*time.Second, 5*time.Second)
+	served := &recorder{}
+	c.AddAware(served)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = c.Runnable().Start(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	var spaces []multicluster.ClusterName
+	for i := range 2 * together {
+		name := multicluster.ClusterName(fmt.Sprintf("kcp#root:wds%03d", i))
+		spaces = append(spaces, name)
+		if err := c.Engage(ctx, name, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	environment.Eventually(t, 30*time.Second, "every space served", func() error {
+		served.mu.Lock()
+		defer served.mu.Unlock()
+		if len(served.names) < len(spaces) {
+			return fmt.Errorf("served so far: %q", served.names)
+		}
+		return nil
+	})
+	if most := reads.mostAtOnce(); most < together {
+		t.Errorf("at most %d fences were read at once, want %d", most, together)
+	}
+}
+
+// live is a multicluster.Aware that knows which spaces it serves now: those
+// whose engagement has not ended.
+type live struct {
+	mu     sync.Mutex
+	spaces map[multicluster.ClusterName]context.Context
+}
+
+func (l *live) Engage(ctx context.Context, name multicluster.ClusterName, _ cluster.Cluster) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.spaces == nil {
+		l.spaces = map[multicluster.ClusterName]context.Context{}
+	}
+	l.spaces[name] = ctx
+	return nil
+}
+
+func (l *live) served() []multicluster.ClusterName {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []multicluster.ClusterName
+	for name, ctx := range l.spaces {
+		if ctx.Err() == nil {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// replica runs a coordinator, whose Leases last a minute, over spaces until the returned stop, which
+// ends its spaces' engagements and its loop, and waits for the loop.
+func replica(t *testing.T, ns, id string, spaces []multicluster.ClusterName) (*live, func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	c := newCoordinator(space.Client, space.Client, ns, id, time.Minute, time.Second)
+	l := &live{}
+	c.AddAware(l)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = c.Runnable().Start(ctx) }()
+	var once sync.Once
+	stop := func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	for _, name := range spaces {
+		if err := c.Engage(ctx, name, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return l, stop
+}
+
+// TestCoordinatorsShareAndHandOver runs two coordinators: a replica that
+// joins takes its share of the spaces from the one serving them all, each
+// space is served by one replica, and a replica that stops hands its share
+// back at once, without waiting for its fences to expire.
+func TestCoordinatorsShareAndHandOver(t *testing.T) {
+	ns := newNamespace(t)
+	var spaces []multicluster.ClusterName
+	for i := range 12 {
+		spaces = append(spaces, multicluster.ClusterName(fmt.Sprintf("kcp#root:wds%03d", i)))
+	}
+	a, _ := replica(t, ns, "a", spaces)
+	environment.Eventually(t, 20*time.Second, "a serves every space", func() error {
+		if got := a.served(); !slices.Equal(got, spaces) {
+			return fmt.Errorf("a serves %q", got)
+		}
+		return nil
+	})
+
+	b, stopB := replica(t, ns, "b", spaces)
+	environment.Eventually(t, 20*time.Second, "a and b share the spaces", func() error {
+		ofA, ofB := a.served(), b.served()
+		if len(ofA) == 0 || len(ofB) == 0 {
+			return fmt.Errorf("a serves %q, b %q", ofA, ofB)
+		}
+		both := slices.Sorted(slices.Values(append(slices.Clone(ofA), ofB...)))
+		if !slices.Equal(both, spaces) {
+			return fmt.Errorf("a serves %q, b %q: each space once, by one of them, wanted", ofA, ofB)
+		}
+		return nil
+	})
+
+	// b's fences and peer Lease last a minute unless b releases them.
+	stopB()
+	environment.Eventually(t, 20*time.Second, "a serves every space again", func() error {
+		if got := a.served(); !slices.Equal(got, spaces) {
+			return fmt.Errorf("a serves %q", got)
+		}
+		return nil
+	})
+}
+
+// TestFenceReleasedDuringARenewal: a renewal cut off by the fence's release
+// neither reports the fence lost nor releases it again once it has been
+// taken anew.
+func TestFenceReleasedDuringARenewal(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+	var mu sync.Mutex
+	armed, renewals := false, 0
+	inFlight := make(chan struct{})
+	direct, err := client.NewWithWatch(space.Config, client.Options{Scheme: space.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leases := interceptor.NewClient(direct, interceptor.Funcs{
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			mu.Lock()
+			hold := armed
+			armed = false
+			if ptr.Deref(obj.(*coordinationv1.Lease).Spec.HolderIdentity, "") == "a" {
+				renewals++
+			}
+			mu.Unlock()
+			if hold {
+				close(inFlight)
+				<-ctx.Done()
+				return ctx.Err()
+			}
+			return c.Update(ctx, obj, opts...)
+		},
+	})
+	lost := 0
+	g := newFenceGuard(leases, clock.RealClock{}, ns, fencePrefix+"-x", "a", 20*time.Second, 100*time.Millisecond,
+		func() { mu.Lock(); lost++; mu.Unlock() })
+	if !g.TryAcquire(ctx) {
+		t.Fatal("the free fence was not taken")
+	}
+	mu.Lock()
+	armed = true
+	mu.Unlock()
+	<-inFlight
+	g.Release(ctx)
+	if !g.TryAcquire(ctx) {
+		t.Fatal("the released fence was not taken again")
+	}
+	mu.Lock()
+	since := renewals
+	mu.Unlock()
+	environment.Eventually(t, 10*time.Second, "the fence renewed three times since", func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if renewals < since+3 {
+			return fmt.Errorf("%d renewals", renewals-since)
+		}
+		return nil
+	})
+	mu.Lock()
+	if lost > 0 {
+		t.Errorf("the fence was reported lost %d times", lost)
+	}
+	mu.Unlock()
+	lease := &coordinationv1.Lease{}
+	if err := space.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: fencePrefix + "-x"}, lease); err != nil {
+		t.Fatal(err)
+	}
+	if holder := ptr.Deref(lease.Spec.HolderIdentity, ""); holder != "a" {
+		t.Errorf("the fence is held by %q, want a", holder)
+	}
+	g.Release(ctx)
+}
