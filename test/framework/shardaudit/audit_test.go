@@ -136,3 +136,19 @@ func TestHolder(t *testing.T) {
 		t.Errorf("holder %q, want r2", h)
 	}
 }
+
+// TestReleaseSeenAfterTheNextTake: a watch may show a fence's release only
+// after the next holder has taken it; the releaser's tenure ends when the
+// next one began, so a write of the releaser after that is caught.
+func TestReleaseSeenAfterTheNextTake(t *testing.T) {
+	now := time.Now()
+	a := New()
+	a.RecordLease(fence("r1", now.Add(-time.Minute)))
+	a.RecordLease(fence("", now.Add(-time.Minute))) // released: seen now
+	a.RecordLease(fence("r2", now.Add(-20*time.Second)))
+	a.RecordObject("wds1", policy("r1", now.Add(-10*time.Second), "dev"))
+	audited, problems := a.Check([]string{"dev"}, now.Add(-2*time.Minute), func(string) bool { return true })
+	if audited != 1 || len(problems) != 1 || !strings.Contains(problems[0].Error(), "r1 wrote") {
+		t.Errorf("%d writes audited, problems %v; want r1's write after r2's take caught", audited, problems)
+	}
+}
