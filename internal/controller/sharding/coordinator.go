@@ -64,21 +64,31 @@ type CoordinatorOptions struct {
 //
 // It is a fork of multicluster-runtime v0.24.1's sharded.Coordinator
 // (pkg/manager/coordinator/sharded: coordinator.go and leaseguard.go),
-// which it replaces. It differs in three ways:
+// which it replaces, and keeps its rules: which replica should serve a
+// space; how a fence is taken, renewed, given up at the first failed
+// renewal and released. It differs in these ways:
 //   - the fences are taken concurrently, up to ConcurrentTakes at once,
-//     outside the coordinator's lock. The upstream decision pass read and
-//     wrote every fence it was to take one after another under its lock, so
-//     a replica that inherited a dead peer's spaces served the last of them
-//     only after the sum of every take's round trips, and a lost fence
-//     waited for the lock to stop its space;
+//     outside the coordinator's lock, each take given up after half the
+//     fence's duration. The upstream decision pass read and wrote every
+//     fence it was to take one after another under its lock, so a replica
+//     that inherited a dead peer's spaces served the last of them only
+//     after the sum of every take's round trips, and a lost fence waited
+//     for the lock to stop its space;
 //   - Engage wakes the one decision loop instead of starting a decision pass
-//     of its own, so engaging n spaces makes no n passes over n spaces;
-//   - a space's fence is named and hashed by its FenceKey, and the awares are
-//     engaged under the space's own name (upstream names a fence by the
+//     of its own, which upstream also started for every space with the
+//     engaging space's context; no fence is taken before the loop runs, nor
+//     before the peer registry has seen a replica;
+//   - a space keeps one fence guard from its first take until its fence is
+//     released, across engagements, and a fence is not taken again while
+//     its release is pending: two guards of one Lease, or a late release,
+//     undid a take;
+//   - a fence held for a space this replica does not serve and should not
+//     is released (upstream renewed it for ever once the space's awares had
+//     failed or the space was engaged again);
+//   - a fence is named and hashed by the space's FenceKey, and the awares
+//     are engaged under the space's own name (upstream names a fence by the
 //     sanitized space name, which kcp's root:a-b and root:a:b share and a
 //     long name overflows).
-//
-// Its fences, their timings and their renewal are upstream's.
 type Coordinator struct {
 	kube  client.Client
 	opts  CoordinatorOptions
@@ -90,6 +100,7 @@ type Coordinator struct {
 
 	mu      sync.Mutex
 	engaged map[multicluster.ClusterName]*engagement
+	fences  map[multicluster.ClusterName]*fenceGuard // by space, until released
 	awares  []multicluster.Aware
 }
 
@@ -105,16 +116,28 @@ type engagement struct {
 	started bool
 	// taking is set while a take of the fence is in flight.
 	taking bool
-	fence  *fenceGuard
 	// nextTry is when a fence that could not be taken is tried again.
 	nextTry time.Time
 }
 
 // NewCoordinator returns a coordinator that reads and writes the fence
-// Leases through kube, which should not be cached.
+// Leases through kube, which should not be cached. Unset timings take
+// the stager's defaults.
 func NewCoordinator(kube client.Client, opts CoordinatorOptions) *Coordinator {
 	if opts.ConcurrentTakes <= 0 {
 		opts.ConcurrentTakes = DefaultConcurrentTakes
+	}
+	if opts.LeaseDuration <= 0 {
+		opts.LeaseDuration = 20 * time.Second
+	}
+	if opts.LeaseRenew <= 0 {
+		opts.LeaseRenew = opts.LeaseDuration / 4
+	}
+	if opts.Probe <= 0 {
+		opts.Probe = 2 * time.Second
+	}
+	if opts.Throttle <= 0 {
+		opts.Throttle = time.Second
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
@@ -128,6 +151,7 @@ func NewCoordinator(kube client.Client, opts CoordinatorOptions) *Coordinator {
 		wake:    make(chan struct{}, 1),
 		takes:   make(chan struct{}, opts.ConcurrentTakes),
 		engaged: map[multicluster.ClusterName]*engagement{},
+		fences:  map[multicluster.ClusterName]*fenceGuard{},
 	}
 }
 
@@ -170,12 +194,9 @@ func (c *Coordinator) Engage(ctx context.Context, name multicluster.ClusterName,
 	}
 	c.mu.Lock()
 	e := &engagement{name: name, key: FenceKey(name), cl: cl}
-	if cur := c.engaged[name]; cur != nil {
+	if cur := c.engaged[name]; cur != nil && cur.cancel != nil {
 		// Engaged again: the old engagement stops, the fence stays.
-		if cur.cancel != nil {
-			cur.cancel()
-		}
-		e.fence = cur.fence
+		cur.cancel()
 	}
 	c.engaged[name] = e
 	c.mu.Unlock()
@@ -189,39 +210,54 @@ func (c *Coordinator) Engage(ctx context.Context, name multicluster.ClusterName,
 		if e.cancel != nil {
 			e.cancel()
 		}
-		if e.fence != nil {
-			go e.fence.Release(context.Background())
-		}
 		delete(c.engaged, name)
+		if f := c.fences[name]; f != nil {
+			c.releaseLocked(name, f)
+		}
 	}()
+	c.wakeUp()
+	return nil
+}
+
+func (c *Coordinator) wakeUp() {
 	select {
 	case c.wake <- struct{}{}:
 	default:
 	}
-	return nil
 }
 
-// decide starts a take of every fence this replica should hold and does
-// not, and stops serving the spaces it should not.
+// decide starts a take of every fence this replica should hold for a space
+// it does not serve, stops serving the spaces it should not, and releases
+// the fences it holds for spaces it neither serves nor should.
 func (c *Coordinator) decide(ctx context.Context) {
 	peers := c.opts.Peers.Snapshot()
+	if len(peers) == 0 {
+		return // the registry has not read the peers yet
+	}
 	now := c.clock.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, e := range c.engaged {
+	for name, e := range c.engaged {
+		f := c.fences[name]
 		should := c.opts.Sharder.ShouldOwn(string(e.key), peers, c.self)
 		switch {
 		case should && !e.started && !e.taking && !now.Before(e.nextTry):
-			if e.fence == nil {
-				e.fence = c.newFence(e.name, e.key)
+			if f == nil {
+				f = c.newFence(name, e.key)
+				c.fences[name] = f
+			}
+			if f.releasing > 0 {
+				continue
 			}
 			e.taking = true
-			go c.take(ctx, e)
+			go c.take(ctx, e, f)
 		case !should && e.started:
 			e.cancel()
 			e.cancel, e.started, e.nextTry = nil, false, time.Time{}
-			go e.fence.Release(ctx)
-			c.log.Info("Stopped serving a space another replica should serve", "space", e.name, "peer", c.self.ID)
+			c.releaseLocked(name, f)
+			c.log.Info("Stopped serving a space another replica should serve", "space", name, "peer", c.self.ID)
+		case !should && !e.taking && f != nil && f.held.Load() && f.releasing == 0:
+			c.releaseLocked(name, f)
 		}
 	}
 }
@@ -234,7 +270,7 @@ func (c *Coordinator) newFence(name, key multicluster.ClusterName) *fenceGuard {
 		c.log.Info("Lost a space's fence; stopped serving it", "space", name, "peer", c.self.ID)
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if e := c.engaged[name]; e != nil && e.fence == f && e.started {
+		if e := c.engaged[name]; e != nil && c.fences[name] == f && e.started {
 			e.cancel()
 			e.cancel, e.started = nil, false
 		}
@@ -244,9 +280,28 @@ func (c *Coordinator) newFence(name, key multicluster.ClusterName) *fenceGuard {
 	return f
 }
 
-// take tries the engagement's fence, when a slot is free, and serves the
-// space once it is held.
-func (c *Coordinator) take(ctx context.Context, e *engagement) {
+// releaseLocked releases a space's fence in the background, bounded by
+// half the fence's duration, and forgets the guard once it is released
+// and the space is not engaged; the caller holds c.mu.
+func (c *Coordinator) releaseLocked(name multicluster.ClusterName, f *fenceGuard) {
+	f.releasing++
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), c.opts.LeaseDuration/2)
+		f.Release(ctx)
+		cancel()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		f.releasing--
+		if f.releasing == 0 && !f.held.Load() && c.engaged[name] == nil && c.fences[name] == f {
+			delete(c.fences, name)
+		}
+		c.wakeUp()
+	}()
+}
+
+// take tries a space's fence, when a slot is free, and serves the space
+// once it is held.
+func (c *Coordinator) take(ctx context.Context, e *engagement, f *fenceGuard) {
 	select {
 	case c.takes <- struct{}{}:
 	case <-ctx.Done():
@@ -255,12 +310,18 @@ func (c *Coordinator) take(ctx context.Context, e *engagement) {
 		c.mu.Unlock()
 		return
 	}
-	// A take answered after half the fence's duration has left little of
-	// it; it is tried again instead of held up.
+	defer func() { <-c.takes }()
+	// What was decided may have changed while the take waited for a slot.
+	c.mu.Lock()
+	if c.engaged[e.name] != e || !c.opts.Sharder.ShouldOwn(string(e.key), c.opts.Peers.Snapshot(), c.self) {
+		e.taking = false
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
 	tctx, cancel := context.WithTimeout(ctx, c.opts.LeaseDuration/2)
-	held := e.fence.TryAcquire(tctx)
+	held := f.TryAcquire(tctx)
 	cancel()
-	<-c.takes
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -270,13 +331,13 @@ func (c *Coordinator) take(ctx context.Context, e *engagement) {
 	case !held:
 		e.nextTry = c.clock.Now().Add(c.opts.Throttle)
 	case cur != e:
-		// Engaged again, or gone, while the fence was taken: a later
-		// engagement keeps the fence, which is released otherwise.
-		if cur == nil || cur.fence != e.fence {
-			go e.fence.Release(context.Background())
+		// Engaged again while the fence was taken, and the later
+		// engagement has it; or gone, and the fence is released.
+		if cur == nil {
+			c.releaseLocked(e.name, f)
 		}
 	case !c.opts.Sharder.ShouldOwn(string(e.key), c.opts.Peers.Snapshot(), c.self):
-		go e.fence.Release(ctx)
+		c.releaseLocked(e.name, f)
 	default:
 		sctx, stop := context.WithCancel(ctx)
 		e.cancel, e.started = stop, true
@@ -293,7 +354,8 @@ func (c *Coordinator) serve(ctx context.Context, e *engagement, awares []multicl
 			c.log.Error(err, "Failed to engage a space", "space", e.name)
 			c.mu.Lock()
 			defer c.mu.Unlock()
-			if e.started && e.cancel != nil {
+			// Unless this serving has already stopped, and another begun.
+			if e.started && ctx.Err() == nil {
 				e.cancel()
 				e.cancel, e.started = nil, false
 			}

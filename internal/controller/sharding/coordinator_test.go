@@ -112,8 +112,9 @@ func (f *inFlight) mostAtOnce() int {
 
 // TestCoordinatorTakesFencesConcurrently: a replica that is to serve many
 // spaces at once, as when a peer dies, reads and writes their fences side
-// by side. Taking them one after another made failover last the sum of
-// every fence's round trips, which on a busy API server was minutes.
+// by side, DefaultConcurrentTakes at a time. Taking them one after another
+// made failover last the sum of every fence's round trips, which on a busy
+// API server was minutes.
 func TestCoordinatorTakesFencesConcurrently(t *testing.T) {
 	ns := newNamespace(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -122,9 +123,10 @@ func TestCoordinatorTakesFencesConcurrently(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const together = 4
+	const together = DefaultConcurrentTakes
 	reads := newInFlight(together)
-	c := newCoordinator(reads.client(direct), direct, ns, "alone", 20*time.Second, 5*time.Second)
+	// No renewal is due before every space is served.
+	c := newCoordinator(reads.client(direct), direct, ns, "alone", time.Minute, 15*time.Second)
 	served := &recorder{}
 	c.AddAware(served)
 	done := make(chan struct{})
@@ -146,7 +148,7 @@ func TestCoordinatorTakesFencesConcurrently(t *testing.T) {
 		}
 		return nil
 	})
-	if most := reads.mostAtOnce(); most < together {
+	if most := reads.mostAtOnce(); most != together {
 		t.Errorf("at most %d fences were read at once, want %d", most, together)
 	}
 }
@@ -203,9 +205,9 @@ func replica(t *testing.T, ns, id string, spaces []multicluster.ClusterName) (*l
 }
 
 // TestCoordinatorsShareAndHandOver runs two coordinators: a replica that
-// joins takes its share of the spaces from the one serving them all, each
-// space is served by one replica, and a replica that stops hands its share
-// back at once, without waiting for its fences to expire.
+// joins takes its share of the spaces from the one serving them all, no
+// space is served by both at any moment sampled, and a replica that stops
+// hands its share back at once, without waiting for its fences to expire.
 func TestCoordinatorsShareAndHandOver(t *testing.T) {
 	ns := newNamespace(t)
 	var spaces []multicluster.ClusterName
@@ -221,6 +223,22 @@ func TestCoordinatorsShareAndHandOver(t *testing.T) {
 	})
 
 	b, stopB := replica(t, ns, "b", spaces)
+	sampling, stopSampling := context.WithCancel(context.Background())
+	t.Cleanup(stopSampling)
+	var overlaps []multicluster.ClusterName
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for sampling.Err() == nil {
+			ofB := b.served()
+			for _, name := range a.served() {
+				if slices.Contains(ofB, name) {
+					overlaps = append(overlaps, name)
+				}
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
 	environment.Eventually(t, 20*time.Second, "a and b share the spaces", func() error {
 		ofA, ofB := a.served(), b.served()
 		if len(ofA) == 0 || len(ofB) == 0 {
@@ -232,6 +250,14 @@ func TestCoordinatorsShareAndHandOver(t *testing.T) {
 		}
 		return nil
 	})
+
+	// b's share is read before a's: a space handed from a to b is in
+	// both only if a served it after b began to.
+	stopSampling()
+	<-sampled
+	if len(overlaps) > 0 {
+		t.Errorf("served by a and b at once: %q", slices.Compact(overlaps))
+	}
 
 	// b's fences and peer Lease last a minute unless b releases them.
 	stopB()

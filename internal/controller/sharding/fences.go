@@ -20,13 +20,14 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
@@ -60,9 +61,11 @@ func leaseOf(prefix string, key multicluster.ClusterName) string {
 // holder's, and renews it every renew until a renewal fails, which calls
 // lost and releases it; a release clears the holder if it is still this
 // replica. It differs in that it is safe for concurrent use, since the
-// Coordinator takes fences outside its lock: upstream, a renewal that
-// failed because the fence was being released called lost and released
-// the fence even when it had been taken again meanwhile. It reads the time
+// Coordinator takes fences outside its lock: a take and a release wait for
+// each other, as long as their contexts allow; a renewal cut off by a
+// release neither calls lost nor releases the fence again (upstream did,
+// even once the fence had been taken anew); a release that meets a
+// conflicting renewal still in flight tries again; and it reads the time
 // from a clock.
 type fenceGuard struct {
 	client          client.Client
@@ -72,22 +75,40 @@ type fenceGuard struct {
 	duration, renew time.Duration
 	lost            func()
 
-	mu     sync.Mutex // held through a take and a release
-	held   bool
-	cancel context.CancelFunc // stops the renewals
+	lock   chan struct{}      // held through a take and a release
+	held   atomic.Bool        // set under lock; read by anyone
+	cancel context.CancelFunc // stops the renewals; under lock
+
+	// releasing counts the releases the Coordinator has started and not
+	// seen end; under the Coordinator's lock.
+	releasing int
 }
 
 func newFenceGuard(c client.Client, clk clock.WithTicker, namespace, name, holder string, duration, renew time.Duration, lost func()) *fenceGuard {
 	return &fenceGuard{client: c, clock: clk, key: types.NamespacedName{Namespace: namespace, Name: name},
-		holder: holder, duration: duration, renew: renew, lost: lost}
+		holder: holder, duration: duration, renew: renew, lost: lost, lock: make(chan struct{}, 1)}
 }
+
+// acquire takes the guard's lock, unless ctx ends first.
+func (g *fenceGuard) acquire(ctx context.Context) bool {
+	select {
+	case g.lock <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (g *fenceGuard) unlock() { <-g.lock }
 
 // TryAcquire takes the fence, unless another holder's has not expired,
 // and reports whether this replica holds it.
 func (g *fenceGuard) TryAcquire(ctx context.Context) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.held {
+	if !g.acquire(ctx) {
+		return false
+	}
+	defer g.unlock()
+	if g.held.Load() {
 		return true
 	}
 	now := metav1.NewMicroTime(g.clock.Now())
@@ -129,7 +150,8 @@ func (g *fenceGuard) TryAcquire(ctx context.Context) bool {
 		}
 	}
 	rctx, cancel := context.WithCancel(context.Background())
-	g.held, g.cancel = true, cancel
+	g.cancel = cancel
+	g.held.Store(true)
 	go g.renewals(rctx)
 	return true
 }
@@ -156,15 +178,17 @@ func (g *fenceGuard) renewals(ctx context.Context) {
 // fence was released while the renewal was in flight, which is why it
 // failed: a later take may hold the fence again by now.
 func (g *fenceGuard) renewalFailed(ctx context.Context) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
+	g.lock <- struct{}{}
+	defer g.unlock()
 	if ctx.Err() != nil {
 		return
 	}
 	if g.lost != nil {
 		g.lost()
 	}
-	g.releaseLocked(context.Background())
+	rctx, cancel := context.WithTimeout(context.Background(), g.duration/2)
+	defer cancel()
+	g.releaseLocked(rctx)
 }
 
 func (g *fenceGuard) renewOnce(ctx context.Context) bool {
@@ -184,26 +208,34 @@ func (g *fenceGuard) renewOnce(ctx context.Context) bool {
 }
 
 // Release stops the renewals and clears the holder if it is still this
-// replica; it does nothing unless the fence is held.
+// replica; it does nothing unless the fence is held, and gives up when ctx
+// ends.
 func (g *fenceGuard) Release(ctx context.Context) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.held {
+	if !g.acquire(ctx) {
+		return
+	}
+	defer g.unlock()
+	if g.held.Load() {
 		g.releaseLocked(ctx)
 	}
 }
 
 func (g *fenceGuard) releaseLocked(ctx context.Context) {
 	g.cancel()
-	g.held = false
-	var lease coordinationv1.Lease
-	if err := g.client.Get(ctx, g.key, &lease); err != nil {
-		return
-	}
-	if lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity == g.holder {
+	g.held.Store(false)
+	// A renewal sent before the cancel may land after the read: the
+	// release then conflicts, and reads again.
+	_ = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var lease coordinationv1.Lease
+		if err := g.client.Get(ctx, g.key, &lease); err != nil {
+			return err
+		}
+		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != g.holder {
+			return nil
+		}
 		lease.Spec.HolderIdentity = new(string)
-		_ = g.client.Update(ctx, &lease) // an unreleased fence expires
-	}
+		return g.client.Update(ctx, &lease)
+	}) // an unreleased fence expires
 }
 
 // expired reports whether the Lease has expired at now.
