@@ -227,17 +227,6 @@ func (t *Tenures) end(lease string) error {
 	return nil
 }
 
-// HeldUntil is when this replica's tenure of the space's fence ends; the
-// zero time when it does not hold it.
-func (t *Tenures) HeldUntil(space multicluster.ClusterName) time.Time {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if f := t.fences[leaseOf(t.prefix, FenceKey(space))]; f != nil {
-		return f.until
-	}
-	return time.Time{}
-}
-
 // Of returns the tenure of one space.
 func (t *Tenures) Of(space multicluster.ClusterName) Tenure {
 	return Tenure{tenures: t, space: space, lease: leaseOf(t.prefix, FenceKey(space))}
@@ -252,7 +241,14 @@ type Tenure struct {
 
 // HeldUntil is when the tenure ends; the zero time when this replica does
 // not hold the fence.
-func (t Tenure) HeldUntil() time.Time { return t.tenures.HeldUntil(t.space) }
+func (t Tenure) HeldUntil() time.Time {
+	t.tenures.mu.Lock()
+	defer t.tenures.mu.Unlock()
+	if f := t.tenures.fences[t.lease]; f != nil {
+		return f.until
+	}
+	return time.Time{}
+}
 
 // LapsedError says that the tenure ended before a write.
 type LapsedError struct {

@@ -89,7 +89,7 @@ func TestTenuresFollowTheFenceWrites(t *testing.T) {
 			for _, w := range tc.writes {
 				var during time.Time
 				err := tenures.write(w.lease, func() error {
-					during = tenures.HeldUntil(space)
+					during = tenures.Of(space).HeldUntil()
 					return w.err
 				})
 				if !errors.Is(err, w.err) {

@@ -117,7 +117,7 @@ func TestReconcileWritesNothingOnceTheFenceLapsed(t *testing.T) {
 	}
 	if got := getPolicy(t, p.Name); len(got.Finalizers) != 0 {
 		t.Fatalf("the tenure ended at %v, the clock shows %v, and the run wrote the finalizers %v",
-			tenures.HeldUntil(multicluster.ClusterName(r.Space)), now, got.Finalizers)
+			tenures.Of(multicluster.ClusterName(r.Space)).HeldUntil(), now, got.Finalizers)
 	}
 	if got := counterOfSpace(t, "stager_fence_lapsed_writes_total", r.Space) - refusedBefore; got != 1 {
 		t.Errorf("stager_fence_lapsed_writes_total rose by %v, want 1", got)
