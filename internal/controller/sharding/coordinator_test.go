@@ -119,10 +119,7 @@ func TestCoordinatorTakesFencesConcurrently(t *testing.T) {
 	ns := newNamespace(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	direct, err := client.NewWithWatch(space.Config, client.Options{Scheme: space.Client.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	direct := newDirect(t)
 	const together = DefaultConcurrentTakes
 	reads := newInFlight(together)
 	// No renewal is due before every space is served.
@@ -278,10 +275,7 @@ func TestFenceReleasedDuringARenewal(t *testing.T) {
 	var mu sync.Mutex
 	armed, renewals := false, 0
 	inFlight := make(chan struct{})
-	direct, err := client.NewWithWatch(space.Config, client.Options{Scheme: space.Client.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	direct := newDirect(t)
 	leases := interceptor.NewClient(direct, interceptor.Funcs{
 		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
 			mu.Lock()

@@ -62,6 +62,17 @@ func newNamespace(t *testing.T) string {
 	return ns.Name
 }
 
+// newDirect returns an uncached client of the shared API server, as the
+// stager reads and writes its Leases.
+func newDirect(t *testing.T) client.WithWatch {
+	t.Helper()
+	direct, err := client.NewWithWatch(space.Config, client.Options{Scheme: space.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return direct
+}
+
 // start runs a registry until the test ends or the returned stop is called,
 // which waits for Run to return.
 func start(t *testing.T, r *PeerRegistry) (stop func()) {

@@ -183,10 +183,7 @@ func TestTenureEndsWhileRenewalsStall(t *testing.T) {
 	ns := newNamespace(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	direct, err := client.NewWithWatch(space.Config, client.Options{Scheme: space.Client.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	direct := newDirect(t)
 	slow := newStalling(direct)
 	tenures := NewTenures(fencePrefix, "a", logr.Discard())
 	leases := tenures.Client(slow)
