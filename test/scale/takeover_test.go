@@ -49,9 +49,10 @@ const TakeoverLatencyEnv = "STAGER_TAKEOVER_LATENCY_MS"
 // stager's sharding.Coordinator, which takes fences 8 at a time, against
 // multicluster-runtime v0.24.1's sharded coordinator, which it forks and
 // which takes them one after another. Every fence request is delayed by
-// STAGER_TAKEOVER_LATENCY_MS, a stand-in for a saturated API server's
-// queueing (kcp at 300 workspaces on 2 cores answered in seconds); the
-// API server itself is idle.
+// STAGER_TAKEOVER_LATENCY_MS, a fixed latency that stands in for a slow
+// API server; the API server itself is idle, so the requests in flight do
+// not slow each other down. The time starts as the replica starts, so the
+// fork's includes its wait for the peer registry's first read.
 func BenchmarkFenceTakeover(b *testing.B) {
 	latency := time.Duration(envInt(b, TakeoverLatencyEnv, 50)) * time.Millisecond
 	space, err := environment.StartSpace("takeover")
