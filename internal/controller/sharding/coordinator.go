@@ -250,6 +250,7 @@ func (c *Coordinator) decide(ctx context.Context) {
 				continue
 			}
 			e.taking = true
+			f.taking++
 			go c.take(ctx, e, f)
 		case !should && e.started:
 			e.cancel()
@@ -274,15 +275,17 @@ func (c *Coordinator) newFence(name, key multicluster.ClusterName) *fenceGuard {
 			e.cancel()
 			e.cancel, e.started = nil, false
 		}
+		c.wakeUp()
 	}
 	f = newFenceGuard(c.kube, c.clock, c.opts.Namespace, leaseOf(c.opts.Prefix, key), c.self.ID,
 		c.opts.LeaseDuration, c.opts.LeaseRenew, lost)
 	return f
 }
 
-// releaseLocked releases a space's fence in the background, bounded by
-// half the fence's duration, and forgets the guard once it is released
-// and the space is not engaged; the caller holds c.mu.
+// releaseLocked releases a space's fence in the background, its requests
+// bounded by half the fence's duration, and forgets the guard once it is
+// released, no take of it is in flight and the space is not engaged; the
+// caller holds c.mu.
 func (c *Coordinator) releaseLocked(name multicluster.ClusterName, f *fenceGuard) {
 	f.releasing++
 	go func() {
@@ -292,7 +295,7 @@ func (c *Coordinator) releaseLocked(name multicluster.ClusterName, f *fenceGuard
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		f.releasing--
-		if f.releasing == 0 && !f.held.Load() && c.engaged[name] == nil && c.fences[name] == f {
+		if f.releasing == 0 && f.taking == 0 && !f.held.Load() && c.engaged[name] == nil && c.fences[name] == f {
 			delete(c.fences, name)
 		}
 		c.wakeUp()
@@ -307,6 +310,7 @@ func (c *Coordinator) take(ctx context.Context, e *engagement, f *fenceGuard) {
 	case <-ctx.Done():
 		c.mu.Lock()
 		e.taking = false
+		f.taking--
 		c.mu.Unlock()
 		return
 	}
@@ -315,6 +319,7 @@ func (c *Coordinator) take(ctx context.Context, e *engagement, f *fenceGuard) {
 	c.mu.Lock()
 	if c.engaged[e.name] != e || !c.opts.Sharder.ShouldOwn(string(e.key), c.opts.Peers.Snapshot(), c.self) {
 		e.taking = false
+		f.taking--
 		c.mu.Unlock()
 		return
 	}
@@ -326,9 +331,11 @@ func (c *Coordinator) take(ctx context.Context, e *engagement, f *fenceGuard) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e.taking = false
+	f.taking--
 	cur := c.engaged[e.name]
 	switch {
-	case !held:
+	case !held || !f.held.Load():
+		// Not taken, or lost again since (a failed renewal).
 		e.nextTry = c.clock.Now().Add(c.opts.Throttle)
 	case cur != e:
 		// Engaged again while the fence was taken, and the later
@@ -358,6 +365,7 @@ func (c *Coordinator) serve(ctx context.Context, e *engagement, awares []multicl
 			if e.started && ctx.Err() == nil {
 				e.cancel()
 				e.cancel, e.started = nil, false
+				e.nextTry = c.clock.Now().Add(c.opts.Throttle)
 			}
 			return
 		}

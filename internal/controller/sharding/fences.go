@@ -79,9 +79,9 @@ type fenceGuard struct {
 	held   atomic.Bool        // set under lock; read by anyone
 	cancel context.CancelFunc // stops the renewals; under lock
 
-	// releasing counts the releases the Coordinator has started and not
-	// seen end; under the Coordinator's lock.
-	releasing int
+	// releasing and taking count the releases and the takes the
+	// Coordinator has started and not seen end; under its lock.
+	releasing, taking int
 }
 
 func newFenceGuard(c client.Client, clk clock.WithTicker, namespace, name, holder string, duration, renew time.Duration, lost func()) *fenceGuard {
@@ -183,6 +183,10 @@ func (g *fenceGuard) renewalFailed(ctx context.Context) {
 	if ctx.Err() != nil {
 		return
 	}
+	// Not held from here on, so that a take answered meanwhile does not
+	// serve the space on a fence that is gone.
+	g.cancel()
+	g.held.Store(false)
 	if g.lost != nil {
 		g.lost()
 	}
@@ -208,12 +212,11 @@ func (g *fenceGuard) renewOnce(ctx context.Context) bool {
 }
 
 // Release stops the renewals and clears the holder if it is still this
-// replica; it does nothing unless the fence is held, and gives up when ctx
-// ends.
+// replica; it does nothing unless the fence is held. It waits for a take
+// or a failed renewal in flight, which end by their own deadlines, and its
+// requests end with ctx.
 func (g *fenceGuard) Release(ctx context.Context) {
-	if !g.acquire(ctx) {
-		return
-	}
+	g.lock <- struct{}{}
 	defer g.unlock()
 	if g.held.Load() {
 		g.releaseLocked(ctx)
