@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -331,4 +332,101 @@ func TestFenceReleasedDuringARenewal(t *testing.T) {
 		t.Errorf("the fence is held by %q, want a", holder)
 	}
 	g.Release(ctx)
+}
+
+// TestUnansweredRenewalLosesTheFence: a renewal the API server never
+// answers gives the fence up by the time the fence expires, instead of
+// serving the space on beside the replica that takes the fence next.
+func TestUnansweredRenewalLosesTheFence(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+	var unanswered atomic.Bool
+	direct := newDirect(t)
+	leases := interceptor.NewClient(direct, interceptor.Funcs{
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			if unanswered.Load() {
+				<-ctx.Done()
+				return ctx.Err()
+			}
+			return c.Update(ctx, obj, opts...)
+		},
+	})
+	const duration, renew = 3 * time.Second, 500 * time.Millisecond
+	lost := make(chan time.Time, 1)
+	g := newFenceGuard(leases, clock.RealClock{}, ns, fencePrefix+"-x", "a", duration, renew, func() { lost <- time.Now() })
+	if !g.TryAcquire(ctx) {
+		t.Fatal("the free fence was not taken")
+	}
+	t.Cleanup(func() { unanswered.Store(false); g.Release(ctx) })
+	unanswered.Store(true)
+	lease := &coordinationv1.Lease{}
+	if err := direct.Get(ctx, client.ObjectKey{Namespace: ns, Name: fencePrefix + "-x"}, lease); err != nil {
+		t.Fatal(err)
+	}
+	expires := lease.Spec.RenewTime.Add(duration)
+	select {
+	case at := <-lost:
+		if at.Before(expires.Add(-duration / 2)) {
+			t.Errorf("the fence was given up at %v, long before it expired at %v", at, expires)
+		}
+		if at.After(expires.Add(time.Second)) {
+			t.Errorf("the fence was given up at %v, %v after it expired", at, at.Sub(expires))
+		}
+	case <-time.After(3 * duration):
+		t.Fatalf("the fence expired at %v and was not given up by %v", expires, time.Now())
+	}
+}
+
+// TestFencesTakenTogetherRenewApart: fences taken at once are first
+// renewed at different points of the period, so that their renewals do not
+// reach the API server together for ever after.
+func TestFencesTakenTogetherRenewApart(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+	var mu sync.Mutex
+	renewed := map[string]time.Time{} // the first renewal of each fence
+	leases := interceptor.NewClient(newDirect(t), interceptor.Funcs{
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			mu.Lock()
+			if _, ok := renewed[obj.GetName()]; !ok {
+				renewed[obj.GetName()] = time.Now()
+			}
+			mu.Unlock()
+			return c.Update(ctx, obj, opts...)
+		},
+	})
+	const fences, renew = 30, time.Second
+	taken := map[string]time.Time{}
+	for i := range fences {
+		name := fmt.Sprintf("%s-%d", fencePrefix, i)
+		g := newFenceGuard(leases, clock.RealClock{}, ns, name, "a", 4*renew, renew, nil)
+		if !g.TryAcquire(ctx) {
+			t.Fatalf("the free fence %s was not taken", name)
+		}
+		taken[name] = time.Now()
+		t.Cleanup(func() { g.Release(ctx) })
+	}
+	environment.Eventually(t, 3*renew, "every fence renewed", func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(renewed) < fences {
+			return fmt.Errorf("%d of %d renewed", len(renewed), fences)
+		}
+		return nil
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	var shortest, longest time.Duration
+	for name, at := range renewed {
+		after := at.Sub(taken[name])
+		if shortest == 0 || after < shortest {
+			shortest = after
+		}
+		longest = max(longest, after)
+	}
+	// Spread evenly over half the period, the first renewals of 30 fences
+	// all come within a fifth of it of each other with a chance below 10⁻⁹.
+	if spread := longest - shortest; spread < renew/5 {
+		t.Errorf("%d fences taken together were first renewed between %v and %v after their takes", fences, shortest, longest)
+	}
 }

@@ -19,6 +19,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -65,7 +66,10 @@ func leaseOf(prefix string, key multicluster.ClusterName) string {
 // each other, as long as their contexts allow; a renewal cut off by a
 // release neither calls lost nor releases the fence again (upstream did,
 // even once the fence had been taken anew); a release that meets a
-// conflicting renewal still in flight tries again; and it reads the time
+// conflicting renewal still in flight tries again; a renewal not answered
+// by the time the fence expires has failed (upstream waited for it); the
+// first renewal comes at a random point of the period's second half, so
+// that fences taken together are renewed apart; and it reads the time
 // from a clock.
 type fenceGuard struct {
 	client          client.Client
@@ -89,22 +93,14 @@ func newFenceGuard(c client.Client, clk clock.WithTicker, namespace, name, holde
 		holder: holder, duration: duration, renew: renew, lost: lost, lock: make(chan struct{}, 1)}
 }
 
-// acquire takes the guard's lock, unless ctx ends first.
-func (g *fenceGuard) acquire(ctx context.Context) bool {
-	select {
-	case g.lock <- struct{}{}:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 func (g *fenceGuard) unlock() { <-g.lock }
 
 // TryAcquire takes the fence, unless another holder's has not expired,
 // and reports whether this replica holds it.
 func (g *fenceGuard) TryAcquire(ctx context.Context) bool {
-	if !g.acquire(ctx) {
+	select {
+	case g.lock <- struct{}{}:
+	case <-ctx.Done():
 		return false
 	}
 	defer g.unlock()
@@ -152,24 +148,40 @@ func (g *fenceGuard) TryAcquire(ctx context.Context) bool {
 	rctx, cancel := context.WithCancel(context.Background())
 	g.cancel = cancel
 	g.held.Store(true)
-	go g.renewals(rctx)
+	go g.renewals(rctx, now.Time)
 	return true
 }
 
 // renewals renews the fence every renew until a renewal fails or ctx ends,
-// that is, until the fence is released.
-func (g *fenceGuard) renewals(ctx context.Context) {
+// that is, until the fence is released; renewed is when the take wrote it.
+func (g *fenceGuard) renewals(ctx context.Context, renewed time.Time) {
+	// The first renewal comes at a random point of the period's second
+	// half, so that fences taken together are not renewed together ever
+	// after.
+	first := g.clock.NewTimer(g.renew/2 + rand.N(g.renew/2+1))
+	defer first.Stop()
+	select {
+	case <-ctx.Done():
+		return
+	case <-first.C():
+	}
 	ticker := g.clock.NewTicker(g.renew)
 	defer ticker.Stop()
 	for {
+		// A renewal not answered by the time the fence expires has failed:
+		// another replica may hold the fence by then.
+		rctx, cancel := context.WithTimeout(ctx, renewed.Add(g.duration).Sub(g.clock.Now()))
+		at, ok := g.renewOnce(rctx)
+		cancel()
+		if !ok {
+			g.renewalFailed(ctx)
+			return
+		}
+		renewed = at
 		select {
 		case <-ctx.Done():
 			return
 		case <-ticker.C():
-			if !g.renewOnce(ctx) {
-				g.renewalFailed(ctx)
-				return
-			}
 		}
 	}
 }
@@ -195,20 +207,21 @@ func (g *fenceGuard) renewalFailed(ctx context.Context) {
 	g.releaseLocked(rctx)
 }
 
-func (g *fenceGuard) renewOnce(ctx context.Context) bool {
+// renewOnce renews the fence and reports when it wrote it.
+func (g *fenceGuard) renewOnce(ctx context.Context) (time.Time, bool) {
 	now := metav1.NewMicroTime(g.clock.Now())
 	var lease coordinationv1.Lease
 	if err := g.client.Get(ctx, g.key, &lease); err != nil {
-		return false
+		return time.Time{}, false
 	}
 	if lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != g.holder && !expired(&lease, now.Time) {
-		return false
+		return time.Time{}, false
 	}
 	seconds := int32(g.duration / time.Second)
 	lease.Spec.HolderIdentity = &g.holder
 	lease.Spec.LeaseDurationSeconds = &seconds
 	lease.Spec.RenewTime = &now
-	return g.client.Update(ctx, &lease) == nil
+	return now.Time, g.client.Update(ctx, &lease) == nil
 }
 
 // Release stops the renewals and clears the holder if it is still this
