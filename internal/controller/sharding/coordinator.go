@@ -66,29 +66,14 @@ type CoordinatorOptions struct {
 // (pkg/manager/coordinator/sharded: coordinator.go and leaseguard.go),
 // which it replaces, and keeps its rules: which replica should serve a
 // space; how a fence is taken, renewed, given up at the first failed
-// renewal and released. It differs in these ways:
-//   - the fences are taken concurrently, up to ConcurrentTakes at once,
-//     outside the coordinator's lock, each take given up after half the
-//     fence's duration. The upstream decision pass read and wrote every
-//     fence it was to take one after another under its lock, so a replica
-//     that inherited a dead peer's spaces served the last of them only
-//     after the sum of every take's round trips, and a lost fence waited
-//     for the lock to stop its space;
-//   - Engage wakes the one decision loop instead of starting a decision pass
-//     of its own, which upstream also started for every space with the
-//     engaging space's context; no fence is taken before the loop runs, nor
-//     before the peer registry has seen a replica;
-//   - a space keeps one fence guard from its first take until its fence is
-//     released, across engagements, and a fence is not taken again while
-//     its release is pending: two guards of one Lease, or a late release,
-//     undid a take;
-//   - a fence held for a space this replica does not serve and should not
-//     is released (upstream renewed it for ever once the space's awares had
-//     failed or the space was engaged again);
-//   - a fence is named and hashed by the space's FenceKey, and the awares
-//     are engaged under the space's own name (upstream names a fence by the
-//     sanitized space name, which kcp's root:a-b and root:a:b share and a
-//     long name overflows).
+// renewal and released. It is forked because upstream took every fence
+// one after another under its lock, inside unexported code, so a replica
+// that inherited a dead peer's spaces served the last of them only after
+// the sum of every take's round trips; this one takes up to
+// ConcurrentTakes at once, outside its lock. It also names each fence by
+// its space's FenceKey, and mends what upstream got wrong across
+// engagements and releases; docs/reliability.md ("Why the coordinator is
+// a fork") lists every difference.
 type Coordinator struct {
 	kube  client.Client
 	opts  CoordinatorOptions
