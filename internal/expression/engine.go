@@ -301,12 +301,14 @@ func NewEngine(opts ...Option) (*Engine, error) {
 // commonEnvOptions are the CEL environment options shared by both kinds.
 func commonEnvOptions(costLimit uint64) []cel.EnvOption {
 	return append([]cel.EnvOption{
-		ext.Strings(),
-		// Version 5 adds hasAll, hasAny, hasOnly and hasExactly, which
-		// have no bound in functionBounds yet.
+		// The libraries' versions are pinned, so that a cel-go upgrade
+		// adds no function without a bound in functionBounds. Lists
+		// version 5 adds hasAll, hasAny, hasOnly and hasExactly, which
+		// have none yet.
+		ext.Strings(ext.StringsVersion(5)),
 		ext.Lists(ext.ListsVersion(4)),
-		ext.Math(),
-		ext.Sets(),
+		ext.Math(ext.MathVersion(3)),
+		ext.Sets(ext.SetsVersion(0)),
 		cel.OptionalTypes(),
 		cel.CrossTypeNumericComparisons(true),
 	}, guardedFunctions(costLimit)...)
