@@ -583,11 +583,11 @@ func runRollouts(b *testing.B, r rollouts) (ratio float64) {
 	}); err != nil {
 		b.Fatal(err)
 	}
+	own, err := niceness(os.Getpid())
+	if err != nil {
+		b.Fatal(err)
+	}
 	if r.stagerNice != 0 {
-		own, err := niceness(os.Getpid())
-		if err != nil {
-			b.Fatal(err)
-		}
 		if nice, err := niceness(stager.Pid()); err != nil || nice != own+r.stagerNice {
 			b.Fatalf("the stager runs at nice %d (%v), not %d: lowering a nice value takes root (CAP_SYS_NICE); see %s",
 				nice, err, own+r.stagerNice, filepath.Join(dir, "stager.log"))
@@ -619,10 +619,6 @@ func runRollouts(b *testing.B, r rollouts) (ratio float64) {
 	perSpace := float64(engagedRSS-bareRSS) / float64(n)
 
 	if r.harnessNice != 0 {
-		own, err := niceness(os.Getpid())
-		if err != nil {
-			b.Fatal(err)
-		}
 		if err := setThreadsNice(own + r.harnessNice); err != nil {
 			b.Fatalf("%v: lowering a nice value takes root (CAP_SYS_NICE)", err)
 		}
