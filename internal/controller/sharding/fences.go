@@ -168,11 +168,7 @@ func (g *fenceGuard) renewals(ctx context.Context, renewed time.Time) {
 	ticker := g.clock.NewTicker(g.renew)
 	defer ticker.Stop()
 	for {
-		// A renewal not answered by the time the fence expires has failed:
-		// another replica may hold the fence by then.
-		rctx, cancel := context.WithTimeout(ctx, renewed.Add(g.duration).Sub(g.clock.Now()))
-		at, ok := g.renewOnce(rctx)
-		cancel()
+		at, ok := g.renewBefore(ctx, renewed.Add(g.seconds()))
 		if !ok {
 			g.renewalFailed(ctx)
 			return
@@ -205,6 +201,29 @@ func (g *fenceGuard) renewalFailed(ctx context.Context) {
 	rctx, cancel := context.WithTimeout(context.Background(), g.duration/2)
 	defer cancel()
 	g.releaseLocked(rctx)
+}
+
+// renewBefore renews the fence, unless expiry passes first by the guard's
+// clock, and reports when it wrote it: a renewal not answered by the time
+// the fence expires has failed, as another replica may hold it by then.
+func (g *fenceGuard) renewBefore(ctx context.Context, expiry time.Time) (time.Time, bool) {
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	expires := g.clock.NewTimer(expiry.Sub(g.clock.Now()))
+	defer expires.Stop()
+	go func() {
+		select {
+		case <-expires.C():
+			cancel()
+		case <-rctx.Done():
+		}
+	}()
+	return g.renewOnce(rctx)
+}
+
+// seconds is the fence's duration as its Lease says it, in whole seconds.
+func (g *fenceGuard) seconds() time.Duration {
+	return g.duration.Truncate(time.Second)
 }
 
 // renewOnce renews the fence and reports when it wrote it.
