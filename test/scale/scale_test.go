@@ -357,11 +357,13 @@ func startRollout(ctx context.Context, w *kcpstack.Workspace) error {
 		w.Availability.SetAvailable(v1alpha1.BindingPolicyName("web", stage), true)
 	}
 	for _, obj := range objs {
+		tried := false
 		if err := retry.OnError(harnessRetry, overloaded, func() error {
 			err := w.Client.Create(ctx, obj)
-			if apierrors.IsAlreadyExists(err) {
+			if tried && apierrors.IsAlreadyExists(err) {
 				return nil // an earlier try was answered with an error, and landed
 			}
+			tried = true
 			return err
 		}); err != nil {
 			return fmt.Errorf("creating %T in %s: %w", obj, w.Path, err)
@@ -372,7 +374,7 @@ func startRollout(ctx context.Context, w *kcpstack.Workspace) error {
 
 // harnessRetry is how the harness tries its own writes again when kcp is
 // too busy to take them: for up to about a minute.
-var harnessRetry = wait.Backoff{Steps: 6, Duration: time.Second, Factor: 2, Jitter: 0.1}
+var harnessRetry = wait.Backoff{Steps: 7, Duration: time.Second, Factor: 2, Jitter: 0.1}
 
 // overloaded reports whether err is kcp turning a request away under load
 // (such as "resource quota evaluation timed out"), which the harness's own
