@@ -252,8 +252,8 @@ func (c *Coordinator) decide(ctx context.Context) {
 // space when a renewal fails.
 func (c *Coordinator) newFence(name, key multicluster.ClusterName) *fenceGuard {
 	var f *fenceGuard
-	lost := func() {
-		c.log.Info("Lost a space's fence; stopped serving it", "space", name, "peer", c.self.ID)
+	lost := func(err error) {
+		c.log.Info("Lost a space's fence; stopped serving it", "space", name, "peer", c.self.ID, "reason", err.Error())
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if e := c.engaged[name]; e != nil && c.fences[name] == f && e.started {

@@ -296,7 +296,7 @@ func TestFenceReleasedDuringARenewal(t *testing.T) {
 	})
 	lost := 0
 	g := newFenceGuard(leases, clock.RealClock{}, ns, fencePrefix+"-x", "a", 20*time.Second, 100*time.Millisecond,
-		func() { mu.Lock(); lost++; mu.Unlock() })
+		func(error) { mu.Lock(); lost++; mu.Unlock() })
 	if !g.TryAcquire(ctx) {
 		t.Fatal("the free fence was not taken")
 	}
@@ -352,8 +352,12 @@ func TestUnansweredRenewalLosesTheFence(t *testing.T) {
 		},
 	})
 	const duration, renew = 3 * time.Second, 500 * time.Millisecond
-	lost := make(chan time.Time, 1)
-	g := newFenceGuard(leases, clock.RealClock{}, ns, fencePrefix+"-x", "a", duration, renew, func() { lost <- time.Now() })
+	type loss struct {
+		at  time.Time
+		err error
+	}
+	lost := make(chan loss, 1)
+	g := newFenceGuard(leases, clock.RealClock{}, ns, fencePrefix+"-x", "a", duration, renew, func(err error) { lost <- loss{time.Now(), err} })
 	if !g.TryAcquire(ctx) {
 		t.Fatal("the free fence was not taken")
 	}
@@ -365,7 +369,11 @@ func TestUnansweredRenewalLosesTheFence(t *testing.T) {
 	}
 	expires := lease.Spec.RenewTime.Add(duration)
 	select {
-	case at := <-lost:
+	case l := <-lost:
+		at := l.at
+		if !strings.Contains(l.err.Error(), "not answered before the fence expired") {
+			t.Errorf("the fence was given up for %q, not for its renewal unanswered", l.err)
+		}
 		if at.Before(expires.Add(-duration / 2)) {
 			t.Errorf("the fence was given up at %v, long before it expired at %v", at, expires)
 		}

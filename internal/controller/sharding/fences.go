@@ -77,7 +77,7 @@ type fenceGuard struct {
 	key             types.NamespacedName
 	holder          string
 	duration, renew time.Duration
-	lost            func()
+	lost            func(error) // called with why a renewal failed
 
 	lock   chan struct{}      // held through a take and a release
 	held   atomic.Bool        // set under lock; read by anyone
@@ -88,7 +88,7 @@ type fenceGuard struct {
 	releasing, taking int
 }
 
-func newFenceGuard(c client.Client, clk clock.WithTicker, namespace, name, holder string, duration, renew time.Duration, lost func()) *fenceGuard {
+func newFenceGuard(c client.Client, clk clock.WithTicker, namespace, name, holder string, duration, renew time.Duration, lost func(error)) *fenceGuard {
 	return &fenceGuard{client: c, clock: clk, key: types.NamespacedName{Namespace: namespace, Name: name},
 		holder: holder, duration: duration, renew: renew, lost: lost, lock: make(chan struct{}, 1)}
 }
@@ -168,9 +168,9 @@ func (g *fenceGuard) renewals(ctx context.Context, renewed time.Time) {
 	ticker := g.clock.NewTicker(g.renew)
 	defer ticker.Stop()
 	for {
-		at, ok := g.renewBefore(ctx, renewed.Add(g.seconds()))
-		if !ok {
-			g.renewalFailed(ctx)
+		at, err := g.renewBefore(ctx, renewed.Add(g.seconds()))
+		if err != nil {
+			g.renewalFailed(ctx, err)
 			return
 		}
 		renewed = at
@@ -185,7 +185,7 @@ func (g *fenceGuard) renewals(ctx context.Context, renewed time.Time) {
 // renewalFailed stops serving the space and releases the fence, unless the
 // fence was released while the renewal was in flight, which is why it
 // failed: a later take may hold the fence again by now.
-func (g *fenceGuard) renewalFailed(ctx context.Context) {
+func (g *fenceGuard) renewalFailed(ctx context.Context, err error) {
 	g.lock <- struct{}{}
 	defer g.unlock()
 	if ctx.Err() != nil {
@@ -196,7 +196,7 @@ func (g *fenceGuard) renewalFailed(ctx context.Context) {
 	g.cancel()
 	g.held.Store(false)
 	if g.lost != nil {
-		g.lost()
+		g.lost(err)
 	}
 	rctx, cancel := context.WithTimeout(context.Background(), g.duration/2)
 	defer cancel()
@@ -206,19 +206,23 @@ func (g *fenceGuard) renewalFailed(ctx context.Context) {
 // renewBefore renews the fence, unless expiry passes first by the guard's
 // clock, and reports when it wrote it: a renewal not answered by the time
 // the fence expires has failed, as another replica may hold it by then.
-func (g *fenceGuard) renewBefore(ctx context.Context, expiry time.Time) (time.Time, bool) {
-	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+func (g *fenceGuard) renewBefore(ctx context.Context, expiry time.Time) (time.Time, error) {
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	expires := g.clock.NewTimer(expiry.Sub(g.clock.Now()))
 	defer expires.Stop()
 	go func() {
 		select {
 		case <-expires.C():
-			cancel()
+			cancel(fmt.Errorf("not answered before the fence expired at %s", expiry.Format(time.RFC3339Nano)))
 		case <-rctx.Done():
 		}
 	}()
-	return g.renewOnce(rctx)
+	at, err := g.renewOnce(rctx)
+	if err != nil && rctx.Err() != nil && ctx.Err() == nil {
+		err = context.Cause(rctx)
+	}
+	return at, err
 }
 
 // seconds is the fence's duration as its Lease says it, in whole seconds.
@@ -227,20 +231,23 @@ func (g *fenceGuard) seconds() time.Duration {
 }
 
 // renewOnce renews the fence and reports when it wrote it.
-func (g *fenceGuard) renewOnce(ctx context.Context) (time.Time, bool) {
+func (g *fenceGuard) renewOnce(ctx context.Context) (time.Time, error) {
 	now := metav1.NewMicroTime(g.clock.Now())
 	var lease coordinationv1.Lease
 	if err := g.client.Get(ctx, g.key, &lease); err != nil {
-		return time.Time{}, false
+		return time.Time{}, fmt.Errorf("reading the fence: %w", err)
 	}
-	if lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != g.holder && !expired(&lease, now.Time) {
-		return time.Time{}, false
+	if holder := lease.Spec.HolderIdentity; holder != nil && *holder != g.holder && !expired(&lease, now.Time) {
+		return time.Time{}, fmt.Errorf("the fence is held by %q", *holder)
 	}
 	seconds := int32(g.duration / time.Second)
 	lease.Spec.HolderIdentity = &g.holder
 	lease.Spec.LeaseDurationSeconds = &seconds
 	lease.Spec.RenewTime = &now
-	return now.Time, g.client.Update(ctx, &lease) == nil
+	if err := g.client.Update(ctx, &lease); err != nil {
+		return time.Time{}, fmt.Errorf("writing the fence: %w", err)
+	}
+	return now.Time, nil
 }
 
 // Release stops the renewals and clears the holder if it is still this
