@@ -67,7 +67,7 @@ func leaseOf(prefix string, key multicluster.ClusterName) string {
 // release neither calls lost nor releases the fence again (upstream did,
 // even once the fence had been taken anew); a release that meets a
 // conflicting renewal still in flight tries again; a renewal not answered
-// by the time the fence expires has failed (upstream waited for it); the
+// within the fence's duration has failed (upstream waited for it); the
 // first renewal comes at a random point of the period's second half, so
 // that fences taken together are renewed apart; and it reads the time
 // from a clock.
@@ -148,13 +148,13 @@ func (g *fenceGuard) TryAcquire(ctx context.Context) bool {
 	rctx, cancel := context.WithCancel(context.Background())
 	g.cancel = cancel
 	g.held.Store(true)
-	go g.renewals(rctx, now.Time)
+	go g.renewals(rctx)
 	return true
 }
 
 // renewals renews the fence every renew until a renewal fails or ctx ends,
-// that is, until the fence is released; renewed is when the take wrote it.
-func (g *fenceGuard) renewals(ctx context.Context, renewed time.Time) {
+// that is, until the fence is released.
+func (g *fenceGuard) renewals(ctx context.Context) {
 	// The first renewal comes at a random point of the period's second
 	// half, so that fences taken together are not renewed together ever
 	// after.
@@ -168,12 +168,10 @@ func (g *fenceGuard) renewals(ctx context.Context, renewed time.Time) {
 	ticker := g.clock.NewTicker(g.renew)
 	defer ticker.Stop()
 	for {
-		at, err := g.renewBefore(ctx, renewed.Add(g.seconds()))
-		if err != nil {
+		if err := g.renewWithin(ctx, g.seconds()); err != nil {
 			g.renewalFailed(ctx, err)
 			return
 		}
-		renewed = at
 		select {
 		case <-ctx.Done():
 			return
@@ -203,26 +201,27 @@ func (g *fenceGuard) renewalFailed(ctx context.Context, err error) {
 	g.releaseLocked(rctx)
 }
 
-// renewBefore renews the fence, unless expiry passes first by the guard's
-// clock, and reports when it wrote it: a renewal not answered by the time
-// the fence expires has failed, as another replica may hold it by then.
-func (g *fenceGuard) renewBefore(ctx context.Context, expiry time.Time) (time.Time, error) {
+// renewWithin renews the fence, unless limit passes first by the guard's
+// clock. The limit is there for a request that hangs; a renewal answered
+// late, but before another replica took the fence, still keeps it, as its
+// write carries the Lease's resourceVersion.
+func (g *fenceGuard) renewWithin(ctx context.Context, limit time.Duration) error {
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	expires := g.clock.NewTimer(expiry.Sub(g.clock.Now()))
-	defer expires.Stop()
+	timer := g.clock.NewTimer(limit)
+	defer timer.Stop()
 	go func() {
 		select {
-		case <-expires.C():
-			cancel(fmt.Errorf("not answered before the fence expired at %s", expiry.Format(time.RFC3339Nano)))
+		case <-timer.C():
+			cancel(fmt.Errorf("not answered within %s", limit))
 		case <-rctx.Done():
 		}
 	}()
-	at, err := g.renewOnce(rctx)
+	err := g.renewOnce(rctx)
 	if err != nil && rctx.Err() != nil && ctx.Err() == nil {
 		err = context.Cause(rctx)
 	}
-	return at, err
+	return err
 }
 
 // seconds is the fence's duration as its Lease says it, in whole seconds.
@@ -230,24 +229,24 @@ func (g *fenceGuard) seconds() time.Duration {
 	return g.duration.Truncate(time.Second)
 }
 
-// renewOnce renews the fence and reports when it wrote it.
-func (g *fenceGuard) renewOnce(ctx context.Context) (time.Time, error) {
+// renewOnce renews the fence.
+func (g *fenceGuard) renewOnce(ctx context.Context) error {
 	now := metav1.NewMicroTime(g.clock.Now())
 	var lease coordinationv1.Lease
 	if err := g.client.Get(ctx, g.key, &lease); err != nil {
-		return time.Time{}, fmt.Errorf("reading the fence: %w", err)
+		return fmt.Errorf("reading the fence: %w", err)
 	}
 	if holder := lease.Spec.HolderIdentity; holder != nil && *holder != g.holder && !expired(&lease, now.Time) {
-		return time.Time{}, fmt.Errorf("the fence is held by %q", *holder)
+		return fmt.Errorf("the fence is held by %q", *holder)
 	}
 	seconds := int32(g.duration / time.Second)
 	lease.Spec.HolderIdentity = &g.holder
 	lease.Spec.LeaseDurationSeconds = &seconds
 	lease.Spec.RenewTime = &now
 	if err := g.client.Update(ctx, &lease); err != nil {
-		return time.Time{}, fmt.Errorf("writing the fence: %w", err)
+		return fmt.Errorf("writing the fence: %w", err)
 	}
-	return now.Time, nil
+	return nil
 }
 
 // Release stops the renewals and clears the holder if it is still this
