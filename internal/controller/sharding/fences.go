@@ -18,6 +18,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -218,8 +219,8 @@ func (g *fenceGuard) renewWithin(ctx context.Context, limit time.Duration) error
 		}
 	}()
 	err := g.renewOnce(rctx)
-	if err != nil && rctx.Err() != nil && ctx.Err() == nil {
-		err = context.Cause(rctx)
+	if errors.Is(err, context.Canceled) && rctx.Err() != nil && ctx.Err() == nil {
+		err = fmt.Errorf("%w: %w", context.Cause(rctx), err)
 	}
 	return err
 }
