@@ -109,7 +109,7 @@ func (g *fenceGuard) TryAcquire(ctx context.Context) bool {
 		return true
 	}
 	now := metav1.NewMicroTime(g.clock.Now())
-	seconds := int32(g.duration / time.Second)
+	seconds := g.leaseSeconds()
 	var lease coordinationv1.Lease
 	err := g.client.Get(ctx, g.key, &lease)
 	switch {
@@ -169,7 +169,7 @@ func (g *fenceGuard) renewals(ctx context.Context) {
 	ticker := g.clock.NewTicker(g.renew)
 	defer ticker.Stop()
 	for {
-		if err := g.renewWithin(ctx, g.seconds()); err != nil {
+		if err := g.renewWithin(ctx, time.Duration(g.leaseSeconds())*time.Second); err != nil {
 			g.renewalFailed(ctx, err)
 			return
 		}
@@ -225,9 +225,9 @@ func (g *fenceGuard) renewWithin(ctx context.Context, limit time.Duration) error
 	return err
 }
 
-// seconds is the fence's duration as its Lease says it, in whole seconds.
-func (g *fenceGuard) seconds() time.Duration {
-	return g.duration.Truncate(time.Second)
+// leaseSeconds is the fence's duration as its Lease says it.
+func (g *fenceGuard) leaseSeconds() int32 {
+	return int32(g.duration / time.Second)
 }
 
 // renewOnce renews the fence.
@@ -240,7 +240,7 @@ func (g *fenceGuard) renewOnce(ctx context.Context) error {
 	if holder := lease.Spec.HolderIdentity; holder != nil && *holder != g.holder && !expired(&lease, now.Time) {
 		return fmt.Errorf("the fence is held by %q", *holder)
 	}
-	seconds := int32(g.duration / time.Second)
+	seconds := g.leaseSeconds()
 	lease.Spec.HolderIdentity = &g.holder
 	lease.Spec.LeaseDurationSeconds = &seconds
 	lease.Spec.RenewTime = &now
