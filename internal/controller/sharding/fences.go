@@ -169,7 +169,7 @@ func (g *fenceGuard) renewals(ctx context.Context) {
 	ticker := g.clock.NewTicker(g.renew)
 	defer ticker.Stop()
 	for {
-		if err := g.renewWithin(ctx, time.Duration(g.leaseSeconds())*time.Second); err != nil {
+		if err := g.renewWithin(ctx); err != nil {
 			g.renewalFailed(ctx, err)
 			return
 		}
@@ -202,11 +202,12 @@ func (g *fenceGuard) renewalFailed(ctx context.Context, err error) {
 	g.releaseLocked(rctx)
 }
 
-// renewWithin renews the fence, unless limit passes first by the guard's
-// clock. The limit is there for a request that hangs; a renewal answered
-// late, but before another replica took the fence, still keeps it, as its
-// write carries the Lease's resourceVersion.
-func (g *fenceGuard) renewWithin(ctx context.Context, limit time.Duration) error {
+// renewWithin renews the fence, unless the fence's duration passes first by
+// the guard's clock. The limit is there for a request that hangs; a renewal
+// answered late, but before another replica took the fence, still keeps
+// it, as its write carries the Lease's resourceVersion.
+func (g *fenceGuard) renewWithin(ctx context.Context) error {
+	limit := time.Duration(g.leaseSeconds()) * time.Second
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	timer := g.clock.NewTimer(limit)
