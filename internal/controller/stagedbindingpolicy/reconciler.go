@@ -347,30 +347,27 @@ func (r *Reconciler) measure(ctx context.Context, policy *v1alpha1.StagedBinding
 	qc := analysis.Context{Space: r.Space, Policy: policy.Name, Stage: stage, Revision: policy.Status.UpdateRevision,
 		Clusters: analysis.ClusterNames(snap.Binding)}
 	out := make([]rollout.Measurement, len(due))
+	var wg sync.WaitGroup
 	for i, a := range due {
 		out[i] = rollout.Measurement{Stage: stage, Analysis: a.Name, Time: snap.Now}
 		if r.Measurer == nil {
 			out[i].Error = "the stager queries no MetricProvider"
+			continue
 		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			values, err := r.Measurer.Query(ctx, a.Provider, analysis.Render(a.Query, qc))
+			if err != nil {
+				out[i].Error = err.Error()
+			}
+			out[i].Values = values
+			if r.Metrics != nil {
+				r.Metrics.AnalysisQuery(err == nil)
+			}
+		}()
 	}
-	if r.Measurer != nil {
-		var wg sync.WaitGroup
-		for i, a := range due {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				values, err := r.Measurer.Query(ctx, a.Provider, analysis.Render(a.Query, qc))
-				if err != nil {
-					out[i].Error = err.Error()
-				}
-				out[i].Values = values
-				if r.Metrics != nil {
-					r.Metrics.AnalysisQuery(err == nil)
-				}
-			}()
-		}
-		wg.Wait()
-	}
+	wg.Wait()
 	logger := log.FromContext(ctx)
 	for _, m := range out {
 		if m.Error != "" {
