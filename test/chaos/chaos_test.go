@@ -45,27 +45,27 @@ import (
 
 // watchSpace records the replicas' writes to a space's policies and
 // BindingPolicies, and the policies' active stages.
-func watchSpace(ctx context.Context, t *testing.T, a *shardaudit.Audit, s *space) {
+func watchSpace(ctx context.Context, t *testing.T, running *sync.WaitGroup, a *shardaudit.Audit, s *space) {
 	wc, err := client.NewWithWatch(s.Config, client.Options{Scheme: s.Client.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	record := func(obj runtime.Object) { a.RecordObject(s.Name, obj) }
-	shardaudit.WatchForever(ctx, t.Logf, s.Name+"'s policies", func(ctx context.Context) (watch.Interface, error) {
+	shardaudit.WatchForever(ctx, running, t.Logf, s.Name+"'s policies", func(ctx context.Context) (watch.Interface, error) {
 		return wc.Watch(ctx, &v1alpha1.StagedBindingPolicyList{})
 	}, record)
-	shardaudit.WatchForever(ctx, t.Logf, s.Name+"'s BindingPolicies", func(ctx context.Context) (watch.Interface, error) {
+	shardaudit.WatchForever(ctx, running, t.Logf, s.Name+"'s BindingPolicies", func(ctx context.Context) (watch.Interface, error) {
 		return wc.Watch(ctx, &ksv1alpha1.BindingPolicyList{})
 	}, record)
 }
 
 // watchFences records every holder of the spaces' fence Leases.
-func watchFences(ctx context.Context, t *testing.T, a *shardaudit.Audit) {
+func watchFences(ctx context.Context, t *testing.T, running *sync.WaitGroup, a *shardaudit.Audit) {
 	wc, err := client.NewWithWatch(suite.hosting.Config, client.Options{Scheme: suite.hosting.Client.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	shardaudit.WatchForever(ctx, t.Logf, "the fence Leases", func(ctx context.Context) (watch.Interface, error) {
+	shardaudit.WatchForever(ctx, running, t.Logf, "the fence Leases", func(ctx context.Context) (watch.Interface, error) {
 		return wc.Watch(ctx, &coordinationv1.LeaseList{}, client.InNamespace(secretNamespace))
 	}, a.RecordLease)
 }
@@ -73,9 +73,11 @@ func watchFences(ctx context.Context, t *testing.T, a *shardaudit.Audit) {
 // run is one fault run: sharded replicas serving every space while each
 // space rolls out the policy name again and again, and the audit of it all.
 type run struct {
-	t         *testing.T
-	ctx       context.Context
-	cancel    context.CancelFunc
+	t      *testing.T
+	ctx    context.Context
+	cancel context.CancelFunc
+	// watching counts the audit's watches, which end with ctx.
+	watching  sync.WaitGroup
 	name      string
 	a         *shardaudit.Audit
 	ids       []string
@@ -95,10 +97,10 @@ func startRun(t *testing.T, name, prefix string) *run {
 	ctx, cancel := context.WithCancel(suite.ctx)
 	r := &run{t: t, ctx: ctx, cancel: cancel, name: name, a: shardaudit.New(), procs: map[string]*stack.Process{},
 		rollouts: &sync.Map{}, keepGoing: make(chan struct{})}
-	t.Cleanup(cancel)
-	watchFences(ctx, t, r.a)
+	t.Cleanup(r.stopWatching)
+	watchFences(ctx, t, &r.watching, r.a)
 	for _, s := range suite.spaces {
-		watchSpace(ctx, t, r.a, s)
+		watchSpace(ctx, t, &r.watching, r.a, s)
 	}
 	r.started = time.Now()
 	for i := range replicas {
@@ -140,6 +142,13 @@ func startRun(t *testing.T, name, prefix string) *run {
 }
 
 // start starts (or starts again) the replica id.
+// stopWatching ends the run's context and waits for the audit's watches to
+// end, so that the audit is complete and no watch logs after the test.
+func (r *run) stopWatching() {
+	r.cancel()
+	r.watching.Wait()
+}
+
 func (r *run) start(id string) {
 	r.t.Helper()
 	p, err := startReplica(id)
@@ -243,7 +252,7 @@ func (r *run) finish() (completed, writes int) {
 		}
 		completed += r.begun(s.Name)
 	}
-	r.cancel()
+	r.stopWatching()
 
 	audited, problems := r.a.Check([]string{"dev", "test", "prod"}, r.started, func(replica string) bool {
 		_, ours := r.procs[replica]

@@ -325,9 +325,9 @@ type rolloutPhase struct {
 	phase       v1alpha1.RolloutPhase
 }
 
-// observe starts the watches of an observer of the workspaces, and returns
-// once each is open.
-func observe(ctx context.Context, logf func(string, ...any), kcp *kcpstack.Stack, workspaces []*kcpstack.Workspace, scheme *runtime.Scheme) (*observer, error) {
+// observe starts the watches of an observer of the workspaces, counted in
+// running until they end with ctx, and returns once each is open.
+func observe(ctx context.Context, running *sync.WaitGroup, logf func(string, ...any), kcp *kcpstack.Stack, workspaces []*kcpstack.Workspace, scheme *runtime.Scheme) (*observer, error) {
 	o := &observer{audit: shardaudit.New(), spaceOf: map[logicalcluster.Name]string{}, phases: map[string]rolloutPhase{}}
 	for _, w := range workspaces {
 		o.spaceOf[logicalcluster.Name(w.ClusterID)] = w.Path
@@ -357,10 +357,10 @@ func observe(ctx context.Context, logf func(string, ...any), kcp *kcpstack.Stack
 		}
 	}
 	opened := []<-chan struct{}{
-		shardaudit.WatchForever(ctx, logf, "the policies", func(ctx context.Context) (watch.Interface, error) {
+		shardaudit.WatchForever(ctx, running, logf, "the policies", func(ctx context.Context) (watch.Interface, error) {
 			return export.Watch(ctx, &v1alpha1.StagedBindingPolicyList{})
 		}, record),
-		shardaudit.WatchForever(ctx, logf, "the BindingPolicies", func(ctx context.Context) (watch.Interface, error) {
+		shardaudit.WatchForever(ctx, running, logf, "the BindingPolicies", func(ctx context.Context) (watch.Interface, error) {
 			return export.Watch(ctx, &ksv1alpha1.BindingPolicyList{})
 		}, record),
 	}
@@ -369,7 +369,7 @@ func observe(ctx context.Context, logf func(string, ...any), kcp *kcpstack.Stack
 	if err != nil {
 		return nil, err
 	}
-	opened = append(opened, shardaudit.WatchForever(ctx, logf, "the fence Leases", func(ctx context.Context) (watch.Interface, error) {
+	opened = append(opened, shardaudit.WatchForever(ctx, running, logf, "the fence Leases", func(ctx context.Context) (watch.Interface, error) {
 		return provider.Watch(ctx, &coordinationv1.LeaseList{}, client.InNamespace(leaseNamespace))
 	}, o.audit.RecordLease))
 	for _, ch := range opened {

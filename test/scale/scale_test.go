@@ -27,6 +27,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -115,10 +116,15 @@ func BenchmarkKCPWorkspaces(b *testing.B) {
 	}
 	// The observer's watches open before kcp's count of watches is read,
 	// so that the count with the replicas engaged, less this one, is theirs.
-	// The observer stops before kcp does (deferred later, run earlier).
+	// The observer stops before kcp does (deferred later, run earlier),
+	// and before the benchmark ends, as it logs.
 	obsCtx, stopObserving := context.WithCancel(ctx)
-	defer stopObserving()
-	obs, err := observe(obsCtx, b.Logf, kcp, workspaces, scheme)
+	var observing sync.WaitGroup
+	defer func() {
+		stopObserving()
+		observing.Wait()
+	}()
+	obs, err := observe(obsCtx, &observing, b.Logf, kcp, workspaces, scheme)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -200,12 +200,15 @@ func (a *Audit) Check(stages []string, began time.Time, ours func(replica string
 // ends, and hands every added or modified object to seen. A failing
 // watch is retried promptly, so that a restarted API server is seen again
 // at once, and logged (with logf) once per outage. The channel it returns
-// is closed once the first watch is open; the goroutine it starts ends
-// soon after ctx, so logf must stay usable until then.
-func WatchForever(ctx context.Context, logf func(format string, args ...any), what string,
+// is closed once the first watch is open; the goroutine it starts is
+// counted in running, which it leaves soon after ctx ends: waiting for
+// running tells when neither logf nor seen will be called again.
+func WatchForever(ctx context.Context, running *sync.WaitGroup, logf func(format string, args ...any), what string,
 	watchOnce func(context.Context) (watch.Interface, error), seen func(runtime.Object)) <-chan struct{} {
 	opened := make(chan struct{})
+	running.Add(1)
 	go func() {
+		defer running.Done()
 		failing, first := false, true
 		for ctx.Err() == nil {
 			w, err := watchOnce(ctx)
