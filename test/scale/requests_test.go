@@ -234,6 +234,30 @@ process_cpu_seconds_total 12.5
 	}
 }
 
+// TestParseStagerRequests counts the stager's requests by method, and
+// apart from them those that were shed or not answered.
+func TestParseStagerRequests(t *testing.T) {
+	const metrics = `# TYPE rest_client_requests_total counter
+rest_client_requests_total{code="200",host="kcp:6443",method="GET"} 90
+rest_client_requests_total{code="404",host="kcp:6443",method="GET"} 10
+rest_client_requests_total{code="429",host="kcp:6443",method="GET"} 40
+rest_client_requests_total{code="<error>",host="kcp:6443",method="GET"} 5
+rest_client_requests_total{code="200",host="kcp:6443",method="PUT"} 30
+rest_client_requests_total{code="409",host="kcp:6443",method="PUT"} 2
+rest_client_requests_total{code="429",host="kcp:6443",method="PUT"} 3
+`
+	got, err := parseStagerRequests(strings.NewReader(metrics))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "GET 100, GET 429 40, PUT 32, GET <error> 5, PUT 429 3"; got.String() != want {
+		t.Errorf("requests: %q, want %q", got.String(), want)
+	}
+	if got.total() != 180 {
+		t.Errorf("total %v, want every attempt, 180", got.total())
+	}
+}
+
 // queueWork is what the stager's work-queue metrics say of its controllers
 // (those whose name starts with the stager's controller name): how many
 // runs waited in a queue and how long in all, and how long the runs took.
@@ -387,24 +411,39 @@ func kcpWatches(ctx context.Context, adminKubeconfig string) (float64, error) {
 }
 
 // stagerRequests returns the requests the stager served at addr has sent to
-// API servers so far, by HTTP method (rest_client_requests_total).
+// API servers so far (rest_client_requests_total).
 func stagerRequests(ctx context.Context, addr string) (requestCounts, error) {
 	body, err := httpGet(ctx, "http://"+addr+"/metrics")
 	if err != nil {
 		return nil, fmt.Errorf("reading the stager's metrics: %w", err)
 	}
-	families, err := metricFamilies(bytes.NewReader(body), "the stager's")
+	return parseStagerRequests(bytes.NewReader(body))
+}
+
+// parseStagerRequests reads rest_client_requests_total from Prometheus's
+// text format into requestCounts.
+func parseStagerRequests(r io.Reader) (requestCounts, error) {
+	families, err := metricFamilies(r, "the stager's")
 	if err != nil {
 		return nil, err
 	}
 	requests := requestCounts{}
 	for _, m := range families["rest_client_requests_total"].GetMetric() {
-		requests[cmp.Or(label(m, "method"), "?")] += m.GetCounter().GetValue()
+		key := cmp.Or(label(m, "method"), "?")
+		// client-go counts every attempt: those an API server shed
+		// (429) and those that got no answer ("<error>") are named
+		// apart, as they are load, not work.
+		if code := label(m, "code"); code == "429" || code == "<error>" {
+			key += " " + code
+		}
+		requests[key] += m.GetCounter().GetValue()
 	}
 	return requests, nil
 }
 
-// requestCounts are requests by HTTP method.
+// requestCounts are requests by HTTP method; the attempts an API server
+// shed or did not answer are counted apart, as "<method> 429" and
+// "<method> <error>".
 type requestCounts map[string]float64
 
 // add adds other's requests.

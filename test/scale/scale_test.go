@@ -248,10 +248,10 @@ func BenchmarkKCPWorkspaces(b *testing.B) {
 	b.ReportMetric(watches, "watches-open")
 	b.ReportMetric(engagedRequests.total(), "requests-to-engage-all")
 	b.ReportMetric(convergeRequests.total(), "requests-to-converge-all")
-	b.Logf("%d workspaces, %d replicas: every space ready %s, and served by its own replica and ready %s after the replicas started (RSS %d MiB, %.1f CPU-s, %.0f requests; %s); "+
+	b.Logf("%d workspaces, %d replicas: every space ready %s, and served by its own replica and ready %s after the replicas started (RSS %d MiB, %.1f CPU-s, %.0f requests: %s; %s); "+
 		"%d three-stage rollouts converged in %s (%.1f CPU-s, %.0f requests: %s); RSS %d MiB, largest peak %d MiB; "+
 		"kcp holds %.0f more watches with the spaces engaged (%.2f a workspace); converged: %s",
-		n, replicas, firstReady.Round(time.Millisecond), engaged.Round(time.Millisecond), engagedRSS/1024, engagedCPU, engagedRequests.total(), engagedUse.describe(engagedShares),
+		n, replicas, firstReady.Round(time.Millisecond), engaged.Round(time.Millisecond), engagedRSS/1024, engagedCPU, engagedRequests.total(), engagedRequests, engagedUse.describe(engagedShares),
 		n, converged.Round(time.Millisecond), convergedCPU-engagedCPU, convergeRequests.total(), convergeRequests, rss/1024, peak/1024,
 		watches, watches/float64(n), convergedUse.describe(shares))
 
