@@ -141,7 +141,6 @@ func startRun(t *testing.T, name, prefix string) *run {
 	return r
 }
 
-// start starts (or starts again) the replica id.
 // stopWatching ends the run's context and waits for the audit's watches to
 // end, so that the audit is complete and no watch logs after the test.
 func (r *run) stopWatching() {
@@ -149,6 +148,7 @@ func (r *run) stopWatching() {
 	r.watching.Wait()
 }
 
+// start starts (or starts again) the replica id.
 func (r *run) start(id string) {
 	r.t.Helper()
 	p, err := startReplica(id)

@@ -317,6 +317,16 @@ type observer struct {
 
 	mu     sync.Mutex
 	phases map[string]rolloutPhase // by space
+
+	cancel  context.CancelFunc
+	running sync.WaitGroup // the watches, until they end after cancel
+}
+
+// stop ends the observer's watches and waits for them, after which the
+// audit is complete and nothing logs.
+func (o *observer) stop() {
+	o.cancel()
+	o.running.Wait()
 }
 
 // rolloutPhase is a policy's phase in the rollout it last restarted with.
@@ -325,10 +335,16 @@ type rolloutPhase struct {
 	phase       v1alpha1.RolloutPhase
 }
 
-// observe starts the watches of an observer of the workspaces, counted in
-// running until they end with ctx, and returns once each is open.
-func observe(ctx context.Context, running *sync.WaitGroup, logf func(string, ...any), kcp *kcpstack.Stack, workspaces []*kcpstack.Workspace, scheme *runtime.Scheme) (*observer, error) {
+// observe starts the watches of an observer of the workspaces, which last
+// until ctx ends or the observer stops, and returns once each is open.
+func observe(ctx context.Context, logf func(string, ...any), kcp *kcpstack.Stack, workspaces []*kcpstack.Workspace, scheme *runtime.Scheme) (_ *observer, err error) {
 	o := &observer{audit: shardaudit.New(), spaceOf: map[logicalcluster.Name]string{}, phases: map[string]rolloutPhase{}}
+	ctx, o.cancel = context.WithCancel(ctx)
+	defer func() {
+		if err != nil {
+			o.stop()
+		}
+	}()
 	for _, w := range workspaces {
 		o.spaceOf[logicalcluster.Name(w.ClusterID)] = w.Path
 	}
@@ -357,10 +373,10 @@ func observe(ctx context.Context, running *sync.WaitGroup, logf func(string, ...
 		}
 	}
 	opened := []<-chan struct{}{
-		shardaudit.WatchForever(ctx, running, logf, "the policies", func(ctx context.Context) (watch.Interface, error) {
+		shardaudit.WatchForever(ctx, &o.running, logf, "the policies", func(ctx context.Context) (watch.Interface, error) {
 			return export.Watch(ctx, &v1alpha1.StagedBindingPolicyList{})
 		}, record),
-		shardaudit.WatchForever(ctx, running, logf, "the BindingPolicies", func(ctx context.Context) (watch.Interface, error) {
+		shardaudit.WatchForever(ctx, &o.running, logf, "the BindingPolicies", func(ctx context.Context) (watch.Interface, error) {
 			return export.Watch(ctx, &ksv1alpha1.BindingPolicyList{})
 		}, record),
 	}
@@ -369,7 +385,7 @@ func observe(ctx context.Context, running *sync.WaitGroup, logf func(string, ...
 	if err != nil {
 		return nil, err
 	}
-	opened = append(opened, shardaudit.WatchForever(ctx, running, logf, "the fence Leases", func(ctx context.Context) (watch.Interface, error) {
+	opened = append(opened, shardaudit.WatchForever(ctx, &o.running, logf, "the fence Leases", func(ctx context.Context) (watch.Interface, error) {
 		return provider.Watch(ctx, &coordinationv1.LeaseList{}, client.InNamespace(leaseNamespace))
 	}, o.audit.RecordLease))
 	for _, ch := range opened {

@@ -27,7 +27,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -118,16 +117,11 @@ func BenchmarkKCPWorkspaces(b *testing.B) {
 	// so that the count with the replicas engaged, less this one, is theirs.
 	// The observer stops before kcp does (deferred later, run earlier),
 	// and before the benchmark ends, as it logs.
-	obsCtx, stopObserving := context.WithCancel(ctx)
-	var observing sync.WaitGroup
-	defer func() {
-		stopObserving()
-		observing.Wait()
-	}()
-	obs, err := observe(obsCtx, &observing, b.Logf, kcp, workspaces, scheme)
+	obs, err := observe(ctx, b.Logf, kcp, workspaces, scheme)
 	if err != nil {
 		b.Fatal(err)
 	}
+	defer obs.stop()
 	watchesBefore, err := kcpWatches(ctx, kcp.KCP.Kubeconfig)
 	if err != nil {
 		b.Fatal(err)
@@ -315,6 +309,7 @@ func killOneReplica(ctx context.Context, b *testing.B, f *fleet, obs *observer, 
 	if err != nil {
 		b.Fatal(err)
 	}
+	obs.stop()
 	audited, problems := obs.audit.Check([]string{"dev", "test", "prod"}, started, func(string) bool { return true })
 	for _, p := range problems {
 		b.Error(p)
