@@ -264,6 +264,10 @@ func (c *Coordinator) newFence(name, key multicluster.ClusterName) *fenceGuard {
 	}
 	f = newFenceGuard(c.kube, c.clock, c.opts.Namespace, leaseOf(c.opts.Prefix, key), c.self.ID,
 		c.opts.LeaseDuration, c.opts.LeaseRenew, lost)
+	f.unanswered = func(err error) {
+		c.log.Info("A renewal of a space's fence got no answer; serving on and renewing again", "space", name,
+			"peer", c.self.ID, "reason", err.Error())
+	}
 	return f
 }
 

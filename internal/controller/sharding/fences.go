@@ -68,10 +68,10 @@ func leaseOf(prefix string, key multicluster.ClusterName) string {
 // release neither calls lost nor releases the fence again (upstream did,
 // even once the fence had been taken anew); a release that meets a
 // conflicting renewal still in flight tries again; a renewal not answered
-// within the fence's duration has failed (upstream waited for it); the
-// first renewal comes at a random point of the period's second half, so
-// that fences taken together are renewed apart; and it reads the time
-// from a clock.
+// within the fence's duration is given up and the next one sent, the fence
+// kept (upstream waited for the answer however long); the first renewal
+// comes at a random point of the period's second half, so that fences
+// taken together are renewed apart; and it reads the time from a clock.
 type fenceGuard struct {
 	client          client.Client
 	clock           clock.WithTicker
@@ -79,6 +79,9 @@ type fenceGuard struct {
 	holder          string
 	duration, renew time.Duration
 	lost            func(error) // called with why a renewal failed
+	// unanswered, when set, is called with a renewal given up for want
+	// of an answer.
+	unanswered func(error)
 
 	lock   chan struct{}      // held through a take and a release
 	held   atomic.Bool        // set under lock; read by anyone
@@ -169,7 +172,18 @@ func (g *fenceGuard) renewals(ctx context.Context) {
 	ticker := g.clock.NewTicker(g.renew)
 	defer ticker.Stop()
 	for {
-		if err := g.renewWithin(ctx); err != nil {
+		switch err := g.renewWithin(ctx); {
+		case err == nil:
+		case errors.Is(err, errNotAnswered) && ctx.Err() == nil:
+			// Silence is not a loss: the fence is lost to a holder or
+			// an error that an answer shows. A saturated API server
+			// answers late, and giving the space up for it costs a
+			// release, a take and an engagement more; the tenure keeps
+			// the writes out meanwhile.
+			if g.unanswered != nil {
+				g.unanswered(err)
+			}
+		default:
 			g.renewalFailed(ctx, err)
 			return
 		}
@@ -202,10 +216,14 @@ func (g *fenceGuard) renewalFailed(ctx context.Context, err error) {
 	g.releaseLocked(rctx)
 }
 
+// errNotAnswered is the cause of a renewal given up for want of an answer.
+var errNotAnswered = errors.New("not answered")
+
 // renewWithin renews the fence, unless the fence's duration passes first by
-// the guard's clock. The limit is there for a request that hangs; a renewal
-// answered late, but before another replica took the fence, still keeps
-// it, as its write carries the Lease's resourceVersion.
+// the guard's clock, which fails it with errNotAnswered. The limit is there
+// for a request that hangs; a renewal answered late, but before another
+// replica took the fence, still keeps it, as its write carries the Lease's
+// resourceVersion.
 func (g *fenceGuard) renewWithin(ctx context.Context) error {
 	limit := time.Duration(g.leaseSeconds()) * time.Second
 	rctx, cancel := context.WithCancelCause(ctx)
@@ -215,7 +233,7 @@ func (g *fenceGuard) renewWithin(ctx context.Context) error {
 	go func() {
 		select {
 		case <-timer.C():
-			cancel(fmt.Errorf("not answered within %s", limit))
+			cancel(fmt.Errorf("%w within %s", errNotAnswered, limit))
 		case <-rctx.Done():
 		}
 	}()
