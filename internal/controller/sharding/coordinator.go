@@ -115,6 +115,9 @@ func NewCoordinator(kube client.Client, opts CoordinatorOptions) *Coordinator {
 	if opts.LeaseDuration <= 0 {
 		opts.LeaseDuration = 20 * time.Second
 	}
+	// A Lease counts whole seconds; less than one would expire as it is
+	// written.
+	opts.LeaseDuration = max(opts.LeaseDuration, time.Second)
 	if opts.LeaseRenew <= 0 {
 		opts.LeaseRenew = opts.LeaseDuration / 4
 	}

@@ -17,6 +17,8 @@ package sharding
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -407,6 +409,73 @@ func TestUnansweredRenewalIsTriedAgain(t *testing.T) {
 	})
 	if gaveUp != nil {
 		t.Fatalf("the fence was given up once answered: %v", gaveUp)
+	}
+}
+
+// TestBrokenRenewalsKeepTheFence: a renewal whose connection breaks got no
+// answer either, so it keeps the fence as one cut off by its limit does;
+// the fence stays this replica's, and is renewed once requests go through.
+func TestBrokenRenewalsKeepTheFence(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+	var broken atomic.Bool
+	var failed atomic.Int32
+	direct := newDirect(t)
+	leases := interceptor.NewClient(direct, interceptor.Funcs{
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			if broken.Load() {
+				failed.Add(1)
+				return &url.Error{Op: "Put", URL: "https://api.example/leases", Err: io.ErrUnexpectedEOF}
+			}
+			return c.Update(ctx, obj, opts...)
+		},
+	})
+	const duration, renew = 2 * time.Second, 200 * time.Millisecond
+	lost := make(chan error, 1)
+	g := newFenceGuard(leases, clock.RealClock{}, ns, fencePrefix+"-x", "a", duration, renew, func(err error) { lost <- err })
+	if !g.TryAcquire(ctx) {
+		t.Fatal("the free fence was not taken")
+	}
+	t.Cleanup(func() { broken.Store(false); g.Release(ctx) })
+	key := client.ObjectKey{Namespace: ns, Name: fencePrefix + "-x"}
+	var gaveUp error
+	broken.Store(true)
+	environment.Eventually(t, 10*renew, "three renewals broken", func() error {
+		select {
+		case gaveUp = <-lost:
+			return nil
+		default:
+		}
+		if n := failed.Load(); n < 3 {
+			return fmt.Errorf("%d renewals broken", n)
+		}
+		return nil
+	})
+	if gaveUp != nil {
+		t.Fatalf("the fence was given up for a renewal without an answer: %v", gaveUp)
+	}
+	before := &coordinationv1.Lease{}
+	if err := direct.Get(ctx, key, before); err != nil {
+		t.Fatal(err)
+	}
+	if holder := ptr.Deref(before.Spec.HolderIdentity, ""); holder != "a" {
+		t.Fatalf("the fence is held by %q, want a", holder)
+	}
+	broken.Store(false)
+	environment.Eventually(t, 2*duration, "the fence renewed once requests go through", func() error {
+		lease := &coordinationv1.Lease{}
+		if err := direct.Get(ctx, key, lease); err != nil {
+			return err
+		}
+		if !lease.Spec.RenewTime.After(before.Spec.RenewTime.Time) {
+			return fmt.Errorf("renewed last at %v", lease.Spec.RenewTime)
+		}
+		return nil
+	})
+	select {
+	case err := <-lost:
+		t.Fatalf("the fence was given up: %v", err)
+	default:
 	}
 }
 

@@ -68,8 +68,10 @@ func leaseOf(prefix string, key multicluster.ClusterName) string {
 // release neither calls lost nor releases the fence again (upstream did,
 // even once the fence had been taken anew); a release that meets a
 // conflicting renewal still in flight tries again; a renewal not answered
-// within the fence's duration is given up and the next one sent, the fence
-// kept (upstream waited for the answer however long); the first renewal
+// within the fence's duration is given up and the next one sent, and
+// neither it nor one whose connection broke gives the fence up (upstream
+// waited for the answer however long, and gave the fence up at a broken
+// connection); the first renewal
 // comes at a random point of the period's second half, so that fences
 // taken together are renewed apart; and it reads the time from a clock.
 type fenceGuard struct {
@@ -174,7 +176,7 @@ func (g *fenceGuard) renewals(ctx context.Context) {
 	for {
 		switch err := g.renewWithin(ctx); {
 		case err == nil:
-		case errors.Is(err, errNotAnswered) && ctx.Err() == nil:
+		case silent(err) && ctx.Err() == nil:
 			// Silence is not a loss: the fence is lost to a holder or
 			// an error that an answer shows. A saturated API server
 			// answers late, and giving the space up for it costs a
@@ -219,6 +221,17 @@ func (g *fenceGuard) renewalFailed(ctx context.Context, err error) {
 // errNotAnswered is the cause of a renewal given up for want of an answer.
 var errNotAnswered = errors.New("not answered")
 
+// errHeldByAnother is why a renewal fails that finds another holder.
+var errHeldByAnother = errors.New("the fence is held by another replica")
+
+// silent reports whether a renewal failed without the API server's
+// answer: cut off by its limit, or its connection broken, so that it says
+// nothing about who holds the fence.
+func silent(err error) bool {
+	var status apierrors.APIStatus
+	return errors.Is(err, errNotAnswered) || !errors.Is(err, errHeldByAnother) && !errors.As(err, &status)
+}
+
 // renewWithin renews the fence, unless the fence's duration passes first by
 // the guard's clock, which fails it with errNotAnswered. The limit is there
 // for a request that hangs; a renewal answered late, but before another
@@ -238,7 +251,8 @@ func (g *fenceGuard) renewWithin(ctx context.Context) error {
 		}
 	}()
 	err := g.renewOnce(rctx)
-	if errors.Is(err, context.Canceled) && rctx.Err() != nil && ctx.Err() == nil {
+	// Cut off by the limit, whatever shape the request's error took.
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(rctx), errNotAnswered) {
 		err = fmt.Errorf("%w: %w", context.Cause(rctx), err)
 	}
 	return err
@@ -257,7 +271,7 @@ func (g *fenceGuard) renewOnce(ctx context.Context) error {
 		return fmt.Errorf("reading the fence: %w", err)
 	}
 	if holder := lease.Spec.HolderIdentity; holder != nil && *holder != g.holder && !expired(&lease, now.Time) {
-		return fmt.Errorf("the fence is held by %q", *holder)
+		return fmt.Errorf("%w: %q", errHeldByAnother, *holder)
 	}
 	seconds := g.leaseSeconds()
 	lease.Spec.HolderIdentity = &g.holder

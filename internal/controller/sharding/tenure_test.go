@@ -179,8 +179,9 @@ func (s *serving) current() context.Context {
 // server does: the tenure ends before the fence expires, while the
 // coordinator still serves the space; the coordinator serves on past the
 // expiry, its renewals unanswered and its tenure ended; and once another
-// replica has taken the expired fence and the API server answers again,
-// it gives the space up and does not take the fence back.
+// replica has taken the expired fence, the next renewal answered shows it
+// (the fence's read, which is not stalled, or the write's conflict), and
+// the coordinator gives the space up and does not take the fence back.
 func TestTenureEndsWhileRenewalsStall(t *testing.T) {
 	ns := newNamespace(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -268,7 +269,7 @@ func TestTenureEndsWhileRenewalsStall(t *testing.T) {
 	}
 	slow.resume()
 	resumed = true
-	environment.Eventually(t, 2*duration, "a gives the space up, its renewal answered", func() error {
+	environment.Eventually(t, 2*duration, "a gives the space up, b's holding answered", func() error {
 		if served.current().Err() == nil {
 			return errors.New("still served")
 		}
