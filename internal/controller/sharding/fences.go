@@ -71,9 +71,9 @@ func leaseOf(prefix string, key multicluster.ClusterName) string {
 // within the fence's duration is given up and the next one sent, and
 // neither it nor one whose connection broke gives the fence up (upstream
 // waited for the answer however long, and gave the fence up at a broken
-// connection); the first renewal
-// comes at a random point of the period's second half, so that fences
-// taken together are renewed apart; and it reads the time from a clock.
+// connection); the first renewal comes at a random point of the period's
+// second half, so that fences taken together are renewed apart; and it
+// reads the time from a clock.
 type fenceGuard struct {
 	client          client.Client
 	clock           clock.WithTicker
