@@ -108,16 +108,17 @@ func (r *PeerRegistry) Snapshot() []sharder.PeerInfo {
 // Run renews this replica's Lease and reads its peers' every renew until ctx
 // ends, then deletes this replica's Lease. Failures are logged and retried
 // at the next renewal: until then the last snapshot stands, as the fences
-// do.
+// do. A request not answered within the Lease's duration is given up, so
+// that one the API server never answers does not hold up the next.
 func (r *PeerRegistry) Run(ctx context.Context) error {
 	r.log.Info("Peer registry starting", "duration", r.duration, "renew", r.renew)
 	t := time.NewTicker(r.renew)
 	defer t.Stop()
 	for {
-		if err := r.renewSelf(ctx); err != nil && ctx.Err() == nil {
+		if err := r.within(ctx, r.renewSelf); err != nil && ctx.Err() == nil {
 			r.log.Error(err, "Cannot renew this replica's peer Lease; retrying")
 		}
-		if err := r.refresh(ctx); err != nil && ctx.Err() == nil {
+		if err := r.within(ctx, r.refresh); err != nil && ctx.Err() == nil {
 			r.log.Error(err, "Cannot read the peer Leases; retrying")
 		}
 		select {
@@ -127,6 +128,14 @@ func (r *PeerRegistry) Run(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
+}
+
+// within runs step with a context that ends once the Lease's duration has
+// passed.
+func (r *PeerRegistry) within(ctx context.Context, step func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, r.duration)
+	defer cancel()
+	return step(ctx)
 }
 
 // durationSeconds is the Lease duration in whole seconds, rounded up.

@@ -30,6 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/sharder"
 
 	"github.com/kubestellar/workload-stager/test/framework"
@@ -204,4 +205,26 @@ func TestForgedPeerLeasesDoNotCountForEver(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestHungRenewalDoesNotStallTheRegistry: a renewal of the replica's own
+// Lease that the API server never answers held up every later renewal and
+// refresh, so the replica saw no peer for as long as it hung. The registry
+// gives a request up once the Lease's duration has passed.
+func TestHungRenewalDoesNotStallTheRegistry(t *testing.T) {
+	ns := newNamespace(t)
+	hung := interceptor.NewClient(newDirect(t), interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if key.Name == prefix+"-hung" {
+				<-ctx.Done() // never answered
+				return ctx.Err()
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+	r1 := NewPeerRegistry(hung, ns, prefix, "hung", 2*time.Second, 500*time.Millisecond, logr.Discard())
+	r2 := NewPeerRegistry(space.Client, ns, prefix, "peer", 2*time.Second, 500*time.Millisecond, logr.Discard())
+	start(t, r2)
+	start(t, r1)
+	waitFor(t, r1, "hung", "peer")
 }
