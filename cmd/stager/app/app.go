@@ -91,9 +91,13 @@ type Options struct {
 	// the field manager of its writes, the stager_space_owner metric and the
 	// logs. Empty means $POD_NAME, else the hostname.
 	ReplicaID string
-	// ShardLeaseDuration is how long a space's fence Lease, and a replica's
-	// peer Lease, last without renewal: a dead replica's spaces move after it.
+	// ShardLeaseDuration is how long a space's fence Lease lasts without
+	// renewal.
 	ShardLeaseDuration time.Duration
+	// ShardPeerLeaseDuration is how long a replica's peer Lease lasts
+	// without renewal: a dead replica's spaces move after it. Zero means
+	// ShardLeaseDuration.
+	ShardPeerLeaseDuration time.Duration
 	// ShardLeaseRenew is how often a replica renews the fences it holds.
 	ShardLeaseRenew time.Duration
 	// ShardProbeInterval is how often a replica decides again which spaces it owns.
@@ -206,7 +210,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Coordination, "coordination", o.Coordination,
 		`how replicas share the spaces: "leader-election" (one replica serves them all) or "sharded" (each serves a share, fenced by a Lease per space)`)
 	fs.StringVar(&o.ReplicaID, "replica-id", o.ReplicaID, "this replica's name in the sharding Leases, its writes' field manager, metrics and logs (default: $POD_NAME, else the hostname)")
-	fs.DurationVar(&o.ShardLeaseDuration, "shard-lease-duration", o.ShardLeaseDuration, "with --coordination=sharded: how long a space's fence Lease and a replica's peer Lease last unrenewed (whole seconds)")
+	fs.DurationVar(&o.ShardLeaseDuration, "shard-lease-duration", o.ShardLeaseDuration, "with --coordination=sharded: how long a space's fence Lease lasts unrenewed (whole seconds)")
+	fs.DurationVar(&o.ShardPeerLeaseDuration, "shard-peer-lease-duration", o.ShardPeerLeaseDuration, "with --coordination=sharded: how long a replica's peer Lease lasts unrenewed, after which its peers take its spaces (whole seconds, at least --shard-lease-duration; 0: --shard-lease-duration)")
 	fs.DurationVar(&o.ShardLeaseRenew, "shard-lease-renew", o.ShardLeaseRenew, "with --coordination=sharded: how often a replica renews its fence and peer Leases (at most half of --shard-lease-duration)")
 	fs.DurationVar(&o.ShardProbeInterval, "shard-probe-interval", o.ShardProbeInterval, "with --coordination=sharded: how often a replica decides again which spaces it serves")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "how many StagedBindingPolicies of one space are reconciled at once")
@@ -256,6 +261,11 @@ func (o *Options) Validate() error {
 		// A Lease's duration is whole seconds.
 		if o.ShardLeaseDuration < time.Second || o.ShardLeaseDuration%time.Second != 0 {
 			errs = append(errs, errors.New("--shard-lease-duration must be a whole number of seconds"))
+		}
+		// A peer counted out before its fences expire moves its spaces to
+		// replicas that cannot take them yet.
+		if peer := o.ShardPeerLeaseDuration; peer != 0 && (peer < o.ShardLeaseDuration || peer%time.Second != 0) {
+			errs = append(errs, errors.New("--shard-peer-lease-duration must be 0 or a whole number of seconds of at least --shard-lease-duration"))
 		}
 		if o.ShardProbeInterval <= 0 {
 			errs = append(errs, errors.New("--shard-probe-interval must be positive"))
@@ -611,10 +621,8 @@ func (o *Options) shardingCoordinator(cfg *rest.Config, scheme *runtime.Scheme, 
 		return nil, nil, fmt.Errorf("creating the sharding Leases' client: %w", err)
 	}
 	log := logger.WithName("sharding")
-	// The replicas' peer Leases last as long as the fences, so that a dead
-	// replica's spaces move once its fences expire.
 	peers := sharding.NewPeerRegistry(direct, namespace, ShardPeerLeasePrefix, replica,
-		o.ShardLeaseDuration, o.ShardLeaseRenew, log)
+		o.shardPeerLeaseDuration(), o.ShardLeaseRenew, log)
 	tenures := sharding.NewTenures(ShardFenceLeasePrefix, peers.Self().ID, log)
 	return sharding.NewCoordinator(tenures.Client(direct), sharding.CoordinatorOptions{
 		Namespace:     namespace,
@@ -627,6 +635,16 @@ func (o *Options) shardingCoordinator(cfg *rest.Config, scheme *runtime.Scheme, 
 		Peers:         peers,
 		Log:           log,
 	}), tenures, nil
+}
+
+// shardPeerLeaseDuration is how long a peer Lease lasts: by default as
+// long as the fences, so that a dead replica's spaces move once its fences
+// expire.
+func (o *Options) shardPeerLeaseDuration() time.Duration {
+	if o.ShardPeerLeaseDuration == 0 {
+		return o.ShardLeaseDuration
+	}
+	return o.ShardPeerLeaseDuration
 }
 
 // Start runs the stager until ctx is done.

@@ -16,7 +16,7 @@ package app
 
 import (
 	"reflect"
-	"strings"
+	"regexp"
 	"testing"
 	"time"
 
@@ -82,6 +82,20 @@ func TestOptionsValidate(t *testing.T) {
 				o.Coordination, o.ShardLeaseRenew, o.ShardLeaseDuration = CoordinationSharded, 500*time.Millisecond, 1500*time.Millisecond
 			},
 			wantFlags: []string{"--shard-lease-duration"}},
+		{name: "sharded, peers counted out before their fences expire",
+			change: func(o *Options) {
+				o.Coordination, o.ShardPeerLeaseDuration = CoordinationSharded, o.ShardLeaseDuration-time.Second
+			},
+			wantFlags: []string{"--shard-peer-lease-duration", "--shard-lease-duration"}},
+		{name: "sharded, peers counted out after their fences expire",
+			change: func(o *Options) {
+				o.Coordination, o.ShardPeerLeaseDuration = CoordinationSharded, 2*o.ShardLeaseDuration
+			}},
+		{name: "sharded, a peer Lease of part of a second",
+			change: func(o *Options) {
+				o.Coordination, o.ShardPeerLeaseDuration = CoordinationSharded, o.ShardLeaseDuration+500*time.Millisecond
+			},
+			wantFlags: []string{"--shard-peer-lease-duration", "--shard-lease-duration"}},
 		{name: "sharded, no probe interval",
 			change:    func(o *Options) { o.Coordination, o.ShardProbeInterval = CoordinationSharded, 0 },
 			wantFlags: []string{"--shard-probe-interval"}},
@@ -145,7 +159,8 @@ func TestOptionsValidate(t *testing.T) {
 	}
 	allFlags := []string{"--provider", "--kubeconfig-namespace", "--kubeconfig-label", "--kubeconfig-key", "--single-space-name",
 		"--max-concurrent-reconciles", "--space-probe-interval", "--cache-sync-timeout", "--cel-cost-limit",
-		"--cel-estimated-cost-limit", "--cel-eval-timeout", "--cel-reconcile-cost-budget", "--cel-reconcile-time-budget"}
+		"--cel-estimated-cost-limit", "--cel-eval-timeout", "--cel-reconcile-cost-budget", "--cel-reconcile-time-budget",
+		"--shard-lease-renew", "--shard-lease-duration", "--shard-peer-lease-duration", "--shard-probe-interval"}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			o := NewOptions()
@@ -165,7 +180,7 @@ func TestOptionsValidate(t *testing.T) {
 				for _, w := range tt.wantFlags {
 					want = want || w == flag
 				}
-				if named := strings.Contains(err.Error(), flag+" "); named != want {
+				if named := regexp.MustCompile(regexp.QuoteMeta(flag) + `($|[^a-z-])`).MatchString(err.Error()); named != want {
 					t.Errorf("Validate() = %q: names %s = %v, want %v", err, flag, named, want)
 				}
 			}
