@@ -226,7 +226,10 @@ var errHeldByAnother = errors.New("the fence is held by another replica")
 
 // silent reports whether a renewal failed without the API server's
 // answer: cut off by its limit, or its connection broken, so that it says
-// nothing about who holds the fence.
+// nothing about who holds the fence. The tenures' unanswered asks another
+// question, of a write to the space: whether it may still land, which a
+// 5xx or a timeout status leaves open too. A renewal answered so is an
+// answer, and gives the fence up.
 func silent(err error) bool {
 	var status apierrors.APIStatus
 	return errors.Is(err, errNotAnswered) || !errors.Is(err, errHeldByAnother) && !errors.As(err, &status)
