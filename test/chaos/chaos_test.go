@@ -76,8 +76,9 @@ type run struct {
 	t      *testing.T
 	ctx    context.Context
 	cancel context.CancelFunc
-	// watching counts the audit's watches, which end with ctx.
-	watching  sync.WaitGroup
+	// running counts the audit's watches and the rollouts' loop, which
+	// end with ctx.
+	running   sync.WaitGroup
 	name      string
 	a         *shardaudit.Audit
 	ids       []string
@@ -97,10 +98,10 @@ func startRun(t *testing.T, name, prefix string) *run {
 	ctx, cancel := context.WithCancel(suite.ctx)
 	r := &run{t: t, ctx: ctx, cancel: cancel, name: name, a: shardaudit.New(), procs: map[string]*stack.Process{},
 		rollouts: &sync.Map{}, keepGoing: make(chan struct{})}
-	t.Cleanup(r.stopWatching)
-	watchFences(ctx, t, &r.watching, r.a)
+	t.Cleanup(r.stop)
+	watchFences(ctx, t, &r.running, r.a)
 	for _, s := range suite.spaces {
-		watchSpace(ctx, t, &r.watching, r.a, s)
+		watchSpace(ctx, t, &r.running, r.a, s)
 	}
 	r.started = time.Now()
 	for i := range replicas {
@@ -126,7 +127,9 @@ func startRun(t *testing.T, name, prefix string) *run {
 
 	// Rollouts go on until finish: each stage's WECs turn healthy 2s after
 	// it starts, and a completed rollout restarts.
+	r.running.Add(1)
 	go func() {
+		defer r.running.Done()
 		for {
 			select {
 			case <-ctx.Done():
@@ -141,11 +144,12 @@ func startRun(t *testing.T, name, prefix string) *run {
 	return r
 }
 
-// stopWatching ends the run's context and waits for the audit's watches to
-// end, so that the audit is complete and no watch logs after the test.
-func (r *run) stopWatching() {
+// stop ends the run's context and waits for the audit's watches and the
+// rollouts' loop to end, so that the audit is complete and nothing of the
+// run logs or writes after the test.
+func (r *run) stop() {
 	r.cancel()
-	r.watching.Wait()
+	r.running.Wait()
 }
 
 // start starts (or starts again) the replica id.
@@ -252,7 +256,7 @@ func (r *run) finish() (completed, writes int) {
 		}
 		completed += r.begun(s.Name)
 	}
-	r.stopWatching()
+	r.stop()
 
 	audited, problems := r.a.Check([]string{"dev", "test", "prod"}, r.started, func(replica string) bool {
 		_, ours := r.procs[replica]
