@@ -98,7 +98,8 @@ type Options struct {
 	// without renewal: a dead replica's spaces move after it. Zero means
 	// ShardLeaseDuration.
 	ShardPeerLeaseDuration time.Duration
-	// ShardLeaseRenew is how often a replica renews the fences it holds.
+	// ShardLeaseRenew is how often a replica renews the fences it holds
+	// and its peer Lease.
 	ShardLeaseRenew time.Duration
 	// ShardProbeInterval is how often a replica decides again which spaces it owns.
 	ShardProbeInterval time.Duration

@@ -14,8 +14,9 @@
 
 // Package sharding shares the spaces among the stager's replicas: a
 // coordinator that serves a replica's share, each space fenced by a Lease
-// of its own; a peer registry whose Leases last as long as the fences; and
-// the replica's tenure of each fence, which its writes to the space hold.
+// of its own; a peer registry whose Leases last at least as long as the
+// fences; and the replica's tenure of each fence, which its writes to the
+// space hold.
 package sharding
 
 import (
@@ -56,10 +57,13 @@ const releaseTimeout = 5 * time.Second
 // every peer Lease 30 s and renews every 10 s, whatever the fences'
 // duration (sharded.WithLeaseTimings): a killed replica keeps its share of
 // the hash, and so its spaces, for up to 30 s after their fences expire.
-// The fork differs in four ways: the duration and renewal are the fences';
-// a stopping replica deletes its Lease, so that its peers take its spaces
-// at once; a peer's Lease is believed for at most this replica's duration
-// (alive); errors are returned wrapped and logged at error level.
+// The fork differs in five ways: the duration and renewal are the stager's
+// (the fences' renewal, and by default their duration); a stopping replica
+// deletes its Lease, so that its peers take its spaces at once; a peer's
+// Lease is believed for at most this replica's duration (alive); a request
+// not answered in time is given up, and the renewals and reads run apart
+// (upstream waited for each request however long, and read only after
+// renewing); errors are returned wrapped and logged at error level.
 // docs/proposals/peer-registry-timings.md proposes the upstream change that
 // would retire the fork.
 type PeerRegistry struct {
@@ -106,36 +110,44 @@ func (r *PeerRegistry) Snapshot() []sharder.PeerInfo {
 }
 
 // Run renews this replica's Lease and reads its peers' every renew until ctx
-// ends, then deletes this replica's Lease. Failures are logged and retried
-// at the next renewal: until then the last snapshot stands, as the fences
-// do. A request not answered within the Lease's duration is given up, so
-// that one the API server never answers does not hold up the next.
+// ends, then deletes this replica's Lease. The renewals and the reads run
+// apart, so that a read the API server is slow to answer does not hold up
+// a renewal. Failures are logged and retried at the next renewal or read:
+// until then the last snapshot stands, as the fences do.
 func (r *PeerRegistry) Run(ctx context.Context) error {
 	r.log.Info("Peer registry starting", "duration", r.duration, "renew", r.renew)
+	var reads sync.WaitGroup
+	reads.Add(1)
+	go func() {
+		defer reads.Done()
+		r.every(ctx, r.refresh, "Cannot read the peer Leases; retrying")
+	}()
+	r.every(ctx, r.renewSelf, "Cannot renew this replica's peer Lease; retrying")
+	reads.Wait()
+	r.release()
+	return ctx.Err()
+}
+
+// every runs step at once and then every renew until ctx ends, logging its
+// failures with msg. A step not answered once the Lease's duration less a
+// renewal period has passed (when a renewal sent on time can no longer
+// keep the Lease) is given up, and the next one runs at once.
+func (r *PeerRegistry) every(ctx context.Context, step func(context.Context) error, msg string) {
 	t := time.NewTicker(r.renew)
 	defer t.Stop()
 	for {
-		if err := r.within(ctx, r.renewSelf); err != nil && ctx.Err() == nil {
-			r.log.Error(err, "Cannot renew this replica's peer Lease; retrying")
-		}
-		if err := r.within(ctx, r.refresh); err != nil && ctx.Err() == nil {
-			r.log.Error(err, "Cannot read the peer Leases; retrying")
+		sctx, cancel := context.WithTimeout(ctx, max(r.duration-r.renew, r.renew))
+		err := step(sctx)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			r.log.Error(err, msg)
 		}
 		select {
 		case <-ctx.Done():
-			r.release()
-			return ctx.Err()
+			return
 		case <-t.C:
 		}
 	}
-}
-
-// within runs step with a context that ends once the Lease's duration has
-// passed.
-func (r *PeerRegistry) within(ctx context.Context, step func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, r.duration)
-	defer cancel()
-	return step(ctx)
 }
 
 // durationSeconds is the Lease duration in whole seconds, rounded up.

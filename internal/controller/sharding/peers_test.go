@@ -20,6 +20,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -207,24 +208,50 @@ func TestForgedPeerLeasesDoNotCountForEver(t *testing.T) {
 	})
 }
 
-// TestHungRenewalDoesNotStallTheRegistry: a renewal of the replica's own
-// Lease that the API server never answers held up every later renewal and
-// refresh, so the replica saw no peer for as long as it hung. The registry
-// gives a request up once the Lease's duration has passed.
-func TestHungRenewalDoesNotStallTheRegistry(t *testing.T) {
+// TestHungRenewalIsSentAgain: a renewal of the replica's own Lease that
+// the API server never answers is given up, and the next one sent, so that
+// the replica's peers see it.
+func TestHungRenewalIsSentAgain(t *testing.T) {
 	ns := newNamespace(t)
-	hung := interceptor.NewClient(newDirect(t), interceptor.Funcs{
+	var hung atomic.Bool
+	hung.Store(true)
+	c := interceptor.NewClient(newDirect(t), interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			if key.Name == prefix+"-hung" {
-				<-ctx.Done() // never answered
+			if key.Name == prefix+"-hung" && hung.CompareAndSwap(true, false) {
+				<-ctx.Done() // the first renewal is never answered
 				return ctx.Err()
 			}
 			return c.Get(ctx, key, obj, opts...)
 		},
 	})
-	r1 := NewPeerRegistry(hung, ns, prefix, "hung", 2*time.Second, 500*time.Millisecond, logr.Discard())
-	r2 := NewPeerRegistry(space.Client, ns, prefix, "peer", 2*time.Second, 500*time.Millisecond, logr.Discard())
+	r1 := NewPeerRegistry(c, ns, prefix, "hung", 3*time.Second, 500*time.Millisecond, logr.Discard())
+	r2 := NewPeerRegistry(space.Client, ns, prefix, "peer", 3*time.Second, 500*time.Millisecond, logr.Discard())
 	start(t, r2)
 	start(t, r1)
+	waitFor(t, r2, "hung", "peer")
 	waitFor(t, r1, "hung", "peer")
+}
+
+// TestHungReadDoesNotHoldUpRenewals: while the API server never answers a
+// replica's reads of the peer Leases, the replica still renews its own, and
+// its peers keep counting it.
+func TestHungReadDoesNotHoldUpRenewals(t *testing.T) {
+	ns := newNamespace(t)
+	const duration = 3 * time.Second
+	c := interceptor.NewClient(newDirect(t), interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			<-ctx.Done() // never answered
+			return ctx.Err()
+		},
+	})
+	r1 := NewPeerRegistry(c, ns, prefix, "hung", duration, 500*time.Millisecond, logr.Discard())
+	r2 := NewPeerRegistry(space.Client, ns, prefix, "peer", duration, 500*time.Millisecond, logr.Discard())
+	start(t, r2)
+	start(t, r1)
+	waitFor(t, r2, "hung", "peer")
+	for end := time.Now().Add(3 * duration); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if got := ids(r2.Snapshot()); !slices.Equal(got, []string{"hung", "peer"}) {
+			t.Fatalf("while hung's reads hang, peer sees %v", got)
+		}
+	}
 }
