@@ -69,9 +69,9 @@ func leaseOf(prefix string, key multicluster.ClusterName) string {
 // even once the fence had been taken anew); a release that meets a
 // conflicting renewal still in flight tries again; a renewal not answered
 // within the fence's duration is given up and the next one sent, and
-// neither it nor one whose connection broke gives the fence up (upstream
-// waited for the answer however long, and gave the fence up at a broken
-// connection); the first renewal comes at a random point of the period's
+// neither it nor one whose connection broke, nor one the API server was
+// too busy to act on, gives the fence up (upstream waited for the answer
+// however long, and gave the fence up at any error); the first renewal comes at a random point of the period's
 // second half, so that fences taken together are renewed apart; and it
 // reads the time from a clock.
 type fenceGuard struct {
@@ -178,7 +178,7 @@ func (g *fenceGuard) renewals(ctx context.Context) {
 		case err == nil:
 		case silent(err) && ctx.Err() == nil:
 			// Silence is not a loss: the fence is lost to a holder or
-			// an error that an answer shows. A saturated API server
+			// a refusal that an answer shows. A saturated API server
 			// answers late, and giving the space up for it costs a
 			// release, a take and an engagement more; the tenure keeps
 			// the writes out meanwhile.
@@ -224,15 +224,24 @@ var errNotAnswered = errors.New("not answered")
 // errHeldByAnother is why a renewal fails that finds another holder.
 var errHeldByAnother = errors.New("the fence is held by another replica")
 
-// silent reports whether a renewal failed without the API server's
-// answer: cut off by its limit, or its connection broken, so that it says
-// nothing about who holds the fence. The tenures' unanswered asks another
-// question, of a write to the space: whether it may still land, which a
-// 5xx or a timeout status leaves open too. A renewal answered so is an
-// answer, and gives the fence up.
+// silent reports whether a renewal failed without saying who holds the
+// fence: cut off by its limit, its connection broken, or the API server
+// too busy to act on it (429, a timeout, 5xx). The tenures' unanswered
+// asks another question, of a write to the space: whether it may still
+// land, which a 429 answers (it did not).
 func silent(err error) bool {
+	if errors.Is(err, errNotAnswered) {
+		return true
+	}
+	if errors.Is(err, errHeldByAnother) {
+		return false
+	}
 	var status apierrors.APIStatus
-	return errors.Is(err, errNotAnswered) || !errors.Is(err, errHeldByAnother) && !errors.As(err, &status)
+	if !errors.As(err, &status) {
+		return true
+	}
+	return apierrors.IsTooManyRequests(err) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) ||
+		status.Status().Code >= 500
 }
 
 // renewWithin renews the fence, unless the fence's duration passes first by

@@ -16,7 +16,10 @@ package sharding
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -24,6 +27,8 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -107,5 +112,33 @@ func TestCoordinatorServesEverySpace(t *testing.T) {
 	}
 	if fences != len(kcpLike) {
 		t.Errorf("%d fence Leases for %d spaces", fences, len(kcpLike))
+	}
+}
+
+// TestSilent: a renewal says nothing about the fence's holder unless the
+// API server answered it with something other than being too busy.
+func TestSilent(t *testing.T) {
+	gr := schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("%w: %q", errHeldByAnother, "b"), false},
+		{apierrors.NewConflict(gr, "f", errors.New("changed")), false},
+		{apierrors.NewNotFound(gr, "f"), false},
+		{apierrors.NewForbidden(gr, "f", errors.New("no")), false},
+		{apierrors.NewBadRequest("no"), false},
+		{fmt.Errorf("%w within 1m0s: %w", errNotAnswered, context.Canceled), true},
+		{fmt.Errorf("writing the fence: %w", context.DeadlineExceeded), true},
+		{&url.Error{Op: "Put", URL: "https://api.example/leases", Err: io.ErrUnexpectedEOF}, true},
+		{apierrors.NewTooManyRequests("busy", 1), true},
+		{apierrors.NewTimeoutError("slow", 1), true},
+		{apierrors.NewServerTimeout(gr, "update", 1), true},
+		{apierrors.NewInternalError(errors.New("etcd")), true},
+		{apierrors.NewServiceUnavailable("starting"), true},
+	} {
+		if got := silent(tc.err); got != tc.want {
+			t.Errorf("silent(%v) = %v, want %v", tc.err, got, tc.want)
+		}
 	}
 }
