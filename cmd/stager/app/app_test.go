@@ -17,6 +17,7 @@ package app
 import (
 	"reflect"
 	"regexp"
+	"slices"
 	"testing"
 	"time"
 
@@ -91,6 +92,15 @@ func TestOptionsValidate(t *testing.T) {
 			change: func(o *Options) {
 				o.Coordination, o.ShardPeerLeaseDuration = CoordinationSharded, 2*o.ShardLeaseDuration
 			}},
+		{name: "sharded, peer Leases as long as the fences",
+			change: func(o *Options) {
+				o.Coordination, o.ShardPeerLeaseDuration = CoordinationSharded, o.ShardLeaseDuration
+			}},
+		{name: "sharded, a negative peer Lease",
+			change: func(o *Options) {
+				o.Coordination, o.ShardPeerLeaseDuration = CoordinationSharded, -time.Minute
+			},
+			wantFlags: []string{"--shard-peer-lease-duration", "--shard-lease-duration"}},
 		{name: "sharded, a peer Lease of part of a second",
 			change: func(o *Options) {
 				o.Coordination, o.ShardPeerLeaseDuration = CoordinationSharded, o.ShardLeaseDuration+500*time.Millisecond
@@ -157,10 +167,13 @@ func TestOptionsValidate(t *testing.T) {
 			wantFlags: []string{"--single-space-name", "--max-concurrent-reconciles", "--space-probe-interval",
 				"--cache-sync-timeout", "--cel-cost-limit"}},
 	}
-	allFlags := []string{"--provider", "--kubeconfig-namespace", "--kubeconfig-label", "--kubeconfig-key", "--single-space-name",
-		"--max-concurrent-reconciles", "--space-probe-interval", "--cache-sync-timeout", "--cel-cost-limit",
-		"--cel-estimated-cost-limit", "--cel-eval-timeout", "--cel-reconcile-cost-budget", "--cel-reconcile-time-budget",
-		"--shard-lease-renew", "--shard-lease-duration", "--shard-peer-lease-duration", "--shard-probe-interval"}
+	// Every flag is checked: an error names exactly the flags it should.
+	fs := pflag.NewFlagSet("stager", pflag.ContinueOnError)
+	NewOptions().AddFlags(fs)
+	names := map[string]*regexp.Regexp{}
+	fs.VisitAll(func(f *pflag.Flag) {
+		names["--"+f.Name] = regexp.MustCompile(regexp.QuoteMeta("--"+f.Name) + `($|[^a-z-])`)
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			o := NewOptions()
@@ -175,12 +188,14 @@ func TestOptionsValidate(t *testing.T) {
 			if err == nil {
 				t.Fatalf("Validate() = nil, want an error naming %v", tt.wantFlags)
 			}
-			for _, flag := range allFlags {
-				want := false
-				for _, w := range tt.wantFlags {
-					want = want || w == flag
+			for _, w := range tt.wantFlags {
+				if names[w] == nil {
+					t.Fatalf("%s is not a flag", w)
 				}
-				if named := regexp.MustCompile(regexp.QuoteMeta(flag) + `($|[^a-z-])`).MatchString(err.Error()); named != want {
+			}
+			for flag, name := range names {
+				want := slices.Contains(tt.wantFlags, flag)
+				if named := name.MatchString(err.Error()); named != want {
 					t.Errorf("Validate() = %q: names %s = %v, want %v", err, flag, named, want)
 				}
 			}
@@ -199,6 +214,8 @@ func TestAddFlags(t *testing.T) {
 		"--max-concurrent-reconciles=5", "--space-probe-interval=30s", "--cache-sync-timeout=1m", "--cel-cost-limit=42",
 		"--cel-estimated-cost-limit=43", "--cel-eval-timeout=250ms", "--cel-reconcile-cost-budget=44", "--cel-reconcile-time-budget=3s",
 		"--space-qps=7.5", "--space-burst=9", "--space-event-qps=2.5", "--space-event-burst=3", "--pprof-bind-address=127.0.0.1:6060",
+		"--coordination=sharded", "--shard-lease-duration=60s", "--shard-lease-renew=15s", "--shard-peer-lease-duration=2m",
+		"--shard-probe-interval=3s",
 	})
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
@@ -212,6 +229,8 @@ func TestAddFlags(t *testing.T) {
 	want.SpaceQPS, want.SpaceBurst = 7.5, 9
 	want.SpaceEventQPS, want.SpaceEventBurst = 2.5, 3
 	want.PprofBindAddress = "127.0.0.1:6060"
+	want.Coordination, want.ShardLeaseDuration, want.ShardLeaseRenew = CoordinationSharded, time.Minute, 15*time.Second
+	want.ShardPeerLeaseDuration, want.ShardProbeInterval = 2*time.Minute, 3*time.Second
 	if !reflect.DeepEqual(*o.Providers, *want.Providers) {
 		t.Errorf("provider options = %+v, want %+v", *o.Providers, *want.Providers)
 	}
@@ -324,5 +343,18 @@ func TestMetricsServerOptions(t *testing.T) {
 	if plain := o.metricsServerOptions(); plain.SecureServing || plain.FilterProvider != nil || plain.BindAddress != ":8080" {
 		t.Errorf("--metrics-secure=false: secure %v, filter %v, address %q; want plain HTTP on :8080",
 			plain.SecureServing, plain.FilterProvider != nil, plain.BindAddress)
+	}
+}
+
+// TestShardPeerLeaseDuration: a peer Lease lasts as long as the fences
+// unless --shard-peer-lease-duration says otherwise.
+func TestShardPeerLeaseDuration(t *testing.T) {
+	o := NewOptions()
+	if got := o.shardPeerLeaseDuration(); got != o.ShardLeaseDuration {
+		t.Errorf("by default a peer Lease lasts %v, want the fences' %v", got, o.ShardLeaseDuration)
+	}
+	o.ShardPeerLeaseDuration = 3 * o.ShardLeaseDuration
+	if got := o.shardPeerLeaseDuration(); got != o.ShardPeerLeaseDuration {
+		t.Errorf("with --shard-peer-lease-duration=%v a peer Lease lasts %v", o.ShardPeerLeaseDuration, got)
 	}
 }
