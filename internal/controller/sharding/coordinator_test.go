@@ -370,7 +370,7 @@ func keepsTheFenceThrough(t *testing.T, renew time.Duration, fail func(ctx conte
 	leases := interceptor.NewClient(direct, interceptor.Funcs{
 		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
 			if failing.Load() {
-				failed.Add(1)
+				defer failed.Add(1) // once it has failed
 				return fail(ctx)
 			}
 			return c.Update(ctx, obj, opts...)
@@ -394,7 +394,7 @@ func keepsTheFenceThrough(t *testing.T, renew time.Duration, fail func(ctx conte
 		}
 	}
 	failing.Store(true)
-	environment.Eventually(t, 4*duration, "three renewals failing", func() error {
+	environment.Eventually(t, 5*duration, "three renewals failed", func() error {
 		if givenUp() {
 			return nil
 		}
