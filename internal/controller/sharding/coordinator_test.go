@@ -28,6 +28,7 @@ import (
 
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -432,6 +433,90 @@ func keepsTheFenceThrough(t *testing.T, renew time.Duration, fail func(ctx conte
 	})
 	if gaveUp != nil {
 		t.Fatalf("the fence was given up once renewals went through: %v", gaveUp)
+	}
+}
+
+// TestRenewalIsOneWrite: a renewal writes the Lease as the guard last wrote
+// it, without reading it first, so that an API server that answers late
+// keeps a fence's renewals half as long and half as many.
+func TestRenewalIsOneWrite(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+	var gets, updates atomic.Int32
+	leases := interceptor.NewClient(newDirect(t), interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			gets.Add(1)
+			return c.Get(ctx, key, obj, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			updates.Add(1)
+			return c.Update(ctx, obj, opts...)
+		},
+	})
+	lost := make(chan error, 1)
+	g := newFenceGuard(leases, clock.RealClock{}, ns, fencePrefix+"-x", "a", 2*time.Second, 100*time.Millisecond,
+		func(err error) { lost <- err })
+	if !g.TryAcquire(ctx) {
+		t.Fatal("the free fence was not taken")
+	}
+	t.Cleanup(func() { g.Release(ctx) })
+	taking := gets.Load()
+	environment.Eventually(t, 5*time.Second, "five renewals", func() error {
+		if n := updates.Load(); n < 5 {
+			return fmt.Errorf("%d renewals", n)
+		}
+		return nil
+	})
+	if n := gets.Load() - taking; n != 0 {
+		t.Errorf("%d reads of the fence for %d renewals, want none", n, updates.Load())
+	}
+	select {
+	case err := <-lost:
+		t.Fatalf("the fence was lost: %v", err)
+	default:
+	}
+}
+
+// TestRenewalAfterAnotherWrite: when the Lease was written by someone else
+// since the guard's last renewal, the renewal's write conflicts; it then
+// reads the Lease, and renews it if the fence is still this replica's.
+func TestRenewalAfterAnotherWrite(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+	direct := newDirect(t)
+	lost := make(chan error, 1)
+	const renew = 100 * time.Millisecond
+	g := newFenceGuard(direct, clock.RealClock{}, ns, fencePrefix+"-x", "a", 2*time.Second, renew,
+		func(err error) { lost <- err })
+	if !g.TryAcquire(ctx) {
+		t.Fatal("the free fence was not taken")
+	}
+	t.Cleanup(func() { g.Release(ctx) })
+	key := client.ObjectKey{Namespace: ns, Name: fencePrefix + "-x"}
+	touched := &coordinationv1.Lease{}
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := direct.Get(ctx, key, touched); err != nil {
+			return err
+		}
+		touched.Labels = map[string]string{"touched": "yes"}
+		return direct.Update(ctx, touched)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	environment.Eventually(t, 20*renew, "the fence renewed after the other write", func() error {
+		lease := &coordinationv1.Lease{}
+		if err := direct.Get(ctx, key, lease); err != nil {
+			return err
+		}
+		if !lease.Spec.RenewTime.After(touched.Spec.RenewTime.Time) || lease.Labels["touched"] != "yes" {
+			return fmt.Errorf("renewed last at %v, labels %v", lease.Spec.RenewTime, lease.Labels)
+		}
+		return nil
+	})
+	select {
+	case err := <-lost:
+		t.Fatalf("the fence was lost to a write that left it this replica's: %v", err)
+	default:
 	}
 }
 

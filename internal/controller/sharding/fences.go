@@ -154,13 +154,13 @@ func (g *fenceGuard) TryAcquire(ctx context.Context) bool {
 	rctx, cancel := context.WithCancel(context.Background())
 	g.cancel = cancel
 	g.held.Store(true)
-	go g.renewals(rctx)
+	go g.renewals(rctx, lease.DeepCopy())
 	return true
 }
 
-// renewals renews the fence every renew until a renewal fails or ctx ends,
-// that is, until the fence is released.
-func (g *fenceGuard) renewals(ctx context.Context) {
+// renewals renews the fence, last written as last, every renew until a
+// renewal fails or ctx ends, that is, until the fence is released.
+func (g *fenceGuard) renewals(ctx context.Context, last *coordinationv1.Lease) {
 	// The first renewal comes at a random point of the period's second
 	// half, so that fences taken together are not renewed together ever
 	// after.
@@ -174,8 +174,10 @@ func (g *fenceGuard) renewals(ctx context.Context) {
 	ticker := g.clock.NewTicker(g.renew)
 	defer ticker.Stop()
 	for {
-		switch err := g.renewWithin(ctx); {
+		renewed, err := g.renewWithin(ctx, last)
+		switch {
 		case err == nil:
+			last = renewed
 		case silent(err) && ctx.Err() == nil:
 			// Silence is not a loss: the fence is lost to a holder or
 			// a refusal that an answer shows. A saturated API server
@@ -249,7 +251,7 @@ func silent(err error) bool {
 // for a request that hangs; a renewal answered late, but before another
 // replica took the fence, still keeps it, as its write carries the Lease's
 // resourceVersion.
-func (g *fenceGuard) renewWithin(ctx context.Context) error {
+func (g *fenceGuard) renewWithin(ctx context.Context, last *coordinationv1.Lease) (*coordinationv1.Lease, error) {
 	limit := time.Duration(g.leaseSeconds()) * time.Second
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -262,12 +264,12 @@ func (g *fenceGuard) renewWithin(ctx context.Context) error {
 		case <-rctx.Done():
 		}
 	}()
-	err := g.renewOnce(rctx)
+	renewed, err := g.renewOnce(rctx, last)
 	// Cut off by the limit, whatever shape the request's error took.
 	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(rctx), errNotAnswered) {
 		err = fmt.Errorf("%w: %w", context.Cause(rctx), err)
 	}
-	return err
+	return renewed, err
 }
 
 // leaseSeconds is the fence's duration as its Lease says it.
@@ -275,24 +277,40 @@ func (g *fenceGuard) leaseSeconds() int32 {
 	return int32(g.duration / time.Second)
 }
 
-// renewOnce renews the fence.
-func (g *fenceGuard) renewOnce(ctx context.Context) error {
+// renewOnce renews the fence and returns it as written. It first writes
+// the Lease as this guard last wrote it, one request where a read and a
+// write took two, as client-go's leader election does; only when another
+// write came between does it read the Lease and decide on what it finds.
+func (g *fenceGuard) renewOnce(ctx context.Context, last *coordinationv1.Lease) (*coordinationv1.Lease, error) {
 	now := metav1.NewMicroTime(g.clock.Now())
-	var lease coordinationv1.Lease
-	if err := g.client.Get(ctx, g.key, &lease); err != nil {
-		return fmt.Errorf("reading the fence: %w", err)
-	}
-	if holder := lease.Spec.HolderIdentity; holder != nil && *holder != g.holder && !expired(&lease, now.Time) {
-		return fmt.Errorf("%w: %q", errHeldByAnother, *holder)
-	}
 	seconds := g.leaseSeconds()
+	if last != nil {
+		lease := last.DeepCopy()
+		lease.Spec.HolderIdentity = &g.holder
+		lease.Spec.LeaseDurationSeconds = &seconds
+		lease.Spec.RenewTime = &now
+		err := g.client.Update(ctx, lease)
+		if err == nil {
+			return lease, nil
+		}
+		if !apierrors.IsConflict(err) {
+			return nil, fmt.Errorf("writing the fence: %w", err)
+		}
+	}
+	lease := &coordinationv1.Lease{}
+	if err := g.client.Get(ctx, g.key, lease); err != nil {
+		return nil, fmt.Errorf("reading the fence: %w", err)
+	}
+	if holder := lease.Spec.HolderIdentity; holder != nil && *holder != g.holder && !expired(lease, now.Time) {
+		return nil, fmt.Errorf("%w: %q", errHeldByAnother, *holder)
+	}
 	lease.Spec.HolderIdentity = &g.holder
 	lease.Spec.LeaseDurationSeconds = &seconds
 	lease.Spec.RenewTime = &now
-	if err := g.client.Update(ctx, &lease); err != nil {
-		return fmt.Errorf("writing the fence: %w", err)
+	if err := g.client.Update(ctx, lease); err != nil {
+		return nil, fmt.Errorf("writing the fence: %w", err)
 	}
-	return nil
+	return lease, nil
 }
 
 // Release stops the renewals and clears the holder if it is still this
