@@ -470,11 +470,7 @@ func TestRenewalIsOneWrite(t *testing.T) {
 	if n := gets.Load() - taking; n != 0 {
 		t.Errorf("%d reads of the fence for %d renewals, want none", n, updates.Load())
 	}
-	select {
-	case err := <-lost:
-		t.Fatalf("the fence was lost: %v", err)
-	default:
-	}
+	notLost(t, lost, "")
 }
 
 // TestRenewalAfterAnotherWrite: when the Lease was written by someone else
@@ -513,9 +509,15 @@ func TestRenewalAfterAnotherWrite(t *testing.T) {
 		}
 		return nil
 	})
+	notLost(t, lost, " to a write that left it this replica's")
+}
+
+// notLost fails the test if lost has had a loss reported, for why.
+func notLost(t *testing.T, lost <-chan error, why string) {
+	t.Helper()
 	select {
 	case err := <-lost:
-		t.Fatalf("the fence was lost to a write that left it this replica's: %v", err)
+		t.Fatalf("the fence was lost%s: %v", why, err)
 	default:
 	}
 }
