@@ -164,7 +164,9 @@ func (c *Coordinator) Runnable() manager.Runnable {
 			c.decide(ctx)
 			select {
 			case <-ctx.Done():
-				return ctx.Err()
+				// The registry deletes this replica's peer Lease as it
+				// stops: wait for it, or the process may exit first.
+				return <-errs
 			case err := <-errs:
 				return err
 			case <-ticker.C():
@@ -268,7 +270,7 @@ func (c *Coordinator) newFence(name, key multicluster.ClusterName) *fenceGuard {
 	f = newFenceGuard(c.kube, c.clock, c.opts.Namespace, leaseOf(c.opts.Prefix, key), c.self.ID,
 		c.opts.LeaseDuration, c.opts.LeaseRenew, lost)
 	f.unanswered = func(err error) {
-		c.log.Info("A renewal of a space's fence got no answer; serving on and renewing again", "space", name,
+		c.log.Info("A renewal of a space's fence got no answer, or was refused as too busy; serving on and renewing again", "space", name,
 			"peer", c.self.ID, "reason", err.Error())
 	}
 	return f

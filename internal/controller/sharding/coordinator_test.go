@@ -28,6 +28,7 @@ import (
 
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -203,6 +204,23 @@ func replica(t *testing.T, ns, id string, spaces []multicluster.ClusterName) (*l
 		}
 	}
 	return l, stop
+}
+
+// TestStoppedCoordinatorHasDeletedItsPeerLease: once a coordinator's
+// runnable has returned, its replica's peer Lease is gone, so that a
+// process that exits as soon as its manager stops does not leave its peers
+// counting it until the Lease expires.
+func TestStoppedCoordinatorHasDeletedItsPeerLease(t *testing.T) {
+	ns := newNamespace(t)
+	_, stop := replica(t, ns, "leaving", nil)
+	key := client.ObjectKey{Namespace: ns, Name: "workload-stager-peer-leaving"}
+	environment.Eventually(t, 10*time.Second, "the peer Lease written", func() error {
+		return space.Client.Get(context.Background(), key, &coordinationv1.Lease{})
+	})
+	stop()
+	if err := space.Client.Get(context.Background(), key, &coordinationv1.Lease{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the peer Lease once the coordinator stopped: %v, want NotFound", err)
+	}
 }
 
 // TestCoordinatorsShareAndHandOver runs two coordinators: a replica that
