@@ -76,6 +76,12 @@ type PeerRegistry struct {
 
 	mu    sync.RWMutex
 	peers []sharder.PeerInfo
+	// read is when the peer Leases were last read, or the registry
+	// started; under mu.
+	read time.Time
+	// blind is set while this replica lets its Lease expire for want of
+	// a read; renewals' own.
+	blind bool
 }
 
 var _ peers.Registry = &PeerRegistry{}
@@ -116,13 +122,16 @@ func (r *PeerRegistry) Snapshot() []sharder.PeerInfo {
 // until then the last snapshot stands, as the fences do.
 func (r *PeerRegistry) Run(ctx context.Context) error {
 	r.log.Info("Peer registry starting", "duration", r.duration, "renew", r.renew)
+	r.mu.Lock()
+	r.read = time.Now()
+	r.mu.Unlock()
 	var reads sync.WaitGroup
 	reads.Add(1)
 	go func() {
 		defer reads.Done()
 		r.every(ctx, r.refresh, "Cannot read the peer Leases; retrying")
 	}()
-	r.every(ctx, r.renewSelf, "Cannot renew this replica's peer Lease; retrying")
+	r.every(ctx, r.renewWhileReading, "Cannot renew this replica's peer Lease; retrying")
 	reads.Wait()
 	r.release()
 	return ctx.Err()
@@ -153,6 +162,28 @@ func (r *PeerRegistry) every(ctx context.Context, step func(context.Context) err
 // durationSeconds is the Lease duration in whole seconds, rounded up.
 func (r *PeerRegistry) durationSeconds() int32 {
 	return int32(min(math.Ceil(r.duration.Seconds()), math.MaxInt32))
+}
+
+// renewWhileReading renews this replica's Lease unless the peer Leases have
+// not been read for the Lease's duration: a replica that cannot read them
+// decides on a stale view, or none, and may leave unserved the share its
+// peers leave it; letting its Lease expire, it is counted out.
+func (r *PeerRegistry) renewWhileReading(ctx context.Context) error {
+	r.mu.RLock()
+	read := r.read
+	r.mu.RUnlock()
+	if blind := time.Since(read) > r.duration; blind != r.blind {
+		r.blind = blind
+		if blind {
+			r.log.Info("Not renewing this replica's peer Lease: the peer Leases have not been read since", "read", read)
+		} else {
+			r.log.Info("Renewing this replica's peer Lease again: the peer Leases were read", "read", read)
+		}
+	}
+	if r.blind {
+		return nil
+	}
+	return r.renewSelf(ctx)
 }
 
 // renewSelf creates or renews this replica's Lease.
@@ -209,7 +240,7 @@ func (r *PeerRegistry) refresh(ctx context.Context) error {
 	}
 	slices.SortFunc(live, func(a, b sharder.PeerInfo) int { return strings.Compare(a.ID, b.ID) })
 	r.mu.Lock()
-	r.peers = live
+	r.peers, r.read = live, now
 	r.mu.Unlock()
 	return nil
 }

@@ -232,16 +232,21 @@ func TestHungRenewalIsSentAgain(t *testing.T) {
 	waitFor(t, r1, "hung", "peer")
 }
 
-// TestHungReadDoesNotHoldUpRenewals: while the API server never answers a
-// replica's reads of the peer Leases, the replica still renews its own, and
-// its peers keep counting it.
+// TestHungReadDoesNotHoldUpRenewals: while the API server does not answer
+// a replica's read of the peer Leases, the replica still renews its own,
+// and its peers keep counting it.
 func TestHungReadDoesNotHoldUpRenewals(t *testing.T) {
 	ns := newNamespace(t)
 	const duration = 3 * time.Second
+	var hung atomic.Bool
+	hung.Store(true)
 	c := interceptor.NewClient(newDirect(t), interceptor.Funcs{
 		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-			<-ctx.Done() // never answered
-			return ctx.Err()
+			if hung.CompareAndSwap(true, false) {
+				<-ctx.Done() // the first read is never answered
+				return ctx.Err()
+			}
+			return c.List(ctx, list, opts...)
 		},
 	})
 	r1 := NewPeerRegistry(c, ns, prefix, "hung", duration, 500*time.Millisecond, logr.Discard())
@@ -251,7 +256,33 @@ func TestHungReadDoesNotHoldUpRenewals(t *testing.T) {
 	waitFor(t, r2, "hung", "peer")
 	for end := time.Now().Add(3 * duration); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 		if got := ids(r2.Snapshot()); !slices.Equal(got, []string{"hung", "peer"}) {
-			t.Fatalf("while hung's reads hang, peer sees %v", got)
+			t.Fatalf("once hung's first read hung, peer sees %v", got)
 		}
 	}
+	waitFor(t, r1, "hung", "peer")
+}
+
+// TestReplicaThatCannotReadItsPeersLeaves: a replica that has not read
+// the peer Leases for a Lease's duration stops renewing its own, so that
+// its peers count it out rather than leave it a share it may not serve.
+func TestReplicaThatCannotReadItsPeersLeaves(t *testing.T) {
+	ns := newNamespace(t)
+	const duration = 3 * time.Second
+	c := interceptor.NewClient(newDirect(t), interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			<-ctx.Done() // never answered
+			return ctx.Err()
+		},
+	})
+	r1 := NewPeerRegistry(c, ns, prefix, "blind", duration, 500*time.Millisecond, logr.Discard())
+	r2 := NewPeerRegistry(space.Client, ns, prefix, "peer", duration, 500*time.Millisecond, logr.Discard())
+	start(t, r2)
+	start(t, r1)
+	waitFor(t, r2, "blind", "peer")
+	environment.Eventually(t, 5*duration, "peer to count blind out", func() error {
+		if got := ids(r2.Snapshot()); !slices.Equal(got, []string{"peer"}) {
+			return fmt.Errorf("it sees %v", got)
+		}
+		return nil
+	})
 }
