@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	"sigs.k8s.io/multicluster-runtime/pkg/util/sanitize"
@@ -67,13 +68,15 @@ func leaseOf(prefix string, key multicluster.ClusterName) string {
 // each other, as long as their contexts allow; a renewal cut off by a
 // release neither calls lost nor releases the fence again (upstream did,
 // even once the fence had been taken anew); a release that meets a
-// conflicting renewal still in flight tries again; a renewal not answered
-// within the fence's duration is given up and the next one sent, and
-// neither it nor one whose connection broke, nor one the API server was
-// too busy to act on, gives the fence up (upstream waited for the answer
-// however long, and gave the fence up at any error); the first renewal comes at a random point of the period's
-// second half, so that fences taken together are renewed apart; and it
-// reads the time from a clock.
+// conflicting renewal still in flight tries again; a renewal is one write
+// of the Lease as last written, read only when that conflicts (upstream
+// read and wrote every time); a renewal not answered within the fence's
+// duration is given up and the next one sent, and neither it nor one whose
+// connection broke, nor one the API server was too busy to act on, gives
+// the fence up (upstream waited for the answer however long, and gave the
+// fence up at any error); the first renewal comes at a random point of the
+// period's second half, so that fences taken together are renewed apart;
+// and it reads the time from a clock.
 type fenceGuard struct {
 	client          client.Client
 	clock           clock.WithTicker
@@ -82,7 +85,7 @@ type fenceGuard struct {
 	duration, renew time.Duration
 	lost            func(error) // called with why a renewal failed
 	// unanswered, when set, is called with a renewal given up for want
-	// of an answer.
+	// of an answer, or refused as the API server was too busy.
 	unanswered func(error)
 
 	lock   chan struct{}      // held through a take and a release
@@ -286,7 +289,7 @@ func (g *fenceGuard) renewOnce(ctx context.Context, last *coordinationv1.Lease) 
 	seconds := g.leaseSeconds()
 	if last != nil {
 		lease := last.DeepCopy()
-		lease.Spec.HolderIdentity = &g.holder
+		lease.Spec.HolderIdentity = ptr.To(g.holder)
 		lease.Spec.LeaseDurationSeconds = &seconds
 		lease.Spec.RenewTime = &now
 		err := g.client.Update(ctx, lease)
@@ -296,6 +299,8 @@ func (g *fenceGuard) renewOnce(ctx context.Context, last *coordinationv1.Lease) 
 		if !apierrors.IsConflict(err) {
 			return nil, fmt.Errorf("writing the fence: %w", err)
 		}
+		// The write took a round trip: the renewal's time is now.
+		now = metav1.NewMicroTime(g.clock.Now())
 	}
 	lease := &coordinationv1.Lease{}
 	if err := g.client.Get(ctx, g.key, lease); err != nil {
