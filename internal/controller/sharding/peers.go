@@ -57,13 +57,15 @@ const releaseTimeout = 5 * time.Second
 // every peer Lease 30 s and renews every 10 s, whatever the fences'
 // duration (sharded.WithLeaseTimings): a killed replica keeps its share of
 // the hash, and so its spaces, for up to 30 s after their fences expire.
-// The fork differs in five ways: the duration and renewal are the stager's
+// The fork differs in six ways: the duration and renewal are the stager's
 // (the fences' renewal, and by default their duration); a stopping replica
 // deletes its Lease, so that its peers take its spaces at once; a peer's
 // Lease is believed for at most this replica's duration (alive); a request
 // not answered in time is given up, and the renewals and reads run apart
 // (upstream waited for each request however long, and read only after
-// renewing); errors are returned wrapped and logged at error level.
+// renewing); a replica that has not read its peers for the duration stops
+// renewing, so that they count it out; errors are returned wrapped and
+// logged at error level.
 // docs/proposals/peer-registry-timings.md proposes the upstream change that
 // would retire the fork.
 type PeerRegistry struct {
