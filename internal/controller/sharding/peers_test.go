@@ -264,14 +264,20 @@ func TestHungReadDoesNotHoldUpRenewals(t *testing.T) {
 
 // TestReplicaThatCannotReadItsPeersLeaves: a replica that has not read
 // the peer Leases for a Lease's duration stops renewing its own, so that
-// its peers count it out rather than leave it a share it may not serve.
+// its peers count it out rather than leave it a share it may not serve;
+// once it reads them again, it renews again.
 func TestReplicaThatCannotReadItsPeersLeaves(t *testing.T) {
 	ns := newNamespace(t)
 	const duration = 3 * time.Second
+	var blind atomic.Bool
+	blind.Store(true)
 	c := interceptor.NewClient(newDirect(t), interceptor.Funcs{
 		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-			<-ctx.Done() // never answered
-			return ctx.Err()
+			if blind.Load() {
+				<-ctx.Done() // not answered
+				return ctx.Err()
+			}
+			return c.List(ctx, list, opts...)
 		},
 	})
 	r1 := NewPeerRegistry(c, ns, prefix, "blind", duration, 500*time.Millisecond, logr.Discard())
@@ -285,4 +291,6 @@ func TestReplicaThatCannotReadItsPeersLeaves(t *testing.T) {
 		}
 		return nil
 	})
+	blind.Store(false)
+	waitFor(t, r2, "blind", "peer")
 }
