@@ -68,7 +68,7 @@ const (
 
 	// DefaultStartTimeout bounds the wait for a kcp to become ready unless
 	// Options.StartTimeout says otherwise.
-	DefaultStartTimeout = 3 * time.Minute
+	DefaultStartTimeout = 6 * time.Minute
 
 	// stopTimeout is how long Stop waits after SIGTERM before SIGKILL; kcp
 	// usually exits within 3 s.
