@@ -240,15 +240,7 @@ func TestHungReadDoesNotHoldUpRenewals(t *testing.T) {
 	const duration = 3 * time.Second
 	var hung atomic.Bool
 	hung.Store(true)
-	c := interceptor.NewClient(newDirect(t), interceptor.Funcs{
-		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-			if hung.CompareAndSwap(true, false) {
-				<-ctx.Done() // the first read is never answered
-				return ctx.Err()
-			}
-			return c.List(ctx, list, opts...)
-		},
-	})
+	c := unansweredLists(t, func() bool { return hung.CompareAndSwap(true, false) }) // the first only
 	r1 := NewPeerRegistry(c, ns, prefix, "hung", duration, 500*time.Millisecond, logr.Discard())
 	r2 := NewPeerRegistry(space.Client, ns, prefix, "peer", duration, 500*time.Millisecond, logr.Discard())
 	start(t, r2)
@@ -271,15 +263,7 @@ func TestReplicaThatCannotReadItsPeersLeaves(t *testing.T) {
 	const duration = 3 * time.Second
 	var blind atomic.Bool
 	blind.Store(true)
-	c := interceptor.NewClient(newDirect(t), interceptor.Funcs{
-		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-			if blind.Load() {
-				<-ctx.Done() // not answered
-				return ctx.Err()
-			}
-			return c.List(ctx, list, opts...)
-		},
-	})
+	c := unansweredLists(t, blind.Load)
 	r1 := NewPeerRegistry(c, ns, prefix, "blind", duration, 500*time.Millisecond, logr.Discard())
 	r2 := NewPeerRegistry(space.Client, ns, prefix, "peer", duration, 500*time.Millisecond, logr.Discard())
 	start(t, r2)
@@ -293,4 +277,18 @@ func TestReplicaThatCannotReadItsPeersLeaves(t *testing.T) {
 	})
 	blind.Store(false)
 	waitFor(t, r2, "blind", "peer")
+}
+
+// unansweredLists returns a client of the shared API server whose Lists
+// are never answered while hang, asked at each List, says so.
+func unansweredLists(t *testing.T, hang func() bool) client.WithWatch {
+	return interceptor.NewClient(newDirect(t), interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if hang() {
+				<-ctx.Done()
+				return ctx.Err()
+			}
+			return c.List(ctx, list, opts...)
+		},
+	})
 }
