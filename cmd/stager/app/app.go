@@ -534,6 +534,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 	if err != nil {
 		return nil, fmt.Errorf("creating the CEL engine: %w", err)
 	}
+	unconfirmed := stagedbindingpolicy.NewUnconfirmed()
 	controllerOptions := stagedbindingpolicy.Options{
 		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 		CacheSyncTimeout:        o.CacheSyncTimeout,
@@ -548,6 +549,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 			MaxResponseBytes: o.AnalysisMaxResponseBytes,
 			SecretNamespace:  o.metricProviderSecretNamespace(),
 		}},
+		Unconfirmed: unconfirmed,
 	}
 	if shard {
 		// Each replica writes under a field manager of its own, so the
@@ -575,8 +577,13 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		IndexFields:      stagedbindingpolicy.IndexFields,
 		ProbeInterval:    o.SpaceProbeInterval,
 		CacheSyncTimeout: o.CacheSyncTimeout,
-		OnChange:         janitor.Record,
-		Logger:           logger.WithName("spaces"),
+		OnChange: func(state spaces.State) {
+			janitor.Record(state)
+			if state.Reason == spaces.ReasonDisengaged {
+				unconfirmed.Forget(state.Name)
+			}
+		},
+		Logger: logger.WithName("spaces"),
 	})
 	if err != nil {
 		return nil, err

@@ -84,6 +84,10 @@ type Options struct {
 	// Fence, when set, bounds the controller's writes to the space's
 	// (Reconciler.Fence): a sharded replica's tenure of the space's fence.
 	Fence Fence
+	// Unconfirmed, shared by the controllers a space has in turn, keeps
+	// the status writes whose answers were lost until one of them sees
+	// whether they were made (Reconciler.Unconfirmed); nil keeps none.
+	Unconfirmed *Unconfirmed
 }
 
 // WatchedObjects are the kinds the controller reads in every space. A space
@@ -128,6 +132,7 @@ func NewController(space string, cl cluster.Cluster, engine *expression.Engine, 
 		Metrics:      metrics.NewSpace(space),
 		Measurer:     opts.Measurer,
 		Fence:        opts.Fence,
+		Unconfirmed:  opts.Unconfirmed,
 
 		DeletionWarningAfter: opts.DeletionWarningAfter,
 		// As many runs plan at once as the process has CPUs for.

@@ -80,6 +80,11 @@ type Reconciler struct {
 	// change began. Nil bounds nothing.
 	Fence Fence
 
+	// Unconfirmed keeps the status writes whose answers were lost until a
+	// run, of this reconciler or the space's next one, sees whether they
+	// were made; nil keeps none, and their Events are not posted.
+	Unconfirmed *Unconfirmed
+
 	// own lets runs read the reconciler's writes of policies before the
 	// cache has them.
 	own ownWrites
@@ -130,6 +135,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		if snap == nil {
 			r.own.forget(req.NamespacedName)
+			r.Unconfirmed.drop(r.Space, req.NamespacedName)
 			if r.Metrics != nil {
 				r.Metrics.PolicyDeleted(req.Name)
 			}
@@ -137,6 +143,10 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		if r.Metrics != nil {
 			r.Metrics.Policy(snap.Policy)
+		}
+		if w, ok := r.Unconfirmed.landed(r.Space, snap.Policy); ok {
+			logger.Info("A status write whose answer was lost has been made; reporting it", "action", w.action.Type, "why", w.action.Why)
+			r.report(snap.Policy, w.previous, w.action)
 		}
 
 		var action rollout.Action
@@ -177,18 +187,34 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 				logger.V(1).Info("Change raced with another write; trying again", "action", action.Type, "error", err.Error())
 				return reconcile.Result{RequeueAfter: time.Second}, nil
 			}
+			if action.Type == rollout.ActionUpdateStatus && answerLost(err) && r.Unconfirmed != nil {
+				if addErr := r.Unconfirmed.add(r.Space, snap.Policy, action); addErr != nil {
+					logger.Error(addErr, "Keeping a status write whose answer was lost")
+				} else {
+					logger.Info("The answer to a status write was lost; it is reported once its status is seen", "action", action.Type, "error", err.Error())
+				}
+			}
 			return reconcile.Result{}, fmt.Errorf("%s for StagedBindingPolicy %s: %w", action.Type, req.Name, err)
 		}
-		for _, e := range action.Events {
-			r.Recorder.Eventf(snap.Policy, nil, e.Type, e.Reason, string(action.Type), "%s", e.Note)
+		if action.Type == rollout.ActionUpdateStatus {
+			r.Unconfirmed.drop(r.Space, req.NamespacedName)
 		}
-		if action.Type == rollout.ActionUpdateStatus && r.Metrics != nil {
-			for _, st := range CompletedStages(&snap.Policy.Status, action.Status) {
-				r.Metrics.StageCompleted(snap.Policy.Name, st.Name, st.CompletionTime.Sub(st.StartTime.Time))
-			}
-		}
+		r.report(snap.Policy, &snap.Policy.Status, action)
 		if step == maxStepsPerRun || !entersStage(snap.Policy, action) {
 			return reconcile.Result{RequeueAfter: rollout.Earliest(requeueAfterChange, action.RequeueAfter)}, nil
+		}
+	}
+}
+
+// report posts the Events of action, a change made to policy, and records
+// the stages it completed, when it wrote the status that was before.
+func (r *Reconciler) report(policy *v1alpha1.StagedBindingPolicy, before *v1alpha1.StagedBindingPolicyStatus, action rollout.Action) {
+	for _, e := range action.Events {
+		r.Recorder.Eventf(policy, nil, e.Type, e.Reason, string(action.Type), "%s", e.Note)
+	}
+	if action.Type == rollout.ActionUpdateStatus && r.Metrics != nil {
+		for _, st := range CompletedStages(before, action.Status) {
+			r.Metrics.StageCompleted(policy.Name, st.Name, st.CompletionTime.Sub(st.StartTime.Time))
 		}
 	}
 }
