@@ -176,6 +176,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		if lapsed {
 			logger.Info("Change not made, or not known to be: this replica's tenure of the space's fence has ended",
 				"action", action.Type, "error", err.Error())
+			r.keepUnconfirmed(ctx, snap.Policy, action)
 			if r.Metrics != nil {
 				r.Metrics.FenceLapsed()
 			}
@@ -187,12 +188,8 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 				logger.V(1).Info("Change raced with another write; trying again", "action", action.Type, "error", err.Error())
 				return reconcile.Result{RequeueAfter: time.Second}, nil
 			}
-			if action.Type == rollout.ActionUpdateStatus && answerLost(err) && r.Unconfirmed != nil {
-				if addErr := r.Unconfirmed.add(r.Space, snap.Policy, action); addErr != nil {
-					logger.Error(addErr, "Keeping a status write whose answer was lost")
-				} else {
-					logger.Info("The answer to a status write was lost; it is reported once its status is seen", "action", action.Type, "error", err.Error())
-				}
+			if answerLost(err) {
+				r.keepUnconfirmed(ctx, snap.Policy, action)
 			}
 			return reconcile.Result{}, fmt.Errorf("%s for StagedBindingPolicy %s: %w", action.Type, req.Name, err)
 		}
@@ -206,8 +203,22 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 }
 
+// keepUnconfirmed keeps action, a change of policy whose outcome is not
+// known, in Unconfirmed if it is a status write.
+func (r *Reconciler) keepUnconfirmed(ctx context.Context, policy *v1alpha1.StagedBindingPolicy, action rollout.Action) {
+	if action.Type != rollout.ActionUpdateStatus || r.Unconfirmed == nil {
+		return
+	}
+	logger := log.FromContext(ctx)
+	if err := r.Unconfirmed.add(r.Space, policy, action, r.clock().Now()); err != nil {
+		logger.Error(err, "Keeping a status write whose outcome is not known")
+		return
+	}
+	logger.Info("A status write's outcome is not known; its Events are posted once its status is seen", "why", action.Why)
+}
+
 // report posts the Events of action, a change made to policy, and records
-// the stages it completed, when it wrote the status that was before.
+// the stages it completed; before is the status the action replaced.
 func (r *Reconciler) report(policy *v1alpha1.StagedBindingPolicy, before *v1alpha1.StagedBindingPolicyStatus, action rollout.Action) {
 	for _, e := range action.Events {
 		r.Recorder.Eventf(policy, nil, e.Type, e.Reason, string(action.Type), "%s", e.Note)

@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -34,8 +35,11 @@ import (
 // the status as written, in the controller that made the write or in the
 // next one of the same space: a space's controller is restarted on fresh
 // caches after an outage, which is when answers are lost, and the write's
-// own context is then cancelled. A later status write of the policy, or a
-// status that is neither the one before nor the one written, drops it.
+// own context is then cancelled. A later status write of the policy that is
+// answered, a status that is neither the one before nor the one written, or
+// an hour without either (unconfirmedFor) drops it. It relies on a space
+// having one controller at a time (spaces.Runner starts the next once the
+// last has stopped): two at once could each report the same write.
 // Safe for concurrent use; the zero value is empty and ready.
 type Unconfirmed struct {
 	mu     sync.Mutex
@@ -46,10 +50,16 @@ type Unconfirmed struct {
 // replaced and the status it wrote, as JSON, and what it reports.
 type unconfirmedWrite struct {
 	uid           types.UID
+	at            time.Time
 	before, after []byte
 	action        rollout.Action
 	previous      *v1alpha1.StagedBindingPolicyStatus
 }
+
+// unconfirmedFor is how long an unconfirmed write is kept unseen: a policy
+// deleted, or a status left as it was, while no run looks at it, would
+// otherwise keep it until the space goes.
+const unconfirmedFor = time.Hour
 
 // NewUnconfirmed returns an empty Unconfirmed.
 func NewUnconfirmed() *Unconfirmed { return &Unconfirmed{} }
@@ -64,8 +74,9 @@ func (u *Unconfirmed) Forget(space string) {
 	delete(u.writes, space)
 }
 
-// add records that the answer to action, a status write of policy, was lost.
-func (u *Unconfirmed) add(space string, policy *v1alpha1.StagedBindingPolicy, action rollout.Action) error {
+// add records that the answer to action, a status write of policy made at
+// now, was lost, and drops the space's writes kept for unconfirmedFor.
+func (u *Unconfirmed) add(space string, policy *v1alpha1.StagedBindingPolicy, action rollout.Action, now time.Time) error {
 	if u == nil {
 		return nil
 	}
@@ -85,8 +96,13 @@ func (u *Unconfirmed) add(space string, policy *v1alpha1.StagedBindingPolicy, ac
 	if u.writes[space] == nil {
 		u.writes[space] = map[types.NamespacedName]unconfirmedWrite{}
 	}
+	for key, w := range u.writes[space] {
+		if now.Sub(w.at) >= unconfirmedFor {
+			delete(u.writes[space], key)
+		}
+	}
 	u.writes[space][client.ObjectKeyFromObject(policy)] = unconfirmedWrite{
-		uid: policy.UID, before: before, after: after, action: action, previous: policy.Status.DeepCopy()}
+		uid: policy.UID, at: now, before: before, after: after, action: action, previous: policy.Status.DeepCopy()}
 	return nil
 }
 
@@ -125,9 +141,11 @@ func (u *Unconfirmed) landed(space string, policy *v1alpha1.StagedBindingPolicy)
 
 // answerLost reports whether err leaves a write's outcome unknown: the
 // request failed without an answer from the API server (cancelled, timed
-// out, connection lost), or the API server answered that it timed out,
-// which it may do while it still makes the change.
+// out, connection lost), or with a server error (5xx), which the API server
+// or a proxy before it may answer while the write is made, as when etcd
+// answers late. A write refused before it is made (4xx, 429 included) is
+// known not to have been made.
 func answerLost(err error) bool {
 	var status apierrors.APIStatus
-	return err != nil && (!errors.As(err, &status) || apierrors.IsTimeout(err))
+	return err != nil && (!errors.As(err, &status) || status.Status().Code >= 500)
 }

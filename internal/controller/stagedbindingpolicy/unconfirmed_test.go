@@ -29,9 +29,13 @@ import (
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/internal/controller/metrics"
+	"github.com/kubestellar/workload-stager/internal/rollout"
 )
 
 // lostAnswer is the error of a request cancelled before its answer came,
@@ -72,9 +76,9 @@ func reasonsPosted(r *Reconciler) map[string]int {
 // advanceWithLostAnswer has a reconciler hand a policy whose dev stage is
 // done over to stage test, then record the advance through client, whose
 // answer is lost.
-func advanceWithLostAnswer(t *testing.T, p *v1alpha1.StagedBindingPolicy, unconfirmed *Unconfirmed, writes client.Client) {
+func advanceWithLostAnswer(t *testing.T, p *v1alpha1.StagedBindingPolicy, unconfirmed *Unconfirmed, writes client.Client, now time.Time) {
 	t.Helper()
-	r := newTestReconciler(t, time.Now())
+	r := newTestReconciler(t, now)
 	r.Unconfirmed = unconfirmed
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}}
 	if _, err := r.Reconcile(t.Context(), req); err != nil {
@@ -92,19 +96,24 @@ func advanceWithLostAnswer(t *testing.T, p *v1alpha1.StagedBindingPolicy, unconf
 // TestStatusWriteWhoseAnswerWasLostIsReportedOnceSeen: the API server made
 // the status write that recorded an advance, but the request ended without
 // its answer (the space's controller was restarted). The space's next
-// controller sees the advance recorded and posts its Events, once.
+// controller sees the advance recorded, posts its Events and counts the
+// stage completed, once.
 func TestStatusWriteWhoseAnswerWasLostIsReportedOnceSeen(t *testing.T) {
 	needsAPIServer(t)
 	p := createPolicy(t, "answer-lost", v1alpha1.CleanupFinalizer)
 	devDone(t, p, "answer-lost")
 	unconfirmed := NewUnconfirmed()
-	advanceWithLostAnswer(t, p, unconfirmed, statusWrites(t, true))
+	advanceWithLostAnswer(t, p, unconfirmed, statusWrites(t, true), time.Now())
 	if got := getPolicy(t, p.Name); got.Status.ActiveStage != "test" {
 		t.Fatalf("active stage %q, want test: the API server made the write", got.Status.ActiveStage)
 	}
 
 	next := newTestReconciler(t, time.Now())
 	next.Unconfirmed = unconfirmed
+	// The space of newTestReconciler's, and a metrics name of its own.
+	next.Metrics = metrics.NewSpace(next.Space)
+	completed := func() float64 { return counterOfPolicy(t, "stager_stage_transitions_total", p.Name) }
+	completedBefore := completed()
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}}
 	for range 2 {
 		if _, err := next.Reconcile(t.Context(), req); err != nil {
@@ -117,6 +126,32 @@ func TestStatusWriteWhoseAnswerWasLostIsReportedOnceSeen(t *testing.T) {
 			t.Errorf("the next controller posted %d %s Events, want 1 (all: %v)", posted[reason], reason, posted)
 		}
 	}
+	if got := completed() - completedBefore; got != 1 {
+		t.Errorf("stager_stage_transitions_total of %s rose by %v, want 1", p.Name, got)
+	}
+}
+
+// counterOfPolicy returns the value of the counter name of a policy.
+func counterOfPolicy(t *testing.T, name, policy string) float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatalf("gathering the metrics: %v", err)
+	}
+	sum := 0.0
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == metrics.LabelPolicy && l.GetValue() == policy {
+					sum += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return sum
 }
 
 // TestStatusWriteWhoseAnswerWasLostIsNotReportedTwice: the status write
@@ -127,12 +162,15 @@ func TestStatusWriteWhoseAnswerWasLostIsNotReportedTwice(t *testing.T) {
 	p := createPolicy(t, "answer-lost-unmade", v1alpha1.CleanupFinalizer)
 	devDone(t, p, "answer-lost-unmade")
 	unconfirmed := NewUnconfirmed()
-	advanceWithLostAnswer(t, p, unconfirmed, statusWrites(t, false))
+	// One time for both controllers: the next one's advance writes the
+	// very status the lost write would have.
+	now := time.Now()
+	advanceWithLostAnswer(t, p, unconfirmed, statusWrites(t, false), now)
 	if got := getPolicy(t, p.Name); got.Status.ActiveStage != "dev" {
 		t.Fatalf("active stage %q, want dev: the write was not sent", got.Status.ActiveStage)
 	}
 
-	next := newTestReconciler(t, time.Now())
+	next := newTestReconciler(t, now)
 	next.Unconfirmed = unconfirmed
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}}
 	for range 3 {
@@ -158,13 +196,112 @@ func TestAnswerLost(t *testing.T) {
 		{lostAnswer, true},
 		{fmt.Errorf("wrapped: %w", context.DeadlineExceeded), true},
 		{apierrors.NewTimeoutError("the write may still be made", 1), true},
+		{apierrors.NewServerTimeout(gr, "update", 1), true},
+		{apierrors.NewInternalError(errors.New("etcd answered late")), true},
+		{apierrors.NewGenericServerResponse(502, "update", gr, "p", "bad gateway", 0, true), true},
 		{apierrors.NewConflict(gr, "p", errors.New("changed")), false},
 		{apierrors.NewForbidden(gr, "p", errors.New("no")), false},
-		{apierrors.NewServerTimeout(gr, "update", 1), false},
 		{apierrors.NewTooManyRequests("busy", 1), false},
 	} {
 		if got := answerLost(tc.err); got != tc.want {
 			t.Errorf("answerLost(%v) = %v, want %v", tc.err, got, tc.want)
 		}
+	}
+}
+
+// TestUnconfirmedLanded: which status a run sees decides whether an
+// unconfirmed write is reported, kept or dropped.
+func TestUnconfirmedLanded(t *testing.T) {
+	const space = "space"
+	now := time.Now()
+	policy := func(uid types.UID, active string) *v1alpha1.StagedBindingPolicy {
+		p := &v1alpha1.StagedBindingPolicy{}
+		p.Name, p.UID, p.Status.ActiveStage = "p", uid, active
+		return p
+	}
+	// A write from stage dev to stage test.
+	write := rollout.Action{Type: rollout.ActionUpdateStatus, Status: &policy("a", "test").Status}
+	for _, tc := range []struct {
+		name string
+		// seen are the policies the runs see, in turn; want, whether each reports the write.
+		seen []*v1alpha1.StagedBindingPolicy
+		want []bool
+		// then, when set, acts on the store before the last run.
+		then func(u *Unconfirmed)
+	}{
+		{name: "seen as written", seen: []*v1alpha1.StagedBindingPolicy{policy("a", "test"), policy("a", "test")}, want: []bool{true, false}},
+		{name: "kept while the status before shows", seen: []*v1alpha1.StagedBindingPolicy{policy("a", "dev"), policy("a", "test")}, want: []bool{false, true}},
+		{name: "dropped by another status", seen: []*v1alpha1.StagedBindingPolicy{policy("a", "prod"), policy("a", "test")}, want: []bool{false, false}},
+		{name: "dropped for a new policy of the same name", seen: []*v1alpha1.StagedBindingPolicy{policy("b", "test"), policy("a", "test")}, want: []bool{false, false}},
+		{name: "dropped by an answered write", seen: []*v1alpha1.StagedBindingPolicy{policy("a", "test")}, want: []bool{false},
+			then: func(u *Unconfirmed) { u.drop(space, types.NamespacedName{Name: "p"}) }},
+		{name: "forgotten with the space", seen: []*v1alpha1.StagedBindingPolicy{policy("a", "test")}, want: []bool{false},
+			then: func(u *Unconfirmed) { u.Forget(space) }},
+		{name: "dropped after unconfirmedFor", seen: []*v1alpha1.StagedBindingPolicy{policy("a", "test")}, want: []bool{false},
+			then: func(u *Unconfirmed) {
+				other := policy("c", "dev")
+				other.Name = "other"
+				if err := u.add(space, other, write, now.Add(unconfirmedFor)); err != nil {
+					t.Fatal(err)
+				}
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := NewUnconfirmed()
+			if err := u.add(space, policy("a", "dev"), write, now); err != nil {
+				t.Fatal(err)
+			}
+			if tc.then != nil {
+				tc.then(u)
+			}
+			for i, seen := range tc.seen {
+				if _, got := u.landed(space, seen); got != tc.want[i] {
+					t.Errorf("run %d, seeing stage %q of UID %s: reported = %v, want %v", i+1, seen.Status.ActiveStage, seen.UID, got, tc.want[i])
+				}
+			}
+		})
+	}
+}
+
+// TestStatusWriteCutOffByTheTenureIsReportedOnceSeen: the status write
+// recording an advance is made, but the fence's tenure ends before its
+// answer comes; the next run posts its Events once it sees it made.
+func TestStatusWriteCutOffByTheTenureIsReportedOnceSeen(t *testing.T) {
+	needsAPIServer(t)
+	p := createPolicy(t, "answer-lapsed", v1alpha1.CleanupFinalizer)
+	devDone(t, p, "answer-lapsed")
+	now := time.Now()
+	r := newTestReconciler(t, now)
+	r.Space = objectName("space", "answer-lapsed")
+	r.Unconfirmed = NewUnconfirmed()
+	// Renewed now for 4 s: the tenure ends in 3 s by the reconciler's clock.
+	tenures, _ := fenceFor(t, r.Space, now, 4)
+	r.Fence = tenures.Of(multicluster.ClusterName(r.Space))
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}}
+	if _, err := r.Reconcile(t.Context(), req); err != nil {
+		t.Fatalf("Reconcile handing over: %v", err)
+	}
+	r.Client = interceptor.NewClient(directClient(t), interceptor.Funcs{
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			if err := c.SubResource(sub).Update(ctx, obj, opts...); err != nil {
+				return err
+			}
+			<-ctx.Done()
+			return ctx.Err()
+		},
+	})
+	if result, err := r.Reconcile(t.Context(), req); err != nil || result.RequeueAfter != FenceRetry {
+		t.Fatalf("Reconcile recording the advance = %+v, %v; want the tenure ended", result, err)
+	}
+	if n := reasonsPosted(r)[v1alpha1.EventReasonStageSucceeded]; n != 0 {
+		t.Errorf("%d StageSucceeded Events posted before the advance was known to be recorded", n)
+	}
+
+	r.Client, r.Fence = testSpace.Client, nil
+	if _, err := r.Reconcile(t.Context(), req); err != nil {
+		t.Fatalf("Reconcile once the fence is no longer in the way: %v", err)
+	}
+	if n := reasonsPosted(r)[v1alpha1.EventReasonStageSucceeded]; n != 1 {
+		t.Errorf("%d StageSucceeded Events, want 1", n)
 	}
 }
