@@ -100,7 +100,9 @@ func (j *SeriesJanitor) Disengaged(space string) {
 	})
 }
 
-// Wait blocks until every second deletion scheduled so far has run.
+// Wait blocks until every second deletion scheduled so far has run. The
+// Disengaged calls it waits for must happen before it, as sync.WaitGroup's
+// Add calls before its Wait.
 func (j *SeriesJanitor) Wait() { j.pending.Wait() }
 
 func (j *SeriesJanitor) forget(space string) {

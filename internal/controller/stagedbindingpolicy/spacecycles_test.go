@@ -49,13 +49,22 @@ func TestSpaceCyclesLeaveNoSeries(t *testing.T) {
 	engine := rollouttest.NewEngine(t)
 	logger := ctrllog.Log.WithName(t.Name())
 	janitor := NewSeriesJanitor(200*time.Millisecond, logger)
+	// The Runner reports a disengagement after it stops listing the space;
+	// the report, which schedules the janitor's second deletion, must come
+	// before the janitor's Wait.
+	disengaged := make(chan struct{}, 1)
 	runner, err := spaces.New(spaces.Options{
 		Required: WatchedObjects(),
 		NewController: func(name string, cl cluster.Cluster) (manager.Runnable, error) {
 			return NewController(name, cl, engine, Options{MaxConcurrentReconciles: 1, Logger: logger})
 		},
 		IndexFields: IndexFields,
-		OnChange:    janitor.Record, // as in the stager
+		OnChange: func(state spaces.State) {
+			janitor.Record(state) // as in the stager
+			if state.Reason == spaces.ReasonDisengaged {
+				disengaged <- struct{}{}
+			}
+		},
 
 		Logger: logger,
 	})
@@ -86,12 +95,14 @@ func TestSpaceCyclesLeaveNoSeries(t *testing.T) {
 			return nil
 		})
 		disengage()
-		environment.Eventually(t, time.Minute, "the space disengaged", func() error {
-			if states := runner.Spaces(); len(states) != 0 {
-				return fmt.Errorf("the Runner still lists %d space(s)", len(states))
-			}
-			return nil
-		})
+		select {
+		case <-disengaged:
+		case <-time.After(time.Minute):
+			t.Fatalf("cycle %d: the space was not reported disengaged within a minute", i+1)
+		}
+		if states := runner.Spaces(); len(states) != 0 {
+			t.Fatalf("cycle %d: the Runner still lists %d space(s) once it reported the space disengaged", i+1, len(states))
+		}
 		stopCluster()
 		// Past the janitor's second deletion, no series may come back.
 		janitor.Wait()
