@@ -49,8 +49,9 @@ const (
 	WorkspacePhaseReady = "Ready"
 
 	// workspaceTimeout bounds the wait for a workspace to become ready or
-	// disappear; it takes about 2 s and 6 s.
-	workspaceTimeout = 2 * time.Minute
+	// disappear; it takes about 2 s and 6 s on an idle kcp, and over two
+	// minutes on one creating hundreds on 2 cores.
+	workspaceTimeout = 5 * time.Minute
 )
 
 // CreateWorkspace creates a workspace of type root:universal named name in
