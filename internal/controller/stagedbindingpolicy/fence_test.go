@@ -71,23 +71,31 @@ func fenceFor(t *testing.T, space string, renewed time.Time, seconds int32) (*sh
 // counterOfSpace returns the value of the counter name for space.
 func counterOfSpace(t *testing.T, name, space string) float64 {
 	t.Helper()
+	return counterSum(t, name, metrics.LabelSpace, space)
+}
+
+// counterSum returns the sum of the series of the counter name whose label
+// is value.
+func counterSum(t *testing.T, name, label, value string) float64 {
+	t.Helper()
 	families, err := ctrlmetrics.Registry.Gather()
 	if err != nil {
 		t.Fatalf("gathering the metrics: %v", err)
 	}
+	sum := 0.0
 	for _, f := range families {
 		if f.GetName() != name {
 			continue
 		}
 		for _, m := range f.GetMetric() {
 			for _, l := range m.GetLabel() {
-				if l.GetName() == metrics.LabelSpace && l.GetValue() == space {
-					return m.GetCounter().GetValue()
+				if l.GetName() == label && l.GetValue() == value {
+					sum += m.GetCounter().GetValue()
 				}
 			}
 		}
 	}
-	return 0
+	return sum
 }
 
 // TestReconcileWritesNothingOnceTheFenceLapsed: a replica whose tenure of

@@ -29,7 +29,6 @@ import (
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
@@ -112,7 +111,7 @@ func TestStatusWriteWhoseAnswerWasLostIsReportedOnceSeen(t *testing.T) {
 	next.Unconfirmed = unconfirmed
 	// The space of newTestReconciler's, and a metrics name of its own.
 	next.Metrics = metrics.NewSpace(next.Space)
-	completed := func() float64 { return counterOfPolicy(t, "stager_stage_transitions_total", p.Name) }
+	completed := func() float64 { return counterSum(t, "stager_stage_transitions_total", metrics.LabelPolicy, p.Name) }
 	completedBefore := completed()
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}}
 	for range 2 {
@@ -129,29 +128,6 @@ func TestStatusWriteWhoseAnswerWasLostIsReportedOnceSeen(t *testing.T) {
 	if got := completed() - completedBefore; got != 1 {
 		t.Errorf("stager_stage_transitions_total of %s rose by %v, want 1", p.Name, got)
 	}
-}
-
-// counterOfPolicy returns the value of the counter name of a policy.
-func counterOfPolicy(t *testing.T, name, policy string) float64 {
-	t.Helper()
-	families, err := ctrlmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatalf("gathering the metrics: %v", err)
-	}
-	sum := 0.0
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == metrics.LabelPolicy && l.GetValue() == policy {
-					sum += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return sum
 }
 
 // TestStatusWriteWhoseAnswerWasLostIsNotReportedTwice: the status write
