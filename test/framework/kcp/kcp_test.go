@@ -62,9 +62,11 @@ func TestMain(m *testing.M) {
 	}))
 }
 
-// testContext returns a context for one test, with a deadline.
+// testContext returns a context for one test, with a deadline past a
+// workspace's own bound (5 min), so that a slow workspace fails with its own
+// message.
 func testContext(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
 }
