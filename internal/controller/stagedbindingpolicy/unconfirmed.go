@@ -47,13 +47,14 @@ type Unconfirmed struct {
 }
 
 // unconfirmedWrite is a status write whose answer was lost: the status it
-// replaced and the status it wrote, as JSON, and what it reports.
+// replaced, the status it wrote (as JSON, as the write sent it), and what
+// it reports.
 type unconfirmedWrite struct {
-	uid           types.UID
-	at            time.Time
-	before, after []byte
-	action        rollout.Action
-	previous      *v1alpha1.StagedBindingPolicyStatus
+	uid      types.UID
+	at       time.Time
+	previous *v1alpha1.StagedBindingPolicyStatus
+	after    []byte
+	action   rollout.Action
 }
 
 // unconfirmedFor is how long an unconfirmed write is kept unseen: a policy
@@ -80,10 +81,6 @@ func (u *Unconfirmed) add(space string, policy *v1alpha1.StagedBindingPolicy, ac
 	if u == nil {
 		return nil
 	}
-	before, err := json.Marshal(policy.Status)
-	if err != nil {
-		return err
-	}
 	after, err := json.Marshal(action.Status)
 	if err != nil {
 		return err
@@ -102,7 +99,7 @@ func (u *Unconfirmed) add(space string, policy *v1alpha1.StagedBindingPolicy, ac
 		}
 	}
 	u.writes[space][client.ObjectKeyFromObject(policy)] = unconfirmedWrite{
-		uid: policy.UID, at: now, before: before, after: after, action: action, previous: policy.Status.DeepCopy()}
+		uid: policy.UID, at: now, previous: policy.Status.DeepCopy(), after: after, action: action}
 	return nil
 }
 
@@ -132,11 +129,13 @@ func (u *Unconfirmed) landed(space string, policy *v1alpha1.StagedBindingPolicy)
 		return unconfirmedWrite{}, false
 	}
 	now, err := json.Marshal(policy.Status)
-	if w.uid == policy.UID && err == nil && bytes.Equal(now, w.before) {
+	before, errBefore := json.Marshal(w.previous)
+	same := w.uid == policy.UID && err == nil && errBefore == nil
+	if same && bytes.Equal(now, before) {
 		return unconfirmedWrite{}, false
 	}
 	delete(u.writes[space], key)
-	return w, w.uid == policy.UID && err == nil && bytes.Equal(now, w.after)
+	return w, same && bytes.Equal(now, w.after)
 }
 
 // answerLost reports whether err leaves a write's outcome unknown: the
