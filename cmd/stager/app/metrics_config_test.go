@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubestellar/workload-stager/internal/controller/metrics"
+	"github.com/kubestellar/workload-stager/internal/controller/sharding"
 	"github.com/kubestellar/workload-stager/internal/controller/spaces"
 	"github.com/kubestellar/workload-stager/providers/kubeconfig"
 	"github.com/kubestellar/workload-stager/providers/kubeflex"
@@ -36,7 +37,7 @@ import (
 // sorted; a histogram's series add _bucket, _sum and _count to its name.
 func exportedMetrics(t *testing.T) []string {
 	t.Helper()
-	collectors := slices.Concat(metrics.Collectors(), spaces.MetricCollectors(), kubeconfig.MetricCollectors(), kubeflex.MetricCollectors())
+	collectors := slices.Concat(metrics.Collectors(), spaces.MetricCollectors(), sharding.MetricCollectors(), kubeconfig.MetricCollectors(), kubeflex.MetricCollectors())
 	var names []string
 	for _, c := range collectors {
 		ch := make(chan *prometheus.Desc, 1)

@@ -177,11 +177,17 @@ func (g *fenceGuard) renewals(ctx context.Context, last *coordinationv1.Lease) {
 	ticker := g.clock.NewTicker(g.renew)
 	defer ticker.Stop()
 	for {
+		sent := g.clock.Now()
 		renewed, err := g.renewWithin(ctx, last)
+		took := g.clock.Since(sent).Seconds()
 		switch {
 		case err == nil:
+			renewalDuration.WithLabelValues(renewalRenewed).Observe(took)
 			last = renewed
-		case silent(err) && ctx.Err() == nil:
+		case ctx.Err() != nil:
+			// Cut off by a release: it says nothing of the API server.
+		case silent(err):
+			renewalDuration.WithLabelValues(renewalUnanswered).Observe(took)
 			// Silence is not a loss: the fence is lost to a holder or
 			// a refusal that an answer shows. A saturated API server
 			// answers late, and giving the space up for it costs a
@@ -191,6 +197,7 @@ func (g *fenceGuard) renewals(ctx context.Context, last *coordinationv1.Lease) {
 				g.unanswered(err)
 			}
 		default:
+			renewalDuration.WithLabelValues(renewalFailed).Observe(took)
 			g.renewalFailed(ctx, err)
 			return
 		}

@@ -26,10 +26,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
@@ -140,5 +146,63 @@ func TestSilent(t *testing.T) {
 		if got := silent(tc.err); got != tc.want {
 			t.Errorf("silent(%v) = %v, want %v", tc.err, got, tc.want)
 		}
+	}
+}
+
+// renewals returns how many renewals have been timed with result.
+func renewals(t *testing.T, result string) uint64 {
+	t.Helper()
+	var m dto.Metric
+	if err := renewalDuration.WithLabelValues(result).(prometheus.Metric).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleCount()
+}
+
+// TestRenewalsAreTimed: every renewal of a fence is timed, under renewed
+// while it keeps the fence and under failed once another holder has it.
+func TestRenewalsAreTimed(t *testing.T) {
+	ns := newNamespace(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	renewed, failed := renewals(t, renewalRenewed), renewals(t, renewalFailed)
+	lost := make(chan error, 1)
+	g := newFenceGuard(space.Client, clock.RealClock{}, ns, "workload-stager-shard-timed", "me", 3*time.Second, time.Second,
+		func(err error) { lost <- err })
+	if !g.TryAcquire(ctx) {
+		t.Fatal("the fence was not taken")
+	}
+	defer g.Release(ctx)
+	environment.Eventually(t, 20*time.Second, "a renewal timed as renewed", func() error {
+		if n := renewals(t, renewalRenewed); n < renewed+2 {
+			return fmt.Errorf("%d renewals timed as renewed, want %d", n-renewed, 2)
+		}
+		return nil
+	})
+	if n := renewals(t, renewalFailed); n != failed {
+		t.Errorf("%d renewals timed as failed while the fence was held", n-failed)
+	}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		lease := &coordinationv1.Lease{}
+		if err := space.Client.Get(ctx, g.key, lease); err != nil {
+			return err
+		}
+		lease.Spec.HolderIdentity = ptr.To("other")
+		lease.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+		return space.Client.Update(ctx, lease)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-lost:
+		if !errors.Is(err, errHeldByAnother) {
+			t.Errorf("the fence was given up for %v, want %v", err, errHeldByAnother)
+		}
+	case <-ctx.Done():
+		t.Fatal("the fence taken by another holder was not given up")
+	}
+	if n := renewals(t, renewalFailed); n != failed+1 {
+		t.Errorf("%d renewals timed as failed, want 1", n-failed)
 	}
 }
