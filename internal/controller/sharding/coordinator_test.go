@@ -318,6 +318,8 @@ func TestFenceReleasedDuringARenewal(t *testing.T) {
 	lost := 0
 	g := newFenceGuard(leases, clock.RealClock{}, ns, fencePrefix+"-x", "a", 20*time.Second, 100*time.Millisecond,
 		func(error) { mu.Lock(); lost++; mu.Unlock() })
+	timed := &timings{}
+	g.observe = timed.observe
 	if !g.TryAcquire(ctx) {
 		t.Fatal("the free fence was not taken")
 	}
@@ -353,6 +355,10 @@ func TestFenceReleasedDuringARenewal(t *testing.T) {
 		t.Errorf("the fence is held by %q, want a", holder)
 	}
 	g.Release(ctx)
+	// The renewal cut off by the release says nothing of the API server.
+	if n, m := len(timed.of(renewalUnanswered)), len(timed.of(renewalFailed)); n+m > 0 {
+		t.Errorf("renewals timed as unanswered: %d, as failed: %d; want none", n, m)
+	}
 }
 
 // TestUnansweredRenewalIsTriedAgain: a renewal that the API server does
@@ -398,6 +404,8 @@ func keepsTheFenceThrough(t *testing.T, renew time.Duration, fail func(ctx conte
 	const duration = 2 * time.Second
 	lost := make(chan error, 1)
 	g := newFenceGuard(leases, clock.RealClock{}, ns, fencePrefix+"-x", "a", duration, renew, func(err error) { lost <- err })
+	timed := &timings{}
+	g.observe = timed.observe
 	if !g.TryAcquire(ctx) {
 		t.Fatal("the free fence was not taken")
 	}
@@ -424,6 +432,15 @@ func keepsTheFenceThrough(t *testing.T, renew time.Duration, fail func(ctx conte
 	})
 	if gaveUp != nil {
 		t.Fatalf("the fence was given up after %d renewals without an answer: %v", failed.Load(), gaveUp)
+	}
+	environment.Eventually(t, 2*duration, "three renewals timed as unanswered", func() error {
+		if n := len(timed.of(renewalUnanswered)); n < 3 {
+			return fmt.Errorf("%d renewals timed as unanswered", n)
+		}
+		return nil
+	})
+	if n := len(timed.of(renewalFailed)); n > 0 {
+		t.Errorf("%d renewals without an answer timed as failed", n)
 	}
 	if !g.held.Load() {
 		t.Fatal("the fence is not held, though no answer said it was lost")

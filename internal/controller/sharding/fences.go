@@ -87,6 +87,9 @@ type fenceGuard struct {
 	// unanswered, when set, is called with a renewal given up for want
 	// of an answer, or refused as the API server was too busy.
 	unanswered func(error)
+	// observe times each renewal by its result; renewalDuration's unless
+	// a test records them itself.
+	observe func(result string, took time.Duration)
 
 	lock   chan struct{}      // held through a take and a release
 	held   atomic.Bool        // set under lock; read by anyone
@@ -99,7 +102,7 @@ type fenceGuard struct {
 
 func newFenceGuard(c client.Client, clk clock.WithTicker, namespace, name, holder string, duration, renew time.Duration, lost func(error)) *fenceGuard {
 	return &fenceGuard{client: c, clock: clk, key: types.NamespacedName{Namespace: namespace, Name: name},
-		holder: holder, duration: duration, renew: renew, lost: lost, lock: make(chan struct{}, 1)}
+		holder: holder, duration: duration, renew: renew, lost: lost, observe: observeRenewal, lock: make(chan struct{}, 1)}
 }
 
 func (g *fenceGuard) unlock() { <-g.lock }
@@ -179,15 +182,15 @@ func (g *fenceGuard) renewals(ctx context.Context, last *coordinationv1.Lease) {
 	for {
 		sent := g.clock.Now()
 		renewed, err := g.renewWithin(ctx, last)
-		took := g.clock.Since(sent).Seconds()
+		took := g.clock.Since(sent)
 		switch {
 		case err == nil:
-			renewalDuration.WithLabelValues(renewalRenewed).Observe(took)
+			g.observe(renewalRenewed, took)
 			last = renewed
 		case ctx.Err() != nil:
 			// Cut off by a release: it says nothing of the API server.
 		case silent(err):
-			renewalDuration.WithLabelValues(renewalUnanswered).Observe(took)
+			g.observe(renewalUnanswered, took)
 			// Silence is not a loss: the fence is lost to a holder or
 			// a refusal that an answer shows. A saturated API server
 			// answers late, and giving the space up for it costs a
@@ -197,7 +200,7 @@ func (g *fenceGuard) renewals(ctx context.Context, last *coordinationv1.Lease) {
 				g.unanswered(err)
 			}
 		default:
-			renewalDuration.WithLabelValues(renewalFailed).Observe(took)
+			g.observe(renewalFailed, took)
 			g.renewalFailed(ctx, err)
 			return
 		}
