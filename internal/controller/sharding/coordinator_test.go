@@ -16,6 +16,7 @@ package sharding
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -657,5 +658,56 @@ func TestFencesTakenTogetherRenewApart(t *testing.T) {
 	if spread := longest - shortest; spread < renew/5 || shortest < renew/2-50*time.Millisecond || longest > renew+time.Second {
 		t.Errorf("%d fences taken together were first renewed between %v and %v after their takes, want spread over (%v, %v)",
 			fences, shortest, longest, renew/2, renew)
+	}
+}
+
+// TestFirstRenewalCountsFromTheTakesSend: a take answered late is first
+// renewed within a period of its send, when its tenure began, not of its
+// answer: the tenure of a fence taken on a slow API server would otherwise
+// end before its first renewal is answered.
+func TestFirstRenewalCountsFromTheTakesSend(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+	const renew, late = 2 * time.Second, 1500 * time.Millisecond
+	var mu sync.Mutex
+	var firstRenewal time.Time
+	leases := interceptor.NewClient(newDirect(t), interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			time.Sleep(late) // the take, answered late
+			return c.Create(ctx, obj, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			mu.Lock()
+			if firstRenewal.IsZero() {
+				firstRenewal = time.Now()
+			}
+			mu.Unlock()
+			return c.Update(ctx, obj, opts...)
+		},
+	})
+	g := newFenceGuard(leases, clock.RealClock{}, ns, fencePrefix+"-late", "a", 4*renew, renew, nil)
+	if !g.TryAcquire(ctx) {
+		t.Fatal("the free fence was not taken")
+	}
+	t.Cleanup(func() { g.Release(ctx) })
+	lease := &coordinationv1.Lease{}
+	if err := space.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: fencePrefix + "-late"}, lease); err != nil {
+		t.Fatal(err)
+	}
+	sent := lease.Spec.RenewTime.Time
+	environment.Eventually(t, 3*renew, "the fence renewed", func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if firstRenewal.IsZero() {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	// The Lease's renew time is in microseconds; a quarter second covers
+	// that and the scheduling of the renewal.
+	if after := firstRenewal.Sub(sent); after > renew+250*time.Millisecond {
+		t.Errorf("the take sent at %s was first renewed %v later, want within %v", sent.Format(time.StampMicro), after, renew)
 	}
 }

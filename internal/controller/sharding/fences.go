@@ -75,7 +75,8 @@ func leaseOf(prefix string, key multicluster.ClusterName) string {
 // connection broke, nor one the API server was too busy to act on, gives
 // the fence up (upstream waited for the answer however long, and gave the
 // fence up at any error); the first renewal comes at a random point of the
-// period's second half, so that fences taken together are renewed apart;
+// period's second half, counted from the take's send, so that fences taken
+// together are renewed apart and a take answered late is renewed sooner;
 // and it reads the time from a clock.
 type fenceGuard struct {
 	client          client.Client
@@ -160,17 +161,19 @@ func (g *fenceGuard) TryAcquire(ctx context.Context) bool {
 	rctx, cancel := context.WithCancel(context.Background())
 	g.cancel = cancel
 	g.held.Store(true)
-	go g.renewals(rctx, lease.DeepCopy())
+	go g.renewals(rctx, lease.DeepCopy(), now.Time)
 	return true
 }
 
-// renewals renews the fence, last written as last, every renew until a
-// renewal fails or ctx ends, that is, until the fence is released.
-func (g *fenceGuard) renewals(ctx context.Context, last *coordinationv1.Lease) {
+// renewals renews the fence, last written as last by a take sent at sent,
+// every renew until a renewal fails or ctx ends, that is, until the fence
+// is released.
+func (g *fenceGuard) renewals(ctx context.Context, last *coordinationv1.Lease, sent time.Time) {
 	// The first renewal comes at a random point of the period's second
 	// half, so that fences taken together are not renewed together ever
-	// after.
-	first := g.clock.NewTimer(g.renew/2 + rand.N(g.renew/2+1))
+	// after. The period counts from the take's send, as the tenure does:
+	// a take answered late has used up some of it.
+	first := g.clock.NewTimer(max(0, g.renew/2+rand.N(g.renew/2+1)-g.clock.Since(sent)))
 	defer first.Stop()
 	select {
 	case <-ctx.Done():
