@@ -75,8 +75,9 @@ func leaseOf(prefix string, key multicluster.ClusterName) string {
 // connection broke, nor one the API server was too busy to act on, gives
 // the fence up (upstream waited for the answer however long, and gave the
 // fence up at any error); the first renewal comes at a random point of the
-// period's second half, counted from the take's send, so that fences taken
-// together are renewed apart and a take answered late is renewed sooner;
+// period's second half, counted from the take's send (or, once that has
+// passed, of the next quarter period), so that fences taken together are
+// renewed apart and a take answered late is renewed sooner;
 // and it reads the time from a clock.
 type fenceGuard struct {
 	client          client.Client
@@ -172,13 +173,19 @@ func (g *fenceGuard) renewals(ctx context.Context, last *coordinationv1.Lease, s
 	// The first renewal comes at a random point of the period's second
 	// half, so that fences taken together are not renewed together ever
 	// after. The period counts from the take's send, as the tenure does:
-	// a take answered late has used up some of it.
-	first := g.clock.NewTimer(max(0, g.renew/2+rand.N(g.renew/2+1)-g.clock.Since(sent)))
-	defer first.Stop()
+	// a take answered late has used up some of it. Once that point has
+	// passed, within the next quarter period, so that takes answered late
+	// together are still renewed apart.
+	first := g.renew/2 + rand.N(g.renew/2+1) - g.clock.Since(sent)
+	if first <= 0 {
+		first = rand.N(g.renew/4 + 1)
+	}
+	firstTimer := g.clock.NewTimer(first)
+	defer firstTimer.Stop()
 	select {
 	case <-ctx.Done():
 		return
-	case <-first.C():
+	case <-firstTimer.C():
 	}
 	ticker := g.clock.NewTicker(g.renew)
 	defer ticker.Stop()
