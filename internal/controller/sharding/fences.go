@@ -75,9 +75,10 @@ func leaseOf(prefix string, key multicluster.ClusterName) string {
 // connection broke, nor one the API server was too busy to act on, gives
 // the fence up (upstream waited for the answer however long, and gave the
 // fence up at any error); the first renewal comes at a random point of the
-// period's second half, counted from the take's send (or, once that has
-// passed, of the next quarter period), so that fences taken together are
-// renewed apart and a take answered late is renewed sooner;
+// period's second half, counted from the take's send (or, if the take is
+// answered after that point, at a random point of the quarter period after
+// the answer), so that fences taken together are renewed apart and a take
+// answered late is renewed sooner;
 // and it reads the time from a clock.
 type fenceGuard struct {
 	client          client.Client
@@ -89,8 +90,8 @@ type fenceGuard struct {
 	// unanswered, when set, is called with a renewal given up for want
 	// of an answer, or refused as the API server was too busy.
 	unanswered func(error)
-	// observe times each renewal by its result; renewalDuration's unless
-	// a test records them itself.
+	// observe times each renewal by its result: observeRenewal, unless a
+	// test sets its own before the first TryAcquire.
 	observe func(result string, took time.Duration)
 
 	lock   chan struct{}      // held through a take and a release
@@ -173,9 +174,9 @@ func (g *fenceGuard) renewals(ctx context.Context, last *coordinationv1.Lease, s
 	// The first renewal comes at a random point of the period's second
 	// half, so that fences taken together are not renewed together ever
 	// after. The period counts from the take's send, as the tenure does:
-	// a take answered late has used up some of it. Once that point has
-	// passed, within the next quarter period, so that takes answered late
-	// together are still renewed apart.
+	// a take answered late has used up some of it. A take answered after
+	// that point is renewed within a quarter period of its answer, so that
+	// takes answered late together are still renewed apart.
 	first := g.renew/2 + rand.N(g.renew/2+1) - g.clock.Since(sent)
 	if first <= 0 {
 		first = rand.N(g.renew/4 + 1)
@@ -190,9 +191,9 @@ func (g *fenceGuard) renewals(ctx context.Context, last *coordinationv1.Lease, s
 	ticker := g.clock.NewTicker(g.renew)
 	defer ticker.Stop()
 	for {
-		sent := g.clock.Now()
+		start := g.clock.Now()
 		renewed, err := g.renewWithin(ctx, last)
-		took := g.clock.Since(sent)
+		took := g.clock.Since(start)
 		switch {
 		case err == nil:
 			g.observe(renewalRenewed, took)
