@@ -54,10 +54,7 @@ func (b *Budget) Spent() uint64 {
 // EvalFilter is Program.EvalFilter within the budget: it fails with
 // ReasonBudgetExhausted if the budget is spent or runs out meanwhile.
 func (b *Budget) EvalFilter(p *Program, clause Clause) (bool, error) {
-	if err := p.check(KindFilter); err != nil {
-		return false, err
-	}
-	return p.eval(filterVars(clause.celView()), b, 0)
+	return p.evalFilter(clause, b)
 }
 
 // EvalCondition is Program.EvalCondition within the budget: it fails with

@@ -44,6 +44,8 @@ type Program struct {
 	conversions *conversions
 	// deadlines is the engine's, which gives evaluations their contexts.
 	deadlines *deadlines
+	// workers, when the engine isolates evaluations, runs them.
+	workers *workerPool
 }
 
 // Source returns the source text the program was compiled from.
@@ -66,10 +68,18 @@ func (p *Program) Kind() Kind {
 // reports whether the clause passes the filter. Evaluating a condition
 // program fails with ReasonWrongKind. The returned error is always an *Error.
 func (p *Program) EvalFilter(clause Clause) (bool, error) {
+	return p.evalFilter(clause, nil)
+}
+
+// evalFilter is EvalFilter within budget b (nil for none).
+func (p *Program) evalFilter(clause Clause, b *Budget) (bool, error) {
 	if err := p.check(KindFilter); err != nil {
 		return false, err
 	}
-	return p.eval(filterVars(clause.celView()), nil, 0)
+	if p.workers != nil {
+		return p.isolated(evalRequest{Clause: &clause}, b)
+	}
+	return p.eval(filterVars(clause.celView()), b, 0)
 }
 
 // EvalCondition evaluates a condition program against one CombinedStatus and
@@ -88,6 +98,9 @@ func (p *Program) evalCondition(cs *ksv1alpha1.CombinedStatus, b *Budget) (bool,
 	if cs == nil {
 		return false, newError(p.kind, p.source, ReasonEvaluationError, errors.New("no CombinedStatus given"))
 	}
+	if p.workers != nil && p.bound == nil {
+		return p.isolatedCondition(cs, b)
+	}
 	conv, err := p.conversions.of(cs)
 	if err != nil {
 		return false, newError(p.kind, p.source, ReasonEvaluationError, err)
@@ -97,6 +110,9 @@ func (p *Program) evalCondition(cs *ksv1alpha1.CombinedStatus, b *Budget) (bool,
 		if c := p.bound.cost(conv.sizes.elements, conv.sizes.bytes); c <= p.costLimit {
 			bound = c
 		}
+	}
+	if p.workers != nil && bound == 0 {
+		return p.isolatedCondition(cs, b)
 	}
 	return p.eval(conditionVars(conv.obj), b, bound)
 }
@@ -122,7 +138,15 @@ func (p *Program) evalAnalysis(values []float64, b *Budget) (bool, error) {
 		return false, newError(p.kind, p.source, ReasonEvaluationError,
 			fmt.Errorf("the result has %d values, more than the %d an analysis condition is evaluated on", len(values), MaxResultValues))
 	}
-	return p.eval(analysisVars(types.DefaultTypeAdapter.NativeToValue(slices.Clone(values))), b, 0)
+	if p.workers != nil {
+		return p.isolated(evalRequest{Values: values}, b)
+	}
+	return p.eval(analysisValues(values), b, 0)
+}
+
+// analysisValues returns the variables of an analysis on values.
+func analysisValues(values []float64) *evalVars {
+	return analysisVars(types.DefaultTypeAdapter.NativeToValue(slices.Clone(values)))
 }
 
 // check verifies that p is usable in the role want.
@@ -137,39 +161,66 @@ func (p *Program) check(want Kind) error {
 	return nil
 }
 
+// evalLimits are the deadline of one evaluation and what sets it.
+type evalLimits struct {
+	deadline time.Time
+	// allowance is the budget's time when the budget's deadline is the
+	// nearer one, else zero.
+	allowance time.Duration
+}
+
+// limits returns the limits of an evaluation starting now within budget b
+// (nil for none), or the error that refuses it because b is spent.
+func (p *Program) limits(b *Budget, now time.Time) (evalLimits, error) {
+	l := evalLimits{deadline: now.Add(p.evalTimeout)}
+	if b == nil {
+		return l, nil
+	}
+	if why := b.exhausted(now); why != "" {
+		return l, newError(p.kind, p.source, ReasonBudgetExhausted, errors.New(why))
+	}
+	if b.deadline.Before(l.deadline) {
+		l.deadline, l.allowance = b.deadline, b.allowance
+	}
+	return l, nil
+}
+
 // eval runs the program on the given variables, within the evaluation
 // timeout and budget b (nil for none), and classifies the outcome. A
 // nonzero bound is an upper bound of the evaluation's cost within the cost
 // limit: the program then runs without cost tracking, and b is charged the
 // bound.
-func (p *Program) eval(vars *evalVars, b *Budget, bound uint64) (result bool, err error) {
+func (p *Program) eval(vars *evalVars, b *Budget, bound uint64) (bool, error) {
+	l, err := p.limits(b, time.Now())
+	if err != nil {
+		return false, err
+	}
+	result, cost, err := p.run(vars, l, bound)
+	if b != nil {
+		b.spent += cost
+	}
+	return result, err
+}
+
+// run runs the program on the given variables until l's deadline, in this
+// process, and returns its outcome and what it cost (bound, for an
+// untracked evaluation).
+func (p *Program) run(vars *evalVars, l evalLimits, bound uint64) (result bool, cost uint64, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			result, err = false, newError(p.kind, p.source, ReasonEvaluationError, fmt.Errorf("internal error: %v", r))
 		}
 	}()
-	now := time.Now()
-	deadline, byBudget := now.Add(p.evalTimeout), false
-	if b != nil {
-		if why := b.exhausted(now); why != "" {
-			return false, newError(p.kind, p.source, ReasonBudgetExhausted, errors.New(why))
-		}
-		if b.deadline.Before(deadline) {
-			deadline, byBudget = b.deadline, true
-		}
-	}
 	prog := p.prog
 	if bound != 0 {
 		prog = p.untracked
 	}
-	ctx, cancel := p.deadlines.until(now, deadline)
+	ctx, cancel := p.deadlines.until(time.Now(), l.deadline)
 	defer cancel()
 	out, details, evalErr := prog.ContextEval(ctx, vars)
-	if b != nil {
-		b.spent += bound
-		if details != nil && details.ActualCost() != nil {
-			b.spent += *details.ActualCost()
-		}
+	cost = bound
+	if details != nil && details.ActualCost() != nil {
+		cost += *details.ActualCost()
 	}
 	if evalErr != nil {
 		// An interrupt check found the deadline passed. The cause says
@@ -178,23 +229,23 @@ func (p *Program) eval(vars *evalVars, b *Budget, bound uint64) (result bool, er
 		interrupted := errors.Is(evalErr, interpreter.InterruptError{})
 		switch {
 		case isCostLimitError(evalErr) || exceeds(details, p.costLimit):
-			return false, newError(p.kind, p.source, ReasonCostLimitExceeded,
+			return false, cost, newError(p.kind, p.source, ReasonCostLimitExceeded,
 				fmt.Errorf("limit %d: %w", p.costLimit, evalErr))
-		case interrupted && byBudget:
-			return false, newError(p.kind, p.source, ReasonBudgetExhausted,
-				fmt.Errorf("stopped when the evaluations of this run had taken their whole budget of %s: %w", b.allowance, interpreter.InterruptError{}))
+		case interrupted && l.allowance != 0:
+			return false, cost, newError(p.kind, p.source, ReasonBudgetExhausted,
+				fmt.Errorf("stopped when the evaluations of this run had taken their whole budget of %s: %w", l.allowance, interpreter.InterruptError{}))
 		case interrupted:
-			return false, newError(p.kind, p.source, ReasonTimeout,
+			return false, cost, newError(p.kind, p.source, ReasonTimeout,
 				fmt.Errorf("stopped at the evaluation timeout of %s: %w", p.evalTimeout, interpreter.InterruptError{}))
 		}
-		return false, newError(p.kind, p.source, ReasonEvaluationError, evalErr)
+		return false, cost, newError(p.kind, p.source, ReasonEvaluationError, evalErr)
 	}
 	value, ok := out.(types.Bool)
 	if !ok {
-		return false, newError(p.kind, p.source, ReasonNotBoolean,
+		return false, cost, newError(p.kind, p.source, ReasonNotBoolean,
 			fmt.Errorf("expression evaluated to a value of type %s, want bool", out.Type().TypeName()))
 	}
-	return bool(value), nil
+	return bool(value), cost, nil
 }
 
 // exceeds reports whether the evaluation's actual cost is above limit.
