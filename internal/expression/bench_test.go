@@ -282,3 +282,63 @@ func BenchmarkConditionOverManyRows(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkIsolationAgainstInProcess evaluates, in one run and in turns,
+// the same expressions in this process and in worker processes
+// (WithIsolation), and reports both times per evaluation and their ratio.
+// The seed condition is bound by its input's sizes and stays in this
+// process either way; the tracked condition (map is not in the bound) and
+// the filter go to a worker.
+func BenchmarkIsolationAgainstInProcess(b *testing.B) {
+	local := newEngine(b)
+	isolated := isolatedEngine(b, Isolation{Workers: 1})
+	cs := benchStatus()
+	clause := Clause{}
+	clause.Resource = "deployments"
+	cases := []struct {
+		name, source string
+		kind         Kind
+	}{
+		{"seed condition", seedCondition, KindCondition},
+		{"tracked condition", `obj.results.map(r, r.name).exists(n, n == 'deployments-aggregator')`, KindCondition},
+		{"filter", `downsyncClause.resource == "deployments"`, KindFilter},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			eval := func(e *Engine) func() {
+				p, err := e.Compile(c.kind, c.source)
+				if err != nil {
+					b.Fatal(err)
+				}
+				return func() {
+					var ok bool
+					var err error
+					if c.kind == KindFilter {
+						ok, err = p.EvalFilter(clause)
+					} else {
+						ok, err = p.EvalCondition(cs)
+					}
+					if err != nil || !ok {
+						b.Fatalf("%s = %v, %v", c.source, ok, err)
+					}
+				}
+			}
+			inProcess, inWorker := eval(local), eval(isolated)
+			inWorker() // the worker compiles on first use
+			var there, here time.Duration
+			n := 0
+			for b.Loop() {
+				start := time.Now()
+				inWorker()
+				mid := time.Now()
+				inProcess()
+				there += mid.Sub(start)
+				here += time.Since(mid)
+				n++
+			}
+			b.ReportMetric(float64(there.Nanoseconds())/float64(n), "isolated-ns/eval")
+			b.ReportMetric(float64(here.Nanoseconds())/float64(n), "in-process-ns/eval")
+			b.ReportMetric(float64(there)/float64(here), "x-slower")
+		})
+	}
+}

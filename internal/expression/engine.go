@@ -94,6 +94,7 @@ type config struct {
 	cacheSize          int
 	conversionCache    int
 	conversionBytes    uint64
+	isolation          *Isolation
 }
 
 // WithCostLimit sets the runtime cost limit applied to every evaluation
@@ -213,6 +214,8 @@ type Engine struct {
 
 	programs *lru.Cache         // of cacheKey to *cacheEntry
 	inflight singleflight.Group // concurrent compilations of one key share one
+	// workers evaluate when the engine isolates evaluations (nil if not).
+	workers *workerPool
 }
 
 type cacheKey struct {
@@ -283,7 +286,16 @@ func NewEngine(opts ...Option) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating CEL environment for conditions: %w", err)
 	}
+	var workers *workerPool
+	if cfg.isolation != nil {
+		workers = newWorkerPool(*cfg.isolation, workerConfig{
+			CostLimit: cfg.costLimit, EstimatedCostLimit: cfg.estimatedCostLimit, EvalTimeout: cfg.evalTimeout,
+			CacheSize: cfg.cacheSize, ConversionBytes: min(cfg.conversionBytes, cfg.isolation.Memory/4),
+			Memory: cfg.isolation.Memory,
+		})
+	}
 	return &Engine{
+		workers:          workers,
 		config:           cfg,
 		filterEnv:        filterEnv,
 		conditionEnv:     conditionEnv,
@@ -351,6 +363,14 @@ func (e *Engine) Compile(kind Kind, source string) (*Program, error) {
 	return entry.prog, entry.err
 }
 
+// Close ends the engine's worker processes, if it isolates evaluations;
+// evaluations after it fail. It is safe to call more than once.
+func (e *Engine) Close() {
+	if e != nil && e.workers != nil {
+		e.workers.close()
+	}
+}
+
 // Compilations returns how many compilations the Engine has actually
 // performed, i.e. Compile calls not served from the cache (and not rejected
 // before compiling, like empty expressions).
@@ -404,7 +424,7 @@ func (e *Engine) compile(kind Kind, source string) (prog *Program, err error) {
 		return nil, newError(kind, source, ReasonCompileError, fmt.Errorf("building program: %w", err))
 	}
 	prog = &Program{kind: kind, source: source, costLimit: e.costLimit, evalTimeout: e.evalTimeout, prog: celProg,
-		conversions: e.conversions, deadlines: e.deadlines}
+		conversions: e.conversions, deadlines: e.deadlines, workers: e.workers}
 	if kind == KindCondition {
 		if prog.bound = newCostBound(ast.NativeRep()); prog.bound != nil {
 			prog.untracked, err = env.Program(ast, append(append(e.regex.programOptions(), charges...),

@@ -53,6 +53,10 @@ const (
 	// ReasonBudgetExhausted means an evaluation was refused or stopped because
 	// the evaluations sharing its [Budget] had spent all of it.
 	ReasonBudgetExhausted ErrorReason = "BudgetExhausted"
+	// ReasonMemoryLimitExceeded means an isolated evaluation was stopped
+	// because its worker process ran out of the memory it may use (see
+	// [WithIsolation]).
+	ReasonMemoryLimitExceeded ErrorReason = "MemoryLimitExceeded"
 	// ReasonWrongKind means a program was evaluated in the wrong role, for
 	// example a condition program passed to [Program.EvalFilter]. It
 	// indicates a programming error in the caller.
@@ -76,6 +80,8 @@ func (r ErrorReason) describe() string {
 		return "evaluation timed out"
 	case ReasonBudgetExhausted:
 		return "evaluation budget exhausted"
+	case ReasonMemoryLimitExceeded:
+		return "memory limit exceeded"
 	case ReasonWrongKind:
 		return "wrong kind of expression"
 	default:
@@ -88,7 +94,7 @@ func (r ErrorReason) describe() string {
 // evaluation timeout or the budget.
 func (r ErrorReason) TooCostly() bool {
 	switch r {
-	case ReasonEstimatedCostTooHigh, ReasonCostLimitExceeded, ReasonTimeout, ReasonBudgetExhausted:
+	case ReasonEstimatedCostTooHigh, ReasonCostLimitExceeded, ReasonTimeout, ReasonBudgetExhausted, ReasonMemoryLimitExceeded:
 		return true
 	}
 	return false

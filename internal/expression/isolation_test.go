@@ -1,0 +1,264 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package expression
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+)
+
+// isolatedEngine returns an engine that evaluates in workers, closed at the
+// end of the test.
+func isolatedEngine(t testing.TB, iso Isolation, opts ...Option) *Engine {
+	t.Helper()
+	e := newEngine(t, append(opts, WithIsolation(iso))...)
+	t.Cleanup(e.Close)
+	return e
+}
+
+// TestIsolatedEvaluationsAgree evaluates filters, conditions and analyses
+// in workers and in this process, and requires the same outcome: result,
+// reason and cause.
+func TestIsolatedEvaluationsAgree(t *testing.T) {
+	local := newEngine(t)
+	isolated := isolatedEngine(t, Isolation{Workers: 2})
+	cs := combinedStatus("deployments-aggregator", []ksv1alpha1.Value{number("1")}, []ksv1alpha1.Value{str("x")})
+	cs.UID, cs.ResourceVersion = "u1", "7"
+	clause := Clause{Name: "nginx", DownsyncModulation: ksv1alpha1.DownsyncModulation{StatusCollectors: []string{"a"}}}
+	clause.Resource = "deployments"
+	cases := []struct {
+		kind   Kind
+		source string
+	}{
+		{KindCondition, `obj.results.exists(r, r.name == 'deployments-aggregator')`},
+		{KindCondition, `obj.results.map(r, r.name).join(',') == 'deployments-aggregator'`},
+		{KindCondition, `obj.results[0].rows[1].columns[0].float == '1'`},
+		{KindCondition, `obj.metadata.labels['status.kubestellar.io/name'].startsWith('ng')`},
+		{KindCondition, `dyn(obj.results.size())`},
+		{KindCondition, `lists.range(100000).map(i, i).size() > 0`},
+		{KindCondition, `obj.missing == 1`},
+		{KindFilter, `downsyncClause.resource == "deployments" && downsyncClause.statusCollectors == ['a']`},
+		{KindFilter, `downsyncClause.name.indexOf('g') == 1 && downsyncClause.namespace == ''`},
+		{KindAnalysis, `result.all(v, v < 0.5)`},
+		{KindAnalysis, `result[7] > 0.0`},
+	}
+	for _, c := range cases {
+		t.Run(c.source, func(t *testing.T) {
+			eval := func(e *Engine) (bool, error) {
+				p, err := e.Compile(c.kind, c.source)
+				if err != nil {
+					t.Fatalf("Compile: %v", err)
+				}
+				switch c.kind {
+				case KindFilter:
+					return p.EvalFilter(clause)
+				case KindAnalysis:
+					return e.NewBudget().EvalAnalysis(p, []float64{0.1, 0.2})
+				}
+				return e.NewBudget().EvalCondition(p, cs)
+			}
+			want, wantErr := eval(local)
+			got, gotErr := eval(isolated)
+			if got != want || errorText(gotErr) != errorText(wantErr) {
+				t.Errorf("isolated: %v, %v; in process: %v, %v", got, gotErr, want, wantErr)
+			}
+		})
+	}
+}
+
+func errorText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// reproductions are the review's hostile conditions that ran or allocated
+// past their charge (issue 54), at the review's sizes. N1: format builds its
+// result before it is charged; 1,000 %s, each printing a list of 30,000
+// ints (about 190 KB), build 190 MB at once. N2: equality over shared
+// sub-lists walks 10^9 leaves in one call that is never interrupted. Both
+// compile under the default estimate.
+var reproductions = map[string]string{
+	"N1 format over a large list": `[lists.range(30000)].exists(x, '` + strings.Repeat("%s", 1000) +
+		`'.format([` + strings.TrimSuffix(strings.Repeat("x, ", 1000), ", ") + `]).size() > 0)`,
+	"N2 equality over shared sub-lists": nestedLists(9) + `v9 != v9` + strings.Repeat(")", 10),
+}
+
+// nestedLists binds v0 to a list of ten ints and each v<i>, up to v<k>, to
+// ten copies of v<i-1>, each in a comprehension over a one-element list,
+// leaving the expression open for a body.
+func nestedLists(k int) string {
+	var b strings.Builder
+	b.WriteString(`[[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]].exists(v0, `)
+	for i := 1; i <= k; i++ {
+		fmt.Fprintf(&b, `[[%s]].exists(v%d, `, strings.TrimSuffix(strings.Repeat(fmt.Sprintf("v%d, ", i-1), 10), ", "), i)
+	}
+	return b.String()
+}
+
+// maxRSS is this process's peak resident set, in bytes.
+func maxRSS(t *testing.T) uint64 {
+	t.Helper()
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		t.Fatalf("getrusage: %v", err)
+	}
+	return uint64(u.Maxrss) << 10
+}
+
+// TestIsolationContainsTheReproductions evaluates the review's
+// reproductions in workers. Built with the tag celholes, which removes
+// their specific fixes, only isolation stands between them and this
+// process (make test runs it so): each must fail with a reason that blames
+// its cost, within the timeout and the kill's grace, while this process's
+// memory stays where it was and a benign evaluation on the other worker
+// goes on meanwhile.
+func TestIsolationContainsTheReproductions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs worker processes into their limits")
+	}
+	const memory = 128 << 20
+	e := isolatedEngine(t, Isolation{Workers: 2, Memory: memory})
+	cs := combinedStatus("deployments-aggregator", []ksv1alpha1.Value{number("1")})
+	benign, err := e.Compile(KindCondition, `obj.results.map(r, r.name).exists(n, n == 'deployments-aggregator')`)
+	if err != nil {
+		t.Fatalf("Compile: %v", err)
+	}
+	for name, src := range reproductions {
+		t.Run(name, func(t *testing.T) {
+			p, err := e.Compile(KindCondition, src)
+			if err != nil {
+				t.Fatalf("Compile: %v", err)
+			}
+			before := maxRSS(t)
+			start := time.Now()
+			var wg sync.WaitGroup
+			var hostileErr error
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, hostileErr = p.EvalCondition(cs)
+			}()
+			// The other worker serves benign evaluations meanwhile.
+			benignDone := 0
+			for deadline := time.Now().Add(500 * time.Millisecond); time.Now().Before(deadline); benignDone++ {
+				if ok, err := benign.EvalCondition(cs); err != nil || !ok {
+					t.Fatalf("benign condition during %s: %v, %v", name, ok, err)
+				}
+			}
+			wg.Wait()
+			took := time.Since(start)
+			if !IsTooCostly(hostileErr) {
+				t.Fatalf("EvalCondition = %v, want an error with a cost reason", hostileErr)
+			}
+			t.Logf("%s: %v after %s; %d benign evaluations meanwhile", name, hostileErr, took.Round(time.Millisecond), benignDone)
+			if limit := DefaultEvalTimeout + workerGrace + 2*time.Second; took > limit {
+				t.Errorf("the evaluation took %s, more than the timeout, the grace and 2s", took)
+			}
+			if grown := maxRSS(t) - before; grown > 64<<20 {
+				t.Errorf("this process's peak RSS grew by %d MiB", grown>>20)
+			}
+			// The pool replaces a worker it lost: the next evaluations
+			// succeed.
+			for range 4 {
+				if ok, err := benign.EvalCondition(cs); err != nil || !ok {
+					t.Fatalf("benign condition after %s: %v, %v", name, ok, err)
+				}
+			}
+		})
+	}
+}
+
+// TestWorkerKilledAtTheDeadline runs a call that is never interrupted past
+// the timeout: the worker is killed and the evaluation fails with
+// ReasonTimeout, saying so.
+func TestWorkerKilledAtTheDeadline(t *testing.T) {
+	var stops []string
+	var mu sync.Mutex
+	e := isolatedEngine(t, Isolation{Workers: 1, OnWorkerStopped: func(why string) {
+		mu.Lock()
+		defer mu.Unlock()
+		stops = append(stops, why)
+	}}, WithEvalTimeout(100*time.Millisecond))
+	p, err := e.Compile(KindCondition, reproductions["N2 equality over shared sub-lists"])
+	if err != nil {
+		t.Fatalf("Compile: %v", err)
+	}
+	_, err = p.EvalCondition(combinedStatus("x"))
+	var exprErr *Error
+	if !errors.As(err, &exprErr) || exprErr.Reason != ReasonTimeout {
+		t.Fatalf("EvalCondition = %v, want reason %s", err, ReasonTimeout)
+	}
+	if want := "still running at the evaluation timeout of 100ms, its worker process was killed"; exprErr.Err.Error() != want {
+		t.Errorf("cause %q, want %q", exprErr.Err, want)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(stops) != 1 || stops[0] != "timeout" {
+		t.Errorf("workers stopped: %v, want one timeout", stops)
+	}
+}
+
+// TestWorkerOutOfMemory runs an evaluation that allocates past the
+// worker's memory: the worker dies, not this process, and the evaluation
+// fails with ReasonMemoryLimitExceeded.
+func TestWorkerOutOfMemory(t *testing.T) {
+	e := isolatedEngine(t, Isolation{Workers: 1, Memory: 64 << 20},
+		WithCostLimit(math.MaxUint64/2), WithEstimatedCostLimit(math.MaxUint64), WithEvalTimeout(30*time.Second))
+	// 30 million ints in a list: far more than 64 MiB.
+	p, err := e.Compile(KindCondition, `lists.range(30000000).size() > 0`)
+	if err != nil {
+		t.Fatalf("Compile: %v", err)
+	}
+	_, err = p.EvalCondition(combinedStatus("x"))
+	var exprErr *Error
+	if !errors.As(err, &exprErr) || exprErr.Reason != ReasonMemoryLimitExceeded {
+		t.Fatalf("EvalCondition = %v, want reason %s", err, ReasonMemoryLimitExceeded)
+	}
+	if !IsTooCostly(err) {
+		t.Errorf("IsTooCostly(%v) = false", err)
+	}
+}
+
+// TestIsolatedBudget charges a budget what its isolated evaluations cost,
+// and stops at its deadline.
+func TestIsolatedBudget(t *testing.T) {
+	e := isolatedEngine(t, Isolation{Workers: 1}, WithBudget(2_000_000, time.Minute))
+	p, err := e.Compile(KindCondition, `lists.range(300).map(i, i).size() > 0`)
+	if err != nil {
+		t.Fatalf("Compile: %v", err)
+	}
+	b := e.NewBudget()
+	var last error
+	for i := 0; i < 10000 && last == nil; i++ {
+		_, last = b.EvalCondition(p, combinedStatus("x"))
+	}
+	var exprErr *Error
+	if !errors.As(last, &exprErr) || exprErr.Reason != ReasonBudgetExhausted {
+		t.Fatalf("last evaluation: %v, want reason %s", last, ReasonBudgetExhausted)
+	}
+	if b.Spent() < 2_000_000 {
+		t.Errorf("budget spent %d, want at least its 2,000,000", b.Spent())
+	}
+}

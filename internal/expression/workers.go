@@ -1,0 +1,372 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package expression
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// workerEnv names the environment variable that makes a process a worker
+// (ServeWorker); its value is the worker's workerConfig in JSON.
+const workerEnv = "STAGER_CEL_WORKER"
+
+// workerConfig is what a worker needs to evaluate as its engine would.
+type workerConfig struct {
+	CostLimit          uint64
+	EstimatedCostLimit uint64
+	EvalTimeout        time.Duration
+	CacheSize          int
+	ConversionBytes    uint64
+	// Memory is how much the worker's address space may grow once it is
+	// ready.
+	Memory uint64
+}
+
+// workerReady is a worker's first message.
+type workerReady struct {
+	Ready bool
+	// PID is the worker's process ID, for the logs of tests.
+	PID int
+}
+
+// workerPool holds an engine's workers. A free worker waits in free; nil
+// there stands for one to start.
+type workerPool struct {
+	iso    Isolation
+	config workerConfig
+	free   chan *worker
+
+	mu     sync.Mutex
+	closed bool
+	all    map[*worker]struct{}
+}
+
+// newWorkerPool returns a pool of iso.Workers workers, started in the
+// background.
+func newWorkerPool(iso Isolation, c workerConfig) *workerPool {
+	p := &workerPool{iso: iso, config: c, free: make(chan *worker, iso.Workers), all: map[*worker]struct{}{}}
+	for range iso.Workers {
+		go p.replace()
+	}
+	return p
+}
+
+// replace starts a worker and makes it free; if it cannot start, it frees a
+// nil in its place, which the next acquire starts again.
+func (p *workerPool) replace() {
+	w, err := p.start()
+	if err != nil {
+		w = nil
+	}
+	p.free <- w
+}
+
+// acquire returns a free worker, starting one if need be, and how long it
+// waited.
+func (p *workerPool) acquire() (*worker, time.Duration, error) {
+	start := time.Now()
+	timer := time.NewTimer(p.iso.Wait)
+	defer timer.Stop()
+	var w *worker
+	select {
+	case w = <-p.free:
+	case <-timer.C:
+		return nil, time.Since(start), fmt.Errorf("no evaluation worker was free within %s", p.iso.Wait)
+	}
+	if w == nil || w.exited() {
+		var err error
+		if w, err = p.start(); err != nil {
+			p.free <- nil
+			return nil, time.Since(start), err
+		}
+	}
+	return w, time.Since(start), nil
+}
+
+// release makes w free again, or, if it ended, starts its replacement.
+func (p *workerPool) release(w *worker) {
+	if w.exited() {
+		p.forget(w)
+		go p.replace()
+		return
+	}
+	p.free <- w
+}
+
+// start starts a worker and waits until it is ready.
+func (p *workerPool) start() (*worker, error) {
+	p.mu.Lock()
+	closed := p.closed
+	p.mu.Unlock()
+	if closed {
+		return nil, errors.New("the expression engine is closed")
+	}
+	w, err := startWorker(p.config, p.iso.Wait, p.iso.OnWorkerStopped)
+	if err != nil {
+		return nil, fmt.Errorf("starting an evaluation worker: %w", err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		w.kill()
+		return nil, errors.New("the expression engine is closed")
+	}
+	p.all[w] = struct{}{}
+	return w, nil
+}
+
+func (p *workerPool) forget(w *worker) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.all, w)
+}
+
+// close kills every worker; evaluations after it fail.
+func (p *workerPool) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	for w := range p.all {
+		w.closing.Store(true)
+		w.kill()
+	}
+	p.all = map[*worker]struct{}{}
+}
+
+// worker is one worker process and its pipes.
+type worker struct {
+	cmd       *exec.Cmd
+	requests  *bufio.Writer
+	encoder   *json.Encoder
+	responses chan evalResponse
+	// done is closed once the process has ended and been waited for.
+	done   chan struct{}
+	stderr *firstBytes
+	memory uint64
+	// killedBy is why the pool killed the worker ("timeout"), if it did.
+	killedBy string
+	// closing is set when the engine closes, so that the worker's end is
+	// not reported.
+	closing   atomic.Bool
+	onStopped func(why string)
+}
+
+// startWorker starts a worker process with config c and waits up to wait
+// for it to be ready.
+func startWorker(c workerConfig, wait time.Duration, onStopped func(string)) (*worker, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding the running binary: %w", err)
+	}
+	config, err := json.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	reqR, reqW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	respR, respW, err := os.Pipe()
+	if err != nil {
+		reqR.Close()
+		reqW.Close()
+		return nil, err
+	}
+	w := &worker{
+		responses: make(chan evalResponse, 1),
+		done:      make(chan struct{}),
+		stderr:    &firstBytes{max: 4096},
+		memory:    c.Memory,
+		onStopped: onStopped,
+	}
+	cmd := exec.Command(self)
+	cmd.Env = append(workerEnviron(), workerEnv+"="+string(config), "GOMAXPROCS=1")
+	cmd.ExtraFiles = []*os.File{reqR, respW} // fds 3 and 4
+	cmd.Stderr = w.stderr
+	cmd.SysProcAttr = workerSysProcAttr()
+	if err := cmd.Start(); err != nil {
+		reqR.Close()
+		reqW.Close()
+		respR.Close()
+		respW.Close()
+		return nil, fmt.Errorf("running %s as a worker: %w", self, err)
+	}
+	reqR.Close()
+	respW.Close()
+	w.cmd = cmd
+	w.requests = bufio.NewWriter(reqW)
+	w.encoder = json.NewEncoder(w.requests)
+	ready := make(chan error, 1)
+	go func() {
+		defer respR.Close()
+		decoder := json.NewDecoder(bufio.NewReader(respR))
+		var hello workerReady
+		if err := decoder.Decode(&hello); err != nil || !hello.Ready {
+			ready <- fmt.Errorf("the worker did not say it was ready: %v", err)
+			return
+		}
+		ready <- nil
+		for {
+			var res evalResponse
+			if err := decoder.Decode(&res); err != nil {
+				close(w.responses)
+				return
+			}
+			w.responses <- res
+		}
+	}()
+	go func() {
+		_ = cmd.Wait()
+		reqW.Close()
+		close(w.done)
+	}()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case err := <-ready:
+		if err == nil {
+			return w, nil
+		}
+		w.kill()
+		return nil, fmt.Errorf("%w (%s)", err, w.exitDetail())
+	case <-timer.C:
+		w.kill()
+		return nil, fmt.Errorf("the worker was not ready within %s", wait)
+	}
+}
+
+// workerEnviron is this process's environment without the variables that
+// would configure the worker's runtime or make it something else.
+func workerEnviron() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, workerEnv+"=") || strings.HasPrefix(kv, "GOMAXPROCS=") ||
+			strings.HasPrefix(kv, "GOMEMLIMIT=") || strings.HasPrefix(kv, "GOGC=") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+// evaluate sends req and returns the worker's response, or why the worker
+// ended instead: killed at killAt, out of memory, or exited.
+func (w *worker) evaluate(req *evalRequest, killAt time.Time) (evalResponse, *workerStop) {
+	if err := w.encoder.Encode(req); err == nil {
+		err = w.requests.Flush()
+	}
+	timer := time.NewTimer(time.Until(killAt))
+	defer timer.Stop()
+	select {
+	case res, ok := <-w.responses:
+		if ok {
+			return res, nil
+		}
+	case <-timer.C:
+		w.killedBy = "timeout"
+		w.kill()
+	}
+	<-w.done
+	stop := &workerStop{why: w.why(), detail: w.exitDetail(), memory: w.memory}
+	if w.onStopped != nil && !w.closing.Load() {
+		w.onStopped(stop.why)
+	}
+	return evalResponse{}, stop
+}
+
+// why says why the worker ended: the pool killed it at its deadline, it ran
+// out of memory (the Go runtime's fatal error when its address space is
+// used up, or a kill by the kernel's out-of-memory killer, which prefers
+// workers: see setWorkerLimits), or it exited on its own.
+func (w *worker) why() string {
+	if w.killedBy != "" {
+		return w.killedBy
+	}
+	words := w.stderr.String()
+	if strings.Contains(words, "out of memory") || strings.Contains(words, "cannot allocate memory") {
+		return "memory"
+	}
+	if status, ok := w.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && status.Signaled() && status.Signal() == syscall.SIGKILL {
+		return "memory"
+	}
+	return "exited"
+}
+
+// exitDetail is the worker's exit status and the first line of its last
+// words.
+func (w *worker) exitDetail() string {
+	select {
+	case <-w.done:
+	case <-time.After(time.Second):
+		return "still running"
+	}
+	detail := w.cmd.ProcessState.String()
+	for _, line := range strings.Split(w.stderr.String(), "\n") {
+		if line = strings.TrimSpace(line); strings.HasPrefix(line, "fatal error") || strings.HasPrefix(line, "panic") {
+			return detail + ": " + line
+		}
+	}
+	return detail
+}
+
+func (w *worker) kill() {
+	if w.cmd != nil && w.cmd.Process != nil {
+		_ = w.cmd.Process.Kill()
+	}
+}
+
+// exited reports whether the worker process has ended.
+func (w *worker) exited() bool {
+	select {
+	case <-w.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// firstBytes keeps the first max bytes written to it: a worker writes
+// nothing but its last words, and the Go runtime's fatal error comes first,
+// before the goroutines' stacks.
+type firstBytes struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (b *firstBytes) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := b.max - len(b.buf); room > 0 {
+		b.buf = append(b.buf, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+func (b *firstBytes) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
+}
