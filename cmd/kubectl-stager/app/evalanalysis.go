@@ -26,7 +26,6 @@ import (
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/internal/analysis"
-	"github.com/kubestellar/workload-stager/internal/expression"
 	"github.com/kubestellar/workload-stager/internal/rollout"
 	"github.com/kubestellar/workload-stager/providers/kubeconfig"
 )
@@ -78,10 +77,11 @@ func (o *options) evalAnalysis(cmd *cobra.Command, name, stageName string, q que
 	providers := &analysis.Providers{Reader: hosting, Options: analysis.Options{AllowInsecure: q.allowInsecure,
 		Timeout: analysis.DefaultTimeout, MaxResponseBytes: analysis.DefaultMaxResponseBytes, SecretNamespace: q.secretNamespace}}
 	values, queryErr := providers.Query(ctx, a.Provider, query)
-	engine, err := expression.NewEngine()
+	engine, err := newEngine()
 	if err != nil {
 		return err
 	}
+	defer engine.Close()
 	m, err := rollout.JudgeMeasurement(engine, a, values, queryErr, metav1.NewTime(o.now()))
 	if err != nil {
 		return err

@@ -68,10 +68,11 @@ func (o *options) explain(cmd *cobra.Command, name, stageName string, draft func
 	if err != nil {
 		return err
 	}
-	engine, err := expression.NewEngine()
+	engine, err := newEngine()
 	if err != nil {
 		return err
 	}
+	defer engine.Close()
 	tried := stage.DeepCopy()
 	what := ""
 	if draft != nil {
@@ -297,4 +298,12 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// newEngine returns the engine the plugin evaluates with: the stager's
+// defaults, with every evaluation that its input's sizes do not bound in a
+// worker process (the plugin re-executed), as the stager evaluates, so that
+// a hostile expression costs the user's machine no more than the stager.
+func newEngine() (*expression.Engine, error) {
+	return expression.NewEngine(expression.WithIsolation(expression.Isolation{Workers: 1}))
 }

@@ -49,6 +49,7 @@ import (
 	hostingv1alpha1 "github.com/kubestellar/workload-stager/api/hosting/v1alpha1"
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/internal/analysis"
+	"github.com/kubestellar/workload-stager/internal/controller/metrics"
 	"github.com/kubestellar/workload-stager/internal/controller/sharding"
 	"github.com/kubestellar/workload-stager/internal/controller/spaces"
 	"github.com/kubestellar/workload-stager/internal/controller/stagedbindingpolicy"
@@ -140,6 +141,12 @@ type Options struct {
 	CELReconcileCostBudget uint64
 	// CELReconcileTimeBudget bounds the time of all the evaluations of one reconcile.
 	CELReconcileTimeBudget time.Duration
+	// CELIsolation runs evaluations in worker processes (expression.WithIsolation).
+	CELIsolation bool
+	// CELWorkers is how many worker processes evaluate at once (0: GOMAXPROCS).
+	CELWorkers int
+	// CELWorkerMemory is how much memory one worker process may take.
+	CELWorkerMemory uint64
 	// DeletionWarningAfter is how long a policy's deletion may wait for the
 	// finalizers of its BindingPolicies before it is reported as blocked.
 	DeletionWarningAfter time.Duration
@@ -189,6 +196,8 @@ func NewOptions() *Options {
 		CELEvalTimeout:           expression.DefaultEvalTimeout,
 		CELReconcileCostBudget:   expression.DefaultBudgetCost,
 		CELReconcileTimeBudget:   expression.DefaultBudgetTime,
+		CELIsolation:             true,
+		CELWorkerMemory:          expression.DefaultWorkerMemory,
 		DeletionWarningAfter:     rollout.DefaultDeletionWarningAfter,
 		AnalysisQueryTimeout:     analysis.DefaultTimeout,
 		AnalysisMaxResponseBytes: analysis.DefaultMaxResponseBytes,
@@ -229,6 +238,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.CELEvalTimeout, "cel-eval-timeout", o.CELEvalTimeout, "the longest one evaluation of a stage filter or condition may take")
 	fs.Uint64Var(&o.CELReconcileCostBudget, "cel-reconcile-cost-budget", o.CELReconcileCostBudget, "the most the evaluations of one reconcile of a policy may cost together (CEL cost units)")
 	fs.DurationVar(&o.CELReconcileTimeBudget, "cel-reconcile-time-budget", o.CELReconcileTimeBudget, "the longest the evaluations of one reconcile of a policy may take together")
+	fs.BoolVar(&o.CELIsolation, "cel-isolation", o.CELIsolation, "evaluate filters and conditions in worker processes, each with its memory capped and killed at its deadline (false: in the stager's own process)")
+	fs.IntVar(&o.CELWorkers, "cel-workers", o.CELWorkers, "how many worker processes evaluate at once (0: as many as the stager has CPUs)")
+	fs.Uint64Var(&o.CELWorkerMemory, "cel-worker-memory", o.CELWorkerMemory, "the most memory (bytes) one worker process may take beyond what it starts with")
 	fs.DurationVar(&o.DeletionWarningAfter, "deletion-warning-after", o.DeletionWarningAfter,
 		"how long a StagedBindingPolicy's deletion may wait for its BindingPolicies' finalizers before it is reported as blocked with a Warning Event")
 	fs.BoolVar(&o.AllowInsecureMetricProviders, "allow-insecure-metric-providers", o.AllowInsecureMetricProviders,
@@ -312,6 +324,12 @@ func (o *Options) Validate() error {
 	}
 	if o.CELReconcileTimeBudget <= 0 {
 		errs = append(errs, errors.New("--cel-reconcile-time-budget must be positive"))
+	}
+	if o.CELWorkers < 0 {
+		errs = append(errs, errors.New("--cel-workers must not be negative"))
+	}
+	if o.CELWorkerMemory < 16<<20 {
+		errs = append(errs, errors.New("--cel-worker-memory must be at least 16Mi (16777216)"))
 	}
 	if o.DeletionWarningAfter <= 0 {
 		errs = append(errs, errors.New("--deletion-warning-after must be positive"))
@@ -431,6 +449,23 @@ func (o *Options) metricProviderSecretNamespace() string {
 	return ns
 }
 
+// celIsolation is the engine option that runs evaluations in worker
+// processes, if the flags ask for it; each worker that ends other than by
+// the engine's close is logged and counted.
+func (o *Options) celIsolation(logger logr.Logger) expression.Option {
+	if !o.CELIsolation {
+		return nil
+	}
+	return expression.WithIsolation(expression.Isolation{
+		Workers: o.CELWorkers,
+		Memory:  o.CELWorkerMemory,
+		OnWorkerStopped: func(why string) {
+			logger.Info("An evaluation's worker process ended; a new one replaces it", "reason", why)
+			metrics.CELWorkerStopped(why)
+		},
+	})
+}
+
 // analysisQueryTimeout bounds each query of an analysis: the flag's, but
 // at most half the reconcile's, which the queries are part of.
 func (o *Options) analysisQueryTimeout() time.Duration {
@@ -530,9 +565,25 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		expression.WithEstimatedCostLimit(o.CELEstimatedCostLimit),
 		expression.WithEvalTimeout(o.CELEvalTimeout),
 		expression.WithBudget(o.CELReconcileCostBudget, o.CELReconcileTimeBudget),
+		o.celIsolation(logger.WithName("cel-workers")),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("creating the CEL engine: %w", err)
+	}
+	// The engine's workers end with the manager, or at once if the
+	// stager is not built.
+	built := false
+	defer func() {
+		if !built {
+			engine.Close()
+		}
+	}()
+	if err := hosting.Add(onEveryReplica(func(ctx context.Context) error {
+		<-ctx.Done()
+		engine.Close()
+		return nil
+	})); err != nil {
+		return nil, fmt.Errorf("adding the CEL engine's closer: %w", err)
 	}
 	unconfirmed := stagedbindingpolicy.NewUnconfirmed()
 	controllerOptions := stagedbindingpolicy.Options{
@@ -608,6 +659,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 	if err := hosting.AddReadyzCheck("spaces", readiness(hosting, runner, hostingObjects)); err != nil {
 		return nil, fmt.Errorf("adding the readiness check: %w", err)
 	}
+	built = true
 	return &Stager{Manager: mgr, Spaces: runner}, nil
 }
 

@@ -47,6 +47,7 @@ const (
 	LabelRevision = "revision"
 	LabelState    = "state"
 	LabelAnalysis = "analysis"
+	LabelReason   = "reason"
 )
 
 // Results of an analysis query.
@@ -157,12 +158,17 @@ var (
 		Name: "stager_fence_lapsed_writes_total",
 		Help: "Changes to a space that a sharded replica did not make, or does not know it made, because its tenure of the space's fence ended first.",
 	}, []string{LabelSpace})
+
+	celWorkerStops = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "stager_cel_worker_stops_total",
+		Help: "Worker processes of CEL evaluations that ended during an evaluation, by reason: timeout (killed at the deadline), memory (out of the memory a worker may use), exited (anything else).",
+	}, []string{LabelReason})
 )
 
 // collectors are every metric of the StagedBindingPolicy controller.
 var collectors = []prometheus.Collector{policies, policyPhase, activeStage, activeStageIndex, stageCount, activeStageStart,
 	progressDeadline, awaitingApproval, deletionStart, stageRevision, stageClusters, stageAnalyses, transitions, stageDuration, evaluations,
-	evaluationLatency, analysisQueries, reconcileErrors, fenceLapsedWrites}
+	evaluationLatency, analysisQueries, reconcileErrors, fenceLapsedWrites, celWorkerStops}
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(collectors...)
@@ -483,6 +489,13 @@ func (s *Space) Evaluation(result string, took time.Duration) {
 // replica's tenure of the space's fence ended first.
 func (s *Space) FenceLapsed() {
 	fenceLapsedWrites.WithLabelValues(s.name).Inc()
+}
+
+// CELWorkerStopped records a CEL evaluation's worker process that ended
+// during an evaluation, for why ("timeout", "memory" or "exited"). The
+// workers serve every space, so the series has no space label.
+func CELWorkerStopped(why string) {
+	celWorkerStops.WithLabelValues(why).Inc()
 }
 
 // ReconcileError records a reconcile that failed.
