@@ -20,6 +20,7 @@ import (
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	apitypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/lru"
 )
 
@@ -104,6 +105,20 @@ func (c *conversions) of(cs *ksv1alpha1.CombinedStatus) (converted, error) {
 		c.cache.RemoveOldest()
 	}
 	return conv, nil
+}
+
+// cached returns the conversion of version resourceVersion of the
+// CombinedStatus with uid, if the cache has it.
+func (c *conversions) cached(uid apitypes.UID, resourceVersion string) (converted, bool) {
+	if c == nil || c.cache == nil || uid == "" || resourceVersion == "" {
+		return converted{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if hit, ok := c.cache.Get(uid); ok && hit.(*conversionEntry).resourceVersion == resourceVersion {
+		return hit.(*conversionEntry).converted, true
+	}
+	return converted{}, false
 }
 
 // convert converts cs to the CEL value of its JSON form and measures it.

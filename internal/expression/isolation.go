@@ -43,8 +43,9 @@ const (
 	// workerGrace is how long past its deadline an evaluation may take
 	// before its worker is killed: the worker's own timeout stops a
 	// comprehension within deadlineResolution, so only a call that cannot
-	// be interrupted runs this long.
-	workerGrace = 200 * time.Millisecond
+	// be interrupted runs this long, or a worker the machine's load keeps
+	// from running, which a shorter grace would kill for nothing.
+	workerGrace = time.Second
 	// DefaultWorkerWait is how long an evaluation waits for a free worker
 	// by default.
 	DefaultWorkerWait = 10 * time.Second
@@ -100,10 +101,13 @@ type evalRequest struct {
 	// reads the request; Allowance is the budget's time when the budget's
 	// deadline set it (for the error's words).
 	Timeout, Allowance time.Duration
-	// One input, by Kind.
-	Clause *Clause          `json:",omitempty"`
-	Status *json.RawMessage `json:",omitempty"`
-	Values []float64        `json:",omitempty"`
+	// One input, by Kind. A CombinedStatus with a UID and a
+	// resourceVersion is sent by those alone first: the worker answers
+	// NeedStatus unless it has that version converted already.
+	Clause                   *Clause          `json:",omitempty"`
+	StatusUID, StatusVersion string           `json:",omitempty"`
+	Status                   *json.RawMessage `json:",omitempty"`
+	Values                   []float64        `json:",omitempty"`
 }
 
 // evalResponse is a worker's outcome of an evalRequest.
@@ -114,11 +118,14 @@ type evalResponse struct {
 	// underlying cause.
 	Reason ErrorReason `json:",omitempty"`
 	Cause  string      `json:",omitempty"`
+	// NeedStatus asks for the request again with its CombinedStatus.
+	NeedStatus bool `json:",omitempty"`
 }
 
 // isolated evaluates req, whose Timeout and Allowance it sets, in a worker
 // within budget b (nil for none) and returns the outcome as eval does.
-func (p *Program) isolated(req evalRequest, b *Budget) (bool, error) {
+// status, if not nil, gives the CombinedStatus a worker asks for.
+func (p *Program) isolated(req evalRequest, b *Budget, status func() (*json.RawMessage, error)) (bool, error) {
 	w, waited, err := p.workers.acquire()
 	if err != nil {
 		return false, newError(p.kind, p.source, ReasonEvaluationError, err)
@@ -135,6 +142,13 @@ func (p *Program) isolated(req evalRequest, b *Budget) (bool, error) {
 	}
 	req.Kind, req.Source, req.Timeout, req.Allowance = p.kind, p.source, l.deadline.Sub(now), l.allowance
 	res, stopped := w.evaluate(&req, l.deadline.Add(workerGrace))
+	if stopped == nil && res.NeedStatus && status != nil {
+		if req.Status, err = status(); err != nil {
+			return false, newError(p.kind, p.source, ReasonEvaluationError, err)
+		}
+		req.Timeout = time.Until(l.deadline)
+		res, stopped = w.evaluate(&req, l.deadline.Add(workerGrace))
+	}
 	if stopped != nil {
 		if b != nil {
 			b.spent += p.costLimit
@@ -152,13 +166,23 @@ func (p *Program) isolated(req evalRequest, b *Budget) (bool, error) {
 
 // isolatedCondition evaluates the condition on cs in a worker.
 func (p *Program) isolatedCondition(cs *ksv1alpha1.CombinedStatus, b *Budget) (bool, error) {
-	data, err := json.Marshal(cs)
-	if err != nil {
-		return false, newError(p.kind, p.source, ReasonEvaluationError,
-			fmt.Errorf("encoding CombinedStatus %s/%s for the evaluation's worker: %w", cs.Namespace, cs.Name, err))
+	status := func() (*json.RawMessage, error) {
+		data, err := json.Marshal(cs)
+		if err != nil {
+			return nil, fmt.Errorf("encoding CombinedStatus %s/%s for the evaluation's worker: %w", cs.Namespace, cs.Name, err)
+		}
+		raw := json.RawMessage(data)
+		return &raw, nil
 	}
-	status := json.RawMessage(data)
-	return p.isolated(evalRequest{Status: &status}, b)
+	req := evalRequest{StatusUID: string(cs.UID), StatusVersion: cs.ResourceVersion}
+	if req.StatusUID == "" || req.StatusVersion == "" {
+		raw, err := status()
+		if err != nil {
+			return false, newError(p.kind, p.source, ReasonEvaluationError, err)
+		}
+		req.StatusUID, req.StatusVersion, req.Status = "", "", raw
+	}
+	return p.isolated(req, b, status)
 }
 
 // workerStop says why a worker ended during an evaluation.

@@ -77,7 +77,7 @@ func (p *Program) evalFilter(clause Clause, b *Budget) (bool, error) {
 		return false, err
 	}
 	if p.workers != nil {
-		return p.isolated(evalRequest{Clause: &clause}, b)
+		return p.isolated(evalRequest{Clause: &clause}, b, nil)
 	}
 	return p.eval(filterVars(clause.celView()), b, 0)
 }
@@ -139,7 +139,7 @@ func (p *Program) evalAnalysis(values []float64, b *Budget) (bool, error) {
 			fmt.Errorf("the result has %d values, more than the %d an analysis condition is evaluated on", len(values), MaxResultValues))
 	}
 	if p.workers != nil {
-		return p.isolated(evalRequest{Values: values}, b)
+		return p.isolated(evalRequest{Values: values}, b, nil)
 	}
 	return p.eval(analysisValues(values), b, 0)
 }

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	apitypes "k8s.io/apimachinery/pkg/types"
 )
 
 // A process started with workerEnv set is a worker from its first moment:
@@ -106,10 +107,15 @@ func (e *Engine) serve(req *evalRequest) evalResponse {
 		}
 		vars = filterVars(req.Clause.celView())
 	case KindCondition:
-		var cs ksv1alpha1.CombinedStatus
 		if req.Status == nil {
-			return failed(errors.New("no CombinedStatus given"))
+			conv, ok := prog.conversions.cached(apitypes.UID(req.StatusUID), req.StatusVersion)
+			if !ok {
+				return evalResponse{NeedStatus: true}
+			}
+			vars = conditionVars(conv.obj)
+			break
 		}
+		var cs ksv1alpha1.CombinedStatus
 		if err := json.Unmarshal(*req.Status, &cs); err != nil {
 			return failed(fmt.Errorf("decoding the CombinedStatus: %w", err))
 		}
