@@ -187,7 +187,8 @@ func (p *Program) isolatedCondition(cs *ksv1alpha1.CombinedStatus, b *Budget) (b
 
 // workerStop says why a worker ended during an evaluation.
 type workerStop struct {
-	// why is "timeout", "memory" or "exited".
+	// why is "timeout", "memory", "exited" or "closed" (by the engine's
+	// Close).
 	why string
 	// detail is the worker's exit status and last words.
 	detail string
@@ -212,6 +213,8 @@ func (s *workerStop) cause(p *Program, l evalLimits) error {
 		return fmt.Errorf("still running at the evaluation timeout of %s, its worker process was killed", p.evalTimeout)
 	case s.why == "memory":
 		return fmt.Errorf("its worker process ran out of the %d MiB an evaluation may use", s.memory>>20)
+	case s.why == "closed":
+		return errors.New("the expression engine was closed")
 	}
 	return fmt.Errorf("its worker process ended: %s", s.detail)
 }

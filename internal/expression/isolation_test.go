@@ -262,3 +262,27 @@ func TestIsolatedBudget(t *testing.T) {
 		t.Errorf("budget spent %d, want at least its 2,000,000", b.Spent())
 	}
 }
+
+// TestCloseEndsEvaluations closes an engine during an evaluation and
+// before another: both fail as evaluation errors that say so, and neither
+// blames the expression's cost.
+func TestCloseEndsEvaluations(t *testing.T) {
+	e := isolatedEngine(t, Isolation{Workers: 1})
+	p, err := e.Compile(KindCondition, reproductions["N2 equality over shared sub-lists"])
+	if err != nil {
+		t.Fatalf("Compile: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.EvalCondition(combinedStatus("x"))
+		done <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	e.Close()
+	for _, err := range []error{<-done, func() error { _, err := p.EvalCondition(combinedStatus("x")); return err }()} {
+		var exprErr *Error
+		if !errors.As(err, &exprErr) || exprErr.Reason != ReasonEvaluationError || !strings.Contains(err.Error(), "closed") {
+			t.Errorf("EvalCondition = %v, want an evaluation error saying the engine was closed", err)
+		}
+	}
+}

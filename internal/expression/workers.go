@@ -304,6 +304,9 @@ func (w *worker) why() string {
 	if w.killedBy != "" {
 		return w.killedBy
 	}
+	if w.closing.Load() {
+		return "closed"
+	}
 	words := w.stderr.String()
 	if strings.Contains(words, "out of memory") || strings.Contains(words, "cannot allocate memory") {
 		return "memory"
