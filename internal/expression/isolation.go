@@ -53,9 +53,13 @@ const (
 
 // Isolation configures evaluation in worker processes (see WithIsolation).
 type Isolation struct {
-	// Workers is how many worker processes evaluate at once (default
+	// Workers is how many worker processes stay ready (default
 	// GOMAXPROCS).
 	Workers int
+	// MaxWorkers is how many worker processes may evaluate at once
+	// (default 4 × Workers): while every worker is busy, an evaluation
+	// that has waited 50 ms starts an extra one, which ends after it.
+	MaxWorkers int
 	// Memory is how much a worker's address space may grow past its size
 	// when it is ready (default DefaultWorkerMemory); a worker that needs
 	// more dies, and the evaluation fails with ReasonMemoryLimitExceeded.
@@ -81,6 +85,9 @@ func WithIsolation(iso Isolation) Option {
 		}
 		if iso.Workers == 0 {
 			iso.Workers = runtime.GOMAXPROCS(0)
+		}
+		if iso.MaxWorkers < iso.Workers {
+			iso.MaxWorkers = 4 * iso.Workers
 		}
 		if iso.Memory == 0 {
 			iso.Memory = DefaultWorkerMemory

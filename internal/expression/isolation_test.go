@@ -286,3 +286,39 @@ func TestCloseEndsEvaluations(t *testing.T) {
 		}
 	}
 }
+
+// TestBusyWorkersDoNotHoldOthersBack holds the only worker that stays with
+// an evaluation that runs until it is killed; a benign evaluation started
+// meanwhile gets an extra worker and finishes first.
+func TestBusyWorkersDoNotHoldOthersBack(t *testing.T) {
+	e := isolatedEngine(t, Isolation{Workers: 1, MaxWorkers: 2}, WithEvalTimeout(3*time.Second))
+	hostile, err := e.Compile(KindCondition, reproductions["N2 equality over shared sub-lists"])
+	if err != nil {
+		t.Fatalf("Compile: %v", err)
+	}
+	benign, err := e.Compile(KindCondition, `obj.results.map(r, r.name).exists(n, n == 'x')`)
+	if err != nil {
+		t.Fatalf("Compile: %v", err)
+	}
+	cs := combinedStatus("x")
+	if ok, err := benign.EvalCondition(cs); err != nil || !ok { // the worker that stays is ready
+		t.Fatalf("benign condition: %v, %v", ok, err)
+	}
+	hostileDone := make(chan error, 1)
+	go func() {
+		_, err := hostile.EvalCondition(cs)
+		hostileDone <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	if ok, err := benign.EvalCondition(cs); err != nil || !ok {
+		t.Fatalf("benign condition while the worker is busy: %v, %v", ok, err)
+	}
+	select {
+	case err := <-hostileDone:
+		t.Fatalf("the hostile evaluation ended (%v) before the benign one did", err)
+	default:
+	}
+	if err := <-hostileDone; !IsTooCostly(err) {
+		t.Errorf("hostile evaluation: %v, want a cost reason", err)
+	}
+}

@@ -51,68 +51,132 @@ type workerReady struct {
 	PID int
 }
 
-// workerPool holds an engine's workers. A free worker waits in free; nil
-// there stands for one to start.
+// workerPool holds an engine's workers: iso.Workers that stay, and, while
+// every one of them is busy, up to iso.MaxWorkers in all, each of the extra
+// ones ended once it has served its evaluation. So evaluations that hold
+// workers until their deadline (a hostile policy's) delay the others by at
+// most overflowAfter while the pool can grow, and FIFO-order them after
+// that: a free worker goes to the evaluation that has waited longest.
 type workerPool struct {
 	iso    Isolation
 	config workerConfig
-	free   chan *worker
+	// free holds the ready workers that serve no evaluation.
+	free chan *worker
+	// done is closed by close.
+	done chan struct{}
 
 	mu     sync.Mutex
 	closed bool
-	all    map[*worker]struct{}
+	// live counts the workers started or starting.
+	live int
+	all  map[*worker]struct{}
 }
+
+// overflowAfter is how long an evaluation waits for a free worker before it
+// starts an extra one, if the pool may grow.
+const overflowAfter = 50 * time.Millisecond
 
 // newWorkerPool returns a pool of iso.Workers workers, started in the
 // background.
 func newWorkerPool(iso Isolation, c workerConfig) *workerPool {
-	p := &workerPool{iso: iso, config: c, free: make(chan *worker, iso.Workers), all: map[*worker]struct{}{}}
+	p := &workerPool{iso: iso, config: c, free: make(chan *worker, iso.MaxWorkers), done: make(chan struct{}),
+		all: map[*worker]struct{}{}}
 	for range iso.Workers {
-		go p.replace()
+		p.live++
+		go p.startFree()
 	}
 	return p
 }
 
-// replace starts a worker and makes it free; if it cannot start, it frees a
-// nil in its place, which the next acquire starts again.
-func (p *workerPool) replace() {
+// startFree starts a worker that stays and makes it free.
+func (p *workerPool) startFree() {
 	w, err := p.start()
 	if err != nil {
-		w = nil
-	}
-	p.free <- w
-}
-
-// acquire returns a free worker, starting one if need be, and how long it
-// waited.
-func (p *workerPool) acquire() (*worker, time.Duration, error) {
-	start := time.Now()
-	timer := time.NewTimer(p.iso.Wait)
-	defer timer.Stop()
-	var w *worker
-	select {
-	case w = <-p.free:
-	case <-timer.C:
-		return nil, time.Since(start), fmt.Errorf("no evaluation worker was free within %s", p.iso.Wait)
-	}
-	if w == nil || w.exited() {
-		var err error
-		if w, err = p.start(); err != nil {
-			p.free <- nil
-			return nil, time.Since(start), err
-		}
-	}
-	return w, time.Since(start), nil
-}
-
-// release makes w free again, or, if it ended, starts its replacement.
-func (p *workerPool) release(w *worker) {
-	if w.exited() {
-		p.forget(w)
-		go p.replace()
+		p.mu.Lock()
+		p.live--
+		p.mu.Unlock()
 		return
 	}
 	p.free <- w
+}
+
+// reserve counts one more worker, if the pool has fewer than least (or
+// than its most, if least is 0).
+func (p *workerPool) reserve(least int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || (least > 0 && p.live >= least) || p.live >= p.iso.MaxWorkers {
+		return false
+	}
+	p.live++
+	return true
+}
+
+// acquire returns a free worker, or one it starts, and how long it waited
+// for it.
+func (p *workerPool) acquire() (*worker, time.Duration, error) {
+	start := time.Now()
+	overflow := time.NewTimer(overflowAfter)
+	defer overflow.Stop()
+	timeout := time.NewTimer(p.iso.Wait)
+	defer timeout.Stop()
+	for {
+		// The pool keeps iso.Workers: one that failed to start is
+		// started again here.
+		if p.reserve(p.iso.Workers) {
+			w, err := p.start()
+			if err != nil {
+				p.unreserve()
+				return nil, time.Since(start), err
+			}
+			return w, time.Since(start), nil
+		}
+		select {
+		case w := <-p.free:
+			return w, time.Since(start), nil
+		case <-overflow.C:
+			if p.reserve(0) {
+				w, err := p.start()
+				if err != nil {
+					p.unreserve()
+					return nil, time.Since(start), err
+				}
+				return w, time.Since(start), nil
+			}
+		case <-timeout.C:
+			return nil, time.Since(start), fmt.Errorf("no evaluation worker was free within %s", p.iso.Wait)
+		case <-p.done:
+			return nil, time.Since(start), errors.New("the expression engine is closed")
+		}
+	}
+}
+
+func (p *workerPool) unreserve() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.live--
+}
+
+// release makes w free again; it ends w instead if the pool has more than
+// the workers that stay. A worker that ended is forgotten, and replaced by
+// the next acquire.
+func (p *workerPool) release(w *worker) {
+	p.mu.Lock()
+	extra := p.live > p.iso.Workers
+	ended := w.exited()
+	if ended || extra || p.closed {
+		p.live--
+		delete(p.all, w)
+	}
+	p.mu.Unlock()
+	switch {
+	case ended:
+	case extra:
+		w.closing.Store(true)
+		w.kill()
+	default:
+		p.free <- w
+	}
 }
 
 // start starts a worker and waits until it is ready.
@@ -130,6 +194,7 @@ func (p *workerPool) start() (*worker, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
+		w.closing.Store(true)
 		w.kill()
 		return nil, errors.New("the expression engine is closed")
 	}
@@ -137,16 +202,13 @@ func (p *workerPool) start() (*worker, error) {
 	return w, nil
 }
 
-func (p *workerPool) forget(w *worker) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.all, w)
-}
-
 // close kills every worker; evaluations after it fail.
 func (p *workerPool) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if !p.closed {
+		close(p.done)
+	}
 	p.closed = true
 	for w := range p.all {
 		w.closing.Store(true)
