@@ -252,8 +252,7 @@ func startWorker(c workerConfig, wait time.Duration, onStopped func(string)) (*w
 	}
 	respR, respW, err := os.Pipe()
 	if err != nil {
-		reqR.Close()
-		reqW.Close()
+		closeAll(reqR, reqW)
 		return nil, err
 	}
 	w := &worker{
@@ -269,20 +268,17 @@ func startWorker(c workerConfig, wait time.Duration, onStopped func(string)) (*w
 	cmd.Stderr = w.stderr
 	cmd.SysProcAttr = workerSysProcAttr()
 	if err := cmd.Start(); err != nil {
-		reqR.Close()
-		reqW.Close()
-		respR.Close()
-		respW.Close()
+		closeAll(reqR, reqW, respR, respW)
 		return nil, fmt.Errorf("running %s as a worker: %w", self, err)
 	}
-	reqR.Close()
-	respW.Close()
+	// The worker's ends are the worker's now.
+	closeAll(reqR, respW)
 	w.cmd = cmd
 	w.requests = bufio.NewWriter(reqW)
 	w.encoder = json.NewEncoder(w.requests)
 	ready := make(chan error, 1)
 	go func() {
-		defer respR.Close()
+		defer closeAll(respR)
 		decoder := json.NewDecoder(bufio.NewReader(respR))
 		var hello workerReady
 		if err := decoder.Decode(&hello); err != nil || !hello.Ready {
@@ -301,7 +297,7 @@ func startWorker(c workerConfig, wait time.Duration, onStopped func(string)) (*w
 	}()
 	go func() {
 		_ = cmd.Wait()
-		reqW.Close()
+		closeAll(reqW)
 		close(w.done)
 	}()
 	timer := time.NewTimer(wait)
@@ -316,6 +312,13 @@ func startWorker(c workerConfig, wait time.Duration, onStopped func(string)) (*w
 	case <-timer.C:
 		w.kill()
 		return nil, fmt.Errorf("the worker was not ready within %s", wait)
+	}
+}
+
+// closeAll closes files whose closing can fail only if they were closed.
+func closeAll(files ...*os.File) {
+	for _, f := range files {
+		_ = f.Close()
 	}
 }
 
