@@ -301,6 +301,26 @@ func TestOutputs(t *testing.T) {
 		}
 		golden(t, "eval-invalid", out)
 	})
+	t.Run("eval-contained", func(t *testing.T) {
+		// Equality over shared sub-lists walks 10^9 leaves in one call
+		// that is never interrupted (issue 54's N2): the plugin evaluates
+		// it as the stager does, in a worker it kills at the deadline, or
+		// refuses it before it runs.
+		hostile := `[[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]].exists(v0, `
+		for i := 1; i <= 9; i++ {
+			hostile += fmt.Sprintf(`[[%s]].exists(v%d, `, strings.TrimSuffix(strings.Repeat(fmt.Sprintf("v%d, ", i-1), 10), ", "), i)
+		}
+		hostile += `v9 != v9` + strings.Repeat(")", 10)
+		start := time.Now()
+		out, err := run(t, now, "", "eval", "web", "--condition", hostile)
+		t.Logf("eval took %s: %v\n%s", time.Since(start), err, out)
+		if took := time.Since(start); took > 30*time.Second {
+			t.Errorf("eval of a hostile condition took %s", took)
+		}
+		if !strings.Contains(out, "evaluation timed out") && !strings.Contains(out, "was not run") {
+			t.Errorf("eval of a hostile condition does not say it was stopped:\n%s", out)
+		}
+	})
 	t.Run("completion", func(t *testing.T) {
 		out, err := run(t, now, "", "__complete", "explain", "")
 		if err != nil {
