@@ -459,9 +459,17 @@ func placeBatch(snap *Snapshot, active int, b batches, satisfied bool) (Action, 
 		return Action{}, false
 	}
 	bp := ClusterBindingPolicy(policy, stage, b.place)
-	if existing := findBindingPolicy(snap.BindingPolicies, bp.Name); existing != nil {
-		// Being deleted (the cluster left and came back): wait for it to go.
+	switch existing := findBindingPolicy(snap.BindingPolicies, bp.Name); {
+	case existing == nil:
+	case !OwnedBy(existing, policy):
+		return bindingPolicyConflict(snap, existing.Name, fmt.Sprintf("the name of cluster %s's BindingPolicy is taken", b.place)), true
+	case existing.DeletionTimestamp != nil:
+		// The cluster left and came back: wait for it to go.
 		return Action{Type: ActionNone, Why: fmt.Sprintf("BindingPolicy %s is being deleted; waiting to create it again", bp.Name)}, true
+	default:
+		// The policy's, but not counted as placed: its labels were changed.
+		return Action{Type: ActionUpdateBindingPolicy, BindingPolicy: inLineWith(existing, bp),
+			Why: fmt.Sprintf("BindingPolicy %s differs from the spec of stage %q", bp.Name, stage.Name)}, true
 	}
 	action := Action{Type: ActionCreateBindingPolicy, BindingPolicy: bp,
 		Why: fmt.Sprintf("stage %q places cluster %s", stage.Name, b.place)}

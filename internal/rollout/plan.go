@@ -223,7 +223,8 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //     BindingPolicies in line with the spec, then places the next cluster
 //     its census names, by name, through a BindingPolicy of its own: at once
 //     while the batch fills, else once no placed cluster is Progressing
-//     and that has soaked; more failures than maxFailures allow, or one in
+//     and that has soaked; a name taken by an object the policy does not
+//     own blocks the rollout (BindingPolicyConflict); more failures than maxFailures allow, or one in
 //     the canary batch, stall the rollout (FailureBudgetExceeded) and
 //     place nothing more; the stage is done once every cluster is placed
 //     and none is Progressing, one at least Succeeded (batches.go);
@@ -356,10 +357,7 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 	current := snap.ActiveBindingPolicy
 	switch {
 	case current != nil && !OwnedBy(current, policy):
-		msg := fmt.Sprintf("BindingPolicy %s already exists and does not belong to this policy; rename or delete it", current.Name)
-		status := blockedStatus(policy, v1alpha1.ReasonBindingPolicyConflict, msg, snap.Now)
-		return statusAction(policy, status, Event{Type: corev1.EventTypeWarning, Reason: v1alpha1.ReasonBindingPolicyConflict, Note: msg},
-			"the active stage's BindingPolicy name is taken")
+		return bindingPolicyConflict(snap, current.Name, "the active stage's BindingPolicy name is taken")
 	case (current == nil || current.DeletionTimestamp != nil) && HandedOver(policy, snap.NextBindingPolicy, active):
 		// The stage was done and handed over; its BindingPolicy went
 		// before the status said so. Record the advance rather than
@@ -396,6 +394,15 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 	action := planAfterAssessment(snap, active, current, result, nil, an)
 	action.Evaluations = result.evaluations
 	return action
+}
+
+// bindingPolicyConflict blocks the rollout because the BindingPolicy the
+// policy needs next, name, exists and is not the policy's: a Warning Event
+// once, and the status saying so until the name is free.
+func bindingPolicyConflict(snap *Snapshot, name, why string) Action {
+	msg := fmt.Sprintf("BindingPolicy %s already exists and does not belong to this policy; rename or delete it", name)
+	status := blockedStatus(snap.Policy, v1alpha1.ReasonBindingPolicyConflict, msg, snap.Now)
+	return statusAction(snap.Policy, status, Event{Type: corev1.EventTypeWarning, Reason: v1alpha1.ReasonBindingPolicyConflict, Note: msg}, why)
 }
 
 // planAfterAssessment chooses the change once the active stage's
