@@ -190,7 +190,10 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //     gets one StageApproval in line with the policy (approval.go);
 //  11. an approved, active stage whose spec would place anything else
 //     (cluster selectors, downsync) awaits approval again, its
-//     BindingPolicy left as approved;
+//     BindingPolicy left as approved; a stage approved before its record
+//     named what it placed (approvedPlacement) gets that record from its
+//     BindingPolicies when they place what the spec does, and otherwise
+//     awaits approval again;
 //  12. a stage awaiting approval places nothing until it is approved (a
 //     StageApproval of its name that the policy does not own blocks the
 //     rollout, StageApprovalConflict); a gate reached binds until it is
