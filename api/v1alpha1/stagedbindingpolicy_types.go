@@ -52,6 +52,16 @@ const (
 	// the record that the stage was done.
 	HandedOverFromAnnotation = "community.kubestellar.io/handed-over-from"
 
+	// PlacedAnnotation is set on the BindingPolicy that places one cluster
+	// of a stage placed in batches when the stager places it, and holds the
+	// time and the stager's seal of it, of the policy's UID, the stage, the
+	// revision and the cluster ("<RFC 3339 time>/<seal>"). Such a
+	// BindingPolicy counts as placed only with a seal of the running stager,
+	// or when the stage's record names its cluster: one that merely carries
+	// the policy's owner reference (which anyone who can read the policy can
+	// write) is taken over when the stage's order reaches its cluster.
+	PlacedAnnotation = "community.kubestellar.io/placed"
+
 	// RevisionLabel is set on every BindingPolicy generated for a policy
 	// with spec.revision and holds the revision the BindingPolicy places.
 	RevisionLabel = "community.kubestellar.io/revision"

@@ -131,9 +131,14 @@ func handoverToken(policy *v1alpha1.StagedBindingPolicy, active int) (string, bo
 // its start at start.
 func SealedMark(policy types.UID, stage string, start time.Time) string {
 	mark := stage + "@" + start.UTC().Format(time.RFC3339)
+	return mark + "/" + seal(string(policy)+"/"+mark)
+}
+
+// seal is the HMAC-SHA256 of msg under this process's key, base64url.
+func seal(msg string) string {
 	mac := hmac.New(sha256.New, handoverKey)
-	mac.Write([]byte(string(policy) + "/" + mark))
-	return mark + "/" + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+	mac.Write([]byte(msg))
+	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
 }
 
 // recordHandover records the advance from the active stage, handed over

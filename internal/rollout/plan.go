@@ -224,10 +224,14 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //     requeues it;
 //  16. a stage placed in batches (maxConcurrency) brings its clusters'
 //     BindingPolicies in line with the spec, then places the next cluster
-//     its census names, by name, through a BindingPolicy of its own: at once
-//     while the batch fills, else once no placed cluster is Progressing
-//     and that has soaked; a name taken by an object the policy does not
-//     own blocks the rollout (BindingPolicyConflict); more failures than maxFailures allow, or one in
+//     its census names, by name, through a BindingPolicy of its own,
+//     sealed (PlacedAnnotation): at once while the batch fills, else once
+//     no placed cluster is Progressing and that has soaked; a cluster
+//     counts as placed only under the seal of this process or when the
+//     stage's record names it, and one the policy owns otherwise is taken
+//     over, sealed, when the order reaches it; a name taken by an object
+//     the policy does not own blocks the rollout (BindingPolicyConflict);
+//     more failures than maxFailures allow, or one in
 //     the canary batch, stall the rollout (FailureBudgetExceeded) and
 //     place nothing more; the stage is done once every cluster is placed
 //     and none is Progressing, one at least Succeeded (batches.go);

@@ -23,7 +23,9 @@ import (
 	"testing"
 
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 )
@@ -112,6 +114,105 @@ func TestBatchesReportATakenClusterName(t *testing.T) {
 		f = f.with(func(s *Snapshot) { s.BindingPolicies = append(s.BindingPolicies, *bp) })
 		if action := Plan(f.Snapshot, engine); action.Type != ActionNone {
 			t.Fatalf("action = %s (%s), want none while it goes", action.Type, action.Why)
+		}
+	})
+}
+
+// forged returns the BindingPolicy that would place cluster in stage prod
+// of f's policy, made by someone who can create BindingPolicies: named,
+// labelled and owned (the policy's UID is readable) as the stager makes
+// them, created at created, and resolved, with the CombinedStatus of its
+// Deployment saying count available; it bears no seal of the stager.
+func (f fixture) forged(cluster string, created metav1.Time, count string) fixture {
+	f = f.on(cluster, created, count)
+	delete(f.BindingPolicies[len(f.BindingPolicies)-1].Annotations, v1alpha1.PlacedAnnotation)
+	return f
+}
+
+// TestBatchesCountOnlyTheClustersTheStagerPlaced: a BindingPolicy of a
+// cluster that carries the policy's owner reference counts as placed only
+// when the stager placed it: sealed by this process, or named in the
+// stage's record (placed before the stager restarted). Another is not the
+// canary, counts neither for nor against the stage, and is taken over,
+// sealed, when the stage's order reaches its cluster.
+func TestBatchesCountOnlyTheClustersTheStagerPlaced(t *testing.T) {
+	engine := newEngine(t)
+	canary := fleetStage(func(s *v1alpha1.Stage) { s.Canary = ptr.To[int32](1) })
+
+	t.Run("a forged BindingPolicy does not pick the canary", func(t *testing.T) {
+		f := batched(canary).forged("store-c", minutesAgo(30), "1")
+		action := Plan(f.Snapshot, engine)
+		if action.Type != ActionCreateBindingPolicy || action.BindingPolicy.Name != "web.stage.prod.on.store-a" {
+			t.Fatalf("action = %s (%s), want store-a placed", action.Type, action.Why)
+		}
+		if len(action.Events) != 1 || !strings.Contains(action.Events[0].Note, "batch 1 of") {
+			t.Errorf("events = %+v, want store-a to start batch 1, the canary", action.Events)
+		}
+		if action.BindingPolicy.Annotations[v1alpha1.PlacedAnnotation] == "" {
+			t.Errorf("store-a's BindingPolicy is not sealed: %v", action.BindingPolicy.Annotations)
+		}
+	})
+
+	t.Run("a forged failure neither stalls the stage nor counts against its budget", func(t *testing.T) {
+		f := batched(canary).on("store-a", minutesAgo(2), "1").forged("store-b", minutesAgo(30), "0")
+		action := Plan(f.Snapshot, engine)
+		if action.Type != ActionUpdateBindingPolicy || action.BindingPolicy.Name != "web.stage.prod.on.store-b" ||
+			action.BindingPolicy.Annotations[v1alpha1.PlacedAnnotation] == "" {
+			t.Fatalf("action = %s (%s), want store-b taken over, sealed, as the next cluster", action.Type, action.Why)
+		}
+	})
+
+	t.Run("forged BindingPolicies do not complete the stage", func(t *testing.T) {
+		f := batched(canary).on("store-a", minutesAgo(2), "1")
+		for _, c := range []string{"store-b", "store-c", "store-d", "store-e"} {
+			f = f.forged(c, minutesAgo(2), "1")
+		}
+		action := Plan(f.Snapshot, engine)
+		if action.Status != nil && action.Status.Phase == v1alpha1.RolloutCompleted {
+			t.Fatalf("the rollout completed on forged placements")
+		}
+	})
+
+	t.Run("the stage's order takes a forged one over, its deadline counting from then", func(t *testing.T) {
+		f := batched(canary).forged("store-a", minutesAgo(30), "0")
+		action := Plan(f.Snapshot, engine)
+		if action.Type != ActionUpdateBindingPolicy || action.BindingPolicy.Name != "web.stage.prod.on.store-a" {
+			t.Fatalf("action = %s (%s), want store-a's BindingPolicy taken over", action.Type, action.Why)
+		}
+		sealed := action.BindingPolicy.Annotations[v1alpha1.PlacedAnnotation]
+		if sealed != SealedPlacement(testPolicyUID, "prod", "", "store-a", now.Time) {
+			t.Fatalf("seal = %q, want this process's, dated now", sealed)
+		}
+		f.BindingPolicies[len(f.BindingPolicies)-1] = *action.BindingPolicy
+		then := Plan(f.Snapshot, engine)
+		got := clusterRecord(t, then)
+		if got.Placed != 1 || got.Failed != 0 || then.Status.Phase != v1alpha1.RolloutProgressing {
+			t.Errorf("clusters = %+v, phase %s: want store-a placed now and progressing, not failed past a deadline from its creation",
+				got, then.Status.Phase)
+		}
+	})
+
+	t.Run("a seal is the cluster's own", func(t *testing.T) {
+		f := batched(canary).forged("store-c", minutesAgo(30), "0")
+		bp := &f.BindingPolicies[len(f.BindingPolicies)-1]
+		bp.Annotations = map[string]string{v1alpha1.PlacedAnnotation: SealedPlacement(testPolicyUID, "prod", "", "store-a", minutesAgo(30).Time)}
+		action := Plan(f.Snapshot, engine)
+		if action.Type != ActionCreateBindingPolicy || action.BindingPolicy.Name != "web.stage.prod.on.store-a" {
+			t.Fatalf("action = %s (%s), want store-a placed: store-a's seal does not seal store-c", action.Type, action.Why)
+		}
+	})
+
+	t.Run("after a restart, the clusters the record names count", func(t *testing.T) {
+		f := batched(fleetStage(nil)).forged("store-a", minutesAgo(2), "1").forged("store-b", minutesAgo(1), "0")
+		record := f.Policy.Status.StageNamed("prod")
+		record.Clusters = &v1alpha1.StageClusters{Total: 5, Placed: 2, Succeeded: 1, Batch: 1, Batches: 3,
+			Clusters: []v1alpha1.ClusterStatus{{Name: "store-b", State: v1alpha1.ClusterProgressing}, {Name: "store-a", State: v1alpha1.ClusterSucceeded}}}
+		action := Plan(f.Snapshot, engine)
+		if action.Type == ActionCreateBindingPolicy || action.Type == ActionUpdateBindingPolicy {
+			t.Fatalf("action = %s (%s), want the stage to wait for store-b", action.Type, action.Why)
+		}
+		if got := clusterRecord(t, action); got.Placed != 2 || got.Succeeded != 1 {
+			t.Errorf("clusters = %+v, want store-a and store-b placed", got)
 		}
 	})
 }
