@@ -43,9 +43,10 @@ import (
 // then placed by a BindingPolicy of its own, the stage's selectors narrowed
 // to the cluster's name label, whose CombinedStatuses report on that
 // cluster alone: the stage's condition judges each cluster by itself. The
-// BindingPolicies are the record of what is placed and when (their
-// creation time starts each cluster's progressDeadline), so a restarted
-// stager resumes the same batch.
+// BindingPolicies are the record of what is placed and when (the time of
+// their seal, PlacedAnnotation, starts each cluster's progressDeadline),
+// with the stage's record of its clusters vouching for them across a
+// restart of the stager, so a restarted stager resumes the same batch.
 
 // CensusBindingPolicy returns the BindingPolicy that lists the clusters of
 // a stage placed in batches: the stage's clusterSelectors, no downsync.

@@ -98,7 +98,8 @@ func markedForThisStart(policy *v1alpha1.StagedBindingPolicy, next *ksv1alpha1.B
 		hmac.Equal([]byte(next.Annotations[v1alpha1.HandedOverFromAnnotation]), []byte(token))
 }
 
-// handoverKey seals the marks this process writes. A mark is the record
+// handoverKey seals the marks this process writes, and the placements of
+// a batched stage's clusters (SealedPlacement). A mark is the record
 // that a stage was done, and what it names (the policy's UID, the stage,
 // its start) is readable by whoever can read the policy: whoever can also
 // create BindingPolicies could otherwise mark one and have a stage recorded

@@ -105,3 +105,41 @@ func TestReconcileReportsATakenClusterName(t *testing.T) {
 	}
 }
 
+// TestReconcileSealsTheClustersItPlaces: the BindingPolicy the reconciler
+// creates for a cluster bears its seal as the API server stores it, and one
+// that someone else made with the policy's owner reference is not counted
+// as placed: it is taken over, sealed, when the stage's order reaches its
+// cluster, and the stage's record then counts both.
+func TestReconcileSealsTheClustersItPlaces(t *testing.T) {
+	needsAPIServer(t)
+	ctx := t.Context()
+	p := batchedAtProd(t, "reconcile-sealed", "store-a", "store-b")
+	forged := rollout.ClusterBindingPolicy(p, p.Spec.Stages[2], "store-b")
+	if err := testSpace.Client.Create(ctx, forged); err != nil {
+		t.Fatalf("creating the forged BindingPolicy: %v", err)
+	}
+
+	r := newTestReconciler(t, time.Now())
+	run := func() {
+		t.Helper()
+		if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}}); err != nil {
+			t.Fatalf("Reconcile: %v", err)
+		}
+	}
+	run()
+	if a := getBP(t, v1alpha1.ClusterBindingPolicyName(p.Name, "prod", "", "store-a")); a.Annotations[v1alpha1.PlacedAnnotation] == "" {
+		t.Fatalf("store-a's BindingPolicy bears no seal: %v", a.Annotations)
+	}
+	if b := getBP(t, forged.Name); b.Annotations[v1alpha1.PlacedAnnotation] != "" {
+		t.Fatalf("store-b's forged BindingPolicy was sealed before store-a was placed")
+	}
+	run()
+	if b := getBP(t, forged.Name); b.Annotations[v1alpha1.PlacedAnnotation] == "" {
+		t.Fatalf("store-b's BindingPolicy was not taken over, sealed, as the batch filled: %v", b.Annotations)
+	}
+	run()
+	got := getPolicy(t, p.Name).Status.StageNamed("prod")
+	if got == nil || got.Clusters == nil || got.Clusters.Placed != 2 {
+		t.Errorf("prod's record %+v, want both clusters placed", got)
+	}
+}
