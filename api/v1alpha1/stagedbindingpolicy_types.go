@@ -52,6 +52,16 @@ const (
 	// the record that the stage was done.
 	HandedOverFromAnnotation = "community.kubestellar.io/handed-over-from"
 
+	// PlacedAnnotation is set on the BindingPolicy that places one cluster
+	// of a stage placed in batches when the stager places it, and holds the
+	// time and the stager's seal of it, of the policy's UID, the stage, the
+	// revision and the cluster ("<RFC 3339 time>/<seal>"). Such a
+	// BindingPolicy counts as placed only with a seal of the running stager,
+	// or when the stage's record names its cluster: one that merely carries
+	// the policy's owner reference (which anyone who can read the policy can
+	// write) is taken over when the stage's order reaches its cluster.
+	PlacedAnnotation = "community.kubestellar.io/placed"
+
 	// RevisionLabel is set on every BindingPolicy generated for a policy
 	// with spec.revision and holds the revision the BindingPolicy places.
 	RevisionLabel = "community.kubestellar.io/revision"
@@ -83,7 +93,15 @@ const (
 	DefaultRevisionLabelKey = "app.kubernetes.io/version"
 
 	// bindingPolicyInfix joins the policy name and the stage name in the name
-	// of a generated BindingPolicy.
+	// of a generated BindingPolicy. Every generated name is
+	// "<policy>.stage.<stage>" followed by nothing, ".<revision>",
+	// ".clusters.selected" or "[.<revision>].on.<cluster>", and has one
+	// parse: the CRD admits no new policy name with a dot-separated part
+	// "stage", so the first such part ends the policy's name; stage and
+	// revision names are DNS labels, one part each; and no revision is
+	// named "on", so a cluster's name, dots and all, is what follows the
+	// "on" after the stage or its revision. Two policies, stages,
+	// revisions or clusters never share a name (TestGeneratedNamesParse).
 	bindingPolicyInfix = ".stage."
 )
 
@@ -145,6 +163,7 @@ func StageApprovalName(policy, stage string) string {
 // +kubebuilder:printcolumn:name="Deadline",type=string,priority=1,JSONPath=`.status.stages[?(@.phase=="Active")].progressDeadlineTime`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="the policy name must be at most 63 characters: it is the value of the community.kubestellar.io/staged-binding-policy label of the generated BindingPolicies"
+// +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || !(self.metadata.name == 'stage' || self.metadata.name.startsWith('stage.') || self.metadata.name.endsWith('.stage') || self.metadata.name.contains('.stage.'))",optionalOldSelf=true,message="the policy name may not have stage as a dot-separated part: in the names of the policy's BindingPolicies and StageApprovals, the first such part ends the policy's name"
 type StagedBindingPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -233,10 +252,12 @@ type Revision struct {
 
 	// Name is the revision to roll out: the value of labelKey on its
 	// objects. It is a DNS label, as it becomes part of the names of the
-	// revision's BindingPolicies.
+	// revision's BindingPolicies, and not "on", which there comes before a
+	// cluster's name (a policy that had it already may keep it).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self != 'on' || oldSelf.hasValue() && oldSelf.value() == self",optionalOldSelf=true,message="a revision may not be named on: in the names of a stage's BindingPolicies it comes before a cluster's name"
 	Name string `json:"name"`
 }
 

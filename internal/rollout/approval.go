@@ -22,6 +22,7 @@ import (
 	"slices"
 	"time"
 
+	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,7 +48,14 @@ func needsApproval(policy *v1alpha1.StagedBindingPolicy, index, active int) bool
 	}
 	record := policy.Status.StageNamed(stage.Name)
 	return index == active && record != nil && record.Approval != "" &&
-		(record.Phase == v1alpha1.StageAwaitingApproval || record.Phase == v1alpha1.StageActive && record.ApprovedPlacement != "")
+		(record.Phase == v1alpha1.StageAwaitingApproval || record.Phase == v1alpha1.StageActive && approvedThroughStageApproval(record))
+}
+
+// approvedThroughStageApproval reports whether an active stage's record
+// says a StageApproval started it: it names what was approved, or, written
+// by a stager from before approvedPlacement, when.
+func approvedThroughStageApproval(record *v1alpha1.StageStatus) bool {
+	return record.ApprovedPlacement != "" || record.ApprovedTime != nil
 }
 
 // approvalRequests keeps one StageApproval, in line with the policy, for
@@ -141,17 +149,35 @@ func approvalGate(snap *Snapshot, active int) Action {
 // placed then, so its BindingPolicy stays as it was approved until an
 // approval of the new rollout starts the stage again. It reports false when
 // nothing it places has changed.
+//
+// A record written by a stager from before approvedPlacement names no
+// placement: what the stage's BindingPolicies place is then taken as the
+// one approved, and recorded, when it is what the spec places; else (the
+// spec changed since, or there is nothing to read it from) the stage
+// awaits approval again, as for a change.
 func approvedPlacementChanged(snap *Snapshot, active int) (Action, bool) {
 	policy := snap.Policy
 	stage := policy.Spec.Stages[active]
 	record := policy.Status.StageNamed(stage.Name)
-	if record == nil || record.Phase != v1alpha1.StageActive || record.ApprovedPlacement == "" ||
-		record.ApprovedPlacement == placementDigest(policy, stage) {
+	if record == nil || record.Phase != v1alpha1.StageActive || !approvedThroughStageApproval(record) {
 		return Action{}, false
 	}
+	digest := placementDigest(policy, stage)
 	name := v1alpha1.StageApprovalName(policy.Name, stage.Name)
 	msg := fmt.Sprintf("the spec changes what the stage places since %s approved it: its BindingPolicy stays as approved until StageApproval %s approves the change",
 		orSomeone(record.ApprovedBy), name)
+	switch {
+	case record.ApprovedPlacement == digest:
+		return Action{}, false
+	case record.ApprovedPlacement == "" && placedAsSpecified(snap, active):
+		status := policy.Status.DeepCopy()
+		status.StageNamed(stage.Name).ApprovedPlacement = digest
+		return Action{Type: ActionUpdateStatus, Status: status,
+			Why: fmt.Sprintf("stage %q was approved before its record named what it placed: recording what its BindingPolicy places", stage.Name)}, true
+	case record.ApprovedPlacement == "":
+		msg = fmt.Sprintf("%s approved the stage before the stager recorded what an approval places, and its BindingPolicy does not place what the spec does: "+
+			"it stays as it is until StageApproval %s approves the spec", orSomeone(record.ApprovedBy), name)
+	}
 	status := policy.Status.DeepCopy()
 	status.Stages = stageRecords(policy, status.Stages, active, snap.Now)
 	r := &status.Stages[active]
@@ -163,6 +189,35 @@ func approvedPlacementChanged(snap *Snapshot, active int) (Action, bool) {
 	return Action{Type: ActionUpdateStatus, Status: status,
 		Events: []Event{{Type: corev1.EventTypeWarning, Reason: v1alpha1.ReasonApprovedPlacementChanged, Note: fmt.Sprintf("stage %q: %s", stage.Name, msg)}},
 		Why:    fmt.Sprintf("stage %q: %s", stage.Name, msg)}, true
+}
+
+// placedAsSpecified reports whether the active stage's BindingPolicies,
+// the policy's, place what the spec says: its BindingPolicy, or for a
+// stage placed in batches its census and the BindingPolicies of its
+// clusters (one at least, every one).
+func placedAsSpecified(snap *Snapshot, active int) bool {
+	policy := snap.Policy
+	stage := policy.Spec.Stages[active]
+	inLine := func(current, desired *ksv1alpha1.BindingPolicy) bool {
+		return current != nil && current.DeletionTimestamp == nil && OwnedBy(current, policy) && BindingPolicyInSync(current, desired)
+	}
+	if !stage.Batched() {
+		return inLine(snap.ActiveBindingPolicy, DesiredBindingPolicy(policy, stage))
+	}
+	if !inLine(snap.ActiveBindingPolicy, CensusBindingPolicy(policy, stage)) {
+		return false
+	}
+	placed := false
+	for i := range snap.BindingPolicies {
+		bp := &snap.BindingPolicies[i]
+		if OwnedBy(bp, policy) && placesCluster(policy, stage.Name, bp) {
+			if !inLine(bp, ClusterBindingPolicy(policy, stage, bp.Labels[v1alpha1.ClusterLabel])) {
+				return false
+			}
+			placed = true
+		}
+	}
+	return placed
 }
 
 // orSomeone is an approver's name, or words for one who gave none.

@@ -429,3 +429,68 @@ func TestPlanApprovedPlacement(t *testing.T) {
 		}
 	})
 }
+
+// TestPlanApprovalRecordedBeforeApprovedPlacement: a stage approved by a
+// stager that did not record approvedPlacement yet (before an upgrade)
+// keeps its approval only for what its BindingPolicy places: the record is
+// completed from it; a spec that would place anything else, or a stage
+// whose placement cannot be read, awaits approval again.
+func TestPlanApprovalRecordedBeforeApprovedPlacement(t *testing.T) {
+	engine := newEngine(t)
+	legacy := func(s *Snapshot) { s.Policy.Status.Stages[1].ApprovedPlacement = "" }
+	everyCluster := func(s *Snapshot) {
+		s.Policy.Spec.Stages[1].ClusterSelectors = []metav1.LabelSelector{{}}
+		s.Policy.Generation++
+	}
+	noGate := func(s *Snapshot) { s.Policy.Spec.Stages[1].Approval = v1alpha1.ApprovalNone }
+	noBP := func(s *Snapshot) { s.ActiveBindingPolicy, s.BindingPolicies = nil, nil }
+
+	t.Run("placing what it placed, the record is completed", func(t *testing.T) {
+		snap := approvedAt().with(legacy).Snapshot
+		action := Plan(snap, engine)
+		if action.Type != ActionUpdateStatus || action.Status.StageNamed("test").ApprovedPlacement != placementDigest(snap.Policy, snap.Policy.Spec.Stages[1]) {
+			t.Fatalf("action %s (%s), want the approved placement recorded", action.Type, action.Why)
+		}
+		if r := action.Status.StageNamed("test"); r.Phase != v1alpha1.StageActive || r.ApprovedBy != "alice" || len(action.Events) != 0 {
+			t.Errorf("test's record %+v, events %v: want it active, approved by alice, quietly", r, eventKeys(action.Events))
+		}
+		// Then a change to what it places awaits approval as for any other.
+		snap.Policy.Status = *action.Status
+		everyCluster(snap)
+		if again := Plan(snap, engine); again.Status == nil || again.Status.Phase != v1alpha1.RolloutAwaitingApproval {
+			t.Errorf("then, widened: action %s (%s), want AwaitingApproval", again.Type, again.Why)
+		}
+	})
+	for name, change := range map[string][]func(*Snapshot){
+		"a spec that places more":                     {everyCluster},
+		"a spec that places more, with approval None": {noGate, everyCluster},
+		"no BindingPolicy to read what it placed":     {noBP},
+	} {
+		t.Run(name+" awaits approval again", func(t *testing.T) {
+			f := approvedAt().with(legacy)
+			for _, c := range change {
+				f = f.with(c)
+			}
+			action := Plan(f.Snapshot, engine)
+			if action.Type != ActionUpdateStatus {
+				t.Fatalf("action %s (%s), want the stage back to awaiting approval", action.Type, action.Why)
+			}
+			r := action.Status.StageNamed("test")
+			if action.Status.Phase != v1alpha1.RolloutAwaitingApproval || r.Phase != v1alpha1.StageAwaitingApproval || r.ApprovedBy != "" {
+				t.Errorf("phase %s, test's record %+v: want AwaitingApproval again, no approver", action.Status.Phase, r)
+			}
+			if got := eventKeys(action.Events); !slices.Equal(got, []string{"Warning/" + v1alpha1.ReasonApprovedPlacementChanged}) {
+				t.Errorf("events %v, want one Warning %s", got, v1alpha1.ReasonApprovedPlacementChanged)
+			}
+		})
+	}
+	t.Run("a stage started without an approval takes changes at once", func(t *testing.T) {
+		snap := approvedAt().with(legacy).with(noGate).with(everyCluster).with(func(s *Snapshot) {
+			s.Policy.Status.Stages[1].ApprovedBy, s.Policy.Status.Stages[1].ApprovedTime = "", nil
+			s.Approvals = nil
+		}).Snapshot
+		if action := Plan(snap, engine); action.Type != ActionUpdateBindingPolicy {
+			t.Errorf("action %s (%s), want test's BindingPolicy updated", action.Type, action.Why)
+		}
+	})
+}

@@ -16,6 +16,7 @@ package rollout
 
 import (
 	"cmp"
+	"crypto/hmac"
 	"fmt"
 	"slices"
 	"strings"
@@ -24,6 +25,7 @@ import (
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/clock"
@@ -41,9 +43,10 @@ import (
 // then placed by a BindingPolicy of its own, the stage's selectors narrowed
 // to the cluster's name label, whose CombinedStatuses report on that
 // cluster alone: the stage's condition judges each cluster by itself. The
-// BindingPolicies are the record of what is placed and when (their
-// creation time starts each cluster's progressDeadline), so a restarted
-// stager resumes the same batch.
+// BindingPolicies are the record of what is placed and when (the time of
+// their seal, PlacedAnnotation, starts each cluster's progressDeadline),
+// with the stage's record of its clusters vouching for them across a
+// restart of the stager, so a restarted stager resumes the same batch.
 
 // CensusBindingPolicy returns the BindingPolicy that lists the clusters of
 // a stage placed in batches: the stage's clusterSelectors, no downsync.
@@ -102,11 +105,45 @@ func placesCluster(policy *v1alpha1.StagedBindingPolicy, stage string, bp *ksv1a
 		bp.Name == v1alpha1.ClusterBindingPolicyName(policy.Name, stage, policy.Status.UpdateRevision, cluster)
 }
 
+// SealedPlacement is the value of PlacedAnnotation on the BindingPolicy
+// that places cluster in stage of the policy with the given UID, at
+// revision, placed at at: the time, and the seal of it and of the rest.
+func SealedPlacement(policy types.UID, stage, revision, cluster string, at time.Time) string {
+	when := at.UTC().Format(time.RFC3339)
+	return when + "/" + seal(strings.Join([]string{string(policy), stage, revision, cluster, when}, "/"))
+}
+
+// placedAt returns when the stager placed bp, a BindingPolicy owned by the
+// policy that places a cluster of the stage, and whether it did: bp bears
+// the seal of this process for that cluster (PlacedAnnotation), or record,
+// the stage's, names the cluster (placed before a restart of the stager,
+// whose seals a new process cannot tell from forged ones). Anyone who can
+// read the policy can write its owner reference on a BindingPolicy; such
+// a one, counted, would pick the canary, or pass for a placed cluster.
+func placedAt(policy *v1alpha1.StagedBindingPolicy, stage string, record *v1alpha1.StageStatus, bp *ksv1alpha1.BindingPolicy) (metav1.Time, bool) {
+	cluster := bp.Labels[v1alpha1.ClusterLabel]
+	if mark := bp.Annotations[v1alpha1.PlacedAnnotation]; mark != "" {
+		when, _, _ := strings.Cut(mark, "/")
+		if at, err := time.Parse(time.RFC3339, when); err == nil &&
+			hmac.Equal([]byte(mark), []byte(SealedPlacement(policy.UID, stage, policy.Status.UpdateRevision, cluster, at))) {
+			return metav1.NewTime(at), true
+		}
+	}
+	if record != nil && record.Clusters != nil &&
+		slices.ContainsFunc(record.Clusters.Clusters, func(c v1alpha1.ClusterStatus) bool { return c.Name == cluster }) {
+		return bp.CreationTimestamp, true
+	}
+	return metav1.Time{}, false
+}
+
 // placedCluster is one cluster of a stage placed in batches that has a
 // BindingPolicy of its own.
 type placedCluster struct {
-	name  string
-	bp    *ksv1alpha1.BindingPolicy
+	name string
+	bp   *ksv1alpha1.BindingPolicy
+	// at is when the stager placed it: the time of its seal, else (placed
+	// before the stager restarted) its creation.
+	at    metav1.Time
 	state v1alpha1.ClusterState
 	// message says what the cluster waits for or why it failed.
 	message string
@@ -167,11 +204,19 @@ func assessBatches(snap *Snapshot, active int, clk clock.PassiveClock, programs 
 			reason: v1alpha1.ReasonClusterNotPlaceable, message: problem}}
 	}
 
+	record := policy.Status.StageNamed(stage.Name)
 	var placed []placedCluster
 	for i := range snap.BindingPolicies {
 		bp := &snap.BindingPolicies[i]
 		if !OwnedBy(bp, policy) || !placesCluster(policy, stage.Name, bp) || bp.DeletionTimestamp != nil {
 			continue // one being deleted is placed again once it is gone
+		}
+		at, ours := placedAt(policy, stage.Name, record, bp)
+		if !ours {
+			// Its owner reference is all that says it is the policy's:
+			// placeBatch takes it over when the stage's order reaches
+			// its cluster.
+			continue
 		}
 		name := bp.Labels[v1alpha1.ClusterLabel]
 		if _, ok := slices.BinarySearch(selected, name); !ok {
@@ -183,12 +228,12 @@ func assessBatches(snap *Snapshot, active int, clk clock.PassiveClock, programs 
 			// before it has handled the loss of its destination.
 			continue
 		}
-		placed = append(placed, placedCluster{name: name, bp: bp})
+		placed = append(placed, placedCluster{name: name, bp: bp, at: at})
 	}
 	// Placement order: the first placed first, which keeps the canary batch
 	// the canary whatever joins the stage later.
 	slices.SortFunc(placed, func(a, b placedCluster) int {
-		return cmp.Or(a.bp.CreationTimestamp.Compare(b.bp.CreationTimestamp.Time), strings.Compare(a.name, b.name))
+		return cmp.Or(a.at.Compare(b.at.Time), strings.Compare(a.name, b.name))
 	})
 
 	total := len(selected)
@@ -196,8 +241,8 @@ func assessBatches(snap *Snapshot, active int, clk clock.PassiveClock, programs 
 	for _, c := range placed {
 		result.clusterBPs = append(result.clusterBPs, c.bp)
 		result.allResolved = result.allResolved && resolved(snap, c.bp)
-		if result.latestPlaced == nil || result.latestPlaced.Before(&c.bp.CreationTimestamp) {
-			result.latestPlaced = ptr.To(c.bp.CreationTimestamp)
+		if result.latestPlaced == nil || result.latestPlaced.Before(&c.at) {
+			result.latestPlaced = ptr.To(c.at)
 		}
 	}
 	if total == 0 {
@@ -208,7 +253,6 @@ func assessBatches(snap *Snapshot, active int, clk clock.PassiveClock, programs 
 	}
 	first, size, allowed := batchSizes(stage, total)
 
-	record := policy.Status.StageNamed(stage.Name)
 	var suspended time.Duration
 	if record != nil {
 		suspended = suspendedFor(&policy.Status, record, snap.Now)
@@ -237,7 +281,7 @@ func assessBatches(snap *Snapshot, active int, clk clock.PassiveClock, programs 
 		case one.satisfied:
 			c.state = v1alpha1.ClusterSucceeded
 		case stage.ProgressDeadline != nil && stage.ProgressDeadline.Duration > 0:
-			deadline := c.bp.CreationTimestamp.Add(stage.ProgressDeadline.Duration + suspended)
+			deadline := c.at.Add(stage.ProgressDeadline.Duration + suspended)
 			if left := deadline.Sub(snap.Now.Time); left > 0 {
 				// Now is truncated to the second: a second more is past the deadline.
 				result.deadlineLeft = Earliest(result.deadlineLeft, left+time.Second)
@@ -459,12 +503,25 @@ func placeBatch(snap *Snapshot, active int, b batches, satisfied bool) (Action, 
 		return Action{}, false
 	}
 	bp := ClusterBindingPolicy(policy, stage, b.place)
-	if existing := findBindingPolicy(snap.BindingPolicies, bp.Name); existing != nil {
-		// Being deleted (the cluster left and came back): wait for it to go.
-		return Action{Type: ActionNone, Why: fmt.Sprintf("BindingPolicy %s is being deleted; waiting to create it again", bp.Name)}, true
-	}
+	bp.Annotations = map[string]string{v1alpha1.PlacedAnnotation: SealedPlacement(policy.UID, stage.Name, policy.Status.UpdateRevision, b.place, snap.Now.Time)}
 	action := Action{Type: ActionCreateBindingPolicy, BindingPolicy: bp,
 		Why: fmt.Sprintf("stage %q places cluster %s", stage.Name, b.place)}
+	switch existing := findBindingPolicy(snap.BindingPolicies, bp.Name); {
+	case existing == nil:
+	case !OwnedBy(existing, policy):
+		return bindingPolicyConflict(snap, existing.Name, fmt.Sprintf("the name of cluster %s's BindingPolicy is taken", b.place)), true
+	case existing.DeletionTimestamp != nil:
+		// The cluster left and came back: wait for it to go.
+		return Action{Type: ActionNone, Why: fmt.Sprintf("BindingPolicy %s is being deleted; waiting to create it again", bp.Name)}, true
+	default:
+		// The policy's by its owner reference, but not counted as placed
+		// (unsealed and not in the record, or its labels changed): the
+		// stager places the cluster by taking it over, sealed now.
+		updated := inLineWith(existing, bp)
+		updated.Annotations = MergeLabels(updated.Annotations, bp.Annotations)
+		action = Action{Type: ActionUpdateBindingPolicy, BindingPolicy: updated,
+			Why: fmt.Sprintf("stage %q places cluster %s through BindingPolicy %s, which it had not placed", stage.Name, b.place, bp.Name)}
+	}
 	if !b.filling {
 		firstSize, size, _ := batchSizes(stage, int(b.clusters.Total))
 		n := batchNumber(int(b.clusters.Placed)+1, firstSize, size)

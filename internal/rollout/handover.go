@@ -98,7 +98,8 @@ func markedForThisStart(policy *v1alpha1.StagedBindingPolicy, next *ksv1alpha1.B
 		hmac.Equal([]byte(next.Annotations[v1alpha1.HandedOverFromAnnotation]), []byte(token))
 }
 
-// handoverKey seals the marks this process writes. A mark is the record
+// handoverKey seals the marks this process writes, and the placements of
+// a batched stage's clusters (SealedPlacement). A mark is the record
 // that a stage was done, and what it names (the policy's UID, the stage,
 // its start) is readable by whoever can read the policy: whoever can also
 // create BindingPolicies could otherwise mark one and have a stage recorded
@@ -131,9 +132,14 @@ func handoverToken(policy *v1alpha1.StagedBindingPolicy, active int) (string, bo
 // its start at start.
 func SealedMark(policy types.UID, stage string, start time.Time) string {
 	mark := stage + "@" + start.UTC().Format(time.RFC3339)
+	return mark + "/" + seal(string(policy)+"/"+mark)
+}
+
+// seal is the HMAC-SHA256 of msg under this process's key, base64url.
+func seal(msg string) string {
 	mac := hmac.New(sha256.New, handoverKey)
-	mac.Write([]byte(string(policy) + "/" + mark))
-	return mark + "/" + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+	mac.Write([]byte(msg))
+	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
 }
 
 // recordHandover records the advance from the active stage, handed over

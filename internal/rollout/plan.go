@@ -190,7 +190,10 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //     gets one StageApproval in line with the policy (approval.go);
 //  11. an approved, active stage whose spec would place anything else
 //     (cluster selectors, downsync) awaits approval again, its
-//     BindingPolicy left as approved;
+//     BindingPolicy left as approved; a stage approved before its record
+//     named what it placed (approvedPlacement) gets that record from its
+//     BindingPolicies when they place what the spec does, and otherwise
+//     awaits approval again;
 //  12. a stage awaiting approval places nothing until it is approved (a
 //     StageApproval of its name that the policy does not own blocks the
 //     rollout, StageApprovalConflict); a gate reached binds until it is
@@ -221,9 +224,14 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //     requeues it;
 //  16. a stage placed in batches (maxConcurrency) brings its clusters'
 //     BindingPolicies in line with the spec, then places the next cluster
-//     its census names, by name, through a BindingPolicy of its own: at once
-//     while the batch fills, else once no placed cluster is Progressing
-//     and that has soaked; more failures than maxFailures allow, or one in
+//     its census names, by name, through a BindingPolicy of its own,
+//     sealed (PlacedAnnotation): at once while the batch fills, else once
+//     no placed cluster is Progressing and that has soaked; a cluster
+//     counts as placed only under the seal of this process or when the
+//     stage's record names it, and one the policy owns otherwise is taken
+//     over, sealed, when the order reaches it; a name taken by an object
+//     the policy does not own blocks the rollout (BindingPolicyConflict);
+//     more failures than maxFailures allow, or one in
 //     the canary batch, stall the rollout (FailureBudgetExceeded) and
 //     place nothing more; the stage is done once every cluster is placed
 //     and none is Progressing, one at least Succeeded (batches.go);
@@ -356,10 +364,7 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 	current := snap.ActiveBindingPolicy
 	switch {
 	case current != nil && !OwnedBy(current, policy):
-		msg := fmt.Sprintf("BindingPolicy %s already exists and does not belong to this policy; rename or delete it", current.Name)
-		status := blockedStatus(policy, v1alpha1.ReasonBindingPolicyConflict, msg, snap.Now)
-		return statusAction(policy, status, Event{Type: corev1.EventTypeWarning, Reason: v1alpha1.ReasonBindingPolicyConflict, Note: msg},
-			"the active stage's BindingPolicy name is taken")
+		return bindingPolicyConflict(snap, current.Name, "the active stage's BindingPolicy name is taken")
 	case (current == nil || current.DeletionTimestamp != nil) && HandedOver(policy, snap.NextBindingPolicy, active):
 		// The stage was done and handed over; its BindingPolicy went
 		// before the status said so. Record the advance rather than
@@ -396,6 +401,15 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 	action := planAfterAssessment(snap, active, current, result, nil, an)
 	action.Evaluations = result.evaluations
 	return action
+}
+
+// bindingPolicyConflict blocks the rollout because the BindingPolicy the
+// policy needs next, name, exists and is not the policy's: a Warning Event
+// once, and the status saying so until the name is free.
+func bindingPolicyConflict(snap *Snapshot, name, why string) Action {
+	msg := fmt.Sprintf("BindingPolicy %s already exists and does not belong to this policy; rename or delete it", name)
+	status := blockedStatus(snap.Policy, v1alpha1.ReasonBindingPolicyConflict, msg, snap.Now)
+	return statusAction(snap.Policy, status, Event{Type: corev1.EventTypeWarning, Reason: v1alpha1.ReasonBindingPolicyConflict, Note: msg}, why)
 }
 
 // planAfterAssessment chooses the change once the active stage's

@@ -77,12 +77,13 @@ func batched(prod v1alpha1.Stage, clusters ...string) fixture {
 	return f
 }
 
-// on adds the BindingPolicy that places cluster, created at created and
-// resolved, with its Binding and, unless count is "", the CombinedStatus
+// on adds the BindingPolicy that places cluster, created (and sealed) at
+// created and resolved, with its Binding and, unless count is "", the CombinedStatus
 // of its Deployment saying count available.
 func (f fixture) on(cluster string, created metav1.Time, count string) fixture {
 	prod := f.Policy.Spec.Stages[len(f.Policy.Spec.Stages)-1]
 	bp := resolvedAs(ClusterBindingPolicy(f.Policy, prod, cluster), types.UID("bp-"+cluster), created)
+	bp.Annotations = map[string]string{v1alpha1.PlacedAnnotation: SealedPlacement(f.Policy.UID, prod.Name, f.Policy.Status.UpdateRevision, cluster, created.Time)}
 	f.BindingPolicies = append(f.BindingPolicies, *bp)
 	b := bindingFor(bp)
 	b.Spec.Destinations = []ksv1alpha1.Destination{{ClusterId: cluster}}
@@ -605,6 +606,7 @@ func TestBatchesReviewFindings(t *testing.T) {
 		f.Binding.Spec.Destinations = []ksv1alpha1.Destination{{ClusterId: "store-a"}, {ClusterId: "store-b"}}
 		for _, c := range []struct{ name, count string }{{"store-a", "1"}, {"store-b", "0"}} {
 			bp := resolvedAs(ClusterBindingPolicy(p, fleet, c.name), types.UID("bp-"+c.name), minutesAgo(30))
+			bp.Annotations = map[string]string{v1alpha1.PlacedAnnotation: SealedPlacement(p.UID, fleet.Name, "", c.name, minutesAgo(30).Time)}
 			f.BindingPolicies = append(f.BindingPolicies, *bp)
 			b := bindingFor(bp)
 			b.Spec.Destinations = []ksv1alpha1.Destination{{ClusterId: c.name}}

@@ -27,8 +27,10 @@ type Snapshot struct {
 	// Policy is the StagedBindingPolicy.
 	Policy *v1alpha1.StagedBindingPolicy
 
-	// BindingPolicies are the BindingPolicies labelled as generated for Policy.
-	// Plan only acts on those that Policy owns.
+	// BindingPolicies are the BindingPolicies labelled as generated for
+	// Policy and, for an active stage placed in batches, those named as the
+	// BindingPolicy of one of its clusters (whatever their labels). Plan
+	// only acts on those that Policy owns.
 	BindingPolicies []ksv1alpha1.BindingPolicy
 
 	// Approvals are the StageApprovals labelled as the policy's. Plan only

@@ -15,6 +15,7 @@
 package stagedbindingpolicy
 
 import (
+	"context"
 	"maps"
 	"slices"
 	"strings"
@@ -24,7 +25,9 @@ import (
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/internal/rollout"
 )
 
@@ -151,4 +154,39 @@ func (o *ownBindingPolicies) believedFor(policy metav1.Object, now time.Time) ti
 		}
 	}
 	return longest
+}
+
+// withNamesakes returns listed, the policy's BindingPolicies, with those
+// that bear the name of the BindingPolicy of a cluster of the policy's
+// active stage, placed in batches, without the policy's label: census is
+// the Binding of the stage's census, which names its clusters. Such an
+// object is someone else's, and Plan reports the name taken
+// (BindingPolicyConflict) rather than create it again and again. The reads
+// are the cache's, one per cluster not listed.
+func withNamesakes(ctx context.Context, reader client.Reader, policy *v1alpha1.StagedBindingPolicy, census *ksv1alpha1.Binding,
+	listed []ksv1alpha1.BindingPolicy) ([]ksv1alpha1.BindingPolicy, error) {
+	active, started, _ := rollout.ActiveStage(policy)
+	if !started || census == nil || !policy.Spec.Stages[active].Batched() {
+		return listed, nil
+	}
+	seen := make(map[string]bool, len(listed))
+	for i := range listed {
+		seen[listed[i].Name] = true
+	}
+	stage := policy.Spec.Stages[active].Name
+	for _, d := range census.Spec.Destinations {
+		name := v1alpha1.ClusterBindingPolicyName(policy.Name, stage, policy.Status.UpdateRevision, d.ClusterId)
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		bp, err := getNamed(ctx, reader, "BindingPolicy", name, &ksv1alpha1.BindingPolicy{})
+		if err != nil {
+			return nil, err
+		}
+		if bp != nil {
+			listed = append(listed, *bp)
+		}
+	}
+	return listed, nil
 }

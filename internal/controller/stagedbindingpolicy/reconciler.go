@@ -367,6 +367,9 @@ func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*r
 		}
 		snap.ClusterStatuses = append(snap.ClusterStatuses, statuses.Items...)
 	}
+	if snap.BindingPolicies, err = withNamesakes(ctx, r.Client, policy, snap.Binding, snap.BindingPolicies); err != nil {
+		return nil, err
+	}
 	snap.Measurements = r.measure(ctx, policy, snap)
 	return snap, nil
 }

@@ -1,0 +1,243 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package v1alpha1_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/ext"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"pgregory.net/rapid"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+)
+
+// crdPath is the generated CRD of StagedBindingPolicy, whose rules the
+// property below draws its names under.
+const crdPath = "../../config/crd/bases/community.kubestellar.io_stagedbindingpolicies.yaml"
+
+// nameRules are the CRD's rules on the names that go into generated names.
+type nameRules struct {
+	policy   []cel.Program // the rules on the whole object, which read metadata.name
+	stage    stringRules
+	revision stringRules
+}
+
+// stringRules are a string field's schema: its pattern, length bounds and
+// CEL rules (self the string).
+type stringRules struct {
+	pattern  *regexp.Regexp
+	min, max int64
+	rules    []cel.Program
+}
+
+// loadNameRules reads the CRD's rules on the policy's name, its stages'
+// names and its revision's name, and compiles their CEL rules as the API
+// server runs them on a create (oldSelf has no value).
+func loadNameRules(t *testing.T) nameRules {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.FromSlash(crdPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.Unmarshal(raw, crd); err != nil {
+		t.Fatal(err)
+	}
+	root := crd.Spec.Versions[0].Schema.OpenAPIV3Schema
+	env, err := cel.NewEnv(cel.OptionalTypes(), ext.Strings(),
+		cel.Variable("self", cel.DynType), cel.Variable("oldSelf", cel.OptionalType(cel.DynType)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	compile := func(rules apiextensionsv1.ValidationRules) []cel.Program {
+		var programs []cel.Program
+		for _, r := range rules {
+			ast, iss := env.Compile(r.Rule)
+			if iss.Err() != nil {
+				t.Fatalf("rule %q: %v", r.Rule, iss.Err())
+			}
+			p, err := env.Program(ast)
+			if err != nil {
+				t.Fatal(err)
+			}
+			programs = append(programs, p)
+		}
+		return programs
+	}
+	field := func(s apiextensionsv1.JSONSchemaProps) stringRules {
+		r := stringRules{pattern: regexp.MustCompile(s.Pattern), rules: compile(s.XValidations)}
+		if s.MinLength != nil {
+			r.min = *s.MinLength
+		}
+		if s.MaxLength != nil {
+			r.max = *s.MaxLength
+		}
+		return r
+	}
+	spec := root.Properties["spec"]
+	return nameRules{
+		policy:   compile(root.XValidations),
+		stage:    field(spec.Properties["stages"].Items.Schema.Properties["name"]),
+		revision: field(spec.Properties["revision"].Properties["name"]),
+	}
+}
+
+// admits runs CEL rules on self as on a create.
+func admits(t *testing.T, programs []cel.Program, self any) bool {
+	for _, p := range programs {
+		out, _, err := p.Eval(map[string]any{"self": self, "oldSelf": types.OptionalNone})
+		if err != nil {
+			t.Fatalf("evaluating a rule: %v", err)
+		}
+		if out != types.True {
+			return false
+		}
+	}
+	return true
+}
+
+func (r stringRules) admits(t *testing.T, s string) bool {
+	return int64(len(s)) >= r.min && (r.max == 0 || int64(len(s)) <= r.max) && r.pattern.MatchString(s) && admits(t, r.rules, s)
+}
+
+// policyAdmitted reports whether the API server admits a new policy of
+// that name: a DNS subdomain (every custom resource's name) that the CRD's
+// rules admit.
+func (r nameRules) policyAdmitted(t *testing.T, name string) bool {
+	return len(validation.IsDNS1123Subdomain(name)) == 0 &&
+		admits(t, r.policy, map[string]any{"metadata": map[string]any{"name": name}})
+}
+
+// generated is what a generated name stands for.
+type generated struct {
+	kind, policy, stage, revision, cluster string
+}
+
+// parse reads a generated name by its grammar (see bindingPolicyInfix).
+func parse(name string) (generated, bool) {
+	parts := strings.Split(name, ".")
+	i := slices.Index(parts, "stage")
+	if i < 1 || i+1 >= len(parts) {
+		return generated{}, false
+	}
+	g := generated{policy: strings.Join(parts[:i], "."), stage: parts[i+1]}
+	rest := parts[i+2:]
+	switch {
+	case len(rest) == 0:
+		g.kind = "stage"
+	case len(rest) == 2 && rest[0] == "clusters" && rest[1] == "selected":
+		g.kind = "census"
+	case len(rest) >= 2 && rest[0] == "on":
+		g.kind, g.cluster = "cluster", strings.Join(rest[1:], ".")
+	case len(rest) == 1:
+		g.kind, g.revision = "revision", rest[0]
+	case len(rest) >= 3 && rest[1] == "on":
+		g.kind, g.revision, g.cluster = "cluster", rest[0], strings.Join(rest[2:], ".")
+	default:
+		return generated{}, false
+	}
+	return g, true
+}
+
+// tricky are the parts the grammar gives a meaning to, and a few others;
+// names are drawn mostly from them, so that collisions are tried often.
+var tricky = []string{"stage", "on", "clusters", "selected", "web", "prod", "c1", "s", "a-b", "0"}
+
+// part draws a DNS label, mostly a tricky one.
+func part() *rapid.Generator[string] {
+	return rapid.OneOf(rapid.SampledFrom(tricky), rapid.StringMatching(`[a-z0-9]([-a-z0-9]{0,6}[a-z0-9])?`))
+}
+
+// dotted draws from 1 to max parts joined by dots.
+func dotted(max int) *rapid.Generator[string] {
+	return rapid.Custom(func(t *rapid.T) string {
+		return strings.Join(rapid.SliceOfN(part(), 1, max).Draw(t, "parts"), ".")
+	})
+}
+
+// names returns every generated name of a tuple, by kind: a revision of ""
+// is the placement without spec.revision.
+func names(policy, stage, revision, cluster string) map[generated]string {
+	out := map[generated]string{
+		{kind: "stage", policy: policy, stage: stage}:  v1alpha1.BindingPolicyName(policy, stage),
+		{kind: "census", policy: policy, stage: stage}: v1alpha1.CensusBindingPolicyName(policy, stage),
+		{kind: "cluster", policy: policy, stage: stage, revision: revision, cluster: cluster}: v1alpha1.ClusterBindingPolicyName(
+			policy, stage, revision, cluster),
+	}
+	if revision != "" {
+		out[generated{kind: "revision", policy: policy, stage: stage, revision: revision}] = v1alpha1.RevisionBindingPolicyName(policy, stage, revision)
+	}
+	return out
+}
+
+// TestGeneratedNamesParse: for policy, stage and revision names the CRD
+// admits, and any cluster name (a DNS subdomain, dots and all: KubeStellar
+// takes it from OCM), every generated name parses back into the tuple it
+// was made from, so no two tuples share a name, across policies and kinds.
+// The StageApproval of a stage is named as its BindingPolicy. The rules are
+// read from the generated CRD, and TestNameRulesOfTheAPIServer checks that
+// a real API server applies them so.
+func TestGeneratedNamesParse(t *testing.T) {
+	rules := loadNameRules(t)
+	rapid.Check(t, func(rt *rapid.T) {
+		policy := dotted(4).Filter(func(n string) bool { return rules.policyAdmitted(t, n) }).Draw(rt, "policy")
+		stage := part().Filter(func(n string) bool { return rules.stage.admits(t, n) }).Draw(rt, "stage")
+		revision := rapid.OneOf(rapid.Just(""), part().Filter(func(n string) bool { return rules.revision.admits(t, n) })).Draw(rt, "revision")
+		cluster := dotted(3).Filter(func(n string) bool { return len(validation.IsDNS1123Subdomain(n)) == 0 }).Draw(rt, "cluster")
+		for want, name := range names(policy, stage, revision, cluster) {
+			got, ok := parse(name)
+			if !ok || got != want {
+				rt.Fatalf("%s parses as %+v (%v), want %+v", name, got, ok, want)
+			}
+		}
+		if v1alpha1.StageApprovalName(policy, stage) != v1alpha1.BindingPolicyName(policy, stage) {
+			rt.Fatalf("StageApproval %s is not named as its stage's BindingPolicy", v1alpha1.StageApprovalName(policy, stage))
+		}
+	})
+}
+
+// TestNameRulesRejectTheCollision: the names of issue 54 that collided
+// (policy web, stage prod, revision stage, cluster c1; policy
+// web.stage.prod, stage on, revision c1) are no longer both admitted, nor
+// is a revision that would make a cluster's name ambiguous.
+func TestNameRulesRejectTheCollision(t *testing.T) {
+	rules := loadNameRules(t)
+	if v1alpha1.ClusterBindingPolicyName("web", "prod", "stage", "c1") != v1alpha1.RevisionBindingPolicyName("web.stage.prod", "on", "c1") {
+		t.Fatal("the example does not collide: the test no longer shows what it is for")
+	}
+	for _, name := range []string{"web.stage.prod", "stage", "stage.web", "web.stage"} {
+		if rules.policyAdmitted(t, name) {
+			t.Errorf("policy name %q admitted", name)
+		}
+	}
+	for _, name := range []string{"web", "web.prod", "stages.web", "web.stager", "backstage.web"} {
+		if !rules.policyAdmitted(t, name) {
+			t.Errorf("policy name %q refused", name)
+		}
+	}
+	if rules.revision.admits(t, "on") || !rules.revision.admits(t, "one") {
+		t.Error("revision on admitted, or one refused")
+	}
+}
