@@ -100,7 +100,7 @@ func errorText(err error) string {
 // over shared sub-lists walks 10^9 leaves in one call that is never
 // interrupted. Both compile under the default estimate.
 var reproductions = map[string]string{
-	"N1 format over a large list": `[lists.range(30000)].exists(x, [[x, x, x, x, x, x, x, x, x, x]].exists(y, '` +
+	"N1 format over a large list": `[lists.range(30000)].exists(x, [[` + strings.TrimSuffix(strings.Repeat("x, ", 10), ", ") + `]].exists(y, '` +
 		strings.Repeat("%s", 300) + `'.format([` + strings.TrimSuffix(strings.Repeat("y, ", 300), ", ") + `]).size() > 0))`,
 	"N2 equality over shared sub-lists": nestedLists(9) + `v9 != v9` + strings.Repeat(")", 10),
 }

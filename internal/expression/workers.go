@@ -282,7 +282,7 @@ func startWorker(c workerConfig, wait time.Duration, onStopped func(string)) (*w
 		decoder := json.NewDecoder(bufio.NewReader(respR))
 		var hello workerReady
 		if err := decoder.Decode(&hello); err != nil || !hello.Ready {
-			ready <- fmt.Errorf("the worker did not say it was ready: %v", err)
+			ready <- fmt.Errorf("the worker did not say it was ready: %w", err)
 			return
 		}
 		ready <- nil
@@ -339,8 +339,10 @@ func workerEnviron() []string {
 // evaluate sends req and returns the worker's response, or why the worker
 // ended instead: killed at killAt, out of memory, or exited.
 func (w *worker) evaluate(req *evalRequest, killAt time.Time) (evalResponse, *workerStop) {
-	if err := w.encoder.Encode(req); err == nil {
-		err = w.requests.Flush()
+	// A write fails only when the worker has ended, which is what is
+	// reported then.
+	if w.encoder.Encode(req) == nil {
+		_ = w.requests.Flush()
 	}
 	timer := time.NewTimer(time.Until(killAt))
 	defer timer.Stop()

@@ -31,7 +31,7 @@ import (
 // shared sub-lists walking 10^9 leaves in one call that is never
 // interrupted.
 var reproductions = map[string]string{
-	"contained-format": `[lists.range(30000)].exists(x, [[x, x, x, x, x, x, x, x, x, x]].exists(y, '` +
+	"contained-format": `[lists.range(30000)].exists(x, [[` + strings.TrimSuffix(strings.Repeat("x, ", 10), ", ") + `]].exists(y, '` +
 		strings.Repeat("%s", 300) + `'.format([` + strings.TrimSuffix(strings.Repeat("y, ", 300), ", ") + `]).size() > 0))`,
 	"contained-equality": sharedSubLists(9) + `v9 != v9` + strings.Repeat(")", 10),
 }
