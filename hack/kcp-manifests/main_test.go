@@ -422,7 +422,8 @@ func TestRBACNamesNoFixedUser(t *testing.T) {
 		for _, s := range subjects {
 			subject := s.(map[string]any)
 			kind, name := subject["kind"], subject["name"].(string)
-			if (kind == "User" || kind == "Group") && !(strings.HasPrefix(name, "${") && strings.HasSuffix(name, "}")) {
+			placeholder := strings.HasPrefix(name, "${") && strings.HasSuffix(name, "}")
+			if (kind == "User" || kind == "Group") && !placeholder {
 				t.Errorf("%s %v binds the %s %q", m["kind"], m["metadata"].(map[string]any)["name"], kind, name)
 			}
 		}
