@@ -109,7 +109,7 @@ func discover(ctx context.Context, kind string, o *Options, hosting client.Reade
 		}
 		spaces := make([]Space, 0, len(found))
 		for _, f := range found {
-			spaces = append(spaces, Space{Name: f.Name, Config: f.Config})
+			spaces = append(spaces, Space{Name: f.Name, Config: f.Config, Problem: f.Problem})
 		}
 		return spaces, nil
 	default:

@@ -62,6 +62,11 @@ const (
 	IdentityHashPlaceholder = "${KUBESTELLAR_IDENTITY_HASH}"
 	// ProviderPathPlaceholder stands for the path of the provider workspace.
 	ProviderPathPlaceholder = "${PROVIDER_WORKSPACE_PATH}"
+	// UserPlaceholder stands for the user the stager runs as, as kcp's
+	// authenticator names it: the RBAC binds that name, which no fixed
+	// name could be trusted to be (any authenticator of kcp may name a
+	// user workload-stager).
+	UserPlaceholder = "${STAGER_USER}"
 )
 
 // Names of the exports and of the stager's identity.
@@ -80,10 +85,6 @@ const (
 	ServiceAccount = "workload-stager"
 	// ServiceAccountNamespace is the namespace of ServiceAccount.
 	ServiceAccountNamespace = "default"
-	// User is the user the RBAC binds besides ServiceAccount: the identity
-	// to run the stager as on kcp v0.28.0, whose APIExport virtual
-	// workspace slows (and can crash on) a ServiceAccount's requests.
-	User = "workload-stager"
 )
 
 // Marker is the first line of every generated YAML file.
@@ -277,10 +278,10 @@ func Files(stagerCRDs, kubeStellarCRDs string) (map[string][]byte, error) {
 				"status.identityHash of the " + KubeStellarExport + " APIExport.",
 			[]any{Binding(KubeStellarExport, nil), Binding(StagerExport, StagerClaims)}},
 		{"rbac/rbac.yaml",
-			"Apply in the provider workspace: the stager identity's minimal RBAC, bound to the user\n" +
-				User + " and the ServiceAccount " + ServiceAccountNamespace + "/" + ServiceAccount + ". On kcp v0.28.0 run the stager as the\n" +
-				"user (config/kcp/README.md says why). To run it as another identity, change the subjects of\n" +
-				"the bindings (and drop the ServiceAccount) in an overlay.",
+			"Apply in the provider workspace, with " + UserPlaceholder + " replaced by the user the stager runs as:\n" +
+				"the stager identity's minimal RBAC, bound to that user and the ServiceAccount\n" +
+				ServiceAccountNamespace + "/" + ServiceAccount + ". On kcp v0.28.0 run the stager as the user (config/kcp/README.md says\n" +
+				"why). To run it as the ServiceAccount alone, drop the user from the bindings in an overlay.",
 			RBAC()},
 	} {
 		data, err := Documents(f.comment, f.objs...)
@@ -568,10 +569,12 @@ func RBAC() []any {
 	}
 }
 
-// subjects are the identities the RBAC binds: the user, and the ServiceAccount.
+// subjects are the identities the RBAC binds: the user the operator names
+// (UserPlaceholder), and the ServiceAccount, which kcp knows only in its
+// own workspace.
 func subjects() []any {
 	return []any{
-		map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": User},
+		map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": UserPlaceholder},
 		map[string]any{"kind": "ServiceAccount", "name": ServiceAccount, "namespace": ServiceAccountNamespace},
 	}
 }
@@ -639,11 +642,16 @@ name, and the export that references it is updated in place.
 - `+"`%s`"+` (consumer/): the path of the provider workspace, e.g. `+"`root:provider`"+`.
   Both bindings use it: if KubeStellar's export lives in another workspace, change the path of the
   `+"`%s`"+` binding.
+- `+"`%s`"+` (rbac/): the user the stager runs as, as kcp's authenticator names it (a client
+  certificate's common name, an OIDC user with its prefix). The bindings name no fixed user: any of
+  kcp's authenticators may name a user `+"`workload-stager`"+` (an OIDC provider whose users choose
+  their names, a CA that signs for others), and that user would get the stager's rights over every
+  workspace bound to its export.
 
 ## The stager's identity
 
 On kcp v0.28.0, run the stager as a user (`+"`%s`"+`: a client certificate with that common name,
-or any authenticator's user without extra attributes), not as a ServiceAccount. kcp's APIExport
+say, or any authenticator's user without extra attributes), not as a ServiceAccount. kcp's APIExport
 virtual workspace adds a warrant to the requesting user's extra attributes in place
 (pkg/virtual/apiexport/builder/build.go). A ServiceAccount's user carries extra attributes and is
 cached by kcp's token authentication for 10 s, so each request to one workspace through the virtual
@@ -661,15 +669,15 @@ kustomize build config/kcp/kubestellar | kubectl apply -f -
 hash=$(kubectl get apiexport %s -o jsonpath='{.status.identityHash}')
 # 2. The stager's export, with the identity hash substituted, in the provider workspace.
 kustomize build config/kcp/stager | sed "s/\${KUBESTELLAR_IDENTITY_HASH}/$hash/" | kubectl apply -f -
-# 3. The stager identity's RBAC, in the provider workspace. To run the stager as another
-#    identity, change the ClusterRoleBinding's subject (e.g. with a kustomize overlay).
-kustomize build config/kcp/rbac | kubectl apply -f -
+# 3. The stager identity's RBAC, in the provider workspace, bound to the user the stager
+#    runs as (here the common name of its client certificate, workload-stager).
+kustomize build config/kcp/rbac | sed 's/\${STAGER_USER}/workload-stager/' | kubectl apply -f -
 # 4. The bindings, in every WDS workspace.
 kustomize build config/kcp/consumer | sed -e "s/\${KUBESTELLAR_IDENTITY_HASH}/$hash/" \
   -e 's/\${PROVIDER_WORKSPACE_PATH}/root:provider/' | kubectl apply -f -
 `+"```"+`
 `, markdownMarker, strings.Join(ks, ", "), KubeStellarExport, stagerObjects, StagerExport,
-		ServiceAccountNamespace, ServiceAccount, RoleName, LeaseRoleName, ServiceAccountNamespace, User, KubeStellarExport, StagerExport,
-		IdentityHashPlaceholder, KubeStellarExport, ProviderPathPlaceholder, KubeStellarExport, User, KubeStellarExport)
+		ServiceAccountNamespace, ServiceAccount, RoleName, LeaseRoleName, ServiceAccountNamespace, UserPlaceholder, KubeStellarExport, StagerExport,
+		IdentityHashPlaceholder, KubeStellarExport, ProviderPathPlaceholder, KubeStellarExport, UserPlaceholder, "workload-stager", KubeStellarExport)
 	return []byte(b.String())
 }

@@ -376,7 +376,7 @@ kind: ClusterRoleBinding
 metadata: {name: workload-stager-kcp}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: workload-stager-kcp}
 subjects:
-- {apiGroup: rbac.authorization.k8s.io, kind: User, name: workload-stager}
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: "${STAGER_USER}"}
 - {kind: ServiceAccount, name: workload-stager, namespace: default}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
@@ -392,7 +392,7 @@ kind: RoleBinding
 metadata: {name: workload-stager-kcp-leases, namespace: default}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: workload-stager-kcp-leases}
 subjects:
-- {apiGroup: rbac.authorization.k8s.io, kind: User, name: workload-stager}
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: "${STAGER_USER}"}
 - {kind: ServiceAccount, name: workload-stager, namespace: default}
 `
 	docs := strings.Split(want, "---\n")
@@ -407,6 +407,25 @@ subjects:
 		}
 		if got := toMap(t, objs[i]); !reflect.DeepEqual(got, w) {
 			t.Errorf("object %d = %v, want %v", i, got, w)
+		}
+	}
+}
+
+// TestRBACNamesNoFixedUser: every user or group the RBAC binds is one the
+// operator names through a placeholder. A fixed name is granted to whoever
+// any of kcp's authenticators names so; config/kcp/rbac bound the user
+// workload-stager.
+func TestRBACNamesNoFixedUser(t *testing.T) {
+	for _, obj := range RBAC() {
+		m := toMap(t, obj)
+		subjects, _ := m["subjects"].([]any)
+		for _, s := range subjects {
+			subject := s.(map[string]any)
+			kind, name := subject["kind"], subject["name"].(string)
+			placeholder := strings.HasPrefix(name, "${") && strings.HasSuffix(name, "}")
+			if (kind == "User" || kind == "Group") && !placeholder {
+				t.Errorf("%s %v binds the %s %q", m["kind"], m["metadata"].(map[string]any)["name"], kind, name)
+			}
 		}
 	}
 }

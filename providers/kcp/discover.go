@@ -16,7 +16,9 @@ package kcp
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/url"
 	"sort"
 	"strings"
 
@@ -36,8 +38,12 @@ type Space struct {
 	// or the logical cluster ID when the path cannot be read.
 	Name string
 	// Config reaches the logical cluster through the export's virtual
-	// workspace, where the stager reads and writes it.
+	// workspace, where the stager reads and writes it; nil when Problem
+	// is set.
 	Config *rest.Config
+	// Problem says why an endpoint of the slice was not read: Name then
+	// names the endpoint, whose logical clusters are not listed.
+	Problem string
 }
 
 // Discover lists the logical clusters that bind the APIExport whose
@@ -46,7 +52,8 @@ type Space struct {
 // logical clusters of the APIBindings its virtual workspace serves, named
 // after their workspace paths. It reads with cfg's permissions (the
 // export's content), and is what `kubectl stager get --all-spaces` serves
-// from.
+// from. An endpoint that endpointURL refuses is not contacted, and is
+// returned as a Space with its Problem: the other endpoints are read.
 func Discover(ctx context.Context, cfg *rest.Config, endpointSlice string) ([]Space, error) {
 	scheme := runtime.NewScheme()
 	if err := AddToScheme(scheme); err != nil {
@@ -62,8 +69,12 @@ func Discover(ctx context.Context, cfg *rest.Config, endpointSlice string) ([]Sp
 	}
 	seen := map[string]bool{}
 	var spaces []Space
-	for _, endpoint := range slice.Status.APIExportEndpoints {
-		base := strings.TrimSuffix(endpoint.URL, "/")
+	for i, endpoint := range slice.Status.APIExportEndpoints {
+		base, err := endpointURL(endpoint.URL, cfg)
+		if err != nil {
+			spaces = append(spaces, Space{Name: fmt.Sprintf("%s/endpoint[%d]", endpointSlice, i), Problem: err.Error()})
+			continue
+		}
 		wildcard := rest.CopyConfig(cfg)
 		wildcard.Host = base + "/clusters/*"
 		wc, err := client.New(wildcard, client.Options{Scheme: scheme})
@@ -100,4 +111,37 @@ func pathOf(ctx context.Context, cfg *rest.Config) (string, error) {
 		return "", err
 	}
 	return pathFrom(ctx, mc)
+}
+
+// endpointURL returns an endpoint of an APIExportEndpointSlice as the base
+// URL of the clients built on it, or why it is refused. Whoever can write
+// the slice's status chooses the URL, and every client built on it sends
+// cfg's credentials: so it must be https, with a host and without user
+// information, a query or a fragment; and when cfg does not verify the
+// server's certificate, nothing vouches for another host, so it must be
+// cfg's own. The refusal names the URL without a password.
+func endpointURL(raw string, cfg *rest.Config) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", errors.New("the endpoint's URL does not parse: your credentials are not sent to it")
+	}
+	shown := u.Redacted()
+	switch {
+	case u.Scheme != "https":
+		return "", fmt.Errorf("the endpoint %q is not an https URL: your credentials are not sent to it", shown)
+	case u.Host == "":
+		return "", fmt.Errorf("the endpoint %q names no host", shown)
+	case u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "":
+		return "", fmt.Errorf("the endpoint %q carries user information, a query or a fragment", shown)
+	}
+	if cfg.Insecure {
+		own, err := url.Parse(cfg.Host)
+		if err == nil && own.Host == "" {
+			own, err = url.Parse("https://" + cfg.Host)
+		}
+		if err != nil || !strings.EqualFold(own.Host, u.Host) {
+			return "", fmt.Errorf("the endpoint %q is not on the kubeconfig's server, whose certificate is not verified (insecure-skip-tls-verify): your credentials are not sent to it", shown)
+		}
+	}
+	return strings.TrimSuffix(u.String(), "/"), nil
 }

@@ -65,7 +65,14 @@ const (
 	ReasonInsecureServer = "InsecureServer"
 	// ReasonProxy means the traffic goes through a proxy.
 	ReasonProxy = "Proxy"
+	// ReasonTooLarge means the kubeconfig is longer than MaxKubeconfigBytes.
+	ReasonTooLarge = "TooLarge"
 )
+
+// MaxKubeconfigBytes is the longest kubeconfig the stager reads. A
+// kubeconfig of one space, with its CA, client certificate and key inline,
+// takes a few KiB; parsing a 1 MiB one allocated 131 MiB (docs/performance.md).
+const MaxKubeconfigBytes = 64 << 10
 
 // Policy says which risky kubeconfig features are allowed. The zero Policy
 // allows none of them.
@@ -141,11 +148,18 @@ func refuse(violations []Violation) error {
 
 // Check parses a kubeconfig as the provider does and returns a *RefusedError
 // naming every field the policy refuses in the context it uses (the current
-// context, its cluster and its user). A kubeconfig that does not parse, or
-// names no usable context, is refused with ReasonMalformed.
+// context, its cluster and its user). A kubeconfig longer than
+// MaxKubeconfigBytes is refused with ReasonTooLarge unread; one that does
+// not parse, or names no usable context, with ReasonMalformed.
 func (p Policy) Check(raw []byte) error {
 	if len(raw) == 0 {
 		return refuse([]Violation{{Reason: ReasonMalformed, Why: "the kubeconfig is empty"}})
+	}
+	// Before the parse, which allocates over a hundred times the input.
+	if len(raw) > MaxKubeconfigBytes {
+		return refuse([]Violation{{Reason: ReasonTooLarge, Why: fmt.Sprintf(
+			"the kubeconfig is %d bytes, more than the %d the stager reads: keep only the space's context (kubectl config view --minify --flatten)",
+			len(raw), MaxKubeconfigBytes)}})
 	}
 	cfg, err := clientcmd.Load(raw)
 	if err != nil {

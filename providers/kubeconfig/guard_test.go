@@ -15,9 +15,12 @@
 package kubeconfig
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -26,7 +29,7 @@ import (
 )
 
 // write renders a one-context kubeconfig after edit changed its entries.
-func write(t *testing.T, edit func(*clientcmdapi.Config, *clientcmdapi.Cluster, *clientcmdapi.AuthInfo)) []byte {
+func write(t testing.TB, edit func(*clientcmdapi.Config, *clientcmdapi.Cluster, *clientcmdapi.AuthInfo)) []byte {
 	t.Helper()
 	cluster := &clientcmdapi.Cluster{Server: "https://wds1.example:6443", CertificateAuthorityData: []byte("ca")}
 	user := &clientcmdapi.AuthInfo{Token: "secret-token"}
@@ -285,5 +288,32 @@ func TestRESTConfig(t *testing.T) {
 	}
 	if _, err := (Policy{}).RESTConfig([]byte("not: [a kubeconfig")); ReasonOf(err) != ReasonMalformed {
 		t.Errorf("RESTConfig(malformed) = %v (reason %q), want %s", err, ReasonOf(err), ReasonMalformed)
+	}
+}
+
+// TestCheckTooLarge: a kubeconfig longer than MaxKubeconfigBytes is refused
+// whatever it says, and one of exactly that length is read.
+func TestCheckTooLarge(t *testing.T) {
+	safe := write(t, func(*clientcmdapi.Config, *clientcmdapi.Cluster, *clientcmdapi.AuthInfo) {})
+	padded := func(n int) []byte {
+		pad := n - len(safe) - len("#\n")
+		return append(append(slices.Clone(safe), '#'), append(bytes.Repeat([]byte{'x'}, pad), '\n')...)
+	}
+	if err := (Policy{}).Check(padded(MaxKubeconfigBytes)); err != nil {
+		t.Errorf("a kubeconfig of %d bytes is refused: %v", MaxKubeconfigBytes, err)
+	}
+	for name, raw := range map[string][]byte{
+		"one byte too long":           padded(MaxKubeconfigBytes + 1),
+		"1 MiB of certificate data":   large(t, "ca", 1<<20),
+		"1 MiB of clusters":           large(t, "clusters", 1<<20),
+		"1 MiB that is no kubeconfig": bytes.Repeat([]byte("[{"), 1<<19),
+	} {
+		err := (Policy{}).Check(raw)
+		if ReasonOf(err) != ReasonTooLarge || !strings.Contains(err.Error(), fmt.Sprint(len(raw))) {
+			t.Errorf("%s: Check = %v, want reason %s naming its %d bytes", name, err, ReasonTooLarge, len(raw))
+		}
+		if _, err := (Policy{}).RESTConfig(raw); ReasonOf(err) != ReasonTooLarge {
+			t.Errorf("%s: RESTConfig = %v, want reason %s", name, err, ReasonTooLarge)
+		}
 	}
 }

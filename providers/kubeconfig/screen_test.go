@@ -16,6 +16,7 @@ package kubeconfig
 
 import (
 	"bytes"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -98,5 +99,65 @@ func TestScreen(t *testing.T) {
 				t.Error("client-go makes a client configuration of the screened value")
 			}
 		})
+	}
+}
+
+// large returns a kubeconfig the guard accepts but for its size, of about
+// size bytes: one certificate-authority-data of that size ("ca"), or
+// as many clusters as make it ("clusters"), the two ways a writer pads one.
+func large(tb testing.TB, shape string, size int) []byte {
+	tb.Helper()
+	return write(tb, func(cfg *clientcmdapi.Config, c *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
+		switch shape {
+		case "ca":
+			c.CertificateAuthorityData = bytes.Repeat([]byte{0xA5}, size*3/4)
+		case "clusters":
+			for i := range size / 64 {
+				cfg.Clusters[fmt.Sprintf("pad%07d", i)] = &clientcmdapi.Cluster{Server: "https://pad.example:6443"}
+			}
+		}
+	})
+}
+
+// BenchmarkScreen screens kubeconfig Secrets of 4 KiB, as real ones are,
+// and of 1 MiB, the most a Secret holds, in the two shapes.
+func BenchmarkScreen(b *testing.B) {
+	const key = "kubeconfig"
+	screen := Policy{}.Screen(key)
+	for _, c := range []struct {
+		shape string
+		size  int
+	}{{"ca", 4 << 10}, {"ca", 1 << 20}, {"clusters", 1 << 20}} {
+		raw := large(b, c.shape, c.size)
+		b.Run(fmt.Sprintf("%s-%dKiB", c.shape, len(raw)>>10), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "wds1", Namespace: "spaces"},
+					Data: map[string][]byte{key: raw}}
+				if _, err := screen(secret); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestScreenTooLarge: the cache keeps no kubeconfig longer than
+// MaxKubeconfigBytes, and records why, as for the other refusals.
+func TestScreenTooLarge(t *testing.T) {
+	const key = "kubeconfig"
+	raw := large(t, "clusters", 1<<20)
+	out, err := Policy{}.Screen(key)(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "wds1", Namespace: "spaces"},
+		Data: map[string][]byte{key: raw}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*corev1.Secret)
+	if got.Annotations[AnnotationRefusedReason] != ReasonTooLarge || !bytes.Equal(got.Data[key], screenedKubeconfig) {
+		t.Errorf("a kubeconfig of %d bytes came out with annotations %v and %d bytes, want reason %s and the screened value",
+			len(raw), got.Annotations, len(got.Data[key]), ReasonTooLarge)
+	}
+	if err := screened(got); ReasonOf(err) != ReasonTooLarge {
+		t.Errorf("the Auditor reads %v, want reason %s", err, ReasonTooLarge)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -78,8 +79,9 @@ func leaseOf(prefix string, key multicluster.ClusterName) string {
 // period's second half, counted from the take's send (or, if the take is
 // answered after that point, at a random point of the quarter period after
 // the answer), so that fences taken together are renewed apart and a take
-// answered late is renewed sooner;
-// and it reads the time from a clock.
+// answered late is renewed sooner; it believes another holder's renew time
+// and duration only so far (expired), where upstream believed any; and it
+// reads the time from a clock.
 type fenceGuard struct {
 	client          client.Client
 	clock           clock.WithTicker
@@ -101,6 +103,9 @@ type fenceGuard struct {
 	// releasing and taking count the releases and the takes the
 	// Coordinator has started and not seen end; under its lock.
 	releasing, taking int
+
+	aheadMu sync.Mutex
+	ahead   sighting // the last renewal read too far ahead; under aheadMu
 }
 
 func newFenceGuard(c client.Client, clk clock.WithTicker, namespace, name, holder string, duration, renew time.Duration, lost func(error)) *fenceGuard {
@@ -147,7 +152,7 @@ func (g *fenceGuard) TryAcquire(ctx context.Context) bool {
 		if lease.Spec.HolderIdentity != nil {
 			holder = *lease.Spec.HolderIdentity
 		}
-		if holder != "" && holder != g.holder && !expired(&lease, now.Time) {
+		if holder != "" && holder != g.holder && !g.expired(&lease, now.Time) {
 			return false
 		}
 		lease.Spec.HolderIdentity = &g.holder
@@ -327,7 +332,7 @@ func (g *fenceGuard) renewOnce(ctx context.Context, last *coordinationv1.Lease) 
 	if err := g.client.Get(ctx, g.key, lease); err != nil {
 		return nil, fmt.Errorf("reading the fence: %w", err)
 	}
-	if holder := lease.Spec.HolderIdentity; holder != nil && *holder != g.holder && !expired(lease, now.Time) {
+	if holder := lease.Spec.HolderIdentity; holder != nil && *holder != g.holder && !g.expired(lease, now.Time) {
 		return nil, fmt.Errorf("%w: %q", errHeldByAnother, *holder)
 	}
 	lease.Spec.HolderIdentity = &g.holder
@@ -369,10 +374,49 @@ func (g *fenceGuard) releaseLocked(ctx context.Context) {
 	}) // an unreleased fence expires
 }
 
-// expired reports whether the Lease has expired at now.
-func expired(lease *coordinationv1.Lease, now time.Time) bool {
-	if lease.Spec.RenewTime == nil || lease.Spec.LeaseDurationSeconds == nil {
+// maxBelievedFence is the longest another holder's fence is believed to
+// last unrenewed, unless this replica's own fences last longer: replicas
+// whose --shard-lease-duration differ, as in a rolling change of it, must
+// still believe each other's fences.
+const maxBelievedFence = 5 * time.Minute
+
+// sighting is another holder's renewal of the fence, written further ahead
+// of this replica's clock than the skew allowed, and when this replica
+// first read it.
+type sighting struct {
+	holder        string
+	renewed, seen time.Time
+}
+
+// expired reports whether the fence Lease has expired at now, as far as
+// this replica believes it. Whoever can write Leases in the namespace can
+// write any renew time and duration, and a fence renewed a century ahead,
+// or for 68 years, kept its space from every replica. So a renewal further
+// ahead of now than the fence's duration (the clock skew allowed, as for
+// the peer Leases) counts from when this replica first read it, until the
+// Lease says another; and a duration counts for at most maxBelievedFence,
+// or this replica's own duration if longer. A holder whose clock runs
+// ahead keeps its fence as long as it renews it: each renewal is read anew.
+func (g *fenceGuard) expired(lease *coordinationv1.Lease, now time.Time) bool {
+	spec := lease.Spec
+	if spec.RenewTime == nil || spec.LeaseDurationSeconds == nil {
 		return true
 	}
-	return now.After(lease.Spec.RenewTime.Add(time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second))
+	lasts := min(time.Duration(*spec.LeaseDurationSeconds)*time.Second, max(g.duration, maxBelievedFence))
+	return now.After(g.renewed(ptr.Deref(spec.HolderIdentity, ""), spec.RenewTime.Time, now).Add(lasts))
+}
+
+// renewed returns when a renewal at renewed by holder, read at now, is
+// believed to have happened.
+func (g *fenceGuard) renewed(holder string, renewed, now time.Time) time.Time {
+	g.aheadMu.Lock()
+	defer g.aheadMu.Unlock()
+	if g.ahead.holder == holder && g.ahead.renewed.Equal(renewed) {
+		return g.ahead.seen
+	}
+	if !renewed.After(now.Add(g.duration)) {
+		return renewed
+	}
+	g.ahead = sighting{holder: holder, renewed: renewed, seen: now}
+	return now
 }

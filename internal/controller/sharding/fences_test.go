@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/url"
 	"slices"
 	"strings"
@@ -238,4 +239,116 @@ func TestRenewalsAreTimed(t *testing.T) {
 	if n := after.GetHistogram().GetSampleCount() - before.GetHistogram().GetSampleCount(); n < 1 {
 		t.Errorf("a timed renewal added %d samples to the histogram", n)
 	}
+}
+
+// TestForgedFencesDoNotHoldForEver: a fence Lease written once, renewed a
+// century ahead by a replica that does not exist, kept its space from every
+// replica for ever, as each believed the renewal. A replica counts such a
+// renewal from when it first read it, so the space is served once the
+// fence's duration has passed.
+func TestForgedFencesDoNotHoldForEver(t *testing.T) {
+	ns := newNamespace(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	const name = multicluster.ClusterName("kcp#root:forged")
+	ahead := metav1.NewMicroTime(time.Now().Add(100 * 365 * 24 * time.Hour))
+	forged := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: leaseOf(fencePrefix, FenceKey(name))},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("ghost"), LeaseDurationSeconds: ptr.To[int32](3),
+			AcquireTime: &ahead, RenewTime: &ahead},
+	}
+	if err := space.Client.Create(ctx, forged); err != nil {
+		t.Fatal(err)
+	}
+	c := newCoordinator(space.Client, space.Client, ns, "alone", 3*time.Second, time.Second)
+	engaged := &recorder{}
+	c.AddAware(engaged)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = c.Runnable().Start(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	if err := c.Engage(ctx, name, nil); err != nil {
+		t.Fatal(err)
+	}
+	// The fence's 3 s from the first read, the probes and the takes.
+	environment.Eventually(t, 20*time.Second, "the space of the forged fence served", func() error {
+		engaged.mu.Lock()
+		defer engaged.mu.Unlock()
+		if !slices.Contains(engaged.names, name) {
+			return errors.New("not served")
+		}
+		return nil
+	})
+	lease := &coordinationv1.Lease{}
+	if err := space.Client.Get(ctx, client.ObjectKeyFromObject(forged), lease); err != nil {
+		t.Fatal(err)
+	}
+	if h := lease.Spec.HolderIdentity; h == nil || *h != "alone" {
+		t.Errorf("the fence's holder is %v, want alone", h)
+	}
+}
+
+// FuzzFenceExpiry checks the belief in another holder's fence over any
+// renew time and duration a Lease's writer may choose, read first at
+// first by a replica whose fences last own: the fence is expired a
+// duration plus maxBelievedFence (or own, if longer) after that read at
+// the latest; a fence renewed within the skew allowed, for no longer than
+// that cap, expires exactly when its Lease says, so the rule costs an
+// honest holder nothing; once expired, it stays expired; and a holder
+// whose clock runs far ahead keeps its fence while it renews.
+func FuzzFenceExpiry(f *testing.F) {
+	f.Add(int64(100*365*24*3600), int32(3), uint16(3), uint32(1)) // a century ahead
+	f.Add(int64(0), int32(math.MaxInt32), uint16(20), uint32(7))  // for 68 years
+	f.Add(int64(-2), int32(20), uint16(20), uint32(5))            // honest
+	f.Add(int64(25), int32(20), uint16(20), uint32(5))            // a clock 25 s ahead
+	f.Add(int64(-400), int32(600), uint16(60), uint32(30))        // longer than the cap
+	f.Fuzz(func(t *testing.T, aheadSeconds int64, seconds int32, ownSeconds uint16, stepSeconds uint32) {
+		const twoCenturies = 200 * 365 * 24 * 3600
+		own := time.Duration(max(ownSeconds, 1)) * time.Second
+		step := time.Duration(stepSeconds%3600+1) * time.Second
+		guard := func() *fenceGuard { return newFenceGuard(nil, clock.RealClock{}, "ns", "f", "me", own, own/4, nil) }
+		first := time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
+		renewed := first.Add(time.Duration(aheadSeconds%twoCenturies) * time.Second)
+		lease := &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("ghost"),
+			RenewTime: &metav1.MicroTime{Time: renewed}, LeaseDurationSeconds: ptr.To(seconds)}}
+		capped := max(own, maxBelievedFence)
+		bound := first.Add(own + capped)
+
+		g := guard()
+		wasExpired := false
+		for at := first; !at.After(bound.Add(step)); at = at.Add(step) {
+			got := g.expired(lease, at)
+			if wasExpired && !got {
+				t.Fatalf("renewed at %s for %d s: expired, then not at %s", renewed, seconds, at)
+			}
+			wasExpired = got
+		}
+		if !g.expired(lease, bound.Add(time.Nanosecond)) {
+			t.Errorf("renewed at %s for %d s, read first at %s: not expired at %s", renewed, seconds, first, bound.Add(time.Nanosecond))
+		}
+
+		lasts := time.Duration(seconds) * time.Second
+		if !renewed.After(first.Add(own)) && lasts <= capped {
+			ends := renewed.Add(lasts)
+			for _, at := range []time.Time{first, first.Add(step), ends.Add(-time.Nanosecond), ends, ends.Add(time.Nanosecond)} {
+				if at.Before(first) {
+					continue
+				}
+				if got, want := guard().expired(lease, at), at.After(ends); got != want {
+					t.Errorf("renewed at %s for %d s, read at %s: expired = %v, want %v", renewed, seconds, at, got, want)
+				}
+			}
+		}
+
+		if seconds > 0 {
+			g := guard()
+			for i := range 10 {
+				at := first.Add(time.Duration(i) * step)
+				ahead := lease.DeepCopy()
+				ahead.Spec.RenewTime = &metav1.MicroTime{Time: at.Add(100 * 365 * 24 * time.Hour)}
+				if g.expired(ahead, at) {
+					t.Fatalf("a holder renewing a century ahead every %s lost its %d s fence at its renewal %d", step, seconds, i)
+				}
+			}
+		}
+	})
 }

@@ -66,8 +66,9 @@ const (
 	// provider workspace (config/kcp/rbac) and its token.
 	serviceAccount = "workload-stager"
 	tokenSecret    = "workload-stager-token"
-	// user is config/kcp/rbac's user, and tokenFile the file of kcp's
-	// static tokens (--token-auth-file) in WorkDir that names it.
+	// user is the user config/kcp/rbac is bound to (its ${STAGER_USER}),
+	// and tokenFile the file of kcp's static tokens (--token-auth-file) in
+	// WorkDir that names it.
 	user      = "workload-stager"
 	tokenFile = "stager-token.csv"
 	// waitTimeout bounds the waits of the set-up.
@@ -236,6 +237,7 @@ func (s *Stack) placeholders() map[string]string {
 	return map[string]string{
 		"${KUBESTELLAR_IDENTITY_HASH}": s.IdentityHash,
 		"${PROVIDER_WORKSPACE_PATH}":   s.ProviderPath,
+		"${STAGER_USER}":               user,
 	}
 }
 
