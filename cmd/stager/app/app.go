@@ -76,8 +76,8 @@ type Options struct {
 	HealthProbeBindAddress string
 	// PprofBindAddress is where Go's profiles (/debug/pprof/) are served,
 	// over plain HTTP and without authentication: empty or "0" turns them
-	// off (the default), and it must be a loopback address (reach it in a
-	// Pod with kubectl port-forward).
+	// off (the default), and it must be a literal loopback IP, not a name
+	// (reach it in a Pod with kubectl port-forward).
 	PprofBindAddress string
 	// LeaderElect makes only one replica work at a time.
 	LeaderElect bool
@@ -205,7 +205,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"directory holding the metrics server's tls.crt and tls.key, reloaded when they change (default: a self-signed certificate)")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, `address of the /healthz and /readyz endpoints ("0" turns them off)`)
 	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", o.PprofBindAddress,
-		`loopback address, e.g. 127.0.0.1:6060, where Go's profiles are served without authentication (default: off)`)
+		`literal loopback IP and port, e.g. 127.0.0.1:6060, where Go's profiles are served without authentication (default: off)`)
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader among replicas, so that only one works at a time")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "namespace of the leader election and sharding Leases (default: the pod's, outside a pod --kubeconfig-namespace)")
 	fs.StringVar(&o.Coordination, "coordination", o.Coordination,
@@ -326,8 +326,11 @@ func (o *Options) Validate() error {
 }
 
 // validatePprofBindAddress accepts no address, "0" (both off) and a
-// loopback one: the profiles are served to anyone who can reach the port,
-// and they show the process's goroutines, memory and command line.
+// literal loopback IP: the profiles are served to anyone who can reach the
+// port, and they show the process's goroutines, memory and command line.
+// A name, "localhost" included, is refused: it is resolved when the
+// listener binds, through /etc/hosts or DNS, which may map it to a routable
+// address.
 func validatePprofBindAddress(addr string) error {
 	if addr == "" || addr == "0" {
 		return nil
@@ -336,11 +339,8 @@ func validatePprofBindAddress(addr string) error {
 	if err != nil {
 		return fmt.Errorf("--pprof-bind-address %q: %w", addr, err)
 	}
-	if host == "localhost" {
-		return nil
-	}
 	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		return fmt.Errorf("--pprof-bind-address %q must be a loopback address, such as 127.0.0.1:6060: the profiles are served without authentication (reach them in a Pod with kubectl port-forward)", addr)
+		return fmt.Errorf("--pprof-bind-address %q must be a literal loopback IP, such as 127.0.0.1:6060 or [::1]:6060, not a name: the profiles are served without authentication (reach them in a Pod with kubectl port-forward)", addr)
 	}
 	return nil
 }
