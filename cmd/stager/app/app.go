@@ -466,7 +466,8 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 	if err != nil {
 		return nil, err
 	}
-	spaceCache := cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields()}
+	spaceCache := cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: stagedbindingpolicy.CacheByObject()}
 	shard := o.Coordination == CoordinationSharded
 	replica := o.replicaID()
 	logger = logger.WithValues("replica", replica)
