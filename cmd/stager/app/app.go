@@ -32,6 +32,7 @@ import (
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -126,6 +127,14 @@ type Options struct {
 	SpaceEventBurst int
 	// CacheSyncTimeout bounds the wait for a space's caches.
 	CacheSyncTimeout time.Duration
+	// SpaceCacheMaxBytes bounds the estimated bytes of what one space's
+	// cache holds (spaces.Options.MaxCacheBytes); past it the space is not
+	// served until it holds less. Zero bounds nothing.
+	SpaceCacheMaxBytes int64
+	// SpaceCacheRetry, when positive, is the first wait before a space
+	// whose cache went over SpaceCacheMaxBytes is tried again, doubling up
+	// to 30 times as long; zero means a minute. Not a flag.
+	SpaceCacheRetry time.Duration
 	// ReconcileTimeout bounds one reconcile of a policy, with every request
 	// it makes to the space's API server.
 	ReconcileTimeout time.Duration
@@ -183,6 +192,7 @@ func NewOptions() *Options {
 		SpaceBurst:               spaces.DefaultBurst,
 		SpaceEventBurst:          stagedbindingpolicy.DefaultEventBurst,
 		CacheSyncTimeout:         2 * time.Minute,
+		SpaceCacheMaxBytes:       spaces.DefaultMaxCacheBytes,
 		ReconcileTimeout:         DefaultReconcileTimeout,
 		CELCostLimit:             expression.DefaultCostLimit,
 		CELEstimatedCostLimit:    expression.DefaultEstimatedCostLimit,
@@ -223,6 +233,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Float32Var(&o.SpaceEventQPS, "space-event-qps", o.SpaceEventQPS, "when positive, the most Events a second the stager posts to each space, apart from --space-qps (0: client-go's default)")
 	fs.IntVar(&o.SpaceEventBurst, "space-event-burst", o.SpaceEventBurst, "with --space-event-qps, the most Events the stager posts to each space in a burst, above --space-event-qps")
 	fs.DurationVar(&o.CacheSyncTimeout, "cache-sync-timeout", o.CacheSyncTimeout, "how long to wait for a space's caches before retrying it")
+	fs.Int64Var(&o.SpaceCacheMaxBytes, "space-cache-max-bytes", o.SpaceCacheMaxBytes,
+		"the most one space's cache may hold, in estimated bytes of its objects' JSON; past it the space is not served until it holds less (0: no bound)")
 	fs.DurationVar(&o.ReconcileTimeout, "reconcile-timeout", o.ReconcileTimeout, "the longest one reconcile of a policy may take, with every request it makes to the space's API server")
 	fs.Uint64Var(&o.CELCostLimit, "cel-cost-limit", o.CELCostLimit, "the most one evaluation of a stage filter or condition may cost (CEL cost units)")
 	fs.Uint64Var(&o.CELEstimatedCostLimit, "cel-estimated-cost-limit", o.CELEstimatedCostLimit, "the most the compile-time estimate of a filter's or condition's worst-case cost may be (CEL cost units)")
@@ -295,6 +307,9 @@ func (o *Options) Validate() error {
 	if o.CacheSyncTimeout <= 0 {
 		errs = append(errs, errors.New("--cache-sync-timeout must be positive"))
 	}
+	if o.SpaceCacheMaxBytes < 0 {
+		errs = append(errs, errors.New("--space-cache-max-bytes must not be negative"))
+	}
 	if o.ReconcileTimeout <= 0 {
 		errs = append(errs, errors.New("--reconcile-timeout must be positive"))
 	}
@@ -343,6 +358,16 @@ func validatePprofBindAddress(addr string) error {
 		return fmt.Errorf("--pprof-bind-address %q must be a literal loopback IP, such as 127.0.0.1:6060 or [::1]:6060, not a name: the profiles are served without authentication (reach them in a Pod with kubectl port-forward)", addr)
 	}
 	return nil
+}
+
+// spaceCacheBackoff spaces out the attempts to serve a space over its
+// cache bound: SpaceCacheRetry doubling up to 30 times as long, or the
+// Runner's default.
+func (o *Options) spaceCacheBackoff() *wait.Backoff {
+	if o.SpaceCacheRetry <= 0 {
+		return nil
+	}
+	return &wait.Backoff{Duration: o.SpaceCacheRetry, Factor: 2, Jitter: 0.1, Steps: 1 << 30, Cap: 30 * o.SpaceCacheRetry}
 }
 
 // The ways replicas share the spaces (--coordination).
@@ -578,6 +603,9 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		IndexFields:      stagedbindingpolicy.IndexFields,
 		ProbeInterval:    o.SpaceProbeInterval,
 		CacheSyncTimeout: o.CacheSyncTimeout,
+		MaxCacheBytes:    o.SpaceCacheMaxBytes,
+		OverLimitBackoff: o.spaceCacheBackoff(),
+		SharedCaches:     o.Providers.SharesCaches,
 		OnChange: func(state spaces.State) {
 			janitor.Record(state)
 			if state.Reason == spaces.ReasonDisengaged {
