@@ -35,14 +35,14 @@ import (
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 )
 
-// The sizes of TestSpaceCacheIsBounded: 400 BindingPolicies of 128 KiB of
-// annotation each (50 MiB) that the stager never caches, then 24 that it
+// The sizes of TestSpaceCacheIsBounded: 400 BindingPolicies of 96 KiB of
+// annotation each (37.5 MiB) that the stager never caches, then 32 that it
 // does (3 MiB), past a bound of 2 MiB.
 const (
 	cacheTestBound          = 2 << 20
 	cacheTestForeign        = 400
-	cacheTestLabelled       = 24
-	cacheTestAnnotationSize = 128 << 10
+	cacheTestLabelled       = 32
+	cacheTestAnnotationSize = 96 << 10
 )
 
 // TestSpaceCacheIsBounded writes 400 large BindingPolicies that no policy

@@ -507,6 +507,7 @@ func (r *Runner) meter(ctx context.Context, name multicluster.ClusterName, cl cl
 		a.meter = newCacheMeter(r.opts.MaxCacheBytes,
 			func(int64) { cancel(errCacheOverLimit) },
 			func(held int64) { spaceCacheBytes.WithLabelValues(string(name)).Set(float64(held)) })
+		spaceCacheBytes.WithLabelValues(string(name)).Set(0)
 	}
 	return a
 }
