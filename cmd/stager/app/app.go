@@ -491,8 +491,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 	if err != nil {
 		return nil, err
 	}
-	spaceCache := cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields(),
-		ByObject: stagedbindingpolicy.CacheByObject()}
+	spaceCache := stagedbindingpolicy.NarrowCache(cache.Options{Scheme: scheme})
 	shard := o.Coordination == CoordinationSharded
 	replica := o.replicaID()
 	logger = logger.WithValues("replica", replica)

@@ -15,20 +15,24 @@
 package stagedbindingpolicy
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 )
 
-// CacheByObject narrows what a space's cache holds to what the controller
-// reads (docs/security.md, "What one space's cache holds"):
+// NarrowCache returns o narrowed to what the controller reads of a space
+// (docs/security.md, "What one space's cache holds"):
 //
 //   - BindingPolicies: only those labelled v1alpha1.PolicyLabel, which every
 //     BindingPolicy the stager generates carries. Whoever may write
@@ -38,18 +42,30 @@ import (
 //     (Reconciler.APIReader) when creating that name is refused.
 //   - Bindings: without their status, which KubeStellar writes and the
 //     controller never reads (see bindingUpdates).
+//   - every object: without its managedFields.
 //
-// Every other kind keeps the cache's default (managedFields stripped).
-func CacheByObject() map[client.Object]cache.ByObject {
-	return map[client.Object]cache.ByObject{
-		&ksv1alpha1.BindingPolicy{}: {Label: generatedBindingPolicies},
-		&ksv1alpha1.Binding{}:       {Transform: stripBinding},
+// The selection is made where the informer lists and watches (o.NewInformer),
+// not through o.ByObject, whose kinds controller-runtime maps when the cache
+// is built: a space without KubeStellar's CRDs would then fail to get a
+// cache at all, instead of being engaged and reported MissingAPIs.
+func NarrowCache(o cache.Options) cache.Options {
+	o.DefaultTransform = stripCached
+	newInformer := o.NewInformer
+	if newInformer == nil {
+		newInformer = toolscache.NewSharedIndexInformer
 	}
+	o.NewInformer = func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+		if _, ok := obj.(*ksv1alpha1.BindingPolicy); ok {
+			lw = selectGenerated(lw)
+		}
+		return newInformer(lw, obj, resync, indexers)
+	}
+	return o
 }
 
-// generatedBindingPolicies selects the BindingPolicies labelled as
-// generated for a policy, whatever the policy.
-var generatedBindingPolicies = func() labels.Selector {
+// generatedSelector selects the BindingPolicies labelled as generated for a
+// policy, whatever the policy.
+var generatedSelector = func() labels.Selector {
 	req, err := labels.NewRequirement(v1alpha1.PolicyLabel, selection.Exists, nil)
 	if err != nil {
 		panic(fmt.Sprintf("the selector of generated BindingPolicies: %v", err))
@@ -57,12 +73,35 @@ var generatedBindingPolicies = func() labels.Selector {
 	return labels.NewSelector().Add(*req)
 }()
 
-// stripManagedFields is the cache's default transform.
+// selectGenerated narrows lw's lists and watches to generatedSelector,
+// beside any selector they have.
+func selectGenerated(lw toolscache.ListerWatcher) toolscache.ListerWatcher {
+	inner := toolscache.ToListerWatcherWithContext(lw)
+	narrow := func(opts *metav1.ListOptions) {
+		if opts.LabelSelector == "" {
+			opts.LabelSelector = generatedSelector.String()
+		} else {
+			opts.LabelSelector += "," + generatedSelector.String()
+		}
+	}
+	return &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			narrow(&opts)
+			return inner.ListWithContext(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			narrow(&opts)
+			return inner.WatchWithContext(ctx, opts)
+		},
+	}
+}
+
+// stripManagedFields is controller-runtime's transform that drops managedFields.
 var stripManagedFields = cache.TransformStripManagedFields()
 
-// stripBinding drops what the controller never reads of a Binding: its
-// managedFields and its status. Anything else passes as is.
-func stripBinding(obj any) (any, error) {
+// stripCached drops what the controller never reads of a cached object:
+// its managedFields and, of a Binding, its status. Anything else passes as is.
+func stripCached(obj any) (any, error) {
 	obj, err := stripManagedFields(obj)
 	if err != nil {
 		return obj, err
@@ -73,4 +112,4 @@ func stripBinding(obj any) (any, error) {
 	return obj, nil
 }
 
-var _ toolscache.TransformFunc = stripBinding
+var _ toolscache.TransformFunc = stripCached

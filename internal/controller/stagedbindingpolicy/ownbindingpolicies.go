@@ -161,7 +161,7 @@ const foreignTTL = time.Minute
 
 // foreignBindingPolicies remembers the BindingPolicies a reconciler found
 // on the API server under a name it wanted, that its cache does not hold:
-// the cache holds only those labelled as generated (CacheByObject), so a
+// the cache holds only those labelled as generated (NarrowCache), so a
 // name taken by someone else's shows only as a refused create. Like
 // ownBindingPolicies, it is a view of the API server, believed for
 // foreignTTL at most, or until the cache holds an object of that name.

@@ -55,7 +55,7 @@ type Reconciler struct {
 	Client client.Client
 	// APIReader reads from the space's API server, uncached: a BindingPolicy
 	// whose name the stager wants and that the cache does not hold
-	// (CacheByObject holds only those labelled as generated), read when
+	// (NarrowCache holds only those labelled as generated), read when
 	// creating that name is refused. Nil means Client.
 	APIReader client.Reader
 	// IndexedCache says that Client reads from a cache with the indexes of

@@ -879,10 +879,10 @@ func TestReconcileReadsItsOwnDeletesBeforeTheCache(t *testing.T) {
 
 // selectedClient returns a client that writes to the test space and reads
 // from a running informer cache of it narrowed as a space's is
-// (CacheByObject), with the reconciler's indexes.
+// (NarrowCache), with the reconciler's indexes.
 func selectedClient(t *testing.T) client.Client {
 	t.Helper()
-	selected, err := cache.New(testSpace.Config, cache.Options{Scheme: testSpace.Client.Scheme(), ByObject: CacheByObject()})
+	selected, err := cache.New(testSpace.Config, NarrowCache(cache.Options{Scheme: testSpace.Client.Scheme()}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -914,7 +914,7 @@ func createForeignBP(t *testing.T, name string) {
 }
 
 // TestReconcileSeesForeignBindingPoliciesTheCacheDoesNotHold runs the
-// reconciler on a cache narrowed as a space's (CacheByObject), which never
+// reconciler on a cache narrowed as a space's (NarrowCache), which never
 // holds a BindingPolicy that no policy generated: one that takes the name of
 // the active stage's BindingPolicy blocks the rollout (BindingPolicyConflict)
 // as it does when the cache holds it, and one that takes the next stage's
