@@ -141,10 +141,10 @@ func TestSpaceOverItsCacheBoundIsNotServed(t *testing.T) {
 	h.start()
 	h.engage(name, cl)
 	waitFor(t, "the space served", func() error { return h.serving(name, 1, cl) })
-	if v := gauge(t, spaceCacheOverLimit, name); v != 0 {
+	if v := gauge(t, spaceCacheOverLimit); v != 0 {
 		t.Errorf("stager_space_cache_over_limit = %v while served, want 0", v)
 	}
-	if v := gauge(t, spaceCacheBytes, name); v <= 0 || v > 1<<20 {
+	if v := gauge(t, spaceCacheBytes); v <= 0 || v > 1<<20 {
 		t.Errorf("stager_space_cache_bytes = %v while served, want some, under the bound", v)
 	}
 
@@ -166,7 +166,7 @@ func TestSpaceOverItsCacheBoundIsNotServed(t *testing.T) {
 		if n := h.ctrls.runningOf(name); n != 0 {
 			return fmt.Errorf("%d controllers run", n)
 		}
-		if v := gauge(t, spaceCacheOverLimit, name); v != 1 {
+		if v := gauge(t, spaceCacheOverLimit); v != 1 {
 			return fmt.Errorf("stager_space_cache_over_limit = %v", v)
 		}
 		return nil
@@ -198,17 +198,18 @@ func TestSpaceOverItsCacheBoundIsNotServed(t *testing.T) {
 		if !s.Ready {
 			return fmt.Errorf("state %+v", s)
 		}
-		if v := gauge(t, spaceCacheOverLimit, name); v != 0 {
+		if v := gauge(t, spaceCacheOverLimit); v != 0 {
 			return fmt.Errorf("stager_space_cache_over_limit = %v", v)
 		}
 		return nil
 	})
 }
 
-// gauge returns the value of the Runner's gauge vec's series of the space.
-func gauge(t *testing.T, vec *prometheus.GaugeVec, space string) float64 {
+// gauge returns the value of the Runner's gauge vec's series of the
+// space of TestSpaceOverItsCacheBoundIsNotServed.
+func gauge(t *testing.T, vec *prometheus.GaugeVec) float64 {
 	t.Helper()
-	return testutil.ToFloat64(vec.WithLabelValues(space))
+	return testutil.ToFloat64(vec.WithLabelValues("over-bound"))
 }
 
 // waitFor waits for check to pass within waitTimeout.

@@ -368,7 +368,7 @@ func (r *Runner) serve(e *engagement, name multicluster.ClusterName) {
 		var attempt *meteredAttempt
 		ran := false
 		if err == nil {
-			attempt = r.meter(ctx, name, serving)
+			attempt = r.meter(ctx, name)
 			reason, err = r.prepare(attempt.ctx, probe, serving, attempt)
 			if err == nil {
 				ran = true
@@ -498,9 +498,9 @@ type meterRegistration struct {
 	reg      toolscache.ResourceEventHandlerRegistration
 }
 
-// meter starts an attempt to serve the space name from cl: metered when
+// meter starts an attempt to serve the space name: metered when
 // MaxCacheBytes is set and the space's caches are its own.
-func (r *Runner) meter(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) *meteredAttempt {
+func (r *Runner) meter(ctx context.Context, name multicluster.ClusterName) *meteredAttempt {
 	actx, cancel := context.WithCancelCause(ctx)
 	a := &meteredAttempt{ctx: actx, cancel: cancel}
 	if r.metered(name) {
