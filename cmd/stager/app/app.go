@@ -32,6 +32,7 @@ import (
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -77,8 +78,8 @@ type Options struct {
 	HealthProbeBindAddress string
 	// PprofBindAddress is where Go's profiles (/debug/pprof/) are served,
 	// over plain HTTP and without authentication: empty or "0" turns them
-	// off (the default), and it must be a loopback address (reach it in a
-	// Pod with kubectl port-forward).
+	// off (the default), and it must be a literal loopback IP, not a name
+	// (reach it in a Pod with kubectl port-forward).
 	PprofBindAddress string
 	// LeaderElect makes only one replica work at a time.
 	LeaderElect bool
@@ -127,6 +128,14 @@ type Options struct {
 	SpaceEventBurst int
 	// CacheSyncTimeout bounds the wait for a space's caches.
 	CacheSyncTimeout time.Duration
+	// SpaceCacheMaxBytes bounds the estimated bytes of what one space's
+	// cache holds (spaces.Options.MaxCacheBytes); past it the space is not
+	// served until it holds less. Zero bounds nothing.
+	SpaceCacheMaxBytes int64
+	// SpaceCacheRetry, when positive, is the first wait before a space
+	// whose cache went over SpaceCacheMaxBytes is tried again, doubling up
+	// to 30 times as long; zero means a minute. Not a flag.
+	SpaceCacheRetry time.Duration
 	// ReconcileTimeout bounds one reconcile of a policy, with every request
 	// it makes to the space's API server.
 	ReconcileTimeout time.Duration
@@ -190,6 +199,7 @@ func NewOptions() *Options {
 		SpaceBurst:               spaces.DefaultBurst,
 		SpaceEventBurst:          stagedbindingpolicy.DefaultEventBurst,
 		CacheSyncTimeout:         2 * time.Minute,
+		SpaceCacheMaxBytes:       spaces.DefaultMaxCacheBytes,
 		ReconcileTimeout:         DefaultReconcileTimeout,
 		CELCostLimit:             expression.DefaultCostLimit,
 		CELEstimatedCostLimit:    expression.DefaultEstimatedCostLimit,
@@ -214,7 +224,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"directory holding the metrics server's tls.crt and tls.key, reloaded when they change (default: a self-signed certificate)")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, `address of the /healthz and /readyz endpoints ("0" turns them off)`)
 	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", o.PprofBindAddress,
-		`loopback address, e.g. 127.0.0.1:6060, where Go's profiles are served without authentication (default: off)`)
+		`literal loopback IP and port, e.g. 127.0.0.1:6060, where Go's profiles are served without authentication (default: off)`)
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader among replicas, so that only one works at a time")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "namespace of the leader election and sharding Leases (default: the pod's, outside a pod --kubeconfig-namespace)")
 	fs.StringVar(&o.Coordination, "coordination", o.Coordination,
@@ -232,6 +242,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Float32Var(&o.SpaceEventQPS, "space-event-qps", o.SpaceEventQPS, "when positive, the most Events a second the stager posts to each space, apart from --space-qps (0: client-go's default)")
 	fs.IntVar(&o.SpaceEventBurst, "space-event-burst", o.SpaceEventBurst, "with --space-event-qps, the most Events the stager posts to each space in a burst, above --space-event-qps")
 	fs.DurationVar(&o.CacheSyncTimeout, "cache-sync-timeout", o.CacheSyncTimeout, "how long to wait for a space's caches before retrying it")
+	fs.Int64Var(&o.SpaceCacheMaxBytes, "space-cache-max-bytes", o.SpaceCacheMaxBytes,
+		"the most one space's cache may hold, in estimated bytes of its objects' JSON; past it the space is not served until it holds less (0: no bound)")
 	fs.DurationVar(&o.ReconcileTimeout, "reconcile-timeout", o.ReconcileTimeout, "the longest one reconcile of a policy may take, with every request it makes to the space's API server")
 	fs.Uint64Var(&o.CELCostLimit, "cel-cost-limit", o.CELCostLimit, "the most one evaluation of a stage filter or condition may cost (CEL cost units)")
 	fs.Uint64Var(&o.CELEstimatedCostLimit, "cel-estimated-cost-limit", o.CELEstimatedCostLimit, "the most the compile-time estimate of a filter's or condition's worst-case cost may be (CEL cost units)")
@@ -307,6 +319,9 @@ func (o *Options) Validate() error {
 	if o.CacheSyncTimeout <= 0 {
 		errs = append(errs, errors.New("--cache-sync-timeout must be positive"))
 	}
+	if o.SpaceCacheMaxBytes < 0 {
+		errs = append(errs, errors.New("--space-cache-max-bytes must not be negative"))
+	}
 	if o.ReconcileTimeout <= 0 {
 		errs = append(errs, errors.New("--reconcile-timeout must be positive"))
 	}
@@ -344,8 +359,11 @@ func (o *Options) Validate() error {
 }
 
 // validatePprofBindAddress accepts no address, "0" (both off) and a
-// loopback one: the profiles are served to anyone who can reach the port,
-// and they show the process's goroutines, memory and command line.
+// literal loopback IP: the profiles are served to anyone who can reach the
+// port, and they show the process's goroutines, memory and command line.
+// A name, "localhost" included, is refused: it is resolved when the
+// listener binds, through /etc/hosts or DNS, which may map it to a routable
+// address.
 func validatePprofBindAddress(addr string) error {
 	if addr == "" || addr == "0" {
 		return nil
@@ -354,13 +372,20 @@ func validatePprofBindAddress(addr string) error {
 	if err != nil {
 		return fmt.Errorf("--pprof-bind-address %q: %w", addr, err)
 	}
-	if host == "localhost" {
-		return nil
-	}
 	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		return fmt.Errorf("--pprof-bind-address %q must be a loopback address, such as 127.0.0.1:6060: the profiles are served without authentication (reach them in a Pod with kubectl port-forward)", addr)
+		return fmt.Errorf("--pprof-bind-address %q must be a literal loopback IP, such as 127.0.0.1:6060 or [::1]:6060, not a name: the profiles are served without authentication (reach them in a Pod with kubectl port-forward)", addr)
 	}
 	return nil
+}
+
+// spaceCacheBackoff spaces out the attempts to serve a space over its
+// cache bound: SpaceCacheRetry doubling up to 30 times as long, or the
+// Runner's default.
+func (o *Options) spaceCacheBackoff() *wait.Backoff {
+	if o.SpaceCacheRetry <= 0 {
+		return nil
+	}
+	return &wait.Backoff{Duration: o.SpaceCacheRetry, Factor: 2, Jitter: 0.1, Steps: 1 << 30, Cap: 30 * o.SpaceCacheRetry}
 }
 
 // The ways replicas share the spaces (--coordination).
@@ -501,7 +526,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 	if err != nil {
 		return nil, err
 	}
-	spaceCache := cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields()}
+	spaceCache := stagedbindingpolicy.NarrowCache(cache.Options{Scheme: scheme})
 	shard := o.Coordination == CoordinationSharded
 	replica := o.replicaID()
 	logger = logger.WithValues("replica", replica)
@@ -628,6 +653,9 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		IndexFields:      stagedbindingpolicy.IndexFields,
 		ProbeInterval:    o.SpaceProbeInterval,
 		CacheSyncTimeout: o.CacheSyncTimeout,
+		MaxCacheBytes:    o.SpaceCacheMaxBytes,
+		OverLimitBackoff: o.spaceCacheBackoff(),
+		SharedCaches:     o.Providers.SharesCaches,
 		OnChange: func(state spaces.State) {
 			janitor.Record(state)
 			if state.Reason == spaces.ReasonDisengaged {

@@ -51,7 +51,18 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "sharded", change: func(o *Options) { o.Coordination = CoordinationSharded }},
 		{name: "profiles on 127.0.0.1", change: func(o *Options) { o.PprofBindAddress = "127.0.0.1:6060" }},
 		{name: "profiles on ::1", change: func(o *Options) { o.PprofBindAddress = "[::1]:6060" }},
-		{name: "profiles on localhost", change: func(o *Options) { o.PprofBindAddress = "localhost:0" }},
+		{name: "profiles on another loopback address", change: func(o *Options) { o.PprofBindAddress = "127.0.0.2:6060" }},
+		// A name is resolved when the listener binds, through /etc/hosts or
+		// DNS, which may map even "localhost" to a routable address.
+		{name: "profiles on localhost",
+			change:    func(o *Options) { o.PprofBindAddress = "localhost:6060" },
+			wantFlags: []string{"--pprof-bind-address"}},
+		{name: "profiles on localhost, fully qualified",
+			change:    func(o *Options) { o.PprofBindAddress = "localhost.:6060" },
+			wantFlags: []string{"--pprof-bind-address"}},
+		{name: "profiles on a name under localhost",
+			change:    func(o *Options) { o.PprofBindAddress = "stager.localhost:6060" },
+			wantFlags: []string{"--pprof-bind-address"}},
 		{name: "profiles off", change: func(o *Options) { o.PprofBindAddress = "0" }},
 		{name: "profiles on every interface",
 			change:    func(o *Options) { o.PprofBindAddress = ":6060" },
@@ -65,6 +76,10 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "profiles without a port",
 			change:    func(o *Options) { o.PprofBindAddress = "127.0.0.1" },
 			wantFlags: []string{"--pprof-bind-address"}},
+		{name: "no bound on a space's cache", change: func(o *Options) { o.SpaceCacheMaxBytes = 0 }},
+		{name: "a negative bound on a space's cache",
+			change:    func(o *Options) { o.SpaceCacheMaxBytes = -1 },
+			wantFlags: []string{"--space-cache-max-bytes"}},
 		{name: "an unknown coordination",
 			change:    func(o *Options) { o.Coordination = "raft" },
 			wantFlags: []string{"--coordination"}},
@@ -215,7 +230,7 @@ func TestAddFlags(t *testing.T) {
 		"--cel-estimated-cost-limit=43", "--cel-eval-timeout=250ms", "--cel-reconcile-cost-budget=44", "--cel-reconcile-time-budget=3s",
 		"--space-qps=7.5", "--space-burst=9", "--space-event-qps=2.5", "--space-event-burst=3", "--pprof-bind-address=127.0.0.1:6060",
 		"--coordination=sharded", "--shard-lease-duration=60s", "--shard-lease-renew=15s", "--shard-peer-lease-duration=2m",
-		"--shard-probe-interval=3s",
+		"--shard-probe-interval=3s", "--space-cache-max-bytes=1048576",
 	})
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
@@ -231,6 +246,7 @@ func TestAddFlags(t *testing.T) {
 	want.PprofBindAddress = "127.0.0.1:6060"
 	want.Coordination, want.ShardLeaseDuration, want.ShardLeaseRenew = CoordinationSharded, time.Minute, 15*time.Second
 	want.ShardPeerLeaseDuration, want.ShardProbeInterval = 2*time.Minute, 3*time.Second
+	want.SpaceCacheMaxBytes = 1 << 20
 	if !reflect.DeepEqual(*o.Providers, *want.Providers) {
 		t.Errorf("provider options = %+v, want %+v", *o.Providers, *want.Providers)
 	}
@@ -251,6 +267,10 @@ func TestAddFlags(t *testing.T) {
 		d.CELReconcileCostBudget != 10_000_000 || d.CELReconcileTimeBudget != 2*time.Second || d.ReconcileTimeout != 30*time.Second {
 		t.Errorf("defaults: cost %d, estimate %d, timeout %s, budget %d and %s, reconcile timeout %s", d.CELCostLimit,
 			d.CELEstimatedCostLimit, d.CELEvalTimeout, d.CELReconcileCostBudget, d.CELReconcileTimeBudget, d.ReconcileTimeout)
+	}
+	// What one space's cache may hold, as docs/security.md gives it.
+	if d.SpaceCacheMaxBytes != 64<<20 {
+		t.Errorf("default --space-cache-max-bytes %d, want 64 MiB", d.SpaceCacheMaxBytes)
 	}
 	// The analyses' bounds docs/security.md gives: https only, 10 s and
 	// 1 MiB a query, and a query at most half a reconcile.

@@ -32,6 +32,16 @@ var (
 		Help: "Whether an engaged space is ready (1) or not (0): it serves KubeStellar's and the stager's APIs, its caches are synced and its API server answers.",
 	}, []string{"space"})
 
+	spaceCacheBytes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "stager_space_cache_bytes",
+		Help: "The estimated bytes of the objects a space's cache holds (their JSON, plus 1 KiB each), which --space-cache-max-bytes bounds; absent for spaces whose caches the provider shares (kcp).",
+	}, []string{"space"})
+
+	spaceCacheOverLimit = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "stager_space_cache_over_limit",
+		Help: "1 while a space is not served because its cache went over --space-cache-max-bytes, else 0.",
+	}, []string{"space"})
+
 	spaceOwner = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "stager_space_owner",
 		Help: "1 for every space this replica serves, labelled with the replica: summed over the replicas, which replica serves which space.",
@@ -45,7 +55,7 @@ func init() {
 // MetricCollectors returns the Runner's metrics, registered with
 // controller-runtime's registry.
 func MetricCollectors() []prometheus.Collector {
-	return []prometheus.Collector{spaceEngaged, spaceReady, spaceOwner}
+	return []prometheus.Collector{spaceEngaged, spaceReady, spaceOwner, spaceCacheBytes, spaceCacheOverLimit}
 }
 
 // recordState keeps a space's series in line with its state; replica is
@@ -55,8 +65,15 @@ func recordState(s State, replica string) {
 		spaceEngaged.DeleteLabelValues(s.Name)
 		spaceReady.DeleteLabelValues(s.Name)
 		spaceOwner.DeletePartialMatch(prometheus.Labels{"space": s.Name})
+		spaceCacheBytes.DeleteLabelValues(s.Name)
+		spaceCacheOverLimit.DeleteLabelValues(s.Name)
 		return
 	}
+	over := 0.0
+	if s.Reason == ReasonCacheOverLimit {
+		over = 1
+	}
+	spaceCacheOverLimit.WithLabelValues(s.Name).Set(over)
 	spaceEngaged.WithLabelValues(s.Name).Set(1)
 	spaceOwner.WithLabelValues(s.Name, replica).Set(1)
 	ready := 0.0

@@ -34,10 +34,13 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -74,7 +77,15 @@ const (
 	ReasonCacheNotSynced = "CacheNotSynced"
 	// ReasonReady is the reason of a ready space.
 	ReasonReady = "Ready"
+	// ReasonCacheOverLimit means the space's cache went over
+	// Options.MaxCacheBytes: its controller and informers are stopped
+	// until a later attempt finds it under the bound.
+	ReasonCacheOverLimit = "CacheOverLimit"
 )
+
+// EventReasonCacheOverLimit is the reason of the Warning Event posted in a
+// space whose cache went over its bound.
+const EventReasonCacheOverLimit = "SpaceCacheOverLimit"
 
 // ControllerFactory builds the controller of one space. The returned runnable
 // is started once the space's caches are synced and stopped when the space is
@@ -114,6 +125,21 @@ type Options struct {
 	// Replica names this replica: the stager_space_owner series of the
 	// spaces it serves carry it.
 	Replica string
+	// MaxCacheBytes bounds what a space's cache may hold of the Required
+	// kinds, by cacheCost. Past it, the space's controller stops, its
+	// informers of the Required kinds are removed (and with them what they
+	// held), the space is reported not ready (ReasonCacheOverLimit) with a
+	// Warning Event in the space, and it is tried again after
+	// OverLimitBackoff. Zero bounds nothing.
+	MaxCacheBytes int64
+	// OverLimitBackoff spaces out the attempts to serve a space whose cache
+	// went over MaxCacheBytes: each attempt lists the space's objects
+	// again. Default: 1m doubling up to 30m.
+	OverLimitBackoff *wait.Backoff
+	// SharedCaches, when set, reports the spaces whose caches the provider
+	// shares among spaces (kcp's): neither measured nor stopped by the
+	// Runner, since they hold other spaces' objects too.
+	SharedCaches func(space string) bool
 	// Logger is the base logger.
 	Logger logr.Logger
 }
@@ -173,6 +199,9 @@ func New(opts Options) (*Runner, error) {
 	}
 	if opts.RetryBackoff == nil {
 		opts.RetryBackoff = &wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Steps: 1 << 30, Cap: time.Minute}
+	}
+	if opts.OverLimitBackoff == nil {
+		opts.OverLimitBackoff = &wait.Backoff{Duration: time.Minute, Factor: 2, Jitter: 0.1, Steps: 1 << 30, Cap: 30 * time.Minute}
 	}
 	return &Runner{
 		opts:    opts,
@@ -330,17 +359,39 @@ func (r *Runner) serve(e *engagement, name multicluster.ClusterName) {
 	// provider's, until an outage leaves them stale.
 	serving, stopServing := cl, context.CancelFunc(func() {})
 	defer func() { stopServing() }()
-	backoff := *r.opts.RetryBackoff
+	backoff, overBackoff := *r.opts.RetryBackoff, *r.opts.OverLimitBackoff
 	for ctx.Err() == nil {
 		reason, err := ReasonUnreachable, error(nil)
 		if probe == nil {
 			probe, err = newProber(cl)
 		}
+		var attempt *meteredAttempt
+		ran := false
 		if err == nil {
-			reason, err = r.prepare(ctx, probe, serving)
+			attempt = r.meter(ctx, name)
+			reason, err = r.prepare(attempt.ctx, probe, serving, attempt)
+			if err == nil {
+				ran = true
+				err = r.runController(attempt.ctx, e, serving, probe, logger)
+			}
 		}
-		if err == nil {
-			err = r.runController(ctx, e, serving, probe, logger)
+		if attempt != nil {
+			held, over := attempt.end()
+			if over && ctx.Err() == nil {
+				delay := overBackoff.Step()
+				r.overLimit(e, serving, held, delay, logger)
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(delay):
+				}
+				continue
+			}
+			if ran && !over {
+				overBackoff = *r.opts.OverLimitBackoff
+			}
+		}
+		if ran {
 			if ctx.Err() != nil {
 				return
 			}
@@ -400,8 +451,9 @@ func (r *Runner) freshCluster(ctx context.Context, name multicluster.ClusterName
 }
 
 // prepare checks that the space serves the required APIs, adds the
-// controller's indexes to its cache, and warms its caches.
-func (r *Runner) prepare(ctx context.Context, probe *prober, cl cluster.Cluster) (string, error) {
+// controller's indexes to its cache, has the attempt meter its informers,
+// and warms its caches.
+func (r *Runner) prepare(ctx context.Context, probe *prober, cl cluster.Cluster, attempt *meteredAttempt) (string, error) {
 	missing, err := probe.missing(ctx, r.opts.Required, cl)
 	if err != nil {
 		return ReasonUnreachable, err
@@ -414,6 +466,11 @@ func (r *Runner) prepare(ctx context.Context, probe *prober, cl cluster.Cluster)
 			return ReasonCacheNotSynced, fmt.Errorf("indexing the caches: %w", err)
 		}
 	}
+	for _, obj := range r.opts.Required {
+		if err := attempt.watch(ctx, cl.GetCache(), obj); err != nil {
+			return ReasonCacheNotSynced, err
+		}
+	}
 	syncCtx, cancel := context.WithTimeout(ctx, r.opts.CacheSyncTimeout)
 	defer cancel()
 	for _, obj := range r.opts.Required {
@@ -423,6 +480,102 @@ func (r *Runner) prepare(ctx context.Context, probe *prober, cl cluster.Cluster)
 	}
 	return "", nil
 }
+
+// meteredAttempt is one attempt to serve a space: its context, ended
+// with errCacheOverLimit when its meter goes over Options.MaxCacheBytes,
+// and the meter's handlers on the space's informers.
+type meteredAttempt struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	// meter is nil when the space is not metered.
+	meter *cacheMeter
+	regs  []meterRegistration
+}
+
+// meterRegistration is a meter's handler on an informer.
+type meterRegistration struct {
+	informer cache.Informer
+	reg      toolscache.ResourceEventHandlerRegistration
+}
+
+// meter starts an attempt to serve the space name: metered when
+// MaxCacheBytes is set and the space's caches are its own.
+func (r *Runner) meter(ctx context.Context, name multicluster.ClusterName) *meteredAttempt {
+	actx, cancel := context.WithCancelCause(ctx)
+	a := &meteredAttempt{ctx: actx, cancel: cancel}
+	if r.metered(name) {
+		a.meter = newCacheMeter(r.opts.MaxCacheBytes,
+			func(int64) { cancel(errCacheOverLimit) },
+			func(held int64) { spaceCacheBytes.WithLabelValues(string(name)).Set(float64(held)) })
+		spaceCacheBytes.WithLabelValues(string(name)).Set(0)
+	}
+	return a
+}
+
+// metered reports whether the space's cache is measured against MaxCacheBytes.
+func (r *Runner) metered(name multicluster.ClusterName) bool {
+	return r.opts.MaxCacheBytes > 0 && (r.opts.SharedCaches == nil || !r.opts.SharedCaches(string(name)))
+}
+
+// watch adds the attempt's meter to c's informer of obj, before the
+// informer has synced: the meter counts its objects as they arrive.
+func (a *meteredAttempt) watch(ctx context.Context, c cache.Cache, obj client.Object) error {
+	if a.meter == nil {
+		return nil
+	}
+	informer, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+	if err != nil {
+		return fmt.Errorf("watching the cache of %T: %w", obj, err)
+	}
+	reg, err := informer.AddEventHandler(a.meter.handler(fmt.Sprintf("%T", obj)))
+	if err != nil {
+		return fmt.Errorf("metering the cache of %T: %w", obj, err)
+	}
+	a.regs = append(a.regs, meterRegistration{informer: informer, reg: reg})
+	return nil
+}
+
+// end ends the attempt, removing its meter from the informers, and returns
+// what the meter counted and whether it went over the bound.
+func (a *meteredAttempt) end() (held int64, over bool) {
+	over = errors.Is(context.Cause(a.ctx), errCacheOverLimit)
+	a.cancel(context.Canceled)
+	if a.meter == nil {
+		return 0, over
+	}
+	for _, r := range a.regs {
+		_ = r.informer.RemoveEventHandler(r.reg)
+	}
+	return a.meter.stop(), over
+}
+
+// overLimit stops serving a space whose cache went over MaxCacheBytes:
+// the controller has stopped; its informers of the Required kinds are
+// removed, with what they held, and the space is reported (state, metric,
+// a Warning Event in the space and a log line) until the attempt after
+// retryIn.
+func (r *Runner) overLimit(e *engagement, cl cluster.Cluster, held int64, retryIn time.Duration, logger logr.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), r.opts.ProbeInterval)
+	defer cancel()
+	for _, obj := range r.opts.Required {
+		if err := cl.GetCache().RemoveInformer(ctx, obj); err != nil {
+			logger.Error(err, "Cannot stop an informer of a space over its cache bound", "kind", fmt.Sprintf("%T", obj))
+		}
+	}
+	spaceCacheBytes.WithLabelValues(e.state.Name).Set(0)
+	msg := overLimitMessage(held, r.opts.MaxCacheBytes)
+	r.setState(e, false, ReasonCacheOverLimit, msg)
+	logger.Error(errCacheOverLimit, "Space is not served: its cache went over its bound", "held", held,
+		"limit", r.opts.MaxCacheBytes, "retryIn", retryIn.Round(time.Second))
+	// Cluster-scoped, the Event goes to the namespace default, where
+	// the space's users look for Events of no namespace of theirs.
+	regarding := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: metav1.NamespaceDefault}}
+	cl.GetEventRecorder(EventRecorderName).Eventf(regarding, nil, corev1.EventTypeWarning, EventReasonCacheOverLimit, "Disengage",
+		"%s; retried in %s", msg, retryIn.Round(time.Second))
+}
+
+// EventRecorderName is the name the Runner posts its Events in a space under.
+const EventRecorderName = "workload-stager-spaces"
 
 // runController runs the space's controller and probes the space until the
 // controller stops or ctx is done.

@@ -126,6 +126,7 @@ func NewController(space string, cl cluster.Cluster, engine *expression.Engine, 
 	r := &Reconciler{
 		Space:        space,
 		Client:       writer,
+		APIReader:    cl.GetAPIReader(),
 		IndexedCache: true,
 		Recorder:     recorder,
 		Engine:       engine,

@@ -162,9 +162,12 @@ func (o *ownBindingPolicies) believedFor(policy metav1.Object, now time.Time) ti
 // the Binding of the stage's census, which names its clusters. Such an
 // object is someone else's, and Plan reports the name taken
 // (BindingPolicyConflict) rather than create it again and again. The reads
-// are the cache's, one per cluster not listed.
+// are the cache's, one per cluster not listed, seen through view: the cache
+// holds only generated BindingPolicies, and view adds one that a refused
+// create found on the API server (foreignBindingPolicies).
 func withNamesakes(ctx context.Context, reader client.Reader, policy *v1alpha1.StagedBindingPolicy, census *ksv1alpha1.Binding,
-	listed []ksv1alpha1.BindingPolicy) ([]ksv1alpha1.BindingPolicy, error) {
+	listed []ksv1alpha1.BindingPolicy, view func(name string, cached *ksv1alpha1.BindingPolicy) *ksv1alpha1.BindingPolicy,
+) ([]ksv1alpha1.BindingPolicy, error) {
 	active, started, _ := rollout.ActiveStage(policy)
 	if !started || census == nil || !policy.Spec.Stages[active].Batched() {
 		return listed, nil
@@ -184,9 +187,56 @@ func withNamesakes(ctx context.Context, reader client.Reader, policy *v1alpha1.S
 		if err != nil {
 			return nil, err
 		}
-		if bp != nil {
+		if bp = view(name, bp); bp != nil {
 			listed = append(listed, *bp)
 		}
 	}
 	return listed, nil
+}
+
+// foreignTTL is how long foreignBindingPolicies believes a BindingPolicy
+// the API server showed: a conflict is looked at again (one refused create
+// and one GET) at most this often per name, and a squatter's deletion is
+// seen at most this late.
+const foreignTTL = time.Minute
+
+// foreignBindingPolicies remembers the BindingPolicies a reconciler found
+// on the API server under a name it wanted, that its cache does not hold:
+// the cache holds only those labelled as generated (NarrowCache), so a
+// name taken by someone else's shows only as a refused create. Like
+// ownBindingPolicies, it is a view of the API server, believed for
+// foreignTTL at most, or until the cache holds an object of that name.
+// Safe for concurrent use.
+type foreignBindingPolicies struct {
+	mu    sync.Mutex
+	found map[string]ownCreate // by name; at is when it was read
+}
+
+// record notes that bp, read from the API server at now, holds its name.
+func (f *foreignBindingPolicies) record(bp *ksv1alpha1.BindingPolicy, now time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	maps.DeleteFunc(f.found, func(_ string, c ownCreate) bool { return now.Sub(c.at) >= foreignTTL })
+	if f.found == nil {
+		f.found = map[string]ownCreate{}
+	}
+	f.found[bp.Name] = ownCreate{bp: bp.DeepCopy(), at: now}
+}
+
+// view returns the BindingPolicy named name as the reconciler knows it,
+// given cached, the cache's (nil when it has none): cached when there is
+// one, else the one found on the API server under that name, if it was
+// found less than foreignTTL ago.
+func (f *foreignBindingPolicies) view(name string, cached *ksv1alpha1.BindingPolicy, now time.Time) *ksv1alpha1.BindingPolicy {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.found[name]
+	if cached != nil || (ok && now.Sub(c.at) >= foreignTTL) {
+		delete(f.found, name)
+		return cached
+	}
+	if !ok {
+		return nil
+	}
+	return c.bp.DeepCopy()
 }

@@ -53,6 +53,11 @@ type Reconciler struct {
 	Space string
 	// Client reads from the space's cache and writes to its API server.
 	Client client.Client
+	// APIReader reads from the space's API server, uncached: a BindingPolicy
+	// whose name the stager wants and that the cache does not hold
+	// (NarrowCache holds only those labelled as generated), read when
+	// creating that name is refused. Nil means Client.
+	APIReader client.Reader
 	// IndexedCache says that Client reads from a cache with the indexes of
 	// IndexFields: a run then lists a policy's objects by index rather than
 	// by matching the labels of every object of their kind.
@@ -94,6 +99,9 @@ type Reconciler struct {
 	// ownBPs lets runs read the reconciler's creations and deletions of
 	// BindingPolicies before the cache has them.
 	ownBPs ownBindingPolicies
+	// foreignBPs lets runs read the BindingPolicies that hold a name the
+	// policy wants and that the cache does not hold.
+	foreignBPs foreignBindingPolicies
 }
 
 // Measurer sends an analysis's query to the MetricProvider it names and
@@ -183,6 +191,20 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{RequeueAfter: FenceRetry}, nil
 		}
 		if err != nil {
+			if action.Type == rollout.ActionCreateBindingPolicy && apierrors.IsAlreadyExists(err) {
+				foreign, readErr := r.readForeign(ctx, action.BindingPolicy.Name)
+				if readErr != nil {
+					return reconcile.Result{}, readErr
+				}
+				if foreign {
+					// Plan again, on a snapshot that has it.
+					logger.Info("A BindingPolicy the cache does not hold has the name; planning again", "bindingPolicy", action.BindingPolicy.Name)
+					if step < maxStepsPerRun {
+						continue
+					}
+					return reconcile.Result{RequeueAfter: time.Millisecond}, nil
+				}
+			}
 			if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
 				// The cache lagged behind the API server; the next run reads a newer state.
 				logger.V(1).Info("Change raced with another write; trying again", "action", action.Type, "error", err.Error())
@@ -201,6 +223,27 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{RequeueAfter: rollout.Earliest(requeueAfterChange, action.RequeueAfter)}, nil
 		}
 	}
+}
+
+// readForeign reads the BindingPolicy named name from the API server, past
+// the cache, after a create of that name was refused: one the cache will
+// never hold (not labelled as generated) is remembered (foreignBPs), so
+// that the next snapshot has it, and readForeign reports true. One the cache
+// will hold is left to it: the cache lags behind.
+func (r *Reconciler) readForeign(ctx context.Context, name string) (bool, error) {
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
+	}
+	bp, err := getNamed(ctx, reader, "BindingPolicy", name, &ksv1alpha1.BindingPolicy{})
+	if err != nil || bp == nil {
+		return false, err
+	}
+	if _, generated := bp.Labels[v1alpha1.PolicyLabel]; generated {
+		return false, nil
+	}
+	r.foreignBPs.record(bp, r.clock().Now())
+	return true, nil
 }
 
 // keepUnconfirmed keeps action, a change of policy whose outcome is not
@@ -281,8 +324,10 @@ func CompletedStages(before, after *v1alpha1.StagedBindingPolicyStatus) []v1alph
 
 // snapshot reads the policy and the objects around its active stage from the
 // space's cache, the policy as the reconciler last wrote it if the cache has
-// not caught up with that write yet. It returns nil when the policy does not
-// exist.
+// not caught up with that write yet, and the BindingPolicies of the active
+// and next stages' names as the reconciler last found them on the API
+// server when the cache does not hold them (foreignBPs). It returns nil when
+// the policy does not exist.
 func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*rollout.Snapshot, error) {
 	policy := &v1alpha1.StagedBindingPolicy{}
 	if err := r.Client.Get(ctx, key, policy); err != nil {
@@ -338,13 +383,13 @@ func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*r
 	if snap.ActiveBindingPolicy, err = getNamed(ctx, r.Client, "BindingPolicy", bpName, &ksv1alpha1.BindingPolicy{}); err != nil {
 		return nil, err
 	}
-	snap.ActiveBindingPolicy = r.ownBPs.view(bpName, snap.ActiveBindingPolicy, policy, seen)
+	snap.ActiveBindingPolicy = r.ownBPs.view(bpName, r.foreignBPs.view(bpName, snap.ActiveBindingPolicy, seen), policy, seen)
 	if active+1 < len(policy.Spec.Stages) {
 		nextName := policy.StageBindingPolicyName(policy.Spec.Stages[active+1].Name)
 		if snap.NextBindingPolicy, err = getNamed(ctx, r.Client, "BindingPolicy", nextName, &ksv1alpha1.BindingPolicy{}); err != nil {
 			return nil, err
 		}
-		snap.NextBindingPolicy = r.ownBPs.view(nextName, snap.NextBindingPolicy, policy, seen)
+		snap.NextBindingPolicy = r.ownBPs.view(nextName, r.foreignBPs.view(nextName, snap.NextBindingPolicy, seen), policy, seen)
 	}
 	if snap.Binding, err = getNamed(ctx, r.Client, "Binding", bpName, &ksv1alpha1.Binding{}); err != nil {
 		return nil, err
@@ -367,7 +412,10 @@ func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*r
 		}
 		snap.ClusterStatuses = append(snap.ClusterStatuses, statuses.Items...)
 	}
-	if snap.BindingPolicies, err = withNamesakes(ctx, r.Client, policy, snap.Binding, snap.BindingPolicies); err != nil {
+	foreign := func(name string, cached *ksv1alpha1.BindingPolicy) *ksv1alpha1.BindingPolicy {
+		return r.foreignBPs.view(name, cached, seen)
+	}
+	if snap.BindingPolicies, err = withNamesakes(ctx, r.Client, policy, snap.Binding, snap.BindingPolicies, foreign); err != nil {
 		return nil, err
 	}
 	snap.Measurements = r.measure(ctx, policy, snap)

@@ -28,6 +28,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -874,4 +875,81 @@ func TestReconcileReadsItsOwnDeletesBeforeTheCache(t *testing.T) {
 		t.Errorf("active stage %q after the run that followed the withdrawal, on a cache that still has test's BindingPolicy, want test (at its gate)",
 			got.Status.ActiveStage)
 	}
+}
+
+// selectedClient returns a client that writes to the test space and reads
+// from a running informer cache of it narrowed as a space's is
+// (NarrowCache), with the reconciler's indexes.
+func selectedClient(t *testing.T) client.Client {
+	t.Helper()
+	selected, err := cache.New(testSpace.Config, NarrowCache(cache.Options{Scheme: testSpace.Client.Scheme()}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	if err := IndexFields(ctx, selected); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = selected.Start(ctx) }()
+	if !selected.WaitForCacheSync(ctx) {
+		t.Fatal("the cache did not sync")
+	}
+	c, err := client.New(testSpace.Config, client.Options{Scheme: testSpace.Client.Scheme(),
+		Cache: &client.CacheOptions{Reader: selected}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// createForeignBP creates a BindingPolicy named name that no policy
+// generated: not labelled, not owned.
+func createForeignBP(t *testing.T, name string) {
+	t.Helper()
+	bp := &ksv1alpha1.BindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := testSpace.Client.Create(t.Context(), bp); err != nil {
+		t.Fatalf("creating BindingPolicy %s: %v", name, err)
+	}
+}
+
+// TestReconcileSeesForeignBindingPoliciesTheCacheDoesNotHold runs the
+// reconciler on a cache narrowed as a space's (NarrowCache), which never
+// holds a BindingPolicy that no policy generated: one that takes the name of
+// the active stage's BindingPolicy blocks the rollout (BindingPolicyConflict)
+// as it does when the cache holds it, and one that takes the next stage's
+// has the advance recorded rather than handed over, instead of a create
+// refused at every run.
+func TestReconcileSeesForeignBindingPoliciesTheCacheDoesNotHold(t *testing.T) {
+	needsAPIServer(t)
+	ctx := t.Context()
+
+	t.Run("active stage", func(t *testing.T) {
+		p := createPolicy(t, "foreign-active", v1alpha1.CleanupFinalizer)
+		startPolicy(t, p, "dev")
+		createForeignBP(t, p.StageBindingPolicyName("dev"))
+		r := newTestReconciler(t, time.Now())
+		r.Client, r.APIReader, r.IndexedCache = selectedClient(t), testSpace.Client, true
+		if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}}); err != nil {
+			t.Fatalf("Reconcile: %v", err)
+		}
+		got := getPolicy(t, p.Name)
+		if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady); c == nil || c.Reason != v1alpha1.ReasonBindingPolicyConflict {
+			t.Errorf("Ready condition %+v, want reason %s", c, v1alpha1.ReasonBindingPolicyConflict)
+		}
+	})
+
+	t.Run("next stage", func(t *testing.T) {
+		p := createPolicy(t, "foreign-next", v1alpha1.CleanupFinalizer)
+		devDone(t, p, "foreign-next")
+		createForeignBP(t, p.StageBindingPolicyName("test"))
+		r := newTestReconciler(t, time.Now())
+		r.Client, r.APIReader, r.IndexedCache = selectedClient(t), testSpace.Client, true
+		if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}}); err != nil {
+			t.Fatalf("Reconcile: %v", err)
+		}
+		if got := getPolicy(t, p.Name); got.Status.ActiveStage != "test" {
+			t.Errorf("active stage %q, want test: the next stage's name is taken, so the advance is recorded first", got.Status.ActiveStage)
+		}
+	})
 }
