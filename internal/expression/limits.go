@@ -176,6 +176,10 @@ func (a actualCost) CallCost(function, overloadID string, args []ref.Val, result
 	bytes := func(v ref.Val) float64 { return float64(actualSize(v)) }
 	var cost float64
 	switch {
+	case overloadID == "" && holesFixed:
+		// Dispatched at run time (dispatch.go).
+		c := a.dispatchedCost(function, args, result)
+		return &c
 	case overloadID == "add_list":
 		cost = bytes(result) * costPerByte
 	case (overloadID == "matches" || overloadID == "matches_string") && len(args) == 2:

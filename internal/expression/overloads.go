@@ -26,9 +26,8 @@ const (
 	// comparisons and conversions, optional values, logic).
 	boundConstant callBound = "constant"
 	// boundLinear: time and memory at most linear in the sizes of the
-	// arguments (deep for equality and membership), charged by cel-go or
-	// actualCost after the call. Inside comprehensions, the timeout stops
-	// repeated calls.
+	// arguments, charged by cel-go or actualCost after the call, as the
+	// overload it ran when it was dispatched at run time (dispatch.go).
 	boundLinear callBound = "linear"
 	// boundResult: refuses, before building it, a result larger than the
 	// cost limit pays for (guardedFunctions).
@@ -67,7 +66,7 @@ var functionBounds = map[string]callBound{
 	"getMonth": boundTimeZone, "getSeconds": boundTimeZone,
 	// Relational operators compare strings and bytes byte by byte.
 	"_<_": boundLinear, "_<=_": boundLinear, "_>_": boundLinear, "_>=_": boundLinear,
-	// Deep equality and membership, and concatenation.
+	// Concatenation, and deep equality and membership (see init).
 	"_==_": boundLinear, "_!=_": boundLinear, "@in": boundLinear, "_in_": boundLinear, "in": boundLinear,
 	"_+_":  boundLinear,
 	"size": boundLinear, "string": boundLinear, "bytes": boundLinear,
@@ -80,4 +79,15 @@ var functionBounds = map[string]callBound{
 	"sets.contains": boundPrecharged, "sets.intersects": boundPrecharged, "sets.equivalent": boundPrecharged,
 	"distinct": boundPrecharged, "sort": boundPrecharged, "@sortByAssociatedKeys": boundPrecharged,
 	"matches": boundRegex,
+}
+
+func init() {
+	if holesFixed {
+		// Deep equality and membership, and format, which prints deeply
+		// (deepcharge.go). The celholes build tag charges them after, by
+		// their top-level sizes, as cel-go does.
+		for _, name := range []string{"_==_", "_!=_", "@in", "_in_", "in", "format"} {
+			functionBounds[name] = boundPrecharged
+		}
+	}
 }

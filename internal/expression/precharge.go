@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"cel.dev/cel-go/cel"
@@ -68,8 +69,27 @@ var precharges = func() map[string]precharge {
 		m["list_"+t+"_sort"] = chargeSelfCompare(0)
 		m["list_"+t+"_sortByAssociatedKeys"] = chargeSelfCompare(1)
 	}
+	if holesFixed {
+		// Deep comparisons (deepcharge.go).
+		m["equals"], m["not_equals"] = chargeEquality, chargeEquality
+		m["in_list"], m["in_map"] = chargeIn, chargeIn
+		// The most format can build (deepcharge.go).
+		m["string_format"] = chargeFormat
+	}
 	return m
 }()
+
+// chargedByActualCost are the overloads of precharges charged after the
+// call by actualCost rather than by their charge: format's charge is the
+// most it can build, and actualCost charges what it built.
+var chargedByActualCost = map[string]bool{"string_format": true}
+
+// refusedBeforeItRan reports whether result is the refusal of a call by
+// its charge.
+func refusedBeforeItRan(result ref.Val) bool {
+	err, ok := result.(*types.Err)
+	return ok && errors.As(err, new(*errCallTooCostly))
+}
 
 // chargeIndexOf charges s.indexOf(sub) (and lastIndexOf, with or without an
 // offset): a tenth of a unit per byte of s, times the bytes of sub.
@@ -197,20 +217,32 @@ func prechargeOptions(env *cel.Env, costLimit uint64) ([]cel.ProgramOption, erro
 		if !ok {
 			return i, nil
 		}
-		charge, ok := precharges[call.OverloadID()]
+		function, overload := call.Function(), call.OverloadID()
+		charge, ok := precharges[overload]
+		if !ok && holesFixed && overload == "" && chargedFunctions()[function] {
+			// Dispatched at run time: charged as the overload it runs.
+			ok, charge = true, func(args []ref.Val, limit uint64) uint64 {
+				if c, found := precharges[dispatch().resolve(function, args)]; found {
+					return c(args, limit)
+				}
+				return 1
+			}
+		}
 		if !ok {
 			return i, nil
 		}
-		impl := impls[call.OverloadID()]
-		if impl == nil {
-			impl = impls[call.Function()]
-		}
-		run := implementation(impl, len(call.Args()))
+		run := comparison(overload)
 		if run == nil {
-			return nil, fmt.Errorf("no binding for %s (%s) with %d arguments", call.Function(), call.OverloadID(), len(call.Args()))
+			impl := impls[overload]
+			if impl == nil {
+				impl = impls[function]
+			}
+			run = implementation(impl, len(call.Args()))
 		}
-		function := call.Function()
-		return interpreter.NewCall(call.ID(), function, call.OverloadID(), call.Args(), func(args ...ref.Val) ref.Val {
+		if run == nil {
+			return nil, fmt.Errorf("no binding for %s (%s) with %d arguments", function, overload, len(call.Args()))
+		}
+		return interpreter.NewCall(call.ID(), function, overload, call.Args(), func(args ...ref.Val) ref.Val {
 			if cost := charge(args, costLimit); cost > costLimit {
 				return types.WrapErr(&errCallTooCostly{function: function, cost: cost, limit: costLimit})
 			}
@@ -219,15 +251,48 @@ func prechargeOptions(env *cel.Env, costLimit uint64) ([]cel.ProgramOption, erro
 	})
 	var trackers []celcost.TrackerOption
 	for id, charge := range precharges {
+		if chargedByActualCost[id] {
+			continue
+		}
 		trackers = append(trackers, celcost.OverloadTracker(id, func(args []ref.Val, result ref.Val) *uint64 {
 			cost := uint64(1)
-			if err, ok := result.(*types.Err); !ok || !errors.As(err, new(*errCallTooCostly)) {
+			if !refusedBeforeItRan(result) {
 				cost = charge(args, costLimit)
 			}
 			return &cost
 		}))
 	}
 	return []cel.ProgramOption{decorator, cel.CostTrackerOptions(trackers...)}, nil
+}
+
+// chargedFunctions are the functions with an overload in precharges.
+var chargedFunctions = sync.OnceValue(func() map[string]bool {
+	m := map[string]bool{}
+	for name, overloads := range dispatch().overloads {
+		for _, o := range overloads {
+			if _, ok := precharges[o.ID()]; ok {
+				m[name] = true
+			}
+		}
+	}
+	return m
+})
+
+// comparison returns == or != for their overload IDs, which cel-go plans
+// as operators of their own, without a binding; else nil.
+func comparison(overload string) functions.FunctionOp {
+	switch overload {
+	case "equals":
+		return func(args ...ref.Val) ref.Val { return types.Equal(args[0], args[1]) }
+	case "not_equals":
+		return func(args ...ref.Val) ref.Val {
+			if eq, ok := types.Equal(args[0], args[1]).(types.Bool); ok {
+				return !eq
+			}
+			return types.Equal(args[0], args[1])
+		}
+	}
+	return nil
 }
 
 // implementation returns the function of o that takes n arguments, or nil.

@@ -1,0 +1,145 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package expression
+
+import (
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/common/types/traits"
+)
+
+// This file charges the calls whose work follows their arguments all the
+// way down, where cel-go charges them by their top-level size: equality
+// and membership compare lists and maps deeply, and format prints them
+// deeply. Lists built by comprehensions may share their sub-lists, so the
+// work can be exponential in the size of the expression while the values
+// take little memory (issue 54: N1, N2).
+
+// chargeEquality charges a == b and a != b: the weight of the lighter
+// operand, since the comparison stops at the end of either (types.Equal
+// compares sizes first, then element by element). Scalars weigh 1 and
+// strings a tenth of a unit a byte more, so the common case stays cheap.
+func chargeEquality(args []ref.Val, limit uint64) uint64 {
+	if len(args) != 2 {
+		return 1
+	}
+	w := weight(args[0], limit)
+	return min(w, weight(args[1], min(w, limit)))
+}
+
+// chargeIn charges x in l: every element of a list is compared with x,
+// each comparison at most as heavy as the lighter of the two, so at most
+// the weight of the list and at most its length times the weight of x. A
+// map is looked up by its key: one unit.
+func chargeIn(args []ref.Val, limit uint64) uint64 {
+	if len(args) != 2 {
+		return 1
+	}
+	l, ok := args[1].(traits.Lister)
+	if !ok {
+		return 1
+	}
+	n := actualSize(args[1])
+	byElement := saturatingMul(n, weight(args[0], limit))
+	return saturatingAdd(min(byElement, weight(l, min(byElement, limit))), 1)
+}
+
+// formatClauseSlack is what one format clause may print beyond twice the
+// printed size of its argument (hexadecimal prints two bytes a byte): a
+// double in fixed notation with cel-go's largest precision, 100, takes at
+// most 310 digits before the point.
+const formatClauseSlack = 512
+
+// chargeFormat charges s.format(args) before it runs: the bytes it reads
+// and the most it can build, a tenth of a unit a byte, as actualCost
+// charges the bytes it did build after the call. Every clause of s prints
+// one argument; a list or map is printed all the way down, a shared
+// sub-list every time it occurs, and a map's entries are printed apart
+// and then copied, once for every map around them (printWork).
+func chargeFormat(args []ref.Val, limit uint64) uint64 {
+	if len(args) != 2 {
+		return 1
+	}
+	s, ok := args[0].(types.String)
+	if !ok {
+		return 1
+	}
+	list, ok := args[1].(traits.Lister)
+	if !ok {
+		return 1
+	}
+	n := actualSize(args[1])
+	maxBytes := saturatingMul(limit, bytesPerCostUnit)
+	total := uint64(len(s))
+	var clause uint64
+	for i := 0; i < len(s) && total <= maxBytes; i++ {
+		if s[i] != '%' {
+			continue
+		}
+		if i+1 < len(s) && s[i+1] == '%' {
+			i++
+			continue
+		}
+		if clause < n {
+			p := printWork(list.Get(types.Int(clause)), maxBytes)
+			total = saturatingAdd(total, saturatingAdd(saturatingMul(p, 2), formatClauseSlack))
+		}
+		clause++
+	}
+	return saturatingAdd(total, uint64(len(s)))/bytesPerCostUnit + 1
+}
+
+// scalarPrintBytes bounds what format prints for a scalar that is not a
+// string or bytes (a double in shortest notation takes up to about 330).
+const scalarPrintBytes = 400
+
+// printWork bounds the bytes format writes and copies to print v: its
+// printed size, plus, for every map, its entries' printed size again (each
+// is printed apart, then copied in). It stops counting once past limit.
+func printWork(v ref.Val, limit uint64) uint64 {
+	var w uint64
+	var walk func(v ref.Val, copies uint64)
+	walk = func(v ref.Val, copies uint64) {
+		if w > limit {
+			return
+		}
+		switch v := v.(type) {
+		case types.String:
+			w = saturatingAdd(w, saturatingMul(uint64(len(v)), copies))
+		case types.Bytes:
+			w = saturatingAdd(w, saturatingMul(uint64(len(v)), copies))
+		case traits.Mapper:
+			w = saturatingAdd(w, saturatingMul(2, copies))
+			for it := v.Iterator(); it.HasNext() == types.True && w <= limit; {
+				k := it.Next()
+				w = saturatingAdd(w, saturatingMul(4, copies+1))
+				walk(k, copies+1)
+				if val, found := v.Find(k); found {
+					walk(val, copies+1)
+				}
+			}
+		case traits.Lister:
+			w = saturatingAdd(w, saturatingMul(2, copies))
+			for it := v.Iterator(); it.HasNext() == types.True && w <= limit; {
+				w = saturatingAdd(w, saturatingMul(2, copies))
+				walk(it.Next(), copies)
+			}
+		default:
+			w = saturatingAdd(w, saturatingMul(scalarPrintBytes, copies))
+		}
+	}
+	walk(v, 1)
+	return w
+}
