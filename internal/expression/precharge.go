@@ -218,17 +218,8 @@ func prechargeOptions(env *cel.Env, costLimit uint64) ([]cel.ProgramOption, erro
 			return i, nil
 		}
 		function, overload := call.Function(), call.OverloadID()
-		charge, ok := precharges[overload]
-		if !ok && holesFixed && overload == "" && chargedFunctions()[function] {
-			// Dispatched at run time: charged as the overload it runs.
-			ok, charge = true, func(args []ref.Val, limit uint64) uint64 {
-				if c, found := precharges[dispatch().resolve(function, args)]; found {
-					return c(args, limit)
-				}
-				return 1
-			}
-		}
-		if !ok {
+		charge := chargeFor(function, overload)
+		if charge == nil {
 			return i, nil
 		}
 		run := comparison(overload)
@@ -263,6 +254,25 @@ func prechargeOptions(env *cel.Env, costLimit uint64) ([]cel.ProgramOption, erro
 		}))
 	}
 	return []cel.ProgramOption{decorator, cel.CostTrackerOptions(trackers...)}, nil
+}
+
+// chargeFor returns the charge of a call of function planned with the
+// overload ID overload (empty when it is dispatched at run time), or nil
+// if it is not charged before it runs.
+func chargeFor(function, overload string) precharge {
+	if charge, ok := precharges[overload]; ok {
+		return charge
+	}
+	if holesFixed && overload == "" && chargedFunctions()[function] {
+		// Dispatched at run time: charged as the overload it runs.
+		return func(args []ref.Val, limit uint64) uint64 {
+			if c, found := precharges[dispatch().resolve(function, args)]; found {
+				return c(args, limit)
+			}
+			return 1
+		}
+	}
+	return nil
 }
 
 // chargedFunctions are the functions with an overload in precharges.

@@ -123,7 +123,7 @@ func TestPrechargedCallsStillRun(t *testing.T) {
 func TestEveryFunctionHasABound(t *testing.T) {
 	e := newEngine(t)
 	seen := map[string]bool{}
-	for kind, env := range map[Kind]*cel.Env{KindFilter: e.filterEnv, KindCondition: e.conditionEnv} {
+	for kind, env := range map[Kind]*cel.Env{KindFilter: e.filterEnv, KindCondition: e.conditionEnv, KindAnalysis: e.analysisEnv} {
 		for name, fn := range env.Functions() {
 			seen[name] = true
 			bound, ok := functionBounds[name]
