@@ -35,25 +35,47 @@ func chargeEquality(args []ref.Val, limit uint64) uint64 {
 	if len(args) != 2 {
 		return 1
 	}
-	w := weight(args[0], limit)
-	return min(w, weight(args[1], min(w, limit)))
+	return lighter(args[0], 1, args[1], limit)
 }
 
 // chargeIn charges x in l: every element of a list is compared with x,
-// each comparison at most as heavy as the lighter of the two, so at most
-// the weight of the list and at most its length times the weight of x. A
-// map is looked up by its key: one unit.
+// each comparison at most as heavy as the lighter of the two, so one more
+// than the weight of the list or than its length times the weight of x,
+// whichever is less. A map is looked up by its key: one unit.
 func chargeIn(args []ref.Val, limit uint64) uint64 {
 	if len(args) != 2 {
 		return 1
 	}
-	l, ok := args[1].(traits.Lister)
-	if !ok {
+	if _, ok := args[1].(traits.Lister); !ok {
 		return 1
 	}
 	n := actualSize(args[1])
-	byElement := saturatingMul(n, weight(args[0], limit))
-	return saturatingAdd(min(byElement, weight(l, min(byElement, limit))), 1)
+	if n == 0 {
+		return 1
+	}
+	return saturatingAdd(lighter(args[0], n, args[1], limit), 1)
+}
+
+// lighter returns the lesser of n times the weight of a and the weight of
+// b, or more than limit if both are more. It walks both in rounds of
+// doubling length, so that what it walks is at most about four times what
+// it returns: walking the heavier operand to the end, as a first version
+// did, made a comparison of a list with a scalar walk the list, repeated
+// in a loop for a unit a time (TestCostIsSound).
+func lighter(a ref.Val, n uint64, b ref.Val, limit uint64) uint64 {
+	for round := uint64(16); ; round = saturatingMul(round, 2) {
+		round = min(round, limit)
+		if wa := weight(a, round/n); wa <= round/n {
+			byA := saturatingMul(n, wa)
+			return min(byA, weight(b, byA))
+		}
+		if wb := weight(b, round); wb <= round {
+			return wb
+		}
+		if round >= limit {
+			return saturatingAdd(limit, 1)
+		}
+	}
 }
 
 // formatClauseSlack is what one format clause may print beyond twice the

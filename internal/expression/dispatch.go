@@ -116,7 +116,7 @@ func (a actualCost) dispatchedCost(function string, args []ref.Val, result ref.V
 	}
 	if charge, ok := precharges[id]; ok {
 		if refusedBeforeItRan(result) {
-			return 1
+			return refusalCost(a.regex.costLimit)
 		}
 		if !chargedByActualCost[id] {
 			return charge(args, a.regex.costLimit)
