@@ -165,3 +165,36 @@ func printWork(v ref.Val, limit uint64) uint64 {
 	walk(v, 1)
 	return w
 }
+
+// chargeFlatten charges l.flatten() and l.flatten(depth): a unit for every
+// element of the list it builds and for every list it opens, counted
+// before it builds it. Over lists that share their sub-lists the result
+// may be exponentially longer than what built them: TestCostIsSound found
+// flatten(7) of 10^6 shared ints building 86 MB before cel-go charged it.
+func chargeFlatten(args []ref.Val, limit uint64) uint64 {
+	l, ok := args[0].(traits.Lister)
+	if !ok {
+		return 1
+	}
+	depth := int64(1)
+	if len(args) > 1 {
+		if d, ok := args[1].(types.Int); ok {
+			depth = int64(d)
+		}
+	}
+	var n uint64
+	var walk func(l traits.Lister, depth int64)
+	walk = func(l traits.Lister, depth int64) {
+		n++
+		for it := l.Iterator(); it.HasNext() == types.True && n <= limit; {
+			v := it.Next()
+			if inner, ok := v.(traits.Lister); ok && depth > 0 {
+				walk(inner, depth-1)
+				continue
+			}
+			n++
+		}
+	}
+	walk(l, depth)
+	return n
+}

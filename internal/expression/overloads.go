@@ -73,7 +73,7 @@ var functionBounds = map[string]callBound{
 	"startsWith": boundLinear, "endsWith": boundLinear, "contains": boundLinear, "charAt": boundLinear,
 	"substring": boundLinear, "lowerAscii": boundLinear, "upperAscii": boundLinear, "trim": boundLinear,
 	"reverse": boundLinear, "strings.quote": boundLinear, "format": boundLinear,
-	"first": boundConstant, "last": boundConstant, "slice": boundLinear, "flatten": boundLinear,
+	"first": boundConstant, "last": boundConstant, "slice": boundLinear, "flatten": boundPrecharged,
 	"replace": boundResult, "join": boundResult, "lists.range": boundResult,
 	"indexOf": boundPrecharged, "lastIndexOf": boundPrecharged, "split": boundPrecharged,
 	"sets.contains": boundPrecharged, "sets.intersects": boundPrecharged, "sets.equivalent": boundPrecharged,

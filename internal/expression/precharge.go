@@ -62,6 +62,8 @@ var precharges = func() map[string]precharge {
 		// A string header for every part, which split('') makes one per
 		// rune.
 		"string_split_string": chargeSplit, "string_split_string_int": chargeSplit,
+		// An element for every leaf it reaches (deepcharge.go).
+		"list_flatten": chargeFlatten, "list_flatten_int": chargeFlatten,
 	}
 	// sort and sortBy compare n log n times, each comparison as long as
 	// the values; cel-go charges them quadratically after they ran.
