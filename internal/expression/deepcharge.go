@@ -18,6 +18,7 @@ import (
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/common/types/traits"
+	"cel.dev/cel-go/interpreter"
 )
 
 // This file charges the calls whose work follows their arguments all the
@@ -63,6 +64,20 @@ func chargeIn(args []ref.Val, limit uint64) uint64 {
 // did, made a comparison of a list with a scalar walk the list, repeated
 // in a loop for a unit a time (TestCostIsSound).
 func lighter(a ref.Val, n uint64, b ref.Val, limit uint64) uint64 {
+	// Scalars, the common case, without a walk.
+	if wa, ok := scalarWeight(a); ok {
+		byA := saturatingMul(n, wa)
+		if wb, ok := scalarWeight(b); ok {
+			return min(byA, wb)
+		}
+		return min(byA, weight(b, byA))
+	}
+	if wb, ok := scalarWeight(b); ok {
+		if wa := weight(a, wb/n); wa <= wb/n {
+			return saturatingMul(n, wa)
+		}
+		return wb
+	}
 	for round := uint64(16); ; round = saturatingMul(round, 2) {
 		round = min(round, limit)
 		if wa := weight(a, round/n); wa <= round/n {
@@ -76,6 +91,87 @@ func lighter(a ref.Val, n uint64, b ref.Val, limit uint64) uint64 {
 			return saturatingAdd(limit, 1)
 		}
 	}
+}
+
+// scalarWeight returns the weight of v if it is neither a list nor a map.
+func scalarWeight(v ref.Val) (uint64, bool) {
+	switch v := v.(type) {
+	case types.String:
+		return 1 + uint64(len(v))/bytesPerCostUnit, true
+	case types.Bytes:
+		return 1 + uint64(len(v))/bytesPerCostUnit, true
+	case traits.Lister, traits.Mapper:
+		return 0, false
+	}
+	return 1, true
+}
+
+// chargedComparison is == or != charged before it runs (chargeEquality):
+// cel-go's evalEq and evalNe, which it plans as operators of their own,
+// with the charge in front. It takes no argument slice, which a generic
+// call allocates at every evaluation (the seed condition's three
+// comparisons took five more allocations so).
+type chargedComparison struct {
+	id                 int64
+	function, overload string
+	lhs, rhs           interpreter.InterpretableV2
+	negate             bool
+	limit              uint64
+}
+
+// ID implements interpreter.Interpretable.
+func (c *chargedComparison) ID() int64 { return c.id }
+
+// Function implements interpreter.InterpretableCall.
+func (c *chargedComparison) Function() string { return c.function }
+
+// OverloadID implements interpreter.InterpretableCall.
+func (c *chargedComparison) OverloadID() string { return c.overload }
+
+// Args implements interpreter.InterpretableCall.
+func (c *chargedComparison) Args() []interpreter.InterpretableV2 {
+	return []interpreter.InterpretableV2{c.lhs, c.rhs}
+}
+
+// Eval implements interpreter.Interpretable.
+func (c *chargedComparison) Eval(vars interpreter.Activation) ref.Val {
+	return interpreter.EvalActivation(vars, c.Exec)
+}
+
+// Exec implements interpreter.InterpretableV2, as evalEq and evalNe do,
+// cost tracking included.
+func (c *chargedComparison) Exec(frame *interpreter.ExecutionFrame) ref.Val {
+	track := func(l, r, res ref.Val) ref.Val {
+		if costs := frame.CostTracker(); costs != nil {
+			costs.EvalBinary(frame, c.id, c, l, r, res)
+		}
+		return res
+	}
+	l := c.lhs.Exec(frame)
+	if types.IsError(l) {
+		return track(l, types.UnknownType, l)
+	}
+	r := c.rhs.Exec(frame)
+	if types.IsError(r) {
+		return track(l, r, r)
+	}
+	lu, lUnknown := l.(*types.Unknown)
+	ru, rUnknown := r.(*types.Unknown)
+	switch {
+	case lUnknown && rUnknown:
+		return track(l, r, types.MergeUnknowns(lu, ru))
+	case lUnknown:
+		return track(l, r, l)
+	case rUnknown:
+		return track(l, r, r)
+	}
+	if cost := lighter(l, 1, r, c.limit); cost > c.limit {
+		return track(l, r, types.WrapErr(&errCallTooCostly{function: c.function, cost: cost, limit: c.limit}))
+	}
+	if c.negate {
+		return track(l, r, types.Bool(types.Equal(l, r) != types.True))
+	}
+	return track(l, r, types.Equal(l, r))
 }
 
 // formatClauseSlack is what one format clause may print beyond twice the

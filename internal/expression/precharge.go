@@ -238,14 +238,15 @@ func prechargeOptions(env *cel.Env, costLimit uint64) ([]cel.ProgramOption, erro
 		if charge == nil {
 			return i, nil
 		}
-		run := comparison(overload)
-		if run == nil {
-			impl := impls[overload]
-			if impl == nil {
-				impl = impls[function]
-			}
-			run = implementation(impl, len(call.Args()))
+		if (overload == "equals" || overload == "not_equals") && len(call.Args()) == 2 {
+			return &chargedComparison{id: call.ID(), function: function, overload: overload,
+				lhs: call.Args()[0], rhs: call.Args()[1], negate: overload == "not_equals", limit: costLimit}, nil
 		}
+		impl := impls[overload]
+		if impl == nil {
+			impl = impls[function]
+		}
+		run := implementation(impl, len(call.Args()))
 		if run == nil {
 			return nil, fmt.Errorf("no binding for %s (%s) with %d arguments", function, overload, len(call.Args()))
 		}
@@ -303,23 +304,6 @@ var chargedFunctions = sync.OnceValue(func() map[string]bool {
 	}
 	return m
 })
-
-// comparison returns == or != for their overload IDs, which cel-go plans
-// as operators of their own, without a binding; else nil.
-func comparison(overload string) functions.FunctionOp {
-	switch overload {
-	case "equals":
-		return func(args ...ref.Val) ref.Val { return types.Equal(args[0], args[1]) }
-	case "not_equals":
-		return func(args ...ref.Val) ref.Val {
-			if eq, ok := types.Equal(args[0], args[1]).(types.Bool); ok {
-				return !eq
-			}
-			return types.Equal(args[0], args[1])
-		}
-	}
-	return nil
-}
 
 // implementation returns the function of o that takes n arguments, or nil.
 func implementation(o *functions.Overload, n int) functions.FunctionOp {
