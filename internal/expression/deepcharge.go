@@ -57,6 +57,19 @@ func chargeIn(args []ref.Val, limit uint64) uint64 {
 	return saturatingAdd(lighter(args[0], n, args[1], limit), 1)
 }
 
+// chargeOptionalHasValue charges opt.hasValue(v), which compares the value
+// opt holds with v as == does: the weight of the lighter.
+func chargeOptionalHasValue(args []ref.Val, limit uint64) uint64 {
+	if len(args) != 2 {
+		return 1
+	}
+	opt, ok := args[0].(*types.Optional)
+	if !ok || !opt.HasValue() {
+		return 1
+	}
+	return lighter(opt.GetValue(), 1, args[1], limit)
+}
+
 // lighter returns the lesser of n times the weight of a and the weight of
 // b, or more than limit if both are more. It walks both in rounds of
 // doubling length, so that what it walks is at most about four times what

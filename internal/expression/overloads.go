@@ -83,10 +83,10 @@ var functionBounds = map[string]callBound{
 
 func init() {
 	if holesFixed {
-		// Deep equality and membership, and format, which prints deeply
-		// (deepcharge.go). The celholes build tag charges them after, by
+		// Deep equality and membership (and opt.hasValue(v), which
+		// compares), and format, which prints deeply (deepcharge.go). The celholes build tag charges them after, by
 		// their top-level sizes, as cel-go does.
-		for _, name := range []string{"_==_", "_!=_", "@in", "_in_", "in", "format"} {
+		for _, name := range []string{"_==_", "_!=_", "@in", "_in_", "in", "format", "hasValue"} {
 			functionBounds[name] = boundPrecharged
 		}
 	}

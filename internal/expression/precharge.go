@@ -76,6 +76,8 @@ var precharges = func() map[string]precharge {
 		// Deep comparisons (deepcharge.go).
 		m["equals"], m["not_equals"] = chargeEquality, chargeEquality
 		m["in_list"], m["in_map"] = chargeIn, chargeIn
+		m["optional_hasValue_value"] = chargeOptionalHasValue
+		m["optional_hasValue"] = func([]ref.Val, uint64) uint64 { return 1 }
 		// The most format can build (deepcharge.go).
 		m["string_format"] = chargeFormat
 	}

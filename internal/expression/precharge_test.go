@@ -106,6 +106,7 @@ func TestPrechargedCallsStillRun(t *testing.T) {
 		`lists.range(900).distinct().size() == 900`,
 		`lists.range(900).sort().size() == 900`,
 		`[[1, [2]], [3]].flatten() == [1, [2], 3] && [[1, [2]], [3]].flatten(2) == [1, 2, 3] && [].flatten() == []`,
+		`optional.of([1, 'a']).hasValue([1, 'a']) && !optional.of(1).hasValue(2) && !optional.none().hasValue(1) && optional.of(1).hasValue()`,
 		`'a,b,,c'.split(',') == ['a', 'b', '', 'c'] && 'a,b,c'.split(',', 2) == ['a', 'b,c'] && 'hé'.split('') == ['h', 'é']`,
 		`'aaaaaaaaaa'.replace('a', 'aaaaaaaaaa').replace('a', 'aaaaaaaaaa').replace('a', 'aaaaaaaaaa').replace('a', 'aaaaaaaaaa').split('').size() == 100000`,
 	} {

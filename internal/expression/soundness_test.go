@@ -373,7 +373,7 @@ func TestCostIsSound(t *testing.T) {
 	// those over a tenth of the slack) per unit charged, for the record.
 	var worstBytes uint64
 	var worstTime time.Duration
-	var worstSrc string
+	var worstSrc, worstTimeSrc string
 	for n := int64(1); n <= cases; n++ {
 		kind := kinds[r.IntN(len(kinds))]
 		src := gens[kind].condition()
@@ -391,7 +391,9 @@ func TestCostIsSound(t *testing.T) {
 				}
 			}
 			if m.took > soundTimeSlack/10 {
-				worstTime = max(worstTime, m.took/time.Duration(max(min(m.charged, soundCostLimit), 1)))
+				if d := m.took / time.Duration(max(min(m.charged, soundCostLimit), 1)); d > worstTime {
+					worstTime, worstTimeSrc = d, fmt.Sprintf("%s for %d units: %s", m.took.Round(time.Millisecond), m.charged, src)
+				}
 			}
 			if !m.sound() {
 				unsound++
@@ -406,6 +408,7 @@ func TestCostIsSound(t *testing.T) {
 	t.Logf("%d of %d expressions compiled, %d evaluations, %d unsound; at most %d bytes and %s a unit (bounds %d and %s)",
 		compiled, cases, evaluated, unsound, worstBytes, worstTime, soundBytesPerUnit, soundTimePerUnit)
 	t.Logf("the most bytes a unit: %s", worstSrc)
+	t.Logf("the most time a unit, of those over a tenth of the slack: %s", worstTimeSrc)
 	if compiled < int(cases)/3 {
 		t.Errorf("only %d of %d generated expressions compiled: the generator has drifted from the environments", compiled, cases)
 	}
