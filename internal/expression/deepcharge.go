@@ -193,9 +193,9 @@ func (c *chargedComparison) Exec(frame *interpreter.ExecutionFrame) ref.Val {
 // most 310 digits before the point.
 const formatClauseSlack = 512
 
-// chargeFormat charges s.format(args) before it runs: the bytes it reads
-// and the most it can build, a tenth of a unit a byte, as actualCost
-// charges the bytes it did build after the call. Every clause of s prints
+// chargeFormat charges s.format(args), before it runs and after: the
+// bytes it reads and the most it can build, a tenth of a unit a byte
+// (actualCost charges what it built, where this charge is off). Every clause of s prints
 // one argument; a list or map is printed all the way down, a shared
 // sub-list every time it occurs, and a map's entries are printed apart
 // and then copied, once for every map around them (printWork).

@@ -118,9 +118,7 @@ func (a actualCost) dispatchedCost(function string, args []ref.Val, result ref.V
 		if refusedBeforeItRan(result) {
 			return refusalCost(a.regex.costLimit)
 		}
-		if !chargedByActualCost[id] {
-			return charge(args, a.regex.costLimit)
-		}
+		return charge(args, a.regex.costLimit)
 	}
 	if c := a.CallCost(function, id, args, result); c != nil {
 		return *c

@@ -178,8 +178,8 @@ func (a actualCost) CallCost(function, overloadID string, args []ref.Val, result
 	var cost float64
 	switch {
 	case refusedBeforeItRan(result):
-		// A refusal (precharge.go), here for format and for calls
-		// dispatched at run time, which no overload tracker charges.
+		// A refusal (precharge.go) of a call dispatched at run time,
+		// which no overload tracker charges.
 		c := refusalCost(a.regex.costLimit)
 		return &c
 	case overloadID == "" && holesFixed:

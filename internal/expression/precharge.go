@@ -78,16 +78,13 @@ var precharges = func() map[string]precharge {
 		m["in_list"], m["in_map"] = chargeIn, chargeIn
 		m["optional_hasValue_value"] = chargeOptionalHasValue
 		m["optional_hasValue"] = func([]ref.Val, uint64) uint64 { return 1 }
-		// The most format can build (deepcharge.go).
+		// The most format can build, before and after: what its
+		// charge walks, a call that fails at its first clause does not
+		// build (deepcharge.go).
 		m["string_format"] = chargeFormat
 	}
 	return m
 }()
-
-// chargedByActualCost are the overloads of precharges charged after the
-// call by actualCost rather than by their charge: format's charge is the
-// most it can build, and actualCost charges what it built.
-var chargedByActualCost = map[string]bool{"string_format": true}
 
 // refusalCost is what a call refused by its charge costs: a tenth of the
 // cost limit, since computing the charge may have walked its arguments up
@@ -261,9 +258,6 @@ func prechargeOptions(env *cel.Env, costLimit uint64) ([]cel.ProgramOption, erro
 	})
 	var trackers []celcost.TrackerOption
 	for id, charge := range precharges {
-		if chargedByActualCost[id] {
-			continue
-		}
 		trackers = append(trackers, celcost.OverloadTracker(id, func(args []ref.Val, result ref.Val) *uint64 {
 			cost := refusalCost(costLimit)
 			if !refusedBeforeItRan(result) {
