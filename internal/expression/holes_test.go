@@ -39,8 +39,8 @@ func sharedLists(levels int, body string) string {
 }
 
 // evalMeasured evaluates the condition src on a small CombinedStatus with
-// e, and returns the error, the bytes allocated meanwhile and the time taken.
-func evalMeasured(t *testing.T, e *Engine, src string) (error, uint64, time.Duration) {
+// e, and returns the bytes allocated meanwhile, the time taken and the error.
+func evalMeasured(t *testing.T, e *Engine, src string) (uint64, time.Duration, error) {
 	t.Helper()
 	p, err := e.Compile(KindCondition, src)
 	if err != nil {
@@ -53,7 +53,7 @@ func evalMeasured(t *testing.T, e *Engine, src string) (error, uint64, time.Dura
 	_, err = p.EvalCondition(cs)
 	took := time.Since(start)
 	runtime.ReadMemStats(&after)
-	return err, after.TotalAlloc - before.TotalAlloc, took
+	return after.TotalAlloc - before.TotalAlloc, took, err
 }
 
 // requireRefused fails the test unless err says that a call was refused
@@ -83,7 +83,7 @@ func TestFormatIsRefusedBeforeItBuilds(t *testing.T) {
 		"shared sub-lists": sharedLists(4, "'%s'.format([v4]).size() > 0"),
 	} {
 		t.Run(name, func(t *testing.T) {
-			err, alloc, took := evalMeasured(t, e, src)
+			alloc, took, err := evalMeasured(t, e, src)
 			requireRefused(t, name, err, alloc, took)
 			if alloc > 1<<20 {
 				t.Errorf("%s: allocated %d KiB, more than the 1 MiB the limit pays for", name, alloc>>10)
@@ -132,7 +132,7 @@ func TestDeepEqualityIsRefusedBeforeItRuns(t *testing.T) {
 		"optional hasValue": "optional.of(v6).hasValue(v6)",
 	} {
 		t.Run(name, func(t *testing.T) {
-			err, alloc, took := evalMeasured(t, e, sharedLists(6, body))
+			alloc, took, err := evalMeasured(t, e, sharedLists(6, body))
 			requireRefused(t, name, err, alloc, took)
 		})
 	}
@@ -144,7 +144,7 @@ func TestDeepEqualityIsRefusedBeforeItRuns(t *testing.T) {
 func TestDeepEqualityIsChargedItsWeight(t *testing.T) {
 	e := newEngine(t, WithEstimatedCostLimit(math.MaxUint64))
 	src := sharedLists(4, "lists.range(200).all(i, v4 == v4)")
-	err, alloc, took := evalMeasured(t, e, src)
+	alloc, took, err := evalMeasured(t, e, src)
 	var exprErr *Error
 	if !errors.As(err, &exprErr) || exprErr.Reason != ReasonCostLimitExceeded {
 		t.Errorf("%s: got %v after %s (%d KiB allocated), want the cost limit to stop it", src, err, took, alloc>>10)
