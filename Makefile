@@ -71,6 +71,11 @@ test-image: image ## The image: platforms, user, entrypoint, labels, and its bin
 test-unit: ## Unit tests only: no API server, seconds (-short skips the package tests that need one)
 	go test -short $(GO_TEST_FLAGS) $(UNIT_PKGS)
 
+.PHONY: fuzz-cel
+fuzz-cel: ## The CEL cost-soundness test on many generated expressions (CEL_SOUND_CASES, default 20000; CEL_SOUND_SEED, default new; TAGS=celholes to find issue 54's holes)
+	CEL_SOUND_CASES=$${CEL_SOUND_CASES:-20000} CEL_SOUND_SEED=$${CEL_SOUND_SEED:-$$(date +%s)} \
+	go test -count=1 -timeout=60m -tags '$(TAGS)' -run '^TestCostIsSound$$' -v ./internal/expression/
+
 .PHONY: test-integration
 test-integration: build ## The stager in-process against real kube-apiservers, with a KubeStellar simulator
 	$(ENV_APISERVER) \

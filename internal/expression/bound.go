@@ -29,11 +29,13 @@ import (
 // it can be argued in a few lines, without following which part of the input
 // an expression reads (an earlier bound that did, built on cel-go's
 // path-based estimate, was broken by loop variables, ternaries between a list
-// and a map, and functions estimated on the wrong argument). It takes two
+// and a map, and functions estimated on the wrong argument). It takes three
 // numbers of the input:
 //
-//	M, the most elements of any list or map (input or literal), and
-//	S, the most bytes of any string or map key (input or literal).
+//	M, the most elements of any list or map (input or literal),
+//	S, the most bytes of any string or map key (input or literal), and
+//	W, the weight of the whole input (weight in precharge.go: a unit for
+//	every value, all the way down, and a tenth of one a byte of strings).
 //
 // A condition is eligible when every function it may call is in
 // boundedOverloads and every comprehension accumulates a bool or an int (the
@@ -58,6 +60,13 @@ import (
 //     map of M elements that arrives is charged as a string of M runes
 //     before the call fails. Their operands are priced at S only when all of
 //     them are strings or bytes to the checker, at max(M, S) otherwise.
+//     ==, != and in compare deeply and are charged by weight (deepcharge.go):
+//     == and != the weight of the lighter operand, in at most that of its
+//     list. A literal (a scalar, or a list or map literal of literals)
+//     weighs what it weighs, a string or bytes at most S/10 + 1, another
+//     scalar 1, and a part of the input at most W (weightOf); a condition
+//     comparing nothing of these (a list literal holding parts of the
+//     input, say) is not eligible.
 //
 // The bound is the sum over the nodes of the checked AST (macros expanded)
 // of M^d times that cost, in saturating integer arithmetic.
@@ -97,10 +106,10 @@ var boundedOverloads = func() map[string]callKind {
 		"contains_string": callContains, "matches_string": callMatches, "matches": callMatches,
 		"to_dyn":         callUnit,
 		"int64_to_int64": callUnit, "uint64_to_int64": callUnit, "double_to_int64": callUnit,
-		"string_to_int64": callUnit, "timestamp_to_int64": callUnit, "duration_to_int64": callUnit,
-		"int64_to_uint64": callUnit, "uint64_to_uint64": callUnit, "double_to_uint64": callUnit, "string_to_uint64": callUnit,
-		"double_to_double": callUnit, "int64_to_double": callUnit, "uint64_to_double": callUnit, "string_to_double": callUnit,
-		"bool_to_bool": callUnit, "string_to_bool": callUnit,
+		"string_to_int64": callTraverse, "timestamp_to_int64": callUnit, "duration_to_int64": callUnit,
+		"int64_to_uint64": callUnit, "uint64_to_uint64": callUnit, "double_to_uint64": callUnit, "string_to_uint64": callTraverse,
+		"double_to_double": callUnit, "int64_to_double": callUnit, "uint64_to_double": callUnit, "string_to_double": callTraverse,
+		"bool_to_bool": callUnit, "string_to_bool": callTraverse,
 		"string_to_string": callUnit, "bytes_to_string": callTraverse,
 		"bool_to_string": callString, "int64_to_string": callString, "uint64_to_string": callString,
 		"double_to_string": callString, "timestamp_to_string": callString, "duration_to_string": callString,
@@ -157,6 +166,7 @@ const (
 	unitTenthSRex              // ((S+1)/10 + 1) * (MaxRegexInstructions/4 + 1)
 	unitTenthMS2               // (max(M, S)/10 + 1)^2
 	unitTenthMSRex             // ((max(M, S)+1)/10 + 1) * (MaxRegexInstructions/4 + 1)
+	unitW                      // W
 	numUnits
 )
 
@@ -174,12 +184,15 @@ type costBound struct {
 	// minM is the least M to assume: the most elements of a list or map
 	// literal.
 	minM uint64
+	// inInput says, for the comprehension variables in scope, whether
+	// they only hold parts of the input (inputPart).
+	inInput map[string]bool
 }
 
 // newCostBound returns the bound of the checked AST a, or nil if a is not
 // eligible for evaluation without cost tracking.
 func newCostBound(a *celast.AST) *costBound {
-	b := &costBound{}
+	b := &costBound{inInput: map[string]bool{}}
 	if !b.add(a, a.Expr(), 0) {
 		return nil
 	}
@@ -234,9 +247,15 @@ func (b *costBound) add(a *celast.AST, e celast.Expr, depth int) bool {
 		if comp.HasIterVar2() || !accumulatesScalar(comp.AccuInit()) {
 			return false
 		}
-		return b.add(a, comp.IterRange(), depth) && b.add(a, comp.AccuInit(), depth) &&
-			b.add(a, comp.Result(), depth) &&
-			b.add(a, comp.LoopCondition(), depth+1) && b.add(a, comp.LoopStep(), depth+1)
+		if !b.add(a, comp.IterRange(), depth) || !b.add(a, comp.AccuInit(), depth) {
+			return false
+		}
+		defer b.bind(comp.AccuVar(), false)()
+		if !b.add(a, comp.Result(), depth) {
+			return false
+		}
+		defer b.bind(comp.IterVar(), b.inputPart(comp.IterRange()))()
+		return b.add(a, comp.LoopCondition(), depth+1) && b.add(a, comp.LoopStep(), depth+1)
 	case celast.CallKind:
 		call := e.AsCall()
 		ids := a.GetOverloadIDs(e.ID())
@@ -256,7 +275,11 @@ func (b *costBound) add(a *celast.AST, e celast.Expr, depth int) bool {
 			if !ok {
 				return false
 			}
-			for u, c := range b.call(kind, args, textual(a, args)) {
+			callCost, ok := b.call(a, kind, args, textual(a, args))
+			if !ok {
+				return false
+			}
+			for u, c := range callCost {
 				cost[u] = max(cost[u], c)
 			}
 		}
@@ -276,9 +299,10 @@ func (b *costBound) add(a *celast.AST, e celast.Expr, depth int) bool {
 
 // call returns the cost of one call of kind with the given arguments (for a
 // member call, the target first, as cel-go passes them at run time), as
-// coefficients of the units. text says that the checker types every
-// argument as a string or bytes, so that no value larger than S arrives.
-func (b *costBound) call(kind callKind, args []celast.Expr, text bool) (cost [numUnits]uint64) {
+// coefficients of the units, or false if it has none. text says that the
+// checker types every argument as a string or bytes, so that no value
+// larger than S arrives.
+func (b *costBound) call(a *celast.AST, kind callKind, args []celast.Expr, text bool) (cost [numUnits]uint64, ok bool) {
 	switch kind {
 	case callFree:
 	case callUnit:
@@ -286,20 +310,40 @@ func (b *costBound) call(kind callKind, args []celast.Expr, text bool) (cost [nu
 	case callString:
 		cost[unitOne] = 1
 		b.minS = max(b.minS, stringOverloadSize)
-	case callEquals, callCompare:
+	case callEquals:
+		// The weight of the lighter operand: at most that of either.
+		best, bestC, found := unitOne, uint64(0), false
+		for _, arg := range args {
+			if u, c, ok := b.weightOf(a, arg); ok && (!found || u < best || u == best && c < bestC) {
+				best, bestC, found = u, c, true
+			}
+		}
+		if !found {
+			return cost, false
+		}
+		cost[best] = bestC
+	case callCompare:
 		// The smaller argument is at most as large as a literal one.
 		if n, ok := literalSize(args); ok {
 			cost[unitOne] = tenth(n)
-		} else if kind == callCompare {
-			cost[unitTenthS] = 1
 		} else {
-			cost[unitTenthMS] = 1
+			cost[unitTenthS] = 1
 		}
 	case callInList:
-		if len(args) == 2 && args[1].Kind() == celast.ListKind {
-			cost[unitOne] = uint64(len(args[1].AsList().Elements()))
+		// One more than the weight of the list, or than its length times
+		// the weight of the value, whichever is less.
+		if len(args) != 2 {
+			return cost, false
+		}
+		cost[unitOne] = 1
+		if w, ok := literalWeight(args[1]); ok {
+			cost[unitOne] = saturatingAdd(w, 1)
+		} else if b.inputPart(args[1]) {
+			cost[unitW] = 1
+		} else if u, c, ok := b.weightOf(a, args[0]); ok && u == unitOne {
+			cost[unitM] = c
 		} else {
-			cost[unitM] = 1
+			return cost, false
 		}
 	case callTraverse:
 		cost[pick(text, unitTenthS, unitTenthMS)] = 1
@@ -308,7 +352,100 @@ func (b *costBound) call(kind callKind, args []celast.Expr, text bool) (cost [nu
 	case callMatches:
 		cost[pick(text, unitTenthSRex, unitTenthMSRex)] = 1
 	}
-	return cost
+	return cost, true
+}
+
+// weightOf bounds the weight (precharge.go) of the values of e: c times
+// the unit u, which is unitOne, unitTenthS or unitW; false if there is no
+// such bound.
+func (b *costBound) weightOf(a *celast.AST, e celast.Expr) (u unit, c uint64, ok bool) {
+	if w, ok := literalWeight(e); ok {
+		return unitOne, w, true
+	}
+	switch a.GetType(e.ID()).Kind() {
+	case types.StringKind, types.BytesKind:
+		return unitTenthS, 1, true
+	case types.BoolKind, types.IntKind, types.UintKind, types.DoubleKind, types.NullTypeKind,
+		types.TimestampKind, types.DurationKind:
+		return unitOne, 1, true
+	}
+	if b.inputPart(e) {
+		return unitW, 1, true
+	}
+	return 0, 0, false
+}
+
+// inputPart reports whether every value of e is a part of the input: the
+// input, a field, key or element of a part, a comprehension variable over
+// a part, or a choice between parts.
+func (b *costBound) inputPart(e celast.Expr) bool {
+	switch e.Kind() {
+	case celast.IdentKind:
+		if v, ok := b.inInput[e.AsIdent()]; ok {
+			return v
+		}
+		return e.AsIdent() == VarObj || e.AsIdent() == VarCombinedStatus
+	case celast.SelectKind:
+		return !e.AsSelect().IsTestOnly() && b.inputPart(e.AsSelect().Operand())
+	case celast.CallKind:
+		call := e.AsCall()
+		args := call.Args()
+		switch {
+		case call.FunctionName() == "_[_]" && len(args) == 2, call.FunctionName() == "dyn" && len(args) == 1:
+			return b.inputPart(args[0])
+		case call.FunctionName() == "_?_:_" && len(args) == 3:
+			return b.inputPart(args[1]) && b.inputPart(args[2])
+		}
+	}
+	return false
+}
+
+// bind records whether the comprehension variable name holds parts of the
+// input, and returns the function that restores the outer binding.
+func (b *costBound) bind(name string, part bool) func() {
+	outer, had := b.inInput[name]
+	b.inInput[name] = part
+	return func() {
+		if had {
+			b.inInput[name] = outer
+		} else {
+			delete(b.inInput, name)
+		}
+	}
+}
+
+// literalWeight returns the weight (precharge.go) of e if it is a literal,
+// or a list or map literal of literals.
+func literalWeight(e celast.Expr) (uint64, bool) {
+	switch e.Kind() {
+	case celast.LiteralKind:
+		return 1 + literalBytes(e)/bytesPerCostUnit, true
+	case celast.ListKind:
+		w := uint64(1)
+		for _, el := range e.AsList().Elements() {
+			c, ok := literalWeight(el)
+			if !ok {
+				return 0, false
+			}
+			w = saturatingAdd(w, c)
+		}
+		return w, true
+	case celast.MapKind:
+		w := uint64(1)
+		for _, entry := range e.AsMap().Entries() {
+			k, ok := literalWeight(entry.AsMapEntry().Key())
+			if !ok {
+				return 0, false
+			}
+			v, ok := literalWeight(entry.AsMapEntry().Value())
+			if !ok {
+				return 0, false
+			}
+			w = saturatingAdd(w, saturatingAdd(k, v))
+		}
+		return w, true
+	}
+	return 0, false
 }
 
 // pick returns ifText when text is true, else otherwise.
@@ -380,10 +517,9 @@ func accumulatesScalar(init celast.Expr) bool {
 	return false
 }
 
-// cost returns the bound for an input whose lists and maps have at most m
-// elements and whose strings and map keys at most s bytes.
-func (b *costBound) cost(m, s uint64) uint64 {
-	m, s = max(m, b.minM), max(s, b.minS)
+// cost returns the bound for an input of the given sizes.
+func (b *costBound) cost(in inputSizes) uint64 {
+	m, s := max(in.elements, b.minM), max(in.bytes, b.minS)
 	x := max(m, s)
 	units := [numUnits]uint64{
 		unitOne:        1,
@@ -394,6 +530,7 @@ func (b *costBound) cost(m, s uint64) uint64 {
 		unitTenthSRex:  saturatingMul(tenth(saturatingAdd(s, 1)), MaxRegexInstructions/4+1),
 		unitTenthMS2:   saturatingMul(tenth(x), tenth(x)),
 		unitTenthMSRex: saturatingMul(tenth(saturatingAdd(x, 1)), MaxRegexInstructions/4+1),
+		unitW:          in.weight,
 	}
 	var total uint64
 	power := uint64(1) // m^depth
@@ -414,6 +551,7 @@ func (b *costBound) cost(m, s uint64) uint64 {
 type inputSizes struct {
 	elements uint64 // most elements of a list or map
 	bytes    uint64 // most bytes of a string or map key
+	weight   uint64 // weight of the whole (precharge.go)
 }
 
 // sizesOf returns the sizes of a value in JSON form.
@@ -424,9 +562,11 @@ func sizesOf(v any) inputSizes {
 }
 
 func (s *inputSizes) walk(v any) {
+	s.weight = saturatingAdd(s.weight, 1)
 	switch v := v.(type) {
 	case string:
 		s.bytes = max(s.bytes, uint64(len(v)))
+		s.weight = saturatingAdd(s.weight, uint64(len(v))/bytesPerCostUnit)
 	case []any:
 		s.elements = max(s.elements, uint64(len(v)))
 		for _, el := range v {
@@ -436,6 +576,7 @@ func (s *inputSizes) walk(v any) {
 		s.elements = max(s.elements, uint64(len(v)))
 		for k, el := range v {
 			s.bytes = max(s.bytes, uint64(len(k)))
+			s.weight = saturatingAdd(s.weight, 1+uint64(len(k))/bytesPerCostUnit)
 			s.walk(el)
 		}
 	}

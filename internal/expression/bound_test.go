@@ -68,7 +68,7 @@ func checkBound(t *testing.T, e *Engine, src string, obj map[string]any) {
 		return
 	}
 	sizes := sizesOf(obj)
-	bound := p.bound.cost(sizes.elements, sizes.bytes)
+	bound := p.bound.cost(sizes)
 	if cost > bound {
 		t.Errorf("%s: tracked cost %d is above the bound %d (M=%d, S=%d)", src, cost, bound, sizes.elements, sizes.bytes)
 	}
@@ -183,8 +183,10 @@ func TestCostBoundHoldsOnTheReviewsCounterexamples(t *testing.T) {
 	dynTernary := `(obj.kind == '' ? dyn({'a': 1}) : dyn([obj.results])).exists(l, l.exists(x, l.exists(y, l.exists(z, false))))`
 	cases = append(cases, example{dynTernary, lopsided(100, 0, 0, 1), false}, example{dynTernary, lopsided(10, 0, 0, 1), true})
 	for _, n := range []int{7, 8, 15, 16, 31, 32} {
+		// != of two parts of the input is bound by the input's weight W
+		// (deepcharge.go): from 15 rows on, M^3 W is above the limit.
 		cases = append(cases,
-			example{`obj.results.all(r, r.rows.all(a, r.columnNames.all(c, c != r.name)))`, lopsided(3, n, n-1, 2), true},
+			example{`obj.results.all(r, r.rows.all(a, r.columnNames.all(c, c != r.name)))`, lopsided(3, n, n-1, 2), n < 15},
 			example{`obj.results.all(r, obj.results.all(q, r.rows == q.rows))`, lopsided(n, 2, 0, 2), true})
 	}
 	for _, c := range cases {
@@ -248,7 +250,7 @@ func boundFor(p *Program, obj map[string]any) uint64 {
 		return 0
 	}
 	s := sizesOf(obj)
-	if c := p.bound.cost(s.elements, s.bytes); c <= p.costLimit {
+	if c := p.bound.cost(s); c <= p.costLimit {
 		return c
 	}
 	return 0
@@ -281,7 +283,7 @@ func TestCostBoundHoldsOnRandomConditions(t *testing.T) {
 		for range inputs {
 			obj := randomInput(r)
 			s := sizesOf(obj)
-			if p.bound.cost(s.elements, s.bytes) > DefaultCostLimit {
+			if p.bound.cost(s) > DefaultCostLimit {
 				continue // the default engine would track it
 			}
 			checkBound(t, e, src, obj)
@@ -368,7 +370,7 @@ func TestBudgetIsChargedTheBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bound := p.bound.cost(conv.sizes.elements, conv.sizes.bytes)
+	bound := p.bound.cost(conv.sizes)
 	if bound == 0 || bound > DefaultCostLimit {
 		t.Fatalf("bound %d: the seed condition on a small CombinedStatus would be tracked", bound)
 	}
@@ -622,10 +624,10 @@ func TestCostBoundCatchesAWrongBound(t *testing.T) {
 			flat.term(0, unit(u), c)
 		}
 	}
-	if got := flat.cost(s.elements, s.bytes); cost <= got {
+	if got := flat.cost(s); cost <= got {
 		t.Fatalf("tracked cost %d is within a bound without iterations (%d): the test input is too small to tell", cost, got)
 	}
-	if got := p.bound.cost(s.elements, s.bytes); cost > got {
+	if got := p.bound.cost(s); cost > got {
 		t.Fatalf("tracked cost %d is above the bound %d", cost, got)
 	}
 }

@@ -76,7 +76,11 @@
 //     build a result larger than the cost limit pays for (ten bytes or one
 //     element per unit) before allocating it, and matches refuses a match
 //     whose string length times compiled pattern size is more than the cost
-//     limit pays for (see regex.go) before running it. A condition whose cost the
+//     limit pays for (see regex.go) before running it; ==, != and in are
+//     charged the deep weight of their lighter operand, and format and
+//     flatten refused above what the limit pays for, before they run
+//     (deepcharge.go); a call dispatched at run time is charged as the
+//     overload it runs (dispatch.go). A condition whose cost the
 //     sizes of its CombinedStatus bound within the limit runs without cost
 //     tracking (see costBound in bound.go);
 //   - every evaluation is stopped with [ReasonTimeout] after the evaluation

@@ -26,9 +26,8 @@ const (
 	// comparisons and conversions, optional values, logic).
 	boundConstant callBound = "constant"
 	// boundLinear: time and memory at most linear in the sizes of the
-	// arguments (deep for equality and membership), charged by cel-go or
-	// actualCost after the call. Inside comprehensions, the timeout stops
-	// repeated calls.
+	// arguments, charged by cel-go or actualCost after the call, as the
+	// overload it ran when it was dispatched at run time (dispatch.go).
 	boundLinear callBound = "linear"
 	// boundResult: refuses, before building it, a result larger than the
 	// cost limit pays for (guardedFunctions).
@@ -67,17 +66,28 @@ var functionBounds = map[string]callBound{
 	"getMonth": boundTimeZone, "getSeconds": boundTimeZone,
 	// Relational operators compare strings and bytes byte by byte.
 	"_<_": boundLinear, "_<=_": boundLinear, "_>_": boundLinear, "_>=_": boundLinear,
-	// Deep equality and membership, and concatenation.
+	// Concatenation, and deep equality and membership (see init).
 	"_==_": boundLinear, "_!=_": boundLinear, "@in": boundLinear, "_in_": boundLinear, "in": boundLinear,
 	"_+_":  boundLinear,
 	"size": boundLinear, "string": boundLinear, "bytes": boundLinear,
 	"startsWith": boundLinear, "endsWith": boundLinear, "contains": boundLinear, "charAt": boundLinear,
 	"substring": boundLinear, "lowerAscii": boundLinear, "upperAscii": boundLinear, "trim": boundLinear,
 	"reverse": boundLinear, "strings.quote": boundLinear, "format": boundLinear,
-	"first": boundConstant, "last": boundConstant, "slice": boundLinear, "flatten": boundLinear,
+	"first": boundConstant, "last": boundConstant, "slice": boundLinear, "flatten": boundPrecharged,
 	"replace": boundResult, "join": boundResult, "lists.range": boundResult,
 	"indexOf": boundPrecharged, "lastIndexOf": boundPrecharged, "split": boundPrecharged,
 	"sets.contains": boundPrecharged, "sets.intersects": boundPrecharged, "sets.equivalent": boundPrecharged,
 	"distinct": boundPrecharged, "sort": boundPrecharged, "@sortByAssociatedKeys": boundPrecharged,
 	"matches": boundRegex,
+}
+
+func init() {
+	if holesFixed {
+		// Deep equality and membership (and opt.hasValue(v), which
+		// compares), and format, which prints deeply (deepcharge.go). The celholes build tag charges them after, by
+		// their top-level sizes, as cel-go does.
+		for _, name := range []string{"_==_", "_!=_", "@in", "_in_", "in", "format", "hasValue"} {
+			functionBounds[name] = boundPrecharged
+		}
+	}
 }

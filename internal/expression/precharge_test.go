@@ -48,6 +48,8 @@ var superLinearConditions = map[string]string{
 	"split with a limit": `'aaaaaaaaaa'.replace('a', 'aaaaaaaaaa').replace('a', 'aaaaaaaaaa').replace('a', 'aaaaaaaaaa').replace('a', 'aaaaaaaaaa').replace('a', 'aaaaaaaaaa').split('', 900000).size() > 0`,
 	"sort":               `lists.range(2000).sort().size() > 0`,
 	"sortBy":             `lists.range(2000).sortBy(x, -x).size() > 0`,
+	// 10^7 ints in lists that share their sub-lists (TestCostIsSound).
+	"flatten": sharedLists(6, "v6.flatten(6).size() > 0"),
 }
 
 // TestSuperLinearCallsAreRefusedBeforeTheyRun: with the compile-time
@@ -103,6 +105,8 @@ func TestPrechargedCallsStillRun(t *testing.T) {
 		`obj.results.map(r, r.name).distinct().size() == 1 && obj.metadata.name.indexOf('x') == -1`,
 		`lists.range(900).distinct().size() == 900`,
 		`lists.range(900).sort().size() == 900`,
+		`[[1, [2]], [3]].flatten() == [1, [2], 3] && [[1, [2]], [3]].flatten(2) == [1, 2, 3] && [].flatten() == []`,
+		`optional.of([1, 'a']).hasValue([1, 'a']) && !optional.of(1).hasValue(2) && !optional.none().hasValue(1) && optional.of(1).hasValue()`,
 		`'a,b,,c'.split(',') == ['a', 'b', '', 'c'] && 'a,b,c'.split(',', 2) == ['a', 'b,c'] && 'hé'.split('') == ['h', 'é']`,
 		`'aaaaaaaaaa'.replace('a', 'aaaaaaaaaa').replace('a', 'aaaaaaaaaa').replace('a', 'aaaaaaaaaa').replace('a', 'aaaaaaaaaa').split('').size() == 100000`,
 	} {
@@ -123,7 +127,7 @@ func TestPrechargedCallsStillRun(t *testing.T) {
 func TestEveryFunctionHasABound(t *testing.T) {
 	e := newEngine(t)
 	seen := map[string]bool{}
-	for kind, env := range map[Kind]*cel.Env{KindFilter: e.filterEnv, KindCondition: e.conditionEnv} {
+	for kind, env := range map[Kind]*cel.Env{KindFilter: e.filterEnv, KindCondition: e.conditionEnv, KindAnalysis: e.analysisEnv} {
 		for name, fn := range env.Functions() {
 			seen[name] = true
 			bound, ok := functionBounds[name]

@@ -107,7 +107,7 @@ func (p *Program) evalCondition(cs *ksv1alpha1.CombinedStatus, b *Budget) (bool,
 	}
 	var bound uint64
 	if p.bound != nil {
-		if c := p.bound.cost(conv.sizes.elements, conv.sizes.bytes); c <= p.costLimit {
+		if c := p.bound.cost(conv.sizes); c <= p.costLimit {
 			bound = c
 		}
 	}
