@@ -66,7 +66,7 @@ type Endpoint struct {
 func NewEndpoint(spec *hostingv1alpha1.PrometheusProvider, ca, token []byte, opts Options) (*Endpoint, error) {
 	base, err := checkAddress(spec.Address, opts.AllowInsecure)
 	if err != nil {
-		return nil, &Error{Reason: ReasonAddressRefused, Message: err.Error(), Err: err}
+		return nil, err
 	}
 	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
 	if ca != nil {
@@ -117,21 +117,25 @@ func (e *Endpoint) close() {
 }
 
 // checkAddress parses a provider's address and refuses what the stager
-// does not allow.
+// does not allow, with an AddressRefused *Error whose text does not show
+// the address; its cause, for the log, shows it redacted.
 func checkAddress(address string, allowInsecure bool) (*url.URL, error) {
+	refused := func(why string, shown string) error {
+		return &Error{Reason: ReasonAddressRefused, Message: "its address " + why, Err: fmt.Errorf("address %q %s", shown, why)}
+	}
 	u, err := url.Parse(address)
 	if err != nil {
 		// The address is not echoed: it may carry a password.
-		return nil, errors.New("the address is not a URL")
+		return nil, &Error{Reason: ReasonAddressRefused, Message: "its address is not a URL"}
 	}
 	shown := u.Redacted()
 	switch {
 	case u.Scheme != "https" && u.Scheme != "http", u.Host == "":
-		return nil, fmt.Errorf("address %q is not an http(s) URL", shown)
+		return nil, refused("is not an http(s) URL", shown)
 	case u.Scheme == "http" && !allowInsecure:
-		return nil, fmt.Errorf("address %q is plain http, which the stager allows only with --allow-insecure-metric-providers", shown)
+		return nil, refused("is plain http, which the stager allows only with --allow-insecure-metric-providers", shown)
 	case u.User != nil, u.RawQuery != "", u.Fragment != "":
-		return nil, fmt.Errorf("address %q has user information, a query or a fragment", shown)
+		return nil, refused("has user information, a query or a fragment", shown)
 	}
 	return u, nil
 }

@@ -132,8 +132,13 @@ func (p *Providers) Query(ctx context.Context, space, provider, query string) ([
 }
 
 func (p *Providers) query(ctx context.Context, space, provider, query string) ([]float64, error) {
+	// The first read of the cache waits for its watch: not longer than a
+	// query may take (a stager without list and watch on MetricProviders
+	// would otherwise hold the space's worker for the whole reconcile).
+	readCtx, cancel := context.WithTimeout(ctx, p.readTimeout())
+	defer cancel()
 	mp := &hostingv1alpha1.MetricProvider{}
-	if err := p.Reader.Get(ctx, types.NamespacedName{Name: provider}, mp); err != nil {
+	if err := p.Reader.Get(readCtx, types.NamespacedName{Name: provider}, mp); err != nil {
 		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
 			p.forget(provider)
 			return nil, &Error{Reason: ReasonNotFound, Message: "it does not exist in the stager's hosting cluster", Err: err}
@@ -149,11 +154,19 @@ func (p *Providers) query(ctx context.Context, space, provider, query string) ([
 			Message: fmt.Sprintf("the space's queries are over the stager's bound (%g a second, %d at once); measured again shortly",
 				p.Options.SpaceQPS, p.Options.SpaceBurst)}
 	}
-	endpoint, err := p.endpoint(ctx, mp)
+	endpoint, err := p.endpoint(readCtx, mp)
 	if err != nil {
 		return nil, err
 	}
 	return endpoint.Query(ctx, query)
+}
+
+// readTimeout bounds the reads of a query's provider and Secrets.
+func (p *Providers) readTimeout() time.Duration {
+	if p.Options.Timeout > 0 {
+		return p.Options.Timeout
+	}
+	return DefaultTimeout
 }
 
 // allow takes a token of space's bucket.

@@ -378,7 +378,7 @@ func TestStatusShowsNoAddressOrSecret(t *testing.T) {
 	}
 	elsewhereCA, slowCA := caSecret("elsewhere-ca", ca(elsewhere)), caSecret("slow-ca", ca(slow))
 	wrongToken := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.namespace, Name: "prom-wrong",
-		Labels: map[string]string{hostingv1alpha1.CredentialLabel: "true"}}, Data: map[string][]byte{"token": []byte("wrong")}}
+		Labels: map[string]string{hostingv1alpha1.CredentialLabel: "true"}}, Data: map[string][]byte{"token": []byte("not-the-t0ken")}}
 	if err := f.c.Create(context.Background(), wrongToken); err != nil {
 		t.Fatal(err)
 	}
@@ -415,7 +415,7 @@ func TestStatusShowsNoAddressOrSecret(t *testing.T) {
 			t.Errorf("provider %s: %q does not name the provider", tc.provider, shown)
 		}
 		rest := strings.Replace(shown, fmt.Sprintf("%q", tc.provider), "", 1)
-		for _, hidden := range []string{"127.0.0.1", "localhost", "prom-", "-ca", f.namespace, token, "wrong"} {
+		for _, hidden := range []string{"127.0.0.1", "localhost", "prom-", "-ca", f.namespace, token, "not-the-t0ken"} {
 			if strings.Contains(rest, hidden) {
 				t.Errorf("provider %s: the space would read %q in %q", tc.provider, hidden, shown)
 			}
