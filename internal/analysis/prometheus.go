@@ -171,6 +171,8 @@ func (e *Endpoint) Query(ctx context.Context, query string) ([]float64, error) {
 		return nil, t
 	}
 	defer func() { _ = resp.Body.Close() }()
+	// For the log: which address answered.
+	from := fmt.Errorf("answered by %s", base.Redacted())
 	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		t := transportError(unwrapURLError(err))
@@ -178,18 +180,18 @@ func (e *Endpoint) Query(ctx context.Context, query string) ([]float64, error) {
 		return nil, t
 	}
 	if int64(len(body)) > limit {
-		return nil, &Error{Reason: ReasonTooLarge, Message: fmt.Sprintf("the answer is larger than %d bytes", limit)}
+		return nil, &Error{Reason: ReasonTooLarge, Message: fmt.Sprintf("the answer is larger than %d bytes", limit), Err: from}
 	}
 	var answer apiResponse
 	if err := json.Unmarshal(body, &answer); err != nil {
-		return nil, &Error{Reason: ReasonBadAnswer, Message: fmt.Sprintf("HTTP %d with no Prometheus API response", resp.StatusCode)}
+		return nil, &Error{Reason: ReasonBadAnswer, Message: fmt.Sprintf("HTTP %d with no Prometheus API response", resp.StatusCode), Err: from}
 	}
 	if answer.Status != "success" {
-		return nil, &Error{Reason: ReasonQueryFailed, Message: fmt.Sprintf("HTTP %d: %s: %s", resp.StatusCode, answer.ErrorType, answer.Error)}
+		return nil, &Error{Reason: ReasonQueryFailed, Message: fmt.Sprintf("HTTP %d: %s: %s", resp.StatusCode, answer.ErrorType, answer.Error), Err: from}
 	}
 	values, err := decodeValues(answer.Data.ResultType, answer.Data.Result)
 	if err != nil {
-		return nil, &Error{Reason: ReasonBadAnswer, Message: err.Error()}
+		return nil, &Error{Reason: ReasonBadAnswer, Message: err.Error(), Err: from}
 	}
 	return values, nil
 }

@@ -185,6 +185,10 @@ func (f *fixture) cached(opts Options) (*Providers, *requestCounter) {
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = cl.Start(ctx) })
 	f.t.Cleanup(func() { cancel(); wg.Wait() })
+	// As the manager does before it starts the controllers.
+	if !cl.GetCache().WaitForCacheSync(ctx) {
+		f.t.Fatal("the cache did not start")
+	}
 	opts.SecretNamespace = f.namespace
 	return &Providers{Reader: cl.GetCache(), Options: opts}, counter
 }
@@ -240,6 +244,14 @@ func TestProvidersSendOnlyLabelledSecrets(t *testing.T) {
 	}
 	if n := p.queries.Load(); n != 0 {
 		t.Fatalf("the provider got %d queries with an unlabelled Secret's credentials", n)
+	}
+	// The stager's cache does not even hold it.
+	held := &corev1.SecretList{}
+	if err := cached.Reader.List(context.Background(), held, client.InNamespace(f.namespace)); err != nil {
+		t.Fatal(err)
+	}
+	if len(held.Items) != 0 {
+		t.Errorf("the stager's cache holds %d unlabelled Secrets", len(held.Items))
 	}
 
 	// Labelled, the same Secret is used: the label is what is checked.
