@@ -121,7 +121,7 @@ func newFixture(t *testing.T) *fixture {
 
 // secret creates a Secret of the namespace with ca.crt and token, labelled
 // as a provider credential when labelled.
-func (f *fixture) secret(name string, labelled bool, p *prometheusTLS, token string) *corev1.Secret {
+func (f *fixture) secret(name string, labelled bool, p *prometheusTLS, token string) {
 	f.t.Helper()
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.namespace, Name: name},
 		Data: map[string][]byte{"ca.crt": p.caPEM, "token": []byte(token)}}
@@ -131,7 +131,6 @@ func (f *fixture) secret(name string, labelled bool, p *prometheusTLS, token str
 	if err := f.c.Create(context.Background(), s); err != nil {
 		f.t.Fatal(err)
 	}
-	return s
 }
 
 // provider creates a MetricProvider, named after the test, deleted when it
@@ -278,7 +277,7 @@ func TestProvidersSendOnlyLabelledSecrets(t *testing.T) {
 	}
 	eventually(t, "the Secret refused again", func() error {
 		if _, err := cached.Query(context.Background(), "wds1", name, "up"); ReasonOf(err) != ReasonCredentialsRefused {
-			return fmt.Errorf("got %v, want CredentialsRefused", err)
+			return fmt.Errorf("got %w, want CredentialsRefused", err)
 		}
 		return nil
 	})

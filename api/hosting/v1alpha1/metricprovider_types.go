@@ -59,7 +59,8 @@ type MetricProviderSpec struct {
 	Spaces []string `json:"spaces,omitempty"`
 }
 
-// AllSpaces, in a MetricProvider's spec.spaces, lets every space query it.
+// AllSpaces is the entry of a MetricProvider's spec.spaces that lets every
+// space query it.
 const AllSpaces = "*"
 
 // CredentialLabel marks the Secrets, of the stager's Secret namespace, that
