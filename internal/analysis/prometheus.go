@@ -28,11 +28,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	hostingv1alpha1 "github.com/kubestellar/workload-stager/api/hosting/v1alpha1"
 )
 
@@ -46,88 +41,12 @@ const (
 	// maxRedirects is how many redirects to the provider's own host a
 	// query follows.
 	maxRedirects = 3
+	// maxIdleConns is how many connections to its provider an endpoint
+	// keeps: a stage has at most 4 analyses.
+	maxIdleConns = 4
+	// idleConnTimeout is how long an endpoint keeps an unused connection.
+	idleConnTimeout = 90 * time.Second
 )
-
-// Options are the stager's bounds on every provider.
-type Options struct {
-	// AllowInsecure lets providers use plain http addresses.
-	AllowInsecure bool
-	// Timeout bounds one query; a provider may only lower it.
-	Timeout time.Duration
-	// MaxResponseBytes bounds the size of one answer; a provider may only
-	// lower it.
-	MaxResponseBytes int64
-	// SecretNamespace is the namespace of the providers' CA and token
-	// Secrets.
-	SecretNamespace string
-}
-
-// Providers queries the Prometheus-compatible APIs that the MetricProviders
-// of the hosting cluster declare.
-type Providers struct {
-	// Reader reads MetricProviders and Secrets from the hosting cluster.
-	Reader client.Reader
-	// Options bound every query.
-	Options Options
-}
-
-// Query sends query, as an instant query, to the provider named provider
-// and returns the sample values of its answer, in the order of the answer.
-// Every error says what went wrong in words a policy author can act on,
-// without the provider's credentials.
-func (p *Providers) Query(ctx context.Context, provider, query string) ([]float64, error) {
-	endpoint, err := p.Endpoint(ctx, provider)
-	if err != nil {
-		return nil, err
-	}
-	values, err := endpoint.Query(ctx, query)
-	if err != nil {
-		return nil, fmt.Errorf("MetricProvider %q: %w", provider, err)
-	}
-	return values, nil
-}
-
-// Endpoint reads the MetricProvider named provider, and its Secrets, and
-// returns its endpoint.
-func (p *Providers) Endpoint(ctx context.Context, provider string) (*Endpoint, error) {
-	mp := &hostingv1alpha1.MetricProvider{}
-	if err := p.Reader.Get(ctx, types.NamespacedName{Name: provider}, mp); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("MetricProvider %q does not exist in the stager's hosting cluster", provider)
-		}
-		return nil, fmt.Errorf("reading MetricProvider %q: %w", provider, err)
-	}
-	var ca, token []byte
-	var err error
-	if ref := mp.Spec.Prometheus.CASecretRef; ref != nil {
-		if ca, err = p.secretKey(ctx, ref); err != nil {
-			return nil, fmt.Errorf("MetricProvider %q: CA: %w", provider, err)
-		}
-	}
-	if ref := mp.Spec.Prometheus.BearerTokenSecretRef; ref != nil {
-		if token, err = p.secretKey(ctx, ref); err != nil {
-			return nil, fmt.Errorf("MetricProvider %q: bearer token: %w", provider, err)
-		}
-	}
-	endpoint, err := NewEndpoint(&mp.Spec.Prometheus, ca, token, p.Options)
-	if err != nil {
-		return nil, fmt.Errorf("MetricProvider %q: %w", provider, err)
-	}
-	return endpoint, nil
-}
-
-// secretKey reads one key of a Secret of the secret namespace.
-func (p *Providers) secretKey(ctx context.Context, ref *hostingv1alpha1.SecretKeyRef) ([]byte, error) {
-	secret := &corev1.Secret{}
-	if err := p.Reader.Get(ctx, types.NamespacedName{Namespace: p.Options.SecretNamespace, Name: ref.Name}, secret); err != nil {
-		return nil, fmt.Errorf("reading Secret %s/%s: %w", p.Options.SecretNamespace, ref.Name, err)
-	}
-	value, ok := secret.Data[ref.Key]
-	if !ok {
-		return nil, fmt.Errorf("secret %s/%s has no key %q", p.Options.SecretNamespace, ref.Name, ref.Key)
-	}
-	return value, nil
-}
 
 // Endpoint is one provider's API, as the stager's options allow it.
 type Endpoint struct {
@@ -153,7 +72,7 @@ func NewEndpoint(spec *hostingv1alpha1.PrometheusProvider, ca, token []byte, opt
 	if ca != nil {
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(ca) {
-			return nil, errors.New("the CA Secret's key holds no PEM certificate")
+			return nil, credentialsRefused(errors.New("the CA Secret's key holds no PEM certificate"))
 		}
 		tlsConfig.RootCAs = pool
 	}
@@ -161,7 +80,7 @@ func NewEndpoint(spec *hostingv1alpha1.PrometheusProvider, ca, token []byte, opt
 	if token != nil {
 		e.token = strings.TrimSpace(string(token))
 		if e.token == "" || strings.ContainsAny(e.token, "\r\n") {
-			return nil, errors.New("the bearer token Secret's key is empty or spans lines")
+			return nil, credentialsRefused(errors.New("the bearer token Secret's key is empty or spans lines"))
 		}
 	}
 	if m := spec.MaxResponseBytes; m != nil && *m > 0 && *m < e.limit {
@@ -173,15 +92,18 @@ func NewEndpoint(spec *hostingv1alpha1.PrometheusProvider, ca, token []byte, opt
 	}
 	e.client = &http.Client{
 		Timeout: timeout,
-		// No proxy from the stager's environment, and no connection kept:
-		// each query stands alone.
-		Transport: &http.Transport{TLSClientConfig: tlsConfig, DisableKeepAlives: true, ResponseHeaderTimeout: timeout},
+		// No proxy from the stager's environment. The connections are
+		// kept for the provider's next queries (Providers keeps its
+		// endpoint): at most one per analysis of a stage, queried side
+		// by side.
+		Transport: &http.Transport{TLSClientConfig: tlsConfig, ResponseHeaderTimeout: timeout,
+			MaxIdleConnsPerHost: maxIdleConns, IdleConnTimeout: idleConnTimeout, ForceAttemptHTTP2: true},
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if len(via) > maxRedirects {
-				return fmt.Errorf("more than %d redirects", maxRedirects)
+				return errTooManyRedirects
 			}
 			if req.URL.Scheme != base.Scheme || req.URL.Host != base.Host {
-				return fmt.Errorf("redirected to %s://%s, another host than the provider's %s://%s", req.URL.Scheme, req.URL.Host, base.Scheme, base.Host)
+				return fmt.Errorf("%w: %s://%s, not %s://%s", errRedirectElsewhere, req.URL.Scheme, req.URL.Host, base.Scheme, base.Host)
 			}
 			return nil
 		},
@@ -189,22 +111,31 @@ func NewEndpoint(spec *hostingv1alpha1.PrometheusProvider, ca, token []byte, opt
 	return e, nil
 }
 
+// close closes the endpoint's idle connections.
+func (e *Endpoint) close() {
+	e.client.CloseIdleConnections()
+}
+
 // checkAddress parses a provider's address and refuses what the stager
-// does not allow.
+// does not allow, with an AddressRefused *Error whose text does not show
+// the address; its cause, for the log, shows it redacted.
 func checkAddress(address string, allowInsecure bool) (*url.URL, error) {
+	refused := func(why string, shown string) error {
+		return &Error{Reason: ReasonAddressRefused, Message: "its address " + why, Err: fmt.Errorf("address %q %s", shown, why)}
+	}
 	u, err := url.Parse(address)
 	if err != nil {
 		// The address is not echoed: it may carry a password.
-		return nil, errors.New("the address is not a URL")
+		return nil, &Error{Reason: ReasonAddressRefused, Message: "its address is not a URL"}
 	}
 	shown := u.Redacted()
 	switch {
 	case u.Scheme != "https" && u.Scheme != "http", u.Host == "":
-		return nil, fmt.Errorf("address %q is not an http(s) URL", shown)
+		return nil, refused("is not an http(s) URL", shown)
 	case u.Scheme == "http" && !allowInsecure:
-		return nil, fmt.Errorf("address %q is plain http, which the stager allows only with --allow-insecure-metric-providers", shown)
+		return nil, refused("is plain http, which the stager allows only with --allow-insecure-metric-providers", shown)
 	case u.User != nil, u.RawQuery != "", u.Fragment != "":
-		return nil, fmt.Errorf("address %q has user information, a query or a fragment", shown)
+		return nil, refused("has user information, a query or a fragment", shown)
 	}
 	return u, nil
 }
@@ -227,7 +158,7 @@ func (e *Endpoint) Query(ctx context.Context, query string) ([]float64, error) {
 	endpoint.RawQuery = url.Values{"query": {query}}.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint.String(), nil)
 	if err != nil {
-		return nil, fmt.Errorf("building the query: %w", err)
+		return nil, &Error{Reason: ReasonBadAnswer, Message: "the query could not be built", Err: err}
 	}
 	req.Header.Set("Accept", "application/json")
 	if token != "" {
@@ -235,24 +166,34 @@ func (e *Endpoint) Query(ctx context.Context, query string) ([]float64, error) {
 	}
 	resp, err := e.client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("querying %s: %w", base.Redacted(), unwrapURLError(err))
+		t := transportError(unwrapURLError(err))
+		t.Err = fmt.Errorf("querying %s: %w", base.Redacted(), unwrapURLError(err))
+		return nil, t
 	}
 	defer func() { _ = resp.Body.Close() }()
+	// For the log: which address answered.
+	from := fmt.Errorf("answered by %s", base.Redacted())
 	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
-		return nil, fmt.Errorf("reading the answer of %s: %w", base.Redacted(), unwrapURLError(err))
+		t := transportError(unwrapURLError(err))
+		t.Err = fmt.Errorf("reading the answer of %s: %w", base.Redacted(), unwrapURLError(err))
+		return nil, t
 	}
 	if int64(len(body)) > limit {
-		return nil, fmt.Errorf("the answer of %s is larger than %d bytes", base.Redacted(), limit)
+		return nil, &Error{Reason: ReasonTooLarge, Message: fmt.Sprintf("the answer is larger than %d bytes", limit), Err: from}
 	}
 	var answer apiResponse
 	if err := json.Unmarshal(body, &answer); err != nil {
-		return nil, fmt.Errorf("%s answered HTTP %d with no Prometheus API response", base.Redacted(), resp.StatusCode)
+		return nil, &Error{Reason: ReasonBadAnswer, Message: fmt.Sprintf("HTTP %d with no Prometheus API response", resp.StatusCode), Err: from}
 	}
 	if answer.Status != "success" {
-		return nil, fmt.Errorf("%s answered HTTP %d: %s: %s", base.Redacted(), resp.StatusCode, answer.ErrorType, answer.Error)
+		return nil, &Error{Reason: ReasonQueryFailed, Message: fmt.Sprintf("HTTP %d: %s: %s", resp.StatusCode, answer.ErrorType, answer.Error), Err: from}
 	}
-	return decodeValues(answer.Data.ResultType, answer.Data.Result)
+	values, err := decodeValues(answer.Data.ResultType, answer.Data.Result)
+	if err != nil {
+		return nil, &Error{Reason: ReasonBadAnswer, Message: err.Error(), Err: from}
+	}
+	return values, nil
 }
 
 // unwrapURLError drops the URL, with its query, from a client error.

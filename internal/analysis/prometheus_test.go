@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -160,11 +161,83 @@ func TestRedirectsStayOnTheProvidersHost(t *testing.T) {
 	}))
 	defer s.Close()
 	_, err := endpoint(t, hostingv1alpha1.PrometheusProvider{Address: s.URL}, options).Query(context.Background(), "up")
-	if err == nil || !strings.Contains(err.Error(), "another host") {
+	if err == nil || !strings.Contains(err.Error(), "another scheme or host") {
 		t.Errorf("a redirect to another host: got %v, want it refused", err)
 	}
 	if hits != 2 {
 		t.Errorf("the provider's host was asked %d times, want 2 (a redirect on the same host is followed)", hits)
+	}
+
+	// The same host and port, but plain http: a downgrade is another
+	// address.
+	tlsServer := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://"+r.Host+"/api/v1/query?"+r.URL.RawQuery, http.StatusFound)
+	}))
+	defer tlsServer.Close()
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tlsServer.Certificate().Raw})
+	e, err := NewEndpoint(&hostingv1alpha1.PrometheusProvider{Address: tlsServer.URL}, ca, nil, options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Query(context.Background(), "up"); err == nil || !strings.Contains(err.Error(), "another scheme or host") ||
+		!strings.Contains(Detail(err), ": http://"+tlsServer.Listener.Addr().String()) {
+		t.Errorf("a redirect from https to http on the same host and port: got %v, want it refused", err)
+	}
+}
+
+// TestRedirectsAreFollowedThreeTimesAtMost: a provider at /hN redirects N
+// times on its own host before it answers.
+func TestRedirectsAreFollowedThreeTimesAtMost(t *testing.T) {
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var n int
+		if _, err := fmt.Sscanf(r.URL.Path, "/h%d/api/v1/query", &n); err != nil {
+			http.NotFound(w, r)
+			return
+		}
+		if n > 0 {
+			http.Redirect(w, r, fmt.Sprintf("/h%d/api/v1/query?%s", n-1, r.URL.RawQuery), http.StatusFound)
+			return
+		}
+		_, _ = fmt.Fprint(w, `{"status":"success","data":{"resultType":"scalar","result":[1,"1"]}}`)
+	}))
+	defer s.Close()
+	for n := range 6 {
+		_, err := endpoint(t, hostingv1alpha1.PrometheusProvider{Address: fmt.Sprintf("%s/h%d", s.URL, n)}, options).Query(context.Background(), "up")
+		if n <= maxRedirects && err != nil {
+			t.Errorf("%d redirects: %v, want them followed", n, err)
+		}
+		if n > maxRedirects && (err == nil || !strings.Contains(err.Error(), "more than 3 redirects")) {
+			t.Errorf("%d redirects: got %v, want the fourth refused", n, err)
+		}
+	}
+}
+
+// TestQueriesTakeNoProxy: the stager's environment may name a proxy for
+// its own needs; a provider's query never goes through it, so that the
+// token goes to the provider's address only.
+func TestQueriesTakeNoProxy(t *testing.T) {
+	var proxied atomic.Int32
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		proxied.Add(1)
+		_, _ = fmt.Fprint(w, `{"status":"success","data":{"resultType":"scalar","result":[1,"1"]}}`)
+	}))
+	defer proxy.Close()
+	for _, v := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"} {
+		t.Setenv(v, proxy.URL)
+	}
+	t.Setenv("NO_PROXY", "")
+	t.Setenv("no_proxy", "")
+	e := endpoint(t, hostingv1alpha1.PrometheusProvider{Address: "http://prometheus.invalid:9090"}, options)
+	// http.ProxyFromEnvironment reads the environment once a process: the
+	// transport itself must have no proxy function.
+	if tr, ok := e.client.Transport.(*http.Transport); !ok || tr.Proxy != nil {
+		t.Errorf("the provider's transport %T takes a proxy", e.client.Transport)
+	}
+	if _, err := e.Query(context.Background(), "up"); err == nil {
+		t.Error("a query to an address that does not resolve got an answer")
+	}
+	if n := proxied.Load(); n != 0 {
+		t.Errorf("the proxy of the environment got %d queries", n)
 	}
 }
 

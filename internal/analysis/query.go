@@ -75,7 +75,9 @@ func Render(query string, c Context) string {
 
 // escape escapes s for the inside of a PromQL string literal in double or
 // single quotes (a raw string in back quotes has no escapes: a query
-// should not put a placeholder in one).
+// should not put a placeholder in one). Quotes are hex escapes: PromQL,
+// as Go, takes \" only in double quotes and \' only in single ones, and
+// escape does not know which the placeholder is in.
 func escape(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, `'`, `\'`, "\n", `\n`, "\r", `\r`).Replace(s)
+	return strings.NewReplacer(`\`, `\\`, `"`, `\x22`, `'`, `\x27`, "\n", `\n`, "\r", `\r`).Replace(s)
 }

@@ -71,11 +71,11 @@ func TestAnalyses(t *testing.T) {
 	_ = closed.Close()
 	silent, connections := blackHole(t)
 
-	createProvider(t, "prom", hostingv1alpha1.PrometheusProvider{Address: server.URL})
-	createProvider(t, "down", hostingv1alpha1.PrometheusProvider{Address: downAddress})
-	createProvider(t, "silent", hostingv1alpha1.PrometheusProvider{Address: "http://" + silent, Timeout: &metav1.Duration{Duration: time.Second}})
+	createProvider(t, "prom", hostingv1alpha1.PrometheusProvider{Address: server.URL}, "wds1")
+	createProvider(t, "down", hostingv1alpha1.PrometheusProvider{Address: downAddress}, "wds1")
+	createProvider(t, "silent", hostingv1alpha1.PrometheusProvider{Address: "http://" + silent, Timeout: &metav1.Duration{Duration: time.Second}}, "wds1")
 	// Prometheus's answer to vector(1) is about 100 bytes.
-	createProvider(t, "small", hostingv1alpha1.PrometheusProvider{Address: server.URL, MaxResponseBytes: ptr.To[int64](64)})
+	createProvider(t, "small", hostingv1alpha1.PrometheusProvider{Address: server.URL, MaxResponseBytes: ptr.To[int64](64)}, "wds1")
 
 	t.Run("a query that holds lets the stage go on", func(t *testing.T) {
 		t.Parallel()
@@ -145,7 +145,7 @@ func TestAnalyses(t *testing.T) {
 		}
 		for analysis, says := range map[string]string{
 			"down":    "connection refused",
-			"silent":  "Client.Timeout",
+			"silent":  `MetricProvider "silent": Timeout:`,
 			"huge":    "larger than 64 bytes",
 			"nowhere": `MetricProvider "no-such-provider" does not exist`,
 		} {
@@ -213,12 +213,13 @@ func hostingClient(t *testing.T) client.Client {
 	return c
 }
 
-// createProvider creates a MetricProvider in the hosting cluster, deleted
-// when the test ends.
-func createProvider(t *testing.T, name string, spec hostingv1alpha1.PrometheusProvider) {
+// createProvider creates a MetricProvider in the hosting cluster, for the
+// policies of the given spaces, deleted when the test ends.
+func createProvider(t *testing.T, name string, spec hostingv1alpha1.PrometheusProvider, spaces ...string) {
 	t.Helper()
 	c := hostingClient(t)
-	mp := &hostingv1alpha1.MetricProvider{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: hostingv1alpha1.MetricProviderSpec{Prometheus: spec}}
+	mp := &hostingv1alpha1.MetricProvider{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: hostingv1alpha1.MetricProviderSpec{Prometheus: spec, Spaces: spaces}}
 	if err := c.Create(suite.ctx, mp); err != nil {
 		t.Fatalf("creating MetricProvider %s: %v", name, err)
 	}

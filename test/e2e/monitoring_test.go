@@ -147,7 +147,7 @@ func TestDashboardAndAlerts(t *testing.T) {
 	batched := policytest.Policy(fleet, map[string]string{policytest.AppLabel: fleet}, policytest.Stage("prod", policytest.Deployments, policytest.Available))
 	batched.Spec.Stages[0].MaxConcurrency = ptr.To(intstr.FromInt32(1))
 	// "checked" measures prod once through this run's Prometheus.
-	createProvider(t, "monitoring", hostingv1alpha1.PrometheusProvider{Address: server.URL})
+	createProvider(t, "monitoring", hostingv1alpha1.PrometheusProvider{Address: server.URL}, "wds2")
 	createWorkload(t, "wds2", checked, false)
 	measured := policytest.Policy(checked, map[string]string{policytest.AppLabel: checked}, policytest.Stage("prod", "", ""))
 	measured.Spec.Stages[0].Analysis = []v1alpha1.Analysis{{Name: "up", Provider: "monitoring", Query: "vector(1)", SuccessCondition: "result == [1.0]"}}

@@ -29,6 +29,7 @@ import (
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,shortName=mp,categories=kubestellar
 // +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.spec.prometheus.address`
+// +kubebuilder:printcolumn:name="Spaces",type=string,JSONPath=`.spec.spaces`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type MetricProvider struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -43,6 +44,38 @@ type MetricProviderSpec struct {
 	// Prometheus is a Prometheus-compatible HTTP API (Prometheus, Thanos,
 	// Mimir, VictoriaMetrics...), queried at <address>/api/v1/query.
 	Prometheus PrometheusProvider `json:"prometheus"`
+
+	// Spaces names the spaces whose policies may query this provider, as
+	// the stager names them in its logs and metrics (e.g. wds1,
+	// kubeconfig#wds1, kcp#root:org:wds1); "*" is every space. Default:
+	// none. A policy of a space not named here gets an inconclusive
+	// measurement saying so: the provider's answers, read with its
+	// credentials, are shown to the space in its policies' status.
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=512
+	// +listType=set
+	// +optional
+	Spaces []string `json:"spaces,omitempty"`
+}
+
+// AllSpaces is the entry of a MetricProvider's spec.spaces that lets every
+// space query it.
+const AllSpaces = "*"
+
+// CredentialLabel marks the Secrets, of the stager's Secret namespace, that
+// MetricProviders may name for their CA and bearer token; its value must
+// be "true". The stager neither reads nor sends another Secret.
+const CredentialLabel = "community.kubestellar.io/metric-provider-credential"
+
+// Serves reports whether the provider's spec.spaces lets space query it.
+func (p *MetricProvider) Serves(space string) bool {
+	for _, s := range p.Spec.Spaces {
+		if s == AllSpaces || s == space {
+			return true
+		}
+	}
+	return false
 }
 
 // PrometheusProvider is a Prometheus-compatible HTTP API and how to reach it.
@@ -57,13 +90,15 @@ type PrometheusProvider struct {
 	Address string `json:"address"`
 
 	// CASecretRef names the key of a Secret, in the stager's Secret
-	// namespace, that holds the PEM CA bundle the server's certificate must
-	// chain to. Default: the system's roots.
+	// namespace and labelled community.kubestellar.io/metric-provider-credential=true,
+	// that holds the PEM CA bundle the server's certificate must chain to.
+	// Default: the system's roots.
 	// +optional
 	CASecretRef *SecretKeyRef `json:"caSecretRef,omitempty"`
 
 	// BearerTokenSecretRef names the key of a Secret, in the stager's
-	// Secret namespace, that holds a bearer token sent with every query.
+	// Secret namespace and labelled community.kubestellar.io/metric-provider-credential=true,
+	// that holds a bearer token sent with every query.
 	// +optional
 	BearerTokenSecretRef *SecretKeyRef `json:"bearerTokenSecretRef,omitempty"`
 

@@ -43,7 +43,7 @@ func (q *queryFlags) addFlags(fs *pflag.FlagSet) {
 		"With --analysis, the kubeconfig context of the stager's hosting cluster, where the MetricProviders are (default: the current context)")
 	fs.StringVar(&q.secretNamespace, "metric-provider-secret-namespace", kubeconfig.DefaultNamespace,
 		"With --analysis, the namespace of the Secrets MetricProviders name, as the stager's flag of the same name")
-	fs.StringVar(&q.space, "space", "", "With --analysis, the space's name as the stager knows it, for the query's {{space}}")
+	fs.StringVar(&q.space, "space", "", "With --analysis, the space's name as the stager knows it, for the query's {{space}} and the provider's spec.spaces")
 	fs.BoolVar(&q.allowInsecure, "allow-insecure-metric-providers", false,
 		"With --analysis, let the MetricProvider be plain http, as the stager's flag of the same name")
 }
@@ -76,7 +76,7 @@ func (o *options) evalAnalysis(cmd *cobra.Command, name, stageName string, q que
 	}
 	providers := &analysis.Providers{Reader: hosting, Options: analysis.Options{AllowInsecure: q.allowInsecure,
 		Timeout: analysis.DefaultTimeout, MaxResponseBytes: analysis.DefaultMaxResponseBytes, SecretNamespace: q.secretNamespace}}
-	values, queryErr := providers.Query(ctx, a.Provider, query)
+	values, queryErr := providers.Query(ctx, q.space, a.Provider, query)
 	engine, err := newEngine()
 	if err != nil {
 		return err
@@ -90,7 +90,8 @@ func (o *options) evalAnalysis(cmd *cobra.Command, name, stageName string, q que
 	fprintf(out, "Analysis %s of stage %s of %s, on MetricProvider %s:\n", a.Name, stage.Name, p.Name, a.Provider)
 	fprintf(out, "  query:      %s\n", query)
 	if queryErr != nil {
-		fprintf(out, "  answer:     none: %s\n", queryErr.Error())
+		// The hosting cluster's reader may see what the space's may not.
+		fprintf(out, "  answer:     none: %s\n", analysis.Detail(queryErr))
 	} else {
 		fprintf(out, "  answer:     %s\n", m.Value)
 	}

@@ -173,6 +173,12 @@ type Options struct {
 	// MetricProviders name (CA, bearer token); empty means the pod's, else
 	// --kubeconfig-namespace.
 	MetricProviderSecretNamespace string
+	// SpaceAnalysisQPS bounds the queries of analyses each space sends to
+	// MetricProviders, a second on average; 0 bounds nothing.
+	SpaceAnalysisQPS float32
+	// SpaceAnalysisBurst is how many queries above SpaceAnalysisQPS a
+	// space may send at once.
+	SpaceAnalysisBurst int
 	// AllowSeveralInProcess lets more than one stager run in one process, one
 	// after the other or side by side (as tests do), by turning off
 	// controller-runtime's check that controller names are unique. Not a flag.
@@ -211,6 +217,8 @@ func NewOptions() *Options {
 		DeletionWarningAfter:     rollout.DefaultDeletionWarningAfter,
 		AnalysisQueryTimeout:     analysis.DefaultTimeout,
 		AnalysisMaxResponseBytes: analysis.DefaultMaxResponseBytes,
+		SpaceAnalysisQPS:         analysis.DefaultSpaceQPS,
+		SpaceAnalysisBurst:       analysis.DefaultSpaceBurst,
 	}
 }
 
@@ -262,7 +270,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.AnalysisMaxResponseBytes, "analysis-max-response-bytes", o.AnalysisMaxResponseBytes,
 		"the largest answer of a MetricProvider the stager reads; a provider may only lower it")
 	fs.StringVar(&o.MetricProviderSecretNamespace, "metric-provider-secret-namespace", o.MetricProviderSecretNamespace,
-		"namespace of the Secrets MetricProviders name for their CA and bearer token (default: the pod's, else --kubeconfig-namespace)")
+		"namespace of the Secrets MetricProviders may name for their CA and bearer token, each labelled "+hostingv1alpha1.CredentialLabel+
+			"=true (default: the pod's, else --kubeconfig-namespace)")
+	fs.Float32Var(&o.SpaceAnalysisQPS, "space-analysis-qps", o.SpaceAnalysisQPS,
+		"the most queries a second the analyses of each space send to MetricProviders; a query over it is taken again later (0: no bound)")
+	fs.IntVar(&o.SpaceAnalysisBurst, "space-analysis-burst", o.SpaceAnalysisBurst,
+		"the most queries the analyses of each space send at once, above --space-analysis-qps")
 }
 
 // Validate reports flags that cannot work.
@@ -354,6 +367,9 @@ func (o *Options) Validate() error {
 	}
 	if o.AnalysisMaxResponseBytes < 1 {
 		errs = append(errs, errors.New("--analysis-max-response-bytes must be at least 1"))
+	}
+	if o.SpaceAnalysisQPS < 0 || (o.SpaceAnalysisQPS > 0 && o.SpaceAnalysisBurst < 1) {
+		errs = append(errs, errors.New("--space-analysis-qps must not be negative, and --space-analysis-burst at least 1 with it"))
 	}
 	return errors.Join(errs...)
 }
@@ -610,6 +626,15 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 	})); err != nil {
 		return nil, fmt.Errorf("adding the CEL engine's closer: %w", err)
 	}
+	// The MetricProviders and their labelled Secrets, watched on every
+	// replica: an analysis reads them from memory.
+	metricProviders, err := analysis.NewCluster(cfg, scheme, o.metricProviderSecretNamespace())
+	if err != nil {
+		return nil, err
+	}
+	if err := hosting.Add(metricProviders); err != nil {
+		return nil, fmt.Errorf("adding the MetricProviders' cache: %w", err)
+	}
 	unconfirmed := stagedbindingpolicy.NewUnconfirmed()
 	controllerOptions := stagedbindingpolicy.Options{
 		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
@@ -619,11 +644,13 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		DeletionWarningAfter:    o.DeletionWarningAfter,
 		EventQPS:                o.SpaceEventQPS,
 		EventBurst:              o.SpaceEventBurst,
-		Measurer: &analysis.Providers{Reader: hosting.GetAPIReader(), Options: analysis.Options{
+		Measurer: &analysis.Providers{Reader: metricProviders.GetCache(), Options: analysis.Options{
 			AllowInsecure:    o.AllowInsecureMetricProviders,
 			Timeout:          o.analysisQueryTimeout(),
 			MaxResponseBytes: o.AnalysisMaxResponseBytes,
 			SecretNamespace:  o.metricProviderSecretNamespace(),
+			SpaceQPS:         o.SpaceAnalysisQPS,
+			SpaceBurst:       o.SpaceAnalysisBurst,
 		}},
 		Unconfirmed: unconfirmed,
 	}

@@ -282,6 +282,21 @@ func TestAddFlags(t *testing.T) {
 	if err := d.Validate(); err != nil || d.analysisQueryTimeout() != 2*time.Second {
 		t.Errorf("a 4s reconcile timeout: %v, query timeout %s, want 2s", err, d.analysisQueryTimeout())
 	}
+	// Each space's queries are bounded by default, at the rate
+	// docs/security.md gives.
+	if d.SpaceAnalysisQPS != 5 || d.SpaceAnalysisBurst != 20 {
+		t.Errorf("defaults: %g queries a second per space, %d at once; want 5 and 20", d.SpaceAnalysisQPS, d.SpaceAnalysisBurst)
+	}
+	for _, bad := range []struct {
+		qps   float32
+		burst int
+	}{{-1, 20}, {5, 0}} {
+		o := NewOptions()
+		o.SpaceAnalysisQPS, o.SpaceAnalysisBurst = bad.qps, bad.burst
+		if err := o.Validate(); err == nil {
+			t.Errorf("--space-analysis-qps=%g --space-analysis-burst=%d accepted", bad.qps, bad.burst)
+		}
+	}
 }
 
 func TestNewScheme(t *testing.T) {

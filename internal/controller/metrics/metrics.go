@@ -52,8 +52,10 @@ const (
 
 // Results of an analysis query.
 const (
-	QueryAnswered = "answered"
-	QueryFailed   = "failed"
+	QueryAnswered    = "answered"
+	QueryFailed      = "failed"
+	QueryRefused     = "refused"
+	QueryRateLimited = "rate_limited"
 )
 
 // Results of a condition evaluation.
@@ -124,7 +126,7 @@ var (
 
 	analysisQueries = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "stager_analysis_queries_total",
-		Help: "Queries sent to MetricProviders for analyses, by result (answered, failed: the provider could not be read or reached, or answered an error, too slowly or too much).",
+		Help: "Queries of analyses, by result (answered; failed: the provider could not be reached, or answered an error, too slowly or too much; refused: the provider does not exist, does not serve the space, or its address or Secrets are refused; rate_limited: over the space's bound, not sent, taken again).",
 	}, []string{LabelSpace, LabelResult})
 
 	transitions = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -241,7 +243,7 @@ func SpaceEngaged(space string) {
 	}
 	reconcileErrors.WithLabelValues(space)
 	fenceLapsedWrites.WithLabelValues(space)
-	for _, result := range []string{QueryAnswered, QueryFailed} {
+	for _, result := range []string{QueryAnswered, QueryFailed, QueryRefused, QueryRateLimited} {
 		analysisQueries.WithLabelValues(space, result)
 	}
 	stageDuration.WithLabelValues(space)
@@ -463,13 +465,9 @@ func (s *Space) PolicyDeleted(policy string) {
 	}
 }
 
-// AnalysisQuery records one query sent to a MetricProvider: answered, or
-// failed.
-func (s *Space) AnalysisQuery(answered bool) {
-	result := QueryAnswered
-	if !answered {
-		result = QueryFailed
-	}
+// AnalysisQuery records one query of an analysis by its result:
+// QueryAnswered, QueryFailed, QueryRefused or QueryRateLimited.
+func (s *Space) AnalysisQuery(result string) {
 	analysisQueries.WithLabelValues(s.name, result).Inc()
 }
 

@@ -104,10 +104,12 @@ type Reconciler struct {
 	foreignBPs foreignBindingPolicies
 }
 
-// Measurer sends an analysis's query to the MetricProvider it names and
-// returns the sample values of the answer (analysis.Providers).
+// Measurer sends an analysis's query, for a policy of space, to the
+// MetricProvider it names and returns the sample values of the answer
+// (analysis.Providers). Its errors' text is what the space may read;
+// analysis.Detail adds what only the stager's log may show.
 type Measurer interface {
-	Query(ctx context.Context, provider, query string) ([]float64, error)
+	Query(ctx context.Context, space, provider, query string) ([]float64, error)
 }
 
 // Reconcile makes the single next change for one StagedBindingPolicy.
@@ -425,7 +427,9 @@ func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*r
 // measure sends the queries of the analyses of the active stage that are
 // due, side by side, each rendered with the stage's context: its clusters
 // are those its Binding names (analysis.ClusterNames). A query that gets
-// no answer is an inconclusive measurement, which says why.
+// no answer is an inconclusive measurement, which says why; one over the
+// space's bound on queries is no measurement: the analysis stays due and
+// is measured again at the run its requeue brings.
 func (r *Reconciler) measure(ctx context.Context, policy *v1alpha1.StagedBindingPolicy, snap *rollout.Snapshot) []rollout.Measurement {
 	due := rollout.DueAnalyses(policy, snap.Now)
 	if len(due) == 0 {
@@ -435,6 +439,8 @@ func (r *Reconciler) measure(ctx context.Context, policy *v1alpha1.StagedBinding
 	qc := analysis.Context{Space: r.Space, Policy: policy.Name, Stage: stage, Revision: policy.Status.UpdateRevision,
 		Clusters: analysis.ClusterNames(snap.Binding)}
 	out := make([]rollout.Measurement, len(due))
+	details := make([]string, len(due))
+	limited := make([]bool, len(due))
 	var wg sync.WaitGroup
 	for i, a := range due {
 		out[i] = rollout.Measurement{Stage: stage, Analysis: a.Name, Time: snap.Now}
@@ -445,26 +451,41 @@ func (r *Reconciler) measure(ctx context.Context, policy *v1alpha1.StagedBinding
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			values, err := r.Measurer.Query(ctx, a.Provider, analysis.Render(a.Query, qc))
+			values, err := r.Measurer.Query(ctx, r.Space, a.Provider, analysis.Render(a.Query, qc))
+			result := metrics.QueryAnswered
 			if err != nil {
-				out[i].Error = err.Error()
+				out[i].Error, details[i] = err.Error(), analysis.Detail(err)
+				switch reason := analysis.ReasonOf(err); {
+				case reason == analysis.ReasonRateLimited:
+					result, limited[i] = metrics.QueryRateLimited, true
+				case reason.Refused():
+					result = metrics.QueryRefused
+				default:
+					result = metrics.QueryFailed
+				}
 			}
 			out[i].Values = values
 			if r.Metrics != nil {
-				r.Metrics.AnalysisQuery(err == nil)
+				r.Metrics.AnalysisQuery(result)
 			}
 		}()
 	}
 	wg.Wait()
 	logger := log.FromContext(ctx)
-	for _, m := range out {
-		if m.Error != "" {
-			logger.Info("Analysis query got no answer", "stage", m.Stage, "analysis", m.Analysis, "error", m.Error)
-		} else {
+	measured := out[:0]
+	for i, m := range out {
+		switch {
+		case limited[i]:
+			logger.Info("Analysis query rate limited; it will be measured again", "stage", m.Stage, "analysis", m.Analysis, "error", details[i])
+			continue
+		case m.Error != "":
+			logger.Info("Analysis query got no answer", "stage", m.Stage, "analysis", m.Analysis, "error", details[i])
+		default:
 			logger.V(1).Info("Analysis measured", "stage", m.Stage, "analysis", m.Analysis, "values", len(m.Values))
 		}
+		measured = append(measured, m)
 	}
-	return out
+	return measured
 }
 
 // getNamed reads the cluster-scoped object of kind with the given name into
