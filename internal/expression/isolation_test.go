@@ -190,6 +190,16 @@ func TestIsolationContainsTheReproductions(t *testing.T) {
 	}
 }
 
+// unlimited lifts the cost limits, so that N2 runs (its own charge refuses
+// it under the default limit) and only the timeout and the worker's kill
+// stop it; neverYields is N2 behind a call that its input's sizes do not
+// bound (lists.range), so that it is evaluated in a worker, not in this
+// process, whatever the limits.
+var (
+	unlimited   = []Option{WithCostLimit(math.MaxUint64 / 2), WithEstimatedCostLimit(math.MaxUint64)}
+	neverYields = `lists.range(1).size() == 1 && ` + reproductions["N2 equality over shared sub-lists"]
+)
+
 // TestWorkerKilledAtTheDeadline runs a call that is never interrupted past
 // the timeout: the worker is killed and the evaluation fails with
 // ReasonTimeout, saying so.
@@ -200,8 +210,8 @@ func TestWorkerKilledAtTheDeadline(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		stops = append(stops, why)
-	}}, WithEvalTimeout(100*time.Millisecond))
-	p, err := e.Compile(KindCondition, reproductions["N2 equality over shared sub-lists"])
+	}}, append(unlimited, WithEvalTimeout(100*time.Millisecond))...)
+	p, err := e.Compile(KindCondition, neverYields)
 	if err != nil {
 		t.Fatalf("Compile: %v", err)
 	}
@@ -267,8 +277,8 @@ func TestIsolatedBudget(t *testing.T) {
 // before another: both fail as evaluation errors that say so, and neither
 // blames the expression's cost.
 func TestCloseEndsEvaluations(t *testing.T) {
-	e := isolatedEngine(t, Isolation{Workers: 1})
-	p, err := e.Compile(KindCondition, reproductions["N2 equality over shared sub-lists"])
+	e := isolatedEngine(t, Isolation{Workers: 1}, unlimited...)
+	p, err := e.Compile(KindCondition, neverYields)
 	if err != nil {
 		t.Fatalf("Compile: %v", err)
 	}
@@ -291,8 +301,8 @@ func TestCloseEndsEvaluations(t *testing.T) {
 // an evaluation that runs until it is killed; a benign evaluation started
 // meanwhile gets an extra worker and finishes first.
 func TestBusyWorkersDoNotHoldOthersBack(t *testing.T) {
-	e := isolatedEngine(t, Isolation{Workers: 1, MaxWorkers: 2}, WithEvalTimeout(3*time.Second))
-	hostile, err := e.Compile(KindCondition, reproductions["N2 equality over shared sub-lists"])
+	e := isolatedEngine(t, Isolation{Workers: 1, MaxWorkers: 2}, append(unlimited, WithEvalTimeout(3*time.Second))...)
+	hostile, err := e.Compile(KindCondition, neverYields)
 	if err != nil {
 		t.Fatalf("Compile: %v", err)
 	}
