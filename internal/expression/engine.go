@@ -290,7 +290,7 @@ func NewEngine(opts ...Option) (*Engine, error) {
 	if cfg.isolation != nil {
 		workers = newWorkerPool(*cfg.isolation, workerConfig{
 			CostLimit: cfg.costLimit, EstimatedCostLimit: cfg.estimatedCostLimit, EvalTimeout: cfg.evalTimeout,
-			CacheSize: cfg.cacheSize, ConversionBytes: min(cfg.conversionBytes, cfg.isolation.Memory/4),
+			CacheSize: min(cfg.cacheSize, workerCacheSize), ConversionBytes: min(cfg.conversionBytes, cfg.isolation.Memory/8),
 			Memory: cfg.isolation.Memory,
 		})
 	}

@@ -49,6 +49,9 @@ const (
 	// DefaultWorkerWait is how long an evaluation waits for a free worker
 	// by default.
 	DefaultWorkerWait = 10 * time.Second
+	// workerCacheSize bounds the programs a worker keeps compiled, which
+	// take its memory.
+	workerCacheSize = 128
 )
 
 // Isolation configures evaluation in worker processes (see WithIsolation).
@@ -127,12 +130,31 @@ type evalResponse struct {
 	Cause  string      `json:",omitempty"`
 	// NeedStatus asks for the request again with its CombinedStatus.
 	NeedStatus bool `json:",omitempty"`
+	// Retiring says that the worker ends after this answer.
+	Retiring bool `json:",omitempty"`
 }
 
 // isolated evaluates req, whose Timeout and Allowance it sets, in a worker
 // within budget b (nil for none) and returns the outcome as eval does.
 // status, if not nil, gives the CombinedStatus a worker asks for.
 func (p *Program) isolated(req evalRequest, b *Budget, status func() (*json.RawMessage, error)) (bool, error) {
+	if b != nil {
+		if why := b.exhausted(time.Now()); why != "" {
+			return false, newError(p.kind, p.source, ReasonBudgetExhausted, errors.New(why))
+		}
+	}
+	// A worker that ended before the request reached it is no fault of
+	// the evaluation's: it goes to another, once.
+	for attempt := 0; ; attempt++ {
+		result, err := p.isolatedOnce(req, b, status)
+		if !errors.Is(err, errNotSent) || attempt == 1 {
+			return result, err
+		}
+	}
+}
+
+// isolatedOnce is one attempt of isolated, on one worker.
+func (p *Program) isolatedOnce(req evalRequest, b *Budget, status func() (*json.RawMessage, error)) (bool, error) {
 	w, waited, err := p.workers.acquire()
 	if err != nil {
 		return false, newError(p.kind, p.source, ReasonEvaluationError, err)
@@ -148,13 +170,19 @@ func (p *Program) isolated(req evalRequest, b *Budget, status func() (*json.RawM
 		return false, err
 	}
 	req.Kind, req.Source, req.Timeout, req.Allowance = p.kind, p.source, l.deadline.Sub(now), l.allowance
-	res, stopped := w.evaluate(&req, l.deadline.Add(workerGrace))
-	if stopped == nil && res.NeedStatus && status != nil {
+	res, stopped, err := w.evaluate(&req, l.deadline.Add(workerGrace))
+	if err == nil && stopped == nil && res.NeedStatus && status != nil {
 		if req.Status, err = status(); err != nil {
 			return false, newError(p.kind, p.source, ReasonEvaluationError, err)
 		}
 		req.Timeout = time.Until(l.deadline)
-		res, stopped = w.evaluate(&req, l.deadline.Add(workerGrace))
+		res, stopped, err = w.evaluate(&req, l.deadline.Add(workerGrace))
+	}
+	if err != nil {
+		return false, newError(p.kind, p.source, ReasonEvaluationError, err)
+	}
+	if res.Retiring {
+		w.retiring = true
 	}
 	if stopped != nil {
 		if b != nil {

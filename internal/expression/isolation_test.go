@@ -332,3 +332,59 @@ func TestBusyWorkersDoNotHoldOthersBack(t *testing.T) {
 		t.Errorf("hostile evaluation: %v, want a cost reason", err)
 	}
 }
+
+// TestWaitersGetTheWorkersOfEndedEvaluations holds both workers a pool may
+// have with calls that run until they are killed; an evaluation waiting
+// meanwhile gets a worker once they end, instead of waiting out its wait.
+func TestWaitersGetTheWorkersOfEndedEvaluations(t *testing.T) {
+	e := isolatedEngine(t, Isolation{Workers: 1, MaxWorkers: 2}, append(unlimited, WithEvalTimeout(500*time.Millisecond))...)
+	hostile, err := e.Compile(KindCondition, neverYields)
+	if err != nil {
+		t.Fatalf("Compile: %v", err)
+	}
+	benign, err := e.Compile(KindCondition, `obj.results.map(r, r.name).exists(n, n == 'x')`)
+	if err != nil {
+		t.Fatalf("Compile: %v", err)
+	}
+	cs := combinedStatus("x")
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = hostile.EvalCondition(cs)
+		}()
+	}
+	time.Sleep(time.Second) // both workers are held
+	start := time.Now()
+	if ok, err := benign.EvalCondition(cs); err != nil || !ok {
+		t.Fatalf("benign condition after the workers were held: %v, %v (after %s)", ok, err, time.Since(start))
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the benign evaluation waited %s for a worker", took)
+	}
+	wg.Wait()
+}
+
+// TestWorkersRetireBeforeTheirMemoryRunsOut evaluates, again and again, a
+// condition that builds a list of a million ints in a worker allowed 128 MiB:
+// each evaluation fits a fresh worker, and what earlier ones left in a
+// worker (garbage, its caches) must not make a later one fail. A worker
+// collects its garbage after an evaluation that grew it by a quarter of
+// its allowance, and ends past half of it.
+func TestWorkersRetireBeforeTheirMemoryRunsOut(t *testing.T) {
+	e := isolatedEngine(t, Isolation{Workers: 1, Memory: 128 << 20}, unlimited...)
+	p, err := e.Compile(KindCondition, `lists.range(1000000).size() == 1000000`)
+	if err != nil {
+		t.Fatalf("Compile: %v", err)
+	}
+	for i := range 20 {
+		if ok, err := p.EvalCondition(combinedStatus("x")); err != nil || !ok {
+			t.Fatalf("evaluation %d: %v, %v", i, ok, err)
+		}
+	}
+	t.Logf("%d workers started for 20 evaluations", e.workers.started.Load())
+	if e.workers.retired.Load() == 0 {
+		t.Errorf("no worker retired in 20 evaluations that each grew it by about a quarter of its memory")
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"time"
 
@@ -31,7 +32,9 @@ import (
 // A process started with workerEnv set is a worker from its first moment:
 // the check is in an init function, not in main, so that every binary that
 // links the engine, test binaries with or without a TestMain included, can
-// serve as its own worker and never runs its own main or tests as one.
+// serve as its own worker and never runs its own main or tests as one. The
+// package's init functions in files named after this one do not run in a
+// worker: keep any the engine needs in files named before it.
 func init() {
 	if config, ok := os.LookupEnv(workerEnv); ok {
 		os.Exit(serveWorker(config, os.NewFile(3, "requests"), os.NewFile(4, "responses")))
@@ -66,6 +69,16 @@ func serveWorker(configJSON string, in io.Reader, out io.Writer) int {
 		return 2
 	}
 	decoder := json.NewDecoder(bufio.NewReader(in))
+	// A worker ends, once it has answered, when what it maps has grown by
+	// half its allowance: the Go runtime keeps its address space, and the
+	// caches grow, so a worker's headroom would otherwise depend on what
+	// it evaluated before. Its pool starts another.
+	start, err := mapped()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "evaluation worker: %v\n", err)
+		return 2
+	}
+	retireAt := start + c.Memory/2
 	for {
 		var req evalRequest
 		if err := decoder.Decode(&req); err != nil {
@@ -75,15 +88,26 @@ func serveWorker(configJSON string, in io.Reader, out io.Writer) int {
 			fmt.Fprintf(os.Stderr, "evaluation worker: reading a request: %v\n", err)
 			return 2
 		}
-		if err := encoder.Encode(engine.serve(&req)); err != nil || w.Flush() != nil {
+		res := engine.serve(&req)
+		now, err := mapped()
+		if err == nil && now > start+c.Memory/4 {
+			// What the evaluation left is garbage: collect it now, so
+			// that the next one reuses its space instead of mapping more.
+			runtime.GC()
+			now, err = mapped()
+		}
+		res.Retiring = err != nil || now > retireAt
+		if err := encoder.Encode(res); err != nil || w.Flush() != nil {
 			return 2
+		}
+		if res.Retiring {
+			return 0
 		}
 	}
 }
 
 // serve evaluates one request in this process.
 func (e *Engine) serve(req *evalRequest) evalResponse {
-	start := time.Now()
 	failed := func(err error) evalResponse {
 		var e *Error
 		if errors.As(err, &e) {
@@ -127,7 +151,10 @@ func (e *Engine) serve(req *evalRequest) evalResponse {
 	case KindAnalysis:
 		vars = analysisValues(req.Values)
 	}
-	result, cost, err := prog.run(vars, evalLimits{deadline: start.Add(req.Timeout), allowance: req.Allowance}, 0)
+	// The timeout counts from here, as it does in the stager's process:
+	// compiling, decoding and converting are the engine's work, not the
+	// expression's, and the pool's kill leaves a second for them.
+	result, cost, err := prog.run(vars, evalLimits{deadline: time.Now().Add(req.Timeout), allowance: req.Allowance}, 0)
 	if err != nil {
 		res := failed(err)
 		res.Cost = cost

@@ -64,3 +64,10 @@ func addressSpace() (uint64, error) {
 func workerSysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
+
+// runningBinary is the binary this process runs, even if its file was
+// replaced or removed since it started (an upgrade of the plugin, say).
+func runningBinary() (string, error) { return "/proc/self/exe", nil }
+
+// mapped is what the worker's address space limit counts.
+func mapped() (uint64, error) { return addressSpace() }

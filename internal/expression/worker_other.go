@@ -17,6 +17,8 @@
 package expression
 
 import (
+	"os"
+	"runtime/metrics"
 	"syscall"
 )
 
@@ -29,3 +31,13 @@ func setWorkerLimits(uint64) error { return nil }
 // signal: a worker whose parent is gone ends when it reads the end of its
 // requests.
 func workerSysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{} }
+
+// runningBinary is the binary this process runs.
+func runningBinary() (string, error) { return os.Executable() }
+
+// mapped is the memory the Go runtime has mapped.
+func mapped() (uint64, error) {
+	sample := []metrics.Sample{{Name: "/memory/classes/total:bytes"}}
+	metrics.Read(sample)
+	return sample[0].Value.Uint64(), nil
+}

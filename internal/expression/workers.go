@@ -53,23 +53,29 @@ type workerReady struct {
 
 // workerPool holds an engine's workers: iso.Workers that stay, and, while
 // every one of them is busy, up to iso.MaxWorkers in all, each of the extra
-// ones ended once it has served its evaluation. So evaluations that hold
-// workers until their deadline (a hostile policy's) delay the others by at
-// most overflowAfter while the pool can grow, and FIFO-order them after
-// that: a free worker goes to the evaluation that has waited longest.
+// ones ended once it has served its evaluation unless another evaluation
+// waits for one. So evaluations that hold workers until their deadline (a
+// hostile policy's) delay the others by at most overflowAfter and a
+// worker's start while the pool can grow. Every change of the pool (a
+// worker freed, ended or started, the pool closed) wakes the evaluations
+// waiting, which look again.
 type workerPool struct {
 	iso    Isolation
 	config workerConfig
-	// free holds the ready workers that serve no evaluation.
-	free chan *worker
-	// done is closed by close.
-	done chan struct{}
 
 	mu     sync.Mutex
 	closed bool
-	// live counts the workers started or starting.
-	live int
-	all  map[*worker]struct{}
+	// idle holds the ready workers that serve no evaluation.
+	idle []*worker
+	// live counts the workers started or starting; waiting, the
+	// evaluations waiting for one.
+	live, waiting int
+	all           map[*worker]struct{}
+	// changed is closed, and replaced, at every change of the pool.
+	changed chan struct{}
+	// started and retired count the workers started and those that ended
+	// past their memory (retiring), for tests.
+	started, retired atomic.Int64
 }
 
 // overflowAfter is how long an evaluation waits for a free worker before it
@@ -79,104 +85,117 @@ const overflowAfter = 50 * time.Millisecond
 // newWorkerPool returns a pool of iso.Workers workers, started in the
 // background.
 func newWorkerPool(iso Isolation, c workerConfig) *workerPool {
-	p := &workerPool{iso: iso, config: c, free: make(chan *worker, iso.MaxWorkers), done: make(chan struct{}),
-		all: map[*worker]struct{}{}}
+	p := &workerPool{iso: iso, config: c, all: map[*worker]struct{}{}, changed: make(chan struct{})}
+	p.live = iso.Workers
 	for range iso.Workers {
-		p.live++
-		go p.startFree()
+		go func() {
+			w, err := p.start()
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			if err != nil {
+				p.live--
+			} else {
+				p.idle = append(p.idle, w)
+			}
+			p.wake()
+		}()
 	}
 	return p
 }
 
-// startFree starts a worker that stays and makes it free.
-func (p *workerPool) startFree() {
-	w, err := p.start()
-	if err != nil {
-		p.mu.Lock()
-		p.live--
-		p.mu.Unlock()
-		return
-	}
-	p.free <- w
-}
-
-// reserve counts one more worker, if the pool has fewer than least (or
-// than its most, if least is 0).
-func (p *workerPool) reserve(least int) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed || (least > 0 && p.live >= least) || p.live >= p.iso.MaxWorkers {
-		return false
-	}
-	p.live++
-	return true
+// wake tells the waiting evaluations that the pool changed; p.mu is held.
+func (p *workerPool) wake() {
+	close(p.changed)
+	p.changed = make(chan struct{})
 }
 
 // acquire returns a free worker, or one it starts, and how long it waited
 // for it.
 func (p *workerPool) acquire() (*worker, time.Duration, error) {
 	start := time.Now()
-	overflow := time.NewTimer(overflowAfter)
-	defer overflow.Stop()
-	timeout := time.NewTimer(p.iso.Wait)
-	defer timeout.Stop()
+	overflowAt, giveUpAt := start.Add(overflowAfter), start.Add(p.iso.Wait)
+	p.mu.Lock()
+	p.waiting++
+	defer func() {
+		p.mu.Lock()
+		p.waiting--
+		p.mu.Unlock()
+	}()
 	for {
-		// The pool keeps iso.Workers: one that failed to start is
-		// started again here.
-		if p.reserve(p.iso.Workers) {
+		if p.closed {
+			p.mu.Unlock()
+			return nil, time.Since(start), errors.New("the expression engine is closed")
+		}
+		for len(p.idle) > 0 {
+			w := p.idle[len(p.idle)-1]
+			p.idle = p.idle[:len(p.idle)-1]
+			if !w.exited() {
+				p.mu.Unlock()
+				return w, time.Since(start), nil
+			}
+			// It died idle (the kernel's out-of-memory killer prefers
+			// workers): no evaluation's doing.
+			p.live--
+			delete(p.all, w)
+		}
+		now := time.Now()
+		if p.live < p.iso.Workers || (!now.Before(overflowAt) && p.live < p.iso.MaxWorkers) {
+			p.live++
+			p.mu.Unlock()
 			w, err := p.start()
 			if err != nil {
-				p.unreserve()
+				p.mu.Lock()
+				p.live--
+				p.wake()
+				p.mu.Unlock()
 				return nil, time.Since(start), err
 			}
 			return w, time.Since(start), nil
 		}
-		select {
-		case w := <-p.free:
-			return w, time.Since(start), nil
-		case <-overflow.C:
-			if p.reserve(0) {
-				w, err := p.start()
-				if err != nil {
-					p.unreserve()
-					return nil, time.Since(start), err
-				}
-				return w, time.Since(start), nil
-			}
-		case <-timeout.C:
+		if !now.Before(giveUpAt) {
+			p.mu.Unlock()
 			return nil, time.Since(start), fmt.Errorf("no evaluation worker was free within %s", p.iso.Wait)
-		case <-p.done:
-			return nil, time.Since(start), errors.New("the expression engine is closed")
 		}
+		next := giveUpAt
+		if now.Before(overflowAt) {
+			next = overflowAt
+		}
+		changed := p.changed
+		p.mu.Unlock()
+		timer := time.NewTimer(time.Until(next))
+		select {
+		case <-changed:
+		case <-timer.C:
+		}
+		timer.Stop()
+		p.mu.Lock()
 	}
 }
 
-func (p *workerPool) unreserve() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.live--
-}
-
-// release makes w free again; it ends w instead if the pool has more than
-// the workers that stay. A worker that ended is forgotten, and replaced by
-// the next acquire.
+// release makes w free again. It ends w instead if the pool has more than
+// the workers that stay and no evaluation waits. A worker that ended is
+// forgotten, and replaced by the next acquire.
 func (p *workerPool) release(w *worker) {
 	p.mu.Lock()
-	extra := p.live > p.iso.Workers
-	ended := w.exited()
-	if ended || extra || p.closed {
+	defer p.mu.Unlock()
+	switch {
+	case w.exited() || p.closed:
 		p.live--
 		delete(p.all, w)
-	}
-	p.mu.Unlock()
-	switch {
-	case ended:
-	case extra:
+	case w.retiring:
+		p.retired.Add(1)
+		p.live--
+		delete(p.all, w)
+		w.closing.Store(true)
+	case p.live > p.iso.Workers && p.waiting == 0:
+		p.live--
+		delete(p.all, w)
 		w.closing.Store(true)
 		w.kill()
 	default:
-		p.free <- w
+		p.idle = append(p.idle, w)
 	}
+	p.wake()
 }
 
 // start starts a worker and waits until it is ready.
@@ -191,6 +210,7 @@ func (p *workerPool) start() (*worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting an evaluation worker: %w", err)
 	}
+	p.started.Add(1)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -206,15 +226,14 @@ func (p *workerPool) start() (*worker, error) {
 func (p *workerPool) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.closed {
-		close(p.done)
-	}
 	p.closed = true
 	for w := range p.all {
 		w.closing.Store(true)
 		w.kill()
 	}
 	p.all = map[*worker]struct{}{}
+	p.idle = nil
+	p.wake()
 }
 
 // worker is one worker process and its pipes.
@@ -229,6 +248,8 @@ type worker struct {
 	memory uint64
 	// killedBy is why the pool killed the worker ("timeout"), if it did.
 	killedBy string
+	// retiring is set when the worker said it ends after its answer.
+	retiring bool
 	// closing is set when the engine closes, so that the worker's end is
 	// not reported.
 	closing   atomic.Bool
@@ -238,7 +259,7 @@ type worker struct {
 // startWorker starts a worker process with config c and waits up to wait
 // for it to be ready.
 func startWorker(c workerConfig, wait time.Duration, onStopped func(string)) (*worker, error) {
-	self, err := os.Executable()
+	self, err := runningBinary()
 	if err != nil {
 		return nil, fmt.Errorf("finding the running binary: %w", err)
 	}
@@ -336,31 +357,39 @@ func workerEnviron() []string {
 	return env
 }
 
+// errNotSent says that a request never reached its worker, which had ended:
+// the evaluation is not the worker's end, and may be sent to another.
+var errNotSent = errors.New("the worker had ended before the request reached it")
+
 // evaluate sends req and returns the worker's response, or why the worker
-// ended instead: killed at killAt, out of memory, or exited.
-func (w *worker) evaluate(req *evalRequest, killAt time.Time) (evalResponse, *workerStop) {
-	// A write fails only when the worker has ended, which is what is
-	// reported then.
-	if w.encoder.Encode(req) == nil {
-		_ = w.requests.Flush()
+// ended instead: killed at killAt, out of memory, or exited; or errNotSent.
+func (w *worker) evaluate(req *evalRequest, killAt time.Time) (evalResponse, *workerStop, error) {
+	if err := w.encoder.Encode(req); err != nil {
+		w.kill()
+		return evalResponse{}, nil, errNotSent
+	}
+	if err := w.requests.Flush(); err != nil {
+		w.kill()
+		return evalResponse{}, nil, errNotSent
 	}
 	timer := time.NewTimer(time.Until(killAt))
 	defer timer.Stop()
 	select {
 	case res, ok := <-w.responses:
 		if ok {
-			return res, nil
+			return res, nil, nil
 		}
 	case <-timer.C:
 		w.killedBy = "timeout"
-		w.kill()
 	}
+	// Its answers ended or it is late: either way it goes.
+	w.kill()
 	<-w.done
 	stop := &workerStop{why: w.why(), detail: w.exitDetail(), memory: w.memory}
 	if w.onStopped != nil && !w.closing.Load() {
 		w.onStopped(stop.why)
 	}
-	return evalResponse{}, stop
+	return evalResponse{}, stop, nil
 }
 
 // why says why the worker ended: the pool killed it at its deadline, it ran

@@ -259,7 +259,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Uint64Var(&o.CELReconcileCostBudget, "cel-reconcile-cost-budget", o.CELReconcileCostBudget, "the most the evaluations of one reconcile of a policy may cost together (CEL cost units)")
 	fs.DurationVar(&o.CELReconcileTimeBudget, "cel-reconcile-time-budget", o.CELReconcileTimeBudget, "the longest the evaluations of one reconcile of a policy may take together")
 	fs.BoolVar(&o.CELIsolation, "cel-isolation", o.CELIsolation, "evaluate filters and conditions in worker processes, each with its memory capped and killed at its deadline (false: in the stager's own process)")
-	fs.IntVar(&o.CELWorkers, "cel-workers", o.CELWorkers, "how many worker processes evaluate at once (0: as many as the stager has CPUs)")
+	fs.IntVar(&o.CELWorkers, "cel-workers", o.CELWorkers, "how many worker processes stay ready to evaluate (0: as many as the stager has CPUs); while all are busy, up to four times as many run")
 	fs.Uint64Var(&o.CELWorkerMemory, "cel-worker-memory", o.CELWorkerMemory, "the most memory (bytes) one worker process may take beyond what it starts with")
 	fs.DurationVar(&o.DeletionWarningAfter, "deletion-warning-after", o.DeletionWarningAfter,
 		"how long a StagedBindingPolicy's deletion may wait for its BindingPolicies' finalizers before it is reported as blocked with a Warning Event")
