@@ -138,6 +138,11 @@ const maxStepsPerRun = 2
 
 func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	logger := log.FromContext(ctx)
+	// refused holds the names whose create was refused in this run: a
+	// second refusal of one means the snapshot does not show what holds it
+	// (Plan looks for foreign names only where it reports them), and the
+	// run backs off as for a lagging cache instead of trying again at once.
+	refused := map[string]bool{}
 	for step := 1; ; step++ {
 		snap, err := r.snapshot(ctx, req.NamespacedName)
 		if err != nil {
@@ -193,7 +198,8 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{RequeueAfter: FenceRetry}, nil
 		}
 		if err != nil {
-			if action.Type == rollout.ActionCreateBindingPolicy && apierrors.IsAlreadyExists(err) {
+			if action.Type == rollout.ActionCreateBindingPolicy && apierrors.IsAlreadyExists(err) && !refused[action.BindingPolicy.Name] {
+				refused[action.BindingPolicy.Name] = true
 				foreign, readErr := r.readForeign(ctx, action.BindingPolicy.Name)
 				if readErr != nil {
 					return reconcile.Result{}, readErr
