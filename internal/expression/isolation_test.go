@@ -16,15 +16,15 @@ package expression
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+
+	"github.com/kubestellar/workload-stager/internal/expression/expressiontest"
 )
 
 // isolatedEngine returns an engine that evaluates in workers, closed at the
@@ -94,37 +94,23 @@ func errorText(err error) string {
 }
 
 // reproductions are the review's hostile conditions that ran or allocated
-// past their charge (issue 54), within the CRD's 4 KiB. N1: format builds
-// its result before it is charged; 300 %s, each printing ten copies of a
-// list of 30,000 ints (about 1.9 MB), build 570 MB at once. N2: equality
-// over shared sub-lists walks 10^9 leaves in one call that is never
-// interrupted. Both compile under the default estimate.
+// past their charge (issue 54): N1, format building 570 MB before it is
+// charged, and N2, equality over shared sub-lists walking 10^9 leaves in
+// one call that is never interrupted. Both compile under the default
+// estimate.
 var reproductions = map[string]string{
-	"N1 format over a large list": `[lists.range(30000)].exists(x, [[` + strings.TrimSuffix(strings.Repeat("x, ", 10), ", ") + `]].exists(y, '` +
-		strings.Repeat("%s", 300) + `'.format([` + strings.TrimSuffix(strings.Repeat("y, ", 300), ", ") + `]).size() > 0))`,
-	"N2 equality over shared sub-lists": nestedLists(9) + `v9 != v9` + strings.Repeat(")", 10),
-}
-
-// nestedLists binds v0 to a list of ten ints and each v<i>, up to v<k>, to
-// ten copies of v<i-1>, each in a comprehension over a one-element list,
-// leaving the expression open for a body.
-func nestedLists(k int) string {
-	var b strings.Builder
-	b.WriteString(`[[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]].exists(v0, `)
-	for i := 1; i <= k; i++ {
-		fmt.Fprintf(&b, `[[%s]].exists(v%d, `, strings.TrimSuffix(strings.Repeat(fmt.Sprintf("v%d, ", i-1), 10), ", "), i)
-	}
-	return b.String()
+	"N1 format over a large list":       expressiontest.FormatOverSharedLists(),
+	"N2 equality over shared sub-lists": expressiontest.EqualityOverSharedLists(),
 }
 
 // maxRSS is this process's peak resident set, in bytes.
 func maxRSS(t *testing.T) uint64 {
 	t.Helper()
-	var u syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
-		t.Fatalf("getrusage: %v", err)
+	rss, err := expressiontest.PeakRSS()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return uint64(u.Maxrss) << 10
+	return rss
 }
 
 // TestIsolationContainsTheReproductions evaluates the review's

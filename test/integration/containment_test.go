@@ -15,46 +15,31 @@
 package integration
 
 import (
-	"fmt"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/internal/expression/expressiontest"
 )
 
 // reproductions are the review's conditions that ran or allocated past
-// their charge (issue 54), which neither need nor read their input: N1,
-// format building 570 MB before it is charged, and N2, equality over
-// shared sub-lists walking 10^9 leaves in one call that is never
-// interrupted.
+// their charge (issue 54), which neither need nor read their input.
 var reproductions = map[string]string{
-	"contained-format": `[lists.range(30000)].exists(x, [[` + strings.TrimSuffix(strings.Repeat("x, ", 10), ", ") + `]].exists(y, '` +
-		strings.Repeat("%s", 300) + `'.format([` + strings.TrimSuffix(strings.Repeat("y, ", 300), ", ") + `]).size() > 0))`,
-	"contained-equality": sharedSubLists(9) + `v9 != v9` + strings.Repeat(")", 10),
-}
-
-// sharedSubLists binds v0 to ten ints and each v<i>, up to v<k>, to ten
-// copies of v<i-1>, leaving the expression open for a body.
-func sharedSubLists(k int) string {
-	var b strings.Builder
-	b.WriteString(`[[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]].exists(v0, `)
-	for i := 1; i <= k; i++ {
-		fmt.Fprintf(&b, `[[%s]].exists(v%d, `, strings.TrimSuffix(strings.Repeat(fmt.Sprintf("v%d, ", i-1), 10), ", "), i)
-	}
-	return b.String()
+	"contained-format":   expressiontest.FormatOverSharedLists(),
+	"contained-equality": expressiontest.EqualityOverSharedLists(),
 }
 
 // peakRSS is this process's peak resident set.
 func peakRSS(t *testing.T) uint64 {
 	t.Helper()
-	var u syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
-		t.Fatalf("getrusage: %v", err)
+	rss, err := expressiontest.PeakRSS()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return uint64(u.Maxrss) << 10
+	return rss
 }
 
 // TestContainedExpressionsStopNoOtherSpace puts the review's reproductions
