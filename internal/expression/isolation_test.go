@@ -288,14 +288,7 @@ func TestCloseEndsEvaluations(t *testing.T) {
 // meanwhile gets an extra worker and finishes first.
 func TestBusyWorkersDoNotHoldOthersBack(t *testing.T) {
 	e := isolatedEngine(t, Isolation{Workers: 1, MaxWorkers: 2}, append(unlimited, WithEvalTimeout(3*time.Second))...)
-	hostile, err := e.Compile(KindCondition, neverYields)
-	if err != nil {
-		t.Fatalf("Compile: %v", err)
-	}
-	benign, err := e.Compile(KindCondition, `obj.results.map(r, r.name).exists(n, n == 'x')`)
-	if err != nil {
-		t.Fatalf("Compile: %v", err)
-	}
+	hostile, benign := hostileAndBenign(t, e)
 	cs := combinedStatus("x")
 	if ok, err := benign.EvalCondition(cs); err != nil || !ok { // the worker that stays is ready
 		t.Fatalf("benign condition: %v, %v", ok, err)
@@ -324,14 +317,7 @@ func TestBusyWorkersDoNotHoldOthersBack(t *testing.T) {
 // meanwhile gets a worker once they end, instead of waiting out its wait.
 func TestWaitersGetTheWorkersOfEndedEvaluations(t *testing.T) {
 	e := isolatedEngine(t, Isolation{Workers: 1, MaxWorkers: 2}, append(unlimited, WithEvalTimeout(500*time.Millisecond))...)
-	hostile, err := e.Compile(KindCondition, neverYields)
-	if err != nil {
-		t.Fatalf("Compile: %v", err)
-	}
-	benign, err := e.Compile(KindCondition, `obj.results.map(r, r.name).exists(n, n == 'x')`)
-	if err != nil {
-		t.Fatalf("Compile: %v", err)
-	}
+	hostile, benign := hostileAndBenign(t, e)
 	cs := combinedStatus("x")
 	var wg sync.WaitGroup
 	for range 2 {
@@ -373,4 +359,19 @@ func TestWorkersRetireBeforeTheirMemoryRunsOut(t *testing.T) {
 	if e.workers.retired.Load() == 0 {
 		t.Errorf("no worker retired in 20 evaluations that each grew it by about a quarter of its memory")
 	}
+}
+
+// hostileAndBenign compiles a condition that runs until it is killed and
+// one that ends at once, true over combinedStatus("x").
+func hostileAndBenign(t *testing.T, e *Engine) (hostile, benign *Program) {
+	t.Helper()
+	hostile, err := e.Compile(KindCondition, neverYields)
+	if err != nil {
+		t.Fatalf("Compile: %v", err)
+	}
+	benign, err = e.Compile(KindCondition, `obj.results.map(r, r.name).exists(n, n == 'x')`)
+	if err != nil {
+		t.Fatalf("Compile: %v", err)
+	}
+	return hostile, benign
 }
