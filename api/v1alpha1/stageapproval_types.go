@@ -29,7 +29,7 @@ import (
 //
 // An approval counts only for the rollout it was given for: when the
 // policy's spec (other than spec.suspend) or its restartedAt annotation
-// changes, the stager updates spec.revision, which moves
+// changes, the stager updates spec.specDigest, which moves
 // metadata.generation on, and an Approved condition observed at an older
 // generation no longer counts.
 //
@@ -40,7 +40,7 @@ import (
 // +kubebuilder:printcolumn:name="Stage",type=string,JSONPath=`.spec.stage`
 // +kubebuilder:printcolumn:name="Approved",type=string,JSONPath=`.status.conditions[?(@.type=="Approved")].status`
 // +kubebuilder:printcolumn:name="Approved By",type=string,JSONPath=`.status.approvedBy`
-// +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.spec.revision`,priority=1
+// +kubebuilder:printcolumn:name="Spec Digest",type=string,JSONPath=`.spec.specDigest`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type StageApproval struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -73,11 +73,12 @@ type StageApprovalSpec struct {
 	// +optional
 	PolicyGeneration int64 `json:"policyGeneration,omitempty"`
 
-	// Revision identifies the rollout the approval is for: a digest of the
-	// policy's spec (but spec.suspend) and its restartedAt annotation.
+	// SpecDigest identifies the rollout the approval is for: a digest of the
+	// policy's spec (but spec.suspend) and its restartedAt annotation. It is
+	// not the policy's spec.revision, which names a version of the workload.
 	// +kubebuilder:validation:MaxLength=64
 	// +optional
-	Revision string `json:"revision,omitempty"`
+	SpecDigest string `json:"specDigest,omitempty"`
 }
 
 // StageApprovalStatus is the approver's answer.
@@ -97,12 +98,12 @@ type StageApprovalStatus struct {
 	// +optional
 	ApprovedBy string `json:"approvedBy,omitempty"`
 
-	// ApprovedRevision is the spec.revision the approver approved. An
-	// Approved condition counts only while it is empty or spec.revision;
-	// the admission policy accepts only the current spec.revision here.
+	// ApprovedSpecDigest is the spec.specDigest the approver approved. An
+	// Approved condition counts only while it is empty or spec.specDigest;
+	// the admission policy accepts only the current spec.specDigest here.
 	// +kubebuilder:validation:MaxLength=64
 	// +optional
-	ApprovedRevision string `json:"approvedRevision,omitempty"`
+	ApprovedSpecDigest string `json:"approvedSpecDigest,omitempty"`
 }
 
 // ConditionApproved is the condition type an approver sets on a StageApproval.
@@ -113,7 +114,7 @@ const ConditionApproved = "Approved"
 func (a *StageApproval) Approved() *metav1.Condition {
 	c := meta.FindStatusCondition(a.Status.Conditions, ConditionApproved)
 	if c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != a.Generation ||
-		a.Status.ApprovedRevision != "" && a.Status.ApprovedRevision != a.Spec.Revision {
+		a.Status.ApprovedSpecDigest != "" && a.Status.ApprovedSpecDigest != a.Spec.SpecDigest {
 		return nil
 	}
 	return c
@@ -122,14 +123,14 @@ func (a *StageApproval) Approved() *metav1.Condition {
 // SetApproved approves the current generation and revision of the
 // StageApproval as by, at the given time: the Approved condition True,
 // observed at its metadata.generation, status.approvedBy and
-// status.approvedRevision. It only changes the object; write it through the
+// status.approvedSpecDigest. It only changes the object; write it through the
 // status subresource, conditional on its resourceVersion, so that it
 // approves nothing newer than what was read.
 func (a *StageApproval) SetApproved(by string, at metav1.Time) {
 	meta.SetStatusCondition(&a.Status.Conditions, metav1.Condition{Type: ConditionApproved, Status: metav1.ConditionTrue,
 		Reason: "Approved", Message: "approved by " + by, ObservedGeneration: a.Generation, LastTransitionTime: at})
 	a.Status.ApprovedBy = by
-	a.Status.ApprovedRevision = a.Spec.Revision
+	a.Status.ApprovedSpecDigest = a.Spec.SpecDigest
 }
 
 // StageApprovalList is a list of StageApprovals.

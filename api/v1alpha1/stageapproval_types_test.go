@@ -22,19 +22,19 @@ import (
 
 // TestApprovedCountsOnlyItsGenerationAndRevision: an approval counts for the
 // generation it was observed at and the revision it names (none: any).
-func TestApprovedCountsOnlyItsGenerationAndRevision(t *testing.T) {
+func TestApprovedCountsOnlyItsGenerationAndSpecDigest(t *testing.T) {
 	fresh := func() *StageApproval {
-		a := &StageApproval{ObjectMeta: metav1.ObjectMeta{Generation: 3}, Spec: StageApprovalSpec{Revision: "r3"}}
+		a := &StageApproval{ObjectMeta: metav1.ObjectMeta{Generation: 3}, Spec: StageApprovalSpec{SpecDigest: "r3"}}
 		a.SetApproved("alice", metav1.Now())
 		return a
 	}
-	if a := fresh(); a.Approved() == nil || a.Status.ApprovedRevision != "r3" {
-		t.Errorf("SetApproved gave %+v: want approved, naming revision r3", a.Status)
+	if a := fresh(); a.Approved() == nil || a.Status.ApprovedSpecDigest != "r3" {
+		t.Errorf("SetApproved gave %+v: want approved, naming spec digest r3", a.Status)
 	}
 	for name, change := range map[string]func(*StageApproval){
 		"a later generation":  func(a *StageApproval) { a.Generation = 4 },
-		"another revision":    func(a *StageApproval) { a.Status.ApprovedRevision = "r2" },
-		"the spec moved on":   func(a *StageApproval) { a.Spec.Revision = "r4" },
+		"another spec digest": func(a *StageApproval) { a.Status.ApprovedSpecDigest = "r2" },
+		"the spec moved on":   func(a *StageApproval) { a.Spec.SpecDigest = "r4" },
 		"the condition False": func(a *StageApproval) { a.Status.Conditions[0].Status = metav1.ConditionFalse },
 	} {
 		a := fresh()
@@ -44,7 +44,7 @@ func TestApprovedCountsOnlyItsGenerationAndRevision(t *testing.T) {
 		}
 	}
 	a := fresh()
-	a.Status.ApprovedRevision = "" // approved by hand, naming no revision
+	a.Status.ApprovedSpecDigest = "" // approved by hand, naming no revision
 	if a.Approved() == nil {
 		t.Error("an approval naming no revision does not count at its generation")
 	}

@@ -353,7 +353,7 @@ func (a analyses) gate(result assessment) assessment {
 // restartedAt annotation has changed since.
 func failHolds(policy *v1alpha1.StagedBindingPolicy) bool {
 	f := policy.Status.Failure
-	return f != nil && f.Action == v1alpha1.FailureHold && f.SpecDigest == rolloutRevision(policy)
+	return f != nil && f.Action == v1alpha1.FailureHold && f.SpecDigest == specDigest(policy)
 }
 
 // failAborts reports whether the policy's failure record aborts the
@@ -379,7 +379,7 @@ func failStage(snap *Snapshot, active int, a analyses, reason, message string) A
 	message = fmt.Sprintf("stage %q failed: %s", stage.Name, message)
 	status := policy.Status.DeepCopy()
 	status.Failure = &v1alpha1.RolloutFailure{Stage: stage.Name, Reason: reason, Action: action, Message: cutMessage(message, MaxConditionMessage),
-		Time: snap.Now, SpecDigest: rolloutRevision(policy), Revision: policy.Status.UpdateRevision,
+		Time: snap.Now, SpecDigest: specDigest(policy), Revision: policy.Status.UpdateRevision,
 		RestartedAt: policy.Annotations[v1alpha1.RestartedAtAnnotation]}
 	if record := status.StageNamed(stage.Name); record != nil {
 		record.Message = message

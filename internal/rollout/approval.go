@@ -76,9 +76,9 @@ func approvalRequests(snap *Snapshot, active int) (Action, bool) {
 				Why: fmt.Sprintf("no stage of the spec asks for StageApproval %s any more", a.Name)}, true
 		}
 	}
-	// The revision digests the spec: it is worked out only for a policy
+	// The spec digest: it is worked out only for a policy
 	// with a gate ahead, not on every run of every policy.
-	revision := ""
+	digest := ""
 	for i := active; i < len(policy.Spec.Stages); i++ {
 		stage := policy.Spec.Stages[i]
 		if !needsApproval(policy, i, active) {
@@ -88,10 +88,10 @@ func approvalRequests(snap *Snapshot, active int) (Action, bool) {
 			record.Phase != v1alpha1.StageAwaitingApproval && record.Phase != v1alpha1.StagePending {
 			continue // the stage has passed its gate: its approval is a record now
 		}
-		if revision == "" {
-			revision = rolloutRevision(policy)
+		if digest == "" {
+			digest = specDigest(policy)
 		}
-		desired := desiredApproval(policy, stage, revision)
+		desired := desiredApproval(policy, stage, digest)
 		current := findApproval(snap.Approvals, desired.Name)
 		switch {
 		case current == nil:
@@ -99,7 +99,7 @@ func approvalRequests(snap *Snapshot, active int) (Action, bool) {
 				Why: fmt.Sprintf("stage %q needs approval", stage.Name)}, true
 		case !OwnedBy(current, policy) || current.DeletionTimestamp != nil:
 			continue // the gate reports a foreign one; a departing one is created again once gone
-		case current.Spec.Revision != desired.Spec.Revision,
+		case current.Spec.SpecDigest != desired.Spec.SpecDigest,
 			current.Labels[v1alpha1.PolicyLabel] != policy.Name || current.Labels[v1alpha1.StageLabel] != stage.Name:
 			updated := current.DeepCopy()
 			updated.Labels = MergeLabels(updated.Labels, desired.Labels)
@@ -129,7 +129,7 @@ func approvalGate(snap *Snapshot, active int) Action {
 		status := blockedStatus(policy, v1alpha1.ReasonStageApprovalConflict, msg, snap.Now)
 		return statusAction(policy, status, Event{Type: corev1.EventTypeWarning, Reason: v1alpha1.ReasonStageApprovalConflict, Note: msg},
 			"the stage's StageApproval name is taken")
-	case approval == nil || approval.DeletionTimestamp != nil || approval.Spec.Revision != rolloutRevision(policy):
+	case approval == nil || approval.DeletionTimestamp != nil || approval.Spec.SpecDigest != specDigest(policy):
 		return awaitApproval(policy, active, fmt.Sprintf("waiting for StageApproval %s to be created", name), snap.Now)
 	case approval.Approved() == nil:
 		msg := awaitingApproval(name)
@@ -280,8 +280,8 @@ func startApprovedStage(policy *v1alpha1.StagedBindingPolicy, active int, approv
 }
 
 // desiredApproval is the StageApproval of one stage of the policy, for the
-// rollout of the given revision.
-func desiredApproval(policy *v1alpha1.StagedBindingPolicy, stage v1alpha1.Stage, revision string) *v1alpha1.StageApproval {
+// rollout of the given spec digest.
+func desiredApproval(policy *v1alpha1.StagedBindingPolicy, stage v1alpha1.Stage, digest string) *v1alpha1.StageApproval {
 	return &v1alpha1.StageApproval{
 		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "StageApproval"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -292,14 +292,14 @@ func desiredApproval(policy *v1alpha1.StagedBindingPolicy, stage v1alpha1.Stage,
 			},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(policy, v1alpha1.GroupVersion.WithKind("StagedBindingPolicy"))},
 		},
-		Spec: v1alpha1.StageApprovalSpec{Policy: policy.Name, Stage: stage.Name, PolicyGeneration: policy.Generation, Revision: revision},
+		Spec: v1alpha1.StageApprovalSpec{Policy: policy.Name, Stage: stage.Name, PolicyGeneration: policy.Generation, SpecDigest: digest},
 	}
 }
 
-// rolloutRevision identifies the policy's current rollout for its
+// specDigest identifies the policy's current rollout for its
 // approvals: a digest of its spec, but spec.suspend (suspending and resuming
 // keeps approvals), and of its restartedAt annotation.
-func rolloutRevision(policy *v1alpha1.StagedBindingPolicy) string {
+func specDigest(policy *v1alpha1.StagedBindingPolicy) string {
 	spec := policy.Spec.DeepCopy()
 	spec.Suspend = false
 	raw, err := json.Marshal(struct {

@@ -53,7 +53,7 @@ func awaitingAt() fixture {
 func approvalOf(p *v1alpha1.StagedBindingPolicy, stage string) v1alpha1.StageApproval {
 	for _, s := range p.Spec.Stages {
 		if s.Name == stage {
-			a := desiredApproval(p, s, rolloutRevision(p))
+			a := desiredApproval(p, s, specDigest(p))
 			a.Generation, a.UID = 1, types.UID("approval-"+stage)
 			return *a
 		}
@@ -166,8 +166,8 @@ func TestPlanApproval(t *testing.T) {
 			}).Snapshot,
 			wantType: ActionUpdateStageApproval,
 			check: func(t *testing.T, a Action) {
-				if a.StageApproval.Spec.PolicyGeneration != testGeneration+1 || a.StageApproval.Spec.Revision == approvalOf(newPolicy(gated()...), "test").Spec.Revision {
-					t.Errorf("spec %+v: want the new generation and revision", a.StageApproval.Spec)
+				if a.StageApproval.Spec.PolicyGeneration != testGeneration+1 || a.StageApproval.Spec.SpecDigest == approvalOf(newPolicy(gated()...), "test").Spec.SpecDigest {
+					t.Errorf("spec %+v: want the new generation and spec digest", a.StageApproval.Spec)
 				}
 				if a.StageApproval.Status.ApprovedBy != "alice" {
 					t.Errorf("the update dropped the approver's status")
@@ -320,7 +320,7 @@ func TestRolloutRevision(t *testing.T) {
 	same := base.DeepCopy()
 	same.Spec.Suspend = true
 	same.Generation++
-	if rolloutRevision(base) != rolloutRevision(same) {
+	if specDigest(base) != specDigest(same) {
 		t.Error("spec.suspend changed the revision")
 	}
 	for name, change := range map[string]func(*v1alpha1.StagedBindingPolicy){
@@ -332,7 +332,7 @@ func TestRolloutRevision(t *testing.T) {
 	} {
 		p := base.DeepCopy()
 		change(p)
-		if rolloutRevision(p) == rolloutRevision(base) {
+		if specDigest(p) == specDigest(base) {
 			t.Errorf("changing %s kept the revision", name)
 		}
 	}

@@ -104,7 +104,7 @@ func TestDueAnalyses(t *testing.T) {
 		{name: "none while suspended", a: errorRate(3), change: func(p *v1alpha1.StagedBindingPolicy) { p.Spec.Suspend = true }},
 		{name: "none while aborted", a: errorRate(3), change: func(p *v1alpha1.StagedBindingPolicy) { p.Spec.Abort = true }},
 		{name: "none while a failure holds the rollout", a: errorRate(3), change: func(p *v1alpha1.StagedBindingPolicy) {
-			p.Status.Failure = &v1alpha1.RolloutFailure{Stage: "test", Action: v1alpha1.FailureHold, SpecDigest: rolloutRevision(p)}
+			p.Status.Failure = &v1alpha1.RolloutFailure{Stage: "test", Action: v1alpha1.FailureHold, SpecDigest: specDigest(p)}
 		}},
 		{name: "none for a stage awaiting approval", a: errorRate(3), change: func(p *v1alpha1.StagedBindingPolicy) {
 			p.Status.StageNamed("test").Phase = v1alpha1.StageAwaitingApproval
@@ -178,7 +178,7 @@ func TestPlanAnalyses(t *testing.T) {
 			t.Fatalf("action %s (%s), want the failure recorded and the rollout Stalled", action.Type, action.Why)
 		}
 		f := action.Status.Failure
-		if f.Stage != "test" || f.Reason != v1alpha1.ReasonAnalysisFailed || f.Action != v1alpha1.FailureHold || f.SpecDigest != rolloutRevision(healthyTest(nil).Policy) && f.SpecDigest == "" {
+		if f.Stage != "test" || f.Reason != v1alpha1.ReasonAnalysisFailed || f.Action != v1alpha1.FailureHold || f.SpecDigest != specDigest(healthyTest(nil).Policy) && f.SpecDigest == "" {
 			t.Errorf("failure %+v, want test, AnalysisFailed, Hold, with the spec's digest", f)
 		}
 		if got := eventKeys(action.Events); !slices.Equal(got, []string{"Warning/" + v1alpha1.ReasonAnalysisFailed}) {

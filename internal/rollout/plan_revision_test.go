@@ -529,11 +529,11 @@ func TestPlanAbort(t *testing.T) {
 			s.Policy.Spec.Stages[2].Approval = v1alpha1.ApprovalRequired
 			unaborted := s.Policy.DeepCopy()
 			unaborted.Spec.Abort = false
-			s.Approvals = []v1alpha1.StageApproval{*desiredApproval(unaborted, unaborted.Spec.Stages[2], rolloutRevision(unaborted))}
+			s.Approvals = []v1alpha1.StageApproval{*desiredApproval(unaborted, unaborted.Spec.Stages[2], specDigest(unaborted))}
 			s.Approvals[0].UID = "approval-prod"
 		}).Snapshot
 		action := Plan(snap, engine)
-		if action.Type != ActionUpdateStageApproval || action.StageApproval.Spec.Revision != rolloutRevision(snap.Policy) {
+		if action.Type != ActionUpdateStageApproval || action.StageApproval.Spec.SpecDigest != specDigest(snap.Policy) {
 			t.Fatalf("action %s (%s), want the StageApproval brought in line with the aborted spec", action.Type, action.Why)
 		}
 	})
@@ -591,9 +591,9 @@ func TestPlanAbort(t *testing.T) {
 func TestApprovalIsPerRevision(t *testing.T) {
 	p := newPolicy()
 	p.Spec.Revision = &v1alpha1.Revision{Name: "v2"}
-	v2 := rolloutRevision(p)
+	v2 := specDigest(p)
 	p.Spec.Revision.Name = "v3"
-	if rolloutRevision(p) == v2 {
+	if specDigest(p) == v2 {
 		t.Errorf("revisions v2 and v3 give the same approval revision %s: an approval for v2 would open v3", v2)
 	}
 	p.Status.UpdateRevision = "v3"

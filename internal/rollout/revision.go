@@ -540,18 +540,18 @@ func bindingNamed(snap *Snapshot, name string) *ksv1alpha1.Binding {
 // spec, whose digest differs from the rollout's: an approval given before
 // the abort then counts no more, so that a retried rollout is approved again.
 func voidApprovals(snap *Snapshot) (Action, bool) {
-	revision := ""
+	digest := ""
 	for i := range snap.Approvals {
 		a := &snap.Approvals[i]
 		if !OwnedBy(a, snap.Policy) || a.DeletionTimestamp != nil {
 			continue
 		}
-		if revision == "" {
-			revision = rolloutRevision(snap.Policy)
+		if digest == "" {
+			digest = specDigest(snap.Policy)
 		}
-		if a.Spec.Revision != revision {
+		if a.Spec.SpecDigest != digest {
 			updated := a.DeepCopy()
-			updated.Spec.Revision = revision
+			updated.Spec.SpecDigest = digest
 			updated.Spec.PolicyGeneration = snap.Policy.Generation
 			return Action{Type: ActionUpdateStageApproval, StageApproval: updated,
 				Why: fmt.Sprintf("the rollout is aborted: StageApproval %s no longer counts", a.Name)}, true

@@ -65,7 +65,7 @@ func TestApprovalThroughStatusOnly(t *testing.T) {
 		t.Errorf("the approver updated the policy: %v, want Forbidden", err)
 	}
 	forged := approval.DeepCopy()
-	forged.Spec.Revision = "forged"
+	forged.Spec.SpecDigest = "forged"
 	if err := alice.Update(ctx, forged); !apierrors.IsForbidden(err) {
 		t.Errorf("the approver updated the StageApproval's spec: %v, want Forbidden", err)
 	}
@@ -91,9 +91,9 @@ func TestApprovalThroughStatusOnly(t *testing.T) {
 	}
 	stale := approval.DeepCopy()
 	stale.SetApproved("alice", metav1.Now())
-	stale.Status.ApprovedRevision = "0123456789abcdef0123456789abcdef"
-	if err := alice.Status().Update(ctx, stale); err == nil || !strings.Contains(err.Error(), "spec.revision") {
-		t.Errorf("alice approved another revision: %v, want the admission policy's refusal", err)
+	stale.Status.ApprovedSpecDigest = "0123456789abcdef0123456789abcdef"
+	if err := alice.Status().Update(ctx, stale); err == nil || !strings.Contains(err.Error(), "spec.specDigest") {
+		t.Errorf("alice approved another spec digest: %v, want the admission policy's refusal", err)
 	}
 
 	if _, err := policytest.Approve(ctx, alice, name, "dev", "alice"); err != nil {

@@ -36,7 +36,7 @@ func TestApprovalsAreGuardedInWorkspaces(t *testing.T) {
 	w := wdsNamed("wds2")
 	ctx := suite.ctx
 	approval := &v1alpha1.StageApproval{ObjectMeta: metav1.ObjectMeta{Name: "guarded.stage.dev"},
-		Spec: v1alpha1.StageApprovalSpec{Policy: "guarded", Stage: "dev", Revision: "r1"}}
+		Spec: v1alpha1.StageApprovalSpec{Policy: "guarded", Stage: "dev", SpecDigest: "r1"}}
 	if err := w.client.Create(ctx, approval); err != nil {
 		t.Fatal(err)
 	}

@@ -71,7 +71,7 @@ func TestSteer(t *testing.T) {
 			{Name: "dev", Phase: v1alpha1.StageAwaitingApproval, Approval: "gated.stage.dev", ApprovalRequestedTime: at(now)},
 			{Name: "test", Phase: v1alpha1.StagePending}, {Name: "prod", Phase: v1alpha1.StagePending}}})
 	approval := &v1alpha1.StageApproval{ObjectMeta: metav1.ObjectMeta{Name: "gated.stage.dev"},
-		Spec: v1alpha1.StageApprovalSpec{Policy: "gated", Stage: "dev", PolicyGeneration: 1, Revision: "r1"}}
+		Spec: v1alpha1.StageApprovalSpec{Policy: "gated", Stage: "dev", PolicyGeneration: 1, SpecDigest: "r1"}}
 	if err := suite.wds.Client.Create(ctx, approval); err != nil {
 		t.Fatal(err)
 	}
@@ -80,13 +80,13 @@ func TestSteer(t *testing.T) {
 	if err == nil || !strings.Contains(out, `bob may not approve StageApproval gated.stage.dev`) || !strings.Contains(out, "workload-stager-approver") {
 		t.Errorf("bob approving: %v: %s, want a refusal naming the role he lacks", err, out)
 	}
-	// The approver names the revision she looked at (kubectl get sbpa -o
+	// The approver names the spec digest she looked at (kubectl get sbpa -o
 	// wide shows it): another one is refused, with the current one.
-	out, err = run(t, now, alice, "approve", "gated", "--revision", "r0")
-	if err == nil || !strings.Contains(out, `StageApproval gated.stage.dev is for revision "r1", not "r0"`) {
-		t.Errorf("alice approving revision r0: %v: %s, want a refusal naming the current revision", err, out)
+	out, err = run(t, now, alice, "approve", "gated", "--spec-digest", "r0")
+	if err == nil || !strings.Contains(out, `StageApproval gated.stage.dev is for spec digest "r1", not "r0"`) {
+		t.Errorf("alice approving spec digest r0: %v: %s, want a refusal naming the current digest", err, out)
 	}
-	out, err = run(t, now, alice, "approve", "gated", "--revision", "r1")
+	out, err = run(t, now, alice, "approve", "gated", "--spec-digest", "r1")
 	if err != nil {
 		t.Fatalf("alice approving: %v: %s", err, out)
 	}
@@ -94,7 +94,7 @@ func TestSteer(t *testing.T) {
 	if err := suite.wds.Client.Get(ctx, types.NamespacedName{Name: approval.Name}, approval); err != nil {
 		t.Fatal(err)
 	}
-	if c := approval.Approved(); c == nil || approval.Status.ApprovedBy != "alice" || approval.Status.ApprovedRevision != "r1" {
+	if c := approval.Approved(); c == nil || approval.Status.ApprovedBy != "alice" || approval.Status.ApprovedSpecDigest != "r1" {
 		t.Errorf("StageApproval status %+v: want Approved at its generation, by alice", approval.Status)
 	}
 	if out, err := run(t, now, alice, "suspend", "gated"); err == nil || !strings.Contains(out, "alice may not suspend") {

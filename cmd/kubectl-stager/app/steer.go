@@ -31,7 +31,7 @@ import (
 )
 
 func newApproveCommand(o *options) *cobra.Command {
-	var stageName, revision string
+	var stageName, digest string
 	cmd := &cobra.Command{
 		Use:   "approve NAME",
 		Short: "Approve a stage that needs approval, in your own name",
@@ -40,28 +40,28 @@ StageApproval, at the StageApproval's current generation, and status.approvedBy
 to your user name (as the API server tells it). Without --stage, the stage that
 awaits approval now. A stage the rollout has not reached can be approved ahead;
 the approval counts for the policy's current spec and restartedAt only, which
-the StageApproval's spec.revision names: with --revision, only that revision is
-approved (kubectl get sbpa -o wide shows it), and the approval is written only
+the StageApproval's spec.specDigest names: with --spec-digest, only that digest
+is approved (kubectl get sbpa -o wide shows it), and the approval is written only
 if the StageApproval has not changed since it was read. Approving writes only
 the StageApproval's status (the workload-stager-approver ClusterRole allows it).`,
 		Example: `  # approve the stage web waits for
   kubectl stager approve web
 
-  # approve prod ahead of time, for the revision you reviewed
-  kubectl stager approve web --stage prod --revision 3f1c0a9e52b8d7e4a6c2b1f0e9d8c7b6`,
+  # approve prod ahead of time, for the spec you reviewed
+  kubectl stager approve web --stage prod --spec-digest 3f1c0a9e52b8d7e4a6c2b1f0e9d8c7b6`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: o.completePolicies,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.approve(cmd.Context(), args[0], stageName, revision)
+			return o.approve(cmd.Context(), args[0], stageName, digest)
 		},
 	}
 	cmd.Flags().StringVar(&stageName, "stage", "", "The stage to approve (default: the stage awaiting approval)")
-	cmd.Flags().StringVar(&revision, "revision", "", "The revision to approve, as the StageApproval's spec.revision says (default: the current one)")
+	cmd.Flags().StringVar(&digest, "spec-digest", "", "The spec digest to approve, as the StageApproval's spec.specDigest says (default: the current one)")
 	return cmd
 }
 
 // approve approves a stage of the named policy as the caller.
-func (o *options) approve(ctx context.Context, name, stageName, revision string) error {
+func (o *options) approve(ctx context.Context, name, stageName, digest string) error {
 	c, p, err := o.policy(ctx, name)
 	if err != nil {
 		return err
@@ -94,9 +94,9 @@ func (o *options) approve(ctx context.Context, name, stageName, revision string)
 		}
 		return denied(err, user, "read StageApproval "+key.Name)
 	}
-	if revision != "" && approval.Spec.Revision != revision {
-		return fmt.Errorf("StageApproval %s is for revision %q, not %q: the policy changed since; look again and approve the current revision",
-			key.Name, approval.Spec.Revision, revision)
+	if digest != "" && approval.Spec.SpecDigest != digest {
+		return fmt.Errorf("StageApproval %s is for spec digest %q, not %q: the policy changed since; look again and approve the current one",
+			key.Name, approval.Spec.SpecDigest, digest)
 	}
 	approval.SetApproved(user, metav1.NewTime(o.now()))
 	if err := c.Status().Update(ctx, approval); err != nil {
@@ -105,8 +105,8 @@ func (o *options) approve(ctx context.Context, name, stageName, revision string)
 		}
 		return denied(err, user, "approve StageApproval "+key.Name)
 	}
-	fprintf(o.streams.Out, "stage %s of %s approved by %s (StageApproval %s, generation %d, revision %s)\n",
-		stageName, name, user, key.Name, approval.Generation, approval.Spec.Revision)
+	fprintf(o.streams.Out, "stage %s of %s approved by %s (StageApproval %s, generation %d, spec digest %s)\n",
+		stageName, name, user, key.Name, approval.Generation, approval.Spec.SpecDigest)
 	return nil
 }
 
