@@ -504,12 +504,12 @@ func placeBatch(snap *Snapshot, active int, b batches, satisfied bool) (Action, 
 	}
 	bp := ClusterBindingPolicy(policy, stage, b.place)
 	bp.Annotations = map[string]string{v1alpha1.PlacedAnnotation: SealedPlacement(policy.UID, stage.Name, policy.Status.UpdateRevision, b.place, snap.Now.Time)}
-	action := Action{Type: ActionCreateBindingPolicy, BindingPolicy: bp,
-		Why: fmt.Sprintf("stage %q places cluster %s", stage.Name, b.place)}
+	action := createBindingPolicy(snap, bp, fmt.Sprintf("stage %q places cluster %s", stage.Name, b.place))
+	if action.Type != ActionCreateBindingPolicy {
+		return action, true
+	}
 	switch existing := findBindingPolicy(snap.BindingPolicies, bp.Name); {
 	case existing == nil:
-	case !OwnedBy(existing, policy):
-		return bindingPolicyConflict(snap, existing.Name, fmt.Sprintf("the name of cluster %s's BindingPolicy is taken", b.place)), true
 	case existing.DeletionTimestamp != nil:
 		// The cluster left and came back: wait for it to go.
 		return Action{Type: ActionNone, Why: fmt.Sprintf("BindingPolicy %s is being deleted; waiting to create it again", bp.Name)}, true
