@@ -21,6 +21,7 @@ import (
 	"time"
 
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -450,6 +451,7 @@ func (r *Reconciler) measure(ctx context.Context, policy *v1alpha1.StagedBinding
 	out := make([]rollout.Measurement, len(due))
 	details := make([]string, len(due))
 	limited := make([]bool, len(due))
+	reasons := make([]analysis.Reason, len(due))
 	var wg sync.WaitGroup
 	for i, a := range due {
 		out[i] = rollout.Measurement{Stage: stage, Analysis: a.Name, Time: snap.Now}
@@ -463,8 +465,8 @@ func (r *Reconciler) measure(ctx context.Context, policy *v1alpha1.StagedBinding
 			values, err := r.Measurer.Query(ctx, r.Space, a.Provider, analysis.Render(a.Query, qc))
 			result := metrics.QueryAnswered
 			if err != nil {
-				out[i].Error, details[i] = err.Error(), analysis.Detail(err)
-				switch reason := analysis.ReasonOf(err); {
+				out[i].Error, details[i], reasons[i] = err.Error(), analysis.Detail(err), analysis.ReasonOf(err)
+				switch reason := reasons[i]; {
 				case reason == analysis.ReasonRateLimited:
 					result, limited[i] = metrics.QueryRateLimited, true
 				case reason.Refused():
@@ -489,12 +491,28 @@ func (r *Reconciler) measure(ctx context.Context, policy *v1alpha1.StagedBinding
 			continue
 		case m.Error != "":
 			logger.Info("Analysis query got no answer", "stage", m.Stage, "analysis", m.Analysis, "error", details[i])
+			if reasons[i] == analysis.ReasonCredentialsRefused && !alreadyMeasured(policy, m) {
+				r.Recorder.Eventf(policy, nil, corev1.EventTypeWarning, string(analysis.ReasonCredentialsRefused), "Measure",
+					"stage %q, analysis %q: %s", m.Stage, m.Analysis, m.Error)
+			}
 		default:
 			logger.V(1).Info("Analysis measured", "stage", m.Stage, "analysis", m.Analysis, "values", len(m.Values))
 		}
 		measured = append(measured, m)
 	}
 	return measured
+}
+
+// alreadyMeasured reports whether the latest measurement that policy's
+// status records for m's analysis says what m does: its refusal was told
+// then, and is not told again.
+func alreadyMeasured(policy *v1alpha1.StagedBindingPolicy, m rollout.Measurement) bool {
+	record := policy.Status.StageNamed(m.Stage)
+	if record == nil {
+		return false
+	}
+	a := record.AnalysisNamed(m.Analysis)
+	return a != nil && len(a.Measurements) > 0 && a.Measurements[len(a.Measurements)-1].Message == m.Error
 }
 
 // getNamed reads the cluster-scoped object of kind with the given name into
