@@ -23,6 +23,7 @@ import (
 	"testing"
 
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
@@ -206,5 +207,30 @@ func TestAbortSaysSoAgainOnceTheNameIsFree(t *testing.T) {
 				t.Errorf("events %v, want none: the abort was reported", eventKeys(action.Events))
 			}
 		})
+	}
+}
+
+// TestACopiedSealPlacesOnlyWhatTheStagerPlaced pins what a seal copied
+// from the stager's BindingPolicy of a cluster onto a forged one of the
+// same cluster (same name: the stager's is gone) gives its forger
+// (docs/security.md, "Cluster names from KubeStellar's Bindings"): the
+// cluster counts as placed when the stager placed it, and nothing else;
+// the forged spec is brought in line with the stage's before anything.
+func TestACopiedSealPlacesOnlyWhatTheStagerPlaced(t *testing.T) {
+	engine := newEngine(t)
+	f := batched(fleetStage(nil)).on("store-a", minutesAgo(30), "0")
+	forged := &f.BindingPolicies[len(f.BindingPolicies)-1]
+	forged.UID = "forged"
+	forged.Spec.ClusterSelectors = []metav1.LabelSelector{{}} // every cluster
+	forged.Spec.Downsync = nil
+
+	action := Plan(f.Snapshot, engine)
+	want := ClusterBindingPolicy(f.Policy, f.Policy.Spec.Stages[2], "store-a")
+	if action.Type != ActionUpdateBindingPolicy || action.BindingPolicy.Name != want.Name || !BindingPolicyInSync(action.BindingPolicy, want) {
+		t.Fatalf("action %s (%s), want %s brought in line with the stage's spec first", action.Type, action.Why, want.Name)
+	}
+	forged.Spec = want.Spec
+	if got := clusterRecord(t, Plan(f.Snapshot, engine)); got.Placed != 1 || len(got.Clusters) != 1 || got.Clusters[0].Name != "store-a" {
+		t.Errorf("clusters %+v, want store-a alone placed, as the stager placed it", got)
 	}
 }
