@@ -115,7 +115,8 @@ func SealedPlacement(policy types.UID, stage, revision, cluster string, at time.
 
 // placedAt returns when the stager placed bp, a BindingPolicy owned by the
 // policy that places a cluster of the stage, and whether it did: bp bears
-// the seal of this process for that cluster (PlacedAnnotation), or record,
+// the seal of this process for that cluster (PlacedAnnotation), dated in
+// the stage's current run (from record's start on), or record,
 // the stage's, names the cluster (placed before a restart of the stager,
 // whose seals a new process cannot tell from forged ones). Anyone who can
 // read the policy can write its owner reference on a BindingPolicy; such
@@ -124,7 +125,9 @@ func placedAt(policy *v1alpha1.StagedBindingPolicy, stage string, record *v1alph
 	cluster := bp.Labels[v1alpha1.ClusterLabel]
 	if mark := bp.Annotations[v1alpha1.PlacedAnnotation]; mark != "" {
 		when, _, _ := strings.Cut(mark, "/")
-		if at, err := time.Parse(time.RFC3339, when); err == nil &&
+		// A seal from before the stage's start is of an earlier run of it
+		// (the rollout restarted since): it is the stager's no more.
+		if at, err := time.Parse(time.RFC3339, when); err == nil && (record == nil || record.StartTime == nil || !at.Before(record.StartTime.Time)) &&
 			hmac.Equal([]byte(mark), []byte(SealedPlacement(policy.UID, stage, policy.Status.UpdateRevision, cluster, at))) {
 			return metav1.NewTime(at), true
 		}

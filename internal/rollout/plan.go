@@ -230,7 +230,8 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //     its census names, by name, through a BindingPolicy of its own,
 //     sealed (PlacedAnnotation): at once while the batch fills, else once
 //     no placed cluster is Progressing and that has soaked; a cluster
-//     counts as placed only under the seal of this process or when the
+//     counts as placed only under the seal of this process, dated in the
+//     stage's current run, or when the
 //     stage's record names it, and one the policy owns otherwise is taken
 //     over, sealed, when the order reaches it; a name taken by an object
 //     the policy does not own blocks the rollout (BindingPolicyConflict);

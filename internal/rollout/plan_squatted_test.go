@@ -234,3 +234,18 @@ func TestACopiedSealPlacesOnlyWhatTheStagerPlaced(t *testing.T) {
 		t.Errorf("clusters %+v, want store-a alone placed, as the stager placed it", got)
 	}
 }
+
+// TestASealFromAnEarlierRunDoesNotCount: a seal dated before the stage's
+// current start (the stager's own, from a run of the stage before a
+// restart of the rollout, copied onto a forged BindingPolicy) does not
+// make its cluster placed: the stage's order takes the BindingPolicy over,
+// sealed now, when it reaches the cluster.
+func TestASealFromAnEarlierRunDoesNotCount(t *testing.T) {
+	engine := newEngine(t)
+	f := batched(fleetStage(nil)).on("store-a", minutesAgo(90), "1") // the stage started an hour ago
+	action := Plan(f.Snapshot, engine)
+	if action.Type != ActionUpdateBindingPolicy || action.BindingPolicy.Name != "web.stage.prod.on.store-a" ||
+		action.BindingPolicy.Annotations[v1alpha1.PlacedAnnotation] != SealedPlacement(testPolicyUID, "prod", "", "store-a", now.Time) {
+		t.Fatalf("action %s (%s), want store-a taken over, sealed now", action.Type, action.Why)
+	}
+}
