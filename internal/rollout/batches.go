@@ -115,7 +115,8 @@ func SealedPlacement(policy types.UID, stage, revision, cluster string, at time.
 
 // placedAt returns when the stager placed bp, a BindingPolicy owned by the
 // policy that places a cluster of the stage, and whether it did: bp bears
-// the seal of this process for that cluster (PlacedAnnotation), or record,
+// the seal of this process for that cluster (PlacedAnnotation), dated in
+// the stage's current run (from record's start on), or record,
 // the stage's, names the cluster (placed before a restart of the stager,
 // whose seals a new process cannot tell from forged ones). Anyone who can
 // read the policy can write its owner reference on a BindingPolicy; such
@@ -124,7 +125,9 @@ func placedAt(policy *v1alpha1.StagedBindingPolicy, stage string, record *v1alph
 	cluster := bp.Labels[v1alpha1.ClusterLabel]
 	if mark := bp.Annotations[v1alpha1.PlacedAnnotation]; mark != "" {
 		when, _, _ := strings.Cut(mark, "/")
-		if at, err := time.Parse(time.RFC3339, when); err == nil &&
+		// A seal from before the stage's start is of an earlier run of it
+		// (the rollout restarted since): it is the stager's no more.
+		if at, err := time.Parse(time.RFC3339, when); err == nil && (record == nil || record.StartTime == nil || !at.Before(record.StartTime.Time)) &&
 			hmac.Equal([]byte(mark), []byte(SealedPlacement(policy.UID, stage, policy.Status.UpdateRevision, cluster, at))) {
 			return metav1.NewTime(at), true
 		}
@@ -504,12 +507,12 @@ func placeBatch(snap *Snapshot, active int, b batches, satisfied bool) (Action, 
 	}
 	bp := ClusterBindingPolicy(policy, stage, b.place)
 	bp.Annotations = map[string]string{v1alpha1.PlacedAnnotation: SealedPlacement(policy.UID, stage.Name, policy.Status.UpdateRevision, b.place, snap.Now.Time)}
-	action := Action{Type: ActionCreateBindingPolicy, BindingPolicy: bp,
-		Why: fmt.Sprintf("stage %q places cluster %s", stage.Name, b.place)}
+	action := createBindingPolicy(snap, bp, fmt.Sprintf("stage %q places cluster %s", stage.Name, b.place))
+	if action.Type != ActionCreateBindingPolicy {
+		return action, true
+	}
 	switch existing := findBindingPolicy(snap.BindingPolicies, bp.Name); {
 	case existing == nil:
-	case !OwnedBy(existing, policy):
-		return bindingPolicyConflict(snap, existing.Name, fmt.Sprintf("the name of cluster %s's BindingPolicy is taken", b.place)), true
 	case existing.DeletionTimestamp != nil:
 		// The cluster left and came back: wait for it to go.
 		return Action{Type: ActionNone, Why: fmt.Sprintf("BindingPolicy %s is being deleted; waiting to create it again", bp.Name)}, true

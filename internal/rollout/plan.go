@@ -165,7 +165,9 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //     current revision spec.abort holds the rollout where it is, while a
 //     failed stage's abort places the last stage done before it again
 //     (every earlier one under Accumulate) and then withdraws the rest
-//     (revision.go, analysis.go);
+//     (revision.go, analysis.go); a target's name taken by an object the
+//     policy does not own is reported as in rule 13, the rollout staying
+//     Aborted, and the abort's message comes back once it is placed;
 //  5. expressions that do not compile, or whose estimated cost is too high,
 //     and a maxConcurrency below 1 or maxFailures below 0, block the
 //     rollout, changing nothing placed;
@@ -208,7 +210,8 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //  14. with placement Accumulate, every earlier stage's BindingPolicy (at
 //     the update revision) is kept in place and in line with the spec; so
 //     is, for every stage from the active one on, the BindingPolicy of
-//     the revision its record keeps (revision.go);
+//     the revision its record keeps (revision.go); a name taken by an
+//     object the policy does not own blocks the rollout as in rule 13;
 //  15. the stage is assessed (its condition over the CombinedStatuses its
 //     filter keeps; for a stage placed in batches, over each placed
 //     cluster's own, a cluster not done past its progressDeadline, or
@@ -227,7 +230,8 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //     its census names, by name, through a BindingPolicy of its own,
 //     sealed (PlacedAnnotation): at once while the batch fills, else once
 //     no placed cluster is Progressing and that has soaked; a cluster
-//     counts as placed only under the seal of this process or when the
+//     counts as placed only under the seal of this process, dated in the
+//     stage's current run, or when the
 //     stage's record names it, and one the policy owns otherwise is taken
 //     over, sealed, when the order reaches it; a name taken by an object
 //     the policy does not own blocks the rollout (BindingPolicyConflict);
@@ -258,6 +262,11 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //     not read it), the condition met since, a batched stage's clusters,
 //     and Events for a stalled stage, a completed rollout, a failed
 //     cluster and an evaluation error, each once.
+//
+// Every BindingPolicy Plan creates (rules 4, 13, 14, 16, 17) goes through
+// createBindingPolicy, which blocks the rollout (BindingPolicyConflict)
+// instead when the snapshot shows its name taken by an object the policy
+// does not own (TestPlanReportsEveryTakenName walks every kind).
 //
 // Every message of the Action is bounded (MaxConditionMessage, MaxEventNote).
 // Timers are computed from times in the snapshot (Now and the objects'
@@ -371,8 +380,7 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 		// place the done stage again.
 		return recordHandover(snap, active, assessment{})
 	case current == nil:
-		return Action{Type: ActionCreateBindingPolicy, BindingPolicy: desired,
-			Why: fmt.Sprintf("stage %q has no BindingPolicy yet", stage.Name)}
+		return createBindingPolicy(snap, desired, fmt.Sprintf("stage %q has no BindingPolicy yet", stage.Name))
 	case current.DeletionTimestamp != nil:
 		return Action{Type: ActionNone, Why: fmt.Sprintf("BindingPolicy %s is being deleted; waiting to recreate it", current.Name)}
 	case !BindingPolicyInSync(current, desired):
@@ -405,11 +413,37 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 
 // bindingPolicyConflict blocks the rollout because the BindingPolicy the
 // policy needs next, name, exists and is not the policy's: a Warning Event
-// once, and the status saying so until the name is free.
+// once, and the status saying so until the name is free. An aborted
+// rollout stays Aborted, so that rule 4 does not record the abort again.
 func bindingPolicyConflict(snap *Snapshot, name, why string) Action {
 	msg := fmt.Sprintf("BindingPolicy %s already exists and does not belong to this policy; rename or delete it", name)
 	status := blockedStatus(snap.Policy, v1alpha1.ReasonBindingPolicyConflict, msg, snap.Now)
+	if Aborting(snap.Policy) && snap.Policy.Status.Phase == v1alpha1.RolloutAborted {
+		status.Phase = v1alpha1.RolloutAborted
+	}
 	return statusAction(snap.Policy, status, Event{Type: corev1.EventTypeWarning, Reason: v1alpha1.ReasonBindingPolicyConflict, Note: msg}, why)
+}
+
+// createBindingPolicy is every create of a BindingPolicy that Plan makes
+// (rules 4, 13, 14, 16, 17): desired, saying why, unless the snapshot
+// shows an object the policy does not own under its name, which blocks the
+// rollout instead (bindingPolicyConflict) until the name is free.
+func createBindingPolicy(snap *Snapshot, desired *ksv1alpha1.BindingPolicy, why string) Action {
+	if nameTaken(snap, desired.Name) {
+		return bindingPolicyConflict(snap, desired.Name, why+": the name is taken")
+	}
+	return Action{Type: ActionCreateBindingPolicy, BindingPolicy: desired, Why: why}
+}
+
+// nameTaken reports whether the snapshot shows a BindingPolicy named name
+// that the policy does not own, among those it read by name or listed.
+func nameTaken(snap *Snapshot, name string) bool {
+	for _, bp := range []*ksv1alpha1.BindingPolicy{snap.ActiveBindingPolicy, snap.NextBindingPolicy, findBindingPolicy(snap.BindingPolicies, name)} {
+		if bp != nil && bp.Name == name && !OwnedBy(bp, snap.Policy) {
+			return true
+		}
+	}
+	return false
 }
 
 // planAfterAssessment chooses the change once the active stage's
@@ -452,8 +486,8 @@ func planAfterAssessment(snap *Snapshot, active int, current *ksv1alpha1.Binding
 		// The handover's write is not the status: the analyses' last
 		// measurements are recorded first.
 		if next, ok := handover(snap, active); ok && !an.changed {
-			return Action{Type: ActionCreateBindingPolicy, BindingPolicy: next,
-				Why: fmt.Sprintf("stage %q is done: placing stage %q before the status records it", stage.Name, policy.Spec.Stages[active+1].Name)}
+			return createBindingPolicy(snap, next,
+				fmt.Sprintf("stage %q is done: placing stage %q before the status records it", stage.Name, policy.Spec.Stages[active+1].Name))
 		}
 		return withAnalyses(withClusters(advance(policy, active, result, snap.Now), policy, active, b), policy, active, an)
 	}
@@ -604,14 +638,15 @@ func accumulate(snap *Snapshot, active int) (Action, bool) {
 
 // keepPlaced creates desired when there is no BindingPolicy of its name, and
 // brings one the policy owns in line with it, saying why (created) or of
-// what it differs from the spec (of); a foreign or departing object is not
-// the policy's to change. It reports whether it has a change to make.
+// what it differs from the spec (of); a foreign object blocks the rollout
+// (createBindingPolicy), a departing one of the policy's is left to go. It
+// reports whether it has a change to make.
 func keepPlaced(snap *Snapshot, desired *ksv1alpha1.BindingPolicy, created, of string) (Action, bool) {
 	current := findBindingPolicy(snap.BindingPolicies, desired.Name)
 	switch {
-	case current == nil:
-		return Action{Type: ActionCreateBindingPolicy, BindingPolicy: desired, Why: created}, true
-	case !OwnedBy(current, snap.Policy) || current.DeletionTimestamp != nil:
+	case current == nil || !OwnedBy(current, snap.Policy):
+		return createBindingPolicy(snap, desired, created), true
+	case current.DeletionTimestamp != nil:
 		return Action{}, false
 	case !BindingPolicyInSync(current, desired):
 		return Action{Type: ActionUpdateBindingPolicy, BindingPolicy: inLineWith(current, desired),

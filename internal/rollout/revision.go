@@ -20,6 +20,7 @@ import (
 
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
@@ -327,36 +328,39 @@ func planAbort(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action
 		message := "spec.abort holds the rollout where it is: there is no previous revision to go back to (status.currentRevision is empty); set spec.abort to false to go on"
 		return abortStatus(policy, policy.Status.DeepCopy(), message, snap.Now)
 	}
+	// The message is the same once the records are back on current: a
+	// reported conflict gives way to it again (abortPlacements).
+	status := policy.Status.DeepCopy()
+	back := make([]string, 0, len(status.Stages))
+	for i := range status.Stages {
+		r := &status.Stages[i]
+		if r.Revision != "" {
+			r.Revision = current
+			back = append(back, r.Name)
+		}
+		r.Phase, r.ConditionMetTime, r.ProgressDeadlineTime, r.Clusters = v1alpha1.StagePending, nil, nil, nil
+		r.Message = ""
+	}
+	status.ActiveStage = ""
+	message := fmt.Sprintf("%s: revision %s is withdrawn; stages %v go back to revision %q, placed before the newer one is taken away",
+		cause, describeRevision(status.UpdateRevision), back, current)
+	if len(back) == 0 {
+		message = fmt.Sprintf("%s: revision %s is withdrawn; no stage ran revision %q before it, so none is placed",
+			cause, describeRevision(status.UpdateRevision), current)
+	}
 	if policy.Status.Phase != v1alpha1.RolloutAborted {
-		status := policy.Status.DeepCopy()
-		back := make([]string, 0, len(status.Stages))
-		for i := range status.Stages {
-			r := &status.Stages[i]
-			if r.Revision != "" {
-				r.Revision = current
-				back = append(back, r.Name)
-			}
-			r.Phase, r.ConditionMetTime, r.ProgressDeadlineTime, r.Clusters = v1alpha1.StagePending, nil, nil, nil
-			r.Message = ""
-		}
-		status.ActiveStage = ""
-		message := fmt.Sprintf("%s: revision %s is withdrawn; stages %v go back to revision %q, placed before the newer one is taken away",
-			cause, describeRevision(status.UpdateRevision), back, current)
-		if len(back) == 0 {
-			message = fmt.Sprintf("%s: revision %s is withdrawn; no stage ran revision %q before it, so none is placed",
-				cause, describeRevision(status.UpdateRevision), current)
-		}
 		return abortStatus(policy, status, message, snap.Now)
 	}
-	return abortPlacements(snap, engine, cfg, abortTargets(policy), current)
+	return abortPlacements(snap, engine, cfg, abortTargets(policy), current, message)
 }
 
 // abortPlacements brings an aborted rollout's BindingPolicies to targets:
 // each missing is created, and once KubeStellar has resolved them all,
 // every other BindingPolicy of the policy is deleted, one by one; with a
 // revision to go back to, a stage's only once the stage is healthy on that
-// revision.
-func abortPlacements(snap *Snapshot, engine *expression.Engine, cfg planConfig, targets []*ksv1alpha1.BindingPolicy, current string) Action {
+// revision. Once every target is placed, a status that reported a
+// target's name taken says message, why the rollout is aborted, again.
+func abortPlacements(snap *Snapshot, engine *expression.Engine, cfg planConfig, targets []*ksv1alpha1.BindingPolicy, current, message string) Action {
 	policy := snap.Policy
 	if action, ok := voidApprovals(snap); ok {
 		return action
@@ -364,12 +368,9 @@ func abortPlacements(snap *Snapshot, engine *expression.Engine, cfg planConfig, 
 	for _, desired := range targets {
 		bp := findBindingPolicy(snap.BindingPolicies, desired.Name)
 		switch {
-		case bp == nil:
-			return Action{Type: ActionCreateBindingPolicy, BindingPolicy: desired,
-				Why: fmt.Sprintf("abort places stage %q back on revision %s", desired.Labels[v1alpha1.StageLabel], describeRevision(current))}
-		case !OwnedBy(bp, policy):
-			return Action{Type: ActionNone,
-				Why: fmt.Sprintf("abort cannot place stage %q back: BindingPolicy %s belongs to someone else", desired.Labels[v1alpha1.StageLabel], bp.Name)}
+		case bp == nil || !OwnedBy(bp, policy):
+			return createBindingPolicy(snap, desired,
+				fmt.Sprintf("abort places stage %q back on revision %s", desired.Labels[v1alpha1.StageLabel], describeRevision(current)))
 		case bp.DeletionTimestamp != nil:
 			return Action{Type: ActionNone,
 				Why: fmt.Sprintf("abort waits for BindingPolicy %s to go before placing it again", bp.Name)}
@@ -377,6 +378,9 @@ func abortPlacements(snap *Snapshot, engine *expression.Engine, cfg planConfig, 
 			return Action{Type: ActionUpdateBindingPolicy, BindingPolicy: inLineWith(bp, desired),
 				Why: fmt.Sprintf("BindingPolicy %s differs from the spec of stage %q", bp.Name, desired.Labels[v1alpha1.StageLabel])}
 		}
+	}
+	if c := meta.FindStatusCondition(policy.Status.Conditions, v1alpha1.ConditionReady); c != nil && c.Reason == v1alpha1.ReasonBindingPolicyConflict {
+		return abortStatus(policy, policy.Status.DeepCopy(), message, snap.Now)
 	}
 	for _, desired := range targets {
 		if !resolved(snap, findBindingPolicy(snap.BindingPolicies, desired.Name)) {
@@ -441,6 +445,10 @@ func planWithdraw(snap *Snapshot) Action {
 	if policy.Spec.Placement != v1alpha1.PlacementAccumulate && len(kept) > 1 {
 		kept = kept[len(kept)-1:]
 	}
+	message := fmt.Sprintf("%s (onFailure Abort): the stage's placement is withdrawn; stages %v stay placed", f.Message, kept)
+	if len(kept) == 0 {
+		message = fmt.Sprintf("%s (onFailure Abort): the stage's placement is withdrawn; no stage was done before it, so none stays placed", f.Message)
+	}
 	if policy.Status.Phase != v1alpha1.RolloutAborted || policy.Status.ActiveStage != "" {
 		status := policy.Status.DeepCopy()
 		for i := range status.Stages {
@@ -454,17 +462,13 @@ func planWithdraw(snap *Snapshot) Action {
 			r.ConditionMetTime, r.ProgressDeadlineTime, r.Clusters = nil, nil, nil
 		}
 		status.ActiveStage = ""
-		message := fmt.Sprintf("%s (onFailure Abort): the stage's placement is withdrawn; stages %v stay placed", f.Message, kept)
-		if len(kept) == 0 {
-			message = fmt.Sprintf("%s (onFailure Abort): the stage's placement is withdrawn; no stage was done before it, so none stays placed", f.Message)
-		}
 		return abortStatus(policy, status, message, snap.Now)
 	}
 	targets := make([]*ksv1alpha1.BindingPolicy, 0, len(kept))
 	for _, name := range kept {
 		targets = append(targets, RevisionBindingPolicy(policy, *policy.Spec.StageNamed(name), policy.Status.UpdateRevision))
 	}
-	return abortPlacements(snap, nil, planConfig{}, targets, "")
+	return abortPlacements(snap, nil, planConfig{}, targets, "", message)
 }
 
 // abortTargetHealth assesses a stage's condition on the CombinedStatuses

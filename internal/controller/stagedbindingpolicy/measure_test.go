@@ -23,9 +23,12 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/internal/analysis"
+	"github.com/kubestellar/workload-stager/internal/controller/metrics"
 	"github.com/kubestellar/workload-stager/internal/rollout"
 )
 
@@ -70,7 +73,7 @@ func TestMeasureSkipsRateLimitedQueries(t *testing.T) {
 	}}}
 	policy.Status.ActiveStage = "dev"
 	policy.Status.Stages = []v1alpha1.StageStatus{{Name: "dev", Phase: v1alpha1.StageActive, PlacedTime: &placed}}
-	r := &Reconciler{Space: "kubeconfig#wds1", Measurer: providers}
+	r := &Reconciler{Space: "kubeconfig#wds1", Measurer: providers, Recorder: events.NewFakeRecorder(10)}
 
 	got := r.measure(context.Background(), policy, &rollout.Snapshot{Now: placed})
 	if len(got) != 2 || got[0].Analysis != "answered" || got[1].Analysis != "refused" {
@@ -89,5 +92,77 @@ func TestMeasureSkipsRateLimitedQueries(t *testing.T) {
 	}
 	if len(providers.spaces) != 3 {
 		t.Errorf("%d queries, want 3", len(providers.spaces))
+	}
+}
+
+// refusedQueries returns stager_analysis_queries_total{space, result="refused"}.
+func refusedQueries(t *testing.T, space string) float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatalf("gathering the metrics: %v", err)
+	}
+	for _, f := range families {
+		if f.GetName() != "stager_analysis_queries_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels[metrics.LabelSpace] == space && labels["result"] == metrics.QueryRefused {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+// TestMeasureWarnsOfRefusedCredentials: a query refused because a Secret
+// its MetricProvider names is not labelled as a provider credential raises
+// a Warning Event on the policy that names the provider and not the Secret,
+// once: not again while the analysis's latest measurement says so already;
+// and every such query counts as refused in stager_analysis_queries_total.
+func TestMeasureWarnsOfRefusedCredentials(t *testing.T) {
+	refusal := &analysis.Error{Provider: "prom", Reason: analysis.ReasonCredentialsRefused,
+		Message: "a Secret it names is missing, not labelled as a credential, or unusable",
+		Err:     errors.New("bearer token: secret stager/prom-token is not labelled")}
+	placed := metav1.NewTime(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))
+	policy := &v1alpha1.StagedBindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
+	policy.Spec.Stages = []v1alpha1.Stage{{Name: "dev", Analysis: []v1alpha1.Analysis{
+		{Name: "error-rate", Provider: "prom", Query: "vector(1)", SuccessCondition: "true", Interval: &metav1.Duration{Duration: time.Minute}},
+	}}}
+	policy.Status.ActiveStage = "dev"
+	policy.Status.Stages = []v1alpha1.StageStatus{{Name: "dev", Phase: v1alpha1.StageActive, PlacedTime: &placed}}
+	space := "kubeconfig#credentials-refused"
+	recorder := events.NewFakeRecorder(10)
+	r := &Reconciler{Space: space, Measurer: &providerAnswers{errs: map[string]error{"prom": refusal}},
+		Recorder: recorder, Metrics: metrics.NewSpace(space)}
+
+	if got := r.measure(context.Background(), policy, &rollout.Snapshot{Policy: policy, Now: placed}); len(got) != 1 || got[0].Error != refusal.Error() {
+		t.Fatalf("measurements %+v, want the refusal", got)
+	}
+	if len(recorder.Events) != 1 {
+		t.Fatalf("%d Events, want one", len(recorder.Events))
+	}
+	if e := <-recorder.Events; !strings.HasPrefix(e, "Warning "+string(analysis.ReasonCredentialsRefused)) ||
+		!strings.Contains(e, `"prom"`) || strings.Contains(e, "prom-token") {
+		t.Errorf("Event %q, want a Warning CredentialsRefused naming MetricProvider prom and not its Secret", e)
+	}
+	if got := refusedQueries(t, space); got != 1 {
+		t.Errorf("refused queries %v, want 1", got)
+	}
+
+	// The status records it: the next measurement's refusal is not news.
+	policy.Status.Stages[0].Analyses = []v1alpha1.AnalysisStatus{{Name: "error-rate", Phase: v1alpha1.AnalysisRunning, Inconclusive: 1,
+		Measurements: []v1alpha1.Measurement{{Time: placed, Phase: v1alpha1.MeasurementInconclusive, Message: refusal.Error()}}}}
+	later := metav1.NewTime(placed.Add(time.Minute))
+	r.measure(context.Background(), policy, &rollout.Snapshot{Policy: policy, Now: later})
+	if len(recorder.Events) != 0 {
+		t.Errorf("again: Event %q, want none while the status says so", <-recorder.Events)
+	}
+	if got := refusedQueries(t, space); got != 2 {
+		t.Errorf("refused queries %v, want 2", got)
 	}
 }

@@ -200,43 +200,112 @@ func withNamesakes(ctx context.Context, reader client.Reader, policy *v1alpha1.S
 // seen at most this late.
 const foreignTTL = time.Minute
 
-// foreignBindingPolicies remembers the BindingPolicies a reconciler found
-// on the API server under a name it wanted, that its cache does not hold:
-// the cache holds only those labelled as generated (NarrowCache), so a
-// name taken by someone else's shows only as a refused create. Like
-// ownBindingPolicies, it is a view of the API server, believed for
-// foreignTTL at most, or until the cache holds an object of that name.
-// Safe for concurrent use.
+// maxForeignPerPolicy bounds how many names foreignBindingPolicies keeps
+// per policy. Plan stops at the first taken name it meets, so one is
+// enough to report a conflict; a few more spare the refused creates of a
+// policy whose several names are taken. Past it the oldest is forgotten,
+// and found again by a refused create.
+const maxForeignPerPolicy = 8
+
+// foreignBindingPolicies remembers, per policy, the names it needs that a
+// reconciler found taken on the API server by a BindingPolicy its cache
+// does not hold: the cache holds only those labelled as generated
+// (NarrowCache), so such a name shows only as a refused create. It keeps
+// of each object only what Plan needs to report the name taken (stub),
+// at most maxForeignPerPolicy per policy, each believed for foreignTTL at
+// most, or until the cache holds an object of that name. Safe for
+// concurrent use.
 type foreignBindingPolicies struct {
 	mu    sync.Mutex
-	found map[string]ownCreate // by name; at is when it was read
+	found map[string]map[string]ownCreate // by policy, then by name; at is when it was read
 }
 
-// record notes that bp, read from the API server at now, holds its name.
-func (f *foreignBindingPolicies) record(bp *ksv1alpha1.BindingPolicy, now time.Time) {
+// stub is what foreignBindingPolicies keeps of bp, a BindingPolicy without
+// the stager's labels: its name, UID, resourceVersion and timestamps, and
+// no owner reference, labels or spec. Such an object is not the stager's
+// whatever its owner references say (anyone who can read a policy can
+// write its UID there), so Plan reports its name taken
+// (BindingPolicyConflict) and never writes it; its size, up to what the
+// API server admits, stays out of the stager's memory.
+func stub(bp *ksv1alpha1.BindingPolicy) *ksv1alpha1.BindingPolicy {
+	return &ksv1alpha1.BindingPolicy{TypeMeta: bp.TypeMeta, ObjectMeta: metav1.ObjectMeta{
+		Name: bp.Name, UID: bp.UID, ResourceVersion: bp.ResourceVersion,
+		CreationTimestamp: bp.CreationTimestamp, DeletionTimestamp: bp.DeletionTimestamp,
+	}}
+}
+
+// record notes that bp, read from the API server at now, holds a name that
+// policy needs.
+func (f *foreignBindingPolicies) record(policy string, bp *ksv1alpha1.BindingPolicy, now time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	maps.DeleteFunc(f.found, func(_ string, c ownCreate) bool { return now.Sub(c.at) >= foreignTTL })
 	if f.found == nil {
-		f.found = map[string]ownCreate{}
+		f.found = map[string]map[string]ownCreate{}
 	}
-	f.found[bp.Name] = ownCreate{bp: bp.DeepCopy(), at: now}
+	found := f.found[policy]
+	if found == nil {
+		found = map[string]ownCreate{}
+		f.found[policy] = found
+	}
+	maps.DeleteFunc(found, func(_ string, c ownCreate) bool { return now.Sub(c.at) >= foreignTTL })
+	delete(found, bp.Name)
+	for len(found) >= maxForeignPerPolicy {
+		oldest := ""
+		for name, c := range found {
+			if oldest == "" || c.at.Before(found[oldest].at) {
+				oldest = name
+			}
+		}
+		delete(found, oldest)
+	}
+	found[bp.Name] = ownCreate{bp: stub(bp), at: now}
 }
 
-// view returns the BindingPolicy named name as the reconciler knows it,
-// given cached, the cache's (nil when it has none): cached when there is
-// one, else the one found on the API server under that name, if it was
-// found less than foreignTTL ago.
-func (f *foreignBindingPolicies) view(name string, cached *ksv1alpha1.BindingPolicy, now time.Time) *ksv1alpha1.BindingPolicy {
+// view returns the BindingPolicy named name, which policy needs, as the
+// reconciler knows it, given cached, the cache's (nil when it has none):
+// cached when there is one, else the one found on the API server under
+// that name, if it was found less than foreignTTL ago.
+func (f *foreignBindingPolicies) view(policy, name string, cached *ksv1alpha1.BindingPolicy, now time.Time) *ksv1alpha1.BindingPolicy {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	c, ok := f.found[name]
+	found := f.found[policy]
+	c, ok := found[name]
 	if cached != nil || (ok && now.Sub(c.at) >= foreignTTL) {
-		delete(f.found, name)
+		delete(found, name)
 		return cached
 	}
 	if !ok {
 		return nil
 	}
 	return c.bp.DeepCopy()
+}
+
+// withFound returns listed, the BindingPolicies the cache lists for
+// policy, with those found on the API server under names policy needs
+// that listed lacks, found less than foreignTTL ago: so that Plan sees
+// every name it would create taken, whichever rule creates it.
+func (f *foreignBindingPolicies) withFound(policy string, listed []ksv1alpha1.BindingPolicy, now time.Time) []ksv1alpha1.BindingPolicy {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	found := f.found[policy]
+	for i := range listed {
+		delete(found, listed[i].Name)
+	}
+	var extra []ksv1alpha1.BindingPolicy
+	for name, c := range found {
+		if now.Sub(c.at) >= foreignTTL {
+			delete(found, name)
+			continue
+		}
+		extra = append(extra, *c.bp.DeepCopy())
+	}
+	slices.SortFunc(extra, func(a, b ksv1alpha1.BindingPolicy) int { return strings.Compare(a.Name, b.Name) })
+	return append(listed, extra...)
+}
+
+// forget drops what was found for policy, which no longer exists.
+func (f *foreignBindingPolicies) forget(policy string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.found, policy)
 }

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -150,6 +151,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		if snap == nil {
 			r.own.forget(req.NamespacedName)
+			r.foreignBPs.forget(req.Name)
 			r.Unconfirmed.drop(r.Space, req.NamespacedName)
 			if r.Metrics != nil {
 				r.Metrics.PolicyDeleted(req.Name)
@@ -200,7 +202,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err != nil {
 			if action.Type == rollout.ActionCreateBindingPolicy && apierrors.IsAlreadyExists(err) && !refused[action.BindingPolicy.Name] {
 				refused[action.BindingPolicy.Name] = true
-				foreign, readErr := r.readForeign(ctx, action.BindingPolicy.Name)
+				foreign, readErr := r.readForeign(ctx, req.Name, action.BindingPolicy.Name)
 				if readErr != nil {
 					return reconcile.Result{}, readErr
 				}
@@ -234,11 +236,11 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 // readForeign reads the BindingPolicy named name from the API server, past
-// the cache, after a create of that name was refused: one the cache will
-// never hold (not labelled as generated) is remembered (foreignBPs), so
-// that the next snapshot has it, and readForeign reports true. One the cache
-// will hold is left to it: the cache lags behind.
-func (r *Reconciler) readForeign(ctx context.Context, name string) (bool, error) {
+// the cache, after policy's create of that name was refused: one the cache
+// will never hold (not labelled as generated) is remembered (foreignBPs),
+// so that the next snapshot has it, and readForeign reports true. One the
+// cache will hold is left to it: the cache lags behind.
+func (r *Reconciler) readForeign(ctx context.Context, policy, name string) (bool, error) {
 	reader := r.APIReader
 	if reader == nil {
 		reader = r.Client
@@ -250,7 +252,7 @@ func (r *Reconciler) readForeign(ctx context.Context, name string) (bool, error)
 	if _, generated := bp.Labels[v1alpha1.PolicyLabel]; generated {
 		return false, nil
 	}
-	r.foreignBPs.record(bp, r.clock().Now())
+	r.foreignBPs.record(policy, bp, r.clock().Now())
 	return true, nil
 }
 
@@ -332,10 +334,10 @@ func CompletedStages(before, after *v1alpha1.StagedBindingPolicyStatus) []v1alph
 
 // snapshot reads the policy and the objects around its active stage from the
 // space's cache, the policy as the reconciler last wrote it if the cache has
-// not caught up with that write yet, and the BindingPolicies of the active
-// and next stages' names as the reconciler last found them on the API
-// server when the cache does not hold them (foreignBPs). It returns nil when
-// the policy does not exist.
+// not caught up with that write yet, and the BindingPolicies under names
+// the policy needs as the reconciler last found them on the API server when
+// the cache does not hold them (foreignBPs): among the policy's, and as the
+// active and next stages'. It returns nil when the policy does not exist.
 func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*rollout.Snapshot, error) {
 	policy := &v1alpha1.StagedBindingPolicy{}
 	if err := r.Client.Get(ctx, key, policy); err != nil {
@@ -381,6 +383,8 @@ func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*r
 		}
 	}
 
+	snap.BindingPolicies = r.foreignBPs.withFound(policy.Name, snap.BindingPolicies, seen)
+
 	active, started, _ := rollout.ActiveStage(policy)
 	if !started || policy.DeletionTimestamp != nil {
 		return snap, nil
@@ -391,13 +395,13 @@ func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*r
 	if snap.ActiveBindingPolicy, err = getNamed(ctx, r.Client, "BindingPolicy", bpName, &ksv1alpha1.BindingPolicy{}); err != nil {
 		return nil, err
 	}
-	snap.ActiveBindingPolicy = r.ownBPs.view(bpName, r.foreignBPs.view(bpName, snap.ActiveBindingPolicy, seen), policy, seen)
+	snap.ActiveBindingPolicy = r.ownBPs.view(bpName, r.foreignBPs.view(policy.Name, bpName, snap.ActiveBindingPolicy, seen), policy, seen)
 	if active+1 < len(policy.Spec.Stages) {
 		nextName := policy.StageBindingPolicyName(policy.Spec.Stages[active+1].Name)
 		if snap.NextBindingPolicy, err = getNamed(ctx, r.Client, "BindingPolicy", nextName, &ksv1alpha1.BindingPolicy{}); err != nil {
 			return nil, err
 		}
-		snap.NextBindingPolicy = r.ownBPs.view(nextName, r.foreignBPs.view(nextName, snap.NextBindingPolicy, seen), policy, seen)
+		snap.NextBindingPolicy = r.ownBPs.view(nextName, r.foreignBPs.view(policy.Name, nextName, snap.NextBindingPolicy, seen), policy, seen)
 	}
 	if snap.Binding, err = getNamed(ctx, r.Client, "Binding", bpName, &ksv1alpha1.Binding{}); err != nil {
 		return nil, err
@@ -421,7 +425,7 @@ func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*r
 		snap.ClusterStatuses = append(snap.ClusterStatuses, statuses.Items...)
 	}
 	foreign := func(name string, cached *ksv1alpha1.BindingPolicy) *ksv1alpha1.BindingPolicy {
-		return r.foreignBPs.view(name, cached, seen)
+		return r.foreignBPs.view(policy.Name, name, cached, seen)
 	}
 	if snap.BindingPolicies, err = withNamesakes(ctx, r.Client, policy, snap.Binding, snap.BindingPolicies, foreign); err != nil {
 		return nil, err
@@ -447,6 +451,7 @@ func (r *Reconciler) measure(ctx context.Context, policy *v1alpha1.StagedBinding
 	out := make([]rollout.Measurement, len(due))
 	details := make([]string, len(due))
 	limited := make([]bool, len(due))
+	reasons := make([]analysis.Reason, len(due))
 	var wg sync.WaitGroup
 	for i, a := range due {
 		out[i] = rollout.Measurement{Stage: stage, Analysis: a.Name, Time: snap.Now}
@@ -460,8 +465,8 @@ func (r *Reconciler) measure(ctx context.Context, policy *v1alpha1.StagedBinding
 			values, err := r.Measurer.Query(ctx, r.Space, a.Provider, analysis.Render(a.Query, qc))
 			result := metrics.QueryAnswered
 			if err != nil {
-				out[i].Error, details[i] = err.Error(), analysis.Detail(err)
-				switch reason := analysis.ReasonOf(err); {
+				out[i].Error, details[i], reasons[i] = err.Error(), analysis.Detail(err), analysis.ReasonOf(err)
+				switch reason := reasons[i]; {
 				case reason == analysis.ReasonRateLimited:
 					result, limited[i] = metrics.QueryRateLimited, true
 				case reason.Refused():
@@ -486,12 +491,28 @@ func (r *Reconciler) measure(ctx context.Context, policy *v1alpha1.StagedBinding
 			continue
 		case m.Error != "":
 			logger.Info("Analysis query got no answer", "stage", m.Stage, "analysis", m.Analysis, "error", details[i])
+			if reasons[i] == analysis.ReasonCredentialsRefused && !alreadyMeasured(policy, m) {
+				r.Recorder.Eventf(policy, nil, corev1.EventTypeWarning, string(analysis.ReasonCredentialsRefused), "Measure",
+					"stage %q, analysis %q: %s", m.Stage, m.Analysis, m.Error)
+			}
 		default:
 			logger.V(1).Info("Analysis measured", "stage", m.Stage, "analysis", m.Analysis, "values", len(m.Values))
 		}
 		measured = append(measured, m)
 	}
 	return measured
+}
+
+// alreadyMeasured reports whether the latest measurement that policy's
+// status records for m's analysis says what m does: its refusal was told
+// then, and is not told again.
+func alreadyMeasured(policy *v1alpha1.StagedBindingPolicy, m rollout.Measurement) bool {
+	record := policy.Status.StageNamed(m.Stage)
+	if record == nil {
+		return false
+	}
+	a := record.AnalysisNamed(m.Analysis)
+	return a != nil && len(a.Measurements) > 0 && a.Measurements[len(a.Measurements)-1].Message == m.Error
 }
 
 // getNamed reads the cluster-scoped object of kind with the given name into
