@@ -1,0 +1,257 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package doccheck
+
+import (
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode"
+)
+
+// root is the repository, from this package's directory.
+const root = "../.."
+
+// pages returns the Markdown files whose links and test names are checked,
+// relative to root and slash-separated.
+func pages(t *testing.T) []string {
+	t.Helper()
+	out := []string{"README.md"}
+	for _, dir := range []string{"docs", "config"} {
+		err := filepath.WalkDir(filepath.Join(root, dir), func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if !d.IsDir() && strings.HasSuffix(p, ".md") {
+				rel, err := filepath.Rel(root, p)
+				if err != nil {
+					return err
+				}
+				out = append(out, filepath.ToSlash(rel))
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+func read(t *testing.T, page string) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(page)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw)
+}
+
+var (
+	fence      = regexp.MustCompile("(?m)^ {0,3}(```|~~~)")
+	codeSpan   = regexp.MustCompile("`+[^`]*`+")
+	inlineLink = regexp.MustCompile(`!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)`)
+	refLink    = regexp.MustCompile(`(?m)^ {0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)`)
+	htmlLink   = regexp.MustCompile(`(?i)<(?:a|img)\s[^>]*(?:href|src)="([^"]+)"`)
+	heading    = regexp.MustCompile(`^ {0,3}#{1,6}\s+(.*?)\s*#*\s*$`)
+	testName   = regexp.MustCompile(`\b(?:Test|Fuzz|Benchmark|Example)[A-Z][A-Za-z0-9_]*`)
+	testFunc   = regexp.MustCompile(`(?m)^func ((?:Test|Fuzz|Benchmark|Example)[A-Z][A-Za-z0-9_]*)\(`)
+)
+
+// prose returns the page's lines outside fenced code blocks, with code spans
+// blanked, so that a link shown as code is not taken for one.
+func prose(page string) []string {
+	var out []string
+	inFence := false
+	for _, line := range strings.Split(page, "\n") {
+		if fence.MatchString(line) {
+			inFence = !inFence
+			continue
+		}
+		if inFence {
+			continue
+		}
+		out = append(out, codeSpan.ReplaceAllString(line, "``"))
+	}
+	return out
+}
+
+// Anchors returns the anchors GitHub gives the page's headings: lower case,
+// punctuation but '-' and '_' dropped, spaces made '-', and a repeated one
+// numbered from 1.
+func anchors(page string) map[string]bool {
+	out := map[string]bool{}
+	seen := map[string]int{}
+	inFence := false
+	for _, line := range strings.Split(page, "\n") {
+		if fence.MatchString(line) {
+			inFence = !inFence
+			continue
+		}
+		m := heading.FindStringSubmatch(line)
+		if inFence || m == nil {
+			continue
+		}
+		out[slug(m[1], seen)] = true
+	}
+	return out
+}
+
+var linkText = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`)
+
+func slug(title string, seen map[string]int) string {
+	title = linkText.ReplaceAllString(title, "$1")
+	var b strings.Builder
+	for _, r := range strings.ToLower(title) {
+		switch {
+		case unicode.IsLetter(r), unicode.IsDigit(r), r == '-', r == '_':
+			b.WriteRune(r)
+		case r == ' ':
+			b.WriteRune('-')
+		}
+	}
+	s := b.String()
+	n := seen[s]
+	seen[s] = n + 1
+	if n > 0 {
+		s += "-" + strconv.Itoa(n)
+	}
+	return s
+}
+
+// links returns the page's link targets.
+func links(page string) []string {
+	var out []string
+	for _, line := range prose(page) {
+		for _, re := range []*regexp.Regexp{inlineLink, refLink, htmlLink} {
+			for _, m := range re.FindAllStringSubmatch(line, -1) {
+				out = append(out, m[1])
+			}
+		}
+	}
+	return out
+}
+
+// TestRelativeLinksResolve fails on a relative link of README.md, docs/ or
+// config/ to a file that does not exist, or to a heading its page does not
+// have.
+func TestRelativeLinksResolve(t *testing.T) {
+	headings := map[string]map[string]bool{}
+	headingsOf := func(page string) map[string]bool {
+		if _, ok := headings[page]; !ok {
+			headings[page] = anchors(read(t, page))
+		}
+		return headings[page]
+	}
+	checked := 0
+	for _, page := range pages(t) {
+		for _, target := range links(read(t, page)) {
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			checked++
+			file, anchor, _ := strings.Cut(target, "#")
+			resolved := page
+			if file != "" {
+				resolved = path.Clean(path.Join(path.Dir(page), file))
+				if strings.HasPrefix(resolved, "../") {
+					t.Errorf("%s: %s leaves the repository", page, target)
+					continue
+				}
+				if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(resolved))); err != nil {
+					t.Errorf("%s: %s: no such file %s", page, target, resolved)
+					continue
+				}
+			}
+			if anchor != "" && strings.HasSuffix(resolved, ".md") && !headingsOf(resolved)[anchor] {
+				t.Errorf("%s: %s: %s has no heading #%s", page, target, resolved, anchor)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no relative link found: the link pattern is broken")
+	}
+}
+
+// TestNamedTestsExist fails when a page of README.md, docs/ or config/
+// names a test, fuzz test, benchmark or example that no _test.go file of the
+// repository declares: a claim that a named test proves something must name
+// a test that runs. A name that begins a declared one passes, as a -run or
+// -bench pattern does (-bench BenchmarkCompile runs BenchmarkCompileCached).
+func TestNamedTestsExist(t *testing.T) {
+	declared := map[string]bool{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "bin") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, m := range testFunc.FindAllStringSubmatch(string(raw), -1) {
+			declared[m[1]] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !declared["TestNamedTestsExist"] {
+		t.Fatal("this test is not among the declared tests: the declaration pattern is broken")
+	}
+	named := 0
+	for _, page := range pages(t) {
+		missing := map[string]bool{}
+		for _, name := range testName.FindAllString(read(t, page), -1) {
+			named++
+			if !declared[name] && !begins(declared, name) {
+				missing[name] = true
+			}
+		}
+		var names []string
+		for name := range missing {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			t.Errorf("%s names %s, which no test file declares", page, name)
+		}
+	}
+	if named == 0 {
+		t.Fatal("no test named in any page: the name pattern is broken")
+	}
+}
+
+// begins says whether a declared name begins with prefix.
+func begins(declared map[string]bool, prefix string) bool {
+	for name := range declared {
+		if strings.HasPrefix(name, prefix) {
+			return true
+		}
+	}
+	return false
+}
