@@ -31,7 +31,7 @@ import (
 )
 
 // flagReference is the page whose table lists every flag of the stager.
-var flagReference = filepath.Join("..", "..", "README.md")
+var flagReference = filepath.Join("..", "..", "docs", "operations.md")
 
 // documentedFlag is a flag in the first column of a table row.
 var documentedFlag = regexp.MustCompile("`--([a-z0-9-]+)`")

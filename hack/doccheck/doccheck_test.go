@@ -20,11 +20,15 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"unicode"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
 )
 
 // root is the repository, from this package's directory.
@@ -254,4 +258,64 @@ func begins(declared map[string]bool, prefix string) bool {
 		}
 	}
 	return false
+}
+
+// kubectlGet is a console line that lists one of the stager's kinds.
+var kubectlGet = regexp.MustCompile(`^\$ kubectl get (sbpa|sbp)\b(.*)$`)
+
+// TestPrinterColumnsMatchTheCRDs fails when a page shows `kubectl get sbp`
+// or `kubectl get sbpa` with other columns than the generated CRD prints:
+// NAME, then the additionalPrinterColumns of priority 0, and with -o wide
+// all of them, in the CRD's order.
+func TestPrinterColumnsMatchTheCRDs(t *testing.T) {
+	crds := map[string]string{
+		"sbp":  "config/crd/bases/community.kubestellar.io_stagedbindingpolicies.yaml",
+		"sbpa": "config/crd/bases/community.kubestellar.io_stageapprovals.yaml",
+	}
+	columns := map[string][]apiextensionsv1.CustomResourceColumnDefinition{}
+	for short, file := range crds {
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := yaml.Unmarshal([]byte(read(t, file)), &crd); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		if !slices.Contains(crd.Spec.Names.ShortNames, short) || len(crd.Spec.Versions) != 1 {
+			t.Fatalf("%s: short names %v, %d versions; want %s and one", file, crd.Spec.Names.ShortNames, len(crd.Spec.Versions), short)
+		}
+		columns[short] = crd.Spec.Versions[0].AdditionalPrinterColumns
+	}
+	shown := 0
+	for _, page := range pages(t) {
+		lines := strings.Split(read(t, page), "\n")
+		for i, line := range lines {
+			m := kubectlGet.FindStringSubmatch(line)
+			if m == nil || i+1 == len(lines) || strings.Contains(m[2], "-o ") && !strings.Contains(m[2], "-o wide") {
+				continue
+			}
+			want := []string{"NAME"}
+			for _, c := range columns[m[1]] {
+				if c.Priority == 0 || strings.Contains(m[2], "-o wide") {
+					want = append(want, strings.ToUpper(c.Name))
+				}
+			}
+			shown++
+			if got := headerColumns(lines[i+1]); !slices.Equal(got, want) {
+				t.Errorf("%s:%d: %s shows the columns\n\t%q\nthe CRD prints\n\t%q", page, i+2, strings.TrimPrefix(line, "$ "), got, want)
+			}
+		}
+	}
+	if shown == 0 {
+		t.Fatal("no page shows kubectl get sbp: the pattern is broken")
+	}
+}
+
+// headerColumns splits a table's header as kubectl prints it: columns apart
+// by at least two spaces.
+func headerColumns(header string) []string {
+	var out []string
+	for _, f := range regexp.MustCompile(`\s{2,}`).Split(strings.TrimSpace(header), -1) {
+		if f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }

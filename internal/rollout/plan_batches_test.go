@@ -394,7 +394,7 @@ func TestBatchesFollowTheCensus(t *testing.T) {
 		// KubeStellar takes the workload away: the BindingPolicy selects
 		// it no more. Deleting the BindingPolicy as well races
 		// KubeStellar v0.30.0's transport, which then leaves the
-		// cluster's ManifestWork behind (docs/architecture.md, "Batches").
+		// cluster's ManifestWork behind (docs/proposals/batches.md).
 		f := batched(prod, "store-b", "store-c").on("store-a", minutesAgo(2), "1").on("store-b", minutesAgo(2), "1")
 		action := Plan(f.Snapshot, engine)
 		if action.Type == ActionDeleteBindingPolicy {
