@@ -319,3 +319,43 @@ func headerColumns(header string) []string {
 	}
 	return out
 }
+
+// stagerGet is a console line of `kubectl stager get`.
+var stagerGet = regexp.MustCompile(`^\$ kubectl stager get\b(.*)$`)
+
+// TestPluginColumnsMatchItsGoldenFiles fails when a page shows `kubectl
+// stager get` with other columns than the plugin prints: test/plugin checks
+// its output against get.golden and get-wide.golden, and --all-spaces adds
+// SPACE in front.
+func TestPluginColumnsMatchItsGoldenFiles(t *testing.T) {
+	golden := func(name string) []string {
+		first, _, _ := strings.Cut(read(t, "test/plugin/testdata/"+name), "\n")
+		return headerColumns(first)
+	}
+	plain, wide := golden("get.golden"), golden("get-wide.golden")
+	shown := 0
+	for _, page := range pages(t) {
+		lines := strings.Split(read(t, page), "\n")
+		for i, line := range lines {
+			m := stagerGet.FindStringSubmatch(line)
+			if m == nil || i+1 == len(lines) || strings.Contains(m[1], "--watch") {
+				continue
+			}
+			args, _, _ := strings.Cut(m[1], "#")
+			want := plain
+			if strings.Contains(args, "-o wide") {
+				want = wide
+			}
+			if strings.Contains(args, "--all-spaces") || strings.Contains(args, "-A") {
+				want = append([]string{"SPACE"}, want...)
+			}
+			shown++
+			if got := headerColumns(lines[i+1]); !slices.Equal(got, want) {
+				t.Errorf("%s:%d: %s shows the columns\n\t%q\nthe plugin prints\n\t%q", page, i+2, strings.TrimPrefix(line, "$ "), got, want)
+			}
+		}
+	}
+	if shown == 0 {
+		t.Fatal("no page shows kubectl stager get: the pattern is broken")
+	}
+}
