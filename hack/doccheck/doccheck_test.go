@@ -359,3 +359,52 @@ func TestPluginColumnsMatchItsGoldenFiles(t *testing.T) {
 		t.Fatal("no page shows kubectl stager get: the pattern is broken")
 	}
 }
+
+// TestTestLayersMatchTheMakefile fails when docs/testing.md's table of
+// test layers names other packages for a make target than the Makefile's
+// variable of that layer runs.
+func TestTestLayersMatchTheMakefile(t *testing.T) {
+	makefile := read(t, "Makefile")
+	layers := map[string]string{
+		"make test-unit":        "UNIT_PKGS",
+		"make test-integration": "INTEGRATION_PKGS",
+		"make test-e2e":         "E2E_PKGS",
+		"make test-kcp":         "KCP_PKGS",
+	}
+	found := 0
+	for _, line := range strings.Split(read(t, "docs/testing.md"), "\n") {
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		if len(cells) < 3 {
+			continue
+		}
+		variable, ok := layers[strings.Trim(strings.TrimSpace(cells[0]), "`")]
+		if !ok {
+			continue
+		}
+		found++
+		m := regexp.MustCompile(`(?m)^` + variable + ` \?= (.*)$`).FindStringSubmatch(makefile)
+		if m == nil {
+			t.Errorf("the Makefile sets no %s", variable)
+			continue
+		}
+		want, got := packageSet(m[1]), packageSet(strings.Trim(strings.TrimSpace(cells[2]), "`"))
+		if !slices.Equal(got, want) {
+			t.Errorf("docs/testing.md: %s runs %q; the Makefile's %s is %q", cells[0], got, variable, want)
+		}
+	}
+	if found != len(layers) {
+		t.Errorf("docs/testing.md's table has %d of the %d layers", found, len(layers))
+	}
+}
+
+// packageSet normalizes a list of packages: no "./", no "/..." or "/",
+// sorted.
+func packageSet(list string) []string {
+	var out []string
+	for _, p := range strings.Fields(list) {
+		p = strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(p, "./"), "..."), "/")
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
