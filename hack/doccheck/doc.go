@@ -13,9 +13,11 @@
 // limitations under the License.
 
 // Package doccheck holds the checks of the documentation that no other
-// package owns: that every relative link of README.md, docs/ and config/
-// resolves (the file, and the heading an anchor names), and that every test
-// the pages name exists. docs/metrics.md is checked against the exported
-// metrics in cmd/stager/app, and the flag reference against the stager's
-// flag set in cmd/stager.
+// package owns, for README.md, docs/ and config/: every relative link
+// resolves (the file, and the heading an anchor names); every test a page
+// names exists; the `kubectl get` and `kubectl stager get` columns a page
+// shows are those the CRDs and the plugin print; the expressions a page
+// shows compile; and docs/testing.md's layers are the Makefile's.
+// docs/metrics.md is checked against the exported metrics in cmd/stager/app,
+// and the flag reference against the stager's flag set in cmd/stager.
 package doccheck

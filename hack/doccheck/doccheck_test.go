@@ -29,6 +29,8 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubestellar/workload-stager/internal/expression"
 )
 
 // root is the repository, from this package's directory.
@@ -407,4 +409,93 @@ func packageSet(list string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+var (
+	expressionKey = regexp.MustCompile(`^(\s*(?:- )?)(condition|filter|failureCondition|successCondition):\s*(.*)$`)
+	evalFlag      = regexp.MustCompile(`--(condition|filter) "([^"]+)"`)
+	yamlComment   = regexp.MustCompile(`\s{2,}#.*$`)
+	// An analysis's failureCondition reads the variable result.
+	analysisVariable = regexp.MustCompile(`\bresult\b`)
+)
+
+// shownExpression is a CEL expression a page shows, where it shows it.
+type shownExpression struct {
+	where string
+	kind  expression.Kind
+	src   string
+}
+
+// expressions returns the filters, conditions and analysis conditions the
+// page's code blocks show, with their kinds: YAML keys (one line, or a
+// literal block) and kubectl stager eval's flags. "..." stands for an
+// expression left out.
+func expressions(page, text string) []shownExpression {
+	var out []shownExpression
+	lines := strings.Split(text, "\n")
+	inFence := false
+	for i := 0; i < len(lines); i++ {
+		line := lines[i]
+		if fence.MatchString(line) {
+			inFence = !inFence
+			continue
+		}
+		if !inFence {
+			continue
+		}
+		where := page + ":" + strconv.Itoa(i+1)
+		for _, m := range evalFlag.FindAllStringSubmatch(line, -1) {
+			out = append(out, shownExpression{where, expression.Kind(m[1]), m[2]})
+		}
+		m := expressionKey.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		src := strings.TrimSpace(yamlComment.ReplaceAllString(m[3], ""))
+		if src == "|" {
+			var block []string
+			for i+1 < len(lines) && len(lines[i+1])-len(strings.TrimLeft(lines[i+1], " ")) > len(m[1]) {
+				i++
+				block = append(block, strings.TrimSpace(lines[i]))
+			}
+			src = strings.Join(block, "\n")
+		}
+		if src == "" || src == "..." {
+			continue
+		}
+		kind := expression.KindCondition
+		switch {
+		case m[2] == "filter":
+			kind = expression.KindFilter
+		case m[2] == "successCondition", analysisVariable.MatchString(src):
+			kind = expression.KindAnalysis
+		}
+		out = append(out, shownExpression{where, kind, src})
+	}
+	return out
+}
+
+// TestShownExpressionsCompile fails when a filter, condition or analysis
+// condition a page shows does not compile with the stager's engine and its
+// default limits: an example a reader copies must work.
+func TestShownExpressionsCompile(t *testing.T) {
+	engine, err := expression.NewEngine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[expression.Kind]int{}
+	for _, page := range pages(t) {
+		for _, x := range expressions(page, read(t, page)) {
+			kinds[x.kind]++
+			if _, err := engine.Compile(x.kind, x.src); err != nil {
+				t.Errorf("%s: %s %q: %v", x.where, x.kind, x.src, err)
+			}
+		}
+	}
+	for _, kind := range []expression.Kind{expression.KindFilter, expression.KindCondition, expression.KindAnalysis} {
+		if kinds[kind] == 0 {
+			t.Errorf("no %s found in the pages: the patterns are broken", kind)
+		}
+	}
+	t.Logf("compiled %v", kinds)
 }
