@@ -77,7 +77,7 @@ func TestNameRulesOfTheAPIServer(t *testing.T) {
 	})
 	ctx, c := t.Context(), space.Client
 
-	t.Run("the names of issue 54 do not both pass", func(t *testing.T) {
+	t.Run("two names that would read alike are not both admitted", func(t *testing.T) {
 		if err := c.Create(ctx, newPolicy("web", "prod", "stage")); err != nil {
 			t.Fatalf("policy web, stage prod, revision stage: %v", err)
 		}

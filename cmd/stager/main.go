@@ -31,13 +31,7 @@ import (
 func main() {
 	opts := app.NewOptions()
 	zapOpts := zap.Options{}
-	fs := pflag.NewFlagSet("stager", pflag.ExitOnError)
-	opts.AddFlags(fs)
-	printVersion := fs.Bool("version", false, "Print the stager's version and commit, and exit.")
-	goFlags := flag.NewFlagSet("stager", flag.ExitOnError)
-	zapOpts.BindFlags(goFlags)
-	fs.AddGoFlagSet(goFlags)
-	fs.AddGoFlagSet(flag.CommandLine) // --kubeconfig of the hosting cluster
+	fs, printVersion := flags(opts, &zapOpts, flag.CommandLine)
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
@@ -69,4 +63,18 @@ func main() {
 		logger.Error(err, "The stager stopped with an error")
 		os.Exit(1)
 	}
+}
+
+// flags returns every flag of the stager, the options' and the logger's, with
+// those of goFlags (controller-runtime registers --kubeconfig there), and
+// where --version is kept. docs/operations.md lists them (TestDocumentedFlags).
+func flags(opts *app.Options, zapOpts *zap.Options, goFlags *flag.FlagSet) (*pflag.FlagSet, *bool) {
+	fs := pflag.NewFlagSet("stager", pflag.ExitOnError)
+	opts.AddFlags(fs)
+	printVersion := fs.Bool("version", false, "Print the stager's version and commit, and exit.")
+	zapFlags := flag.NewFlagSet("stager", flag.ExitOnError)
+	zapOpts.BindFlags(zapFlags)
+	fs.AddGoFlagSet(zapFlags)
+	fs.AddGoFlagSet(goFlags)
+	return fs, printVersion
 }

@@ -355,7 +355,7 @@ func follow(ctx context.Context, out io.Writer, st *stack.Stack, stager *stack.P
 }
 
 // rollOutV2 creates revision v2 of nginx beside v1 and points the policy at
-// it, as the README's "Rolling out a change" does with kubectl.
+// it, as docs/user-guide.md's "Rolling out a change" does with kubectl.
 func rollOutV2(ctx context.Context, c client.Client) error {
 	if err := c.Create(ctx, RevisionedDeployment("v2", revisionTags["v2"])); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err

@@ -154,14 +154,14 @@ func lopsided(results, rows, columnNames, nameBytes int) map[string]any {
 	}
 }
 
-// TestCostBoundHoldsOnTheReviewsCounterexamples takes the conditions with
+// TestCostBoundHoldsOnNestedLoopsOverLopsidedInputs takes the conditions with
 // which two reviews broke an earlier, path-based bound: on the inputs the
 // reviews used, the default engine tracks their cost (they are not eligible,
 // or their bound is above the cost limit); on inputs a thousand times
 // smaller, the eligible ones are evaluated without tracking, and their
 // tracked cost is within the bound. Sizes are also taken at and around
 // powers of two.
-func TestCostBoundHoldsOnTheReviewsCounterexamples(t *testing.T) {
+func TestCostBoundHoldsOnNestedLoopsOverLopsidedInputs(t *testing.T) {
 	measuring, limited := trackingEngine(t), newEngine(t)
 	type example struct {
 		src       string

@@ -113,14 +113,14 @@ func maxRSS(t *testing.T) uint64 {
 	return rss
 }
 
-// TestIsolationContainsTheReproductions evaluates the review's
+// TestIsolationContainsCostlyEvaluations evaluates the review's
 // reproductions in workers. Built with the tag celholes, which removes
 // their specific fixes, only isolation stands between them and this
 // process (make test runs it so): each must fail with a reason that blames
 // its cost, within the timeout and the kill's grace, while this process's
 // memory stays where it was and a benign evaluation on the other worker
 // goes on meanwhile.
-func TestIsolationContainsTheReproductions(t *testing.T) {
+func TestIsolationContainsCostlyEvaluations(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs worker processes into their limits")
 	}

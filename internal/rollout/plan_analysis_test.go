@@ -456,11 +456,8 @@ func TestFailuresOfBatchedStages(t *testing.T) {
 // 0 available.
 const failsOnZero = `obj.results.exists(r, r.rows.exists(row, row.columns.exists(c, c.type == 'Number' && c.float == '0')))`
 
-// The cases below are the findings of a review of the rules above, each
-// failing before its fix.
-func TestAnalysesReviewFindings(t *testing.T) {
-	engine := newEngine(t)
-
+// TestAnalysisValuesAreBoundedAsTheCRD keeps a measurement's values within the CRD's bound.
+func TestAnalysisValuesAreBoundedAsTheCRD(t *testing.T) {
 	t.Run("a value is bounded as the CRD bounds it", func(t *testing.T) {
 		for _, n := range []int{100, 200, 1000} {
 			for _, v := range []float64{1, 0.5, 0.123456789012345, 12345.678} {
@@ -471,6 +468,12 @@ func TestAnalysesReviewFindings(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestAnalysisFailureStaysHeldUntilReleased checks that neither a dropped restartedAt
+// annotation nor a suspension releases a failed stage.
+func TestAnalysisFailureStaysHeldUntilReleased(t *testing.T) {
+	engine := newEngine(t)
 
 	t.Run("a restartedAt annotation dropped after a restart does not release the failure", func(t *testing.T) {
 		for _, onFailure := range []v1alpha1.FailureAction{v1alpha1.FailureHold, v1alpha1.FailureAbort} {
@@ -504,6 +507,12 @@ func TestAnalysesReviewFindings(t *testing.T) {
 			t.Errorf("suspend and resume released the hold: %s", action.Why)
 		}
 	})
+}
+
+// TestAnalysisAbortWithdrawsToStagesThatWereDone checks what an Abort places back, and
+// that it is recorded after a spec.abort that held the rollout.
+func TestAnalysisAbortWithdrawsToStagesThatWereDone(t *testing.T) {
+	engine := newEngine(t)
 
 	t.Run("the withdraw places only stages that were done, even once the failed stage is gone", func(t *testing.T) {
 		f := healthyTest(analysed(v1alpha1.FailureAbort, errorRate(1))).with(measured(now, 0.5))
@@ -534,6 +543,13 @@ func TestAnalysesReviewFindings(t *testing.T) {
 			t.Errorf("action %s (%s), want the withdraw recorded first", action.Type, action.Why)
 		}
 	})
+}
+
+// TestAnalysisMeasurementsCountOnceFromPlacement checks when a measurement is due and
+// that it counts once, from the stage's placement, within a budget of the
+// analyses' own.
+func TestAnalysisMeasurementsCountOnceFromPlacement(t *testing.T) {
+	engine := newEngine(t)
 
 	t.Run("no measurement is due, nor counts, before the stage is placed", func(t *testing.T) {
 		p := atStage(newPolicy(analysed(v1alpha1.FailureAbort, errorRate(1))...), "test")
@@ -587,6 +603,12 @@ func TestAnalysesReviewFindings(t *testing.T) {
 			t.Errorf("record %+v, want the measurement Successful: the condition spent its own budget only", r)
 		}
 	})
+}
+
+// TestAnalysisHoldDoesNotCountAgainstTheDeadline checks that a held failure's time is
+// not charged to the stage's progressDeadline.
+func TestAnalysisHoldDoesNotCountAgainstTheDeadline(t *testing.T) {
+	engine := newEngine(t)
 
 	t.Run("the time held does not count against the deadline", func(t *testing.T) {
 		stages := analysed(v1alpha1.FailureHold, errorRate(3))

@@ -394,7 +394,7 @@ func TestBatchesFollowTheCensus(t *testing.T) {
 		// KubeStellar takes the workload away: the BindingPolicy selects
 		// it no more. Deleting the BindingPolicy as well races
 		// KubeStellar v0.30.0's transport, which then leaves the
-		// cluster's ManifestWork behind (docs/architecture.md, "Batches").
+		// cluster's ManifestWork behind (docs/proposals/batches.md).
 		f := batched(prod, "store-b", "store-c").on("store-a", minutesAgo(2), "1").on("store-b", minutesAgo(2), "1")
 		action := Plan(f.Snapshot, engine)
 		if action.Type == ActionDeleteBindingPolicy {
@@ -557,8 +557,9 @@ func TestClusterStatesAreBoundedFailuresFirst(t *testing.T) {
 	}
 }
 
-// The review's findings, each a failing test before its fix.
-func TestBatchesReviewFindings(t *testing.T) {
+// TestBatchedClusterBindingPolicyFollowsTheDownsync checks that a placed cluster's
+// BindingPolicy follows a change of the policy's downsync.
+func TestBatchedClusterBindingPolicyFollowsTheDownsync(t *testing.T) {
 	engine := newEngine(t)
 	prod := fleetStage(nil)
 
@@ -575,6 +576,13 @@ func TestBatchesReviewFindings(t *testing.T) {
 			t.Errorf("namespaces = %v", got)
 		}
 	})
+}
+
+// TestCompletedBatchedStageReleasesAndRecords checks that a batched stage that is
+// done lets the previous revision go and records its last count of clusters.
+func TestCompletedBatchedStageReleasesAndRecords(t *testing.T) {
+	engine := newEngine(t)
+	prod := fleetStage(nil)
 
 	t.Run("the previous revision leaves a completed batched stage", func(t *testing.T) {
 		f := batched(prod, "store-a")
@@ -625,6 +633,13 @@ func TestBatchesReviewFindings(t *testing.T) {
 			t.Errorf("events = %v, want ClusterFailed", eventKeys(action.Events))
 		}
 	})
+}
+
+// TestStageWideBindingPolicyStaysUntilClustersAreResolved checks that a batched stage's
+// stage-wide BindingPolicy goes only once every cluster's own is resolved.
+func TestStageWideBindingPolicyStaysUntilClustersAreResolved(t *testing.T) {
+	engine := newEngine(t)
+	prod := fleetStage(nil)
 
 	t.Run("the stage-wide BindingPolicy stays until every cluster's own is resolved", func(t *testing.T) {
 		f := batched(prod)
@@ -637,6 +652,12 @@ func TestBatchesReviewFindings(t *testing.T) {
 			t.Fatalf("deleted web.stage.prod before every cluster's BindingPolicy was resolved")
 		}
 	})
+}
+
+// TestBatchSoakStartsAtItsLastPlacement checks that a soak timed for an earlier
+// batch does not count for the next.
+func TestBatchSoakStartsAtItsLastPlacement(t *testing.T) {
+	engine := newEngine(t)
 
 	t.Run("a batch's soak starts no earlier than its last cluster's placement", func(t *testing.T) {
 		soaking := fleetStage(func(s *v1alpha1.Stage) { s.SoakDuration = &metav1.Duration{Duration: 5 * time.Minute} })
@@ -648,6 +669,13 @@ func TestBatchesReviewFindings(t *testing.T) {
 			t.Fatalf("placed %s without batch 2 soaking", action.BindingPolicy.Name)
 		}
 	})
+}
+
+// TestBatchedStageCountsOnlyLivePlacements checks that a cluster's BindingPolicy being
+// deleted is not placed, and that an empty census withdraws nothing.
+func TestBatchedStageCountsOnlyLivePlacements(t *testing.T) {
+	engine := newEngine(t)
+	prod := fleetStage(nil)
 
 	t.Run("a cluster's BindingPolicy being deleted does not count as placed", func(t *testing.T) {
 		f := batched(prod).on("store-a", minutesAgo(2), "1").on("store-b", minutesAgo(2), "1")

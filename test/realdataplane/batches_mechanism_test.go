@@ -16,7 +16,7 @@ package realdataplane
 
 // The tests in this file hold KubeStellar v0.30.0's data plane to what the
 // stager's batches rely on, with BindingPolicies written by hand and no
-// stager involved. docs/architecture.md, "Batches", says what each shows.
+// stager involved. docs/proposals/batches.md says what each shows.
 
 import (
 	"fmt"

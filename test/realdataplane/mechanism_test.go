@@ -17,7 +17,7 @@ package realdataplane
 // The tests in this file hold KubeStellar v0.30.0's data plane to the
 // behaviours the stager's staged changes rely on (or chose not to rely on),
 // with BindingPolicies written by hand and no stager involved.
-// docs/architecture.md, "Staging a change", says what each shows and what
+// docs/proposals/revisions.md says what each shows and what
 // was chosen.
 
 import (
@@ -72,7 +72,7 @@ func TestCreateOnlyKeepsWhatAWECRuns(t *testing.T) {
 // v0.30.0 does not expand it again when that ConfigMap changes, although
 // its code watches those ConfigMaps: neither the ManifestWork nor the WEC
 // changes. Should a KubeStellar upgrade change that, this test fails, and
-// docs/architecture.md's choice is to be looked at again.
+// docs/proposals/revisions.md's choice is to be looked at again.
 func TestTemplateExpansionIsNotRedoneOnAPropertyChange(t *testing.T) {
 	const space, app = "wds1", "templated"
 	its := suite.stack.ITS.Client

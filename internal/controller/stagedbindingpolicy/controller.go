@@ -75,7 +75,7 @@ type Options struct {
 	// Otherwise the Events go through the recorder of the space's cluster,
 	// at client-go's default rate (5 a second, bursts of 10), which a burst
 	// of rollouts in one space outruns; a faster rate posts them while the
-	// space is busiest with the rollouts (README: --space-event-qps).
+	// space is busiest with the rollouts (docs/operations.md: --space-event-qps).
 	EventQPS   float32
 	EventBurst int
 	// Measurer answers the queries of stage analyses; nil answers none,
