@@ -1093,7 +1093,7 @@ type RolloutFailure struct {
 	// Time is when the stage failed.
 	Time metav1.Time `json:"time"`
 	// SpecDigest identifies the spec (but spec.suspend) and the restartedAt
-	// annotation when the stage failed, as a StageApproval's spec.revision
+	// annotation when the stage failed, as a StageApproval's spec.specDigest
 	// does: a hold lasts until they change.
 	// +kubebuilder:validation:MaxLength=64
 	SpecDigest string `json:"specDigest"`
