@@ -394,6 +394,9 @@ func unplaceable(policy *v1alpha1.StagedBindingPolicy, stage v1alpha1.Stage, clu
 
 // invalidBatches says which stage has a maxConcurrency below 1 or a
 // maxFailures below 0, or "": the CRD checks only their percentages.
+//
+// Plan's rule 5: a maxConcurrency below 1 or maxFailures below 0 blocks the
+// rollout, changing nothing placed.
 func invalidBatches(stages []v1alpha1.Stage) string {
 	for _, s := range stages {
 		if c := s.MaxConcurrency; c != nil && c.Type == intstr.Int && c.IntVal < 1 {
@@ -488,6 +491,19 @@ func clusterStates(placed []placedCluster) []v1alpha1.ClusterStatus {
 // batches; it reports whether there is one. The next cluster goes
 // at once while its batch fills, and once the batch before is done (and
 // soaked: satisfied) when it starts a batch.
+//
+// Plan's rule 16: a stage placed in batches (maxConcurrency) brings its
+// clusters' BindingPolicies in line with the spec, then places the next
+// cluster its census names, by name, through a BindingPolicy of its own,
+// sealed (PlacedAnnotation): at once while the batch fills, else once no
+// placed cluster is Progressing and that has soaked; a cluster counts as
+// placed only under the seal of this process or when the stage's record
+// names it, and one the policy owns otherwise is taken over, sealed, when
+// the order reaches it; a name taken by an object the policy does not own
+// blocks the rollout (BindingPolicyConflict); more failures than maxFailures
+// allow, or one in the canary batch, stall the rollout
+// (FailureBudgetExceeded) and place nothing more; the stage is done once
+// every cluster is placed and none is Progressing, one at least Succeeded.
 func placeBatch(snap *Snapshot, active int, b batches, satisfied bool) (Action, bool) {
 	policy := snap.Policy
 	stage := policy.Spec.Stages[active]

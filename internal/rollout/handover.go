@@ -48,6 +48,12 @@ import (
 // exists already (left from an earlier rollout, or someone else's: entering
 // the stage brings it in line, or reports the conflict), or the active
 // stage's start is not recorded.
+//
+// Plan's rule 17: a done stage that is not the last hands over: the next
+// stage's BindingPolicy is created first, marked; where it cannot be (the
+// next stage needs approval, a BindingPolicy of its name exists, the next
+// stage is placed in batches, or the active stage's start is not recorded),
+// the status records the advance first.
 func handover(snap *Snapshot, active int) (*ksv1alpha1.BindingPolicy, bool) {
 	policy := snap.Policy
 	token, ok := handoverToken(policy, active)
@@ -78,6 +84,9 @@ func HandedOver(policy *v1alpha1.StagedBindingPolicy, next *ksv1alpha1.BindingPo
 // to a next stage whose approval has become Required since: nothing is
 // placed before a stage is approved, so it is deleted, and the advance is
 // then recorded first, as the gate asks, by the rules that follow.
+//
+// Plan's rule 17: a handover to a next stage that has needed approval since
+// is withdrawn: that stage's BindingPolicy is deleted.
 func withdrawnHandover(snap *Snapshot, active int) (*ksv1alpha1.BindingPolicy, bool) {
 	if !markedForThisStart(snap.Policy, snap.NextBindingPolicy, active) || snap.Policy.Spec.Stages[active+1].Approval != v1alpha1.ApprovalRequired {
 		return nil, false
