@@ -105,27 +105,28 @@ func placesCluster(policy *v1alpha1.StagedBindingPolicy, stage string, bp *ksv1a
 		bp.Name == v1alpha1.ClusterBindingPolicyName(policy.Name, stage, policy.Status.UpdateRevision, cluster)
 }
 
-// SealedPlacement is the value of PlacedAnnotation on the BindingPolicy
-// that places cluster in stage of the policy with the given UID, at
-// revision, placed at at: the time, and the seal of it and of the rest.
-func SealedPlacement(policy types.UID, stage, revision, cluster string, at time.Time) string {
+// Placement is the value of PlacedAnnotation, sealed under k, on the
+// BindingPolicy that places cluster in stage of the policy with the given
+// UID, at revision, placed at at: the time, and the seal of it and of the
+// rest.
+func (k HandoverKey) Placement(policy types.UID, stage, revision, cluster string, at time.Time) string {
 	when := at.UTC().Format(time.RFC3339)
-	return when + "/" + seal(strings.Join([]string{string(policy), stage, revision, cluster, when}, "/"))
+	return when + "/" + k.seal(strings.Join([]string{string(policy), stage, revision, cluster, when}, "/"))
 }
 
 // placedAt returns when the stager placed bp, a BindingPolicy owned by the
 // policy that places a cluster of the stage, and whether it did: bp bears
-// the seal of this process for that cluster (PlacedAnnotation), or record,
+// the seal of key for that cluster (PlacedAnnotation), or record,
 // the stage's, names the cluster (placed before a restart of the stager,
 // whose seals a new process cannot tell from forged ones). Anyone who can
 // read the policy can write its owner reference on a BindingPolicy; such
 // a one, counted, would pick the canary, or pass for a placed cluster.
-func placedAt(policy *v1alpha1.StagedBindingPolicy, stage string, record *v1alpha1.StageStatus, bp *ksv1alpha1.BindingPolicy) (metav1.Time, bool) {
+func placedAt(key HandoverKey, policy *v1alpha1.StagedBindingPolicy, stage string, record *v1alpha1.StageStatus, bp *ksv1alpha1.BindingPolicy) (metav1.Time, bool) {
 	cluster := bp.Labels[v1alpha1.ClusterLabel]
 	if mark := bp.Annotations[v1alpha1.PlacedAnnotation]; mark != "" {
 		when, _, _ := strings.Cut(mark, "/")
 		if at, err := time.Parse(time.RFC3339, when); err == nil &&
-			hmac.Equal([]byte(mark), []byte(SealedPlacement(policy.UID, stage, policy.Status.UpdateRevision, cluster, at))) {
+			hmac.Equal([]byte(mark), []byte(key.Placement(policy.UID, stage, policy.Status.UpdateRevision, cluster, at))) {
 			return metav1.NewTime(at), true
 		}
 	}
@@ -211,7 +212,7 @@ func assessBatches(snap *Snapshot, active int, clk clock.PassiveClock, programs 
 		if !OwnedBy(bp, policy) || !placesCluster(policy, stage.Name, bp) || bp.DeletionTimestamp != nil {
 			continue // one being deleted is placed again once it is gone
 		}
-		at, ours := placedAt(policy, stage.Name, record, bp)
+		at, ours := placedAt(snap.key, policy, stage.Name, record, bp)
 		if !ours {
 			// Its owner reference is all that says it is the policy's:
 			// placeBatch takes it over when the stage's order reaches
@@ -519,7 +520,7 @@ func placeBatch(snap *Snapshot, active int, b batches, satisfied bool) (Action, 
 		return Action{}, false
 	}
 	bp := ClusterBindingPolicy(policy, stage, b.place)
-	bp.Annotations = map[string]string{v1alpha1.PlacedAnnotation: SealedPlacement(policy.UID, stage.Name, policy.Status.UpdateRevision, b.place, snap.Now.Time)}
+	bp.Annotations = map[string]string{v1alpha1.PlacedAnnotation: snap.key.Placement(policy.UID, stage.Name, policy.Status.UpdateRevision, b.place, snap.Now.Time)}
 	action := Action{Type: ActionCreateBindingPolicy, BindingPolicy: bp,
 		Why: fmt.Sprintf("stage %q places cluster %s", stage.Name, b.place)}
 	switch existing := findBindingPolicy(snap.BindingPolicies, bp.Name); {

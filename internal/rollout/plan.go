@@ -114,6 +114,7 @@ type PlanOption func(*planConfig)
 type planConfig struct {
 	deletionWarningAfter time.Duration
 	clock                clock.PassiveClock
+	key                  HandoverKey
 }
 
 // WithClock sets the clock that times each evaluation of a condition (the
@@ -124,6 +125,16 @@ func WithClock(c clock.PassiveClock) PlanOption {
 		if c != nil {
 			cfg.clock = c
 		}
+	}
+}
+
+// WithHandoverKey sets the key that seals the handover marks and the
+// placements of clusters Plan writes, and under which it takes those it
+// reads as its own (HandoverKey); by default the zero key, which anyone
+// can forge: the controller always passes its process's key.
+func WithHandoverKey(k HandoverKey) PlanOption {
+	return func(cfg *planConfig) {
+		cfg.key = k
 	}
 }
 
@@ -174,6 +185,9 @@ func Plan(snap *Snapshot, engine *expression.Engine, opts ...PlanOption) Action 
 	for _, o := range opts {
 		o(&cfg)
 	}
+	keyed := *snap
+	keyed.key = cfg.key
+	snap = &keyed
 	action := plan(snap, engine, cfg)
 	if action.Status != nil {
 		if !snap.Policy.Spec.Suspend {
@@ -310,7 +324,7 @@ func placeActiveStage(snap *Snapshot, active int) (Action, bool) {
 	switch {
 	case current != nil && !OwnedBy(current, policy):
 		return bindingPolicyConflict(snap, current.Name, "the active stage's BindingPolicy name is taken"), true
-	case (current == nil || current.DeletionTimestamp != nil) && HandedOver(policy, snap.NextBindingPolicy, active):
+	case (current == nil || current.DeletionTimestamp != nil) && snap.key.HandedOver(policy, snap.NextBindingPolicy, active):
 		// The stage was done and handed over; its BindingPolicy went
 		// before the status said so. Record the advance rather than
 		// place the done stage again.
@@ -362,7 +376,7 @@ func planAfterAssessment(snap *Snapshot, active int, current *ksv1alpha1.Binding
 		soakFrom = b.latestPlaced
 	}
 	result, metSince, soakLeft := soak(policy, active, result, snap.Now, soakFrom)
-	if HandedOver(policy, snap.NextBindingPolicy, active) {
+	if snap.key.HandedOver(policy, snap.NextBindingPolicy, active) {
 		return withClusters(recordHandover(snap, active, result), policy, active, b)
 	}
 	if bp, ok := withdrawnHandover(snap, active); ok {

@@ -79,6 +79,10 @@ type Snapshot struct {
 
 	// Now is the time of the snapshot, used for the times recorded in status.
 	Now metav1.Time
+
+	// key is the HandoverKey Plan was given (WithHandoverKey), set by Plan
+	// on its copy of the snapshot.
+	key HandoverKey
 }
 
 // ActiveStage returns the index of the stage the policy is in, whether the

@@ -76,6 +76,10 @@ type Reconciler struct {
 	// finalizers of the policy's BindingPolicies before it is reported as
 	// blocked; zero means DefaultDeletionWarningAfter.
 	DeletionWarningAfter time.Duration
+	// HandoverKey seals the handover marks and the placements of clusters
+	// the reconciler writes (rollout.WithHandoverKey); NewController never
+	// leaves it zero.
+	HandoverKey rollout.HandoverKey
 	// Measurer answers the queries of the analyses that are due; nil
 	// answers none.
 	Measurer Measurer
@@ -166,7 +170,8 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 
 		var action rollout.Action
 		if err := r.planning.plan(ctx, func() {
-			action = rollout.Plan(snap, r.Engine, rollout.WithDeletionWarningAfter(r.DeletionWarningAfter), rollout.WithClock(r.clock()))
+			action = rollout.Plan(snap, r.Engine, rollout.WithDeletionWarningAfter(r.DeletionWarningAfter), rollout.WithClock(r.clock()),
+				rollout.WithHandoverKey(r.HandoverKey))
 		}); err != nil {
 			return reconcile.Result{}, err
 		}
