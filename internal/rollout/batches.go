@@ -85,18 +85,6 @@ func StageBindingPolicyName(policy *v1alpha1.StagedBindingPolicy, stage v1alpha1
 	return policy.StageBindingPolicyName(stage.Name)
 }
 
-// ActiveBindingPolicyName returns the name of the BindingPolicy the
-// reconciler reads as Snapshot.ActiveBindingPolicy (and whose Binding and
-// CombinedStatuses it reads): the active stage's, or its census for a
-// stage placed in batches; "" before the rollout starts.
-func ActiveBindingPolicyName(policy *v1alpha1.StagedBindingPolicy) string {
-	active, started, _ := ActiveStage(policy)
-	if !started {
-		return ""
-	}
-	return StageBindingPolicyName(policy, policy.Spec.Stages[active])
-}
-
 // placesCluster reports whether bp is one that places a cluster of the
 // given stage at the update revision.
 func placesCluster(policy *v1alpha1.StagedBindingPolicy, stage string, bp *ksv1alpha1.BindingPolicy) bool {

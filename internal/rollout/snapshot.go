@@ -52,7 +52,7 @@ type Snapshot struct {
 	Binding *ksv1alpha1.Binding
 
 	// Bindings are KubeStellar's Bindings of the policy's BindingPolicies
-	// (BindingPolicies), read only where ReadsBindings says Plan needs them:
+	// (BindingPolicies), read only where Reads says Plan needs them:
 	// a revision's placement goes only once the one that replaces it is
 	// resolved.
 	Bindings []ksv1alpha1.Binding

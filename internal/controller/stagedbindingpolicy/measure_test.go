@@ -72,7 +72,7 @@ func TestMeasureSkipsRateLimitedQueries(t *testing.T) {
 	policy.Status.Stages = []v1alpha1.StageStatus{{Name: "dev", Phase: v1alpha1.StageActive, PlacedTime: &placed}}
 	r := &Reconciler{Space: "kubeconfig#wds1", Measurer: providers}
 
-	got := r.measure(context.Background(), policy, &rollout.Snapshot{Now: placed})
+	got := r.measure(context.Background(), policy, &rollout.Snapshot{Now: placed}, rollout.DueAnalyses(policy, placed))
 	if len(got) != 2 || got[0].Analysis != "answered" || got[1].Analysis != "refused" {
 		t.Fatalf("measurements %+v, want answered and refused only (limited is no measurement)", got)
 	}
