@@ -107,15 +107,21 @@ func WatchedObjects() []client.Object {
 	}
 }
 
+// keyOrFresh returns key, or a fresh key for the zero one, whose seals
+// anyone who can read a policy could forge: a controller never runs with it.
+func keyOrFresh(key rollout.HandoverKey) (rollout.HandoverKey, error) {
+	if !key.IsZero() {
+		return key, nil
+	}
+	return rollout.NewHandoverKey()
+}
+
 // NewController returns the controller of one space: its own work queue and
 // workers, fed by the space's own caches, which must have the indexes of
 // IndexFields. It is not started.
 func NewController(space string, cl cluster.Cluster, engine *expression.Engine, opts Options) (_ controller.Controller, err error) {
-	if opts.HandoverKey.IsZero() {
-		// The zero key's seals can be forged: never run with it.
-		if opts.HandoverKey, err = rollout.NewHandoverKey(); err != nil {
-			return nil, fmt.Errorf("making the handover key of space %s: %w", space, err)
-		}
+	if opts.HandoverKey, err = keyOrFresh(opts.HandoverKey); err != nil {
+		return nil, fmt.Errorf("making the handover key of space %s: %w", space, err)
 	}
 	writer := cl.GetClient()
 	if opts.FieldOwner != "" {
