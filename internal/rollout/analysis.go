@@ -410,6 +410,10 @@ func holdStatus(status *v1alpha1.StagedBindingPolicyStatus, policy *v1alpha1.Sta
 }
 
 // held keeps a rollout that a failed stage holds where it is, saying so.
+//
+// Plan's rule 6: a rollout a failed stage holds (onFailure Hold, or an
+// analysis inconclusive past its limit) stays where it is until its spec or
+// restartedAt changes (releaseFailure).
 func held(policy *v1alpha1.StagedBindingPolicy, now metav1.Time) Action {
 	status := policy.Status.DeepCopy()
 	holdStatus(status, policy, now)
@@ -419,6 +423,9 @@ func held(policy *v1alpha1.StagedBindingPolicy, now metav1.Time) Action {
 // releaseFailure clears a failure record that no longer holds or aborts
 // the rollout, and the failed stage's analyses, which start over; the time
 // held is added to the stage's suspendedDuration.
+//
+// Plan's rule 6: once the spec or restartedAt of a held rollout changes, the
+// failure is cleared and the stage's analyses start over.
 func releaseFailure(policy *v1alpha1.StagedBindingPolicy, now metav1.Time) Action {
 	status := policy.Status.DeepCopy()
 	f := status.Failure

@@ -63,6 +63,10 @@ func approvedThroughStageApproval(record *v1alpha1.StageStatus) bool {
 // has not started yet, so that a stage can be approved before the rollout
 // reaches it; and deletes the policy's StageApprovals that no stage of the
 // spec asks for. It reports whether it has a change to make (one at a time).
+//
+// Plan's rule 10: StageApprovals no stage asks for are deleted, then every
+// stage from the active one on whose approval is Required and that has not
+// started gets one StageApproval in line with the policy.
 func approvalRequests(snap *Snapshot, active int) (Action, bool) {
 	policy := snap.Policy
 	for i := range snap.Approvals {
@@ -115,6 +119,11 @@ func approvalRequests(snap *Snapshot, active int) (Action, bool) {
 // approvalGate decides for an active stage awaiting approval: it starts once
 // its StageApproval approves the current rollout (or once its approval is no
 // longer Required), and waits, saying so, until then.
+//
+// Plan's rule 12: a stage awaiting approval places nothing until it is
+// approved (a StageApproval of its name that the policy does not own blocks
+// the rollout, StageApprovalConflict); a gate reached binds until it is
+// approved or the rollout restarts, even if its approval is set to None.
 func approvalGate(snap *Snapshot, active int) Action {
 	policy := snap.Policy
 	stage := policy.Spec.Stages[active]
@@ -155,6 +164,13 @@ func approvalGate(snap *Snapshot, active int) Action {
 // one approved, and recorded, when it is what the spec places; else (the
 // spec changed since, or there is nothing to read it from) the stage
 // awaits approval again, as for a change.
+//
+// Plan's rule 11: an approved, active stage whose spec would place anything
+// else (cluster selectors, downsync) awaits approval again, its
+// BindingPolicy left as approved; a stage approved before its record named
+// what it placed (approvedPlacement) gets that record from its
+// BindingPolicies when they place what the spec does, and otherwise awaits
+// approval again.
 func approvedPlacementChanged(snap *Snapshot, active int) (Action, bool) {
 	policy := snap.Policy
 	stage := policy.Spec.Stages[active]

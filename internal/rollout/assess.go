@@ -104,6 +104,9 @@ type compiledAnalysis struct {
 // one error per expression), and the condition reason to report:
 // ReasonExpressionTooCostly when every failure is an estimated cost above the
 // limit, else ReasonInvalidExpression.
+//
+// Plan's rule 5: expressions that do not compile, or whose estimated cost is
+// too high, block the rollout, changing nothing placed.
 func compileStages(engine *expression.Engine, stages []v1alpha1.Stage) ([]compiledStage, string, error) {
 	compiled := make([]compiledStage, len(stages))
 	var errs []error

@@ -85,18 +85,6 @@ func StageBindingPolicyName(policy *v1alpha1.StagedBindingPolicy, stage v1alpha1
 	return policy.StageBindingPolicyName(stage.Name)
 }
 
-// ActiveBindingPolicyName returns the name of the BindingPolicy the
-// reconciler reads as Snapshot.ActiveBindingPolicy (and whose Binding and
-// CombinedStatuses it reads): the active stage's, or its census for a
-// stage placed in batches; "" before the rollout starts.
-func ActiveBindingPolicyName(policy *v1alpha1.StagedBindingPolicy) string {
-	active, started, _ := ActiveStage(policy)
-	if !started {
-		return ""
-	}
-	return StageBindingPolicyName(policy, policy.Spec.Stages[active])
-}
-
 // placesCluster reports whether bp is one that places a cluster of the
 // given stage at the update revision.
 func placesCluster(policy *v1alpha1.StagedBindingPolicy, stage string, bp *ksv1alpha1.BindingPolicy) bool {
@@ -105,30 +93,31 @@ func placesCluster(policy *v1alpha1.StagedBindingPolicy, stage string, bp *ksv1a
 		bp.Name == v1alpha1.ClusterBindingPolicyName(policy.Name, stage, policy.Status.UpdateRevision, cluster)
 }
 
-// SealedPlacement is the value of PlacedAnnotation on the BindingPolicy
-// that places cluster in stage of the policy with the given UID, at
-// revision, placed at at: the time, and the seal of it and of the rest.
-func SealedPlacement(policy types.UID, stage, revision, cluster string, at time.Time) string {
+// Placement is the value of PlacedAnnotation, sealed under k, on the
+// BindingPolicy that places cluster in stage of the policy with the given
+// UID, at revision, placed at at: the time, and the seal of it and of the
+// rest.
+func (k HandoverKey) Placement(policy types.UID, stage, revision, cluster string, at time.Time) string {
 	when := at.UTC().Format(time.RFC3339)
-	return when + "/" + seal(strings.Join([]string{string(policy), stage, revision, cluster, when}, "/"))
+	return when + "/" + k.seal(strings.Join([]string{string(policy), stage, revision, cluster, when}, "/"))
 }
 
 // placedAt returns when the stager placed bp, a BindingPolicy owned by the
 // policy that places a cluster of the stage, and whether it did: bp bears
-// the seal of this process for that cluster (PlacedAnnotation), dated in
+// the seal of key for that cluster (PlacedAnnotation), dated in
 // the stage's current run (from record's start on), or record,
 // the stage's, names the cluster (placed before a restart of the stager,
 // whose seals a new process cannot tell from forged ones). Anyone who can
 // read the policy can write its owner reference on a BindingPolicy; such
 // a one, counted, would pick the canary, or pass for a placed cluster.
-func placedAt(policy *v1alpha1.StagedBindingPolicy, stage string, record *v1alpha1.StageStatus, bp *ksv1alpha1.BindingPolicy) (metav1.Time, bool) {
+func placedAt(key HandoverKey, policy *v1alpha1.StagedBindingPolicy, stage string, record *v1alpha1.StageStatus, bp *ksv1alpha1.BindingPolicy) (metav1.Time, bool) {
 	cluster := bp.Labels[v1alpha1.ClusterLabel]
 	if mark := bp.Annotations[v1alpha1.PlacedAnnotation]; mark != "" {
 		when, _, _ := strings.Cut(mark, "/")
 		// A seal from before the stage's start is of an earlier run of it
 		// (the rollout restarted since): it is the stager's no more.
 		if at, err := time.Parse(time.RFC3339, when); err == nil && (record == nil || record.StartTime == nil || !at.Before(record.StartTime.Time)) &&
-			hmac.Equal([]byte(mark), []byte(SealedPlacement(policy.UID, stage, policy.Status.UpdateRevision, cluster, at))) {
+			hmac.Equal([]byte(mark), []byte(key.Placement(policy.UID, stage, policy.Status.UpdateRevision, cluster, at))) {
 			return metav1.NewTime(at), true
 		}
 	}
@@ -214,7 +203,7 @@ func assessBatches(snap *Snapshot, active int, clk clock.PassiveClock, programs 
 		if !OwnedBy(bp, policy) || !placesCluster(policy, stage.Name, bp) || bp.DeletionTimestamp != nil {
 			continue // one being deleted is placed again once it is gone
 		}
-		at, ours := placedAt(policy, stage.Name, record, bp)
+		at, ours := placedAt(snap.key, policy, stage.Name, record, bp)
 		if !ours {
 			// Its owner reference is all that says it is the policy's:
 			// placeBatch takes it over when the stage's order reaches
@@ -254,22 +243,54 @@ func assessBatches(snap *Snapshot, active int, clk clock.PassiveClock, programs 
 		result.clusters = &v1alpha1.StageClusters{}
 		return result
 	}
-	first, size, allowed := batchSizes(stage, total)
+	evaluations, deadlineLeft, anyPlaced, evalErr := assessClusters(snap, stage, record, clk, programs, placed, budget)
+	result.evaluations, result.deadlineLeft = evaluations, deadlineLeft
+	if evalErr != nil {
+		result.assessment = *evalErr
+		return result
+	}
+	states := make([]v1alpha1.ClusterState, len(placed))
+	for i, c := range placed {
+		states[i] = c.state
+		if c.state == v1alpha1.ClusterFailed || c.state == v1alpha1.ClusterTimedOut {
+			result.failed = append(result.failed, fmt.Sprintf("%s (%s)", c.name, c.state))
+		}
+	}
+	slices.Sort(result.failed)
+	tally := tallyBatches(stage, total, states)
+	result.clusters = &v1alpha1.StageClusters{
+		Total: int32(total), Placed: int32(len(placed)), Succeeded: int32(tally.succeeded),
+		Failed: int32(tally.failed), TimedOut: int32(tally.timedOut),
+		Batch: int32(tally.batch), Batches: int32(tally.batches), Clusters: clusterStates(placed),
+	}
+	result.bindingObserved, result.placed = true, anyPlaced
+	if tally.step != stepCanaryFailed && tally.step != stepBudgetExceeded && len(placed) < total {
+		result.place, result.filling = nextCluster(selected, placed), tally.filling
+	}
+	result.assessment = batchAssessment(result.assessment, tally, placed, result.place, result.failed)
+	return result
+}
 
+// assessClusters assesses each placed cluster of a stage placed in
+// batches (CEL over its CombinedStatuses, its progressDeadline from when
+// it was placed, the time suspended excepted), setting its state and
+// message. It returns the evaluations, how long until the next deadline
+// passes (0 for none), whether any cluster has the workload placed, and,
+// when an expression fails to evaluate, the assessment that says so.
+func assessClusters(snap *Snapshot, stage v1alpha1.Stage, record *v1alpha1.StageStatus, clk clock.PassiveClock, programs compiledStage,
+	placed []placedCluster, budget *expression.Budget) (evaluations []Evaluation, deadlineLeft time.Duration, anyPlaced bool, evalErr *assessment) {
+	policy := snap.Policy
 	var suspended time.Duration
 	if record != nil {
 		suspended = suspendedFor(&policy.Status, record, snap.Now)
 	}
-	counts := map[v1alpha1.ClusterState]int{}
-	anyPlaced := false
 	for i := range placed {
 		c := &placed[i]
 		one := assessStage(clk, programs, c.bp, bindingNamed(snap, c.bp.Name), snap.ClusterStatuses, budget)
-		result.evaluations = append(result.evaluations, one.evaluations...)
+		evaluations = append(evaluations, one.evaluations...)
 		if one.evaluationError {
-			result.assessment = assessment{bindingObserved: true, placed: true, evaluationError: true, reason: one.reason,
-				message: fmt.Sprintf("cluster %s: %s", c.name, one.message), evaluations: result.evaluations}
-			return result
+			return evaluations, deadlineLeft, anyPlaced, &assessment{bindingObserved: true, placed: true, evaluationError: true, reason: one.reason,
+				message: fmt.Sprintf("cluster %s: %s", c.name, one.message), evaluations: evaluations}
 		}
 		anyPlaced = anyPlaced || one.placed
 		c.state, c.message = v1alpha1.ClusterProgressing, one.message
@@ -287,7 +308,7 @@ func assessBatches(snap *Snapshot, active int, clk clock.PassiveClock, programs 
 			deadline := c.at.Add(stage.ProgressDeadline.Duration + suspended)
 			if left := deadline.Sub(snap.Now.Time); left > 0 {
 				// Now is truncated to the second: a second more is past the deadline.
-				result.deadlineLeft = Earliest(result.deadlineLeft, left+time.Second)
+				deadlineLeft = Earliest(deadlineLeft, left+time.Second)
 				break
 			}
 			c.state = v1alpha1.ClusterTimedOut
@@ -295,69 +316,52 @@ func assessBatches(snap *Snapshot, active int, clk clock.PassiveClock, programs 
 				c.state = v1alpha1.ClusterFailed
 			}
 		}
-		counts[c.state]++
 	}
+	return evaluations, deadlineLeft, anyPlaced, nil
+}
 
-	failures := counts[v1alpha1.ClusterFailed] + counts[v1alpha1.ClusterTimedOut]
-	var canaryFailed []string
-	for i, c := range placed {
-		if c.state == v1alpha1.ClusterFailed || c.state == v1alpha1.ClusterTimedOut {
-			result.failed = append(result.failed, fmt.Sprintf("%s (%s)", c.name, c.state))
-			if stage.Canary != nil && i < first {
-				canaryFailed = append(canaryFailed, c.name)
-			}
+// batchAssessment says in words what tally, the arithmetic of the
+// stage's batches, means for the stage: whether it is done (satisfied),
+// stalled, or what it waits for. placed are its clusters in placement
+// order, next the one to place next ("" for none), failed those that
+// failed, by name.
+func batchAssessment(result assessment, tally batchTally, placed []placedCluster, next string, failed []string) assessment {
+	summary := fmt.Sprintf("%d of %d cluster(s) succeeded, %d progressing, %d failed",
+		tally.succeeded, tally.total, tally.progressing, tally.failed+tally.timedOut)
+	switch tally.step {
+	case stepCanaryFailed:
+		canary := make([]string, 0, len(tally.canaryFailed))
+		for _, i := range tally.canaryFailed {
+			canary = append(canary, placed[i].name)
 		}
-	}
-	slices.Sort(result.failed)
-
-	batch, batchCount := batchOf(len(placed), first, size, total)
-	result.clusters = &v1alpha1.StageClusters{
-		Total: int32(total), Placed: int32(len(placed)), Succeeded: int32(counts[v1alpha1.ClusterSucceeded]),
-		Failed: int32(counts[v1alpha1.ClusterFailed]), TimedOut: int32(counts[v1alpha1.ClusterTimedOut]),
-		Batch: int32(batch), Batches: int32(batchCount), Clusters: clusterStates(placed),
-	}
-	result.bindingObserved, result.placed = true, anyPlaced
-	progressing := counts[v1alpha1.ClusterProgressing]
-	tally := fmt.Sprintf("%d of %d cluster(s) succeeded, %d progressing, %d failed", counts[v1alpha1.ClusterSucceeded], total, progressing, failures)
-
-	switch {
-	case len(canaryFailed) > 0:
 		result.stalled, result.reason = true, v1alpha1.ReasonFailureBudgetExceeded
 		result.message = fmt.Sprintf("canary cluster(s) %s failed, and the canary batch may not fail: %s; no more clusters are placed",
-			nameSome(canaryFailed), nameSome(slices.Clone(result.failed)))
+			nameSome(canary), nameSome(slices.Clone(failed)))
 		return result
-	case failures > allowed:
+	case stepBudgetExceeded:
 		result.stalled, result.reason = true, v1alpha1.ReasonFailureBudgetExceeded
 		result.message = fmt.Sprintf("%d cluster(s) failed, more than maxFailures allows (%d): %s; no more clusters are placed",
-			failures, allowed, nameSome(slices.Clone(result.failed)))
+			tally.failed+tally.timedOut, tally.allowed, nameSome(slices.Clone(failed)))
 		return result
-	}
-
-	if next := nextCluster(selected, placed); next != "" {
-		result.place = next
-		result.filling = len(placed) > 0 && !isBoundary(len(placed), first, size)
-		if len(placed) == 0 || result.filling {
-			result.reason = v1alpha1.ReasonBatchInProgress
-			result.message = fmt.Sprintf("batch %d of %d: placing cluster %s; %s", batchNumber(len(placed)+1, first, size), batchCount, next, tally)
-			return result
-		}
-		if progressing == 0 {
-			// The batch is done: placing the next one waits only for the
-			// soak, which Plan applies to this satisfied assessment.
-			result.satisfied, result.reason = true, v1alpha1.ReasonBatchInProgress
-			result.message = fmt.Sprintf("batch %d of %d is done: %s", batch, batchCount, tally)
-			return result
-		}
-	} else if progressing == 0 {
-		if counts[v1alpha1.ClusterSucceeded] == 0 {
-			result.reason = v1alpha1.ReasonConditionNotMet
-			result.message = fmt.Sprintf("no cluster of the stage succeeded: %s", tally)
-			return result
-		}
+	case stepFill:
+		result.reason = v1alpha1.ReasonBatchInProgress
+		result.message = fmt.Sprintf("batch %d of %d: placing cluster %s; %s", tally.nextBatch, tally.batches, next, summary)
+		return result
+	case stepBatchDone:
+		// Placing the next batch waits only for the soak, which Plan
+		// applies to this satisfied assessment.
+		result.satisfied, result.reason = true, v1alpha1.ReasonBatchInProgress
+		result.message = fmt.Sprintf("batch %d of %d is done: %s", tally.batch, tally.batches, summary)
+		return result
+	case stepNoneSucceeded:
+		result.reason = v1alpha1.ReasonConditionNotMet
+		result.message = fmt.Sprintf("no cluster of the stage succeeded: %s", summary)
+		return result
+	case stepDone:
 		result.satisfied, result.reason = true, v1alpha1.ReasonStageAdvanced
-		result.message = fmt.Sprintf("condition holds on %d of %d cluster(s)", counts[v1alpha1.ClusterSucceeded], total)
-		if failures > 0 {
-			result.message += fmt.Sprintf("; %s failed, within maxFailures (%d)", nameSome(slices.Clone(result.failed)), allowed)
+		result.message = fmt.Sprintf("condition holds on %d of %d cluster(s)", tally.succeeded, tally.total)
+		if tally.failed+tally.timedOut > 0 {
+			result.message += fmt.Sprintf("; %s failed, within maxFailures (%d)", nameSome(slices.Clone(failed)), tally.allowed)
 		}
 		return result
 	}
@@ -369,7 +373,7 @@ func assessBatches(snap *Snapshot, active int, clk clock.PassiveClock, programs 
 	}
 	slices.Sort(waiting)
 	result.reason = v1alpha1.ReasonBatchInProgress
-	result.message = fmt.Sprintf("batch %d of %d: waiting for %s; %s", batch, batchCount, nameSome(waiting), tally)
+	result.message = fmt.Sprintf("batch %d of %d: waiting for %s; %s", tally.batch, tally.batches, nameSome(waiting), summary)
 	for _, c := range placed {
 		if c.state == v1alpha1.ClusterProgressing && c.name == waiting[0] {
 			result.message += fmt.Sprintf(" (%s: %s)", c.name, c.message)
@@ -397,6 +401,9 @@ func unplaceable(policy *v1alpha1.StagedBindingPolicy, stage v1alpha1.Stage, clu
 
 // invalidBatches says which stage has a maxConcurrency below 1 or a
 // maxFailures below 0, or "": the CRD checks only their percentages.
+//
+// Plan's rule 5: a maxConcurrency below 1 or maxFailures below 0 blocks the
+// rollout, changing nothing placed.
 func invalidBatches(stages []v1alpha1.Stage) string {
 	for _, s := range stages {
 		if c := s.MaxConcurrency; c != nil && c.Type == intstr.Int && c.IntVal < 1 {
@@ -407,54 +414,6 @@ func invalidBatches(stages []v1alpha1.Stage) string {
 		}
 	}
 	return ""
-}
-
-// batchSizes returns the size of a stage's first batch (canary, or
-// maxConcurrency), of every later one (maxConcurrency, a percentage
-// rounded up, at least one), and how many clusters may fail (maxFailures,
-// a percentage rounded down), for a stage of total clusters.
-func batchSizes(stage v1alpha1.Stage, total int) (first, size, allowed int) {
-	size = scaled(stage.MaxConcurrency, total, true)
-	size = max(size, 1)
-	first = size
-	if stage.Canary != nil && *stage.Canary > 0 {
-		first = int(*stage.Canary)
-	}
-	allowed = max(scaled(stage.MaxFailures, total, false), 0)
-	return min(first, total), size, allowed
-}
-
-// scaled is value as a number of clusters out of total; 0 for no value or
-// one that does not parse (the CRD admits neither).
-func scaled(value *intstr.IntOrString, total int, roundUp bool) int {
-	if value == nil {
-		return 0
-	}
-	n, err := intstr.GetScaledValueFromIntOrPercent(value, total, roundUp)
-	if err != nil {
-		return 0
-	}
-	return n
-}
-
-// isBoundary reports whether n placed clusters fill whole batches.
-func isBoundary(n, first, size int) bool {
-	return n == first || n > first && (n-first)%size == 0
-}
-
-// batchNumber is the batch, from 1, of the n-th cluster placed (from 1).
-func batchNumber(n, first, size int) int {
-	if n <= first {
-		return 1
-	}
-	return 2 + (n-first-1)/size
-}
-
-// batchOf returns the batch being placed or awaited with placed clusters
-// placed, and how many batches total clusters make.
-func batchOf(placed, first, size, total int) (batch, count int) {
-	count = batchNumber(total, first, size)
-	return min(batchNumber(max(placed, 1), first, size), count), count
 }
 
 // nextCluster returns the first selected cluster by name that has no
@@ -491,6 +450,19 @@ func clusterStates(placed []placedCluster) []v1alpha1.ClusterStatus {
 // batches; it reports whether there is one. The next cluster goes
 // at once while its batch fills, and once the batch before is done (and
 // soaked: satisfied) when it starts a batch.
+//
+// Plan's rule 16: a stage placed in batches (maxConcurrency) brings its
+// clusters' BindingPolicies in line with the spec, then places the next
+// cluster its census names, by name, through a BindingPolicy of its own,
+// sealed (PlacedAnnotation): at once while the batch fills, else once no
+// placed cluster is Progressing and that has soaked; a cluster counts as
+// placed only under the seal of this process or when the stage's record
+// names it, and one the policy owns otherwise is taken over, sealed, when
+// the order reaches it; a name taken by an object the policy does not own
+// blocks the rollout (BindingPolicyConflict); more failures than maxFailures
+// allow, or one in the canary batch, stall the rollout
+// (FailureBudgetExceeded) and place nothing more; the stage is done once
+// every cluster is placed and none is Progressing, one at least Succeeded.
 func placeBatch(snap *Snapshot, active int, b batches, satisfied bool) (Action, bool) {
 	policy := snap.Policy
 	stage := policy.Spec.Stages[active]
@@ -506,7 +478,7 @@ func placeBatch(snap *Snapshot, active int, b batches, satisfied bool) (Action, 
 		return Action{}, false
 	}
 	bp := ClusterBindingPolicy(policy, stage, b.place)
-	bp.Annotations = map[string]string{v1alpha1.PlacedAnnotation: SealedPlacement(policy.UID, stage.Name, policy.Status.UpdateRevision, b.place, snap.Now.Time)}
+	bp.Annotations = map[string]string{v1alpha1.PlacedAnnotation: snap.key.Placement(policy.UID, stage.Name, policy.Status.UpdateRevision, b.place, snap.Now.Time)}
 	action := createBindingPolicy(snap, bp, fmt.Sprintf("stage %q places cluster %s", stage.Name, b.place))
 	if action.Type != ActionCreateBindingPolicy {
 		return action, true

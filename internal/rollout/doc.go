@@ -23,6 +23,9 @@
 // assessment of a stage's condition over its CombinedStatuses (assess.go),
 // approvals (approval.go), the handover from one stage to the next
 // (handover.go), revisions and abort (revision.go), stages placed in
-// batches (batches.go), and the explanation kubectl stager prints
-// (explain.go).
+// batches (batches.go, and their arithmetic in batchmath.go), the moves
+// from stage to stage (stages.go), the timers (timers.go), the deletion
+// (deletion.go), the status Plan writes (status.go), what the reconciler
+// reads for a Snapshot (reads.go), and the explanation kubectl stager
+// prints (explain.go).
 package rollout

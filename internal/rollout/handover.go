@@ -48,9 +48,15 @@ import (
 // exists already (left from an earlier rollout, or someone else's: entering
 // the stage brings it in line, or reports the conflict), or the active
 // stage's start is not recorded.
+//
+// Plan's rule 17: a done stage that is not the last hands over: the next
+// stage's BindingPolicy is created first, marked; where it cannot be (the
+// next stage needs approval, a BindingPolicy of its name exists, the next
+// stage is placed in batches, or the active stage's start is not recorded),
+// the status records the advance first.
 func handover(snap *Snapshot, active int) (*ksv1alpha1.BindingPolicy, bool) {
 	policy := snap.Policy
-	token, ok := handoverToken(policy, active)
+	token, ok := handoverToken(snap.key, policy, active)
 	next := policy.Spec.Stages[active+1]
 	if !ok || next.Approval == v1alpha1.ApprovalRequired || next.Batched() || snap.NextBindingPolicy != nil {
 		return nil, false
@@ -70,16 +76,19 @@ func handover(snap *Snapshot, active int) (*ksv1alpha1.BindingPolicy, bool) {
 // are whole seconds: only a rollout restarted within the very second in
 // which its stage started and handed over would take the old mark for its
 // own.
-func HandedOver(policy *v1alpha1.StagedBindingPolicy, next *ksv1alpha1.BindingPolicy, active int) bool {
-	return markedForThisStart(policy, next, active) && policy.Spec.Stages[active+1].Approval != v1alpha1.ApprovalRequired
+func (k HandoverKey) HandedOver(policy *v1alpha1.StagedBindingPolicy, next *ksv1alpha1.BindingPolicy, active int) bool {
+	return markedForThisStart(k, policy, next, active) && policy.Spec.Stages[active+1].Approval != v1alpha1.ApprovalRequired
 }
 
 // withdrawnHandover returns the BindingPolicy the active stage handed over
 // to a next stage whose approval has become Required since: nothing is
 // placed before a stage is approved, so it is deleted, and the advance is
 // then recorded first, as the gate asks, by the rules that follow.
+//
+// Plan's rule 17: a handover to a next stage that has needed approval since
+// is withdrawn: that stage's BindingPolicy is deleted.
 func withdrawnHandover(snap *Snapshot, active int) (*ksv1alpha1.BindingPolicy, bool) {
-	if !markedForThisStart(snap.Policy, snap.NextBindingPolicy, active) || snap.Policy.Spec.Stages[active+1].Approval != v1alpha1.ApprovalRequired {
+	if !markedForThisStart(snap.key, snap.Policy, snap.NextBindingPolicy, active) || snap.Policy.Spec.Stages[active+1].Approval != v1alpha1.ApprovalRequired {
 		return nil, false
 	}
 	return snap.NextBindingPolicy, true
@@ -88,56 +97,71 @@ func withdrawnHandover(snap *Snapshot, active int) (*ksv1alpha1.BindingPolicy, b
 // markedForThisStart reports whether next, the BindingPolicy of the stage
 // after the active one (nil when there is none), exists, owned by the
 // policy and not being deleted, with the mark handover puts on it for the
-// active stage's current start, sealed by this process.
-func markedForThisStart(policy *v1alpha1.StagedBindingPolicy, next *ksv1alpha1.BindingPolicy, active int) bool {
+// active stage's current start, sealed under key.
+func markedForThisStart(key HandoverKey, policy *v1alpha1.StagedBindingPolicy, next *ksv1alpha1.BindingPolicy, active int) bool {
 	if active+1 >= len(policy.Spec.Stages) {
 		return false
 	}
-	token, ok := handoverToken(policy, active)
+	token, ok := handoverToken(key, policy, active)
 	return ok && next != nil && next.DeletionTimestamp == nil && OwnedBy(next, policy) &&
 		hmac.Equal([]byte(next.Annotations[v1alpha1.HandedOverFromAnnotation]), []byte(token))
 }
 
-// handoverKey seals the marks this process writes, and the placements of
-// a batched stage's clusters (SealedPlacement). A mark is the record
-// that a stage was done, and what it names (the policy's UID, the stage,
-// its start) is readable by whoever can read the policy: whoever can also
-// create BindingPolicies could otherwise mark one and have a stage recorded
-// done without its condition. The key is the process's own, so a mark
-// written before a restart of the stager (or by another replica) is not
-// taken as a record: that stage is assessed again, and the next stage's
-// BindingPolicy is taken away while it is not done (docs/security.md).
-var handoverKey = func() []byte {
-	key := make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
-		panic(fmt.Sprintf("reading the handover key: %v", err))
+// HandoverKey seals the marks Plan writes (HandedOverFromAnnotation), and
+// the placements of a batched stage's clusters (PlacedAnnotation). A mark
+// is the record that a stage was done, and what it names (the policy's UID,
+// the stage, its start) is readable by whoever can read the policy: whoever
+// can also create BindingPolicies could otherwise mark one and have a stage
+// recorded done without its condition. The stager makes one key per
+// process at start (NewHandoverKey) and passes it to Plan (WithHandoverKey)
+// and its event handlers, so a mark written before a restart of the stager
+// (or by another replica) is not taken as a record: that stage is assessed
+// again, and the next stage's BindingPolicy is taken away while it is not
+// done (docs/security.md). The zero HandoverKey seals under an empty
+// secret, which anyone can forge: it is what Plan uses without
+// WithHandoverKey, for tests, and the controller never runs with it.
+type HandoverKey struct {
+	secret []byte
+}
+
+// NewHandoverKey returns a key of 32 random bytes.
+func NewHandoverKey() (HandoverKey, error) {
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		return HandoverKey{}, fmt.Errorf("reading the handover key: %w", err)
 	}
-	return key
-}()
+	return HandoverKey{secret: secret}, nil
+}
+
+// IsZero reports whether k is the zero HandoverKey, which seals nothing a
+// forger could not.
+func (k HandoverKey) IsZero() bool {
+	return len(k.secret) == 0
+}
 
 // handoverToken is the value of HandedOverFromAnnotation for the active
 // stage's current start: its name and start time, and the seal of those
 // and the policy's UID ("<stage>@<RFC 3339 time>/<seal>"). It reports false
 // when the status records no start of the active stage.
-func handoverToken(policy *v1alpha1.StagedBindingPolicy, active int) (string, bool) {
+func handoverToken(key HandoverKey, policy *v1alpha1.StagedBindingPolicy, active int) (string, bool) {
 	stage := policy.Spec.Stages[active]
 	record := policy.Status.StageNamed(stage.Name)
 	if record == nil || record.Phase != v1alpha1.StageActive || record.StartTime == nil {
 		return "", false
 	}
-	return SealedMark(policy.UID, stage.Name, record.StartTime.Time), true
+	return key.Mark(policy.UID, stage.Name, record.StartTime.Time), true
 }
 
-// SealedMark is the mark of the stage of the policy with the given UID, for
-// its start at start.
-func SealedMark(policy types.UID, stage string, start time.Time) string {
+// Mark is the mark, sealed under k, of the stage of the policy with the
+// given UID, for its start at start.
+func (k HandoverKey) Mark(policy types.UID, stage string, start time.Time) string {
 	mark := stage + "@" + start.UTC().Format(time.RFC3339)
-	return mark + "/" + seal(string(policy)+"/"+mark)
+	return mark + "/" + k.seal(string(policy)+"/"+mark)
 }
 
-// seal is the HMAC-SHA256 of msg under this process's key, base64url.
-func seal(msg string) string {
-	mac := hmac.New(sha256.New, handoverKey)
+// seal is the HMAC-SHA256 of msg under k, base64url.
+func (k HandoverKey) seal(msg string) string {
+	mac := hmac.New(sha256.New, k.secret)
 	mac.Write([]byte(msg))
 	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
 }

@@ -132,6 +132,10 @@ func kept(policy *v1alpha1.StagedBindingPolicy, active int, bp *ksv1alpha1.Bindi
 // placement kept since the policy gained spec.revision is narrowed to the
 // objects of no revision. It reports whether it has a change to make. The
 // active stage's BindingPolicy at the update revision is rule 13's.
+//
+// Plan's rule 14: for every stage from the active one on, the BindingPolicy
+// of the revision its record keeps is kept in place and in line with the
+// spec.
 func keepRevisions(snap *Snapshot, active int) (Action, bool) {
 	policy := snap.Policy
 	for i := active; i < len(policy.Spec.Stages); i++ {
@@ -229,6 +233,11 @@ func placedRevision(status *v1alpha1.StagedBindingPolicyStatus) string {
 // startRevision starts the rollout of the revision the spec names from the
 // first stage, each stage keeping the revision it runs until the rollout
 // reaches it.
+//
+// Plan's rule 8: a revision in the spec other than status.updateRevision
+// starts the rollout of that revision from the first stage (RevisionStarted,
+// or RevisionSuperseded for one in flight); each stage's record keeps the
+// revision it runs until the rollout reaches it.
 func startRevision(policy *v1alpha1.StagedBindingPolicy, now metav1.Time) Action {
 	want, previous := policy.Spec.SpecRevision(), policy.Status.UpdateRevision
 	inFlight := policy.Status.ActiveStage != "" && previous != policy.Status.CurrentRevision &&
@@ -314,6 +323,18 @@ func Aborting(policy *v1alpha1.StagedBindingPolicy) bool {
 // revision's CombinedStatuses), so that the stage's WECs never run
 // neither. A rollout without a current revision has nothing to go back to
 // and stays where it is.
+//
+// Plan's rule 4: spec.abort, or a failed stage whose onFailure is Abort
+// (until spec.revision names another revision or the rollout is restarted),
+// puts every stage that keeps a revision back on status.currentRevision,
+// make-before-break: the status records it, the StageApprovals are brought
+// in line with the aborted spec (an approval given before counts no more),
+// the current revision's BindingPolicies are created, and once KubeStellar
+// has resolved them the others are deleted, a stage's once its condition
+// holds on the current revision there (at once for a stage without one);
+// without a current revision spec.abort holds the rollout where it is, while
+// a failed stage's abort places the last stage done before it again (every
+// earlier one under Accumulate) and then withdraws the rest.
 func planAbort(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 	policy := snap.Policy
 	current := policy.Status.CurrentRevision

@@ -52,7 +52,7 @@ type Snapshot struct {
 	Binding *ksv1alpha1.Binding
 
 	// Bindings are KubeStellar's Bindings of the policy's BindingPolicies
-	// (BindingPolicies), read only where ReadsBindings says Plan needs them:
+	// (BindingPolicies), read only where Reads says Plan needs them:
 	// a revision's placement goes only once the one that replaces it is
 	// resolved.
 	Bindings []ksv1alpha1.Binding
@@ -79,6 +79,10 @@ type Snapshot struct {
 
 	// Now is the time of the snapshot, used for the times recorded in status.
 	Now metav1.Time
+
+	// key is the HandoverKey Plan was given (WithHandoverKey), set by Plan
+	// on its copy of the snapshot.
+	key HandoverKey
 }
 
 // ActiveStage returns the index of the stage the policy is in, whether the

@@ -636,12 +636,19 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		return nil, fmt.Errorf("adding the MetricProviders' cache: %w", err)
 	}
 	unconfirmed := stagedbindingpolicy.NewUnconfirmed()
+	// One key per process seals the handover marks of every space: a mark
+	// outlives neither a restart nor a move to another replica.
+	handoverKey, err := rollout.NewHandoverKey()
+	if err != nil {
+		return nil, err
+	}
 	controllerOptions := stagedbindingpolicy.Options{
 		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 		CacheSyncTimeout:        o.CacheSyncTimeout,
 		ReconcileTimeout:        o.ReconcileTimeout,
 		Logger:                  logger.WithName(stagedbindingpolicy.ControllerName),
 		DeletionWarningAfter:    o.DeletionWarningAfter,
+		HandoverKey:             handoverKey,
 		EventQPS:                o.SpaceEventQPS,
 		EventBurst:              o.SpaceEventBurst,
 		Measurer: &analysis.Providers{Reader: metricProviders.GetCache(), Options: analysis.Options{

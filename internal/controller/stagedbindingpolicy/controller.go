@@ -16,6 +16,7 @@ package stagedbindingpolicy
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"runtime"
 	"slices"
@@ -61,6 +62,10 @@ type Options struct {
 	ReconcileTimeout time.Duration
 	// Logger is the base logger; the space's name is added to it.
 	Logger logr.Logger
+	// HandoverKey seals the handover marks and the placements of clusters
+	// the controller writes (rollout.HandoverKey): the process's own, made
+	// once at start; the zero key means a fresh one for this controller.
+	HandoverKey rollout.HandoverKey
 	// DeletionWarningAfter is how long a policy's deletion may wait for the
 	// finalizers of its BindingPolicies before it is reported as blocked
 	// with a Warning Event; zero means DefaultDeletionWarningAfter.
@@ -102,10 +107,22 @@ func WatchedObjects() []client.Object {
 	}
 }
 
+// keyOrFresh returns key, or a fresh key for the zero one, whose seals
+// anyone who can read a policy could forge: a controller never runs with it.
+func keyOrFresh(key rollout.HandoverKey) (rollout.HandoverKey, error) {
+	if !key.IsZero() {
+		return key, nil
+	}
+	return rollout.NewHandoverKey()
+}
+
 // NewController returns the controller of one space: its own work queue and
 // workers, fed by the space's own caches, which must have the indexes of
 // IndexFields. It is not started.
 func NewController(space string, cl cluster.Cluster, engine *expression.Engine, opts Options) (_ controller.Controller, err error) {
+	if opts.HandoverKey, err = keyOrFresh(opts.HandoverKey); err != nil {
+		return nil, fmt.Errorf("making the handover key of space %s: %w", space, err)
+	}
 	writer := cl.GetClient()
 	if opts.FieldOwner != "" {
 		writer = client.WithFieldOwner(writer, opts.FieldOwner)
@@ -136,6 +153,7 @@ func NewController(space string, cl cluster.Cluster, engine *expression.Engine, 
 		Unconfirmed:  opts.Unconfirmed,
 
 		DeletionWarningAfter: opts.DeletionWarningAfter,
+		HandoverKey:          opts.HandoverKey,
 		// As many runs plan at once as the process has CPUs for.
 		planning: newPlanGate(runtime.GOMAXPROCS(0)),
 	}
@@ -170,7 +188,7 @@ func NewController(space string, cl cluster.Cluster, engine *expression.Engine, 
 			func(ctx context.Context, b *ksv1alpha1.Binding) []reconcile.Request {
 				return policyOfBindingPolicy(ctx, reader, b.Name)
 			}), bindingUpdates()),
-		source.Kind(informers, &ksv1alpha1.CombinedStatus{}, combinedStatusEvents(reader)),
+		source.Kind(informers, &ksv1alpha1.CombinedStatus{}, combinedStatusEvents(reader, opts.HandoverKey)),
 	}
 	for _, w := range watches {
 		if err := c.Watch(w); err != nil {
@@ -242,7 +260,7 @@ const AssessmentPriority = 100
 // runs that only say what a stage waits for; otherwise an advance waits for
 // all of them (on 10 workers, seconds). The rest, and every deletion, queue
 // at the default priority.
-func combinedStatusEvents(reader client.Reader) handler.TypedEventHandler[*ksv1alpha1.CombinedStatus, reconcile.Request] {
+func combinedStatusEvents(reader client.Reader, key rollout.HandoverKey) handler.TypedEventHandler[*ksv1alpha1.CombinedStatus, reconcile.Request] {
 	// queue queues the policy of cs: at AssessmentPriority when the event
 	// changed cs and cs reports on the stage the rollout is in; otherwise
 	// at the queue's default, which handler.TypedFuncs lowers to
@@ -251,7 +269,7 @@ func combinedStatusEvents(reader client.Reader) handler.TypedEventHandler[*ksv1a
 		bindingPolicy := cs.Labels[rollout.StatusLabelBindingPolicy]
 		for _, req := range policyOfBindingPolicy(ctx, reader, bindingPolicy) {
 			var priority *int
-			if changed && assesses(ctx, reader, req, bindingPolicy) {
+			if changed && assesses(ctx, reader, key, req, bindingPolicy) {
 				priority = ptr.To(AssessmentPriority)
 			}
 			enqueue(q, priority, req)
@@ -276,14 +294,14 @@ func combinedStatusEvents(reader client.Reader) handler.TypedEventHandler[*ksv1a
 // assesses reports whether the policy of req is rolling out in the stage
 // that bindingPolicy places, as the cache has it: its active stage (or one
 // of its clusters, for a stage placed in batches), or the
-// stage its active stage has handed over to (rollout.HandedOver) before the status
+// stage its active stage has handed over to (HandedOver under key) before the status
 // records the advance. The record is queued at handler.LowPriority and
 // trails the handover by seconds when many rollouts advance at once, while
 // the next stage's CombinedStatus may come at once; the run it queues
 // records the advance and, in the same run, assesses the next stage (see
 // maxStepsPerRun), so the next stage's handover does not wait for the
 // record's turn.
-func assesses(ctx context.Context, reader client.Reader, req reconcile.Request, bindingPolicy string) bool {
+func assesses(ctx context.Context, reader client.Reader, key rollout.HandoverKey, req reconcile.Request, bindingPolicy string) bool {
 	policy := &v1alpha1.StagedBindingPolicy{}
 	if err := reader.Get(ctx, req.NamespacedName, policy); err != nil {
 		return false
@@ -310,7 +328,7 @@ func assesses(ctx context.Context, reader client.Reader, req reconcile.Request, 
 	if err := reader.Get(ctx, types.NamespacedName{Name: bindingPolicy}, next); err != nil {
 		return false
 	}
-	return rollout.HandedOver(policy, next, active)
+	return key.HandedOver(policy, next, active)
 }
 
 // enqueue adds reqs to q at priority when q is a priority queue

@@ -134,7 +134,7 @@ func TestCombinedStatusEventsQueueAssessmentsFirst(t *testing.T) {
 	ctx := t.Context()
 	q := priorityqueue.New[reconcile.Request]("test")
 	defer q.ShutDown()
-	events := combinedStatusEvents(testSpace.Client)
+	events := combinedStatusEvents(testSpace.Client, rollout.HandoverKey{})
 
 	// inRollout creates a policy in the given phase and stage, and the
 	// BindingPolicy of stage reported on; it returns that BindingPolicy's
@@ -163,7 +163,7 @@ func TestCombinedStatusEventsQueueAssessmentsFirst(t *testing.T) {
 		}
 		bp := rollouttest.OwnedBP(p, "test", "")
 		bp.ResourceVersion, bp.Generation, bp.Status = "", 0, ksv1alpha1.BindingPolicyStatus{}
-		bp.Annotations = map[string]string{v1alpha1.HandedOverFromAnnotation: rollout.SealedMark(p.UID, "dev", start)}
+		bp.Annotations = map[string]string{v1alpha1.HandedOverFromAnnotation: rollout.HandoverKey{}.Mark(p.UID, "dev", start)}
 		if err := testSpace.Client.Create(ctx, bp); err != nil {
 			t.Fatal(err)
 		}

@@ -77,6 +77,10 @@ type Reconciler struct {
 	// finalizers of the policy's BindingPolicies before it is reported as
 	// blocked; zero means DefaultDeletionWarningAfter.
 	DeletionWarningAfter time.Duration
+	// HandoverKey seals the handover marks and the placements of clusters
+	// the reconciler writes (rollout.WithHandoverKey); NewController never
+	// leaves it zero.
+	HandoverKey rollout.HandoverKey
 	// Measurer answers the queries of the analyses that are due; nil
 	// answers none.
 	Measurer Measurer
@@ -168,7 +172,8 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 
 		var action rollout.Action
 		if err := r.planning.plan(ctx, func() {
-			action = rollout.Plan(snap, r.Engine, rollout.WithDeletionWarningAfter(r.DeletionWarningAfter), rollout.WithClock(r.clock()))
+			action = rollout.Plan(snap, r.Engine, rollout.WithDeletionWarningAfter(r.DeletionWarningAfter), rollout.WithClock(r.clock()),
+				rollout.WithHandoverKey(r.HandoverKey))
 		}); err != nil {
 			return reconcile.Result{}, err
 		}
@@ -332,12 +337,13 @@ func CompletedStages(before, after *v1alpha1.StagedBindingPolicyStatus) []v1alph
 	return completed
 }
 
-// snapshot reads the policy and the objects around its active stage from the
-// space's cache, the policy as the reconciler last wrote it if the cache has
-// not caught up with that write yet, and the BindingPolicies under names
-// the policy needs as the reconciler last found them on the API server when
-// the cache does not hold them (foreignBPs): among the policy's, and as the
-// active and next stages'. It returns nil when the policy does not exist.
+// snapshot reads the policy and the objects around its active stage that
+// rollout.Reads names from the space's cache, the policy as the reconciler
+// last wrote it if the cache has not caught up with that write yet, and the
+// BindingPolicies under names the policy needs as the reconciler last found
+// them on the API server when the cache does not hold them (foreignBPs):
+// among the policy's, and as the active and next stages'. It returns nil
+// when the policy does not exist.
 func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*rollout.Snapshot, error) {
 	policy := &v1alpha1.StagedBindingPolicy{}
 	if err := r.Client.Get(ctx, key, policy); err != nil {
@@ -363,7 +369,8 @@ func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*r
 	}
 	snap.Approvals = approvals.Items
 
-	if rollout.ReadsBindings(policy, snap.BindingPolicies) && policy.DeletionTimestamp == nil {
+	reads := rollout.Reads(policy, snap.BindingPolicies, snap.Now)
+	if reads.Bindings {
 		for i := range snap.BindingPolicies {
 			binding, err := getNamed(ctx, r.Client, "Binding", snap.BindingPolicies[i].Name, &ksv1alpha1.Binding{})
 			if err != nil {
@@ -372,7 +379,7 @@ func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*r
 			if binding != nil {
 				snap.Bindings = append(snap.Bindings, *binding)
 			}
-			if !rollout.Aborting(policy) {
+			if !reads.AbortStatuses {
 				continue
 			}
 			statuses := &ksv1alpha1.CombinedStatusList{}
@@ -385,19 +392,17 @@ func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*r
 
 	snap.BindingPolicies = r.foreignBPs.withFound(policy.Name, snap.BindingPolicies, seen)
 
-	active, started, _ := rollout.ActiveStage(policy)
-	if !started || policy.DeletionTimestamp != nil {
+	if reads.Active == "" {
 		return snap, nil
 	}
-	bpName := rollout.ActiveBindingPolicyName(policy)
+	bpName := reads.Active
 
 	var err error
 	if snap.ActiveBindingPolicy, err = getNamed(ctx, r.Client, "BindingPolicy", bpName, &ksv1alpha1.BindingPolicy{}); err != nil {
 		return nil, err
 	}
 	snap.ActiveBindingPolicy = r.ownBPs.view(bpName, r.foreignBPs.view(policy.Name, bpName, snap.ActiveBindingPolicy, seen), policy, seen)
-	if active+1 < len(policy.Spec.Stages) {
-		nextName := policy.StageBindingPolicyName(policy.Spec.Stages[active+1].Name)
+	if nextName := reads.Next; nextName != "" {
 		if snap.NextBindingPolicy, err = getNamed(ctx, r.Client, "BindingPolicy", nextName, &ksv1alpha1.BindingPolicy{}); err != nil {
 			return nil, err
 		}
@@ -413,14 +418,10 @@ func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*r
 	}
 	snap.CombinedStatuses = statuses.Items
 
-	for i := range snap.BindingPolicies {
-		bp := &snap.BindingPolicies[i]
-		if !rollout.PlacesActiveCluster(policy, bp) {
-			continue
-		}
+	for _, name := range reads.ClusterStatuses {
 		statuses := &ksv1alpha1.CombinedStatusList{}
-		if err := r.Client.List(ctx, statuses, r.labelled(byBindingPolicy, bp.Name)); err != nil {
-			return nil, fmt.Errorf("listing CombinedStatuses of %s: %w", bp.Name, err)
+		if err := r.Client.List(ctx, statuses, r.labelled(byBindingPolicy, name)); err != nil {
+			return nil, fmt.Errorf("listing CombinedStatuses of %s: %w", name, err)
 		}
 		snap.ClusterStatuses = append(snap.ClusterStatuses, statuses.Items...)
 	}
@@ -430,18 +431,17 @@ func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*r
 	if snap.BindingPolicies, err = withNamesakes(ctx, r.Client, policy, snap.Binding, snap.BindingPolicies, foreign); err != nil {
 		return nil, err
 	}
-	snap.Measurements = r.measure(ctx, policy, snap)
+	snap.Measurements = r.measure(ctx, policy, snap, reads.Analyses)
 	return snap, nil
 }
 
-// measure sends the queries of the analyses of the active stage that are
-// due, side by side, each rendered with the stage's context: its clusters
+// measure sends the queries of due, the analyses of the active stage that
+// are due (rollout.Reads), side by side, each rendered with the stage's context: its clusters
 // are those its Binding names (analysis.ClusterNames). A query that gets
 // no answer is an inconclusive measurement, which says why; one over the
 // space's bound on queries is no measurement: the analysis stays due and
 // is measured again at the run its requeue brings.
-func (r *Reconciler) measure(ctx context.Context, policy *v1alpha1.StagedBindingPolicy, snap *rollout.Snapshot) []rollout.Measurement {
-	due := rollout.DueAnalyses(policy, snap.Now)
+func (r *Reconciler) measure(ctx context.Context, policy *v1alpha1.StagedBindingPolicy, snap *rollout.Snapshot, due []v1alpha1.Analysis) []rollout.Measurement {
 	if len(due) == 0 {
 		return nil
 	}

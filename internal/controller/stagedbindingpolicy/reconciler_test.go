@@ -846,7 +846,7 @@ func TestReconcileReadsItsOwnDeletesBeforeTheCache(t *testing.T) {
 	devDone(t, p, "reconcile-own-deletes")
 	testBP := rollouttest.OwnedBP(p, "test", "")
 	testBP.ResourceVersion, testBP.Generation, testBP.Status = "", 0, ksv1alpha1.BindingPolicyStatus{}
-	testBP.Annotations = map[string]string{v1alpha1.HandedOverFromAnnotation: rollout.SealedMark(p.UID, "dev", rollouttest.Earlier.Time)}
+	testBP.Annotations = map[string]string{v1alpha1.HandedOverFromAnnotation: rollout.HandoverKey{}.Mark(p.UID, "dev", rollouttest.Earlier.Time)}
 	if err := testSpace.Client.Create(ctx, testBP); err != nil {
 		t.Fatalf("creating test's handed-over BindingPolicy: %v", err)
 	}
