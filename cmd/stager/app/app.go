@@ -659,7 +659,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		// objects' managedFields tell which replica wrote a space.
 		controllerOptions.FieldOwner = FieldOwnerPrefix + replica
 	}
-	janitor := stagedbindingpolicy.NewSeriesJanitor(stagedbindingpolicy.DefaultSeriesGrace, logger.WithName("space-metrics"))
+	janitor := metrics.NewSeriesJanitor(stagedbindingpolicy.SpaceControllerName, metrics.DefaultSeriesGrace, logger.WithName("space-metrics"))
 	runner, err := spaces.New(spaces.Options{
 		Replica:  replica,
 		Required: stagedbindingpolicy.WatchedObjects(),
@@ -684,10 +684,12 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		OverLimitBackoff: o.spaceCacheBackoff(),
 		SharedCaches:     o.Providers.SharesCaches,
 		OnChange: func(state spaces.State) {
-			janitor.Record(state)
-			if state.Reason == spaces.ReasonDisengaged {
-				unconfirmed.Forget(state.Name)
+			if state.Reason != spaces.ReasonDisengaged {
+				janitor.Engaged(state.Name)
+				return
 			}
+			janitor.Disengaged(state.Name)
+			unconfirmed.Forget(state.Name)
 		},
 		Logger: logger.WithName("spaces"),
 	})
