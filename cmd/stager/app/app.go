@@ -55,6 +55,7 @@ import (
 	"github.com/kubestellar/workload-stager/internal/controller/spaces"
 	"github.com/kubestellar/workload-stager/internal/controller/stagedbindingpolicy"
 	"github.com/kubestellar/workload-stager/internal/expression"
+	mcproviders "github.com/kubestellar/workload-stager/internal/providers"
 	"github.com/kubestellar/workload-stager/internal/rollout"
 	"github.com/kubestellar/workload-stager/providers"
 	"github.com/kubestellar/workload-stager/providers/kcp"
@@ -554,7 +555,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 	hosting, err := manager.New(cfg, manager.Options{
 		Scheme:                  scheme,
 		Logger:                  logger,
-		Cache:                   o.Providers.HostingCacheOptions(spaceCache),
+		Cache:                   mcproviders.HostingCacheOptions(o.Providers, spaceCache),
 		Metrics:                 o.metricsServerOptions(),
 		HealthProbeBindAddress:  o.HealthProbeBindAddress,
 		PprofBindAddress:        o.PprofBindAddress,
@@ -579,7 +580,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		co.Cache = spaceCache
 		co.NewClient = spaces.WithRequestRate(o.SpaceQPS, o.SpaceBurst, co.NewClient)
 	}
-	provider, err := providers.New(o.Providers, hosting, spaceClusterOptions)
+	provider, err := mcproviders.New(o.Providers, hosting, spaceClusterOptions)
 	if err != nil {
 		return nil, fmt.Errorf("building the cluster provider: %w", err)
 	}
@@ -703,7 +704,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 	// hosting cluster in its cache: the readiness check waits for it, and a
 	// new leader starts warm. The informers start after the manager's
 	// caches, so that a replica that cannot read them still stops when asked.
-	hostingObjects := o.Providers.HostingObjects()
+	hostingObjects := mcproviders.HostingObjects(o.Providers)
 	for _, obj := range hostingObjects {
 		warm := onEveryReplica(func(ctx context.Context) error {
 			_, err := hosting.GetCache().GetInformer(ctx, obj, cache.BlockUntilSynced(false))
