@@ -629,9 +629,12 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 	}
 	// The MetricProviders and their labelled Secrets, watched on every
 	// replica: an analysis reads them from memory.
-	metricProviders, err := analysis.NewCluster(cfg, scheme, o.metricProviderSecretNamespace())
+	metricProviders, err := cluster.New(cfg, func(co *cluster.Options) {
+		co.Scheme = scheme
+		co.Cache = analysis.CacheOptions(scheme, o.metricProviderSecretNamespace())
+	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("creating the MetricProviders' cache: %w", err)
 	}
 	if err := hosting.Add(metricProviders); err != nil {
 		return nil, fmt.Errorf("adding the MetricProviders' cache: %w", err)
