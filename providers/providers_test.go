@@ -21,15 +21,6 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
-	mcrkubeconfig "sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
 
 	"github.com/kubestellar/workload-stager/providers/kcp"
 	"github.com/kubestellar/workload-stager/providers/kubeconfig"
@@ -154,12 +145,13 @@ func TestOptionsValidate(t *testing.T) {
 
 func TestNewOptionsDefaults(t *testing.T) {
 	// The kubeconfig Secrets are labelled and keyed as multicluster-runtime's
-	// kubeconfig provider has them, so that Secrets made for it serve.
+	// kubeconfig provider has them (TestDefaultsAreMulticlusterRuntimes), so
+	// that Secrets made for it serve.
 	want := &Options{
 		Kind:   KindKubeconfig,
 		Single: &single.Flags{Name: "local"},
 		Kubeconfig: &kubeconfig.Flags{Namespace: "kubestellar-stager",
-			Label: mcrkubeconfig.DefaultKubeconfigSecretLabel, Key: mcrkubeconfig.DefaultKubeconfigSecretKey},
+			Label: kubeconfig.DefaultLabel, Key: kubeconfig.DefaultKey},
 		KubeFlex: &kubeflex.Flags{Selector: "kflex.kubestellar.io/cptype=wds", KubeconfigKey: "auto", Resync: 30 * time.Second},
 		KCP:      &kcp.Flags{EndpointSlice: kcp.DefaultEndpointSlice},
 	}
@@ -232,8 +224,8 @@ func TestAddFlags(t *testing.T) {
 	for flag, def := range map[string]string{
 		"provider":                    KindKubeconfig,
 		"kubeconfig-namespace":        kubeconfig.DefaultNamespace,
-		"kubeconfig-label":            mcrkubeconfig.DefaultKubeconfigSecretLabel,
-		"kubeconfig-key":              mcrkubeconfig.DefaultKubeconfigSecretKey,
+		"kubeconfig-label":            kubeconfig.DefaultLabel,
+		"kubeconfig-key":              kubeconfig.DefaultKey,
 		"single-space-name":           single.DefaultName,
 		"kcp-kubeconfig":              "",
 		"kcp-apiexport-endpointslice": kcp.DefaultEndpointSlice,
@@ -245,122 +237,6 @@ func TestAddFlags(t *testing.T) {
 		}
 		if f.DefValue != def || f.Usage == "" {
 			t.Errorf("flag --%s: default %q, usage %q; want default %q and a usage", flag, f.DefValue, f.Usage, def)
-		}
-	}
-}
-
-func TestHostingCacheOptions(t *testing.T) {
-	scheme := runtime.NewScheme()
-	spaceCache := cache.Options{
-		Scheme:            scheme,
-		DefaultNamespaces: map[string]cache.Config{"somewhere": {}},
-		DefaultTransform:  cache.TransformStripManagedFields(),
-	}
-
-	for _, kind := range []string{KindSingle, KindKCP, "kcp,single"} {
-		t.Run(kind+" returns the space cache unchanged", func(t *testing.T) {
-			o := NewOptions()
-			o.Kind = kind
-			got := o.HostingCacheOptions(spaceCache)
-			if got.Scheme != scheme || !reflect.DeepEqual(got.DefaultNamespaces, spaceCache.DefaultNamespaces) ||
-				got.ByObject != nil || got.DefaultTransform == nil {
-				t.Errorf("HostingCacheOptions() = %+v, want the space cache %+v", got, spaceCache)
-			}
-		})
-	}
-	t.Run("kubeconfig with kcp narrows to the Secrets", func(t *testing.T) {
-		o := NewOptions()
-		o.Kind = "kcp,kubeconfig"
-		if got := o.HostingCacheOptions(spaceCache); len(got.ByObject) != 1 {
-			t.Errorf("HostingCacheOptions() = %+v, want only the kubeconfig Secrets", got)
-		}
-	})
-
-	tests := []struct {
-		name      string
-		namespace string
-		label     string
-	}{
-		{name: "defaults", namespace: kubeconfig.DefaultNamespace, label: mcrkubeconfig.DefaultKubeconfigSecretLabel},
-		{name: "custom namespace and label", namespace: "spaces", label: "example.com/space"},
-	}
-	for _, tt := range tests {
-		t.Run("kubeconfig narrows to the Secrets: "+tt.name, func(t *testing.T) {
-			o := NewOptions()
-			o.Kubeconfig.Namespace, o.Kubeconfig.Label = tt.namespace, tt.label
-			got := o.HostingCacheOptions(spaceCache)
-
-			if len(got.DefaultNamespaces) != 1 {
-				t.Errorf("DefaultNamespaces = %v, want only %s", got.DefaultNamespaces, tt.namespace)
-			}
-			if _, ok := got.DefaultNamespaces[tt.namespace]; !ok {
-				t.Errorf("DefaultNamespaces = %v, want %s", got.DefaultNamespaces, tt.namespace)
-			}
-			if got.DefaultTransform == nil {
-				t.Errorf("DefaultTransform is nil, want managed fields stripped")
-			}
-			if len(got.ByObject) != 1 {
-				t.Fatalf("ByObject = %v, want only Secrets", got.ByObject)
-			}
-			var selector labels.Selector
-			for obj, by := range got.ByObject {
-				if _, ok := obj.(*corev1.Secret); !ok {
-					t.Errorf("ByObject key %T, want *v1.Secret", obj)
-				}
-				selector = by.Label
-				if by.Transform == nil {
-					t.Fatal("the Secrets are not screened by the kubeconfig policy")
-				}
-				out, err := by.Transform(&corev1.Secret{Data: map[string][]byte{o.Kubeconfig.Key: []byte("not a kubeconfig")}})
-				if err != nil || out.(*corev1.Secret).Annotations[kubeconfig.AnnotationRefusedReason] == "" {
-					t.Errorf("the Secrets' transform let a malformed kubeconfig through: %v, %v", out, err)
-				}
-			}
-			if selector == nil {
-				t.Fatalf("Secrets are not narrowed by label")
-			}
-			for _, c := range []struct {
-				labels labels.Set
-				want   bool
-			}{
-				{labels.Set{tt.label: "true"}, true},
-				{labels.Set{tt.label: "true", "team": "payments"}, true},
-				{labels.Set{tt.label: "false"}, false},
-				{labels.Set{tt.label: ""}, false},
-				{labels.Set{"other": "true"}, false},
-				{nil, false},
-			} {
-				if got := selector.Matches(c.labels); got != c.want {
-					t.Errorf("selector %s matches %v = %v, want %v", selector, c.labels, got, c.want)
-				}
-			}
-		})
-	}
-}
-
-// TestNewLeavesTheProviderRunnable: the provider New returns is the one the
-// manager must start (multicluster.ProviderRunnable), not a wrapper that
-// hides its Start, for the kinds that engage their spaces when they run.
-func TestNewLeavesTheProviderRunnable(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := kcp.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	hosting, err := manager.New(&rest.Config{Host: "https://127.0.0.1:1"}, manager.Options{
-		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, kind := range []string{KindSingle, KindKubeFlex + "," + KindSingle} {
-		o := NewOptions()
-		o.Kind = kind
-		p, err := New(o, hosting)
-		if err != nil {
-			t.Fatalf("New(%s): %v", kind, err)
-		}
-		if _, ok := any(p).(multicluster.ProviderRunnable); !ok {
-			t.Errorf("New(%s) returned %T, which the manager cannot start", kind, p)
 		}
 	}
 }

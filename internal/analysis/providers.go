@@ -27,12 +27,10 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	hostingv1alpha1 "github.com/kubestellar/workload-stager/api/hosting/v1alpha1"
 )
@@ -74,7 +72,7 @@ type Options struct {
 // Secrets change. Its zero value is not usable: set Reader and Options.
 type Providers struct {
 	// Reader reads MetricProviders and Secrets from the hosting cluster:
-	// in the stager, the cache of NewCluster.
+	// in the stager, a cache configured by CacheOptions.
 	Reader client.Reader
 	// Options bound every query.
 	Options Options
@@ -91,12 +89,15 @@ type cachedEndpoint struct {
 	endpoint *Endpoint
 }
 
-// NewCluster returns a view of the hosting cluster, to add to the
-// hosting cluster's manager, whose cache is Providers' Reader: it watches
-// the MetricProviders, and the Secrets of secretNamespace labelled
+// CacheOptions configure the cache of the view of the hosting cluster
+// whose cache is Providers' Reader in the stager (cmd/stager builds it, a
+// controller-runtime cluster added to the hosting cluster's manager): it
+// watches the MetricProviders, and the Secrets of secretNamespace labelled
 // CredentialLabel=true only, from the first query on (a hosting cluster
 // without the MetricProvider CRD serves no analysis, and the stager runs).
-func NewCluster(cfg *rest.Config, scheme *runtime.Scheme, secretNamespace string) (cluster.Cluster, error) {
+// The package builds no cluster itself, so that the kubectl plugin, which
+// queries through its own client, does not link one.
+func CacheOptions(scheme *runtime.Scheme, secretNamespace string) cache.Options {
 	byObject := map[client.Object]cache.ByObject{}
 	if secretNamespace != "" {
 		byObject[&corev1.Secret{}] = cache.ByObject{
@@ -104,14 +105,7 @@ func NewCluster(cfg *rest.Config, scheme *runtime.Scheme, secretNamespace string
 			Label:      labels.SelectorFromSet(labels.Set{hostingv1alpha1.CredentialLabel: "true"}),
 		}
 	}
-	c, err := cluster.New(cfg, func(o *cluster.Options) {
-		o.Scheme = scheme
-		o.Cache = cache.Options{Scheme: scheme, ByObject: byObject, DefaultTransform: cache.TransformStripManagedFields()}
-	})
-	if err != nil {
-		return nil, fmt.Errorf("creating the MetricProviders' cache: %w", err)
-	}
-	return c, nil
+	return cache.Options{Scheme: scheme, ByObject: byObject, DefaultTransform: cache.TransformStripManagedFields()}
 }
 
 // Query sends query, as an instant query, to the provider named provider

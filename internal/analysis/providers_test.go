@@ -34,6 +34,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	hostingv1alpha1 "github.com/kubestellar/workload-stager/api/hosting/v1alpha1"
 	"github.com/kubestellar/workload-stager/test/framework"
@@ -41,7 +42,7 @@ import (
 )
 
 // The tests of Providers read MetricProviders and Secrets from a real
-// API server, through the stager's cache (NewCluster) and, as kubectl
+// API server, through the stager's cache (CacheOptions) and, as kubectl
 // stager eval does, directly; the providers are httptest TLS servers.
 
 var hosting *environment.Space
@@ -176,7 +177,8 @@ func (f *fixture) cached(opts Options) (*Providers, *requestCounter) {
 	counter := &requestCounter{}
 	cfg := rest.CopyConfig(hosting.Config)
 	cfg.Wrap(counter.wrap)
-	cl, err := NewCluster(cfg, hosting.Client.Scheme(), f.namespace)
+	scheme := hosting.Client.Scheme()
+	cl, err := cluster.New(cfg, func(o *cluster.Options) { o.Scheme, o.Cache = scheme, CacheOptions(scheme, f.namespace) })
 	if err != nil {
 		f.t.Fatal(err)
 	}

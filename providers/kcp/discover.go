@@ -110,7 +110,7 @@ func pathOf(ctx context.Context, cfg *rest.Config) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return pathFrom(ctx, mc)
+	return WorkspacePath(ctx, mc)
 }
 
 // endpointURL returns an endpoint of an APIExportEndpointSlice as the base

@@ -18,7 +18,6 @@ import (
 	"errors"
 
 	"github.com/spf13/pflag"
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
 )
 
 // Defaults of the flags.
@@ -92,10 +91,4 @@ func (f *Flags) Validate() error {
 // Policy is what kubeconfigs may use, as the flags say.
 func (f *Flags) Policy() Policy {
 	return Policy{AllowExec: f.InsecureExec, AllowInsecureTLS: f.InsecureTLS}
-}
-
-// Options are the provider's options as the flags say, with clusterOptions
-// for every space's cluster.
-func (f *Flags) Options(clusterOptions ...cluster.Option) Options {
-	return Options{Namespace: f.Namespace, Label: f.Label, Key: f.Key, Policy: f.Policy(), ClusterOptions: clusterOptions}
 }

@@ -26,11 +26,16 @@
 // AllowInsecureTLS).
 //
 // The Policy guards twice. Check reads the Secret's kubeconfig and names every
-// offending field; the Auditor uses it to report a refused Secret with an
-// Event, a log line and a metric. RESTOption is handed to multicluster-runtime's
-// kubeconfig provider (its RESTOptions hook), so that a refused kubeconfig never
-// becomes a space, whatever the Auditor does; it also denies every exec
-// credential plugin through client-go's plugin policy unless exec is allowed.
+// offending field; Screen applies it to the hosting cluster's cache, and the
+// Auditor (internal/providers/kubeconfig) reports a refused Secret with an
+// Event, a log line and a metric. RESTConfig is the one way a kubeconfig
+// becomes a client configuration: Check again, then RESTOption on what
+// client-go made of it, which also denies every exec credential plugin
+// through client-go's plugin policy unless exec is allowed.
+//
+// This package finds spaces (flags, guard, screen, Discover); engaging them
+// is internal/providers/kubeconfig's, so that the kubectl plugin, which
+// links this package, links no controller manager.
 package kubeconfig
 
 import (

@@ -84,8 +84,9 @@ func (p Policy) Screen(key string) toolscache.TransformFunc {
 	}
 }
 
-// screened returns the refusal Screen recorded on secret, if any.
-func screened(secret *corev1.Secret) error {
+// Screened returns the refusal Screen recorded on secret, if any: the
+// provider and the Auditor read their Secrets from the screened cache.
+func Screened(secret *corev1.Secret) error {
 	why, ok := secret.Annotations[AnnotationRefused]
 	if !ok {
 		return nil

@@ -58,7 +58,7 @@ func TestScreen(t *testing.T) {
 	if !bytes.Equal(got.Data[key], safe) || len(got.Annotations) != 1 || got.ManagedFields != nil {
 		t.Errorf("an accepted Secret came out as %+v, want its kubeconfig, no refusal annotation and no managed fields", got)
 	}
-	if err := screened(got); err != nil {
+	if err := Screened(got); err != nil {
 		t.Errorf("the Auditor would read a refusal from the writer's own annotations: %v", err)
 	}
 
@@ -89,7 +89,7 @@ func TestScreen(t *testing.T) {
 			if got.Annotations[AnnotationRefusedReason] != ReasonFileReference || !strings.Contains(got.Annotations[AnnotationRefused], c.field) {
 				t.Errorf("annotations %v, want reason %s naming %s", got.Annotations, ReasonFileReference, c.field)
 			}
-			if err := screened(got); ReasonOf(err) != ReasonFileReference || !strings.Contains(err.Error(), c.field) {
+			if err := Screened(got); ReasonOf(err) != ReasonFileReference || !strings.Contains(err.Error(), c.field) {
 				t.Errorf("the Auditor reads %v, want reason %s naming %s", err, ReasonFileReference, c.field)
 			}
 			if !bytes.Equal(got.Data[key], screenedKubeconfig) {
@@ -157,7 +157,7 @@ func TestScreenTooLarge(t *testing.T) {
 		t.Errorf("a kubeconfig of %d bytes came out with annotations %v and %d bytes, want reason %s and the screened value",
 			len(raw), got.Annotations, len(got.Data[key]), ReasonTooLarge)
 	}
-	if err := screened(got); ReasonOf(err) != ReasonTooLarge {
+	if err := Screened(got); ReasonOf(err) != ReasonTooLarge {
 		t.Errorf("the Auditor reads %v, want reason %s", err, ReasonTooLarge)
 	}
 }

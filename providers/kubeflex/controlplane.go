@@ -99,7 +99,7 @@ func (cp *controlPlane) ready() bool {
 	})
 }
 
-// Decision is what the provider does with one ControlPlane.
+// Decision is what the provider, and Discover, do with one ControlPlane.
 type Decision struct {
 	// Ignore is true for a ControlPlane the selector does not select (an ITS,
 	// say) or that is being deleted: no space, and nothing to report.
@@ -111,6 +111,16 @@ type Decision struct {
 	Secret *SecretRef
 	// Key is the data key of the kubeconfig in the Secret.
 	Key string
+}
+
+// Decide decides whether the ControlPlane u is a space, as the options say;
+// an error means u does not read as a ControlPlane.
+func (o Options) Decide(u *unstructured.Unstructured) (Decision, error) {
+	cp, err := parseControlPlane(u)
+	if err != nil {
+		return Decision{}, err
+	}
+	return decide(cp, o.Selector, o.InCluster, o.SecretNamespaces), nil
 }
 
 // decide decides, from the ControlPlane alone, whether it is a space and

@@ -15,13 +15,10 @@
 package kubeflex
 
 import (
-	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-
-	"github.com/kubestellar/workload-stager/providers/kubeconfig"
 )
 
 // controlPlaneWith returns a ControlPlane object with the given labels,
@@ -89,38 +86,5 @@ func TestDecide(t *testing.T) {
 				t.Errorf("decide() = %+v (secret %+v), want %+v (secret %+v)", got, got.Secret, tt.want, tt.want.Secret)
 			}
 		})
-	}
-}
-
-// TestUnusableNotesDiscloseNothing: a ControlPlane is cluster-scoped, so
-// its Events go to the namespace "default", which more people read than
-// the Secrets a ControlPlane names and the stager's log. A note says why
-// in words of the reason alone: it names no Secret or namespace, does not
-// tell a missing Secret from one without the key, and names no server,
-// file or command of a refused kubeconfig.
-func TestUnusableNotesDiscloseNothing(t *testing.T) {
-	secrets := []string{"kubeflex-system", "wds1-kubeconfig", "https://10.0.0.7:6443", "/var/run/secrets", "hunter2", "/bin/sh"}
-	refused := &kubeconfig.RefusedError{Violations: []kubeconfig.Violation{
-		{Reason: kubeconfig.ReasonExec, Field: `users["admin"].exec`, Why: `the credential plugin "/bin/sh" would run`},
-		{Reason: kubeconfig.ReasonFileReference, Field: `users["admin"].tokenFile`, Why: `reads the file "/var/run/secrets/token"`},
-		{Reason: kubeconfig.ReasonInsecureServer, Field: `clusters["wds1"].server`, Why: `"http://admin:hunter2@10.0.0.7" is plain http`},
-	}}
-	notes := map[string]string{
-		ReasonSecretUnreadable: unusableNote(ReasonSecretUnreadable),
-		ReasonNoKubeconfig:     unusableNote(ReasonNoKubeconfig),
-		"refused":              unusableNote(refused.Reason()),
-	}
-	for name, note := range notes {
-		for _, secret := range secrets {
-			if strings.Contains(note, secret) {
-				t.Errorf("%s: the note %q discloses %q", name, note, secret)
-			}
-		}
-	}
-	if notes[ReasonSecretUnreadable] != notes[ReasonNoKubeconfig] {
-		t.Errorf("the notes tell a missing Secret (%q) from one without the key (%q)", notes[ReasonSecretUnreadable], notes[ReasonNoKubeconfig])
-	}
-	if !strings.Contains(notes["refused"], kubeconfig.ReasonExec) {
-		t.Errorf("the note %q of a refused kubeconfig does not say why", notes["refused"])
 	}
 }

@@ -19,7 +19,9 @@ import (
 	"fmt"
 	"sort"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -52,17 +54,16 @@ func Discover(ctx context.Context, reader client.Reader, opts Options) ([]Space,
 	var spaces []Space
 	for i := range list.Items {
 		u := &list.Items[i]
-		cp, err := parseControlPlane(u)
+		d, err := opts.Decide(u)
 		if err != nil {
 			continue // the provider reports it; it is no space
 		}
-		d := decide(cp, opts.Selector, opts.InCluster, opts.SecretNamespaces)
 		if d.Ignore {
 			continue
 		}
 		space := Space{Name: u.GetName(), Reason: d.Reason, Message: d.Message}
 		if d.Reason == "" {
-			raw, reason, message := readKubeconfig(ctx, reader, d)
+			raw, reason, message := ReadKubeconfig(ctx, reader, d)
 			space.Reason, space.Message = reason, message
 			if reason == "" {
 				if space.Config, err = opts.Policy.RESTConfig(raw); err != nil {
@@ -74,4 +75,19 @@ func Discover(ctx context.Context, reader client.Reader, opts Options) ([]Space,
 	}
 	sort.Slice(spaces, func(i, j int) bool { return spaces[i].Name < spaces[j].Name })
 	return spaces, nil
+}
+
+// ReadKubeconfig reads the kubeconfig a decision names through reader, or
+// says why none can be read (ReasonSecretUnreadable, ReasonNoKubeconfig).
+func ReadKubeconfig(ctx context.Context, reader client.Reader, d Decision) (raw []byte, reason, message string) {
+	secret := &corev1.Secret{}
+	key := types.NamespacedName{Namespace: d.Secret.Namespace, Name: d.Secret.Name}
+	if err := reader.Get(ctx, key, secret); err != nil {
+		return nil, ReasonSecretUnreadable, fmt.Sprintf("reading Secret %s: %v", key, err)
+	}
+	raw = secret.Data[d.Key]
+	if len(raw) == 0 {
+		return nil, ReasonNoKubeconfig, fmt.Sprintf("Secret %s has no data under key %q", key, d.Key)
+	}
+	return raw, "", ""
 }

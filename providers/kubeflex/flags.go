@@ -23,7 +23,6 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/labels"
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	"github.com/kubestellar/workload-stager/providers/kubeconfig"
 )
@@ -91,13 +90,35 @@ func (f *Flags) inCluster() bool {
 	return f.KubeconfigKey == KubeconfigKeyInCluster || f.KubeconfigKey == KubeconfigKeyAuto && os.Getenv("KUBERNETES_SERVICE_HOST") != ""
 }
 
-// Options are the provider's options as the flags say, with the kubeconfig
-// policy and clusterOptions for every space's cluster.
-func (f *Flags) Options(policy kubeconfig.Policy, clusterOptions ...cluster.Option) (Options, error) {
+// Options are the options of Discover and of the provider as the flags say,
+// with the kubeconfig policy.
+func (f *Flags) Options(policy kubeconfig.Policy) (Options, error) {
 	selector, err := labels.Parse(f.Selector)
 	if err != nil {
 		return Options{}, fmt.Errorf("--kubeflex-selector: %w", err)
 	}
 	return Options{Selector: selector, InCluster: f.inCluster(), SecretNamespaces: f.SecretNamespaces,
-		Policy: policy, ClusterOptions: clusterOptions, Resync: f.Resync}, nil
+		Policy: policy, Resync: f.Resync}, nil
+}
+
+// DefaultResync is how often each engaged ControlPlane's Secret is read
+// again, so that a rotated kubeconfig replaces the space's connection.
+const DefaultResync = 30 * time.Second
+
+// Options decide which ControlPlanes are spaces and how their kubeconfigs
+// are read and guarded.
+type Options struct {
+	// Selector selects the ControlPlanes that are spaces.
+	Selector labels.Selector
+	// InCluster reads the Secret's in-cluster key (the stager runs in the
+	// hosting cluster) rather than its external one.
+	InCluster bool
+	// SecretNamespaces, when not empty, are the only namespaces whose
+	// Secrets may be read.
+	SecretNamespaces []string
+	// Policy is what a ControlPlane's kubeconfig may use.
+	Policy kubeconfig.Policy
+	// Resync is how often an engaged ControlPlane's Secret is read again.
+	// Default DefaultResync.
+	Resync time.Duration
 }

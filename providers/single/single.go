@@ -12,19 +12,15 @@
 // See the License for the specific language governing permissions and
 // limitations under the License.
 
-// Package single finds one space: the hosting cluster itself. It serves
-// multicluster-runtime's single provider, with the flag that names the space.
+// Package single finds one space: the hosting cluster itself, named by a
+// flag. internal/providers/single engages it through multicluster-runtime's
+// single provider.
 package single
 
 import (
-	"context"
 	"errors"
 
 	"github.com/spf13/pflag"
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
-	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
-	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
-	"sigs.k8s.io/multicluster-runtime/providers/single"
 )
 
 // DefaultName is the space name of the hosting cluster.
@@ -53,17 +49,3 @@ func (f *Flags) Validate() error {
 	}
 	return nil
 }
-
-// Provider engages the hosting cluster as the only space when it starts.
-type Provider struct {
-	*single.Provider
-}
-
-// New returns the provider of the hosting cluster, named as the flags say.
-func New(f *Flags, hosting cluster.Cluster) *Provider {
-	return &Provider{Provider: single.New(multicluster.ClusterName(f.Name), hosting)}
-}
-
-// SetupWithManager does nothing: the provider engages its cluster when it
-// starts.
-func (p *Provider) SetupWithManager(context.Context, mcmanager.Manager) error { return nil }

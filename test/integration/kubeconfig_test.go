@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubestellar/workload-stager/internal/controller/spaces"
+	mckubeconfig "github.com/kubestellar/workload-stager/internal/providers/kubeconfig"
 	"github.com/kubestellar/workload-stager/providers/kubeconfig"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 )
@@ -98,7 +99,7 @@ func kubeconfigFor(t *testing.T, server string, caData []byte, edit func(*client
 // refusedEvent waits for the Warning Event on a refused Secret and returns its note.
 func refusedEvent(t *testing.T, secret string) string {
 	t.Helper()
-	return secretEvent(t, secret, kubeconfig.EventReasonRefused, corev1.EventTypeWarning)
+	return secretEvent(t, secret, mckubeconfig.EventReasonRefused, corev1.EventTypeWarning)
 }
 
 // secretEvent waits for an Event of the given reason and type on a Secret
@@ -275,8 +276,8 @@ func TestKubeconfigSecretsAreGuarded(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitForSpace(t, suite.stager, "guard-exec", false, spaces.ReasonMissingAPIs)
-	if note := secretEvent(t, "guard-exec", kubeconfig.EventReasonAccepted, corev1.EventTypeNormal); !strings.Contains(note, "is accepted") {
-		t.Errorf("the %s Event says %q", kubeconfig.EventReasonAccepted, note)
+	if note := secretEvent(t, "guard-exec", mckubeconfig.EventReasonAccepted, corev1.EventTypeNormal); !strings.Contains(note, "is accepted") {
+		t.Errorf("the %s Event says %q", mckubeconfig.EventReasonAccepted, note)
 	}
 	waitFor(t, "the refusal metric of guard-exec to go", func() error {
 		if n := series(t, map[string]string{"secret": "guard-exec"}); n != 0 {

@@ -30,6 +30,7 @@ import (
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/cmd/stager/app"
 	"github.com/kubestellar/workload-stager/internal/controller/spaces"
+	mckubeflex "github.com/kubestellar/workload-stager/internal/providers/kubeflex"
 	"github.com/kubestellar/workload-stager/providers"
 	"github.com/kubestellar/workload-stager/providers/kubeflex"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
@@ -229,12 +230,12 @@ func TestKubeFlexControlPlanesAreSpaces(t *testing.T) {
 			return err
 		}
 		if len(notes) < 2 { // NotReady, InsecureTLS
-			return fmt.Errorf("%d %s Events so far: %q", len(notes), kubeflex.EventReasonUnusable, notes)
+			return fmt.Errorf("%d %s Events so far: %q", len(notes), mckubeflex.EventReasonUnusable, notes)
 		}
 		for _, note := range notes {
 			if strings.Contains(note, secretKey.Namespace) || strings.Contains(note, secretKey.Name) || strings.Contains(note, "127.0.0.1") ||
 				strings.Contains(note, "not found") {
-				t.Errorf("a %s Event of the ControlPlane says %q", kubeflex.EventReasonUnusable, note)
+				t.Errorf("a %s Event of the ControlPlane says %q", mckubeflex.EventReasonUnusable, note)
 			}
 		}
 		return nil
@@ -301,7 +302,7 @@ func controlPlaneNotes(c client.Client, controlPlane string) ([]string, error) {
 	}
 	var notes []string
 	for _, e := range list.Items {
-		if e.Regarding.Kind == "ControlPlane" && e.Regarding.Name == controlPlane && e.Reason == kubeflex.EventReasonUnusable {
+		if e.Regarding.Kind == "ControlPlane" && e.Regarding.Name == controlPlane && e.Reason == mckubeflex.EventReasonUnusable {
 			notes = append(notes, e.Note)
 		}
 	}
@@ -316,9 +317,9 @@ func controlPlaneEvent(c client.Client, controlPlane string) error {
 		return err
 	}
 	for _, e := range list.Items {
-		if e.Regarding.Kind == "ControlPlane" && e.Regarding.Name == controlPlane && e.Reason == kubeflex.EventReasonUnusable {
+		if e.Regarding.Kind == "ControlPlane" && e.Regarding.Name == controlPlane && e.Reason == mckubeflex.EventReasonUnusable {
 			return nil
 		}
 	}
-	return fmt.Errorf("no %s Event regards ControlPlane %s", kubeflex.EventReasonUnusable, controlPlane)
+	return fmt.Errorf("no %s Event regards ControlPlane %s", mckubeflex.EventReasonUnusable, controlPlane)
 }

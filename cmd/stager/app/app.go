@@ -55,6 +55,7 @@ import (
 	"github.com/kubestellar/workload-stager/internal/controller/spaces"
 	"github.com/kubestellar/workload-stager/internal/controller/stagedbindingpolicy"
 	"github.com/kubestellar/workload-stager/internal/expression"
+	mcproviders "github.com/kubestellar/workload-stager/internal/providers"
 	"github.com/kubestellar/workload-stager/internal/rollout"
 	"github.com/kubestellar/workload-stager/providers"
 	"github.com/kubestellar/workload-stager/providers/kcp"
@@ -554,7 +555,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 	hosting, err := manager.New(cfg, manager.Options{
 		Scheme:                  scheme,
 		Logger:                  logger,
-		Cache:                   o.Providers.HostingCacheOptions(spaceCache),
+		Cache:                   mcproviders.HostingCacheOptions(o.Providers, spaceCache),
 		Metrics:                 o.metricsServerOptions(),
 		HealthProbeBindAddress:  o.HealthProbeBindAddress,
 		PprofBindAddress:        o.PprofBindAddress,
@@ -579,7 +580,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		co.Cache = spaceCache
 		co.NewClient = spaces.WithRequestRate(o.SpaceQPS, o.SpaceBurst, co.NewClient)
 	}
-	provider, err := providers.New(o.Providers, hosting, spaceClusterOptions)
+	provider, err := mcproviders.New(o.Providers, hosting, spaceClusterOptions)
 	if err != nil {
 		return nil, fmt.Errorf("building the cluster provider: %w", err)
 	}
@@ -628,9 +629,12 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 	}
 	// The MetricProviders and their labelled Secrets, watched on every
 	// replica: an analysis reads them from memory.
-	metricProviders, err := analysis.NewCluster(cfg, scheme, o.metricProviderSecretNamespace())
+	metricProviders, err := cluster.New(cfg, func(co *cluster.Options) {
+		co.Scheme = scheme
+		co.Cache = analysis.CacheOptions(scheme, o.metricProviderSecretNamespace())
+	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("creating the MetricProviders' cache: %w", err)
 	}
 	if err := hosting.Add(metricProviders); err != nil {
 		return nil, fmt.Errorf("adding the MetricProviders' cache: %w", err)
@@ -666,7 +670,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		// objects' managedFields tell which replica wrote a space.
 		controllerOptions.FieldOwner = FieldOwnerPrefix + replica
 	}
-	janitor := stagedbindingpolicy.NewSeriesJanitor(stagedbindingpolicy.DefaultSeriesGrace, logger.WithName("space-metrics"))
+	janitor := metrics.NewSeriesJanitor(stagedbindingpolicy.SpaceControllerName, metrics.DefaultSeriesGrace, logger.WithName("space-metrics"))
 	runner, err := spaces.New(spaces.Options{
 		Replica:  replica,
 		Required: stagedbindingpolicy.WatchedObjects(),
@@ -691,10 +695,12 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		OverLimitBackoff: o.spaceCacheBackoff(),
 		SharedCaches:     o.Providers.SharesCaches,
 		OnChange: func(state spaces.State) {
-			janitor.Record(state)
-			if state.Reason == spaces.ReasonDisengaged {
-				unconfirmed.Forget(state.Name)
+			if state.Reason != spaces.ReasonDisengaged {
+				janitor.Engaged(state.Name)
+				return
 			}
+			janitor.Disengaged(state.Name)
+			unconfirmed.Forget(state.Name)
 		},
 		Logger: logger.WithName("spaces"),
 	})
@@ -708,7 +714,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 	// hosting cluster in its cache: the readiness check waits for it, and a
 	// new leader starts warm. The informers start after the manager's
 	// caches, so that a replica that cannot read them still stops when asked.
-	hostingObjects := o.Providers.HostingObjects()
+	hostingObjects := mcproviders.HostingObjects(o.Providers)
 	for _, obj := range hostingObjects {
 		warm := onEveryReplica(func(ctx context.Context) error {
 			_, err := hosting.GetCache().GetInformer(ctx, obj, cache.BlockUntilSynced(false))

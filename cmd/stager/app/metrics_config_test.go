@@ -29,8 +29,8 @@ import (
 	"github.com/kubestellar/workload-stager/internal/controller/metrics"
 	"github.com/kubestellar/workload-stager/internal/controller/sharding"
 	"github.com/kubestellar/workload-stager/internal/controller/spaces"
-	"github.com/kubestellar/workload-stager/providers/kubeconfig"
-	"github.com/kubestellar/workload-stager/providers/kubeflex"
+	"github.com/kubestellar/workload-stager/internal/providers/kubeconfig"
+	"github.com/kubestellar/workload-stager/internal/providers/kubeflex"
 )
 
 // exportedMetrics returns the name of every metric the stager exports,

@@ -50,6 +50,10 @@ import (
 // ControllerName is the name of the controller, used in Events and metrics.
 const ControllerName = "stagedbindingpolicy"
 
+// SpaceControllerName is the name of space's controller, which labels its
+// controller-runtime series (metrics.SeriesJanitor deletes them by it).
+func SpaceControllerName(space string) string { return ControllerName + "/" + space }
+
 // Options tune the controller of one space.
 type Options struct {
 	// MaxConcurrentReconciles is how many policies of one space are reconciled at once.
@@ -158,7 +162,7 @@ func NewController(space string, cl cluster.Cluster, engine *expression.Engine, 
 		planning: newPlanGate(runtime.GOMAXPROCS(0)),
 	}
 	logger := opts.Logger.WithValues("space", space)
-	c, err := controller.NewUnmanaged(ControllerName+"/"+space, controller.Options{
+	c, err := controller.NewUnmanaged(SpaceControllerName(space), controller.Options{
 		Reconciler:              r,
 		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 		CacheSyncTimeout:        opts.CacheSyncTimeout,

@@ -27,6 +27,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
+	"github.com/kubestellar/workload-stager/internal/controller/metrics"
 	"github.com/kubestellar/workload-stager/internal/controller/spaces"
 	"github.com/kubestellar/workload-stager/internal/rollout/rollouttest"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
@@ -48,7 +49,7 @@ func TestSpaceCyclesLeaveNoSeries(t *testing.T) {
 	createPolicy(t, "cycled")
 	engine := rollouttest.NewEngine(t)
 	logger := ctrllog.Log.WithName(t.Name())
-	janitor := NewSeriesJanitor(200*time.Millisecond, logger)
+	janitor := metrics.NewSeriesJanitor(SpaceControllerName, 200*time.Millisecond, logger)
 	// The Runner reports a disengagement after it stops listing the space;
 	// the report, which schedules the janitor's second deletion, must come
 	// before the janitor's Wait.
@@ -60,12 +61,14 @@ func TestSpaceCyclesLeaveNoSeries(t *testing.T) {
 		},
 		IndexFields: IndexFields,
 		OnChange: func(state spaces.State) {
-			janitor.Record(state) // as in the stager
-			if state.Reason == spaces.ReasonDisengaged {
-				select { // never holds up the Runner
-				case disengaged <- struct{}{}:
-				default:
-				}
+			if state.Reason != spaces.ReasonDisengaged { // as in the stager
+				janitor.Engaged(state.Name)
+				return
+			}
+			janitor.Disengaged(state.Name)
+			select { // never holds up the Runner
+			case disengaged <- struct{}{}:
+			default:
 			}
 		},
 
@@ -78,7 +81,7 @@ func TestSpaceCyclesLeaveNoSeries(t *testing.T) {
 	defer cancel()
 	go func() { _ = runner.Start(ctx) }()
 
-	controllerName := ControllerName + "/" + space
+	controllerName := SpaceControllerName(space)
 	first := 0
 	for i := range spaceCycles {
 		clusterCtx, stopCluster := context.WithCancel(ctx)

@@ -12,23 +12,14 @@
 // See the License for the specific language governing permissions and
 // limitations under the License.
 
-package stagedbindingpolicy
+package metrics
 
 import (
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
-
-	"github.com/kubestellar/workload-stager/internal/controller/metrics"
-	"github.com/kubestellar/workload-stager/internal/controller/spaces"
 )
-
-// forgetSeries deletes controller-runtime's series of the controller of
-// space.
-func forgetSeries(space string) error {
-	return metrics.ForgetController(ControllerName + "/" + space)
-}
 
 // DefaultSeriesGrace is how long a SeriesJanitor waits, by default, before
 // it deletes a disengaged space's series the second time.
@@ -42,8 +33,9 @@ const DefaultSeriesGrace = 10 * time.Second
 // for its goroutines when it shuts down, and one may write a series after
 // the first deletion.
 type SeriesJanitor struct {
-	grace  time.Duration
-	logger logr.Logger
+	controllerOf func(space string) string
+	grace        time.Duration
+	logger       logr.Logger
 
 	mu sync.Mutex
 	// changes counts each space's engagements and disengagements, while
@@ -53,33 +45,26 @@ type SeriesJanitor struct {
 }
 
 // NewSeriesJanitor returns a janitor that deletes the series the second
-// time after grace.
-func NewSeriesJanitor(grace time.Duration, logger logr.Logger) *SeriesJanitor {
-	return &SeriesJanitor{grace: grace, logger: logger, changes: map[string]uint64{}}
+// time after grace. controllerOf names a space's controller, as its
+// controller-runtime series are labelled.
+func NewSeriesJanitor(controllerOf func(space string) string, grace time.Duration, logger logr.Logger) *SeriesJanitor {
+	return &SeriesJanitor{controllerOf: controllerOf, grace: grace, logger: logger, changes: map[string]uint64{}}
 }
 
-// Record keeps the metrics of s's space in line with s: it is the spaces'
-// Runner's OnChange.
-func (j *SeriesJanitor) Record(s spaces.State) {
-	if s.Reason == spaces.ReasonDisengaged {
-		metrics.SpaceDisengaged(s.Name)
-		j.Disengaged(s.Name)
-		return
-	}
-	metrics.SpaceEngaged(s.Name)
-	j.Engaged(s.Name)
-}
-
-// Engaged records that space is engaged.
+// Engaged records that space is engaged (or changed state while engaged),
+// and creates its series at zero (SpaceEngaged).
 func (j *SeriesJanitor) Engaged(space string) {
+	SpaceEngaged(space)
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.changes[space]++
 }
 
-// Disengaged deletes the series of space's controller, and again after the
-// grace period unless the space is engaged again meanwhile.
+// Disengaged deletes the series of space (SpaceDisengaged) and of its
+// controller, and those of its controller again after the grace period
+// unless the space is engaged again meanwhile.
 func (j *SeriesJanitor) Disengaged(space string) {
+	SpaceDisengaged(space)
 	j.mu.Lock()
 	j.changes[space]++
 	change := j.changes[space]
@@ -106,7 +91,7 @@ func (j *SeriesJanitor) Disengaged(space string) {
 func (j *SeriesJanitor) Wait() { j.pending.Wait() }
 
 func (j *SeriesJanitor) forget(space string) {
-	if err := forgetSeries(space); err != nil {
+	if err := ForgetController(j.controllerOf(space)); err != nil {
 		j.logger.Error(err, "Could not delete the series of a disengaged space's controller", "space", space)
 	}
 }

@@ -21,6 +21,9 @@
 // "cluster" in the workspace, which the stager reads through the export's
 // claim on core.kcp.io logicalclusters. A workspace that has not accepted
 // that claim is named after its logical cluster ID.
+//
+// What finding these spaces needs without engaging them (flags, names,
+// Discover) is providers/kcp, imported here as findkcp.
 package kcp
 
 import (
@@ -33,43 +36,25 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/kcp-dev/multicluster-provider/apiexport"
-	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	findkcp "github.com/kubestellar/workload-stager/providers/kcp"
 )
 
 const (
-	// DefaultEndpointSlice is the APIExportEndpointSlice kcp makes for the
-	// stager's APIExport: it has the export's name.
-	DefaultEndpointSlice = "community.kubestellar.io"
-	// PathAnnotation is the annotation of a LogicalCluster holding its workspace path.
-	PathAnnotation = "kcp.io/path"
-	// LogicalClusterName is the name of the LogicalCluster object of every workspace.
-	LogicalClusterName = "cluster"
 	// PathTimeout is how long kcp may refuse the path of a new space before
 	// the space is named after its logical cluster ID.
 	PathTimeout = 30 * time.Second
 	// pathAttemptTimeout bounds one read of the path.
 	pathAttemptTimeout = 10 * time.Second
 )
-
-// logicalClusters is the resource read for the workspace path.
-var logicalClusters = schema.GroupVersionResource{Group: "core.kcp.io", Version: "v1alpha1", Resource: "logicalclusters"}
-
-// AddToScheme adds the kcp types the provider reads in the provider
-// workspace (APIExportEndpointSlices) and through the virtual workspace
-// (APIBindings) to a scheme.
-func AddToScheme(s *runtime.Scheme) error {
-	return apisv1alpha1.AddToScheme(s)
-}
 
 // Provider is a multicluster-runtime provider of the logical clusters bound
 // to an APIExport, named after their workspace paths.
@@ -154,7 +139,7 @@ func (p *Provider) SpaceName(ctx context.Context, id multicluster.ClusterName, c
 			name = multicluster.ClusterName(path)
 			return true, nil
 		case lastErr == nil:
-			lastErr = errors.New("no " + PathAnnotation + " annotation")
+			lastErr = errors.New("no " + findkcp.PathAnnotation + " annotation")
 		case !refused(lastErr):
 			return false, nil
 		}
@@ -235,15 +220,5 @@ func workspacePath(ctx context.Context, cl cluster.Cluster) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("building a metadata client: %w", err)
 	}
-	return pathFrom(ctx, mc)
-}
-
-// pathFrom reads the kcp.io/path annotation of the workspace's LogicalCluster
-// through mc.
-func pathFrom(ctx context.Context, mc metadata.Interface) (string, error) {
-	obj, err := mc.Resource(logicalClusters).Get(ctx, LogicalClusterName, metav1.GetOptions{})
-	if err != nil {
-		return "", fmt.Errorf("reading LogicalCluster %s: %w", LogicalClusterName, err)
-	}
-	return obj.GetAnnotations()[PathAnnotation], nil
+	return findkcp.WorkspacePath(ctx, mc)
 }

@@ -12,6 +12,12 @@
 // See the License for the specific language governing permissions and
 // limitations under the License.
 
+// Package kubeflex engages, as spaces, the KubeFlex ControlPlanes that
+// providers/kubeflex (imported here as findkubeflex) decides are spaces:
+// the multicluster-runtime Provider, which runs as a controller of the
+// hosting cluster's manager, engages them through the Clusters of
+// internal/providers/kubeconfig, and reports those it cannot use (an Event
+// on the ControlPlane, a log line and stager_kubeflex_controlplane_unusable).
 package kubeflex
 
 import (
@@ -19,14 +25,11 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,34 +37,21 @@ import (
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
-	"github.com/kubestellar/workload-stager/providers/kubeconfig"
+	"github.com/kubestellar/workload-stager/internal/providers/kubeconfig"
+	findkubeconfig "github.com/kubestellar/workload-stager/providers/kubeconfig"
+	findkubeflex "github.com/kubestellar/workload-stager/providers/kubeflex"
 )
-
-// DefaultResync is how often each engaged ControlPlane's Secret is read
-// again, so that a rotated kubeconfig replaces the space's connection.
-const DefaultResync = 30 * time.Second
 
 // EventReasonUnusable is the reason of the Warning Event on a ControlPlane
 // that is selected but cannot be a space.
 const EventReasonUnusable = "ControlPlaneUnusable"
 
-// Options configure the provider.
+// Options configure the provider: the flags' (findkubeflex.Options), and
+// the configuration of every space's cluster.
 type Options struct {
-	// Selector selects the ControlPlanes that are spaces.
-	Selector labels.Selector
-	// InCluster reads the Secret's in-cluster key (the stager runs in the
-	// hosting cluster) rather than its external one.
-	InCluster bool
-	// SecretNamespaces, when not empty, are the only namespaces whose
-	// Secrets may be read.
-	SecretNamespaces []string
-	// Policy is what a ControlPlane's kubeconfig may use.
-	Policy kubeconfig.Policy
+	findkubeflex.Options
 	// ClusterOptions configure every space's cluster.
 	ClusterOptions []cluster.Option
-	// Resync is how often an engaged ControlPlane's Secret is read again.
-	// Default DefaultResync.
-	Resync time.Duration
 }
 
 // Provider engages the selected, Ready KubeFlex ControlPlanes of the hosting
@@ -88,7 +78,7 @@ var _ multicluster.Provider = &Provider{}
 // New returns a provider.
 func New(opts Options, log logr.Logger) *Provider {
 	if opts.Resync <= 0 {
-		opts.Resync = DefaultResync
+		opts.Resync = findkubeflex.DefaultResync
 	}
 	return &Provider{opts: opts, log: log, Clusters: kubeconfig.NewClusters(opts.Policy, opts.ClusterOptions), unusable: map[string]string{}}
 }
@@ -104,7 +94,7 @@ func (p *Provider) SetupWithManager(ctx context.Context, mgr mcmanager.Manager) 
 	p.client, p.reader = local.GetClient(), local.GetAPIReader()
 	p.recorder = local.GetEventRecorder("workload-stager")
 	cp := &unstructured.Unstructured{}
-	cp.SetGroupVersionKind(ControlPlaneGVK)
+	cp.SetGroupVersionKind(findkubeflex.ControlPlaneGVK)
 	return ctrl.NewControllerManagedBy(local).For(cp).Named("kubeflex-provider").Complete(p)
 }
 
@@ -113,7 +103,7 @@ func (p *Provider) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	name := req.Name
 	log := p.log.WithValues("controlPlane", name)
 	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(ControlPlaneGVK)
+	u.SetGroupVersionKind(findkubeflex.ControlPlaneGVK)
 	if err := p.client.Get(ctx, req.NamespacedName, u); err != nil {
 		if apierrors.IsNotFound(err) {
 			p.Disengage(name, log)
@@ -122,13 +112,12 @@ func (p *Provider) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		}
 		return ctrl.Result{}, fmt.Errorf("reading ControlPlane %s: %w", name, err)
 	}
-	cp, err := parseControlPlane(u)
+	d, err := p.opts.Decide(u)
 	if err != nil {
 		p.Disengage(name, log)
-		p.report(u, kubeconfig.ReasonMalformed, err.Error(), log)
+		p.report(u, findkubeconfig.ReasonMalformed, err.Error(), log)
 		return ctrl.Result{}, nil
 	}
-	d := decide(cp, p.opts.Selector, p.opts.InCluster, p.opts.SecretNamespaces)
 	if d.Ignore {
 		p.Disengage(name, log)
 		p.forget(name)
@@ -146,7 +135,7 @@ func (p *Provider) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		return ctrl.Result{RequeueAfter: p.opts.Resync}, nil
 	}
 	if err := p.Engage(name, raw, log); err != nil {
-		var refused *kubeconfig.RefusedError
+		var refused *findkubeconfig.RefusedError
 		var shared *kubeconfig.SharedError
 		switch {
 		case errors.As(err, &refused):
@@ -155,7 +144,7 @@ func (p *Provider) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 			return ctrl.Result{RequeueAfter: p.opts.Resync}, nil
 		case errors.As(err, &shared):
 			p.Disengage(name, log)
-			p.report(u, ReasonSharedKubeconfig, err.Error(), log)
+			p.report(u, findkubeflex.ReasonSharedKubeconfig, err.Error(), log)
 			return ctrl.Result{RequeueAfter: p.opts.Resync}, nil
 		}
 		return ctrl.Result{}, err
@@ -165,22 +154,8 @@ func (p *Provider) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 }
 
 // kubeconfigOf reads the kubeconfig a decision names, uncached.
-func (p *Provider) kubeconfigOf(ctx context.Context, d Decision) (raw []byte, reason, message string) {
-	return readKubeconfig(ctx, p.reader, d)
-}
-
-// readKubeconfig reads the kubeconfig a decision names through reader.
-func readKubeconfig(ctx context.Context, reader client.Reader, d Decision) (raw []byte, reason, message string) {
-	secret := &corev1.Secret{}
-	key := types.NamespacedName{Namespace: d.Secret.Namespace, Name: d.Secret.Name}
-	if err := reader.Get(ctx, key, secret); err != nil {
-		return nil, ReasonSecretUnreadable, fmt.Sprintf("reading Secret %s: %v", key, err)
-	}
-	raw = secret.Data[d.Key]
-	if len(raw) == 0 {
-		return nil, ReasonNoKubeconfig, fmt.Sprintf("Secret %s has no data under key %q", key, d.Key)
-	}
-	return raw, "", ""
+func (p *Provider) kubeconfigOf(ctx context.Context, d findkubeflex.Decision) (raw []byte, reason, message string) {
+	return findkubeflex.ReadKubeconfig(ctx, p.reader, d)
 }
 
 // report reports a selected ControlPlane that cannot be a space: a log line
@@ -208,15 +183,15 @@ func (p *Provider) report(cp *unstructured.Unstructured, reason, message string,
 // Secret from one without the key.
 func unusableNote(reason string) string {
 	switch reason {
-	case ReasonNotReady:
+	case findkubeflex.ReasonNotReady:
 		return "the ControlPlane's Ready condition is not True"
-	case ReasonNoSecretRef:
+	case findkubeflex.ReasonNoSecretRef:
 		return "the ControlPlane's status.secretRef does not name a Secret and a key"
-	case ReasonSecretNotAllowed:
+	case findkubeflex.ReasonSecretNotAllowed:
 		return "the ControlPlane's Secret is in a namespace that --kubeflex-secret-namespaces does not list"
-	case ReasonSecretUnreadable, ReasonNoKubeconfig:
+	case findkubeflex.ReasonSecretUnreadable, findkubeflex.ReasonNoKubeconfig:
 		return "no kubeconfig can be read where the ControlPlane's status.secretRef points; the stager's log says why"
-	case ReasonSharedKubeconfig:
+	case findkubeflex.ReasonSharedKubeconfig:
 		return "another ControlPlane, engaged first, serves the same kubeconfig: one WDS is served once"
 	}
 	return "the ControlPlane's kubeconfig is refused or malformed (" + reason + "); the stager's log names the fields"

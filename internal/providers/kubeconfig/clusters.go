@@ -26,6 +26,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	findkubeconfig "github.com/kubestellar/workload-stager/providers/kubeconfig"
 )
 
 // Clusters serves spaces from kubeconfigs, one cluster per space name, for
@@ -36,7 +38,7 @@ import (
 // space stays engaged. Every kubeconfig goes through the Policy. Safe for
 // concurrent use.
 type Clusters struct {
-	policy  Policy
+	policy  findkubeconfig.Policy
 	options []cluster.Option
 
 	mu       sync.Mutex
@@ -62,7 +64,7 @@ type index struct {
 
 // NewClusters returns the clusters of spaces whose kubeconfigs policy
 // guards, each configured by options.
-func NewClusters(policy Policy, options []cluster.Option) *Clusters {
+func NewClusters(policy findkubeconfig.Policy, options []cluster.Option) *Clusters {
 	return &Clusters{policy: policy, options: options, clusters: map[string]*engaged{}}
 }
 

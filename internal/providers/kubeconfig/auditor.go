@@ -28,6 +28,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	findkubeconfig "github.com/kubestellar/workload-stager/providers/kubeconfig"
 )
 
 // Event reasons on kubeconfig Secrets.
@@ -55,7 +57,7 @@ type Auditor struct {
 	// Recorder emits the Events.
 	Recorder events.EventRecorder
 	// Policy is what is allowed.
-	Policy Policy
+	Policy findkubeconfig.Policy
 	// Namespace and Label select the Secrets, as the provider's options do.
 	Namespace, Label string
 	// Key is the data key of the kubeconfig.
@@ -88,12 +90,12 @@ func (a *Auditor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 		return ctrl.Result{}, fmt.Errorf("reading Secret %s: %w", req.NamespacedName, err)
 	}
 
-	verdict := screened(secret)
+	verdict := findkubeconfig.Screened(secret)
 	raw, ok := secret.Data[a.Key]
 	switch {
 	case verdict != nil:
 	case !ok:
-		verdict = refuse([]Violation{{Reason: ReasonMissingKey, Field: "data[" + a.Key + "]", Why: "the Secret has no kubeconfig under this key"}})
+		verdict = &findkubeconfig.RefusedError{Violations: []findkubeconfig.Violation{{Reason: findkubeconfig.ReasonMissingKey, Field: "data[" + a.Key + "]", Why: "the Secret has no kubeconfig under this key"}}}
 	default:
 		verdict = a.Policy.Check(raw)
 	}
@@ -106,7 +108,7 @@ func (a *Auditor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 		return ctrl.Result{}, nil
 	}
 
-	reason := ReasonOf(verdict)
+	reason := findkubeconfig.ReasonOf(verdict)
 	logger.Error(verdict, "Kubeconfig Secret refused: it does not become a space", "reason", reason)
 	a.Recorder.Eventf(secret, nil, corev1.EventTypeWarning, EventReasonRefused, eventAction, "%s", EventNote(verdict.Error()))
 	a.refused[req.Name] = true

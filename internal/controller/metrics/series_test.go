@@ -12,7 +12,7 @@
 // See the License for the specific language governing permissions and
 // limitations under the License.
 
-package stagedbindingpolicy
+package metrics
 
 import (
 	"testing"
@@ -20,6 +20,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -27,17 +28,23 @@ import (
 // controller series are deleted at once, and series written after that (as
 // a work queue's goroutine may) are deleted after the grace period; unless
 // the space was engaged again meanwhile, whose new controller's series stay.
+// The stager's own series of the space go with the first deletion.
 func TestSeriesJanitorDeletesAgainUnlessReengaged(t *testing.T) {
 	const space = "janitor-test"
+	controllerOf := func(space string) string { return "janitor-controller/" + space }
 	// A work queue named as the space's controller writes its series.
 	write := func() {
-		q := priorityqueue.New[reconcile.Request](ControllerName + "/" + space)
+		q := priorityqueue.New[reconcile.Request](controllerOf(space))
 		q.Add(reconcile.Request{})
 		q.ShutDown()
 	}
-	count := func() int { return len(seriesNaming(t, ControllerName+"/"+space)) }
-	j := NewSeriesJanitor(50*time.Millisecond, logr.Discard())
+	count := func() int { return seriesLabelled(t, "controller", controllerOf(space)) }
+	j := NewSeriesJanitor(controllerOf, 50*time.Millisecond, logr.Discard())
 
+	j.Engaged(space)
+	if seriesLabelled(t, LabelSpace, space) == 0 {
+		t.Fatal("an engaged space has no series of the stager's")
+	}
 	write()
 	if count() == 0 {
 		t.Fatal("the work queue wrote no series")
@@ -45,6 +52,9 @@ func TestSeriesJanitorDeletesAgainUnlessReengaged(t *testing.T) {
 	j.Disengaged(space)
 	if n := count(); n != 0 {
 		t.Fatalf("%d series right after the space was disengaged, want none", n)
+	}
+	if n := seriesLabelled(t, LabelSpace, space); n != 0 {
+		t.Fatalf("%d series of the stager's name the space once it is disengaged, want none", n)
 	}
 	write() // a late write
 	j.Wait()
@@ -61,4 +71,25 @@ func TestSeriesJanitorDeletesAgainUnlessReengaged(t *testing.T) {
 	}
 	j.Disengaged(space)
 	j.Wait()
+}
+
+// seriesLabelled counts the series of controller-runtime's registry, where
+// the stager's metrics are too, whose label name is value.
+func seriesLabelled(t *testing.T, name, value string) int {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatalf("gathering the metrics: %v", err)
+	}
+	n := 0
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == name && l.GetValue() == value {
+					n++
+				}
+			}
+		}
+	}
+	return n
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/kubestellar/workload-stager/providers/kubeconfig"
+	"github.com/kubestellar/workload-stager/internal/providers/kubeconfig"
 )
 
 // unusableControlPlanes is the provider's metric: one series per selected

@@ -12,6 +12,12 @@
 // See the License for the specific language governing permissions and
 // limitations under the License.
 
+// Package kubeconfig engages, as spaces, the kubeconfig Secrets that the
+// guard of providers/kubeconfig (imported here as findkubeconfig) accepts:
+// the multicluster-runtime Provider, the Clusters it and the KubeFlex
+// provider engage spaces through, and the Auditor that reports refused
+// Secrets with an Event, a log line and a metric. It links controller-runtime's
+// manager; the kubectl plugin, which only finds spaces, does not link it.
 package kubeconfig
 
 import (
@@ -29,6 +35,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	findkubeconfig "github.com/kubestellar/workload-stager/providers/kubeconfig"
 )
 
 // Options configure the Provider.
@@ -40,9 +48,15 @@ type Options struct {
 	// Key is the data key of the kubeconfig.
 	Key string
 	// Policy is what a kubeconfig may use.
-	Policy Policy
+	Policy findkubeconfig.Policy
 	// ClusterOptions configure every space's cluster.
 	ClusterOptions []cluster.Option
+}
+
+// OptionsOf returns the Provider's options as the flags say, with
+// clusterOptions configuring every space's cluster.
+func OptionsOf(f *findkubeconfig.Flags, clusterOptions ...cluster.Option) Options {
+	return Options{Namespace: f.Namespace, Label: f.Label, Key: f.Key, Policy: f.Policy(), ClusterOptions: clusterOptions}
 }
 
 // Provider engages one space per labelled kubeconfig Secret, named after
@@ -97,12 +111,12 @@ func (p *Provider) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		return ctrl.Result{}, fmt.Errorf("reading Secret %s: %w", req.NamespacedName, err)
 	}
 	raw := secret.Data[p.opts.Key]
-	if secret.DeletionTimestamp != nil || secret.Labels[p.opts.Label] != "true" || len(raw) == 0 || screened(secret) != nil {
+	if secret.DeletionTimestamp != nil || secret.Labels[p.opts.Label] != "true" || len(raw) == 0 || findkubeconfig.Screened(secret) != nil {
 		p.Disengage(req.Name, log)
 		return ctrl.Result{}, nil
 	}
 	if err := p.Engage(req.Name, raw, log); err != nil {
-		var refused *RefusedError
+		var refused *findkubeconfig.RefusedError
 		var shared *SharedError
 		if errors.As(err, &refused) || errors.As(err, &shared) {
 			log.Error(err, "Kubeconfig Secret is not a space")
