@@ -367,25 +367,31 @@ func selects(bp *ksv1alpha1.BindingPolicy, c *wec) bool {
 // the clusters its selectors select, the objects its downsync selects.
 func (w *world) resolve() {
 	for _, name := range slices.Sorted(maps.Keys(w.bps)) {
-		bp := w.bps[name]
-		b := &ksv1alpha1.Binding{ObjectMeta: metav1.ObjectMeta{Name: bp.Name, UID: "binding-" + bp.UID,
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "control.kubestellar.io/v1alpha1", Kind: "BindingPolicy",
-				Name: bp.Name, UID: bp.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}}}
-		for _, c := range w.wecs {
-			if selects(bp, c) {
-				b.Spec.Destinations = append(b.Spec.Destinations, ksv1alpha1.Destination{ClusterId: c.name})
-			}
-		}
-		for _, rev := range w.objectsOf(bp) {
-			b.Spec.Workload.NamespaceScope = append(b.Spec.Workload.NamespaceScope, ksv1alpha1.NamespaceScopeDownsyncClause{
-				NamespaceScopeDownsyncObject: ksv1alpha1.NamespaceScopeDownsyncObject{GroupVersionResource: rollouttest.Deployment.GVR,
-					Namespace: "web", Name: "nginx-" + rev, ResourceVersion: "7"},
-				DownsyncModulation: ksv1alpha1.DownsyncModulation{StatusCollectors: []string{"deployments-aggregator"}},
-			})
-		}
-		w.bindings[bp.Name] = b
-		bp.Status.ObservedGeneration = bp.Generation
+		w.resolveOne(name)
 	}
+}
+
+// resolveOne is KubeStellar resolving one BindingPolicy: it takes them in
+// no order the stager may count on.
+func (w *world) resolveOne(name string) {
+	bp := w.bps[name]
+	b := &ksv1alpha1.Binding{ObjectMeta: metav1.ObjectMeta{Name: bp.Name, UID: "binding-" + bp.UID,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "control.kubestellar.io/v1alpha1", Kind: "BindingPolicy",
+			Name: bp.Name, UID: bp.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}}}
+	for _, c := range w.wecs {
+		if selects(bp, c) {
+			b.Spec.Destinations = append(b.Spec.Destinations, ksv1alpha1.Destination{ClusterId: c.name})
+		}
+	}
+	for _, rev := range w.objectsOf(bp) {
+		b.Spec.Workload.NamespaceScope = append(b.Spec.Workload.NamespaceScope, ksv1alpha1.NamespaceScopeDownsyncClause{
+			NamespaceScopeDownsyncObject: ksv1alpha1.NamespaceScopeDownsyncObject{GroupVersionResource: rollouttest.Deployment.GVR,
+				Namespace: "web", Name: "nginx-" + rev, ResourceVersion: "7"},
+			DownsyncModulation: ksv1alpha1.DownsyncModulation{StatusCollectors: []string{"deployments-aggregator"}},
+		})
+	}
+	w.bindings[bp.Name] = b
+	bp.Status.ObservedGeneration = bp.Generation
 }
 
 // report is KubeStellar reporting, for every Binding, one CombinedStatus

@@ -150,7 +150,14 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 			}
 		},
 		"kubestellarResolves": func(t *rapid.T) { m.keepsRunning(t, "KubeStellar resolving", m.w.resolve) },
-		"kubestellarReports":  func(*rapid.T) { m.w.report() },
+		"kubestellarResolvesOne": func(t *rapid.T) {
+			if len(m.w.bps) == 0 {
+				t.Skip("no BindingPolicy")
+			}
+			name := rapid.SampledFrom(slicesSortedKeys(m.w.bps)).Draw(t, "bindingPolicy")
+			m.keepsRunning(t, "KubeStellar resolving "+name, func() { m.w.resolveOne(name) })
+		},
+		"kubestellarReports": func(*rapid.T) { m.w.report() },
 		"wecHealth": func(t *rapid.T) {
 			c := rapid.SampledFrom(m.w.wecs).Draw(t, "wec")
 			c.health = health(rapid.IntRange(0, 2).Draw(t, "health"))
@@ -202,6 +209,13 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 			default:
 				s.MaxConcurrency = ptr.To(intstr.FromInt32(int32(n)))
 			}
+		}),
+		"activeStageInBatches": m.userEdit(func(t *rapid.T, p *v1alpha1.StagedBindingPolicy) {
+			s := p.Spec.StageNamed(p.Status.ActiveStage)
+			if s == nil {
+				t.Skip("no active stage")
+			}
+			s.MaxConcurrency = ptr.To(intstr.FromInt32(int32(rapid.IntRange(1, 2).Draw(t, "maxConcurrency"))))
 		}),
 		"approvalRequired": m.userEdit(func(t *rapid.T, p *v1alpha1.StagedBindingPolicy) {
 			s := &p.Spec.Stages[rapid.IntRange(0, len(p.Spec.Stages)-1).Draw(t, "stage")]
@@ -329,7 +343,7 @@ func (m *machine) stagerAlone(t *rapid.T) {
 		}
 		trace = append(trace, fmt.Sprintf("%s: %s", a.Type, a.Why))
 	}
-	t.Fatalf("rest: the stager alone makes %d changes and goes on:\n%s", quietSteps, strings.Join(trace, "\n"))
+	m.fatalf(t, "rest: the stager alone makes %d changes and goes on:\n%s", quietSteps, strings.Join(trace, "\n"))
 }
 
 // checkAlways holds after every action: nothing of a deleted policy is left.
@@ -338,7 +352,7 @@ func (m *machine) checkAlways(t *rapid.T) {
 		return
 	}
 	if len(m.w.bps) > 0 || len(m.w.approvals) > 0 {
-		t.Fatalf("the policy is gone, and left BindingPolicies %v and StageApprovals %v", slicesSortedKeys(m.w.bps), slicesSortedKeys(m.w.approvals))
+		m.fatalf(t, "the policy is gone, and left BindingPolicies %v and StageApprovals %v", slicesSortedKeys(m.w.bps), slicesSortedKeys(m.w.approvals))
 	}
 }
 
@@ -346,18 +360,18 @@ func (m *machine) checkAlways(t *rapid.T) {
 func (m *machine) checkStep(t *rapid.T, snap *rollout.Snapshot, action rollout.Action) {
 	policy := snap.Policy
 	if m.last != nil && sameChange(*m.last, action) {
-		t.Fatalf("idempotence: %s planned again once made (%s)", action.Type, action.Why)
+		m.fatalf(t, "idempotence: %s planned again once made (%s)", action.Type, action.Why)
 	}
 	if action.Type == rollout.ActionUpdateStatus && equality.Semantic.DeepEqual(&policy.Status, action.Status) {
-		t.Fatalf("idempotence: a status write that changes nothing (%s)", action.Why)
+		m.fatalf(t, "idempotence: a status write that changes nothing (%s)", action.Why)
 	}
 	seen["step"]++
 	if action.Type == rollout.ActionRemoveFinalizer {
 		for _, bp := range m.w.ownedBindingPolicies() {
-			t.Fatalf("deletion: the finalizer goes while BindingPolicy %s is left", bp.Name)
+			m.fatalf(t, "deletion: the finalizer goes while BindingPolicy %s is left", bp.Name)
 		}
 		if len(m.w.approvals) > 0 {
-			t.Fatalf("deletion: the finalizer goes while StageApprovals %v are left", slicesSortedKeys(m.w.approvals))
+			m.fatalf(t, "deletion: the finalizer goes while StageApprovals %v are left", slicesSortedKeys(m.w.approvals))
 		}
 	}
 	if policy.DeletionTimestamp != nil {
@@ -418,7 +432,7 @@ func (m *machine) checkStep(t *rapid.T, snap *rollout.Snapshot, action rollout.A
 		seen["gate opened"]++
 		a := m.w.approvals[v1alpha1.StageApprovalName(policy.Name, s.Name)]
 		if a == nil || a.Approved() == nil || m.w.approvedAs[approvalKey(a)] != fingerprint(policy) {
-			t.Fatalf("approval: stage %q opens (%s: %s) without an approval of this spec and revision%s", s.Name, action.Type, action.Why, m.w.describe())
+			m.fatalf(t, "approval: stage %q opens (%s: %s) without an approval of this spec and revision%s", s.Name, action.Type, action.Why, m.w.describe())
 		}
 	}
 
@@ -471,14 +485,14 @@ func (m *machine) doneOnCondition(t *rapid.T, policy *v1alpha1.StagedBindingPoli
 		name := v1alpha1.RevisionBindingPolicyName(policy.Name, stage.Name, rev)
 		bp := m.w.bps[name]
 		if bp == nil || bp.Status.ObservedGeneration != bp.Generation || m.w.bindings[name] == nil || m.w.statusSays(name) != "1" {
-			t.Fatalf("done only on its condition: stage %q %s while BindingPolicy %s (update revision %q) does not report it done (statuses say %q)",
+			m.fatalf(t, "done only on its condition: stage %q %s while BindingPolicy %s (update revision %q) does not report it done (statuses say %q)",
 				stage.Name, how, name, rev, m.w.statusSays(name))
 		}
 		return
 	}
 	census := m.w.bindings[v1alpha1.CensusBindingPolicyName(policy.Name, stage.Name)]
 	if census == nil {
-		t.Fatalf("done only on its condition: stage %q %s without a census", stage.Name, how)
+		m.fatalf(t, "done only on its condition: stage %q %s without a census", stage.Name, how)
 	}
 	done := 0
 	for _, d := range census.Spec.Destinations {
@@ -488,11 +502,11 @@ func (m *machine) doneOnCondition(t *rapid.T, policy *v1alpha1.StagedBindingPoli
 			done++
 		case "-1":
 		default:
-			t.Fatalf("done only on its condition: stage %q %s while cluster %s (BindingPolicy %s) is not done", stage.Name, how, d.ClusterId, name)
+			m.fatalf(t, "done only on its condition: stage %q %s while cluster %s (BindingPolicy %s) is not done", stage.Name, how, d.ClusterId, name)
 		}
 	}
 	if done == 0 {
-		t.Fatalf("done only on its condition: stage %q %s with no cluster done", stage.Name, how)
+		m.fatalf(t, "done only on its condition: stage %q %s with no cluster done", stage.Name, how)
 	}
 }
 
@@ -502,7 +516,7 @@ func (m *machine) doneOnCondition(t *rapid.T, policy *v1alpha1.StagedBindingPoli
 func (m *machine) batchBounds(t *rapid.T, policy *v1alpha1.StagedBindingPolicy, bp *ksv1alpha1.BindingPolicy) {
 	stage := policy.Spec.StageNamed(bp.Labels[v1alpha1.StageLabel])
 	if stage == nil || !stage.Batched() {
-		t.Fatalf("batches: %s places a cluster of stage %q, which is not placed in batches", bp.Name, bp.Labels[v1alpha1.StageLabel])
+		m.fatalf(t, "batches: %s places a cluster of stage %q, which is not placed in batches", bp.Name, bp.Labels[v1alpha1.StageLabel])
 	}
 	census := m.w.bindings[v1alpha1.CensusBindingPolicyName(policy.Name, stage.Name)]
 	progressingN, failed := 0, 0
@@ -526,14 +540,14 @@ func (m *machine) batchBounds(t *rapid.T, policy *v1alpha1.StagedBindingPolicy, 
 		limit = max(limit, int(*stage.Canary))
 	}
 	if progressingN+1 > limit {
-		t.Fatalf("batches: placing %s makes %d clusters of stage %q progress, more than maxConcurrency %d", bp.Name, progressingN+1, stage.Name, limit)
+		m.fatalf(t, "batches: placing %s makes %d clusters of stage %q progress, more than maxConcurrency %d", bp.Name, progressingN+1, stage.Name, limit)
 	}
 	allowed := 0
 	if stage.MaxFailures != nil {
 		allowed = stage.MaxFailures.IntValue()
 	}
 	if failed > allowed {
-		t.Fatalf("batches: %s placed with %d clusters of stage %q failed, past maxFailures %d", bp.Name, failed, stage.Name, allowed)
+		m.fatalf(t, "batches: %s placed with %d clusters of stage %q failed, past maxFailures %d", bp.Name, failed, stage.Name, allowed)
 	}
 }
 
@@ -557,7 +571,7 @@ func (m *machine) keepsRunning(t *rapid.T, change string, do func()) {
 	seen["make-before-break"]++
 	for _, c := range m.w.wecs {
 		if c.joined && c.stage == stage && len(before[c.name]) > 0 && len(after[c.name]) == 0 {
-			t.Fatalf("make-before-break: WEC %s of active stage %q ran %v and runs nothing after %s", c.name, stage, before[c.name], change)
+			m.fatalf(t, "make-before-break: WEC %s of active stage %q ran %v and runs nothing after %s", c.name, stage, before[c.name], change)
 		}
 	}
 }
@@ -612,7 +626,7 @@ func (m *machine) settle(t *rapid.T) {
 		}
 		w.now = w.now.Add(max(a.RequeueAfter, time.Second))
 	}
-	t.Fatalf("liveness: with every WEC healthy the rollout is not completed after %d steps (phase %s); last steps:\n%s",
+	m.fatalf(t, "liveness: with every WEC healthy the rollout is not completed after %d steps (phase %s); last steps:\n%s",
 		settleSteps, w.policy.Status.Phase, strings.Join(trace[max(len(trace)-12, 0):], "\n"))
 }
 
@@ -625,10 +639,10 @@ func (m *machine) completedClean(t *rapid.T) {
 	for _, bp := range m.w.ownedBindingPolicies() {
 		stage := p.Spec.StageNamed(bp.Labels[v1alpha1.StageLabel])
 		if stage == nil {
-			t.Fatalf("completed: BindingPolicy %s of no stage is left", bp.Name)
+			m.fatalf(t, "completed: BindingPolicy %s of no stage is left", bp.Name)
 		}
 		if p.Spec.Placement != v1alpha1.PlacementAccumulate && stage.Name != last {
-			t.Fatalf("completed: BindingPolicy %s of stage %q is left under Replace", bp.Name, stage.Name)
+			m.fatalf(t, "completed: BindingPolicy %s of stage %q is left under Replace", bp.Name, stage.Name)
 		}
 		var want *ksv1alpha1.BindingPolicy
 		switch {
@@ -650,10 +664,10 @@ func (m *machine) completedClean(t *rapid.T) {
 			want = rollout.RevisionBindingPolicy(p, *stage, p.Status.UpdateRevision)
 		}
 		if bp.Name != want.Name {
-			t.Fatalf("completed: BindingPolicy %s is left, not the update revision's %s", bp.Name, want.Name)
+			m.fatalf(t, "completed: BindingPolicy %s is left, not the update revision's %s", bp.Name, want.Name)
 		}
 		if !equality.Semantic.DeepEqual(bp.Spec, want.Spec) {
-			t.Fatalf("completed: BindingPolicy %s is not in line with the spec%s", bp.Name, m.w.describe())
+			m.fatalf(t, "completed: BindingPolicy %s is not in line with the spec%s", bp.Name, m.w.describe())
 		}
 	}
 }
@@ -669,7 +683,7 @@ func (m *machine) checkFailureAndAnalyses(t *rapid.T, policy *v1alpha1.StagedBin
 	case before == nil && after != nil:
 		m.failedAs = fingerprint(policy)
 	case before != nil && after == nil && before.Action == v1alpha1.FailureHold && m.failedAs == fingerprint(policy):
-		t.Fatalf("hold: the failure of stage %q is released with the spec and restartedAt as they were (%s)", before.Stage, action.Why)
+		m.fatalf(t, "hold: the failure of stage %q is released with the spec and restartedAt as they were (%s)", before.Stage, action.Why)
 	}
 	for _, s := range policy.Spec.Stages {
 		r, was := action.Status.StageNamed(s.Name), policy.Status.StageNamed(s.Name)
@@ -678,13 +692,13 @@ func (m *machine) checkFailureAndAnalyses(t *rapid.T, policy *v1alpha1.StagedBin
 		}
 		placedNow := r.PlacedTime != nil && (was == nil || was.PlacedTime == nil || !was.PlacedTime.Equal(r.PlacedTime))
 		if placedNow && !m.placedSomewhere(policy, s) {
-			t.Fatalf("analyses: stage %q recorded placed (placedTime) while no BindingPolicy of it places the workload on a cluster", s.Name)
+			m.fatalf(t, "analyses: stage %q recorded placed (placedTime) while no BindingPolicy of it places the workload on a cluster", s.Name)
 		}
 		for _, a := range r.Analyses {
 			seen["measurements kept"] += len(a.Measurements)
 			for _, ms := range a.Measurements {
 				if r.PlacedTime == nil || ms.Time.Before(r.PlacedTime) || r.StartTime != nil && ms.Time.Before(r.StartTime) {
-					t.Fatalf("analyses: stage %q keeps a measurement of %s taken %v, before its placement (%v) or start (%v)",
+					m.fatalf(t, "analyses: stage %q keeps a measurement of %s taken %v, before its placement (%v) or start (%v)",
 						s.Name, a.Name, ms.Time, r.PlacedTime, r.StartTime)
 				}
 			}
@@ -708,4 +722,10 @@ func (m *machine) placedSomewhere(policy *v1alpha1.StagedBindingPolicy, stage v1
 		}
 	}
 	return false
+}
+
+// fatalf fails the sequence, saying after how many Plan steps.
+func (m *machine) fatalf(t *rapid.T, format string, args ...any) {
+	t.Helper()
+	t.Fatalf("%s (after %d Plan steps)", fmt.Sprintf(format, args...), m.steps)
 }
