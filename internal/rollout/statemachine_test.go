@@ -604,7 +604,14 @@ func (m *machine) settle(t *rapid.T) {
 	}
 	var trace []string
 	for range settleSteps {
-		m.keepsRunning(t, "KubeStellar resolving", w.resolve)
+		// KubeStellar resolves what it has in no order the stager may
+		// count on: all of it, or one BindingPolicy, before each step.
+		if names := slicesSortedKeys(w.bps); len(names) > 0 && rapid.IntRange(0, 2).Draw(t, "resolve all") == 0 {
+			name := rapid.SampledFrom(names).Draw(t, "resolve")
+			m.keepsRunning(t, "KubeStellar resolving "+name, func() { w.resolveOne(name) })
+		} else {
+			m.keepsRunning(t, "KubeStellar resolving", w.resolve)
+		}
 		w.report()
 		for _, name := range slicesSortedKeys(w.approvals) {
 			m.approve(w.approvals[name])
