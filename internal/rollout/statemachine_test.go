@@ -497,10 +497,10 @@ func (m *machine) doneOnCondition(t *rapid.T, policy *v1alpha1.StagedBindingPoli
 	done := 0
 	for _, d := range census.Spec.Destinations {
 		name := v1alpha1.ClusterBindingPolicyName(policy.Name, stage.Name, rev, d.ClusterId)
-		switch m.w.statusSays(name) {
-		case "1":
+		switch says := m.w.statusSays(name); {
+		case says == "1":
 			done++
-		case "-1":
+		case says == "-1" && stage.FailureCondition != "":
 		default:
 			m.fatalf(t, "done only on its condition: stage %q %s while cluster %s (BindingPolicy %s) is not done", stage.Name, how, d.ClusterId, name)
 		}
@@ -526,10 +526,10 @@ func (m *machine) batchBounds(t *rapid.T, policy *v1alpha1.StagedBindingPolicy, 
 			if m.w.bps[name] == nil || name == bp.Name {
 				continue
 			}
-			switch m.w.statusSays(name) {
-			case "1":
-			case "-1":
-				failed++
+			switch says := m.w.statusSays(name); {
+			case says == "1":
+			case says == "-1" && stage.FailureCondition != "":
+				failed++ // without a failureCondition a failing WEC is one not done yet
 			default:
 				progressingN++
 			}
@@ -552,28 +552,49 @@ func (m *machine) batchBounds(t *rapid.T, policy *v1alpha1.StagedBindingPolicy, 
 }
 
 // keepsRunning does change and fails if it leaves a WEC of the active
-// stage, which ran a revision of the workload, running none: the old
-// revision goes only once the new one is placed (make-before-break),
-// whatever the stage's batches.
+// stage, which ran the update revision or the one the stage's record
+// keeps, running neither: the old revision goes only once the new one is
+// placed (make-before-break), whatever the stage's batches. A superseded
+// revision that was in flight is neither: its placement goes once its
+// successor's places (rule 18), which in a stage placed in batches is
+// once its first cluster is; that gap is open
+// (docs/proposals/plan-model-check.md).
 func (m *machine) keepsRunning(t *rapid.T, change string, do func()) {
 	var before map[string][]string
 	var stage string
+	var wanted []string
 	check := m.w.policy != nil && m.w.policy.DeletionTimestamp == nil && !rollout.Aborting(m.w.policy) && m.w.policy.Status.Failure == nil
 	if check {
-		before, stage = m.w.runs(), m.w.policy.Status.ActiveStage
+		before, stage, wanted = m.w.runs(), m.w.policy.Status.ActiveStage, m.revisionsKept()
 	}
 	do()
 	if !check || m.w.policy == nil || m.w.policy.Status.ActiveStage != stage || stage == "" ||
 		rollout.Aborting(m.w.policy) || m.w.policy.Status.Failure != nil {
 		return
 	}
+	wanted = append(wanted, m.revisionsKept()...)
+	runsOne := func(revs []string) bool {
+		return slices.ContainsFunc(revs, func(r string) bool { return slices.Contains(wanted, r) })
+	}
 	after := m.w.runs()
 	seen["make-before-break"]++
 	for _, c := range m.w.wecs {
-		if c.joined && c.stage == stage && len(before[c.name]) > 0 && len(after[c.name]) == 0 {
-			m.fatalf(t, "make-before-break: WEC %s of active stage %q ran %v and runs nothing after %s", c.name, stage, before[c.name], change)
+		if c.joined && c.stage == stage && runsOne(before[c.name]) && !runsOne(after[c.name]) {
+			m.fatalf(t, "make-before-break: WEC %s of active stage %q ran %v and runs %v after %s (revisions kept: %v)",
+				c.name, stage, before[c.name], after[c.name], change, wanted)
 		}
 	}
+}
+
+// revisionsKept are the revisions a WEC of the active stage may not lose
+// all of: the update revision and the one the active stage's record keeps.
+func (m *machine) revisionsKept() []string {
+	st := m.w.policy.Status
+	kept := []string{st.UpdateRevision}
+	if r := st.StageNamed(st.ActiveStage); r != nil {
+		kept = append(kept, r.Revision)
+	}
+	return slices.DeleteFunc(kept, func(r string) bool { return r == "" })
 }
 
 // settle fixes everything (WECs healthy, a cluster in every stage, the
@@ -626,7 +647,7 @@ func (m *machine) settle(t *rapid.T) {
 			continue
 		}
 		if w.policy.DeletionTimestamp == nil && w.policy.Status.Phase == v1alpha1.RolloutCompleted &&
-			w.policy.Status.UpdateRevision == w.policy.Spec.SpecRevision() {
+			w.policy.Status.UpdateRevision == w.policy.Spec.SpecRevision() && m.atRest(t) {
 			seen["settled: completed"]++
 			m.completedClean(t)
 			return
@@ -635,6 +656,14 @@ func (m *machine) settle(t *rapid.T) {
 	}
 	m.fatalf(t, "liveness: with every WEC healthy the rollout is not completed after %d steps (phase %s); last steps:\n%s",
 		settleSteps, w.policy.Status.Phase, strings.Join(trace[max(len(trace)-12, 0):], "\n"))
+}
+
+// atRest reports whether the stager has nothing to do once KubeStellar
+// has resolved and reported everything.
+func (m *machine) atRest(t *rapid.T) bool {
+	m.keepsRunning(t, "KubeStellar resolving", m.w.resolve)
+	m.w.report()
+	return m.stagerStep(t).Type == rollout.ActionNone
 }
 
 // completedClean checks a completed rollout at rest: every BindingPolicy
