@@ -186,14 +186,7 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 			}
 			m.create(t)
 		},
-		"editDownsync": m.userEdit(func(t *rapid.T, p *v1alpha1.StagedBindingPolicy) {
-			c := &p.Spec.Downsync[0]
-			if len(c.Namespaces) == 1 {
-				c.Namespaces = []string{"web", "extra"}
-			} else {
-				c.Namespaces = []string{"web"}
-			}
-		}),
+		"editDownsync": m.userEdit(func(_ *rapid.T, p *v1alpha1.StagedBindingPolicy) { toggleDownsync(p) }),
 		"newRevision": m.userEdit(func(t *rapid.T, p *v1alpha1.StagedBindingPolicy) {
 			rev := fmt.Sprintf("r%d", len(m.w.revisions)+1)
 			m.w.revisions = append(m.w.revisions, rev)
@@ -623,8 +616,17 @@ func (m *machine) settle(t *rapid.T) {
 			w.policy.Annotations[v1alpha1.RestartedAtAnnotation] = "settle-" + fmt.Sprint(w.rv)
 		}
 	}
+	// A user may change the downsync once while it settles: a stage
+	// approved and measured then awaits approval again, and starts over.
+	editAt := -1
+	if w.policy.DeletionTimestamp == nil && rapid.Bool().Draw(t, "edit while settling") {
+		editAt = rapid.IntRange(0, 20).Draw(t, "edit at step")
+	}
 	var trace []string
-	for range settleSteps {
+	for i := range settleSteps {
+		if i == editAt {
+			w.editSpec(toggleDownsync)
+		}
 		// KubeStellar resolves what it has in no order the stager may
 		// count on: all of it, or one BindingPolicy, before each step.
 		if names := slicesSortedKeys(w.bps); len(names) > 0 && rapid.IntRange(0, 2).Draw(t, "resolve all") == 0 {
@@ -726,6 +728,9 @@ func (m *machine) checkFailureAndAnalyses(t *rapid.T, policy *v1alpha1.StagedBin
 		if r == nil || r.Phase != v1alpha1.StageActive {
 			continue
 		}
+		if (was == nil || was.Phase != v1alpha1.StageActive) && (r.PlacedTime != nil || len(r.Analyses) > 0) {
+			m.fatalf(t, "analyses: stage %q is entered (%s) with the analyses or placement of an earlier entry", s.Name, action.Why)
+		}
 		placedNow := r.PlacedTime != nil && (was == nil || was.PlacedTime == nil || !was.PlacedTime.Equal(r.PlacedTime))
 		if placedNow && !m.placedSomewhere(policy, s) {
 			m.fatalf(t, "analyses: stage %q recorded placed (placedTime) while no BindingPolicy of it places the workload on a cluster", s.Name)
@@ -764,4 +769,15 @@ func (m *machine) placedSomewhere(policy *v1alpha1.StagedBindingPolicy, stage v1
 func (m *machine) fatalf(t *rapid.T, format string, args ...any) {
 	t.Helper()
 	t.Fatalf("%s (after %d Plan steps)", fmt.Sprintf(format, args...), m.steps)
+}
+
+// toggleDownsync changes the policy's downsync and back: a namespace more
+// or less, which selects the same objects.
+func toggleDownsync(p *v1alpha1.StagedBindingPolicy) {
+	c := &p.Spec.Downsync[0]
+	if len(c.Namespaces) == 1 {
+		c.Namespaces = []string{"web", "extra"}
+	} else {
+		c.Namespaces = []string{"web"}
+	}
 }
