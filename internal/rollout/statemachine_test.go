@@ -179,7 +179,7 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 		"time": func(t *rapid.T) {
 			m.w.now = m.w.now.Add(time.Duration(rapid.IntRange(1, 600).Draw(t, "seconds")) * time.Second)
 		},
-		"stagerRestarts": func(*rapid.T) { rollout.RestartProcess(); m.last = nil },
+		"stagerRestarts": func(*rapid.T) { m.restartStager() },
 		"create": func(t *rapid.T) {
 			if m.w.policy != nil {
 				t.Skip("the policy exists")
@@ -296,6 +296,21 @@ func approvalKey(a *v1alpha1.StageApproval) string {
 	return fmt.Sprintf("%s/%d", a.UID, a.Generation)
 }
 
+// restartStager gives the stager a new process: nothing of the old one
+// is left but what it wrote. The one state of the rollout package that
+// outlives a run is the key that seals handover marks and batch
+// placements (export_test.go).
+func (m *machine) restartStager() {
+	rollout.RestartProcess()
+	m.last = nil
+}
+
+// planOptions are the options the reconciler passes to Plan that matter
+// to the model: none while the process key is the package's own.
+func (m *machine) planOptions() []rollout.PlanOption {
+	return nil
+}
+
 // stagerStep is one step of the reconciler: a snapshot, Plan, the change,
 // with the invariants of a step checked on the world Plan saw.
 func (m *machine) stagerStep(t *rapid.T) rollout.Action {
@@ -303,7 +318,7 @@ func (m *machine) stagerStep(t *rapid.T) rollout.Action {
 		return rollout.Action{Type: rollout.ActionNone}
 	}
 	snap := m.w.snapshot()
-	action := rollout.Plan(snap, m.w.engine)
+	action := rollout.Plan(snap, m.w.engine, m.planOptions()...)
 	m.steps++
 	seen["plan "+string(action.Type)]++
 	if action.Type == rollout.ActionNone {
