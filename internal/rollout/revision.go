@@ -119,6 +119,11 @@ func kept(policy *v1alpha1.StagedBindingPolicy, active int, bp *ksv1alpha1.Bindi
 		if record == nil || record.Revision == "" {
 			continue
 		}
+		if i == active && stage.Batched() && record.Revision == policy.Status.UpdateRevision {
+			// Its clusters' own BindingPolicies place that revision;
+			// keptForBatches says how long the stage-wide one stays.
+			continue
+		}
 		if bp.Name == v1alpha1.RevisionBindingPolicyName(policy.Name, stage.Name, record.Revision) {
 			return true
 		}
