@@ -15,8 +15,12 @@
 package metrics
 
 import (
+	"context"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +28,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 )
@@ -45,37 +50,101 @@ func policyAt(name, stage string, phase v1alpha1.RolloutPhase, index int) *v1alp
 	return p
 }
 
+// fakeCache stands for a space's cache: the policies a test puts in it.
+type fakeCache struct {
+	mu       sync.Mutex
+	policies map[string]*v1alpha1.StagedBindingPolicy
+}
+
+// serveFake serves the gauges of space from a fakeCache until the test ends.
+func serveFake(t *testing.T, space string) *fakeCache {
+	t.Helper()
+	c := &fakeCache{policies: map[string]*v1alpha1.StagedBindingPolicy{}}
+	t.Cleanup(ServePolicies(space, func(context.Context) ([]v1alpha1.StagedBindingPolicy, error) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		var out []v1alpha1.StagedBindingPolicy
+		for _, p := range c.policies {
+			out = append(out, *p.DeepCopy())
+		}
+		return out, nil
+	}))
+	return c
+}
+
+func (c *fakeCache) set(p *v1alpha1.StagedBindingPolicy) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.policies[p.Name] = p.DeepCopy()
+}
+
+func (c *fakeCache) delete(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.policies, name)
+}
+
+// scraped gathers controller-runtime's registry, as a scrape does, and
+// returns the series of metric that belong to space: each value under its
+// other labels, "name=value" joined by commas in the order of their names.
+func scraped(t *testing.T, metric, space string) map[string]float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatalf("gathering the metrics: %v", err)
+	}
+	out := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != metric {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			var labels []string
+			mine := false
+			for _, l := range m.GetLabel() {
+				if l.GetName() == LabelSpace {
+					mine = l.GetValue() == space
+					continue
+				}
+				labels = append(labels, l.GetName()+"="+l.GetValue())
+			}
+			if mine {
+				out[strings.Join(labels, ",")] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
+			}
+		}
+	}
+	return out
+}
+
+// TestPolicySeries checks the gauges of a space's policies, computed at
+// scrape time, as the policies change in the cache and leave it.
 func TestPolicySeries(t *testing.T) {
+	c := serveFake(t, "metrics-test")
 	s := NewSpace("metrics-test")
 	t.Cleanup(func() { SpaceDisengaged("metrics-test") })
 
-	s.Policy(policyAt("a", "dev", v1alpha1.RolloutProgressing, 0))
-	s.Policy(policyAt("b", "", "", -1))
-	if got := testutil.ToFloat64(policies.WithLabelValues("metrics-test", "Progressing")); got != 1 {
-		t.Fatalf("Progressing policies = %v, want 1", got)
+	c.set(policyAt("a", "dev", v1alpha1.RolloutProgressing, 0))
+	c.set(policyAt("b", "", "", -1))
+	counts := scraped(t, "stager_policies", "metrics-test")
+	if counts["phase=Progressing"] != 1 || counts["phase=Pending"] != 1 || len(counts) != len(phasesCounted) {
+		t.Fatalf("policies by phase %v, want 1 Progressing, 1 Pending and every other phase at 0", counts)
 	}
-	if got := testutil.ToFloat64(policies.WithLabelValues("metrics-test", "Pending")); got != 1 {
-		t.Fatalf("Pending policies = %v, want 1", got)
-	}
-	if got := testutil.ToFloat64(activeStageStart.WithLabelValues("metrics-test", "a")); got != 1000 {
-		t.Fatalf("active stage start = %v, want 1000", got)
+	if got := scraped(t, "stager_policy_active_stage_start_time_seconds", "metrics-test"); !maps.Equal(got, map[string]float64{"policy=a": 1000}) {
+		t.Fatalf("active stage start %v, want a at 1000", got)
 	}
 
 	// Moving to the next stage replaces the active-stage series.
-	s.Policy(policyAt("a", "test", v1alpha1.RolloutProgressing, 1))
-	if n := testutil.CollectAndCount(activeStage); n != 1 {
-		t.Fatalf("%d active-stage series, want 1", n)
+	c.set(policyAt("a", "test", v1alpha1.RolloutProgressing, 1))
+	if got := scraped(t, "stager_policy_active_stage", "metrics-test"); !maps.Equal(got, map[string]float64{"policy=a,stage=test": 1}) {
+		t.Fatalf("active stage series %v, want a's test only", got)
 	}
-	if got := testutil.ToFloat64(activeStageIndex.WithLabelValues("metrics-test", "a")); got != 1 {
-		t.Fatalf("active stage index = %v, want 1", got)
+	if got := scraped(t, "stager_policy_active_stage_index", "metrics-test"); got["policy=a"] != 1 {
+		t.Fatalf("active stage index %v, want a at 1", got)
 	}
 	// A phase change replaces the phase series.
-	s.Policy(policyAt("a", "test", v1alpha1.RolloutBlocked, 1))
-	if got := testutil.ToFloat64(policyPhase.WithLabelValues("metrics-test", "a", "Blocked")); got != 1 {
-		t.Fatalf("stager_policy_phase{phase=Blocked} = %v, want 1", got)
-	}
-	if n := testutil.CollectAndCount(policyPhase); n != 2 { // a Blocked, b Pending
-		t.Fatalf("%d phase series, want 2", n)
+	c.set(policyAt("a", "test", v1alpha1.RolloutBlocked, 1))
+	if got := scraped(t, "stager_policy_phase", "metrics-test"); !maps.Equal(got, map[string]float64{"phase=Blocked,policy=a": 1, "phase=Pending,policy=b": 1}) {
+		t.Fatalf("phase series %v, want a Blocked and b Pending", got)
 	}
 	s.StageCompleted("a", "dev", 90*time.Second)
 	s.Evaluation(ResultTrue, time.Millisecond)
@@ -84,13 +153,15 @@ func TestPolicySeries(t *testing.T) {
 		t.Fatalf("error evaluations = %v, want 1", got)
 	}
 
-	// A deleted policy's series go; the phase counts follow.
+	// A deleted policy's counters go with PolicyDeleted, its gauges with
+	// the cache; the phase counts follow.
 	s.PolicyDeleted("a")
 	if n := testutil.CollectAndCount(transitions); n != 0 {
 		t.Fatalf("%d transition series after deletion, want 0", n)
 	}
-	if got := testutil.ToFloat64(policies.WithLabelValues("metrics-test", "Progressing")); got != 0 {
-		t.Fatalf("Progressing policies = %v after deletion, want 0", got)
+	c.delete("a")
+	if got := scraped(t, "stager_policies", "metrics-test"); got["phase=Blocked"] != 0 || got["phase=Pending"] != 1 {
+		t.Fatalf("policies by phase %v after deletion, want Blocked 0 and Pending 1", got)
 	}
 
 	// An engaged space's counters exist from the start, at zero.
@@ -110,16 +181,96 @@ func TestPolicySeries(t *testing.T) {
 	}
 	SpaceDisengaged("metrics-fresh")
 
-	// A disengaged space's series all go.
+	// A disengaged space's counters all go.
 	SpaceEngaged("metrics-test")
 	SpaceDisengaged("metrics-test")
-	for name, n := range map[string]int{
-		"policies": testutil.CollectAndCount(policies), "evaluations": testutil.CollectAndCount(evaluations),
-		"stageCount": testutil.CollectAndCount(stageCount),
-	} {
-		if n != 0 {
-			t.Errorf("%d %s series after disengagement, want 0", n, name)
+	if n := testutil.CollectAndCount(evaluations); n != 0 {
+		t.Errorf("%d evaluations series after disengagement, want 0", n)
+	}
+}
+
+// TestDeletedPolicyHasNoSeriesAtNextScrape checks that a policy with every
+// kind of gauge has none at the scrape after it left the cache, with no
+// call for it (neither PolicyDeleted nor a janitor's), while the space's
+// other policy keeps its own.
+func TestDeletedPolicyHasNoSeriesAtNextScrape(t *testing.T) {
+	c := serveFake(t, "gone-test")
+	p := policyAt("a", "prod", v1alpha1.RolloutProgressing, 2)
+	deleted := metav1.NewTime(time.Unix(5000, 0))
+	p.DeletionTimestamp = &deleted
+	p.Status.UpdateRevision = "v2"
+	p.Status.Stages[2].ProgressDeadlineTime = &metav1.Time{Time: time.Unix(7000, 0)}
+	p.Status.Stages[2].Clusters = &v1alpha1.StageClusters{Total: 2, Placed: 1}
+	p.Status.Stages[2].Analyses = []v1alpha1.AnalysisStatus{{Name: "errors", Successful: 1}}
+	c.set(p)
+	c.set(policyAt("b", "dev", v1alpha1.RolloutProgressing, 0))
+	perPolicy := []string{"stager_policy_phase", "stager_policy_active_stage", "stager_policy_active_stage_index", "stager_policy_stages",
+		"stager_policy_active_stage_start_time_seconds", "stager_policy_progress_deadline_time_seconds", "stager_policy_deletion_start_time_seconds",
+		"stager_stage_revision", "stager_stage_clusters", "stager_stage_analysis_measurements"}
+	of := func(policy string) (names []string) {
+		for _, metric := range perPolicy {
+			for labels := range scraped(t, metric, "gone-test") {
+				if slices.Contains(strings.Split(labels, ","), "policy="+policy) {
+					names = append(names, metric+"{"+labels+"}")
+				}
+			}
 		}
+		slices.Sort(names)
+		return names
+	}
+	for _, metric := range perPolicy {
+		if !slices.ContainsFunc(of("a"), func(series string) bool { return strings.HasPrefix(series, metric+"{") }) {
+			t.Fatalf("a has no %s series before its deletion", metric)
+		}
+	}
+	c.delete("a")
+	if got := of("a"); len(got) != 0 {
+		t.Fatalf("a, gone from the cache, still has %d series: %v", len(got), got)
+	}
+	if got := of("b"); len(got) == 0 {
+		t.Fatal("b lost its series with a's deletion")
+	}
+	c.delete("b")
+	if got := of("b"); len(got) != 0 {
+		t.Fatalf("b, gone from the cache, still has %d series: %v", len(got), got)
+	}
+	if got := scraped(t, "stager_policies", "gone-test"); len(got) != len(phasesCounted) || slices.ContainsFunc(slices.Collect(maps.Values(got)), func(v float64) bool { return v != 0 }) {
+		t.Fatalf("policies by phase %v in a space without policies, want every phase at 0", got)
+	}
+}
+
+// TestServePoliciesReplacedAndStopped checks that a space's gauges go
+// when its registration stops, and that the stop of a replaced
+// registration leaves its successor's alone: the controller a space has
+// next may start before the previous one's stop runs.
+func TestServePoliciesReplacedAndStopped(t *testing.T) {
+	first := serveFake(t, "replaced-test")
+	first.set(policyAt("old", "dev", v1alpha1.RolloutProgressing, 0))
+	list := func(context.Context) ([]v1alpha1.StagedBindingPolicy, error) {
+		return []v1alpha1.StagedBindingPolicy{*policyAt("new", "dev", v1alpha1.RolloutProgressing, 0)}, nil
+	}
+	stopFirst := ServePolicies("replaced-test", list)
+	stopSecond := ServePolicies("replaced-test", list)
+	stopFirst()
+	if got := scraped(t, "stager_policy_stages", "replaced-test"); !maps.Equal(got, map[string]float64{"policy=new": 3}) {
+		t.Fatalf("series %v after the replaced registration stopped, want new's", got)
+	}
+	stopSecond()
+	for _, metric := range []string{"stager_policies", "stager_policy_stages"} {
+		if got := scraped(t, metric, "replaced-test"); len(got) != 0 {
+			t.Fatalf("%s series %v once the space's registration stopped, want none", metric, got)
+		}
+	}
+}
+
+// TestUnlistedSpaceHasNoSeries checks that a space whose listing fails (its
+// cache has not synced) has no gauges in the scrape, and does not fail it.
+func TestUnlistedSpaceHasNoSeries(t *testing.T) {
+	t.Cleanup(ServePolicies("unlisted-test", func(context.Context) ([]v1alpha1.StagedBindingPolicy, error) {
+		return nil, errNotSynced
+	}))
+	if got := scraped(t, "stager_policies", "unlisted-test"); len(got) != 0 {
+		t.Fatalf("series %v for a space not listed, want none", got)
 	}
 }
 
@@ -148,22 +299,21 @@ func valuesOf(t *testing.T, c prometheus.Collector, space string) []float64 {
 // TestDeletionStartSeries checks that a policy being deleted exports its
 // deletionTimestamp, and that the series goes with the policy.
 func TestDeletionStartSeries(t *testing.T) {
-	s := NewSpace("deletion-test")
-	t.Cleanup(func() { SpaceDisengaged("deletion-test") })
+	s := serveFake(t, "deletion-test")
 
 	p := policyAt("a", "dev", v1alpha1.RolloutProgressing, 0)
-	s.Policy(p)
-	if n := testutil.CollectAndCount(deletionStart); n != 0 {
+	s.set(p)
+	if n := len(scraped(t, "stager_policy_deletion_start_time_seconds", "deletion-test")); n != 0 {
 		t.Fatalf("%d deletion series for a policy that is not being deleted, want 0", n)
 	}
 	deleted := metav1.NewTime(time.Unix(5000, 0))
 	p.DeletionTimestamp = &deleted
-	s.Policy(p)
-	if got := testutil.ToFloat64(deletionStart.WithLabelValues("deletion-test", "a")); got != 5000 {
+	s.set(p)
+	if got := scraped(t, "stager_policy_deletion_start_time_seconds", "deletion-test")["policy=a"]; got != 5000 {
 		t.Fatalf("deletion start = %v, want 5000", got)
 	}
-	s.PolicyDeleted("a")
-	if n := testutil.CollectAndCount(deletionStart); n != 0 {
+	s.delete("a")
+	if n := len(scraped(t, "stager_policy_deletion_start_time_seconds", "deletion-test")); n != 0 {
 		t.Fatalf("%d deletion series after the policy went, want 0", n)
 	}
 }
@@ -173,38 +323,37 @@ func TestDeletionStartSeries(t *testing.T) {
 // suspended, that the phase counts include Stalled, and that the series goes
 // with the stage and with the policy.
 func TestProgressDeadlineSeries(t *testing.T) {
-	s := NewSpace("deadline-test")
-	t.Cleanup(func() { SpaceDisengaged("deadline-test") })
+	s := serveFake(t, "deadline-test")
 
 	p := policyAt("a", "dev", v1alpha1.RolloutStalled, 0)
 	p.Status.Stages[0].ProgressDeadlineTime = &metav1.Time{Time: time.Unix(7000, 0)}
-	s.Policy(p)
-	if got := testutil.ToFloat64(progressDeadline.WithLabelValues("deadline-test", "a")); got != 7000 {
+	s.set(p)
+	if got := scraped(t, "stager_policy_progress_deadline_time_seconds", "deadline-test")["policy=a"]; got != 7000 {
 		t.Fatalf("progress deadline = %v, want 7000", got)
 	}
-	if got := testutil.ToFloat64(policies.WithLabelValues("deadline-test", "Stalled")); got != 1 {
+	if got := scraped(t, "stager_policies", "deadline-test")["phase=Stalled"]; got != 1 {
 		t.Fatalf("Stalled policies = %v, want 1", got)
 	}
 
 	p.Status.Phase = v1alpha1.RolloutSuspended // the deadline moves on resume: no stale series meanwhile
-	s.Policy(p)
-	if n := testutil.CollectAndCount(progressDeadline); n != 0 {
+	s.set(p)
+	if n := len(scraped(t, "stager_policy_progress_deadline_time_seconds", "deadline-test")); n != 0 {
 		t.Fatalf("%d progress deadline series while suspended, want 0", n)
 	}
-	if got := testutil.ToFloat64(policies.WithLabelValues("deadline-test", "Stalled")); got != 0 {
+	if got := scraped(t, "stager_policies", "deadline-test")["phase=Stalled"]; got != 0 {
 		t.Fatalf("Stalled policies = %v once suspended, want 0", got)
 	}
 
 	p.Status.Phase = v1alpha1.RolloutProgressing
-	s.Policy(p)
+	s.set(p)
 	next := policyAt("a", "test", v1alpha1.RolloutProgressing, 1) // test has no deadline
-	s.Policy(next)
-	if n := testutil.CollectAndCount(progressDeadline); n != 0 {
+	s.set(next)
+	if n := len(scraped(t, "stager_policy_progress_deadline_time_seconds", "deadline-test")); n != 0 {
 		t.Fatalf("%d progress deadline series once the stage is done, want 0", n)
 	}
-	s.Policy(p)
-	s.PolicyDeleted("a")
-	if n := testutil.CollectAndCount(progressDeadline); n != 0 {
+	s.set(p)
+	s.delete("a")
+	if n := len(scraped(t, "stager_policy_progress_deadline_time_seconds", "deadline-test")); n != 0 {
 		t.Fatalf("%d progress deadline series after the policy went, want 0", n)
 	}
 }
@@ -213,22 +362,21 @@ func TestProgressDeadlineSeries(t *testing.T) {
 // approval exports since when, counted in the AwaitingApproval phase, and
 // that the series goes once the stage starts.
 func TestAwaitingApprovalSeries(t *testing.T) {
-	s := NewSpace("approval-test")
-	t.Cleanup(func() { SpaceDisengaged("approval-test") })
+	s := serveFake(t, "approval-test")
 
 	p := policyAt("a", "test", v1alpha1.RolloutAwaitingApproval, 1)
 	p.Status.Stages[1].Phase, p.Status.Stages[1].StartTime = v1alpha1.StageAwaitingApproval, nil
 	p.Status.Stages[1].ApprovalRequestedTime = &metav1.Time{Time: time.Unix(9000, 0)}
-	s.Policy(p)
-	if got := testutil.ToFloat64(awaitingApproval.WithLabelValues("approval-test", "a")); got != 9000 {
+	s.set(p)
+	if got := scraped(t, "stager_policy_awaiting_approval_since_seconds", "approval-test")["policy=a"]; got != 9000 {
 		t.Fatalf("awaiting approval since = %v, want 9000", got)
 	}
-	if got := testutil.ToFloat64(policies.WithLabelValues("approval-test", "AwaitingApproval")); got != 1 {
+	if got := scraped(t, "stager_policies", "approval-test")["phase=AwaitingApproval"]; got != 1 {
 		t.Fatalf("AwaitingApproval policies = %v, want 1", got)
 	}
 	p.Status.Phase, p.Status.Stages[1].Phase = v1alpha1.RolloutProgressing, v1alpha1.StageActive
-	s.Policy(p)
-	if n := testutil.CollectAndCount(awaitingApproval); n != 0 {
+	s.set(p)
+	if n := len(scraped(t, "stager_policy_awaiting_approval_since_seconds", "approval-test")); n != 0 {
 		t.Fatalf("%d awaiting-approval series once the stage started, want 0", n)
 	}
 }
@@ -237,40 +385,42 @@ func TestAwaitingApprovalSeries(t *testing.T) {
 // moves on to a stage awaiting approval, which has not started, exports no
 // start time for it, rather than the start of the stage before.
 func TestStageAwaitingApprovalHasNoStart(t *testing.T) {
-	s := NewSpace("approval-start-test")
-	t.Cleanup(func() { SpaceDisengaged("approval-start-test") })
+	s := serveFake(t, "approval-start-test")
 
-	s.Policy(policyAt("a", "dev", v1alpha1.RolloutProgressing, 0))
+	s.set(policyAt("a", "dev", v1alpha1.RolloutProgressing, 0))
 	p := policyAt("a", "test", v1alpha1.RolloutAwaitingApproval, 1)
 	p.Status.Stages[1].Phase, p.Status.Stages[1].StartTime = v1alpha1.StageAwaitingApproval, nil
 	p.Status.Stages[1].ApprovalRequestedTime = &metav1.Time{Time: time.Unix(9000, 0)}
-	s.Policy(p)
-	if n := testutil.CollectAndCount(activeStageStart); n != 0 {
+	s.set(p)
+	if n := len(scraped(t, "stager_policy_active_stage_start_time_seconds", "approval-start-test")); n != 0 {
 		t.Fatalf("%d active stage start series for a stage awaiting approval, want 0", n)
 	}
-	if got := testutil.ToFloat64(activeStageIndex.WithLabelValues("approval-start-test", "a")); got != 1 {
+	if got := scraped(t, "stager_policy_active_stage_index", "approval-start-test")["policy=a"]; got != 1 {
 		t.Fatalf("active stage index = %v, want 1", got)
 	}
 }
 
-// BenchmarkSpacePolicy records, from as many goroutines as there are
-// workers, the policies of one space whose status has not changed since
-// their last record: what most runs of the reconciler record.
-func BenchmarkSpacePolicy(b *testing.B) {
-	s := NewSpace("bench")
-	b.Cleanup(func() { SpaceDisengaged("bench") })
-	policies := make([]*v1alpha1.StagedBindingPolicy, 100)
-	for i := range policies {
-		policies[i] = policyAt(fmt.Sprintf("p%03d", i), "dev", v1alpha1.RolloutProgressing, 0)
-		s.Policy(policies[i])
+// BenchmarkCollectSpace scrapes the gauges of one space of 1000
+// policies, each in its third stage with clusters placed in batches and an
+// analysis: the work every scrape does for such a space, per policy.
+func BenchmarkCollectSpace(b *testing.B) {
+	items := make([]v1alpha1.StagedBindingPolicy, 1000)
+	for i := range items {
+		p := policyAt(fmt.Sprintf("p%04d", i), "prod", v1alpha1.RolloutProgressing, 2)
+		p.Status.Stages[2].Clusters = &v1alpha1.StageClusters{Total: 5, Placed: 4, Succeeded: 2, Failed: 1}
+		p.Status.Stages[2].Analyses = []v1alpha1.AnalysisStatus{{Name: "errors", Successful: 2}}
+		items[i] = *p
 	}
-	b.SetParallelism(5) // 10 workers on 2 CPUs
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for i := 0; pb.Next(); i++ {
-			s.Policy(policies[i%len(policies)])
+	ch := make(chan prometheus.Metric, 1024)
+	go func() {
+		for range ch {
 		}
-	})
+	}()
+	b.ReportAllocs()
+	for b.Loop() {
+		collectSpace(ch, "bench", items)
+	}
+	close(ch)
 }
 
 // TestStageRevisionSeries checks that every stage exports the revisions it
@@ -278,10 +428,9 @@ func BenchmarkSpacePolicy(b *testing.B) {
 // out; a move of the rollout replaces the series, and the policy's deletion
 // removes them.
 func TestStageRevisionSeries(t *testing.T) {
-	s := NewSpace("revision-test")
-	t.Cleanup(func() { SpaceDisengaged("revision-test") })
+	s := serveFake(t, "revision-test")
 	revisions := func() []string {
-		return collected(t, stageRevision, "revision-test", func(labels map[string]string, _ float64) string {
+		return collected(t, "stager_stage_revision", "revision-test", func(labels map[string]string, _ float64) string {
 			return labels[LabelStage] + "=" + labels[LabelRevision]
 		})
 	}
@@ -300,12 +449,12 @@ func TestStageRevisionSeries(t *testing.T) {
 		for i, rev := range step.keeps {
 			p.Status.Stages[i].Revision = rev
 		}
-		s.Policy(p)
+		s.set(p)
 		if got := revisions(); !slices.Equal(got, step.want) {
 			t.Errorf("at %s, series %v, want %v", step.stage, got, step.want)
 		}
 	}
-	s.PolicyDeleted("a")
+	s.delete("a")
 	if got := revisions(); len(got) != 0 {
 		t.Errorf("after the deletion, series %v, want none", got)
 	}
@@ -315,33 +464,32 @@ func TestStageRevisionSeries(t *testing.T) {
 // its clusters by state as its record counts them, a new count replaces
 // the series, and the policy's deletion removes them.
 func TestStageClustersSeries(t *testing.T) {
-	s := NewSpace("clusters-test")
-	t.Cleanup(func() { SpaceDisengaged("clusters-test") })
+	s := serveFake(t, "clusters-test")
 	counts := func() []string {
-		return collected(t, stageClusters, "clusters-test", func(labels map[string]string, value float64) string {
+		return collected(t, "stager_stage_clusters", "clusters-test", func(labels map[string]string, value float64) string {
 			return fmt.Sprintf("%s/%s=%g", labels[LabelStage], labels[LabelState], value)
 		})
 	}
 
 	p := policyAt("a", "prod", v1alpha1.RolloutProgressing, 2)
-	s.Policy(p)
+	s.set(p)
 	if got := counts(); len(got) != 0 {
 		t.Errorf("a policy without batches exports %v", got)
 	}
 	p.Status.Stages[2].Clusters = &v1alpha1.StageClusters{Total: 5, Placed: 4, Succeeded: 2, Failed: 1}
-	s.Policy(p)
+	s.set(p)
 	want := []string{"prod/Failed=1", "prod/Progressing=1", "prod/Succeeded=2", "prod/TimedOut=0", "prod/ToApply=1"}
 	if got := counts(); !slices.Equal(got, want) {
 		t.Errorf("series %v, want %v", got, want)
 	}
 	p = p.DeepCopy()
 	p.Status.Stages[2].Clusters = &v1alpha1.StageClusters{Total: 5, Placed: 5, Succeeded: 4, TimedOut: 1}
-	s.Policy(p)
+	s.set(p)
 	want = []string{"prod/Failed=0", "prod/Progressing=0", "prod/Succeeded=4", "prod/TimedOut=1", "prod/ToApply=0"}
 	if got := counts(); !slices.Equal(got, want) {
 		t.Errorf("after a new count, series %v, want %v", got, want)
 	}
-	s.PolicyDeleted("a")
+	s.delete("a")
 	if got := counts(); len(got) != 0 {
 		t.Errorf("after the deletion, series %v, want none", got)
 	}
@@ -351,52 +499,44 @@ func TestStageClustersSeries(t *testing.T) {
 // its measurements by verdict as its record counts them, and that the
 // policy's deletion removes them.
 func TestStageAnalysesSeries(t *testing.T) {
-	s := NewSpace("analyses-test")
-	t.Cleanup(func() { SpaceDisengaged("analyses-test") })
+	s := serveFake(t, "analyses-test")
 	counts := func() []string {
-		return collected(t, stageAnalyses, "analyses-test", func(labels map[string]string, value float64) string {
+		return collected(t, "stager_stage_analysis_measurements", "analyses-test", func(labels map[string]string, value float64) string {
 			return fmt.Sprintf("%s/%s/%s=%g", labels[LabelStage], labels[LabelAnalysis], labels[LabelPhase], value)
 		})
 	}
 	p := policyAt("a", "prod", v1alpha1.RolloutProgressing, 2)
 	p.Status.Stages[2].Analyses = []v1alpha1.AnalysisStatus{{Name: "errors", Phase: v1alpha1.AnalysisRunning, Successful: 2, Inconclusive: 1}}
-	s.Policy(p)
+	s.set(p)
 	want := []string{"prod/errors/Failed=0", "prod/errors/Inconclusive=1", "prod/errors/Successful=2"}
 	if got := counts(); !slices.Equal(got, want) {
 		t.Errorf("series %v, want %v", got, want)
 	}
 	p = p.DeepCopy()
 	p.Status.Stages[2].Analyses[0].Failed = 1
-	s.Policy(p)
+	s.set(p)
 	want = []string{"prod/errors/Failed=1", "prod/errors/Inconclusive=1", "prod/errors/Successful=2"}
 	if got := counts(); !slices.Equal(got, want) {
 		t.Errorf("after a failed measurement, series %v, want %v", got, want)
 	}
-	s.PolicyDeleted("a")
+	s.delete("a")
 	if got := counts(); len(got) != 0 {
 		t.Errorf("after the deletion, series %v, want none", got)
 	}
 }
 
-// collected renders, sorted, the series of a gauge collector that belong to
+// collected renders, sorted, the scraped series of a gauge that belong to
 // a space, each by render from its labels and value.
-func collected(t *testing.T, c prometheus.Collector, space string, render func(labels map[string]string, value float64) string) []string {
+func collected(t *testing.T, metric, space string, render func(labels map[string]string, value float64) string) []string {
 	t.Helper()
 	var got []string
-	ch := make(chan prometheus.Metric, 64)
-	go func() { c.Collect(ch); close(ch) }()
-	for m := range ch {
-		var out dto.Metric
-		if err := m.Write(&out); err != nil {
-			t.Fatal(err)
-		}
+	for key, value := range scraped(t, metric, space) {
 		labels := map[string]string{}
-		for _, l := range out.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
+		for _, pair := range strings.Split(key, ",") {
+			name, v, _ := strings.Cut(pair, "=")
+			labels[name] = v
 		}
-		if labels[LabelSpace] == space {
-			got = append(got, render(labels, out.GetGauge().GetValue()))
-		}
+		got = append(got, render(labels, value))
 	}
 	slices.Sort(got)
 	return got

@@ -27,7 +27,8 @@ const DefaultSeriesGrace = 10 * time.Second
 
 // SeriesJanitor keeps the metrics of the spaces in line with their states.
 // Once a space is disengaged (after its controller has stopped) it deletes
-// the space's series: the stager's, and controller-runtime's of its
+// the space's series: the stager's counters and histograms (its gauges go
+// with its controller, see ServePolicies), and controller-runtime's of its
 // controller, those a second time after a grace period unless the space was
 // engaged again meanwhile. controller-runtime's priority queue does not wait
 // for its goroutines when it shuts down, and one may write a series after

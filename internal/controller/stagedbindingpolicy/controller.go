@@ -199,10 +199,26 @@ func NewController(space string, cl cluster.Cluster, engine *expression.Engine, 
 			return nil, err
 		}
 	}
+	var served controller.Controller = withPolicyGauges{Controller: c, space: space, policies: metrics.CachedPolicies(informers)}
 	if broadcaster != nil {
-		return withEvents{Controller: c, broadcaster: broadcaster}, nil
+		return withEvents{Controller: served, broadcaster: broadcaster}, nil
 	}
-	return c, nil
+	return served, nil
+}
+
+// withPolicyGauges is a controller whose space's policy gauges are served,
+// computed at every scrape from the space's cache, while it runs: a space
+// not served (not ready, over its cache bound, disengaged) has none.
+type withPolicyGauges struct {
+	controller.Controller
+	space    string
+	policies metrics.PolicyLister
+}
+
+// Start serves the gauges, then runs the controller until ctx is done.
+func (c withPolicyGauges) Start(ctx context.Context) error {
+	defer metrics.ServePolicies(c.space, c.policies)()
+	return c.Controller.Start(ctx)
 }
 
 // policyEvents enqueues a policy on its own events, except an update that

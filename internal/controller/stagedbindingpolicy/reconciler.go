@@ -158,12 +158,11 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 			r.foreignBPs.forget(req.Name)
 			r.Unconfirmed.drop(r.Space, req.NamespacedName)
 			if r.Metrics != nil {
+				// Its gauges go with it from the cache; its counters stay
+				// until told.
 				r.Metrics.PolicyDeleted(req.Name)
 			}
 			return reconcile.Result{}, nil
-		}
-		if r.Metrics != nil {
-			r.Metrics.Policy(snap.Policy)
 		}
 		if w, ok := r.Unconfirmed.landed(r.Space, snap.Policy); ok {
 			logger.Info("A status write whose answer was lost has been made; reporting it", "action", w.action.Type, "why", w.action.Why)
