@@ -89,6 +89,9 @@ type Options struct {
 	KubeFlex *kubeflex.Flags
 	// KCP are the kcp provider's flags.
 	KCP *kcp.Flags
+	// KCPCache narrow the caches the kcp provider shares among its spaces
+	// (set by the program, not a flag).
+	KCPCache kcp.CacheOptions
 }
 
 // NewOptions returns Options with their defaults.
@@ -313,7 +316,7 @@ func newProvider(kind string, o *Options, hosting manager.Manager, spaceOptions 
 		if err != nil {
 			return nil, err
 		}
-		p, err := kcp.New(cfg, o.KCP.EndpointSlice, hosting.GetScheme(), hosting.GetLogger().WithName("kcp-provider"))
+		p, err := kcp.New(cfg, o.KCP.EndpointSlice, hosting.GetScheme(), hosting.GetLogger().WithName("kcp-provider"), o.KCPCache)
 		if err != nil {
 			return nil, err
 		}

@@ -579,7 +579,10 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		co.Cache = spaceCache
 		co.NewClient = spaces.WithRequestRate(o.SpaceQPS, o.SpaceBurst, co.NewClient)
 	}
-	provider, err := providers.New(o.Providers, hosting, spaceClusterOptions)
+	// The kcp provider's shared caches are narrowed as a space's own.
+	providerOptions := *o.Providers
+	providerOptions.KCPCache = kcp.CacheOptions{Narrow: stagedbindingpolicy.NarrowCache}
+	provider, err := providers.New(&providerOptions, hosting, spaceClusterOptions)
 	if err != nil {
 		return nil, fmt.Errorf("building the cluster provider: %w", err)
 	}
