@@ -675,7 +675,9 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 			return stagedbindingpolicy.NewController(space, cl, engine, opts)
 		},
 		NewCluster: func(space string, cl cluster.Cluster) (cluster.Cluster, error) {
-			if o.Providers.SharesCaches(space) {
+			// A space of shared caches is given caches of its own only once
+			// they refuse its objects (past --space-cache-max-bytes).
+			if o.Providers.SharesCaches(space) && !spaces.CacheRefused(cl) {
 				return nil, nil
 			}
 			return cluster.New(cl.GetConfig(), spaceClusterOptions)
@@ -685,7 +687,6 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		CacheSyncTimeout: o.CacheSyncTimeout,
 		MaxCacheBytes:    o.SpaceCacheMaxBytes,
 		OverLimitBackoff: o.spaceCacheBackoff(),
-		SharedCaches:     o.Providers.SharesCaches,
 		OnChange: func(state spaces.State) {
 			janitor.Record(state)
 			if state.Reason == spaces.ReasonDisengaged {
