@@ -620,7 +620,7 @@ func (c *sharedCache) GetSharedInformer(obj runtime.Object) (toolscache.SharedIn
 			return nil, gvk, "", errors.New("runtime.Object returned from scheme is not a client.Object")
 		}
 	}
-	inf, err := c.Cache.GetInformer(context.TODO(), empty)
+	inf, err := c.GetInformer(context.TODO(), empty)
 	if err != nil {
 		return nil, gvk, "", fmt.Errorf("failed to get informer: %w", err)
 	}
