@@ -27,6 +27,7 @@ import (
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -153,7 +154,7 @@ func writeFlood(t *testing.T, w *wds, prefix string, n int, padding string, labe
 			for j := i; j < n; j += writers {
 				bp := &ksv1alpha1.BindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", prefix, j), Labels: labels,
 					Annotations: map[string]string{"example.com/padding": padding}}}
-				if err := w.client.Create(suite.ctx, bp); err != nil {
+				if err := createRetrying(w, bp); err != nil {
 					errs <- fmt.Errorf("creating BindingPolicy %s in %s: %w", bp.Name, w.space, err)
 					return
 				}
@@ -165,4 +166,20 @@ func writeFlood(t *testing.T, w *wds, prefix string, n int, padding string, labe
 	for err := range errs {
 		t.Fatal(err)
 	}
+}
+
+// createRetrying creates obj in w, again after an error of a loaded kcp
+// ("resource quota evaluation timed out"), up to 5 times.
+func createRetrying(w *wds, obj client.Object) error {
+	var err error
+	for attempt := range 5 {
+		if err = w.client.Create(suite.ctx, obj); err == nil || apierrors.IsAlreadyExists(err) && attempt > 0 {
+			return nil
+		}
+		if !apierrors.IsInternalError(err) && !apierrors.IsServerTimeout(err) && !apierrors.IsTimeout(err) && !apierrors.IsTooManyRequests(err) {
+			return err
+		}
+		time.Sleep(time.Duration(attempt+1) * time.Second)
+	}
+	return err
 }
