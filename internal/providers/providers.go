@@ -81,16 +81,17 @@ func HostingObjects(o *findproviders.Options) []client.Object {
 // the chosen providers run there (the Auditor that reports refused kubeconfig
 // Secrets). hosting is the manager of the hosting cluster, whose scheme is
 // every space's (with providers/kcp.AddToScheme applied for the kcp provider);
-// spaceOptions configure the cluster of every space engaged through a
-// kubeconfig (scheme, cache).
-func New(o *findproviders.Options, hosting manager.Manager, spaceOptions ...cluster.Option) (Provider, error) {
+// kcpCache says what the caches the kcp provider shares among its spaces
+// hold (the zero value: what they would without it); spaceOptions configure
+// the cluster of every space engaged through a kubeconfig (scheme, cache).
+func New(o *findproviders.Options, hosting manager.Manager, kcpCache kcp.CacheOptions, spaceOptions ...cluster.Option) (Provider, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
 	selected := o.Kinds()
 	built := make([]Provider, 0, len(selected))
 	for _, kind := range selected {
-		p, err := newProvider(kind, o, hosting, spaceOptions)
+		p, err := newProvider(kind, o, hosting, kcpCache, spaceOptions)
 		if err != nil {
 			return nil, err
 		}
@@ -137,7 +138,7 @@ func addKubeconfigAuditor(o *findproviders.Options, hosting manager.Manager) err
 }
 
 // newProvider builds the provider of one kind.
-func newProvider(kind string, o *findproviders.Options, hosting manager.Manager, spaceOptions []cluster.Option) (Provider, error) {
+func newProvider(kind string, o *findproviders.Options, hosting manager.Manager, kcpCache kcp.CacheOptions, spaceOptions []cluster.Option) (Provider, error) {
 	switch kind {
 	case findproviders.KindSingle:
 		return single.New(o.Single, hosting), nil
@@ -152,7 +153,7 @@ func newProvider(kind string, o *findproviders.Options, hosting manager.Manager,
 		if err != nil {
 			return nil, err
 		}
-		p, err := kcp.New(cfg, o.KCP.EndpointSlice, hosting.GetScheme(), hosting.GetLogger().WithName("kcp-provider"))
+		p, err := kcp.New(cfg, o.KCP.EndpointSlice, hosting.GetScheme(), hosting.GetLogger().WithName("kcp-provider"), kcpCache)
 		if err != nil {
 			return nil, err
 		}

@@ -27,6 +27,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
+	"github.com/kubestellar/workload-stager/internal/providers/kcp"
 	findproviders "github.com/kubestellar/workload-stager/providers"
 	findkcp "github.com/kubestellar/workload-stager/providers/kcp"
 	findkubeconfig "github.com/kubestellar/workload-stager/providers/kubeconfig"
@@ -138,7 +139,7 @@ func TestNewLeavesTheProviderRunnable(t *testing.T) {
 	for _, kind := range []string{findproviders.KindSingle, findproviders.KindKubeFlex + "," + findproviders.KindSingle} {
 		o := findproviders.NewOptions()
 		o.Kind = kind
-		p, err := New(o, hosting)
+		p, err := New(o, hosting, kcp.CacheOptions{})
 		if err != nil {
 			t.Fatalf("New(%s): %v", kind, err)
 		}

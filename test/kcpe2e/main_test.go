@@ -214,6 +214,7 @@ func stagerArgs(hostingKubeconfig, kcpKubeconfig string) ([]string, error) {
 		"--metrics-bind-address=" + metrics,
 		"--health-probe-bind-address=" + probes,
 		"--space-probe-interval=2s",
+		fmt.Sprintf("--space-cache-max-bytes=%d", cacheBound),
 		"--zap-devel",
 	}, nil
 }

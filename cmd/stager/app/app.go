@@ -56,6 +56,7 @@ import (
 	"github.com/kubestellar/workload-stager/internal/controller/stagedbindingpolicy"
 	"github.com/kubestellar/workload-stager/internal/expression"
 	mcproviders "github.com/kubestellar/workload-stager/internal/providers"
+	mckcp "github.com/kubestellar/workload-stager/internal/providers/kcp"
 	"github.com/kubestellar/workload-stager/internal/rollout"
 	"github.com/kubestellar/workload-stager/providers"
 	"github.com/kubestellar/workload-stager/providers/kcp"
@@ -580,7 +581,8 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		co.Cache = spaceCache
 		co.NewClient = spaces.WithRequestRate(o.SpaceQPS, o.SpaceBurst, co.NewClient)
 	}
-	provider, err := mcproviders.New(o.Providers, hosting, spaceClusterOptions)
+	// The kcp provider's shared caches are narrowed as a space's own.
+	provider, err := mcproviders.New(o.Providers, hosting, mckcp.CacheOptions{Narrow: stagedbindingpolicy.NarrowCache}, spaceClusterOptions)
 	if err != nil {
 		return nil, fmt.Errorf("building the cluster provider: %w", err)
 	}
@@ -683,7 +685,9 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 			return stagedbindingpolicy.NewController(space, cl, engine, opts)
 		},
 		NewCluster: func(space string, cl cluster.Cluster) (cluster.Cluster, error) {
-			if o.Providers.SharesCaches(space) {
+			// A space of shared caches is given caches of its own only once
+			// they refuse its objects (past --space-cache-max-bytes).
+			if o.Providers.SharesCaches(space) && !spaces.CacheRefused(cl) {
 				return nil, nil
 			}
 			return cluster.New(cl.GetConfig(), spaceClusterOptions)
@@ -693,7 +697,6 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		CacheSyncTimeout: o.CacheSyncTimeout,
 		MaxCacheBytes:    o.SpaceCacheMaxBytes,
 		OverLimitBackoff: o.spaceCacheBackoff(),
-		SharedCaches:     o.Providers.SharesCaches,
 		OnChange: func(state spaces.State) {
 			if state.Reason != spaces.ReasonDisengaged {
 				janitor.Engaged(state.Name)

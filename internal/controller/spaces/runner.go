@@ -130,18 +130,35 @@ type Options struct {
 	// informers of the Required kinds are removed (and with them what they
 	// held), the space is reported not ready (ReasonCacheOverLimit) with a
 	// Warning Event in the space, and it is tried again after
-	// OverLimitBackoff. Zero bounds nothing.
+	// OverLimitBackoff. A space whose caches its provider shares
+	// (SharedCache) has its objects refused there instead, and is tried
+	// again on a cluster of its own (NewCluster). Zero bounds nothing.
 	MaxCacheBytes int64
 	// OverLimitBackoff spaces out the attempts to serve a space whose cache
 	// went over MaxCacheBytes: each attempt lists the space's objects
 	// again. Default: 1m doubling up to 30m.
 	OverLimitBackoff *wait.Backoff
-	// SharedCaches, when set, reports the spaces whose caches the provider
-	// shares among spaces (kcp's): neither measured nor stopped by the
-	// Runner, since they hold other spaces' objects too.
-	SharedCaches func(space string) bool
 	// Logger is the base logger.
 	Logger logr.Logger
+}
+
+// SharedCache is the cluster of a space whose caches its provider shares
+// with other spaces (kcp's), which no informer of the space alone can be
+// removed from. Past MaxCacheBytes the Runner has them refuse the space's
+// objects, and serves the space, if at all, from a cluster of its own
+// (Options.NewCluster).
+type SharedCache interface {
+	// RefuseCache makes the shared caches refuse the space's objects (and
+	// the cluster every read of them) from now on.
+	RefuseCache()
+	// CacheRefused reports whether they do.
+	CacheRefused() bool
+}
+
+// CacheRefused reports whether cl's caches are shared and refuse its space's objects.
+func CacheRefused(cl cluster.Cluster) bool {
+	sc, ok := cl.(SharedCache)
+	return ok && sc.CacheRefused()
 }
 
 // ReasonDisengaged is reported to OnChange when a space goes away.
@@ -365,10 +382,23 @@ func (r *Runner) serve(e *engagement, name multicluster.ClusterName) {
 		if probe == nil {
 			probe, err = newProber(cl)
 		}
+		if err == nil && CacheRefused(serving) {
+			// The shared caches refuse the space's objects: serve it
+			// from caches of its own, or not at all.
+			var fresh cluster.Cluster
+			var stopFresh context.CancelFunc
+			if fresh, stopFresh, err = r.freshCluster(ctx, name, cl); err == nil {
+				stopServing()
+				serving, stopServing = fresh, stopFresh
+				if CacheRefused(serving) {
+					reason, err = ReasonCacheOverLimit, errors.New("the caches shared with other spaces refuse the space's objects, and it has no caches of its own")
+				}
+			}
+		}
 		var attempt *meteredAttempt
 		ran := false
 		if err == nil {
-			attempt = r.meter(ctx, name)
+			attempt = r.meter(ctx, name, serving)
 			reason, err = r.prepare(attempt.ctx, probe, serving, attempt)
 			if err == nil {
 				ran = true
@@ -498,23 +528,25 @@ type meterRegistration struct {
 	reg      toolscache.ResourceEventHandlerRegistration
 }
 
-// meter starts an attempt to serve the space name: metered when
-// MaxCacheBytes is set and the space's caches are its own.
-func (r *Runner) meter(ctx context.Context, name multicluster.ClusterName) *meteredAttempt {
+// meter starts an attempt to serve the space name from cl: metered when
+// MaxCacheBytes is set. Past the bound, shared caches refuse the space's
+// objects at once, before its controller has stopped, so that what they
+// hold of it stops growing.
+func (r *Runner) meter(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) *meteredAttempt {
 	actx, cancel := context.WithCancelCause(ctx)
 	a := &meteredAttempt{ctx: actx, cancel: cancel}
-	if r.metered(name) {
+	if r.opts.MaxCacheBytes > 0 {
 		a.meter = newCacheMeter(r.opts.MaxCacheBytes,
-			func(int64) { cancel(errCacheOverLimit) },
+			func(int64) {
+				if sc, ok := cl.(SharedCache); ok {
+					sc.RefuseCache()
+				}
+				cancel(errCacheOverLimit)
+			},
 			func(held int64) { spaceCacheBytes.WithLabelValues(string(name)).Set(float64(held)) })
 		spaceCacheBytes.WithLabelValues(string(name)).Set(0)
 	}
 	return a
-}
-
-// metered reports whether the space's cache is measured against MaxCacheBytes.
-func (r *Runner) metered(name multicluster.ClusterName) bool {
-	return r.opts.MaxCacheBytes > 0 && (r.opts.SharedCaches == nil || !r.opts.SharedCaches(string(name)))
 }
 
 // watch adds the attempt's meter to c's informer of obj, before the
@@ -551,13 +583,17 @@ func (a *meteredAttempt) end() (held int64, over bool) {
 
 // overLimit stops serving a space whose cache went over MaxCacheBytes:
 // the controller has stopped; its informers of the Required kinds are
-// removed, with what they held, and the space is reported (state, metric,
-// a Warning Event in the space and a log line) until the attempt after
-// retryIn.
+// removed, with what they held (shared caches refuse the space's objects
+// instead), and the space is reported (state, metric, a Warning Event in
+// the space and a log line) until the attempt after retryIn.
 func (r *Runner) overLimit(e *engagement, cl cluster.Cluster, held int64, retryIn time.Duration, logger logr.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.opts.ProbeInterval)
 	defer cancel()
 	for _, obj := range r.opts.Required {
+		if sc, ok := cl.(SharedCache); ok {
+			sc.RefuseCache()
+			break
+		}
 		if err := cl.GetCache().RemoveInformer(ctx, obj); err != nil {
 			logger.Error(err, "Cannot stop an informer of a space over its cache bound", "kind", fmt.Sprintf("%T", obj))
 		}

@@ -31,17 +31,32 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/kcp-dev/multicluster-provider/apiexport"
+	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
+	kcpinformers "github.com/kcp-dev/apimachinery/v2/third_party/informers"
+	"github.com/kcp-dev/logicalcluster/v3"
+	mcpcache "github.com/kcp-dev/multicluster-provider/pkg/cache"
+	mcrecorder "github.com/kcp-dev/multicluster-provider/pkg/events/recorder"
+	"github.com/kcp-dev/multicluster-provider/pkg/provider"
+	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
@@ -56,11 +71,25 @@ const (
 	pathAttemptTimeout = 10 * time.Second
 )
 
+// CacheOptions say what the caches the provider shares among spaces hold.
+type CacheOptions struct {
+	// Narrow, when set, narrows the options of the shared caches as it
+	// narrows a space's own (stagedbindingpolicy.NarrowCache): its
+	// NewInformer must call the one it is given, which makes kcp's
+	// cluster-aware informers, and its DefaultTransform applies to every
+	// object of every space.
+	Narrow func(cache.Options) cache.Options
+}
+
 // Provider is a multicluster-runtime provider of the logical clusters bound
 // to an APIExport, named after their workspace paths.
 type Provider struct {
-	inner *apiexport.Provider
+	inner *provider.Provider
 	log   logr.Logger
+	// scheme is every space's.
+	scheme *runtime.Scheme
+	// cacheOptions narrow the shared caches.
+	cacheOptions CacheOptions
 	// pathOf reads a logical cluster's workspace path; replaced in tests.
 	pathOf func(ctx context.Context, cl cluster.Cluster) (string, error)
 	// pathTimeout bounds the attempts to read the path of a new space.
@@ -69,6 +98,18 @@ type Provider struct {
 	mu sync.RWMutex
 	// ids maps a space name to the logical cluster ID it stands for.
 	ids map[multicluster.ClusterName]multicluster.ClusterName
+
+	sharedMu sync.Mutex
+	// ctx is Start's: the shared caches run until it is done.
+	ctx context.Context
+	// shared are the caches of the stager's kinds, one per virtual
+	// workspace endpoint (by URL), shared by the spaces it serves.
+	shared map[string]*sharedCache
+
+	refusedMu sync.RWMutex
+	// refused are the logical clusters whose objects the shared caches
+	// refuse (SpaceCluster.RefuseCache), for as long as the provider runs.
+	refused map[logicalcluster.Name]bool
 }
 
 var (
@@ -80,23 +121,48 @@ var (
 // workspace of an APIExport. cfg reaches the provider workspace holding the
 // APIExportEndpointSlice endpointSlice; scheme (with AddToScheme applied)
 // is the scheme of every space.
-func New(cfg *rest.Config, endpointSlice string, scheme *runtime.Scheme, log logr.Logger) (*Provider, error) {
-	inner, err := apiexport.New(cfg, endpointSlice, apiexport.Options{Scheme: scheme, Log: &log})
+//
+// It is kcp's apiexport provider (github.com/kcp-dev/multicluster-provider's
+// apiexport.New, whose defaults it repeats) but for the caches of each
+// space's cluster: apiexport.Options take no cache options, and its
+// provider builds the caches it shares among spaces with a scheme alone, so
+// each space's cluster is built here on caches of the provider's own
+// (sharedCache), which cacheOptions narrow. The provider's caches then
+// hold its APIBindings alone.
+func New(cfg *rest.Config, endpointSlice string, scheme *runtime.Scheme, log logr.Logger, cacheOptions CacheOptions) (*Provider, error) {
+	p := &Provider{
+		log:          log,
+		scheme:       scheme,
+		cacheOptions: cacheOptions,
+		pathOf:       workspacePath,
+		pathTimeout:  PathTimeout,
+		ids:          map[multicluster.ClusterName]multicluster.ClusterName{},
+		shared:       map[string]*sharedCache{},
+		refused:      map[logicalcluster.Name]bool{},
+	}
+	inner, err := provider.NewProvider(cfg, endpointSlice, provider.Options{
+		Scheme:                       scheme,
+		EndpointSliceObject:          &apisv1alpha1.APIExportEndpointSlice{},
+		ExtractURLsFromEndpointSlice: provider.DefaultExtractURLsFromEndpointSlice,
+		ObjectToWatch:                &apisv1alpha1.APIBinding{},
+		Log:                          &log,
+		NewCluster:                   p.newCluster,
+		AddFilter:                    provider.ConditionReadyFunc("Ready"),
+		UpdateFilter:                 provider.ConditionReadyFunc("Ready"),
+	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the kcp apiexport provider for endpoint slice %s: %w", endpointSlice, err)
 	}
-	return &Provider{
-		inner:       inner,
-		log:         log,
-		pathOf:      workspacePath,
-		pathTimeout: PathTimeout,
-		ids:         map[multicluster.ClusterName]multicluster.ClusterName{},
-	}, nil
+	p.inner = inner
+	return p, nil
 }
 
 // Start runs the provider until ctx is done, engaging every bound logical
 // cluster with aware under its space name.
 func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
+	p.sharedMu.Lock()
+	p.ctx = ctx
+	p.sharedMu.Unlock()
 	return p.inner.Start(ctx, &namingAware{Aware: aware, provider: p})
 }
 
@@ -108,7 +174,11 @@ func (p *Provider) Get(ctx context.Context, name multicluster.ClusterName) (clus
 	if !ok {
 		id = name
 	}
-	return p.inner.Get(ctx, id)
+	cl, err := p.inner.Get(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("getting logical cluster %s: %w", id, err)
+	}
+	return p.space(id, cl), nil
 }
 
 // IndexField adds an index to the clusters of the provider.
@@ -195,7 +265,7 @@ func (a *namingAware) engage(ctx context.Context, id multicluster.ClusterName, c
 	if name != id {
 		p.log.Info("Engaging logical cluster", "space", name, "logicalCluster", id)
 	}
-	if err := a.Aware.Engage(ctx, name, cl); err != nil {
+	if err := a.Aware.Engage(ctx, name, p.space(id, cl)); err != nil {
 		p.forget(name, id)
 		p.log.Error(err, "Cannot engage space", "space", name, "logicalCluster", id)
 		return
@@ -221,4 +291,349 @@ func workspacePath(ctx context.Context, cl cluster.Cluster) (string, error) {
 		return "", fmt.Errorf("building a metadata client: %w", err)
 	}
 	return findkcp.WorkspacePath(ctx, mc)
+}
+
+// newCluster builds the cluster of a logical cluster served at cfg's
+// endpoint, as the provider's default (mcpcache.NewScopedCluster) does, but
+// on the provider's own shared cache of that endpoint instead of base.
+func (p *Provider) newCluster(cfg *rest.Config, id logicalcluster.Name, _ mcpcache.WildcardCache, scheme *runtime.Scheme,
+	recorder mcrecorder.EventRecorderGetter) (*mcpcache.ScopedCluster, error) {
+	shared, err := p.sharedCache(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := mcpcache.NewScopedCluster(cfg, id, shared, scheme, recorder)
+	if err != nil {
+		return nil, fmt.Errorf("building the cluster of logical cluster %s: %w", id, err)
+	}
+	return cl, nil
+}
+
+// sharedCache returns the shared cache of the endpoint cfg reaches, built
+// and started on first use. It runs until Start's context is done, though
+// the endpoint may leave the slice before: endpoints are kcp's shards,
+// which seldom go.
+func (p *Provider) sharedCache(cfg *rest.Config) (*sharedCache, error) {
+	p.sharedMu.Lock()
+	defer p.sharedMu.Unlock()
+	if c, ok := p.shared[cfg.Host]; ok {
+		return c, nil
+	}
+	if p.ctx == nil {
+		return nil, errors.New("the kcp provider is not started")
+	}
+	c, err := newSharedCache(cfg, p.sharedCacheOptions())
+	if err != nil {
+		return nil, fmt.Errorf("building the shared cache of endpoint %s: %w", cfg.Host, err)
+	}
+	p.shared[cfg.Host] = c
+	ctx, log := p.ctx, p.log.WithValues("url", cfg.Host)
+	go func() {
+		if err := c.Start(ctx); err != nil && ctx.Err() == nil {
+			log.Error(err, "The shared cache of an endpoint stopped")
+		}
+	}()
+	return c, nil
+}
+
+// sharedCacheOptions are the options of every shared cache but its HTTP
+// client and mapper: kcp's cluster-aware informers, narrowed by
+// CacheOptions.Narrow, whose transform is followed by p.screen.
+func (p *Provider) sharedCacheOptions() cache.Options {
+	o := cache.Options{Scheme: p.scheme, NewInformer: newClusterAwareInformer}
+	if p.cacheOptions.Narrow != nil {
+		o = p.cacheOptions.Narrow(o)
+	}
+	narrowed := o.DefaultTransform
+	o.DefaultTransform = func(obj any) (any, error) {
+		if narrowed != nil {
+			var err error
+			if obj, err = narrowed(obj); err != nil {
+				return obj, err
+			}
+		}
+		return p.screen(obj), nil
+	}
+	return o
+}
+
+// newClusterAwareInformer makes kcp's informer, whose keys carry the
+// logical cluster, with the indexes the scoped caches read
+// (mcpcache.NewWildcardCache's NewInformer).
+func newClusterAwareInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+	inf := kcpinformers.NewSharedIndexInformer(lw, obj, resync, indexers)
+	if err := inf.AddIndexers(toolscache.Indexers{
+		kcpcache.ClusterIndexName:             mcpcache.ClusterIndexFunc,
+		kcpcache.ClusterAndNamespaceIndexName: mcpcache.ClusterAndNamespaceIndexFunc,
+	}); err != nil {
+		utilruntime.HandleError(fmt.Errorf("unable to add cluster name indexers: %w", err))
+	}
+	return inf
+}
+
+// screen passes obj on, unless the shared caches refuse its logical
+// cluster's objects: then it returns a stub of obj instead, which keeps
+// obj's place in the store (its key) and nothing else.
+func (p *Provider) screen(obj any) any {
+	o, ok := obj.(client.Object)
+	if !ok || !p.isRefused(logicalcluster.From(o)) {
+		return obj
+	}
+	return stub(o)
+}
+
+// stub returns an object of obj's type holding only what keys and
+// indexes it in a kcp store: its logical cluster, namespace and name (and
+// its UID and resourceVersion).
+func stub(obj client.Object) client.Object {
+	s, ok := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(client.Object)
+	if !ok {
+		return obj
+	}
+	s.GetObjectKind().SetGroupVersionKind(obj.GetObjectKind().GroupVersionKind())
+	s.SetName(obj.GetName())
+	s.SetNamespace(obj.GetNamespace())
+	s.SetUID(obj.GetUID())
+	s.SetResourceVersion(obj.GetResourceVersion())
+	s.SetAnnotations(map[string]string{logicalcluster.AnnotationKey: logicalcluster.From(obj).String()})
+	return s
+}
+
+// refuse makes the shared caches refuse the objects of a logical cluster.
+func (p *Provider) refuse(id logicalcluster.Name) {
+	p.refusedMu.Lock()
+	defer p.refusedMu.Unlock()
+	p.refused[id] = true
+}
+
+// isRefused reports whether the shared caches refuse a logical cluster's objects.
+func (p *Provider) isRefused(id logicalcluster.Name) bool {
+	p.refusedMu.RLock()
+	defer p.refusedMu.RUnlock()
+	return p.refused[id]
+}
+
+// space returns the cluster of logical cluster id, whose caches the
+// provider shares, as the stager engages it.
+func (p *Provider) space(id multicluster.ClusterName, cl cluster.Cluster) *SpaceCluster {
+	name := logicalcluster.Name(id)
+	return &SpaceCluster{
+		Cluster:   cl,
+		clusterID: name,
+		refuse:    func() { p.refuse(name) },
+		refused:   func() bool { return p.isRefused(name) },
+	}
+}
+
+// ErrCacheRefused is returned by the reads of a space whose objects the
+// shared caches refuse: what they hold of it are stubs.
+var ErrCacheRefused = errors.New("the caches shared among kcp workspaces refuse this space's objects")
+
+// SpaceCluster is the cluster of a kcp space, whose caches the provider shares
+// among the spaces of its endpoint. Once RefuseCache is called, the shared
+// caches keep stubs of the space's objects instead of them, for as long as
+// the provider runs, and the space's client and caches refuse every read
+// (ErrCacheRefused): a space past its bound is served, if at all, from
+// caches of its own. The rest is the provider's cluster.
+type SpaceCluster struct {
+	cluster.Cluster
+	clusterID logicalcluster.Name
+	refuse    func()
+	refused   func() bool
+
+	readerOnce sync.Once
+	reader     client.Reader
+}
+
+// RefuseCache makes the shared caches refuse the space's objects from now on.
+func (s *SpaceCluster) RefuseCache() { s.refuse() }
+
+// CacheRefused reports whether the shared caches refuse the space's objects.
+func (s *SpaceCluster) CacheRefused() bool { return s.refused() }
+
+// LogicalCluster returns the ID of the space's logical cluster.
+func (s *SpaceCluster) LogicalCluster() logicalcluster.Name { return s.clusterID }
+
+// GetClient returns the space's client, whose reads fail once its objects are refused.
+func (s *SpaceCluster) GetClient() client.Client {
+	return &refusingClient{Client: s.Cluster.GetClient(), refused: s.refused}
+}
+
+// GetCache returns the space's cache, whose reads fail once its objects are refused.
+func (s *SpaceCluster) GetCache() cache.Cache {
+	return &refusingCache{Cache: s.Cluster.GetCache(), refused: s.refused}
+}
+
+// GetAPIReader returns a reader of the space's API server, uncached: the
+// provider's reads from the shared cache, where a BindingPolicy the stager
+// did not generate is not (stagedbindingpolicy.NarrowCache), though the
+// reconciler reads one so when it holds a name the stager wants.
+func (s *SpaceCluster) GetAPIReader() client.Reader {
+	s.readerOnce.Do(func() {
+		c, err := client.New(s.GetConfig(), client.Options{HTTPClient: s.GetHTTPClient(), Scheme: s.GetScheme(), Mapper: s.GetRESTMapper()})
+		if err != nil {
+			s.reader = failingReader{fmt.Errorf("building the uncached reader of logical cluster %s: %w", s.clusterID, err)}
+			return
+		}
+		s.reader = c
+	})
+	return s.reader
+}
+
+// failingReader fails every read with err.
+type failingReader struct{ err error }
+
+func (r failingReader) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
+	return r.err
+}
+
+func (r failingReader) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return r.err
+}
+
+// refusingClient is a client whose reads fail once refused says so.
+type refusingClient struct {
+	client.Client
+	refused func() bool
+}
+
+func (c *refusingClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if c.refused() {
+		return ErrCacheRefused
+	}
+	return c.Client.Get(ctx, key, obj, opts...)
+}
+
+func (c *refusingClient) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if c.refused() {
+		return ErrCacheRefused
+	}
+	return c.Client.List(ctx, list, opts...)
+}
+
+// refusingCache is a cache whose reads fail once refused says so.
+type refusingCache struct {
+	cache.Cache
+	refused func() bool
+}
+
+func (c *refusingCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if c.refused() {
+		return ErrCacheRefused
+	}
+	return c.Cache.Get(ctx, key, obj, opts...)
+}
+
+func (c *refusingCache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if c.refused() {
+		return ErrCacheRefused
+	}
+	return c.Cache.List(ctx, list, opts...)
+}
+
+// sharedCache is a cache of the stager's kinds on an endpoint's wildcard
+// path (/clusters/*), shared by the logical clusters the endpoint serves.
+//
+// Forked from github.com/kcp-dev/multicluster-provider v0.8.0
+// pkg/cache/wildcard.go (NewWildcardCache, GetSharedInformer, IndexField),
+// because NewWildcardCache replaces the options' NewInformer, where the
+// BindingPolicies are selected (stagedbindingpolicy.NarrowCache). Its List
+// and Get across logical clusters are not forked: the scoped caches read
+// through GetSharedInformer alone.
+type sharedCache struct {
+	cache.Cache
+	scheme *runtime.Scheme
+	mapper apimeta.RESTMapper
+
+	indexMu sync.Mutex
+	indexed map[string]bool
+}
+
+var _ mcpcache.WildcardCache = &sharedCache{}
+
+// newSharedCache returns the shared cache of the endpoint cfg reaches, with
+// opts (whose NewInformer must make cluster-aware informers).
+func newSharedCache(cfg *rest.Config, opts cache.Options) (*sharedCache, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Host = strings.TrimSuffix(cfg.Host, "/") + "/clusters/*"
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building the HTTP client: %w", err)
+	}
+	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("building the REST mapper: %w", err)
+	}
+	opts.HTTPClient, opts.Mapper = httpClient, mapper
+	c, err := cache.New(cfg, opts)
+	if err != nil {
+		return nil, fmt.Errorf("building the cache: %w", err)
+	}
+	return &sharedCache{Cache: c, scheme: opts.Scheme, mapper: mapper, indexed: map[string]bool{}}, nil
+}
+
+// GetSharedInformer returns the informer of obj's kind, with its kind and scope.
+func (c *sharedCache) GetSharedInformer(obj runtime.Object) (toolscache.SharedIndexInformer, schema.GroupVersionKind, apimeta.RESTScopeName, error) {
+	gvk, err := apiutil.GVKForObject(obj, c.scheme)
+	if err != nil {
+		return nil, gvk, "", fmt.Errorf("failed to get GVK for object: %w", err)
+	}
+	gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
+	mapping, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, gvk, "", fmt.Errorf("failed to get REST mapping: %w", err)
+	}
+	var empty client.Object
+	switch obj.(type) {
+	case *metav1.PartialObjectMetadata, *metav1.PartialObjectMetadataList:
+		empty = &metav1.PartialObjectMetadata{}
+		empty.GetObjectKind().SetGroupVersionKind(gvk)
+	default:
+		o, err := c.scheme.New(gvk)
+		if err != nil {
+			return nil, gvk, "", fmt.Errorf("failed to create new object for GVK: %w", err)
+		}
+		var ok bool
+		if empty, ok = o.(client.Object); !ok {
+			return nil, gvk, "", errors.New("runtime.Object returned from scheme is not a client.Object")
+		}
+	}
+	inf, err := c.GetInformer(context.TODO(), empty)
+	if err != nil {
+		return nil, gvk, "", fmt.Errorf("failed to get informer: %w", err)
+	}
+	sii, ok := inf.(toolscache.SharedIndexInformer)
+	if !ok {
+		return nil, gvk, "", errors.New("informer returned by cache is not a SharedIndexInformer")
+	}
+	return sii, gvk, mapping.Scope.Name(), nil
+}
+
+// IndexField adds an index for obj's kind, under keys prefixed with the
+// logical cluster (and "*" for all of them), once per kind and field.
+func (c *sharedCache) IndexField(ctx context.Context, obj client.Object, field string, extractValue client.IndexerFunc) error {
+	gvk, err := apiutil.GVKForObject(obj, c.scheme)
+	if err != nil {
+		return fmt.Errorf("failed to get GVK for object: %w", err)
+	}
+	key := gvk.String() + "|" + field
+	c.indexMu.Lock()
+	if c.indexed[key] {
+		c.indexMu.Unlock()
+		return nil
+	}
+	c.indexed[key] = true
+	c.indexMu.Unlock()
+	if err := c.Cache.IndexField(ctx, obj, field, func(obj client.Object) []string {
+		keys := extractValue(obj)
+		withCluster := make([]string, len(keys)*2)
+		for i, key := range keys {
+			withCluster[i] = fmt.Sprintf("%s/%s", logicalcluster.From(obj), key)
+			withCluster[i+len(keys)] = "*/" + key
+		}
+		return withCluster
+	}); err != nil {
+		return fmt.Errorf("indexing %s by %s: %w", gvk.Kind, field, err)
+	}
+	return nil
 }

@@ -16,17 +16,43 @@ package kcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
+	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
+	"github.com/kcp-dev/logicalcluster/v3"
+	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/internal/controller/stagedbindingpolicy"
 )
 
 // recordingAware records the names it is asked to engage.
@@ -190,4 +216,252 @@ func TestNaming(t *testing.T) {
 			})
 		})
 	}
+}
+
+// listRecorder is a ListerWatcher of empty lists that records the label
+// selectors it is asked for.
+type listRecorder struct {
+	list runtime.Object
+	mu   sync.Mutex
+	sels []string
+}
+
+func (r *listRecorder) record(opts metav1.ListOptions) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sels = append(r.sels, opts.LabelSelector)
+}
+
+func (r *listRecorder) List(opts metav1.ListOptions) (runtime.Object, error) {
+	r.record(opts)
+	return r.list.DeepCopyObject(), nil
+}
+
+func (r *listRecorder) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	r.record(opts)
+	return watch.NewFake(), nil
+}
+
+func (r *listRecorder) asked() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.sels)
+}
+
+// sharedCacheTestProvider is a provider whose shared caches are narrowed as
+// the stager narrows them.
+func sharedCacheTestProvider(t testing.TB) *Provider {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{ksv1alpha1.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &Provider{scheme: scheme, cacheOptions: CacheOptions{Narrow: stagedbindingpolicy.NarrowCache},
+		refused: map[logicalcluster.Name]bool{}}
+}
+
+// TestSharedCachesSelectGeneratedBindingPolicies checks that the informers
+// of the caches the provider shares among workspaces are kcp's
+// cluster-aware ones, and list only the BindingPolicies labelled as a
+// policy's, and every other kind whole.
+func TestSharedCachesSelectGeneratedBindingPolicies(t *testing.T) {
+	o := sharedCacheTestProvider(t).sharedCacheOptions()
+	for _, c := range []struct {
+		obj  runtime.Object
+		list runtime.Object
+		want string
+	}{
+		{&ksv1alpha1.BindingPolicy{}, &ksv1alpha1.BindingPolicyList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}, v1alpha1.PolicyLabel},
+		{&ksv1alpha1.Binding{}, &ksv1alpha1.BindingList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}, ""},
+		{&ksv1alpha1.CombinedStatus{}, &ksv1alpha1.CombinedStatusList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}, ""},
+	} {
+		lw := &listRecorder{list: c.list}
+		inf := o.NewInformer(lw, c.obj, 0, toolscache.Indexers{})
+		if _, ok := inf.GetIndexer().GetIndexers()[kcpcache.ClusterAndNamespaceIndexName]; !ok {
+			t.Errorf("the informer of %T has no %s index: not kcp's", c.obj, kcpcache.ClusterAndNamespaceIndexName)
+		}
+		stop := make(chan struct{})
+		go inf.Run(stop)
+		waitFor(t, fmt.Sprintf("the first list of %T", c.obj), func() error {
+			if len(lw.asked()) == 0 {
+				return errors.New("none yet")
+			}
+			return nil
+		})
+		close(stop)
+		for _, sel := range lw.asked() {
+			if sel != c.want {
+				t.Errorf("%T: the endpoint was asked for selector %q, want %q", c.obj, sel, c.want)
+			}
+		}
+	}
+}
+
+// TestSharedCachesKeepWhatTheStagerReads checks, over 500 random objects of
+// random logical clusters, some refused, what the shared caches' transform
+// keeps: of a refused logical cluster, a stub under the object's key with
+// nothing else; of the others, the object as a space's own cache keeps it
+// (no managedFields, a Binding without status).
+func TestSharedCachesKeepWhatTheStagerReads(t *testing.T) {
+	p := sharedCacheTestProvider(t)
+	transform := p.sharedCacheOptions().DefaultTransform
+	clusters := []logicalcluster.Name{"c1", "c2", "c3"}
+	// A fixed seed: a failure is seen at once and again, with no shrinking.
+	rnd := rand.New(rand.NewPCG(54, 4))
+	for range 500 {
+		p.refusedMu.Lock()
+		clear(p.refused)
+		for _, c := range clusters {
+			if rnd.IntN(2) == 0 {
+				p.refused[c] = true
+			}
+		}
+		p.refusedMu.Unlock()
+		id := clusters[rnd.IntN(len(clusters))]
+		meta := metav1.ObjectMeta{
+			Name:            fmt.Sprintf("o%d", rnd.IntN(1000)),
+			Namespace:       []string{"", "ns"}[rnd.IntN(2)],
+			UID:             "uid",
+			ResourceVersion: "7",
+			Labels:          map[string]string{v1alpha1.PolicyLabel: "p"},
+			Annotations: map[string]string{logicalcluster.AnnotationKey: id.String(),
+				"padding": strings.Repeat("x", rnd.IntN(64<<10))},
+		}
+		if rnd.IntN(2) == 0 {
+			meta.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubestellar"}}
+		}
+		var obj client.Object
+		switch rnd.IntN(4) {
+		case 0:
+			obj = &ksv1alpha1.BindingPolicy{ObjectMeta: meta, Spec: ksv1alpha1.BindingPolicySpec{ClusterSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"env": "dev"}}}}}
+		case 1:
+			obj = &ksv1alpha1.Binding{ObjectMeta: meta, Status: ksv1alpha1.BindingStatus{ObservedGeneration: 3, Errors: []string{"e"}}}
+		case 2:
+			obj = &ksv1alpha1.CombinedStatus{ObjectMeta: meta, Results: []ksv1alpha1.NamedStatusCombination{{Name: "r"}}}
+		default:
+			obj = &v1alpha1.StagedBindingPolicy{ObjectMeta: meta, Spec: v1alpha1.StagedBindingPolicySpec{Stages: []v1alpha1.Stage{{Name: "dev"}}}}
+		}
+		want := obj.DeepCopyObject().(client.Object)
+		wantKey, err := kcpcache.MetaClusterNamespaceKeyFunc(want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := transform(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if key, err := kcpcache.MetaClusterNamespaceKeyFunc(got); err != nil || key != wantKey {
+			t.Fatalf("key %q (%v), want %q", key, err, wantKey)
+		}
+		if p.isRefused(id) {
+			s := got.(client.Object)
+			size, err := json.Marshal(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(size) > 512 || len(s.GetLabels()) > 0 || len(s.GetAnnotations()) != 1 || s.GetUID() != want.GetUID() {
+				t.Fatalf("the stub of a refused cluster's object is %s", size)
+			}
+			if reflect.TypeOf(got) != reflect.TypeOf(want) {
+				t.Fatalf("the stub is a %T, want a %T", got, want)
+			}
+			continue
+		}
+		want.SetManagedFields(nil)
+		if b, ok := want.(*ksv1alpha1.Binding); ok {
+			b.Status = ksv1alpha1.BindingStatus{}
+		}
+		if !equality.Semantic.DeepEqual(got, want) {
+			t.Fatalf("kept %+v, want %+v", got, want)
+		}
+	}
+}
+
+// TestSpaceClusterRefusesReadsOnceRefused checks that once a space's
+// objects are refused by the shared caches, whose stubs of them must not be
+// read, its client and cache refuse every read, while another space's still
+// read; and that its API reader reads the space's API server, uncached,
+// before and after (the provider's reads the shared cache, which holds no
+// BindingPolicy the stager did not generate).
+func TestSpaceClusterRefusesReadsOnceRefused(t *testing.T) {
+	p := sharedCacheTestProvider(t)
+	cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm"}}
+	var served atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/v1/namespaces/ns/configmaps/cm" {
+			http.NotFound(w, r)
+			return
+		}
+		served.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(cm)
+	}))
+	defer srv.Close()
+	cached := fake.NewClientBuilder().WithObjects(cm.DeepCopy()).Build()
+	cl := &readingCluster{client: cached, config: &rest.Config{Host: srv.URL}, http: srv.Client()}
+	a, b := p.space("a", cl), p.space("b", cl)
+	reads := func(s *SpaceCluster) []error {
+		return []error{
+			s.GetClient().Get(t.Context(), client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}),
+			s.GetClient().List(t.Context(), &corev1.ConfigMapList{}),
+		}
+	}
+	uncached := func(s *SpaceCluster) {
+		t.Helper()
+		before := served.Load()
+		if err := s.GetAPIReader().Get(t.Context(), client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}); err != nil {
+			t.Errorf("an uncached read: %v", err)
+		}
+		if served.Load() != before+1 {
+			t.Errorf("the API reader did not ask the API server")
+		}
+	}
+	for _, err := range reads(a) {
+		if err != nil {
+			t.Fatalf("a read before the refusal: %v", err)
+		}
+	}
+	uncached(a)
+	if a.CacheRefused() {
+		t.Fatal("a refused before RefuseCache")
+	}
+	a.RefuseCache()
+	if !a.CacheRefused() || b.CacheRefused() {
+		t.Fatalf("refused: a %t, b %t; want a only", a.CacheRefused(), b.CacheRefused())
+	}
+	errs := append(reads(a),
+		a.GetCache().Get(t.Context(), client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}),
+		a.GetCache().List(t.Context(), &corev1.ConfigMapList{}))
+	for i, err := range errs {
+		if !errors.Is(err, ErrCacheRefused) {
+			t.Errorf("read %d of a once refused: %v, want ErrCacheRefused", i, err)
+		}
+	}
+	uncached(a)
+	for _, err := range reads(b) {
+		if err != nil {
+			t.Errorf("a read of b once a is refused: %v", err)
+		}
+	}
+}
+
+// readingCluster is a cluster whose client reads client, and whose API
+// server is at config.
+type readingCluster struct {
+	cluster.Cluster
+	client client.Client
+	config *rest.Config
+	http   *http.Client
+}
+
+func (c *readingCluster) GetClient() client.Client    { return c.client }
+func (c *readingCluster) GetCache() cache.Cache       { return nil }
+func (c *readingCluster) GetConfig() *rest.Config     { return c.config }
+func (c *readingCluster) GetHTTPClient() *http.Client { return c.http }
+func (c *readingCluster) GetScheme() *runtime.Scheme  { return clientgoscheme.Scheme }
+func (c *readingCluster) GetRESTMapper() meta.RESTMapper {
+	m := meta.NewDefaultRESTMapper(nil)
+	m.Add(corev1.SchemeGroupVersion.WithKind("ConfigMap"), meta.RESTScopeNamespace)
+	return m
 }
