@@ -64,7 +64,7 @@ var suite struct {
 	ctx     context.Context
 	stack   *stack.Stack
 	binary  string
-	stager  *stack.Process
+	stager  *process.Process
 	workDir string
 }
 
@@ -101,7 +101,7 @@ func setUp(s *framework.Suite) error {
 	if suite.stager, err = startStager(); err != nil {
 		return err
 	}
-	s.Defer(func() error { return suite.stager.Stop(15 * time.Second) })
+	s.Defer(func() error { return suite.stager.Stop() })
 	return nil
 }
 
@@ -128,7 +128,7 @@ func prepareWDS(ctx context.Context, name string) error {
 // broadcaster of their own (--space-event-qps; the integration suites post
 // them through each space's recorder, the default), and waits until it
 // answers its health probe.
-func startStager() (*stack.Process, error) {
+func startStager() (*process.Process, error) {
 	args := func() ([]string, error) {
 		args, err := suite.stack.StagerArgs()
 		if err != nil {

@@ -75,7 +75,7 @@ var suite struct {
 	ctx   context.Context
 	stack *stack.Stack
 	// stager is the binary standing in for the chart's pod.
-	stager *stack.Process
+	stager *process.Process
 	// spaceChart is what the space chart renders, applied in every WDS.
 	spaceChart []*unstructured.Unstructured
 }
@@ -125,7 +125,7 @@ func setUp(s *framework.Suite) error {
 	if suite.stager, err = stack.StartProcess(binary, args, filepath.Join(s.WorkDir, "stager.log")); err != nil {
 		return err
 	}
-	s.Defer(func() error { return suite.stager.Stop(15 * time.Second) })
+	s.Defer(func() error { return suite.stager.Stop() })
 	return nil
 }
 

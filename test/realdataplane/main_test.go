@@ -45,6 +45,7 @@ import (
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
 	"github.com/kubestellar/workload-stager/test/framework/policytest"
+	"github.com/kubestellar/workload-stager/test/framework/process"
 	"github.com/kubestellar/workload-stager/test/framework/stack"
 )
 
@@ -60,7 +61,7 @@ var clusters = kubestellar.EnvClusters("dev1", "dev2", "test1", "prod1", "edge1"
 var suite struct {
 	ctx     context.Context
 	stack   *stack.Stack
-	stager  *stack.Process
+	stager  *process.Process
 	workDir string
 }
 
@@ -106,7 +107,7 @@ func setUp(s *framework.Suite) error {
 	if err != nil {
 		return err
 	}
-	s.Defer(func() error { return suite.stager.Stop(15 * time.Second) })
+	s.Defer(func() error { return suite.stager.Stop() })
 	return nil
 }
 
