@@ -38,7 +38,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
-	"github.com/kubestellar/workload-stager/cmd/stager/app"
 	"github.com/kubestellar/workload-stager/test/framework"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
@@ -77,24 +76,13 @@ func TestMain(m *testing.M) {
 func setUp(s *framework.Suite) error {
 	suite.ctx, suite.workDir = s.Ctx, s.WorkDir
 	var err error
-	if suite.binary, err = stack.StagerBinary(suite.workDir); err != nil {
-		return err
-	}
-	scheme, err := app.NewScheme()
-	if err != nil {
-		return err
-	}
-	suite.stack, err = stack.Start(s.Ctx, stack.Options{
+	if suite.stack, suite.binary, err = stack.StartSuite(s, stack.Options{
 		WDSes:      []string{"wds1"},
 		Clusters:   clusters,
-		WorkDir:    suite.workDir,
-		WDSOptions: []environment.SpaceOption{environment.WithStagerCRDs(), environment.WithScheme(scheme)},
-		Logger:     s.Logger,
-	})
-	if err != nil {
+		WDSOptions: []environment.SpaceOption{environment.WithStagerCRDs()},
+	}); err != nil {
 		return err
 	}
-	s.Defer(suite.stack.Stop)
 	if err := prepareWDS(s.Ctx, "wds1"); err != nil {
 		return err
 	}
@@ -108,17 +96,11 @@ func setUp(s *framework.Suite) error {
 // prepareWDS registers a WDS with the stager and creates its StatusCollector
 // and workload namespace.
 func prepareWDS(ctx context.Context, name string) error {
-	if err := suite.stack.RegisterWithStager(ctx, name); err != nil {
+	if err := suite.stack.ServeWDS(ctx, name, collector); err != nil {
 		return err
 	}
-	c := suite.stack.WDS[name].Client
-	for _, obj := range []client.Object{
-		stack.NewDeploymentsAggregator(collector),
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}},
-	} {
-		if err := c.Create(ctx, obj); err != nil {
-			return fmt.Errorf("creating %T in %s: %w", obj, name, err)
-		}
+	if err := wds(name).Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
+		return fmt.Errorf("creating namespace %s in %s: %w", namespace, name, err)
 	}
 	return nil
 }
