@@ -26,7 +26,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"testing"
 	"time"
 
@@ -34,7 +33,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
@@ -214,15 +212,10 @@ func waitForPlacement(t *testing.T, space, name string, stages map[string][]stri
 			return fmt.Errorf("BindingPolicies %v", names)
 		}
 		for bpName, destinations := range want {
-			binding := &ksv1alpha1.Binding{}
-			if err := wds(space).Get(suite.ctx, types.NamespacedName{Name: bpName}, binding); err != nil {
+			got, err := policies(space).Destinations(bpName)
+			if err != nil {
 				return err
 			}
-			var got []string
-			for _, d := range binding.Spec.Destinations {
-				got = append(got, d.ClusterId)
-			}
-			sort.Strings(got)
 			if !slices.Equal(got, destinations) {
 				return fmt.Errorf("Binding %s destinations %v", bpName, got)
 			}
