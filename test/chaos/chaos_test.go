@@ -39,8 +39,8 @@ import (
 	"github.com/kubestellar/workload-stager/internal/controller/sharding"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/policytest"
+	"github.com/kubestellar/workload-stager/test/framework/process"
 	"github.com/kubestellar/workload-stager/test/framework/shardaudit"
-	"github.com/kubestellar/workload-stager/test/framework/stack"
 )
 
 // watchSpace records the replicas' writes to a space's policies and
@@ -83,7 +83,7 @@ type run struct {
 	a         *shardaudit.Audit
 	ids       []string
 	started   time.Time // when the run's first replica started
-	procs     map[string]*stack.Process
+	procs     map[string]*process.Process
 	rollouts  *sync.Map // space name → rollouts begun
 	keepGoing chan struct{}
 	// restarts is held while a rollout is restarted, so that once finish
@@ -96,7 +96,7 @@ type run struct {
 // space is served.
 func startRun(t *testing.T, name, prefix string) *run {
 	ctx, cancel := context.WithCancel(suite.ctx)
-	r := &run{t: t, ctx: ctx, cancel: cancel, name: name, a: shardaudit.New(), procs: map[string]*stack.Process{},
+	r := &run{t: t, ctx: ctx, cancel: cancel, name: name, a: shardaudit.New(), procs: map[string]*process.Process{},
 		rollouts: &sync.Map{}, keepGoing: make(chan struct{})}
 	t.Cleanup(r.stop)
 	watchFences(ctx, t, &r.running, r.a)
@@ -111,7 +111,7 @@ func startRun(t *testing.T, name, prefix string) *run {
 	}
 	t.Cleanup(func() {
 		for _, p := range r.procs {
-			_ = p.Stop(15 * time.Second)
+			_ = p.Stop()
 		}
 	})
 	for _, s := range suite.spaces {

@@ -39,6 +39,7 @@ import (
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
 	"github.com/kubestellar/workload-stager/test/framework/policytest"
+	"github.com/kubestellar/workload-stager/test/framework/process"
 	"github.com/kubestellar/workload-stager/test/framework/stack"
 )
 
@@ -231,7 +232,7 @@ func setUp(s *framework.Suite) error {
 
 // startReplica starts the stager binary as the named replica, sharded with
 // its peers.
-func startReplica(id string) (*stack.Process, error) {
+func startReplica(id string) (*process.Process, error) {
 	args := []string{
 		"--kubeconfig=" + suite.hostingKC,
 		"--provider=kubeconfig", "--kubeconfig-namespace=" + secretNamespace,

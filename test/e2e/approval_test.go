@@ -85,7 +85,7 @@ func TestApprovalBeforeAndAfterTheStage(t *testing.T) {
 	waitForOnlyBindingPolicy(t, space, name, "dev", "dev1", "dev2") // nothing of test is placed; dev stays
 
 	// Approvals live in the API: a restarted stager waits on, from the same moment.
-	if err := suite.stager.Stop(15 * time.Second); err != nil {
+	if err := suite.stager.Stop(); err != nil {
 		t.Fatalf("stopping the stager: %v", err)
 	}
 	restarted, err := startStager()

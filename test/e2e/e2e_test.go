@@ -364,7 +364,7 @@ func TestRestartedStagerKeepsTheSoakDeadline(t *testing.T) {
 	})
 	met := soaking.Status.Stages[0].ConditionMetTime
 
-	if err := suite.stager.Stop(15 * time.Second); err != nil {
+	if err := suite.stager.Stop(); err != nil {
 		t.Fatalf("stopping the stager: %v", err)
 	}
 	// Half the soak passes while the stager is down: a deadline kept in

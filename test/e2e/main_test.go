@@ -26,7 +26,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"testing"
 	"time"
 
@@ -34,11 +33,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
-	"github.com/kubestellar/workload-stager/cmd/stager/app"
 	"github.com/kubestellar/workload-stager/test/framework"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
@@ -64,7 +61,7 @@ var suite struct {
 	ctx     context.Context
 	stack   *stack.Stack
 	binary  string
-	stager  *stack.Process
+	stager  *process.Process
 	workDir string
 }
 
@@ -77,48 +74,31 @@ func TestMain(m *testing.M) {
 func setUp(s *framework.Suite) error {
 	suite.ctx, suite.workDir = s.Ctx, s.WorkDir
 	var err error
-	if suite.binary, err = stack.StagerBinary(suite.workDir); err != nil {
-		return err
-	}
-	scheme, err := app.NewScheme()
-	if err != nil {
-		return err
-	}
-	suite.stack, err = stack.Start(s.Ctx, stack.Options{
+	if suite.stack, suite.binary, err = stack.StartSuite(s, stack.Options{
 		WDSes:      []string{"wds1"},
 		Clusters:   clusters,
-		WorkDir:    suite.workDir,
-		WDSOptions: []environment.SpaceOption{environment.WithStagerCRDs(), environment.WithScheme(scheme)},
-		Logger:     s.Logger,
-	})
-	if err != nil {
+		WDSOptions: []environment.SpaceOption{environment.WithStagerCRDs()},
+	}); err != nil {
 		return err
 	}
-	s.Defer(suite.stack.Stop)
 	if err := prepareWDS(s.Ctx, "wds1"); err != nil {
 		return err
 	}
 	if suite.stager, err = startStager(); err != nil {
 		return err
 	}
-	s.Defer(func() error { return suite.stager.Stop(15 * time.Second) })
+	s.Defer(func() error { return suite.stager.Stop() })
 	return nil
 }
 
 // prepareWDS registers a WDS with the stager and creates its StatusCollector
 // and workload namespace.
 func prepareWDS(ctx context.Context, name string) error {
-	if err := suite.stack.RegisterWithStager(ctx, name); err != nil {
+	if err := suite.stack.ServeWDS(ctx, name, collector); err != nil {
 		return err
 	}
-	c := suite.stack.WDS[name].Client
-	for _, obj := range []client.Object{
-		stack.NewDeploymentsAggregator(collector),
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}},
-	} {
-		if err := c.Create(ctx, obj); err != nil {
-			return fmt.Errorf("creating %T in %s: %w", obj, name, err)
-		}
+	if err := wds(name).Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
+		return fmt.Errorf("creating namespace %s in %s: %w", namespace, name, err)
 	}
 	return nil
 }
@@ -128,7 +108,7 @@ func prepareWDS(ctx context.Context, name string) error {
 // broadcaster of their own (--space-event-qps; the integration suites post
 // them through each space's recorder, the default), and waits until it
 // answers its health probe.
-func startStager() (*stack.Process, error) {
+func startStager() (*process.Process, error) {
 	args := func() ([]string, error) {
 		args, err := suite.stack.StagerArgs()
 		if err != nil {
@@ -232,15 +212,10 @@ func waitForPlacement(t *testing.T, space, name string, stages map[string][]stri
 			return fmt.Errorf("BindingPolicies %v", names)
 		}
 		for bpName, destinations := range want {
-			binding := &ksv1alpha1.Binding{}
-			if err := wds(space).Get(suite.ctx, types.NamespacedName{Name: bpName}, binding); err != nil {
+			got, err := policies(space).Destinations(bpName)
+			if err != nil {
 				return err
 			}
-			var got []string
-			for _, d := range binding.Spec.Destinations {
-				got = append(got, d.ClusterId)
-			}
-			sort.Strings(got)
 			if !slices.Equal(got, destinations) {
 				return fmt.Errorf("Binding %s destinations %v", bpName, got)
 			}

@@ -181,11 +181,11 @@ func TestMetricsAuthWithShippedRBAC(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := stager.Stop(15 * time.Second); err != nil {
+		if err := stager.Stop(); err != nil {
 			t.Error(err)
 		}
 		if t.Failed() {
-			if log, err := os.ReadFile(stager.Log); err == nil {
+			if log, err := os.ReadFile(stager.LogPath()); err == nil {
 				t.Logf("stager log:\n%s", log)
 			}
 		}

@@ -116,13 +116,13 @@ func TestMissingPermissionIsNamed(t *testing.T) {
 	startRollout(t, wds, name)
 	want := fmt.Sprintf("User \"%s\" cannot create resource \"bindingpolicies\" in API group \"control.kubestellar.io\"", spaceUser)
 	took := environment.Eventually(t, timeout, "the stager's log to name the missing permission", func() error {
-		log, err := os.ReadFile(suite.stager.Log)
+		log, err := os.ReadFile(suite.stager.LogPath())
 		if err != nil {
 			return err
 		}
 		// The log is JSON: the error's quotes are escaped.
 		if !strings.Contains(strings.ReplaceAll(string(log), `\"`, `"`), want) {
-			return fmt.Errorf("the log (%s) does not say %s", suite.stager.Log, want)
+			return fmt.Errorf("the log (%s) does not say %s", suite.stager.LogPath(), want)
 		}
 		return nil
 	})

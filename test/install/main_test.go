@@ -41,7 +41,6 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubestellar/workload-stager/cmd/stager/app"
 	"github.com/kubestellar/workload-stager/test/framework"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/helm"
@@ -75,7 +74,7 @@ var suite struct {
 	ctx   context.Context
 	stack *stack.Stack
 	// stager is the binary standing in for the chart's pod.
-	stager *stack.Process
+	stager *process.Process
 	// spaceChart is what the space chart renders, applied in every WDS.
 	spaceChart []*unstructured.Unstructured
 }
@@ -89,25 +88,12 @@ func TestMain(m *testing.M) {
 // and starts the stager as the chart's pod would run.
 func setUp(s *framework.Suite) error {
 	suite.ctx = s.Ctx
-	binary, err := stack.StagerBinary(s.WorkDir)
-	if err != nil {
-		return err
-	}
-	scheme, err := app.NewScheme()
-	if err != nil {
-		return err
-	}
 	// No stager CRD in the WDSes: the space chart brings it.
-	if suite.stack, err = stack.Start(s.Ctx, stack.Options{
-		WDSes:      wdses,
-		Clusters:   clusters,
-		WorkDir:    s.WorkDir,
-		WDSOptions: []environment.SpaceOption{environment.WithScheme(scheme)},
-		Logger:     s.Logger,
-	}); err != nil {
+	st, binary, err := stack.StartSuite(s, stack.Options{WDSes: wdses, Clusters: clusters})
+	if err != nil {
 		return err
 	}
-	s.Defer(suite.stack.Stop)
+	suite.stack = st
 
 	args, err := installStager(s.Ctx, s.WorkDir)
 	if err != nil {
@@ -125,7 +111,7 @@ func setUp(s *framework.Suite) error {
 	if suite.stager, err = stack.StartProcess(binary, args, filepath.Join(s.WorkDir, "stager.log")); err != nil {
 		return err
 	}
-	s.Defer(func() error { return suite.stager.Stop(15 * time.Second) })
+	s.Defer(func() error { return suite.stager.Stop() })
 	return nil
 }
 

@@ -152,15 +152,10 @@ func waitForBindingPolicies(t *testing.T, s *space, policy string, stages ...str
 // destinations returns the sorted destinations of a Binding.
 func destinations(t *testing.T, s *space, name string) []string {
 	t.Helper()
-	binding := &ksv1alpha1.Binding{}
-	if err := s.Client.Get(suite.ctx, types.NamespacedName{Name: name}, binding); err != nil {
-		t.Fatalf("reading Binding %s in %s: %v", name, s.Name, err)
+	ids, err := policies(s).Destinations(name)
+	if err != nil {
+		t.Fatal(err)
 	}
-	var ids []string
-	for _, d := range binding.Spec.Destinations {
-		ids = append(ids, d.ClusterId)
-	}
-	sort.Strings(ids)
 	return ids
 }
 
@@ -178,15 +173,7 @@ func waitForDestinations(t *testing.T, s *space, bindingPolicy, what string, wan
 
 // destinationsOrNil returns the sorted destinations of a Binding, or nil when there is none.
 func destinationsOrNil(s *space, name string) []string {
-	binding := &ksv1alpha1.Binding{}
-	if err := s.Client.Get(suite.ctx, types.NamespacedName{Name: name}, binding); err != nil {
-		return nil
-	}
-	var ids []string
-	for _, d := range binding.Spec.Destinations {
-		ids = append(ids, d.ClusterId)
-	}
-	sort.Strings(ids)
+	ids, _ := policies(s).Destinations(name)
 	return ids
 }
 

@@ -79,7 +79,7 @@ var suite struct {
 	workDir string
 	kcp     *kcpstack.Stack
 	hosting *environment.Space
-	stager  *stack.Process
+	stager  *process.Process
 	// metricsToken is a token of a ServiceAccount of the hosting space bound
 	// to the metrics-reader ClusterRole, to scrape the stager's metrics.
 	metricsToken string
@@ -151,7 +151,7 @@ func setUp(s *framework.Suite) error {
 	if suite.stager, err = stack.StartStager(s.Ctx, binary, args, filepath.Join(suite.workDir, "stager.log")); err != nil {
 		return err
 	}
-	s.Defer(func() error { return suite.stager.Stop(15 * time.Second) })
+	s.Defer(func() error { return suite.stager.Stop() })
 	return nil
 }
 

@@ -101,15 +101,10 @@ func TestBindingPolicyPerClusterPlacesOneWEC(t *testing.T) {
 func waitForDestinations(t testing.TB, name string, want ...string) {
 	t.Helper()
 	environment.Eventually(t, timeout, fmt.Sprintf("Binding %s naming %v", name, want), func() error {
-		var b ksv1alpha1.Binding
-		if err := wds("wds1").Get(suite.ctx, client.ObjectKey{Name: name}, &b); err != nil {
+		got, err := policies("wds1").Destinations(name)
+		if err != nil {
 			return err
 		}
-		got := make([]string, 0, len(b.Spec.Destinations))
-		for _, d := range b.Spec.Destinations {
-			got = append(got, d.ClusterId)
-		}
-		slices.Sort(got)
 		if !slices.Equal(got, want) {
 			return fmt.Errorf("it names %v", got)
 		}

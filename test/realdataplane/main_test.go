@@ -39,12 +39,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
-	"github.com/kubestellar/workload-stager/cmd/stager/app"
 	"github.com/kubestellar/workload-stager/test/framework"
 	"github.com/kubestellar/workload-stager/test/framework/dataplane"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
 	"github.com/kubestellar/workload-stager/test/framework/policytest"
+	"github.com/kubestellar/workload-stager/test/framework/process"
 	"github.com/kubestellar/workload-stager/test/framework/stack"
 )
 
@@ -60,7 +60,7 @@ var clusters = kubestellar.EnvClusters("dev1", "dev2", "test1", "prod1", "edge1"
 var suite struct {
 	ctx     context.Context
 	stack   *stack.Stack
-	stager  *stack.Process
+	stager  *process.Process
 	workDir string
 }
 
@@ -72,41 +72,27 @@ func TestMain(m *testing.M) {
 // starts the stager binary serving them.
 func setUp(s *framework.Suite) error {
 	suite.ctx, suite.workDir = s.Ctx, s.WorkDir
-	binary, err := stack.StagerBinary(suite.workDir)
-	if err != nil {
-		return err
-	}
-	scheme, err := app.NewScheme()
-	if err != nil {
-		return err
-	}
-	begin := time.Now()
-	suite.stack, err = stack.Start(s.Ctx, stack.Options{
+	st, binary, err := stack.StartSuite(s, stack.Options{
 		WDSes:      wdses,
 		Clusters:   clusters,
-		WorkDir:    suite.workDir,
-		WDSOptions: []environment.SpaceOption{environment.WithStagerCRDs(), environment.WithScheme(scheme)},
-		Logger:     s.Logger,
+		WDSOptions: []environment.SpaceOption{environment.WithStagerCRDs()},
 		DataPlane:  stack.RealDataPlane,
 	})
 	if err != nil {
 		return err
 	}
-	s.Defer(suite.stack.Stop)
-	fmt.Printf("KubeStellar with its real data plane started in %s (logs in %s)\n", time.Since(begin).Round(time.Millisecond), suite.workDir)
+	suite.stack = st
+	fmt.Printf("KubeStellar with its real data plane started in %s (logs in %s)\n", st.StartedIn.Round(time.Millisecond), suite.workDir)
 	for _, name := range wdses {
-		if err := suite.stack.RegisterWithStager(s.Ctx, name); err != nil {
+		if err := suite.stack.ServeWDS(s.Ctx, name, policytest.Collector); err != nil {
 			return err
-		}
-		if err := suite.stack.WDS[name].Client.Create(s.Ctx, stack.NewDeploymentsAggregator(policytest.Collector)); err != nil {
-			return fmt.Errorf("creating the StatusCollector in %s: %w", name, err)
 		}
 	}
 	suite.stager, err = stack.StartStager(s.Ctx, binary, suite.stack.StagerArgs, filepath.Join(suite.workDir, "stager.log"))
 	if err != nil {
 		return err
 	}
-	s.Defer(func() error { return suite.stager.Stop(15 * time.Second) })
+	s.Defer(func() error { return suite.stager.Stop() })
 	return nil
 }
 

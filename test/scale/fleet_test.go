@@ -23,7 +23,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/kcp-dev/logicalcluster/v3"
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
@@ -50,7 +49,7 @@ type replica struct {
 	id      string
 	metrics string // address of its plain-HTTP metrics endpoint
 	pprof   string // address of its profiles, when asked for
-	proc    *stack.Process
+	proc    *process.Process
 }
 
 // fleet is the replicas serving the kcp workspaces, sharded
@@ -106,7 +105,7 @@ func startFleet(binary, dir, kubeconfig string, n int, profiles bool) (*fleet, e
 // stop stops every replica still running.
 func (f *fleet) stop() {
 	for _, r := range f.replicas {
-		_ = r.proc.Stop(15 * time.Second)
+		_ = r.proc.Stop()
 	}
 }
 

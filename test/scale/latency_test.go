@@ -576,7 +576,7 @@ func runRollouts(b *testing.B, r rollouts) (ratio float64) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer func() { _ = stager.Stop(15 * time.Second) }()
+	defer func() { _ = stager.Stop() }()
 	if err := environment.Poll(ctx, time.Second, time.Minute, "the stager's metrics", func() error {
 		_, err := readySpaces(ctx, metricsAddr)
 		return err

@@ -224,11 +224,7 @@ func TestHungRenewalIsSentAgain(t *testing.T) {
 			return c.Get(ctx, key, obj, opts...)
 		},
 	})
-	r1 := NewPeerRegistry(c, ns, prefix, "hung", 3*time.Second, 500*time.Millisecond, logr.Discard())
-	r2 := NewPeerRegistry(space.Client, ns, prefix, "peer", 3*time.Second, 500*time.Millisecond, logr.Discard())
-	start(t, r2)
-	start(t, r1)
-	waitFor(t, r2, "hung", "peer")
+	r1, _ := startWithPeer(t, c, ns, "hung")
 	waitFor(t, r1, "hung", "peer")
 }
 
@@ -237,16 +233,11 @@ func TestHungRenewalIsSentAgain(t *testing.T) {
 // and its peers keep counting it.
 func TestHungReadDoesNotHoldUpRenewals(t *testing.T) {
 	ns := newNamespace(t)
-	const duration = 3 * time.Second
 	var hung atomic.Bool
 	hung.Store(true)
 	c := unansweredLists(t, func() bool { return hung.CompareAndSwap(true, false) }) // the first only
-	r1 := NewPeerRegistry(c, ns, prefix, "hung", duration, 500*time.Millisecond, logr.Discard())
-	r2 := NewPeerRegistry(space.Client, ns, prefix, "peer", duration, 500*time.Millisecond, logr.Discard())
-	start(t, r2)
-	start(t, r1)
-	waitFor(t, r2, "hung", "peer")
-	for end := time.Now().Add(3 * duration); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+	r1, r2 := startWithPeer(t, c, ns, "hung")
+	for end := time.Now().Add(3 * pairDuration); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 		if got := ids(r2.Snapshot()); !slices.Equal(got, []string{"hung", "peer"}) {
 			t.Fatalf("once hung's first read hung, peer sees %v", got)
 		}
@@ -260,16 +251,11 @@ func TestHungReadDoesNotHoldUpRenewals(t *testing.T) {
 // once it reads them again, it renews again.
 func TestReplicaThatCannotReadItsPeersLeaves(t *testing.T) {
 	ns := newNamespace(t)
-	const duration = 3 * time.Second
 	var blind atomic.Bool
 	blind.Store(true)
 	c := unansweredLists(t, blind.Load)
-	r1 := NewPeerRegistry(c, ns, prefix, "blind", duration, 500*time.Millisecond, logr.Discard())
-	r2 := NewPeerRegistry(space.Client, ns, prefix, "peer", duration, 500*time.Millisecond, logr.Discard())
-	start(t, r2)
-	start(t, r1)
-	waitFor(t, r2, "blind", "peer")
-	environment.Eventually(t, 5*duration, "peer to count blind out", func() error {
+	_, r2 := startWithPeer(t, c, ns, "blind")
+	environment.Eventually(t, 5*pairDuration, "peer to count blind out", func() error {
 		if got := ids(r2.Snapshot()); !slices.Equal(got, []string{"peer"}) {
 			return fmt.Errorf("it sees %v", got)
 		}
@@ -277,6 +263,25 @@ func TestReplicaThatCannotReadItsPeersLeaves(t *testing.T) {
 	})
 	blind.Store(false)
 	waitFor(t, r2, "blind", "peer")
+}
+
+// pairDuration is the Lease duration of the registries of startWithPeer.
+const pairDuration = 3 * time.Second
+
+// startWithPeer starts, in ns, the registry of replica id reaching the API
+// server through c (one that fails in the way a test makes it) and, first,
+// the registry of replica "peer" reaching it directly, both with
+// pairDuration and a 500 ms renewal, and waits until the peer sees both.
+func startWithPeer(t *testing.T, c client.Client, ns, id string) (r, peer *PeerRegistry) {
+	t.Helper()
+	r = NewPeerRegistry(c, ns, prefix, id, pairDuration, 500*time.Millisecond, logr.Discard())
+	peer = NewPeerRegistry(space.Client, ns, prefix, "peer", pairDuration, 500*time.Millisecond, logr.Discard())
+	start(t, peer)
+	start(t, r)
+	both := []string{id, "peer"}
+	slices.Sort(both)
+	waitFor(t, peer, both...)
+	return r, peer
 }
 
 // unansweredLists returns a client of the shared API server whose Lists

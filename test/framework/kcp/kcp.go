@@ -56,7 +56,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubestellar/workload-stager/test/framework/stack"
+	"github.com/kubestellar/workload-stager/test/framework/process"
 )
 
 const (
@@ -80,11 +80,8 @@ const (
 	// startAttempts is how many times Start tries fresh ports when one of
 	// them was taken between choosing it and kcp binding it.
 	startAttempts = 3
-	// portInUse is in the log of a kcp whose port was taken.
-	portInUse = "address already in use"
-	// tailLines is how many of its last log lines a failing kcp's error
-	// quotes, each cut to maxLineLength bytes.
-	tailLines     = 15
+	// maxLineLength is how many bytes of each of the last log lines
+	// (process.TailLines) a failing kcp's error quotes.
 	maxLineLength = 400
 	// clustersPrefix starts the URL path of a workspace on a kcp server.
 	clustersPrefix = "/clusters/"
@@ -151,7 +148,7 @@ type Server struct {
 	startTimeout time.Duration
 
 	mu         sync.Mutex
-	proc       *stack.Process
+	proc       *process.Process
 	readyAfter time.Duration
 	// raw is admin.kubeconfig as written by the running kcp.
 	raw *clientcmdapi.Config
@@ -256,7 +253,7 @@ func (s *Server) Stop() error {
 	if p == nil {
 		return nil
 	}
-	if err := p.Stop(stopTimeout); err != nil {
+	if err := p.Stop(); err != nil {
 		return fmt.Errorf("stopping kcp: %w", err)
 	}
 	return nil
@@ -282,7 +279,7 @@ func (s *Server) Exited() bool {
 }
 
 // Process returns the running kcp process (a new one after Restart).
-func (s *Server) Process() *stack.Process {
+func (s *Server) Process() *process.Process {
 	return s.process()
 }
 
@@ -317,7 +314,7 @@ func (s *Server) Client(path string) (client.Client, error) {
 }
 
 // process returns the current kcp process.
-func (s *Server) process() *stack.Process {
+func (s *Server) process() *process.Process {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.proc
@@ -326,15 +323,11 @@ func (s *Server) process() *stack.Process {
 // launch starts kcp with s.args and waits until it is ready. On failure it
 // kills kcp and says whether trying again with other ports may help.
 func (s *Server) launch(ctx context.Context) (retry bool, err error) {
-	offset := fileSize(s.Log)
-	if err := appendHeader(s.Log, s.binary, s.args); err != nil {
-		return false, err
-	}
 	// An admin kubeconfig left by an earlier kcp has a token that the new
 	// one rejects: wait until the new kcp has written its own.
 	previous, _ := os.ReadFile(s.Kubeconfig)
 	began := time.Now()
-	p, err := stack.StartProcess(s.binary, s.args, s.Log)
+	p, err := process.Start(process.Spec{Name: "kcp", Binary: s.binary, Args: s.args, LogPath: s.Log, StopTimeout: stopTimeout})
 	if err != nil {
 		return false, fmt.Errorf("starting kcp: %w", err)
 	}
@@ -343,9 +336,8 @@ func (s *Server) launch(ctx context.Context) (retry bool, err error) {
 	if err := s.waitReady(ctx, p, began, previous); err != nil {
 		exited := p.Exited()
 		_ = p.Kill()
-		output := readFrom(s.Log, offset)
-		return exited && strings.Contains(output, portInUse),
-			fmt.Errorf("kcp at %s %w; log %s ends with:\n%s", s.URL, err, s.Log, tail(output))
+		return exited && p.PortTaken(),
+			fmt.Errorf("kcp at %s %w; log %s ends with:\n%s", s.URL, err, s.Log, cutLines(p.Tail()))
 	}
 	s.mu.Lock()
 	s.proc = p
@@ -357,7 +349,7 @@ func (s *Server) launch(ctx context.Context) (retry bool, err error) {
 // waitReady waits until kcp has written a new admin kubeconfig for s.URL
 // (one modified after began or different from previous) and answers /readyz
 // with 200 through it.
-func (s *Server) waitReady(ctx context.Context, p *stack.Process, began time.Time, previous []byte) error {
+func (s *Server) waitReady(ctx context.Context, p *process.Process, began time.Time, previous []byte) error {
 	var (
 		httpClient *http.Client
 		last       = "no new admin kubeconfig yet"
@@ -482,52 +474,9 @@ func freePorts(n int) ([]string, error) {
 	return ports, nil
 }
 
-// appendHeader notes a start of kcp in its log.
-func appendHeader(logPath, binary string, args []string) error {
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("opening kcp's log: %w", err)
-	}
-	_, err = fmt.Fprintf(f, "=== %s %s %s\n", time.Now().Format(time.RFC3339), binary, strings.Join(args, " "))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("writing kcp's log %s: %w", logPath, err)
-	}
-	return nil
-}
-
-// fileSize returns the size of a file, 0 when it cannot be read.
-func fileSize(path string) int64 {
-	info, err := os.Stat(path)
-	if err != nil {
-		return 0
-	}
-	return info.Size()
-}
-
-// readFrom returns what a file holds from offset on, or a note saying why
-// it cannot be read.
-func readFrom(path string, offset int64) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Sprintf("(cannot read the log: %v)", err)
-	}
-	defer func() { _ = f.Close() }()
-	data, err := io.ReadAll(io.NewSectionReader(f, offset, 1<<40))
-	if err != nil {
-		return fmt.Sprintf("(cannot read the log: %v)", err)
-	}
-	return string(data)
-}
-
-// tail returns the last tailLines lines of a log, each cut to maxLineLength.
-func tail(log string) string {
-	lines := strings.Split(strings.TrimRight(log, "\n"), "\n")
-	if len(lines) > tailLines {
-		lines = lines[len(lines)-tailLines:]
-	}
+// cutLines cuts each line of a log's tail to maxLineLength.
+func cutLines(tail string) string {
+	lines := strings.Split(tail, "\n")
 	for i, line := range lines {
 		if len(line) > maxLineLength {
 			lines[i] = line[:maxLineLength] + "…"

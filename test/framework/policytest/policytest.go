@@ -20,6 +20,7 @@ package policytest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -133,6 +134,22 @@ func (s Space) EventCounts(t testing.TB, p *v1alpha1.StagedBindingPolicy) map[st
 		counts[e.Reason+"/"+e.Note] += n
 	}
 	return counts
+}
+
+// Destinations returns the cluster IDs, sorted, on which the Binding of a
+// BindingPolicy (named as it is) places its workload; nil, with the error,
+// when the Binding cannot be read.
+func (s Space) Destinations(bindingPolicy string) ([]string, error) {
+	binding := &ksv1alpha1.Binding{}
+	if err := s.Client.Get(s.Ctx, types.NamespacedName{Name: bindingPolicy}, binding); err != nil {
+		return nil, fmt.Errorf("reading Binding %s in %s: %w", bindingPolicy, s.Name, err)
+	}
+	var ids []string
+	for _, d := range binding.Spec.Destinations {
+		ids = append(ids, d.ClusterId)
+	}
+	slices.Sort(ids)
+	return ids, nil
 }
 
 // Delete deletes a policy and waits until it and its BindingPolicies are gone.

@@ -12,9 +12,10 @@
 // See the License for the specific language governing permissions and
 // limitations under the License.
 
-// Package process runs the programs of the test stacks (KubeStellar's
-// controllers, OCM's work agent, kwok, the WECs' kube-controller-manager and
-// kube-scheduler) as child processes: each logs to a file, tells when it is
+// Package process runs the programs of the test stacks (the stager binary,
+// KubeStellar's controllers, OCM's work agent, kwok, the WECs'
+// kube-controller-manager and kube-scheduler, kcp, Prometheus) as child
+// processes: each logs to a file, tells when it is
 // ready by a line it logs, and stops with SIGTERM before SIGKILL.
 package process
 
@@ -292,3 +293,39 @@ func (p *Process) Stop() error {
 
 // Name returns the process's name (Spec.Name).
 func (p *Process) Name() string { return p.spec.Name }
+
+// Kill kills the process with SIGKILL, as a crash would, and waits until it
+// has exited and its output is drained.
+func (p *Process) Kill() error {
+	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("killing %s (pid %d): %w", p.spec.Name, p.Pid(), err)
+	}
+	<-p.done
+	return nil
+}
+
+// Wait waits until the process exits or ctx ends.
+func (p *Process) Wait(ctx context.Context) error {
+	select {
+	case <-p.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Flag returns the value of a --name=value argument the process was started
+// with, or "" when it has none.
+func (p *Process) Flag(name string) string { return FlagValue(p.spec.Args, name) }
+
+// FlagValue returns the value of a --name=value argument in args, or "" when
+// there is none.
+func FlagValue(args []string, name string) string {
+	prefix := "--" + name + "="
+	for _, arg := range args {
+		if value, ok := strings.CutPrefix(arg, prefix); ok {
+			return value
+		}
+	}
+	return ""
+}

@@ -115,3 +115,41 @@ func TestWaitReadyFailsWhenTheProcessExits(t *testing.T) {
 		t.Error("PortTaken is false")
 	}
 }
+
+// TestKillEndsAProcessThatIgnoresSIGTERM runs a shell that ignores SIGTERM,
+// as a crashed or hung program would: Wait does not return while it runs,
+// Kill ends it at once, and Flag reads its --name=value arguments.
+func TestKillEndsAProcessThatIgnoresSIGTERM(t *testing.T) {
+	p, err := process.Start(process.Spec{
+		Name:    "a stubborn shell",
+		Binary:  "/bin/sh",
+		Args:    []string{"-c", "trap '' TERM; while :; do sleep 0.1; done", "--probe=127.0.0.1:1", "--metrics=0"},
+		LogPath: filepath.Join(t.TempDir(), "sh.log"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Flag("probe"); got != "127.0.0.1:1" {
+		t.Errorf("Flag(probe) = %q", got)
+	}
+	if got := p.Flag("none"); got != "" {
+		t.Errorf("Flag(none) = %q", got)
+	}
+	short, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if err := p.Wait(short); err == nil {
+		t.Fatal("Wait returned while the shell runs")
+	}
+	if err := p.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if !p.Exited() {
+		t.Error("the shell runs after Kill")
+	}
+	if err := p.Wait(context.Background()); err != nil {
+		t.Errorf("Wait after Kill = %v", err)
+	}
+	if err := p.Stop(); err != nil {
+		t.Errorf("Stop after Kill = %v", err)
+	}
+}

@@ -36,7 +36,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubestellar/workload-stager/test/framework/process"
-	"github.com/kubestellar/workload-stager/test/framework/stack"
 )
 
 // DirEnv names the directory holding the prometheus and promtool binaries;
@@ -88,7 +87,7 @@ type Server struct {
 	// Log is the file receiving its output.
 	Log string
 
-	process *stack.Process
+	process *process.Process
 	http    *http.Client
 }
 
@@ -167,11 +166,11 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		args = append(args, "--query.lookback-delta="+o.LookbackDelta.String())
 	}
 	logPath := filepath.Join(o.WorkDir, "prometheus.log")
-	process, err := stack.StartProcess(binary, args, logPath)
+	proc, err := process.Start(process.Spec{Name: "Prometheus", Binary: binary, Args: args, LogPath: logPath, StopTimeout: 15 * time.Second})
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{URL: "http://" + addr, Log: logPath, process: process, http: &http.Client{Timeout: 30 * time.Second}}
+	s := &Server{URL: "http://" + addr, Log: logPath, process: proc, http: &http.Client{Timeout: 30 * time.Second}}
 	if err := s.waitReady(ctx); err != nil {
 		return nil, errors.Join(err, s.Stop())
 	}
@@ -208,7 +207,7 @@ func (s *Server) waitReady(ctx context.Context) error {
 
 // Stop stops Prometheus.
 func (s *Server) Stop() error {
-	return s.process.Stop(15 * time.Second)
+	return s.process.Stop()
 }
 
 // Sample is one series' value at one time.

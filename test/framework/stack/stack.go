@@ -172,6 +172,9 @@ type Stack struct {
 	// HostingKubeconfig is the path of the hosting space's kubeconfig, the
 	// one the controller-managers use.
 	HostingKubeconfig string
+	// StartedIn is how long Start took to start the spaces and have
+	// KubeStellar ready.
+	StartedIn time.Duration
 
 	opts          Options
 	removeWorkDir bool
@@ -325,7 +328,8 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	log.Info("KubeStellar is ready", "wdses", o.WDSes, "elapsed", time.Since(begin).Round(time.Millisecond))
+	s.StartedIn = time.Since(begin)
+	log.Info("KubeStellar is ready", "wdses", o.WDSes, "elapsed", s.StartedIn.Round(time.Millisecond))
 	return s, nil
 }
 

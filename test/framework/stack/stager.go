@@ -17,7 +17,6 @@ package stack
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -25,11 +24,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
-	"github.com/kubestellar/workload-stager/test/framework"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/process"
 )
@@ -94,41 +90,27 @@ func (s *Stack) StagerArgs() ([]string, error) {
 	}, nil
 }
 
-// Process is a running binary started by StartProcess.
-type Process struct {
-	// Args are the arguments it was started with.
-	Args []string
-	// Log is the file receiving its output.
-	Log string
+// stagerStopTimeout is how long a stager gets after SIGTERM before SIGKILL.
+const stagerStopTimeout = 15 * time.Second
 
-	cmd       *exec.Cmd
-	logOffset int64
-	done      chan struct{}
-	stopOnce  sync.Once
-	stopErr   error
+// StartProcess runs a binary (the stager, as a replica or standing in for a
+// pod) with its output appended to logPath; Stop gives it 15 s after
+// SIGTERM. See process.Start.
+func StartProcess(binary string, args []string, logPath string) (*process.Process, error) {
+	return startStagerProcess(binary, args, logPath, nil)
 }
 
-// StartProcess runs a binary with its output appended to logPath. The process
-// gets its own process group and, on Linux, is killed if this process dies.
-func StartProcess(binary string, args []string, logPath string) (*Process, error) {
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("opening %s: %w", logPath, err)
-	}
-	cmd := exec.Command(binary, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = framework.ProcessAttributes()
-	if err := cmd.Start(); err != nil {
-		_ = logFile.Close()
-		return nil, fmt.Errorf("starting %s: %w", binary, err)
-	}
-	p := &Process{Args: args, Log: logPath, cmd: cmd, done: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		_ = logFile.Close()
-		close(p.done)
-	}()
-	return p, nil
+// startStagerProcess is StartProcess, ready when ready says so (nil: once
+// started).
+func startStagerProcess(binary string, args []string, logPath string, ready func(line string) bool) (*process.Process, error) {
+	return process.Start(process.Spec{
+		Name:        filepath.Base(binary),
+		Binary:      binary,
+		Args:        args,
+		LogPath:     logPath,
+		Ready:       ready,
+		StopTimeout: stagerStopTimeout,
+	})
 }
 
 // StartStager starts the stager binary with the arguments args returns, its
@@ -137,84 +119,73 @@ func StartProcess(binary string, args []string, logPath string) (*Process, error
 // quoting its log, not minutes later in whatever waits for its work. If it
 // exits first because a port was taken meanwhile, it is started again with
 // fresh arguments, up to portAttempts times, as a controller-manager is.
-func StartStager(ctx context.Context, binary string, args func() ([]string, error), logPath string) (*Process, error) {
+func StartStager(ctx context.Context, binary string, args func() ([]string, error), logPath string) (*process.Process, error) {
 	for attempt := 1; ; attempt++ {
 		a, err := args()
 		if err != nil {
 			return nil, err
 		}
-		p, err := startLogged(binary, a, logPath)
+		// The health probe server listens from the start, the metrics
+		// server only once the manager runs, and a taken metrics port ends
+		// the process after /healthz has answered: unless its metrics are
+		// off, the stager is ready once it has logged servingMetrics.
+		var ready func(string) bool
+		if process.FlagValue(a, "metrics-bind-address") != "0" {
+			ready = func(line string) bool { return strings.Contains(line, servingMetrics) }
+		}
+		p, err := startStagerProcess(binary, a, logPath, ready)
 		if err != nil {
 			return nil, err
 		}
-		err = p.waitServing(ctx, time.Minute)
+		err = waitServing(ctx, p, time.Minute)
 		if err == nil {
 			return p, nil
 		}
 		if !p.Exited() {
-			_ = p.Stop(15 * time.Second)
+			_ = p.Stop()
 			return nil, err
 		}
-		if !strings.Contains(p.output(), process.PortInUse) || attempt == portAttempts {
+		if !p.PortTaken() || attempt == portAttempts {
 			return nil, err
 		}
 	}
-}
-
-// startLogged is StartProcess, remembering where in logPath this run's
-// output starts.
-func startLogged(binary string, args []string, logPath string) (*Process, error) {
-	var offset int64
-	if info, err := os.Stat(logPath); err == nil {
-		offset = info.Size()
-	}
-	p, err := StartProcess(binary, args, logPath)
-	if err != nil {
-		return nil, err
-	}
-	p.logOffset = offset
-	return p, nil
 }
 
 // servingMetrics is what controller-runtime logs once the metrics server
-// listens: the health probe server listens from the start, the metrics
-// server only once the manager runs, and a taken metrics port ends the
-// process after /healthz has answered.
+// listens.
 const servingMetrics = "Serving metrics server"
 
 // waitServing waits until the process answers /healthz at the address of
-// its --health-probe-bind-address and, unless its --metrics-bind-address
-// is "0", has logged that its metrics server listens. It fails if the
-// process exits first or is not serving within timeout.
-func (p *Process) waitServing(ctx context.Context, timeout time.Duration) error {
+// its --health-probe-bind-address and is ready (has logged that its
+// metrics server listens, unless its --metrics-bind-address is "0"). It
+// fails if the process exits first or is not serving within timeout.
+func waitServing(ctx context.Context, p *process.Process, timeout time.Duration) error {
 	addr := p.Flag("health-probe-bind-address")
 	if addr == "" || addr == "0" {
-		return fmt.Errorf("%s serves no health probes to wait for", p.cmd.Path)
+		return fmt.Errorf("%s serves no health probes to wait for", p.Name())
 	}
-	metrics := p.Flag("metrics-bind-address") != "0"
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	client := &http.Client{Timeout: time.Second}
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
-	for {
-		if p.answersHealthz(ctx, client, addr) && (!metrics || strings.Contains(p.output(), servingMetrics)) {
-			return nil
+	for !answersHealthz(ctx, client, addr) {
+		if p.Exited() {
+			return fmt.Errorf("%s exited before it was serving at %s; its log %s ends with:\n%s",
+				p.Name(), addr, p.LogPath(), p.Tail())
 		}
 		select {
-		case <-p.done:
-			return fmt.Errorf("%s exited before it was serving at %s; its log %s ends with:\n%s",
-				p.cmd.Path, addr, p.Log, lastLines(p.output(), process.TailLines))
 		case <-ctx.Done():
 			return fmt.Errorf("%s is not serving at %s (%w); its log %s ends with:\n%s",
-				p.cmd.Path, addr, context.Cause(ctx), p.Log, lastLines(p.output(), process.TailLines))
+				p.Name(), addr, context.Cause(ctx), p.LogPath(), p.Tail())
 		case <-tick.C:
 		}
 	}
+	return p.WaitReady(ctx)
 }
 
 // answersHealthz says whether GET /healthz at addr answers 200.
-func (p *Process) answersHealthz(ctx context.Context, client *http.Client, addr string) bool {
+func answersHealthz(ctx context.Context, client *http.Client, addr string) bool {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/healthz", nil)
 	if err != nil {
 		return false
@@ -226,87 +197,6 @@ func (p *Process) answersHealthz(ctx context.Context, client *http.Client, addr 
 	_, _ = io.Copy(io.Discard, resp.Body)
 	_ = resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
-}
-
-// output returns what this run of the process has written to its log.
-func (p *Process) output() string {
-	f, err := os.Open(p.Log)
-	if err != nil {
-		return ""
-	}
-	defer func() { _ = f.Close() }()
-	if _, err := f.Seek(p.logOffset, io.SeekStart); err != nil {
-		return ""
-	}
-	b, _ := io.ReadAll(f)
-	return string(b)
-}
-
-// lastLines returns the last n lines of s.
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
-}
-
-// Kill kills the process with SIGKILL, as a crash would, and waits for it.
-func (p *Process) Kill() error {
-	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("killing pid %d: %w", p.cmd.Process.Pid, err)
-	}
-	<-p.done
-	return nil
-}
-
-// Stop stops the process with SIGTERM, then SIGKILL after the timeout, and
-// waits for it. Calling it more than once is harmless.
-func (p *Process) Stop(timeout time.Duration) error {
-	p.stopOnce.Do(func() {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-			return
-		case <-time.After(timeout):
-		}
-		p.stopErr = p.Kill()
-	})
-	return p.stopErr
-}
-
-// Exited reports whether the process has exited.
-func (p *Process) Exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// Wait waits until the process exits or ctx is done.
-func (p *Process) Wait(ctx context.Context) error {
-	select {
-	case <-p.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// Flag returns the value of a --name=value argument the process was started
-// with, or "" when it has none.
-func (p *Process) Flag(name string) string {
-	prefix := "--" + name + "="
-	for _, arg := range p.Args {
-		if value, ok := strings.CutPrefix(arg, prefix); ok {
-			return value
-		}
-	}
-	return ""
-}
-
-// Pid returns the process ID.
-func (p *Process) Pid() int {
-	return p.cmd.Process.Pid
 }
 
 // The identity that scrapes the stager's metrics in a stack, as Prometheus's

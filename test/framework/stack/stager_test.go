@@ -76,7 +76,7 @@ func TestStartStagerTakesFreshPortsWhenOneIsTaken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = p.Stop(15 * time.Second) }()
+	defer func() { _ = p.Stop() }()
 	if calls != 2 {
 		t.Errorf("started %d times, want 2: once on the taken port, once on fresh ones", calls)
 	}
@@ -109,7 +109,7 @@ func TestStartStagerQuotesTheLogOfAStagerThatExits(t *testing.T) {
 	defer cancel()
 	p, err := stack.StartStager(ctx, binary, args, filepath.Join(t.TempDir(), "stager.log"))
 	if err == nil {
-		_ = p.Stop(15 * time.Second)
+		_ = p.Stop()
 		t.Fatal("no error")
 	}
 	if !strings.Contains(err.Error(), "exited") || !strings.Contains(err.Error(), "no-such-flag") {
