@@ -45,6 +45,7 @@ import (
 	"github.com/kubestellar/workload-stager/providers"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
+	"github.com/kubestellar/workload-stager/test/framework/process"
 	"github.com/kubestellar/workload-stager/test/framework/policytest"
 	"github.com/kubestellar/workload-stager/test/framework/stack"
 )
@@ -138,7 +139,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err != nil {
 		return err
 	}
-	cleanups = append(cleanups, func() { _ = stager.Stop(15 * time.Second) })
+	cleanups = append(cleanups, func() { _ = stager.Stop() })
 
 	for _, w := range spaces {
 		policy := SamplePolicy()
@@ -303,7 +304,7 @@ func printGuide(out io.Writer, o Options, st *stack.Stack, spaces []*wds, metric
 
 // follow prints every change of the rollouts and of what the WECs run, and
 // returns when ctx is done, or with an error if the stager stops.
-func follow(ctx context.Context, out io.Writer, st *stack.Stack, stager *stack.Process, spaces []*wds) error {
+func follow(ctx context.Context, out io.Writer, st *stack.Stack, stager *process.Process, spaces []*wds) error {
 	last := map[string]string{}
 	announced := false
 	ticker := time.NewTicker(250 * time.Millisecond)
@@ -315,7 +316,7 @@ func follow(ctx context.Context, out io.Writer, st *stack.Stack, stager *stack.P
 		case <-ticker.C:
 		}
 		if stager.Exited() {
-			return fmt.Errorf("the stager stopped: see its log, %s", stager.Log)
+			return fmt.Errorf("the stager stopped: see its log, %s", stager.LogPath())
 		}
 		completed := 0
 		for _, w := range spaces {
