@@ -126,18 +126,15 @@ func kept(policy *v1alpha1.StagedBindingPolicy, active int, bp *ksv1alpha1.Bindi
 	return false
 }
 
-// keepRevisions keeps the BindingPolicy of the revision each stage from the
-// active one on keeps in place and in line with the spec (one change at a
-// time): one deleted by someone is placed again, and the unrevisioned
-// placement kept since the policy gained spec.revision is narrowed to the
-// objects of no revision. It reports whether it has a change to make. The
-// active stage's BindingPolicy at the update revision is rule 13's.
-//
-// Plan's rule 14: for every stage from the active one on, the BindingPolicy
-// of the revision its record keeps is kept in place and in line with the
-// spec.
-func keepRevisions(snap *Snapshot, active int) (Action, bool) {
-	policy := snap.Policy
+// keptRevisionPlacements is Plan's rule 14 for revisions: for every
+// stage from the active one on, the BindingPolicy of the revision its
+// record keeps is kept placed and in line with the spec: one deleted by
+// someone is placed again, and the unrevisioned placement kept since the
+// policy gained spec.revision is narrowed to the objects of no revision;
+// one being deleted is let go. The active stage's BindingPolicy at the
+// update revision is rule 13's (activePlacement).
+func keptRevisionPlacements(policy *v1alpha1.StagedBindingPolicy, active int) []Placement {
+	var want []Placement
 	for i := active; i < len(policy.Spec.Stages); i++ {
 		stage := policy.Spec.Stages[i]
 		record := policy.Status.StageNamed(stage.Name)
@@ -148,13 +145,9 @@ func keepRevisions(snap *Snapshot, active int) (Action, bool) {
 		if desired.Name == policy.StageBindingPolicyName(stage.Name) {
 			continue
 		}
-		if action, ok := keepPlaced(snap, desired,
-			fmt.Sprintf("stage %q keeps revision %s until the rollout reaches it", stage.Name, describeRevision(record.Revision)),
-			fmt.Sprintf("stage %q at revision %s", stage.Name, describeRevision(record.Revision))); ok {
-			return action, true
-		}
+		want = append(want, Placement{BP: desired, Reason: ReasonKeptRevision, Revision: record.Revision})
 	}
-	return Action{}, false
+	return want
 }
 
 // waitsForKept reports whether bp, a BindingPolicy of a stage from the
@@ -386,19 +379,12 @@ func abortPlacements(snap *Snapshot, engine *expression.Engine, cfg planConfig, 
 	if action, ok := voidApprovals(snap); ok {
 		return action
 	}
+	want := make([]Placement, 0, len(targets))
 	for _, desired := range targets {
-		bp := findBindingPolicy(snap.BindingPolicies, desired.Name)
-		switch {
-		case bp == nil || !OwnedBy(bp, policy):
-			return createBindingPolicy(snap, desired,
-				fmt.Sprintf("abort places stage %q back on revision %s", desired.Labels[v1alpha1.StageLabel], describeRevision(current)))
-		case bp.DeletionTimestamp != nil:
-			return Action{Type: ActionNone,
-				Why: fmt.Sprintf("abort waits for BindingPolicy %s to go before placing it again", bp.Name)}
-		case !BindingPolicyInSync(bp, desired):
-			return Action{Type: ActionUpdateBindingPolicy, BindingPolicy: inLineWith(bp, desired),
-				Why: fmt.Sprintf("BindingPolicy %s differs from the spec of stage %q", bp.Name, desired.Labels[v1alpha1.StageLabel])}
-		}
+		want = append(want, Placement{BP: desired, Reason: ReasonAbortTarget, Revision: current})
+	}
+	if action, ok := diffPlacement(snap, want); ok {
+		return action
 	}
 	if c := meta.FindStatusCondition(policy.Status.Conditions, v1alpha1.ConditionReady); c != nil && c.Reason == v1alpha1.ReasonBindingPolicyConflict {
 		return abortStatus(policy, policy.Status.DeepCopy(), message, snap.Now)
