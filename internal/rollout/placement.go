@@ -16,6 +16,7 @@ package rollout
 
 import (
 	"fmt"
+	"slices"
 
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 
@@ -35,6 +36,8 @@ const (
 	ReasonActive Reason = "ActiveStage"
 	// ReasonCensus is a batched active stage's census.
 	ReasonCensus Reason = "Census"
+	// ReasonCluster is one cluster's of a batched active stage.
+	ReasonCluster Reason = "Cluster"
 	// ReasonAccumulated is an earlier stage's under placement Accumulate.
 	ReasonAccumulated Reason = "Accumulated"
 	// ReasonKeptRevision is that of the revision a stage's record keeps.
@@ -135,4 +138,143 @@ func diffPlacement(snap *Snapshot, want []Placement) (Action, bool) {
 		}
 	}
 	return Action{}, false
+}
+
+// WaitKind names what a surplus BindingPolicy waits for before it may go.
+type WaitKind string
+
+// The waits of a surplus BindingPolicy, make-before-break.
+const (
+	// WaitKeptResolved: KubeStellar has resolved the placement of the
+	// revision the stage keeps (keptResolved), for a stage's BindingPolicy
+	// of another revision, from the active stage on.
+	WaitKeptResolved WaitKind = "KeptResolved"
+	// WaitEveryClusterResolved: every selected cluster of the active stage,
+	// placed in batches, has its own BindingPolicy, resolved, for the
+	// stage-wide one from before the stage had maxConcurrency.
+	WaitEveryClusterResolved WaitKind = "EveryClusterResolved"
+	// WaitStageWideResolved: KubeStellar has resolved the stage-wide
+	// BindingPolicy of an earlier stage under Accumulate, for one of its
+	// clusters' own.
+	WaitStageWideResolved WaitKind = "StageWideResolved"
+	// WaitHealthy: the stage's condition holds on the revision abort puts
+	// back, for the stage's BindingPolicies of other revisions.
+	WaitHealthy WaitKind = "Healthy"
+)
+
+// Wait is one thing a surplus BindingPolicy waits for.
+type Wait struct {
+	// Kind says what it waits for.
+	Kind WaitKind
+	// Stage and Revision name the placement it waits for.
+	Stage, Revision string
+	// pending says what is not yet so, "" once the wait is over. The diff
+	// asks it only of the Surplus it reaches, so that the waits that cost
+	// CEL evaluations (WaitHealthy) cost them no further than today.
+	pending func() string
+}
+
+// Surplus is a BindingPolicy the policy has, owned and not being deleted,
+// that no Placement names, and what it waits for before it may go: every
+// one of WaitsFor over (none: now).
+type Surplus struct {
+	BP       *ksv1alpha1.BindingPolicy
+	WaitsFor []Wait
+}
+
+// surplusOf returns, in the snapshot's order, the BindingPolicies of the
+// policy that no Placement of keep names, each with its waits (waits).
+func surplusOf(snap *Snapshot, keep []Placement, waits func(bp *ksv1alpha1.BindingPolicy) []Wait) []Surplus {
+	var out []Surplus
+	for i := range snap.BindingPolicies {
+		bp := &snap.BindingPolicies[i]
+		if bp.DeletionTimestamp != nil || !OwnedBy(bp, snap.Policy) ||
+			slices.ContainsFunc(keep, func(p Placement) bool { return p.BP.Name == bp.Name }) {
+			continue
+		}
+		out = append(out, Surplus{BP: bp, WaitsFor: waits(bp)})
+	}
+	return out
+}
+
+// firstGone returns the first Surplus whose waits are all over, or nil and
+// what the last one reached waits for ("" when none waits).
+func firstGone(surplus []Surplus) (*Surplus, string) {
+	waiting := ""
+	for i := range surplus {
+		over := true
+		for _, w := range surplus[i].WaitsFor {
+			if left := w.pending(); left != "" {
+				waiting, over = left, false
+				break
+			}
+		}
+		if over {
+			return &surplus[i], waiting
+		}
+	}
+	return nil, waiting
+}
+
+// heldPlacements are the BindingPolicies rule 18 keeps while the active
+// stage runs: the active stage's (current, as read), the accumulated
+// stages', the revisions the stages from the active one on keep (also one
+// at the update revision, which rule 14 leaves to the rollout to create),
+// and, for a stage placed in batches (b not nil), its clusters' own.
+func heldPlacements(snap *Snapshot, active int, current *ksv1alpha1.BindingPolicy, b *batches) []Placement {
+	policy := snap.Policy
+	keep := append([]Placement{{BP: current, Reason: ReasonActive}}, accumulated(policy, active)...)
+	keep = append(keep, revisionsKept(policy, active)...)
+	if b == nil {
+		return keep
+	}
+	stage := policy.Spec.Stages[active].Name
+	for i := range snap.BindingPolicies {
+		if bp := &snap.BindingPolicies[i]; placesCluster(policy, stage, bp) {
+			keep = append(keep, Placement{BP: bp, Reason: ReasonCluster, Revision: policy.Status.UpdateRevision})
+		}
+	}
+	return keep
+}
+
+// surplusWaits returns what bp, a BindingPolicy rule 18 does not keep,
+// waits for before it goes (make-before-break): a stage's at another
+// revision than the one its record keeps, from the active stage on, for
+// that one resolved; the active stage's stage-wide one, placed in
+// batches, for every cluster's own resolved; one cluster's of an earlier
+// stage under Accumulate, for the stage-wide one resolved.
+func surplusWaits(snap *Snapshot, active int, b *batches) func(bp *ksv1alpha1.BindingPolicy) []Wait {
+	policy := snap.Policy
+	return func(bp *ksv1alpha1.BindingPolicy) []Wait {
+		var waits []Wait
+		name := bp.Labels[v1alpha1.StageLabel]
+		index := stageIndex(policy, name)
+		if record := policy.Status.StageNamed(name); index >= active && record != nil && record.Revision != "" &&
+			v1alpha1.RevisionBindingPolicyName(policy.Name, record.Name, record.Revision) != bp.Name {
+			stage := policy.Spec.Stages[index]
+			waits = append(waits, Wait{Kind: WaitKeptResolved, Stage: name, Revision: record.Revision, pending: func() string {
+				if keptResolved(snap, stage, record.Revision) {
+					return ""
+				}
+				return fmt.Sprintf("stage %q at revision %s is not resolved yet", name, describeRevision(record.Revision))
+			}})
+		}
+		if stage := policy.Spec.Stages[active]; b != nil && stage.Batched() && bp.Name == policy.StageBindingPolicyName(stage.Name) {
+			waits = append(waits, Wait{Kind: WaitEveryClusterResolved, Stage: stage.Name, Revision: policy.Status.UpdateRevision, pending: func() string {
+				if b.unplaced > 0 || !b.allResolved {
+					return fmt.Sprintf("stage %q has clusters without a resolved BindingPolicy of their own", stage.Name)
+				}
+				return ""
+			}})
+		}
+		if bp.Labels[v1alpha1.ClusterLabel] != "" && policy.Spec.Placement == v1alpha1.PlacementAccumulate && index >= 0 && index < active {
+			waits = append(waits, Wait{Kind: WaitStageWideResolved, Stage: name, Revision: policy.Status.UpdateRevision, pending: func() string {
+				if resolved(snap, findBindingPolicy(snap.BindingPolicies, policy.StageBindingPolicyName(name))) {
+					return ""
+				}
+				return fmt.Sprintf("stage %q's own BindingPolicy is not resolved yet", name)
+			}})
+		}
+		return waits
+	}
 }

@@ -457,45 +457,21 @@ func accumulated(policy *v1alpha1.StagedBindingPolicy, active int) []Placement {
 	return want
 }
 
-// isAccumulated reports whether a BindingPolicy is one that placement
-// Accumulate keeps: that of a stage before the active one.
-func isAccumulated(policy *v1alpha1.StagedBindingPolicy, active int, bp *ksv1alpha1.BindingPolicy) bool {
-	if policy.Spec.Placement != v1alpha1.PlacementAccumulate {
-		return false
-	}
-	for _, stage := range policy.Spec.Stages[:active] {
-		if bp.Name == policy.StageBindingPolicyName(stage.Name) {
-			return true
-		}
-	}
-	return false
-}
-
 // deleteSurplus is Plan's rule 18, make-before-break: once the active
 // stage's Binding places the workload on a cluster, it deletes the first
-// BindingPolicy of the policy that no stage keeps. Kept are the earlier
-// stages' under Accumulate and those of the revision each stage from the
-// active one on keeps: the active stage's until it is done on the update
-// revision, which its record then keeps, and the later stages' until the
-// rollout reaches them; another revision of such a stage goes only once
-// KubeStellar has resolved the one it keeps, and an earlier stage's
-// per-cluster ones under Accumulate once its own is resolved; a stage
-// placed in batches (b not nil) keeps its clusters' BindingPolicies, and
-// one that places all its clusters at once until every cluster has its
-// own. It reports whether it has a change to make.
+// BindingPolicy of the policy that no Placement the rollout holds names
+// (heldPlacements) and whose waits are over (surplusWaits). Held are the
+// active stage's, the earlier stages' under Accumulate, those of the
+// revision each stage from the active one on keeps, and the clusters' own
+// of a stage placed in batches (b not nil). It reports whether it has a
+// change to make.
 func deleteSurplus(snap *Snapshot, active int, current *ksv1alpha1.BindingPolicy, b *batches) (Action, bool) {
-	policy := snap.Policy
-	for i := range snap.BindingPolicies {
-		bp := &snap.BindingPolicies[i]
-		if bp.Name != current.Name && bp.DeletionTimestamp == nil && OwnedBy(bp, policy) && !isAccumulated(policy, active, bp) &&
-			!kept(policy, active, bp) && !waitsForKept(snap, active, bp) &&
-			!batchPlaced(policy, active, b, bp) && !keptForBatches(policy, active, b, bp) &&
-			!waitsForStageWide(snap, active, bp) {
-			return Action{Type: ActionDeleteBindingPolicy, BindingPolicy: bp,
-				Why: fmt.Sprintf("BindingPolicy %s belongs to a stage that is no longer active", bp.Name)}, true
-		}
+	gone, _ := firstGone(surplusOf(snap, heldPlacements(snap, active, current, b), surplusWaits(snap, active, b)))
+	if gone == nil {
+		return Action{}, false
 	}
-	return Action{}, false
+	return Action{Type: ActionDeleteBindingPolicy, BindingPolicy: gone.BP,
+		Why: fmt.Sprintf("BindingPolicy %s belongs to a stage that is no longer active", gone.BP.Name)}, true
 }
 
 // DesiredBindingPolicy is the BindingPolicy of one stage of the policy at

@@ -108,22 +108,19 @@ func narrowDownsync(clauses []ksv1alpha1.DownsyncPolicyClause, anyOf ...metav1.L
 	return out
 }
 
-// kept reports whether bp is the BindingPolicy of a stage at the revision
-// the stage's record keeps, for a stage from the active one on: the active
-// stage keeps it until it is done on the update revision, later stages
-// until the rollout reaches them.
-func kept(policy *v1alpha1.StagedBindingPolicy, active int, bp *ksv1alpha1.BindingPolicy) bool {
+// revisionsKept are the BindingPolicies of the revision each stage from
+// the active one on keeps (its record's): the active stage keeps it until
+// it is done on the update revision, later stages until the rollout
+// reaches them.
+func revisionsKept(policy *v1alpha1.StagedBindingPolicy, active int) []Placement {
+	var kept []Placement
 	for i := active; i < len(policy.Spec.Stages); i++ {
 		stage := policy.Spec.Stages[i]
-		record := policy.Status.StageNamed(stage.Name)
-		if record == nil || record.Revision == "" {
-			continue
-		}
-		if bp.Name == v1alpha1.RevisionBindingPolicyName(policy.Name, stage.Name, record.Revision) {
-			return true
+		if record := policy.Status.StageNamed(stage.Name); record != nil && record.Revision != "" {
+			kept = append(kept, Placement{BP: RevisionBindingPolicy(policy, stage, record.Revision), Reason: ReasonKeptRevision, Revision: record.Revision})
 		}
 	}
-	return false
+	return kept
 }
 
 // keptRevisionPlacements is Plan's rule 14 for revisions: for every
@@ -134,38 +131,9 @@ func kept(policy *v1alpha1.StagedBindingPolicy, active int, bp *ksv1alpha1.Bindi
 // one being deleted is let go. The active stage's BindingPolicy at the
 // update revision is rule 13's (activePlacement).
 func keptRevisionPlacements(policy *v1alpha1.StagedBindingPolicy, active int) []Placement {
-	var want []Placement
-	for i := active; i < len(policy.Spec.Stages); i++ {
-		stage := policy.Spec.Stages[i]
-		record := policy.Status.StageNamed(stage.Name)
-		if record == nil || record.Revision == "" {
-			continue
-		}
-		desired := RevisionBindingPolicy(policy, stage, record.Revision)
-		if desired.Name == policy.StageBindingPolicyName(stage.Name) {
-			continue
-		}
-		want = append(want, Placement{BP: desired, Reason: ReasonKeptRevision, Revision: record.Revision})
-	}
-	return want
-}
-
-// waitsForKept reports whether bp, a BindingPolicy of a stage from the
-// active one on at a revision the stage does not keep (one superseded on its
-// way there), has to wait before it goes: until KubeStellar has resolved the
-// BindingPolicy of the revision the stage keeps (make-before-break).
-func waitsForKept(snap *Snapshot, active int, bp *ksv1alpha1.BindingPolicy) bool {
-	policy := snap.Policy
-	index := stageIndex(policy, bp.Labels[v1alpha1.StageLabel])
-	if index < active {
-		return false
-	}
-	record := policy.Status.StageNamed(bp.Labels[v1alpha1.StageLabel])
-	if record == nil || record.Revision == "" {
-		return false
-	}
-	keptName := v1alpha1.RevisionBindingPolicyName(policy.Name, record.Name, record.Revision)
-	return keptName != bp.Name && !keptResolved(snap, policy.Spec.Stages[index], record.Revision)
+	return slices.DeleteFunc(revisionsKept(policy, active), func(p Placement) bool {
+		return p.BP.Name == policy.StageBindingPolicyName(p.stage())
+	})
 }
 
 // ReadsBindings reports whether Plan needs the Bindings of every
@@ -404,28 +372,30 @@ func abortPlacements(snap *Snapshot, engine *expression.Engine, cfg planConfig, 
 		programs, _, compileErr = compileStages(engine, policy.Spec.Stages)
 		budget = engine.NewBudget()
 	}
-	waiting := ""
-	for i := range snap.BindingPolicies {
-		bp := &snap.BindingPolicies[i]
-		if bp.DeletionTimestamp != nil || !OwnedBy(bp, policy) ||
-			slices.ContainsFunc(targets, func(t *ksv1alpha1.BindingPolicy) bool { return t.Name == bp.Name }) {
-			continue
-		}
+	waits := func(bp *ksv1alpha1.BindingPolicy) []Wait {
 		stage := bp.Labels[v1alpha1.StageLabel]
-		if index := stageIndex(policy, stage); index >= 0 && compileErr == nil && current != "" {
-			target := findBindingPolicy(snap.BindingPolicies, v1alpha1.RevisionBindingPolicyName(policy.Name, stage, current))
-			if target != nil {
-				if health := abortTargetHealth(snap, programs[index], target, cfg, budget); health != "" {
-					waiting = fmt.Sprintf("abort keeps BindingPolicy %s until stage %q is healthy on revision %s: %s",
-						bp.Name, stage, describeRevision(current), health)
-					continue
-				}
-			}
+		index := stageIndex(policy, stage)
+		if index < 0 || compileErr != nil || current == "" {
+			return nil
 		}
-		return Action{Type: ActionDeleteBindingPolicy, BindingPolicy: bp,
-			Why: fmt.Sprintf("abort takes BindingPolicy %s away: the stages are back on revision %s", bp.Name, describeRevision(current))}
+		target := findBindingPolicy(snap.BindingPolicies, v1alpha1.RevisionBindingPolicyName(policy.Name, stage, current))
+		if target == nil {
+			return nil
+		}
+		return []Wait{{Kind: WaitHealthy, Stage: stage, Revision: current, pending: func() string {
+			if health := abortTargetHealth(snap, programs[index], target, cfg, budget); health != "" {
+				return fmt.Sprintf("abort keeps BindingPolicy %s until stage %q is healthy on revision %s: %s",
+					bp.Name, stage, describeRevision(current), health)
+			}
+			return ""
+		}}}
 	}
-	if waiting != "" {
+	gone, waiting := firstGone(surplusOf(snap, want, waits))
+	switch {
+	case gone != nil:
+		return Action{Type: ActionDeleteBindingPolicy, BindingPolicy: gone.BP,
+			Why: fmt.Sprintf("abort takes BindingPolicy %s away: the stages are back on revision %s", gone.BP.Name, describeRevision(current))}
+	case waiting != "":
 		return Action{Type: ActionNone, Why: waiting}
 	}
 	return Action{Type: ActionNone, Why: fmt.Sprintf("the rollout is aborted: the stages are back on revision %s", describeRevision(current))}
