@@ -76,6 +76,11 @@ fuzz-cel: ## The CEL cost-soundness test on many generated expressions (CEL_SOUN
 	CEL_SOUND_CASES=$${CEL_SOUND_CASES:-20000} CEL_SOUND_SEED=$${CEL_SOUND_SEED:-$$(date +%s)} \
 	go test -count=1 -timeout=60m -tags '$(TAGS)' -run '^TestCostIsSound$$' -v ./internal/expression/
 
+.PHONY: check-plan
+check-plan: ## Plan as a state machine, long (make test runs 100 sequences of ~30 actions): PLAN_CHECKS sequences (default 5000) of ~PLAN_STEPS actions (default 100); PLAN_SEED replays one
+	go test -count=1 -timeout=120m -run '^TestPlanStateMachine$$' -v ./internal/rollout/ \
+		-rapid.checks=$${PLAN_CHECKS:-5000} -rapid.steps=$${PLAN_STEPS:-100} $${PLAN_SEED:+-rapid.seed=$$PLAN_SEED}
+
 .PHONY: test-integration
 test-integration: build ## The stager in-process against real kube-apiservers, with a KubeStellar simulator
 	$(ENV_APISERVER) \

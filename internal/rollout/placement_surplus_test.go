@@ -161,8 +161,9 @@ func heldOrWaiting(snap *Snapshot, bp *ksv1alpha1.BindingPolicy) string {
 			held = append(held, p.StageBindingPolicyName(s.Name))
 		}
 	}
-	for _, s := range p.Spec.Stages[active:] {
-		if r := p.Status.StageNamed(s.Name); r != nil && r.Revision != "" {
+	for i, s := range p.Spec.Stages[active:] {
+		// A batched active stage's clusters place the update revision.
+		if r := p.Status.StageNamed(s.Name); r != nil && r.Revision != "" && (i > 0 || !s.Batched() || r.Revision != p.Status.UpdateRevision) {
 			held = append(held, v1alpha1.RevisionBindingPolicyName(p.Name, s.Name, r.Revision))
 		}
 	}
@@ -175,7 +176,7 @@ func heldOrWaiting(snap *Snapshot, bp *ksv1alpha1.BindingPolicy) string {
 		return "the rollout holds it"
 	}
 	if r := p.Status.StageNamed(stageName); index >= active && r != nil && r.Revision != "" &&
-		!keptResolved(snap, p.Spec.Stages[index], r.Revision) {
+		v1alpha1.RevisionBindingPolicyName(p.Name, stageName, r.Revision) != bp.Name && !keptResolved(snap, p.Spec.Stages[index], r.Revision) {
 		return fmt.Sprintf("stage %q's kept revision %s is not resolved", stageName, r.Revision)
 	}
 	if stage.Batched() && bp.Name == p.StageBindingPolicyName(stage.Name) && snap.Binding != nil {

@@ -116,9 +116,16 @@ func revisionsKept(policy *v1alpha1.StagedBindingPolicy, active int) []Placement
 	var kept []Placement
 	for i := active; i < len(policy.Spec.Stages); i++ {
 		stage := policy.Spec.Stages[i]
-		if record := policy.Status.StageNamed(stage.Name); record != nil && record.Revision != "" {
-			kept = append(kept, Placement{BP: RevisionBindingPolicy(policy, stage, record.Revision), Reason: ReasonKeptRevision, Revision: record.Revision})
+		record := policy.Status.StageNamed(stage.Name)
+		if record == nil || record.Revision == "" {
+			continue
 		}
+		if i == active && stage.Batched() && record.Revision == policy.Status.UpdateRevision {
+			// Its clusters' own BindingPolicies place that revision;
+			// WaitEveryClusterResolved says how long the stage-wide one stays.
+			continue
+		}
+		kept = append(kept, Placement{BP: RevisionBindingPolicy(policy, stage, record.Revision), Reason: ReasonKeptRevision, Revision: record.Revision})
 	}
 	return kept
 }
