@@ -172,7 +172,7 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //  15. the stage is assessed, soaked and its analyses judged; a failed stage's failure is recorded (planAfterAssessment);
 //  16. a stage placed in batches places its next cluster or stops at its failure budget (placeBatch, assessBatches);
 //  17. a done stage hands over to the next, or withdraws a handover the next stage's approval forbids (handover, withdrawnHandover);
-//  18. BindingPolicies no stage keeps are deleted, make-before-break (deleteSurplus);
+//  18. BindingPolicies no Placement holds are deleted once their waits are over, make-before-break (deleteSurplus, heldPlacements, surplusWaits);
 //  19. the status is brought up to date, with its Events, each once (progressAction).
 //
 // Every BindingPolicy Plan creates (rules 4, 13, 14, 16, 17) goes through
