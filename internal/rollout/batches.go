@@ -466,12 +466,13 @@ func clusterStates(placed []placedCluster) []v1alpha1.ClusterStatus {
 func placeBatch(snap *Snapshot, active int, b batches, satisfied bool) (Action, bool) {
 	policy := snap.Policy
 	stage := policy.Spec.Stages[active]
+	placed := make([]Placement, 0, len(b.clusterBPs))
 	for _, bp := range b.clusterBPs {
-		desired := ClusterBindingPolicy(policy, stage, bp.Labels[v1alpha1.ClusterLabel])
-		if !BindingPolicyInSync(bp, desired) {
-			return Action{Type: ActionUpdateBindingPolicy, BindingPolicy: inLineWith(bp, desired),
-				Why: fmt.Sprintf("BindingPolicy %s differs from the spec of stage %q", bp.Name, stage.Name)}, true
-		}
+		placed = append(placed, Placement{BP: ClusterBindingPolicy(policy, stage, bp.Labels[v1alpha1.ClusterLabel]),
+			Reason: ReasonCluster, Revision: policy.Status.UpdateRevision})
+	}
+	if action, ok := diffPlacement(snap, placed); ok {
+		return action, true
 	}
 	first := b.clusters != nil && b.clusters.Placed == 0
 	if b.place == "" || b.stalled || !b.filling && !satisfied && !first {
