@@ -466,12 +466,13 @@ func clusterStates(placed []placedCluster) []v1alpha1.ClusterStatus {
 func placeBatch(snap *Snapshot, active int, b batches, satisfied bool) (Action, bool) {
 	policy := snap.Policy
 	stage := policy.Spec.Stages[active]
+	placed := make([]Placement, 0, len(b.clusterBPs))
 	for _, bp := range b.clusterBPs {
-		desired := ClusterBindingPolicy(policy, stage, bp.Labels[v1alpha1.ClusterLabel])
-		if !BindingPolicyInSync(bp, desired) {
-			return Action{Type: ActionUpdateBindingPolicy, BindingPolicy: inLineWith(bp, desired),
-				Why: fmt.Sprintf("BindingPolicy %s differs from the spec of stage %q", bp.Name, stage.Name)}, true
-		}
+		placed = append(placed, Placement{BP: ClusterBindingPolicy(policy, stage, bp.Labels[v1alpha1.ClusterLabel]),
+			Reason: ReasonCluster, Revision: policy.Status.UpdateRevision})
+	}
+	if action, ok := diffPlacement(snap, placed); ok {
+		return action, true
 	}
 	first := b.clusters != nil && b.clusters.Placed == 0
 	if b.place == "" || b.stalled || !b.filling && !satisfied && !first {
@@ -544,21 +545,6 @@ func newlyFailed(before *v1alpha1.StageStatus, stage string, after *v1alpha1.Sta
 	return events
 }
 
-// batchPlaced reports whether bp places a cluster of the active stage,
-// placed in batches (b is its assessment, nil for another stage).
-func batchPlaced(policy *v1alpha1.StagedBindingPolicy, active int, b *batches, bp *ksv1alpha1.BindingPolicy) bool {
-	return b != nil && placesCluster(policy, policy.Spec.Stages[active].Name, bp)
-}
-
-// keptForBatches reports whether bp, the BindingPolicy of the active stage
-// that places every cluster at once (from before the stage had
-// maxConcurrency), stays: until every selected cluster has its own,
-// resolved by KubeStellar.
-func keptForBatches(policy *v1alpha1.StagedBindingPolicy, active int, b *batches, bp *ksv1alpha1.BindingPolicy) bool {
-	stage := policy.Spec.Stages[active]
-	return b != nil && stage.Batched() && bp.Name == policy.StageBindingPolicyName(stage.Name) && (b.unplaced > 0 || !b.allResolved)
-}
-
 // keptResolved reports whether the placement of a stage at the revision
 // its record keeps is resolved by KubeStellar: the BindingPolicy of that
 // revision, or, for a stage placed in batches that keeps the update
@@ -580,22 +566,6 @@ func keptResolved(snap *Snapshot, stage v1alpha1.Stage, revision string) bool {
 		}
 	}
 	return any
-}
-
-// waitsForStageWide reports whether bp, which placed one cluster of an
-// earlier stage placed in batches, has to wait before it goes: under
-// Accumulate, until KubeStellar has resolved the stage's BindingPolicy that
-// keeps all of it placed (make-before-break).
-func waitsForStageWide(snap *Snapshot, active int, bp *ksv1alpha1.BindingPolicy) bool {
-	policy := snap.Policy
-	if bp.Labels[v1alpha1.ClusterLabel] == "" || policy.Spec.Placement != v1alpha1.PlacementAccumulate {
-		return false
-	}
-	stage := bp.Labels[v1alpha1.StageLabel]
-	if index := stageIndex(policy, stage); index < 0 || index >= active {
-		return false
-	}
-	return !resolved(snap, findBindingPolicy(snap.BindingPolicies, policy.StageBindingPolicyName(stage)))
 }
 
 // PlacesActiveCluster reports whether bp is a BindingPolicy that places one

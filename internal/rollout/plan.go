@@ -167,12 +167,12 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //  10. StageApprovals are kept one per stage that asks for one, in line with the policy (approvalRequests);
 //  11. an approved stage whose placement changed awaits approval again (approvedPlacementChanged);
 //  12. a stage awaiting approval places nothing until it is approved (approvalGate);
-//  13. the active stage's BindingPolicy, or its census, is placed and in line with the spec (placeActiveStage);
-//  14. the accumulated stages' and the kept revisions' BindingPolicies are placed and in line (accumulate, keepRevisions);
+//  13. the active stage's BindingPolicy, or its census, is placed and in line with the spec (placeStages, activePlacement);
+//  14. the accumulated stages' and the kept revisions' BindingPolicies are placed and in line (placeStages, accumulated, keptRevisionPlacements);
 //  15. the stage is assessed, soaked and its analyses judged; a failed stage's failure is recorded (planAfterAssessment);
 //  16. a stage placed in batches places its next cluster or stops at its failure budget (placeBatch, assessBatches);
 //  17. a done stage hands over to the next, or withdraws a handover the next stage's approval forbids (handover, withdrawnHandover);
-//  18. BindingPolicies no stage keeps are deleted, make-before-break (deleteSurplus);
+//  18. BindingPolicies no Placement holds are deleted once their waits are over, make-before-break (deleteSurplus, heldPlacements, surplusWaits);
 //  19. the status is brought up to date, with its Events, each once (progressAction).
 //
 // Every BindingPolicy Plan creates (rules 4, 13, 14, 16, 17) goes through
@@ -281,14 +281,7 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 		return approvalGate(snap, active)
 	}
 	current := snap.ActiveBindingPolicy
-	if action, ok := placeActiveStage(snap, active); ok {
-		return action
-	}
-
-	if action, ok := accumulate(snap, active); ok {
-		return action
-	}
-	if action, ok := keepRevisions(snap, active); ok {
+	if action, ok := placeStages(snap, active); ok {
 		return action
 	}
 
@@ -308,39 +301,36 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 	return action
 }
 
-// placeActiveStage is Plan's rule 13: it keeps the active stage's
-// BindingPolicy (for a stage placed in batches, its census, which lists its
-// clusters and places nothing) in place and in line with the spec. A name
-// taken by an object the policy does not own blocks the rollout
-// (BindingPolicyConflict); one gone after the stage handed over records the
-// advance (rule 15) instead of placing the done stage again; one being
-// deleted is waited for; otherwise it is created, or brought in line with
-// the spec. It reports whether it has a change to make.
-func placeActiveStage(snap *Snapshot, active int) (Action, bool) {
-	policy := snap.Policy
-	stage := policy.Spec.Stages[active]
-	desired := DesiredBindingPolicy(policy, stage)
-	if stage.Batched() {
-		desired = CensusBindingPolicy(policy, stage)
-	}
+// placeStages is Plan's rules 13 and 14, one diff (diffPlacement) over,
+// in this order, the active stage's Placement (activePlacement), the
+// accumulated stages' (accumulated) and the kept revisions'
+// (keptRevisionPlacements). The active stage's BindingPolicy gone, or
+// going, after the stage handed over records the advance (rule 15) instead
+// of placing the done stage again. It reports whether it has a change to
+// make.
+func placeStages(snap *Snapshot, active int) (Action, bool) {
 	current := snap.ActiveBindingPolicy
-	switch {
-	case current != nil && !OwnedBy(current, policy):
-		return bindingPolicyConflict(snap, current.Name, "the active stage's BindingPolicy name is taken"), true
-	case (current == nil || current.DeletionTimestamp != nil) && snap.key.HandedOver(policy, snap.NextBindingPolicy, active):
+	if (current == nil || OwnedBy(current, snap.Policy) && current.DeletionTimestamp != nil) &&
+		snap.key.HandedOver(snap.Policy, snap.NextBindingPolicy, active) {
 		// The stage was done and handed over; its BindingPolicy went
-		// before the status said so. Record the advance rather than
-		// place the done stage again.
+		// before the status said so.
 		return recordHandover(snap, active, assessment{}), true
-	case current == nil:
-		return createBindingPolicy(snap, desired, fmt.Sprintf("stage %q has no BindingPolicy yet", stage.Name)), true
-	case current.DeletionTimestamp != nil:
-		return Action{Type: ActionNone, Why: fmt.Sprintf("BindingPolicy %s is being deleted; waiting to recreate it", current.Name)}, true
-	case !BindingPolicyInSync(current, desired):
-		return Action{Type: ActionUpdateBindingPolicy, BindingPolicy: inLineWith(current, desired),
-			Why: fmt.Sprintf("BindingPolicy %s differs from the spec of stage %q", current.Name, stage.Name)}, true
 	}
-	return Action{}, false
+	want := append([]Placement{activePlacement(snap.Policy, active)}, accumulated(snap.Policy, active)...)
+	return diffPlacement(snap, append(want, keptRevisionPlacements(snap.Policy, active)...))
+}
+
+// activePlacement is Plan's rule 13: the active stage's BindingPolicy at
+// the update revision, or, for a stage placed in batches, its census,
+// which lists its clusters and places nothing. A name taken by an object
+// the policy does not own blocks the rollout (BindingPolicyConflict); one
+// being deleted is waited for (diffPlacement).
+func activePlacement(policy *v1alpha1.StagedBindingPolicy, active int) Placement {
+	stage := policy.Spec.Stages[active]
+	if stage.Batched() {
+		return Placement{BP: CensusBindingPolicy(policy, stage), Reason: ReasonCensus, Revision: policy.Status.UpdateRevision}
+	}
+	return Placement{BP: DesiredBindingPolicy(policy, stage), Reason: ReasonActive, Revision: policy.Status.UpdateRevision}
 }
 
 // bindingPolicyConflict blocks the rollout because the BindingPolicy the
@@ -451,87 +441,37 @@ func planAfterAssessment(snap *Snapshot, active int, current *ksv1alpha1.Binding
 	return progressAction(snap, active, result, b, an, metSince, deadline, requeue)
 }
 
-// accumulate keeps, with spec.placement Accumulate, the BindingPolicy of
-// every stage before the active one in place and in line with the spec (one
-// change at a time), so that the end state covers every stage's clusters. It
-// reports whether it has a change to make.
-//
-// Plan's rule 14: with placement Accumulate, every earlier stage's
-// BindingPolicy (at the update revision) is kept in place and in line with
-// the spec (keepRevisions does the same for the revisions the stages keep).
-func accumulate(snap *Snapshot, active int) (Action, bool) {
-	policy := snap.Policy
+// accumulated is Plan's rule 14 under placement Accumulate: the
+// BindingPolicy of every stage before the active one, at the update
+// revision, is kept placed and in line with the spec, so that the end
+// state covers every stage's clusters (keptRevisionPlacements does the
+// same for the revisions the stages keep). One being deleted is let go.
+func accumulated(policy *v1alpha1.StagedBindingPolicy, active int) []Placement {
 	if policy.Spec.Placement != v1alpha1.PlacementAccumulate {
-		return Action{}, false
+		return nil
 	}
+	want := make([]Placement, 0, active)
 	for _, stage := range policy.Spec.Stages[:active] {
-		if action, ok := keepPlaced(snap, DesiredBindingPolicy(policy, stage),
-			fmt.Sprintf("placement Accumulate keeps stage %q placed", stage.Name),
-			fmt.Sprintf("accumulated stage %q", stage.Name)); ok {
-			return action, true
-		}
+		want = append(want, Placement{BP: DesiredBindingPolicy(policy, stage), Reason: ReasonAccumulated, Revision: policy.Status.UpdateRevision})
 	}
-	return Action{}, false
-}
-
-// keepPlaced creates desired when there is no BindingPolicy of its name, and
-// brings one the policy owns in line with it, saying why (created) or of
-// what it differs from the spec (of); a foreign object blocks the rollout
-// (createBindingPolicy), a departing one of the policy's is left to go. It
-// reports whether it has a change to make.
-func keepPlaced(snap *Snapshot, desired *ksv1alpha1.BindingPolicy, created, of string) (Action, bool) {
-	current := findBindingPolicy(snap.BindingPolicies, desired.Name)
-	switch {
-	case current == nil || !OwnedBy(current, snap.Policy):
-		return createBindingPolicy(snap, desired, created), true
-	case current.DeletionTimestamp != nil:
-		return Action{}, false
-	case !BindingPolicyInSync(current, desired):
-		return Action{Type: ActionUpdateBindingPolicy, BindingPolicy: inLineWith(current, desired),
-			Why: fmt.Sprintf("BindingPolicy %s differs from the spec of %s", current.Name, of)}, true
-	}
-	return Action{}, false
-}
-
-// accumulated reports whether a BindingPolicy is one that placement
-// Accumulate keeps: that of a stage before the active one.
-func accumulated(policy *v1alpha1.StagedBindingPolicy, active int, bp *ksv1alpha1.BindingPolicy) bool {
-	if policy.Spec.Placement != v1alpha1.PlacementAccumulate {
-		return false
-	}
-	for _, stage := range policy.Spec.Stages[:active] {
-		if bp.Name == policy.StageBindingPolicyName(stage.Name) {
-			return true
-		}
-	}
-	return false
+	return want
 }
 
 // deleteSurplus is Plan's rule 18, make-before-break: once the active
 // stage's Binding places the workload on a cluster, it deletes the first
-// BindingPolicy of the policy that no stage keeps. Kept are the earlier
-// stages' under Accumulate and those of the revision each stage from the
-// active one on keeps: the active stage's until it is done on the update
-// revision, which its record then keeps, and the later stages' until the
-// rollout reaches them; another revision of such a stage goes only once
-// KubeStellar has resolved the one it keeps, and an earlier stage's
-// per-cluster ones under Accumulate once its own is resolved; a stage
-// placed in batches (b not nil) keeps its clusters' BindingPolicies, and
-// one that places all its clusters at once until every cluster has its
-// own. It reports whether it has a change to make.
+// BindingPolicy of the policy that no Placement the rollout holds names
+// (heldPlacements) and whose waits are over (surplusWaits). Held are the
+// active stage's, the earlier stages' under Accumulate, those of the
+// revision each stage from the active one on keeps, and the clusters' own
+// of a stage placed in batches (b not nil). It reports whether it has a
+// change to make.
 func deleteSurplus(snap *Snapshot, active int, current *ksv1alpha1.BindingPolicy, b *batches) (Action, bool) {
-	policy := snap.Policy
-	for i := range snap.BindingPolicies {
-		bp := &snap.BindingPolicies[i]
-		if bp.Name != current.Name && bp.DeletionTimestamp == nil && OwnedBy(bp, policy) && !accumulated(policy, active, bp) &&
-			!kept(policy, active, bp) && !waitsForKept(snap, active, bp) &&
-			!batchPlaced(policy, active, b, bp) && !keptForBatches(policy, active, b, bp) &&
-			!waitsForStageWide(snap, active, bp) {
-			return Action{Type: ActionDeleteBindingPolicy, BindingPolicy: bp,
-				Why: fmt.Sprintf("BindingPolicy %s belongs to a stage that is no longer active", bp.Name)}, true
-		}
+	gone, _ := firstGone(surplusOf(snap, heldPlacements(snap, active, current, b), surplusWaits(snap, active, b)))
+	if gone == nil {
+		return Action{}, false
 	}
-	return Action{}, false
+	return Action{Type: ActionDeleteBindingPolicy, BindingPolicy: gone.BP,
+		Why: fmt.Sprintf("BindingPolicy %s belongs to a stage that is no longer active", gone.BP.Name)}, true
 }
 
 // DesiredBindingPolicy is the BindingPolicy of one stage of the policy at

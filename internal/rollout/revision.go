@@ -108,11 +108,12 @@ func narrowDownsync(clauses []ksv1alpha1.DownsyncPolicyClause, anyOf ...metav1.L
 	return out
 }
 
-// kept reports whether bp is the BindingPolicy of a stage at the revision
-// the stage's record keeps, for a stage from the active one on: the active
-// stage keeps it until it is done on the update revision, later stages
-// until the rollout reaches them.
-func kept(policy *v1alpha1.StagedBindingPolicy, active int, bp *ksv1alpha1.BindingPolicy) bool {
+// revisionsKept are the BindingPolicies of the revision each stage from
+// the active one on keeps (its record's): the active stage keeps it until
+// it is done on the update revision, later stages until the rollout
+// reaches them.
+func revisionsKept(policy *v1alpha1.StagedBindingPolicy, active int) []Placement {
+	var kept []Placement
 	for i := active; i < len(policy.Spec.Stages); i++ {
 		stage := policy.Spec.Stages[i]
 		record := policy.Status.StageNamed(stage.Name)
@@ -121,63 +122,25 @@ func kept(policy *v1alpha1.StagedBindingPolicy, active int, bp *ksv1alpha1.Bindi
 		}
 		if i == active && stage.Batched() && record.Revision == policy.Status.UpdateRevision {
 			// Its clusters' own BindingPolicies place that revision;
-			// keptForBatches says how long the stage-wide one stays.
+			// WaitEveryClusterResolved says how long the stage-wide one stays.
 			continue
 		}
-		if bp.Name == v1alpha1.RevisionBindingPolicyName(policy.Name, stage.Name, record.Revision) {
-			return true
-		}
+		kept = append(kept, Placement{BP: RevisionBindingPolicy(policy, stage, record.Revision), Reason: ReasonKeptRevision, Revision: record.Revision})
 	}
-	return false
+	return kept
 }
 
-// keepRevisions keeps the BindingPolicy of the revision each stage from the
-// active one on keeps in place and in line with the spec (one change at a
-// time): one deleted by someone is placed again, and the unrevisioned
-// placement kept since the policy gained spec.revision is narrowed to the
-// objects of no revision. It reports whether it has a change to make. The
-// active stage's BindingPolicy at the update revision is rule 13's.
-//
-// Plan's rule 14: for every stage from the active one on, the BindingPolicy
-// of the revision its record keeps is kept in place and in line with the
-// spec.
-func keepRevisions(snap *Snapshot, active int) (Action, bool) {
-	policy := snap.Policy
-	for i := active; i < len(policy.Spec.Stages); i++ {
-		stage := policy.Spec.Stages[i]
-		record := policy.Status.StageNamed(stage.Name)
-		if record == nil || record.Revision == "" {
-			continue
-		}
-		desired := RevisionBindingPolicy(policy, stage, record.Revision)
-		if desired.Name == policy.StageBindingPolicyName(stage.Name) {
-			continue
-		}
-		if action, ok := keepPlaced(snap, desired,
-			fmt.Sprintf("stage %q keeps revision %s until the rollout reaches it", stage.Name, describeRevision(record.Revision)),
-			fmt.Sprintf("stage %q at revision %s", stage.Name, describeRevision(record.Revision))); ok {
-			return action, true
-		}
-	}
-	return Action{}, false
-}
-
-// waitsForKept reports whether bp, a BindingPolicy of a stage from the
-// active one on at a revision the stage does not keep (one superseded on its
-// way there), has to wait before it goes: until KubeStellar has resolved the
-// BindingPolicy of the revision the stage keeps (make-before-break).
-func waitsForKept(snap *Snapshot, active int, bp *ksv1alpha1.BindingPolicy) bool {
-	policy := snap.Policy
-	index := stageIndex(policy, bp.Labels[v1alpha1.StageLabel])
-	if index < active {
-		return false
-	}
-	record := policy.Status.StageNamed(bp.Labels[v1alpha1.StageLabel])
-	if record == nil || record.Revision == "" {
-		return false
-	}
-	keptName := v1alpha1.RevisionBindingPolicyName(policy.Name, record.Name, record.Revision)
-	return keptName != bp.Name && !keptResolved(snap, policy.Spec.Stages[index], record.Revision)
+// keptRevisionPlacements is Plan's rule 14 for revisions: for every
+// stage from the active one on, the BindingPolicy of the revision its
+// record keeps is kept placed and in line with the spec: one deleted by
+// someone is placed again, and the unrevisioned placement kept since the
+// policy gained spec.revision is narrowed to the objects of no revision;
+// one being deleted is let go. The active stage's BindingPolicy at the
+// update revision is rule 13's (activePlacement).
+func keptRevisionPlacements(policy *v1alpha1.StagedBindingPolicy, active int) []Placement {
+	return slices.DeleteFunc(revisionsKept(policy, active), func(p Placement) bool {
+		return p.BP.Name == policy.StageBindingPolicyName(p.stage())
+	})
 }
 
 // ReadsBindings reports whether Plan needs the Bindings of every
@@ -391,19 +354,12 @@ func abortPlacements(snap *Snapshot, engine *expression.Engine, cfg planConfig, 
 	if action, ok := voidApprovals(snap); ok {
 		return action
 	}
+	want := make([]Placement, 0, len(targets))
 	for _, desired := range targets {
-		bp := findBindingPolicy(snap.BindingPolicies, desired.Name)
-		switch {
-		case bp == nil || !OwnedBy(bp, policy):
-			return createBindingPolicy(snap, desired,
-				fmt.Sprintf("abort places stage %q back on revision %s", desired.Labels[v1alpha1.StageLabel], describeRevision(current)))
-		case bp.DeletionTimestamp != nil:
-			return Action{Type: ActionNone,
-				Why: fmt.Sprintf("abort waits for BindingPolicy %s to go before placing it again", bp.Name)}
-		case !BindingPolicyInSync(bp, desired):
-			return Action{Type: ActionUpdateBindingPolicy, BindingPolicy: inLineWith(bp, desired),
-				Why: fmt.Sprintf("BindingPolicy %s differs from the spec of stage %q", bp.Name, desired.Labels[v1alpha1.StageLabel])}
-		}
+		want = append(want, Placement{BP: desired, Reason: ReasonAbortTarget, Revision: current})
+	}
+	if action, ok := diffPlacement(snap, want); ok {
+		return action
 	}
 	if c := meta.FindStatusCondition(policy.Status.Conditions, v1alpha1.ConditionReady); c != nil && c.Reason == v1alpha1.ReasonBindingPolicyConflict {
 		return abortStatus(policy, policy.Status.DeepCopy(), message, snap.Now)
@@ -423,28 +379,30 @@ func abortPlacements(snap *Snapshot, engine *expression.Engine, cfg planConfig, 
 		programs, _, compileErr = compileStages(engine, policy.Spec.Stages)
 		budget = engine.NewBudget()
 	}
-	waiting := ""
-	for i := range snap.BindingPolicies {
-		bp := &snap.BindingPolicies[i]
-		if bp.DeletionTimestamp != nil || !OwnedBy(bp, policy) ||
-			slices.ContainsFunc(targets, func(t *ksv1alpha1.BindingPolicy) bool { return t.Name == bp.Name }) {
-			continue
-		}
+	waits := func(bp *ksv1alpha1.BindingPolicy) []Wait {
 		stage := bp.Labels[v1alpha1.StageLabel]
-		if index := stageIndex(policy, stage); index >= 0 && compileErr == nil && current != "" {
-			target := findBindingPolicy(snap.BindingPolicies, v1alpha1.RevisionBindingPolicyName(policy.Name, stage, current))
-			if target != nil {
-				if health := abortTargetHealth(snap, programs[index], target, cfg, budget); health != "" {
-					waiting = fmt.Sprintf("abort keeps BindingPolicy %s until stage %q is healthy on revision %s: %s",
-						bp.Name, stage, describeRevision(current), health)
-					continue
-				}
-			}
+		index := stageIndex(policy, stage)
+		if index < 0 || compileErr != nil || current == "" {
+			return nil
 		}
-		return Action{Type: ActionDeleteBindingPolicy, BindingPolicy: bp,
-			Why: fmt.Sprintf("abort takes BindingPolicy %s away: the stages are back on revision %s", bp.Name, describeRevision(current))}
+		target := findBindingPolicy(snap.BindingPolicies, v1alpha1.RevisionBindingPolicyName(policy.Name, stage, current))
+		if target == nil {
+			return nil
+		}
+		return []Wait{{Kind: WaitHealthy, Stage: stage, Revision: current, pending: func() string {
+			if health := abortTargetHealth(snap, programs[index], target, cfg, budget); health != "" {
+				return fmt.Sprintf("abort keeps BindingPolicy %s until stage %q is healthy on revision %s: %s",
+					bp.Name, stage, describeRevision(current), health)
+			}
+			return ""
+		}}}
 	}
-	if waiting != "" {
+	gone, waiting := firstGone(surplusOf(snap, want, waits))
+	switch {
+	case gone != nil:
+		return Action{Type: ActionDeleteBindingPolicy, BindingPolicy: gone.BP,
+			Why: fmt.Sprintf("abort takes BindingPolicy %s away: the stages are back on revision %s", gone.BP.Name, describeRevision(current))}
+	case waiting != "":
 		return Action{Type: ActionNone, Why: waiting}
 	}
 	return Action{Type: ActionNone, Why: fmt.Sprintf("the rollout is aborted: the stages are back on revision %s", describeRevision(current))}
