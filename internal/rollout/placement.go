@@ -259,7 +259,11 @@ func surplusWaits(snap *Snapshot, active int, b *batches) func(bp *ksv1alpha1.Bi
 				return fmt.Sprintf("stage %q at revision %s is not resolved yet", name, describeRevision(record.Revision))
 			}})
 		}
-		if stage := policy.Spec.Stages[active]; b != nil && stage.Batched() && bp.Name == policy.StageBindingPolicyName(stage.Name) {
+		// Every stage-wide BindingPolicy of the active stage placed in
+		// batches, the update revision's or a superseded one's, places the
+		// clusters its batches have not reached yet.
+		if stage := policy.Spec.Stages[active]; b != nil && stage.Batched() && name == stage.Name &&
+			bp.Labels[v1alpha1.ClusterLabel] == "" && bp.Name != v1alpha1.CensusBindingPolicyName(policy.Name, stage.Name) {
 			waits = append(waits, Wait{Kind: WaitEveryClusterResolved, Stage: stage.Name, Revision: policy.Status.UpdateRevision, pending: func() string {
 				if b.unplaced > 0 || !b.allResolved {
 					return fmt.Sprintf("stage %q has clusters without a resolved BindingPolicy of their own", stage.Name)

@@ -58,6 +58,14 @@ func TestSurplusWaits(t *testing.T) {
 				return f.alsoBP(wide).Snapshot, wide, &batches{unplaced: 1, allResolved: true}
 			},
 			resolve: func(_ *Snapshot, b *batches) { b.unplaced = 0 }},
+		{name: "a batched stage's superseded revision waits for every cluster's own", kind: WaitEveryClusterResolved,
+			snap: func() (*Snapshot, *ksv1alpha1.BindingPolicy, *batches) {
+				f := batched(fleetStage(nil))
+				f.Policy.Status.UpdateRevision = "v2"
+				superseded := revisionBP(f.Policy, "prod", "v1")
+				return f.alsoBP(superseded).Snapshot, superseded, &batches{unplaced: 1, allResolved: true}
+			},
+			resolve: func(_ *Snapshot, b *batches) { b.unplaced = 0 }},
 		{name: "an accumulated stage's cluster one waits for the stage-wide one", kind: WaitStageWideResolved,
 			snap: func() (*Snapshot, *ksv1alpha1.BindingPolicy, *batches) {
 				f := at("test", dev, stage("test")).with(func(s *Snapshot) { s.Policy.Spec.Placement = v1alpha1.PlacementAccumulate })

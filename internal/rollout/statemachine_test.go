@@ -566,13 +566,11 @@ func (m *machine) batchBounds(t *rapid.T, policy *v1alpha1.StagedBindingPolicy, 
 }
 
 // keepsRunning does change and fails if it leaves a WEC of the active
-// stage, which ran the update revision or the one the stage's record
-// keeps, running neither: the old revision goes only once the new one is
-// placed (make-before-break), whatever the stage's batches. A superseded
-// revision that was in flight is neither: its placement goes once its
-// successor's places (rule 18), which in a stage placed in batches is
-// once its first cluster is; that gap is open
-// (docs/proposals/plan-model-check.md).
+// stage that ran a revision running none, or one that ran the update
+// revision or the one the stage's record keeps running neither: the old
+// revision goes only once the new one is placed (make-before-break),
+// whatever the stage's batches, a superseded revision that was in flight
+// included.
 func (m *machine) keepsRunning(t *rapid.T, change string, do func()) {
 	var before map[string][]string
 	var stage string
@@ -593,7 +591,8 @@ func (m *machine) keepsRunning(t *rapid.T, change string, do func()) {
 	after := m.w.runs()
 	seen["make-before-break"]++
 	for _, c := range m.w.wecs {
-		if c.joined && c.stage == stage && runsOne(before[c.name]) && !runsOne(after[c.name]) {
+		if c.joined && c.stage == stage && len(before[c.name]) > 0 && len(after[c.name]) == 0 || // runs nothing
+			c.joined && c.stage == stage && runsOne(before[c.name]) && !runsOne(after[c.name]) {
 			m.fatalf(t, "make-before-break: WEC %s of active stage %q ran %v and runs %v after %s (revisions kept: %v)",
 				c.name, stage, before[c.name], after[c.name], change, wanted)
 		}
