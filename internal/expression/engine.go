@@ -291,7 +291,7 @@ func NewEngine(opts ...Option) (*Engine, error) {
 		workers = newWorkerPool(*cfg.isolation, workerConfig{
 			CostLimit: cfg.costLimit, EstimatedCostLimit: cfg.estimatedCostLimit, EvalTimeout: cfg.evalTimeout,
 			CacheSize: min(cfg.cacheSize, workerCacheSize), ConversionBytes: min(cfg.conversionBytes, cfg.isolation.Memory/8),
-			Memory: cfg.isolation.Memory,
+			Memory: cfg.isolation.Memory, RetireAfter: cfg.isolation.retireAfter,
 		})
 	}
 	return &Engine{

@@ -74,6 +74,10 @@ type Isolation struct {
 	// OnWorkerStopped, if set, is called when a worker ends other than by
 	// the engine's Close: why is "timeout", "memory" or "exited".
 	OnWorkerStopped func(why string)
+
+	// retireAfter, when above 0, retires a worker after that many answers,
+	// as its memory would: for tests.
+	retireAfter int
 }
 
 // WithIsolation makes the engine evaluate expressions in worker processes,
@@ -159,7 +163,11 @@ func (p *Program) isolatedOnce(req evalRequest, b *Budget, status func() (*json.
 	if err != nil {
 		return false, newError(p.kind, p.source, ReasonEvaluationError, err)
 	}
-	defer p.workers.release(w)
+	defer func() {
+		if w != nil {
+			p.workers.release(w)
+		}
+	}()
 	if b != nil {
 		// Waiting for a worker is not evaluating.
 		b.deadline = b.deadline.Add(waited)
@@ -174,6 +182,19 @@ func (p *Program) isolatedOnce(req evalRequest, b *Budget, status func() (*json.
 	if err == nil && stopped == nil && res.NeedStatus && status != nil {
 		if req.Status, err = status(); err != nil {
 			return false, newError(p.kind, p.source, ReasonEvaluationError, err)
+		}
+		if res.Retiring {
+			// The worker ends once it has answered: the request, with
+			// its status, goes to another.
+			w.retiring = true
+			p.workers.release(w)
+			if w, waited, err = p.workers.acquire(); err != nil {
+				w = nil
+				return false, newError(p.kind, p.source, ReasonEvaluationError, err)
+			}
+			if b != nil {
+				b.deadline = b.deadline.Add(waited)
+			}
 		}
 		req.Timeout = time.Until(l.deadline)
 		res, stopped, err = w.evaluate(&req, l.deadline.Add(workerGrace))

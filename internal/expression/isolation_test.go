@@ -375,3 +375,19 @@ func hostileAndBenign(t *testing.T, e *Engine) (hostile, benign *Program) {
 	}
 	return hostile, benign
 }
+
+// TestAnAnswerThatRetiresItsWorkerIsNotFollowedUp has every worker retire
+// after its first answer, which for a condition is the request for its
+// CombinedStatus: the status goes to another worker, not to the one that
+// is ending.
+func TestAnAnswerThatRetiresItsWorkerIsNotFollowedUp(t *testing.T) {
+	e := isolatedEngine(t, Isolation{Workers: 1, retireAfter: 1})
+	_, benign := hostileAndBenign(t, e)
+	cs := combinedStatus("x")
+	cs.UID, cs.ResourceVersion = "cs-1", "7" // sent only once a worker asks for it
+	for i := range 3 {
+		if ok, err := benign.EvalCondition(cs); err != nil || !ok {
+			t.Fatalf("evaluation %d: %v, %v; want true", i, ok, err)
+		}
+	}
+}

@@ -79,7 +79,7 @@ func serveWorker(configJSON string, in io.Reader, out io.Writer) int {
 		return 2
 	}
 	retireAt := start + c.Memory/2
-	for {
+	for answers := 1; ; answers++ {
 		var req evalRequest
 		if err := decoder.Decode(&req); err != nil {
 			if errors.Is(err, io.EOF) {
@@ -96,7 +96,7 @@ func serveWorker(configJSON string, in io.Reader, out io.Writer) int {
 			runtime.GC()
 			now, err = mapped()
 		}
-		res.Retiring = err != nil || now > retireAt
+		res.Retiring = err != nil || now > retireAt || c.RetireAfter > 0 && answers >= c.RetireAfter
 		if err := encoder.Encode(res); err != nil || w.Flush() != nil {
 			return 2
 		}

@@ -42,6 +42,9 @@ type workerConfig struct {
 	// Memory is how much the worker's address space may grow once it is
 	// ready.
 	Memory uint64
+	// RetireAfter, when above 0, retires the worker after that many
+	// answers (Isolation.retireAfter).
+	RetireAfter int
 }
 
 // workerReady is a worker's first message.
