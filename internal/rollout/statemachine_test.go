@@ -37,7 +37,7 @@ import (
 // TestPlanStateMachine drives Plan, applied as the reconciler applies it,
 // and a model of KubeStellar (planmodel_test.go) through random sequences
 // of what users and the world do, and checks the rollout's invariants
-// after every step (docs/architecture.md, "Plan as a state machine").
+// after every step (docs/testing.md, "Plan as a state machine").
 // `make test` runs rapid's default budget (100 sequences of about 30
 // actions); `make check-plan` a long one (-rapid.checks, -rapid.steps).
 func TestPlanStateMachine(t *testing.T) {
