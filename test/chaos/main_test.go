@@ -34,8 +34,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	stagerapp "github.com/kubestellar/workload-stager/cmd/stager/app"
-	"github.com/kubestellar/workload-stager/test/framework"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
 	"github.com/kubestellar/workload-stager/test/framework/policytest"
@@ -45,9 +43,7 @@ import (
 
 const (
 	// secretNamespace holds the spaces' kubeconfig Secrets and the sharding Leases.
-	secretNamespace = "kubestellar-stager"
-	// stagerUser is the replicas' identity in every space.
-	stagerUser = "kubestellar-stager"
+	secretNamespace = stack.StagerSecretNamespace
 	// namespace holds the workload objects in every space.
 	namespace = "web"
 	// replicas is how many stager processes share the spaces.
@@ -154,7 +150,7 @@ var suite struct {
 }
 
 func TestMain(m *testing.M) {
-	os.Exit(framework.Main(m, "chaos", setUp))
+	os.Exit(stack.Main(m, "chaos", setUp))
 }
 
 // envInt reads a positive number from the environment, or returns def.
@@ -169,61 +165,43 @@ func envInt(name string, def int) int {
 // STAGER_CHAOS_SPACES (at least 2) WDSes registered with them: wds2 in a
 // test/framework/stack with the real KubeStellar controller-manager, the
 // others with the simulator.
-func setUp(s *framework.Suite) error {
+func setUp(s *stack.Suite) error {
 	ctx := s.Ctx
-	suite.ctx, suite.workDir = ctx, s.WorkDir
+	suite.ctx, suite.workDir, suite.binary = ctx, s.WorkDir, s.Binary
 	var err error
-	if suite.binary, err = stack.StagerBinary(s.WorkDir); err != nil {
+	if suite.hosting, suite.hostingKC, err = s.StartHosting(); err != nil {
 		return err
 	}
-	scheme, err := stagerapp.NewScheme()
-	if err != nil {
-		return err
-	}
-	if suite.hosting, err = environment.StartSpace("hosting", environment.WithScheme(scheme)); err != nil {
-		return err
-	}
-	s.Defer(suite.hosting.Stop)
-	suite.hostingKC = filepath.Join(s.WorkDir, "hosting.kubeconfig")
-	if err := os.WriteFile(suite.hostingKC, suite.hosting.Kubeconfig(), 0o600); err != nil {
-		return err
-	}
-	ks, err := stack.Start(ctx, stack.Options{
+	// The stack's own hosting space, which its controller-managers read,
+	// stays up while the replicas' is cut.
+	ks, err := s.StartStack(stack.Options{
 		WDSes:      []string{realKubeStellar},
 		Clusters:   clusters,
 		WorkDir:    filepath.Join(s.WorkDir, "kubestellar"),
-		WDSOptions: []environment.SpaceOption{environment.WithStagerCRDs(), environment.WithScheme(scheme)},
+		WDSOptions: []environment.SpaceOption{environment.WithStagerCRDs()},
 	})
 	if err != nil {
 		return err
 	}
-	s.Defer(ks.Stop)
 	for i := range max(envInt("STAGER_CHAOS_SPACES", 4), 2) {
 		name := fmt.Sprintf("wds%d", i+1)
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
 		sp := &space{}
 		if name == realKubeStellar {
 			sp.Space, sp.kubeStellar = ks.WDS[name], controllerManager{stack: ks, wds: name}
-			if err := sp.Client.Create(ctx, stack.NewDeploymentsAggregator(policytest.Collector)); err != nil {
+			if err := stack.ServeSpace(ctx, suite.hosting, sp.Space, stack.NewDeploymentsAggregator(policytest.Collector), ns); err != nil {
 				return err
 			}
 		} else {
-			if sp.Space, err = environment.StartSpace(name, environment.WithStagerCRDs(), environment.WithKubeStellarCRDs(),
-				environment.WithScheme(scheme)); err != nil {
+			if sp.Space, err = s.StartWDS(suite.hosting, name, ns); err != nil {
 				return err
 			}
-			s.Defer(sp.Stop)
 			sim := &simulated{client: sp.Client, availability: kubestellar.NewAvailability(policytest.Collector)}
 			if err := sim.start(ctx); err != nil {
 				return err
 			}
 			s.Defer(sim.stop)
 			sp.kubeStellar = sim
-		}
-		if err := sp.RegisterWithStager(ctx, suite.hosting.Client, secretNamespace, stagerUser); err != nil {
-			return err
-		}
-		if err := sp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
-			return err
 		}
 		suite.spaces = append(suite.spaces, sp)
 	}

@@ -36,7 +36,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
-	"github.com/kubestellar/workload-stager/test/framework"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
 	"github.com/kubestellar/workload-stager/test/framework/policytest"
@@ -66,15 +65,15 @@ var suite struct {
 }
 
 func TestMain(m *testing.M) {
-	os.Exit(framework.Main(m, "e2e", setUp))
+	os.Exit(stack.Main(m, "e2e", setUp))
 }
 
 // setUp starts the stack with wds1, prepares wds1 and starts the stager
 // binary serving it.
-func setUp(s *framework.Suite) error {
-	suite.ctx, suite.workDir = s.Ctx, s.WorkDir
+func setUp(s *stack.Suite) error {
+	suite.ctx, suite.workDir, suite.binary = s.Ctx, s.WorkDir, s.Binary
 	var err error
-	if suite.stack, suite.binary, err = stack.StartSuite(s, stack.Options{
+	if suite.stack, err = s.StartStack(stack.Options{
 		WDSes:      []string{"wds1"},
 		Clusters:   clusters,
 		WDSOptions: []environment.SpaceOption{environment.WithStagerCRDs()},

@@ -41,7 +41,6 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubestellar/workload-stager/test/framework"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/helm"
 	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
@@ -80,16 +79,16 @@ var suite struct {
 }
 
 func TestMain(m *testing.M) {
-	os.Exit(framework.Main(m, "install", setUp))
+	os.Exit(stack.Main(m, "install", setUp))
 }
 
 // setUp starts KubeStellar with two WDSes, installs the stager's chart in
 // the hosting space and the space chart in both WDSes, registers both WDSes,
 // and starts the stager as the chart's pod would run.
-func setUp(s *framework.Suite) error {
+func setUp(s *stack.Suite) error {
 	suite.ctx = s.Ctx
 	// No stager CRD in the WDSes: the space chart brings it.
-	st, binary, err := stack.StartSuite(s, stack.Options{WDSes: wdses, Clusters: clusters})
+	st, err := s.StartStack(stack.Options{WDSes: wdses, Clusters: clusters})
 	if err != nil {
 		return err
 	}
@@ -108,7 +107,7 @@ func setUp(s *framework.Suite) error {
 			return err
 		}
 	}
-	if suite.stager, err = stack.StartProcess(binary, args, filepath.Join(s.WorkDir, "stager.log")); err != nil {
+	if suite.stager, err = stack.StartProcess(s.Binary, args, filepath.Join(s.WorkDir, "stager.log")); err != nil {
 		return err
 	}
 	s.Defer(func() error { return suite.stager.Stop() })

@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,6 +32,7 @@ import (
 	"github.com/kubestellar/workload-stager/cmd/stager/app"
 	"github.com/kubestellar/workload-stager/internal/controller/spaces"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
+	"github.com/kubestellar/workload-stager/test/framework/policytest"
 )
 
 // The sizes of TestSpaceCacheIsBounded: 400 BindingPolicies of 96 KiB of
@@ -90,9 +90,8 @@ func TestSpaceCacheIsBounded(t *testing.T) {
 	runtime.GC()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
-	annotation := strings.Repeat("x", cacheTestAnnotationSize)
 	start := time.Now()
-	writeBindingPolicies(t, a, "foreign", cacheTestForeign, annotation, nil)
+	writeBindingPolicies(t, a, "foreign", cacheTestForeign, nil)
 	t.Logf("wrote %d BindingPolicies of %d KiB in %s", cacheTestForeign, cacheTestAnnotationSize>>10, time.Since(start).Round(time.Millisecond))
 	b.openGate(name, "dev")
 	policies(b).WaitForActiveStage(t, name, "test")
@@ -116,7 +115,7 @@ func TestSpaceCacheIsBounded(t *testing.T) {
 
 	// BindingPolicies labelled as a policy's are cached, and take a past
 	// its bound.
-	writeBindingPolicies(t, a, "labelled", cacheTestLabelled, annotation, map[string]string{v1alpha1.PolicyLabel: "squatter"})
+	writeBindingPolicies(t, a, "labelled", cacheTestLabelled, map[string]string{v1alpha1.PolicyLabel: "squatter"})
 	state := waitForSpace(t, stager, a.Name, false, spaces.ReasonCacheOverLimit)
 	if !strings.Contains(state.Message, "--space-cache-max-bytes") {
 		t.Errorf("a's state message %q does not name the bound", state.Message)
@@ -158,30 +157,11 @@ func TestSpaceCacheIsBounded(t *testing.T) {
 	}
 }
 
-// writeBindingPolicies creates n BindingPolicies named prefix-<i> in s,
-// each with an annotation and the given labels, from 8 goroutines.
-func writeBindingPolicies(t *testing.T, s *space, prefix string, n int, annotation string, labels map[string]string) {
+// writeBindingPolicies creates n BindingPolicies of cacheTestAnnotationSize
+// named prefix-<i> in s, with the given labels.
+func writeBindingPolicies(t *testing.T, s *space, prefix string, n int, labels map[string]string) {
 	t.Helper()
-	const writers = 8
-	var wg sync.WaitGroup
-	errs := make(chan error, writers)
-	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < n; i += writers {
-				bp := &ksv1alpha1.BindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", prefix, i), Labels: labels,
-					Annotations: map[string]string{"example.com/padding": annotation}}}
-				if err := s.Client.Create(suite.ctx, bp); err != nil {
-					errs <- fmt.Errorf("creating BindingPolicy %s in %s: %w", bp.Name, s.Name, err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
+	if err := policytest.CreateBindingPolicies(suite.ctx, s.Client, prefix, n, cacheTestAnnotationSize, labels); err != nil {
+		t.Fatalf("writing BindingPolicies in %s: %v", s.Name, err)
 	}
 }

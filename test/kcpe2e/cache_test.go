@@ -20,20 +20,19 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/internal/controller/spaces"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
+	"github.com/kubestellar/workload-stager/test/framework/policytest"
 )
 
 const (
@@ -66,9 +65,8 @@ func TestFloodedWorkspaceIsContained(t *testing.T) {
 	startRollout(t, other, name)
 	waitForStage(t, other, name, "dev", v1alpha1.RolloutProgressing)
 
-	padding := strings.Repeat("x", floodSize)
 	start := time.Now()
-	writeFlood(t, flooded, "foreign", floodForeign, padding, nil)
+	flood(t, flooded, "foreign", floodForeign, nil)
 	t.Logf("wrote %d BindingPolicies of %d KiB in %s", floodForeign, floodSize>>10, time.Since(start).Round(time.Millisecond))
 	environment.Consistently(t, 3*time.Second, flooded.space+" served, its cache holding no foreign BindingPolicy", func() error {
 		text, err := metrics(suite.ctx)
@@ -84,7 +82,7 @@ func TestFloodedWorkspaceIsContained(t *testing.T) {
 		return nil
 	})
 
-	writeFlood(t, flooded, "labelled", floodLabelled, padding, map[string]string{v1alpha1.PolicyLabel: "squatter"})
+	flood(t, flooded, "labelled", floodLabelled, map[string]string{v1alpha1.PolicyLabel: "squatter"})
 	environment.Eventually(t, timeout, flooded.space+" reported over its cache bound", func() error {
 		text, err := metrics(suite.ctx)
 		if err != nil {
@@ -140,46 +138,11 @@ func gauge(text, metric, space string) (float64, bool) {
 	return v, err == nil
 }
 
-// writeFlood creates n BindingPolicies named prefix-<i> in w, each with an
-// annotation of padding and the given labels, from 8 goroutines.
-func writeFlood(t *testing.T, w *wds, prefix string, n int, padding string, labels map[string]string) {
+// flood creates n BindingPolicies of floodSize named prefix-<i> in w, with
+// the given labels.
+func flood(t *testing.T, w *wds, prefix string, n int, labels map[string]string) {
 	t.Helper()
-	const writers = 8
-	var wg sync.WaitGroup
-	errs := make(chan error, writers)
-	for i := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := i; j < n; j += writers {
-				bp := &ksv1alpha1.BindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", prefix, j), Labels: labels,
-					Annotations: map[string]string{"example.com/padding": padding}}}
-				if err := createRetrying(w, bp); err != nil {
-					errs <- fmt.Errorf("creating BindingPolicy %s in %s: %w", bp.Name, w.space, err)
-					return
-				}
-			}
-		}()
+	if err := policytest.CreateBindingPolicies(suite.ctx, w.client, prefix, n, floodSize, labels); err != nil {
+		t.Fatalf("flooding %s: %v", w.space, err)
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-}
-
-// createRetrying creates obj in w, again after an error of a loaded kcp
-// ("resource quota evaluation timed out"), up to 5 times.
-func createRetrying(w *wds, obj client.Object) error {
-	var err error
-	for attempt := range 5 {
-		if err = w.client.Create(suite.ctx, obj); err == nil || apierrors.IsAlreadyExists(err) && attempt > 0 {
-			return nil
-		}
-		if !apierrors.IsInternalError(err) && !apierrors.IsServerTimeout(err) && !apierrors.IsTimeout(err) && !apierrors.IsTooManyRequests(err) {
-			return err
-		}
-		time.Sleep(time.Duration(attempt+1) * time.Second)
-	}
-	return err
 }

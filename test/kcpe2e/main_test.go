@@ -38,8 +38,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubestellar/workload-stager/cmd/stager/app"
-	"github.com/kubestellar/workload-stager/test/framework"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/kcpstack"
 	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
@@ -52,10 +50,6 @@ const (
 	namespace = kcpstack.Namespace
 	// collector is the StatusCollector the conditions read.
 	collector = kcpstack.Collector
-	// secretNamespace holds the kubeconfig Secrets in the hosting space.
-	secretNamespace = "kubestellar-stager"
-	// stagerUser is the stager's identity in the kubeconfig WDS.
-	stagerUser = "kubestellar-stager"
 	// timeout bounds every wait.
 	timeout = 2 * time.Minute
 )
@@ -89,30 +83,19 @@ var suite struct {
 }
 
 func TestMain(m *testing.M) {
-	os.Exit(framework.Main(m, "kcpe2e", setUp))
+	os.Exit(stack.Main(m, "kcpe2e", setUp))
 }
 
 // setUp starts kcp with wds1 and wds2 as workspaces, a hosting space and
 // wds0 as a plain WDS, and the stager binary serving all three.
-func setUp(s *framework.Suite) error {
+func setUp(s *stack.Suite) error {
 	ctx := s.Ctx
 	suite.ctx, suite.workDir = s.Ctx, s.WorkDir
 	suite.wdss = map[string]*wds{}
 	var err error
-
-	binary, err := stack.StagerBinary(suite.workDir)
-	if err != nil {
+	if suite.kcp, err = kcpstack.StartSuite(s, kcpstack.Options{Clusters: clusters}); err != nil {
 		return err
 	}
-	scheme, err := app.NewScheme()
-	if err != nil {
-		return err
-	}
-	suite.kcp, err = kcpstack.Start(ctx, kcpstack.Options{WorkDir: suite.workDir, Scheme: scheme, Clusters: clusters})
-	if err != nil {
-		return err
-	}
-	s.Defer(suite.kcp.Stop)
 	for _, name := range []string{"wds1", "wds2"} {
 		if _, err := addWorkspace(ctx, name); err != nil {
 			return err
@@ -120,27 +103,21 @@ func setUp(s *framework.Suite) error {
 	}
 
 	// The hosting space holds the kubeconfig Secret of wds0, a plain WDS.
-	if suite.hosting, err = environment.StartSpace("hosting", environment.WithScheme(scheme)); err != nil {
+	var hostingKubeconfig string
+	if suite.hosting, hostingKubeconfig, err = s.StartHosting(); err != nil {
 		return err
 	}
-	s.Defer(suite.hosting.Stop)
-	wds0, err := environment.StartSpace("wds0", environment.WithKubeStellarCRDs(), environment.WithStagerCRDs(), environment.WithScheme(scheme))
+	wds0, err := s.StartWDS(suite.hosting, "wds0", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}},
+		stack.NewDeploymentsAggregator(collector))
 	if err != nil {
 		return err
 	}
-	s.Defer(wds0.Stop)
-	if err := registerWDS0(ctx, wds0); err != nil {
-		return err
-	}
+	w := &wds{space: "kubeconfig#wds0", client: wds0.Client, availability: kubestellar.NewAvailability(collector)}
+	w.sim = kubestellar.New(wds0.Client, clusters, kubestellar.WithReporter(w.availability.Report))
+	go func() { _ = w.sim.Run(ctx) }()
+	suite.wdss["wds0"] = w
 
-	if err := suite.hosting.GrantMetricsReader(ctx, stack.MetricsReaderNamespace, stack.MetricsReaderName); err != nil {
-		return err
-	}
-	if suite.metricsToken, err = suite.hosting.ServiceAccountToken(ctx, stack.MetricsReaderNamespace, stack.MetricsReaderName); err != nil {
-		return err
-	}
-	hostingKubeconfig := filepath.Join(suite.workDir, "hosting.kubeconfig")
-	if err := os.WriteFile(hostingKubeconfig, suite.hosting.Kubeconfig(), 0o600); err != nil {
+	if suite.metricsToken, err = stack.HostingMetricsReaderToken(ctx, suite.hosting); err != nil {
 		return err
 	}
 	kcpKubeconfig, err := suite.kcp.WriteStagerKubeconfig(suite.workDir)
@@ -148,7 +125,7 @@ func setUp(s *framework.Suite) error {
 		return err
 	}
 	args := func() ([]string, error) { return stagerArgs(hostingKubeconfig, kcpKubeconfig) }
-	if suite.stager, err = stack.StartStager(s.Ctx, binary, args, filepath.Join(suite.workDir, "stager.log")); err != nil {
+	if suite.stager, err = stack.StartStager(s.Ctx, s.Binary, args, filepath.Join(suite.workDir, "stager.log")); err != nil {
 		return err
 	}
 	s.Defer(func() error { return suite.stager.Stop() })
@@ -168,30 +145,6 @@ func addWorkspace(ctx context.Context, name string) (*wds, error) {
 	return w, nil
 }
 
-// registerWDS0 gives the stager an identity bound to its role in wds0,
-// registers its kubeconfig Secret in the hosting space, and starts the
-// simulator in wds0.
-func registerWDS0(ctx context.Context, wds0 *environment.Space) error {
-	if err := wds0.RegisterWithStager(ctx, suite.hosting.Client, secretNamespace, stagerUser); err != nil {
-		return err
-	}
-	for _, obj := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}},
-		stack.NewDeploymentsAggregator(collector),
-	} {
-		if err := wds0.Client.Create(ctx, obj); err != nil {
-			return fmt.Errorf("creating %T in wds0: %w", obj, err)
-		}
-	}
-	w := &wds{space: "kubeconfig#wds0", client: wds0.Client, availability: kubestellar.NewAvailability(collector)}
-	w.sim = kubestellar.New(wds0.Client, clusters, kubestellar.WithReporter(w.availability.Report))
-	go func() { _ = w.sim.Run(ctx) }()
-	suite.mu.Lock()
-	suite.wdss["wds0"] = w
-	suite.mu.Unlock()
-	return nil
-}
-
 func wdsNamed(name string) *wds {
 	suite.mu.Lock()
 	defer suite.mu.Unlock()
@@ -209,7 +162,7 @@ func stagerArgs(hostingKubeconfig, kcpKubeconfig string) ([]string, error) {
 	return []string{
 		"--kubeconfig=" + hostingKubeconfig,
 		"--provider=kubeconfig,kcp",
-		"--kubeconfig-namespace=" + secretNamespace,
+		"--kubeconfig-namespace=" + stack.StagerSecretNamespace,
 		"--kcp-kubeconfig=" + kcpKubeconfig,
 		"--metrics-bind-address=" + metrics,
 		"--health-probe-bind-address=" + probes,

@@ -39,7 +39,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
-	"github.com/kubestellar/workload-stager/test/framework"
 	"github.com/kubestellar/workload-stager/test/framework/dataplane"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
@@ -65,14 +64,14 @@ var suite struct {
 }
 
 func TestMain(m *testing.M) {
-	os.Exit(framework.Main(m, "realdataplane", setUp))
+	os.Exit(stack.Main(m, "realdataplane", setUp))
 }
 
 // setUp starts the stack on the real data plane, prepares its WDSes and
 // starts the stager binary serving them.
-func setUp(s *framework.Suite) error {
+func setUp(s *stack.Suite) error {
 	suite.ctx, suite.workDir = s.Ctx, s.WorkDir
-	st, binary, err := stack.StartSuite(s, stack.Options{
+	st, err := s.StartStack(stack.Options{
 		WDSes:      wdses,
 		Clusters:   clusters,
 		WDSOptions: []environment.SpaceOption{environment.WithStagerCRDs()},
@@ -88,7 +87,7 @@ func setUp(s *framework.Suite) error {
 			return err
 		}
 	}
-	suite.stager, err = stack.StartStager(s.Ctx, binary, suite.stack.StagerArgs, filepath.Join(suite.workDir, "stager.log"))
+	suite.stager, err = stack.StartStager(s.Ctx, s.Binary, suite.stack.StagerArgs, filepath.Join(suite.workDir, "stager.log"))
 	if err != nil {
 		return err
 	}

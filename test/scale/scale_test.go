@@ -36,7 +36,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -331,7 +330,7 @@ func killOneReplica(ctx context.Context, b *testing.B, f *fleet, obs *observer, 
 // restartRollout restarts a workspace's rollout, with restartedAt as its
 // restart's name.
 func restartRollout(ctx context.Context, w *kcpstack.Workspace, restartedAt string) error {
-	return retry.OnError(harnessRetry, func(err error) bool { return apierrors.IsConflict(err) || overloaded(err) }, func() error {
+	return retry.OnError(environment.OverloadRetry, func(err error) bool { return apierrors.IsConflict(err) || environment.Overloaded(err) }, func() error {
 		p := &v1alpha1.StagedBindingPolicy{}
 		if err := w.Client.Get(ctx, types.NamespacedName{Name: "web"}, p); err != nil {
 			return err
@@ -358,31 +357,11 @@ func startRollout(ctx context.Context, w *kcpstack.Workspace) error {
 		w.Availability.SetAvailable(v1alpha1.BindingPolicyName("web", stage), true)
 	}
 	for _, obj := range objs {
-		tried := false
-		if err := retry.OnError(harnessRetry, overloaded, func() error {
-			err := w.Client.Create(ctx, obj)
-			if tried && apierrors.IsAlreadyExists(err) {
-				return nil // an earlier try was answered with an error, and landed
-			}
-			tried = true
-			return err
-		}); err != nil {
+		if err := environment.CreateRetrying(ctx, w.Client, obj); err != nil {
 			return fmt.Errorf("creating %T in %s: %w", obj, w.Path, err)
 		}
 	}
 	return nil
-}
-
-// harnessRetry is how the harness tries its own writes again when kcp is
-// too busy to take them: for up to about a minute.
-var harnessRetry = wait.Backoff{Steps: 7, Duration: time.Second, Factor: 2, Jitter: 0.1}
-
-// overloaded reports whether err is kcp turning a request away under load
-// (such as "resource quota evaluation timed out"), which the harness's own
-// writes wait out rather than fail the run on.
-func overloaded(err error) bool {
-	return apierrors.IsInternalError(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
-		apierrors.IsTooManyRequests(err) || apierrors.IsServiceUnavailable(err)
 }
 
 // pollUntilAll polls count until it reaches n, for at most timeout; what

@@ -172,6 +172,24 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	return s, nil
 }
 
+// StartSuite starts kcp for a test package (stack.Main): in the suite's
+// work directory and with its scheme unless o says otherwise, stopped with
+// the suite.
+func StartSuite(s *stack.Suite, o Options) (*Stack, error) {
+	if o.WorkDir == "" {
+		o.WorkDir = s.WorkDir
+	}
+	if o.Scheme == nil {
+		o.Scheme = s.Scheme
+	}
+	st, err := Start(s.Ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	s.Defer(st.Stop)
+	return st, nil
+}
+
 // Stop stops the simulators and kcp.
 func (s *Stack) Stop() error {
 	s.mu.Lock()

@@ -59,22 +59,8 @@ func StagerBinary(dir string) (string, error) {
 	return path, nil
 }
 
-// RegisterWithStager gives the stager an identity in a WDS of the stack,
-// bound to the generated space role, and registers that identity's
-// kubeconfig as a Secret in the hosting space, where a stager run with
-// StagerArgs finds it.
-func (s *Stack) RegisterWithStager(ctx context.Context, wds string) error {
-	s.mu.Lock()
-	space, ok := s.WDS[wds]
-	s.mu.Unlock()
-	if !ok {
-		return fmt.Errorf("no WDS %q in the stack", wds)
-	}
-	return space.RegisterWithStager(ctx, s.Hosting.Client, StagerSecretNamespace, StagerUser)
-}
-
 // StagerArgs are the stager's arguments to serve the WDSes registered with
-// RegisterWithStager, with free loopback ports for metrics and probes.
+// ServeWDS, with free loopback ports for metrics and probes.
 func (s *Stack) StagerArgs() ([]string, error) {
 	addrs, err := process.FreeAddresses(2)
 	if err != nil {
@@ -208,15 +194,22 @@ const (
 	MetricsReaderName = "prometheus"
 )
 
-// MetricsReaderToken returns a token of the ServiceAccount
-// MetricsReaderNamespace/MetricsReaderName of the hosting space, bound to the
-// shipped metrics-reader ClusterRole: with it, a stager run with StagerArgs
-// lets its metrics be scraped over HTTPS.
+// MetricsReaderToken returns a token of the metrics reader of the stack's
+// hosting space (HostingMetricsReaderToken): with it, a stager run with
+// StagerArgs lets its metrics be scraped over HTTPS.
 func (s *Stack) MetricsReaderToken(ctx context.Context) (string, error) {
-	if err := s.Hosting.GrantMetricsReader(ctx, MetricsReaderNamespace, MetricsReaderName); err != nil {
+	return HostingMetricsReaderToken(ctx, s.Hosting)
+}
+
+// HostingMetricsReaderToken returns a token of the ServiceAccount
+// MetricsReaderNamespace/MetricsReaderName of a hosting space, bound to the
+// shipped metrics-reader ClusterRole: with it, a stager whose --kubeconfig
+// is that space's lets its metrics be scraped over HTTPS.
+func HostingMetricsReaderToken(ctx context.Context, hosting *environment.Space) (string, error) {
+	if err := hosting.GrantMetricsReader(ctx, MetricsReaderNamespace, MetricsReaderName); err != nil {
 		return "", err
 	}
-	return s.Hosting.ServiceAccountToken(ctx, MetricsReaderNamespace, MetricsReaderName)
+	return hosting.ServiceAccountToken(ctx, MetricsReaderNamespace, MetricsReaderName)
 }
 
 // ScrapeMetrics reads the metrics exposition of a stager serving them at

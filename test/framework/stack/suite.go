@@ -17,29 +17,58 @@ package stack
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubestellar/workload-stager/cmd/stager/app"
 	"github.com/kubestellar/workload-stager/test/framework"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 )
 
-// StartSuite is the bring-up the suites that run the stager binary on a
-// stack share (test/e2e, test/realdataplane, test/install): it finds or
-// builds the stager binary (StagerBinary, in the suite's work directory),
-// then starts the stack o describes, its WDSes with the stager's scheme
-// after o.WDSOptions, its logs in the suite's work directory and its
+// Suite is the shared set-up of a test package that runs the stager binary
+// (test/e2e, test/realdataplane, test/install, test/chaos, test/kcpe2e):
+// the framework's Suite with the stager binary and the stager's scheme
+// ready. Its methods start what the package runs, each stopped with the
+// package; kcpstack.StartSuite starts a kcp.
+type Suite struct {
+	*framework.Suite
+	// Binary is the stager binary: $STAGER_BINARY, or cmd/stager built in
+	// the work directory (StagerBinary).
+	Binary string
+	// Scheme holds the stager's types and KubeStellar's; the suite's spaces'
+	// clients use it.
+	Scheme *runtime.Scheme
+}
+
+// Main is framework.Main for a test package that runs the stager binary:
+// setUp gets the Suite with the binary found or built and the scheme made.
+// A TestMain is one line:
+//
+//	func TestMain(m *testing.M) { os.Exit(stack.Main(m, "e2e", setUp)) }
+func Main(m *testing.M, name string, setUp func(*Suite) error) int {
+	return framework.Main(m, name, func(fs *framework.Suite) error {
+		binary, err := StagerBinary(fs.WorkDir)
+		if err != nil {
+			return err
+		}
+		scheme, err := app.NewScheme()
+		if err != nil {
+			return fmt.Errorf("making the stager's scheme: %w", err)
+		}
+		return setUp(&Suite{Suite: fs, Binary: binary, Scheme: scheme})
+	})
+}
+
+// StartStack starts the stack o describes, its WDSes with the suite's
+// scheme after o.WDSOptions, its logs in the work directory and its
 // progress in the suite's log unless o says otherwise, stopped with the
-// suite. It returns the stack and the stager binary.
-func StartSuite(s *framework.Suite, o Options) (*Stack, string, error) {
-	binary, err := StagerBinary(s.WorkDir)
-	if err != nil {
-		return nil, "", err
-	}
-	scheme, err := app.NewScheme()
-	if err != nil {
-		return nil, "", err
-	}
-	o.WDSOptions = append(o.WDSOptions, environment.WithScheme(scheme))
+// suite.
+func (s *Suite) StartStack(o Options) (*Stack, error) {
+	o.WDSOptions = append(o.WDSOptions, environment.WithScheme(s.Scheme))
 	if o.WorkDir == "" {
 		o.WorkDir = s.WorkDir
 	}
@@ -48,24 +77,72 @@ func StartSuite(s *framework.Suite, o Options) (*Stack, string, error) {
 	}
 	st, err := Start(s.Ctx, o)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	s.Defer(st.Stop)
-	return st, binary, nil
+	return st, nil
 }
 
-// ServeWDS registers a WDS of the stack with the stager (RegisterWithStager)
-// and creates in it the DeploymentsAggregator StatusCollector named
-// collector, which the suites' policies name.
-func (s *Stack) ServeWDS(ctx context.Context, wds, collector string) error {
-	if err := s.RegisterWithStager(ctx, wds); err != nil {
+// StartHosting starts a hosting space of the suite's own, outside any
+// stack, with the suite's scheme, and writes its kubeconfig into the work
+// directory as hosting.kubeconfig; it returns the space and that file, the
+// stager's --kubeconfig. test/kcpe2e runs no stack; test/chaos stops its
+// hosting space's API server, which a stack's controller-managers need.
+func (s *Suite) StartHosting() (*environment.Space, string, error) {
+	hosting, err := environment.StartSpace(DefaultHostingName, environment.WithScheme(s.Scheme))
+	if err != nil {
+		return nil, "", err
+	}
+	s.Defer(hosting.Stop)
+	path := filepath.Join(s.WorkDir, DefaultHostingName+".kubeconfig")
+	if err := os.WriteFile(path, hosting.Kubeconfig(), 0o600); err != nil {
+		return nil, "", fmt.Errorf("writing the hosting kubeconfig: %w", err)
+	}
+	return hosting, path, nil
+}
+
+// StartWDS starts a WDS outside any stack: a space with KubeStellar's and
+// the stager's CRDs and the suite's scheme, and no KubeStellar (the suite
+// runs the simulator of test/framework/kubestellar in it). It serves the
+// WDS to the stager of hosting with objs (ServeSpace).
+func (s *Suite) StartWDS(hosting *environment.Space, name string, objs ...client.Object) (*environment.Space, error) {
+	wds, err := environment.StartSpace(name, environment.WithStagerCRDs(), environment.WithKubeStellarCRDs(),
+		environment.WithScheme(s.Scheme))
+	if err != nil {
+		return nil, err
+	}
+	s.Defer(wds.Stop)
+	if err := ServeSpace(s.Ctx, hosting, wds, objs...); err != nil {
+		return nil, err
+	}
+	return wds, nil
+}
+
+// ServeSpace registers a WDS with the stager whose hosting space is
+// hosting (Space.RegisterWithStager as StagerUser, in
+// StagerSecretNamespace) and creates objs in it: its workload namespace,
+// its StatusCollector.
+func ServeSpace(ctx context.Context, hosting, wds *environment.Space, objs ...client.Object) error {
+	if err := wds.RegisterWithStager(ctx, hosting.Client, StagerSecretNamespace, StagerUser); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	space := s.WDS[wds]
-	s.mu.Unlock()
-	if err := space.Client.Create(ctx, NewDeploymentsAggregator(collector)); err != nil {
-		return fmt.Errorf("creating the StatusCollector in %s: %w", wds, err)
+	for _, obj := range objs {
+		if err := wds.Client.Create(ctx, obj); err != nil {
+			return fmt.Errorf("creating %T %s in %s: %w", obj, obj.GetName(), wds.Name, err)
+		}
 	}
 	return nil
+}
+
+// ServeWDS serves a WDS of the stack to the stager (ServeSpace) with the
+// DeploymentsAggregator StatusCollector named collector, which the suites'
+// policies name.
+func (s *Stack) ServeWDS(ctx context.Context, wds, collector string) error {
+	s.mu.Lock()
+	space, ok := s.WDS[wds]
+	s.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("no WDS %q in the stack", wds)
+	}
+	return ServeSpace(ctx, s.Hosting, space, NewDeploymentsAggregator(collector))
 }
