@@ -18,8 +18,10 @@
 // controller-manager and simulated WECs; kubestellar: a KubeStellar
 // simulator; kcp and kcpstack: a real kcp; prometheus: a real Prometheus;
 // policytest: waiting on StagedBindingPolicies), and this package runs a test
-// package's shared set-up (Main). The suites (test/integration, test/e2e,
-// test/kcpe2e, test/scale) sit beside it.
+// package's shared set-up (Main; stack.Main for the suites that run the
+// stager binary). The suites (test/integration, test/e2e, test/realdataplane,
+// test/install, test/kcpe2e, test/chaos, test/plugin, test/scale) sit beside
+// it.
 package framework
 
 import (
