@@ -206,7 +206,7 @@ func assessBatches(snap *Snapshot, active int, clk clock.PassiveClock, programs 
 		at, ours := placedAt(snap.key, policy, stage.Name, record, bp)
 		if !ours {
 			// Its owner reference is all that says it is the policy's:
-			// placeBatch takes it over when the stage's order reaches
+			// clusterPlacements takes it over when the stage's order reaches
 			// its cluster.
 			continue
 		}

@@ -167,13 +167,18 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //  10. StageApprovals are kept one per stage that asks for one, in line with the policy (approvalRequests);
 //  11. an approved stage whose placement changed awaits approval again (approvedPlacementChanged);
 //  12. a stage awaiting approval places nothing until it is approved (approvalGate);
-//  13. the active stage's BindingPolicy, or its census, is placed and in line with the spec (placeStages, activePlacement);
+//  13. the active stage's BindingPolicy, or its census, is placed and in line with the spec (placeStages, desiredPlacement, activePlacement);
 //  14. the accumulated stages' and the kept revisions' BindingPolicies are placed and in line (placeStages, accumulated, keptRevisionPlacements);
 //  15. the stage is assessed, soaked and its analyses judged; a failed stage's failure is recorded (planAfterAssessment);
-//  16. a stage placed in batches places its next cluster or stops at its failure budget (placeBatch, assessBatches);
+//  16. a stage placed in batches places its next cluster or stops at its failure budget (clusterPlacements, assessBatches);
 //  17. a done stage hands over to the next, or withdraws a handover the next stage's approval forbids (handover, withdrawnHandover);
 //  18. BindingPolicies no Placement holds are deleted once their waits are over, make-before-break (deleteSurplus, heldPlacements, surplusWaits);
 //  19. the status is brought up to date, with its Events, each once (progressAction).
+//
+// Rules 13, 14, 16 and 17 write the Placements of desiredPlacement, each
+// BindingPolicy with the Reason it is kept, through one diff
+// (diffPlacement): 13 and 14 before the assessment, 16 and 17 after it;
+// rule 18 deletes its surplus.
 //
 // Every BindingPolicy Plan creates (rules 4, 13, 14, 16, 17) goes through
 // createBindingPolicy, which blocks the rollout (BindingPolicyConflict)
