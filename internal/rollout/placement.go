@@ -76,9 +76,10 @@ func (p Placement) stage() string {
 }
 
 // waitsWhileDeleted reports whether a departing BindingPolicy of p's name
-// holds the diff: the active stage and abort wait for it to go before
-// creating it again; the accumulated stages and the kept revisions let it
-// go and go on with the next Placement, as rules 14 always did.
+// holds the diff: the active stage, abort and a Marked one (a cluster that
+// left and came back) wait for it to go before creating it again; the
+// accumulated stages and the kept revisions let it go and go on with the
+// next Placement, as rules 14 always did.
 func (p Placement) waitsWhileDeleted() bool {
 	return p.Reason == ReasonActive || p.Reason == ReasonCensus || p.Reason == ReasonAbortTarget || p.Marked
 }
