@@ -153,6 +153,8 @@ type batches struct {
 	filling bool
 	// unplaced is how many selected clusters have no BindingPolicy yet.
 	unplaced int
+	// selected are the clusters the census names, sorted.
+	selected []string
 	// clusterBPs are the BindingPolicies of the selected clusters placed;
 	// allResolved says KubeStellar has resolved every one of them.
 	clusterBPs  []*ksv1alpha1.BindingPolicy
@@ -229,7 +231,7 @@ func assessBatches(snap *Snapshot, active int, clk clock.PassiveClock, programs 
 	})
 
 	total := len(selected)
-	result := batches{unplaced: total - len(placed), allResolved: true}
+	result := batches{unplaced: total - len(placed), allResolved: true, selected: selected}
 	for _, c := range placed {
 		result.clusterBPs = append(result.clusterBPs, c.bp)
 		result.allResolved = result.allResolved && resolved(snap, c.bp)

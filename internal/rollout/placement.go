@@ -211,6 +211,11 @@ const (
 	// BindingPolicy of an earlier stage under Accumulate, for one of its
 	// clusters' own.
 	WaitStageWideResolved WaitKind = "StageWideResolved"
+	// WaitClusterResolved: KubeStellar has resolved the cluster's own
+	// BindingPolicy of the update revision, for the cluster's own of
+	// another revision, of the active stage placed in batches, while the
+	// stage selects the cluster.
+	WaitClusterResolved WaitKind = "ClusterResolved"
 	// WaitHealthy: the stage's condition holds on the revision abort puts
 	// back, for the stage's BindingPolicies of other revisions.
 	WaitHealthy WaitKind = "Healthy"
@@ -392,8 +397,11 @@ func heldPlacements(snap *Snapshot, active int, b *batches, placed []Placement) 
 // waits for before it goes (make-before-break): a stage's at another
 // revision than the one its record keeps, from the active stage on, for
 // that one resolved; the active stage's stage-wide one, placed in
-// batches, for every cluster's own resolved; one cluster's of an earlier
-// stage under Accumulate, for the stage-wide one resolved.
+// batches, for every cluster's own resolved; one cluster's of the active
+// stage placed in batches at another revision, while the stage selects
+// the cluster, for the cluster's own at the update revision resolved; one
+// cluster's of an earlier stage under Accumulate, for the stage-wide one
+// resolved.
 func surplusWaits(snap *Snapshot, active int, b *batches) func(bp *ksv1alpha1.BindingPolicy) []Wait {
 	policy := snap.Policy
 	return func(bp *ksv1alpha1.BindingPolicy) []Wait {
@@ -422,6 +430,21 @@ func surplusWaits(snap *Snapshot, active int, b *batches) func(bp *ksv1alpha1.Bi
 				}
 				return ""
 			}})
+		}
+		// A cluster's own of another revision places it until its
+		// batch reaches it: keptResolved asks only that the clusters
+		// placed so far are resolved.
+		if cluster := bp.Labels[v1alpha1.ClusterLabel]; cluster != "" && b != nil && name == policy.Spec.Stages[active].Name {
+			own := v1alpha1.ClusterBindingPolicyName(policy.Name, name, policy.Status.UpdateRevision, cluster)
+			if _, selected := slices.BinarySearch(b.selected, cluster); selected && own != bp.Name {
+				waits = append(waits, Wait{Kind: WaitClusterResolved, Stage: name, Revision: policy.Status.UpdateRevision, pending: func() string {
+					if resolved(snap, findBindingPolicy(snap.BindingPolicies, own)) {
+						return ""
+					}
+					return fmt.Sprintf("cluster %s of stage %q has no resolved BindingPolicy of revision %s yet", cluster, name,
+						describeRevision(policy.Status.UpdateRevision))
+				}})
+			}
 		}
 		if bp.Labels[v1alpha1.ClusterLabel] != "" && policy.Spec.Placement == v1alpha1.PlacementAccumulate && index >= 0 && index < active {
 			waits = append(waits, Wait{Kind: WaitStageWideResolved, Stage: name, Revision: policy.Status.UpdateRevision, pending: func() string {
