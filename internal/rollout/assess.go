@@ -225,11 +225,37 @@ func waitingForBinding(bp *ksv1alpha1.BindingPolicy) assessment {
 // BindingPolicy as it exists in the space, binding its Binding (or nil). All
 // evaluations are made within budget, so that one run of a policy with many
 // objects or costly expressions cannot hold a worker for long; clk times
-// each of them.
+// each of them. Its steps: the placement resolved (placementPending), the
+// objects the filter selects (selectObjects), each one's CombinedStatus
+// judged (judgeObjects), and what that says of the stage (objectVerdicts.assessment).
 func assessStage(clk clock.PassiveClock, programs compiledStage, bp *ksv1alpha1.BindingPolicy,
 	binding *ksv1alpha1.Binding, statuses []ksv1alpha1.CombinedStatus, budget *expression.Budget) assessment {
+	if pending := placementPending(bp, binding); pending != nil {
+		return *pending
+	}
+	clusters := len(binding.Spec.Destinations)
+	if programs.condition == nil && programs.failureCondition == nil {
+		return assessment{bindingObserved: true, placed: true, satisfied: true, reason: v1alpha1.ReasonStageAdvanced,
+			message: fmt.Sprintf("Binding %s places the workload on %d cluster(s); the stage has no condition", binding.Name, clusters)}
+	}
+	selected, stop := selectObjects(programs.filter, binding, budget)
+	if stop != nil {
+		return *stop
+	}
+	v, stop := judgeObjects(clk, programs, selected, combinedStatusIndex(statuses, bp), budget)
+	if stop != nil {
+		return *stop
+	}
+	return v.assessment(programs.condition == nil, clusters)
+}
+
+// placementPending says what a stage whose BindingPolicy is bp, and its
+// Binding binding, waits for before its objects can be judged, or nil:
+// the BindingPolicy created, KubeStellar's resolution of its generation,
+// a cluster to place on.
+func placementPending(bp *ksv1alpha1.BindingPolicy, binding *ksv1alpha1.Binding) *assessment {
 	if bp == nil || bp.UID == "" {
-		return assessment{reason: v1alpha1.ReasonBindingPolicyPending,
+		return &assessment{reason: v1alpha1.ReasonBindingPolicyPending,
 			message: "waiting for the stage's BindingPolicy to be created"}
 	}
 	// KubeStellar writes a new BindingPolicy's Binding before it records the
@@ -237,35 +263,37 @@ func assessStage(clk clock.PassiveClock, programs compiledStage, bp *ksv1alpha1.
 	// stage waits for the same thing and says the same, which spares a
 	// status write per stage.
 	if binding == nil || !OwnedBy(binding, bp) || bp.Status.ObservedGeneration == 0 {
-		return waitingForBinding(bp)
+		waiting := waitingForBinding(bp)
+		return &waiting
 	}
 	if bp.Status.ObservedGeneration != bp.Generation {
-		return assessment{reason: v1alpha1.ReasonWaitingForBinding,
+		return &assessment{reason: v1alpha1.ReasonWaitingForBinding,
 			message: fmt.Sprintf("waiting for KubeStellar to resolve generation %d of BindingPolicy %s (it has resolved generation %d)",
 				bp.Generation, bp.Name, bp.Status.ObservedGeneration)}
 	}
-	clusters := len(binding.Spec.Destinations)
-	if clusters == 0 {
+	if len(binding.Spec.Destinations) == 0 {
 		// A stage that places nothing proves nothing: most often its
 		// clusterSelectors match no cluster (a typo, or clusters not yet
 		// registered), and moving on would skip the stage unnoticed.
-		return assessment{bindingObserved: true, reason: v1alpha1.ReasonNoClustersSelected,
+		return &assessment{bindingObserved: true, reason: v1alpha1.ReasonNoClustersSelected,
 			message: fmt.Sprintf("Binding %s places the workload on no cluster: the stage's clusterSelectors select none", binding.Name)}
 	}
-	if programs.condition == nil && programs.failureCondition == nil {
-		return assessment{bindingObserved: true, placed: true, satisfied: true, reason: v1alpha1.ReasonStageAdvanced,
-			message: fmt.Sprintf("Binding %s places the workload on %d cluster(s); the stage has no condition", binding.Name, clusters)}
-	}
+	return nil
+}
 
+// selectObjects returns the workload objects of binding that filter (nil:
+// none) selects, or the assessment that stops the stage: a filter that
+// fails to evaluate, or selects nothing.
+func selectObjects(filter *expression.Program, binding *ksv1alpha1.Binding, budget *expression.Budget) ([]expression.Clause, *assessment) {
 	var selected []expression.Clause
 	for _, clause := range bindingClauses(binding) {
-		if programs.filter == nil {
+		if filter == nil {
 			selected = append(selected, clause)
 			continue
 		}
-		pass, err := budget.EvalFilter(programs.filter, clause)
+		pass, err := budget.EvalFilter(filter, clause)
 		if err != nil {
-			return assessment{bindingObserved: true, placed: true, evaluationError: true, reason: evaluationReason(err),
+			return nil, &assessment{bindingObserved: true, placed: true, evaluationError: true, reason: evaluationReason(err),
 				message: fmt.Sprintf("%v (on %s)", err, clauseKey(clause))}
 		}
 		if pass {
@@ -273,13 +301,29 @@ func assessStage(clk clock.PassiveClock, programs compiledStage, bp *ksv1alpha1.
 		}
 	}
 	if len(selected) == 0 {
-		return assessment{bindingObserved: true, placed: true, reason: v1alpha1.ReasonNoObjectsSelected,
+		return nil, &assessment{bindingObserved: true, placed: true, reason: v1alpha1.ReasonNoObjectsSelected,
 			message: fmt.Sprintf("no workload object of Binding %s passes the stage's filter, so its condition cannot hold yet", binding.Name)}
 	}
+	return selected, nil
+}
 
-	index := combinedStatusIndex(statuses, bp)
-	var missing, unmet, failing []string
-	var evaluations []Evaluation
+// objectVerdicts is what the stage's expressions say of its selected objects.
+type objectVerdicts struct {
+	// total is how many objects were selected; missing, unmet and failing
+	// name those without a CombinedStatus, whose condition does not hold,
+	// and whose failureCondition holds.
+	total                   int
+	missing, unmet, failing []string
+	evaluations             []Evaluation
+}
+
+// judgeObjects evaluates, on the CombinedStatus of each selected object
+// (index), the stage's failureCondition, then its condition, timing each
+// evaluation with clk. It returns the verdicts, or the assessment of an
+// evaluation that failed, which stops the stage.
+func judgeObjects(clk clock.PassiveClock, programs compiledStage, selected []expression.Clause,
+	index map[objectKey]*ksv1alpha1.CombinedStatus, budget *expression.Budget) (objectVerdicts, *assessment) {
+	v := objectVerdicts{total: len(selected)}
 	evaluate := func(p *expression.Program, cs *ksv1alpha1.CombinedStatus, key objectKey) (bool, *assessment) {
 		start := clk.Now()
 		holds, err := budget.EvalCondition(p, cs)
@@ -288,25 +332,25 @@ func assessStage(clk clock.PassiveClock, programs compiledStage, bp *ksv1alpha1.
 			evaluation.Result = "error"
 			return false, &assessment{bindingObserved: true, placed: true, evaluationError: true, reason: evaluationReason(err),
 				message:     fmt.Sprintf("%v (on the CombinedStatus of %s)", err, key),
-				evaluations: append(evaluations, evaluation)}
+				evaluations: append(v.evaluations, evaluation)}
 		}
-		evaluations = append(evaluations, evaluation)
+		v.evaluations = append(v.evaluations, evaluation)
 		return holds, nil
 	}
 	for _, clause := range selected {
 		key := clauseKey(clause)
 		cs, ok := index[key]
 		if !ok {
-			missing = append(missing, key.String())
+			v.missing = append(v.missing, key.String())
 			continue
 		}
 		if programs.failureCondition != nil {
 			fails, stop := evaluate(programs.failureCondition, cs, key)
 			if stop != nil {
-				return *stop
+				return v, stop
 			}
 			if fails {
-				failing = append(failing, key.String())
+				v.failing = append(v.failing, key.String())
 				continue
 			}
 		}
@@ -315,36 +359,41 @@ func assessStage(clk clock.PassiveClock, programs compiledStage, bp *ksv1alpha1.
 		}
 		holds, stop := evaluate(programs.condition, cs, key)
 		if stop != nil {
-			return *stop
+			return v, stop
 		}
 		if !holds {
-			unmet = append(unmet, key.String())
+			v.unmet = append(v.unmet, key.String())
 		}
 	}
-	total := len(selected)
-	passing := total - len(missing) - len(unmet) - len(failing)
-	result := func(a assessment) assessment {
-		a.bindingObserved, a.placed, a.evaluations = true, true, evaluations
-		return a
-	}
+	return v, nil
+}
+
+// assessment says what the verdicts mean for a stage placed on clusters
+// clusters, which has no condition (only a failureCondition) when
+// noCondition: failed, done, or what it waits for.
+func (v objectVerdicts) assessment(noCondition bool, clusters int) assessment {
+	passing := v.total - len(v.missing) - len(v.unmet) - len(v.failing)
+	a := assessment{bindingObserved: true, placed: true, evaluations: v.evaluations}
 	switch {
-	case len(failing) > 0:
-		return result(assessment{failed: true, reason: v1alpha1.ReasonFailureConditionMet,
-			message: fmt.Sprintf("failureCondition holds for %s", nameSome(failing))})
-	case programs.condition == nil:
-		return result(assessment{satisfied: true, reason: v1alpha1.ReasonStageAdvanced,
-			message: fmt.Sprintf("failureCondition holds for none of the %d object(s) reported on %d cluster(s); the stage has no condition", total-len(missing), clusters)})
-	case len(missing) > 0:
-		return result(assessment{reason: v1alpha1.ReasonWaitingForStatus,
-			message: fmt.Sprintf("condition holds for %d of %d object(s); waiting for KubeStellar's CombinedStatus of %s (does the downsync clause name a status collector?)",
-				passing, total, nameSome(missing))})
-	case len(unmet) > 0:
-		return result(assessment{reason: v1alpha1.ReasonConditionNotMet,
-			message: fmt.Sprintf("condition holds for %d of %d object(s); not yet for %s", passing, total, nameSome(unmet))})
+	case len(v.failing) > 0:
+		a.failed, a.reason = true, v1alpha1.ReasonFailureConditionMet
+		a.message = fmt.Sprintf("failureCondition holds for %s", nameSome(v.failing))
+	case noCondition:
+		a.satisfied, a.reason = true, v1alpha1.ReasonStageAdvanced
+		a.message = fmt.Sprintf("failureCondition holds for none of the %d object(s) reported on %d cluster(s); the stage has no condition",
+			v.total-len(v.missing), clusters)
+	case len(v.missing) > 0:
+		a.reason = v1alpha1.ReasonWaitingForStatus
+		a.message = fmt.Sprintf("condition holds for %d of %d object(s); waiting for KubeStellar's CombinedStatus of %s (does the downsync clause name a status collector?)",
+			passing, v.total, nameSome(v.missing))
+	case len(v.unmet) > 0:
+		a.reason = v1alpha1.ReasonConditionNotMet
+		a.message = fmt.Sprintf("condition holds for %d of %d object(s); not yet for %s", passing, v.total, nameSome(v.unmet))
 	default:
-		return result(assessment{satisfied: true, reason: v1alpha1.ReasonStageAdvanced,
-			message: fmt.Sprintf("condition holds for all %d object(s) on %d cluster(s)", total, clusters)})
+		a.satisfied, a.reason = true, v1alpha1.ReasonStageAdvanced
+		a.message = fmt.Sprintf("condition holds for all %d object(s) on %d cluster(s)", v.total, clusters)
 	}
+	return a
 }
 
 // nameSome lists up to maxNamedObjects names, sorted, and says how many more there are.

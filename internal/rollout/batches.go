@@ -153,6 +153,8 @@ type batches struct {
 	filling bool
 	// unplaced is how many selected clusters have no BindingPolicy yet.
 	unplaced int
+	// selected are the clusters the census names, sorted.
+	selected []string
 	// clusterBPs are the BindingPolicies of the selected clusters placed;
 	// allResolved says KubeStellar has resolved every one of them.
 	clusterBPs  []*ksv1alpha1.BindingPolicy
@@ -206,7 +208,7 @@ func assessBatches(snap *Snapshot, active int, clk clock.PassiveClock, programs 
 		at, ours := placedAt(snap.key, policy, stage.Name, record, bp)
 		if !ours {
 			// Its owner reference is all that says it is the policy's:
-			// placeBatch takes it over when the stage's order reaches
+			// clusterPlacements takes it over when the stage's order reaches
 			// its cluster.
 			continue
 		}
@@ -229,7 +231,7 @@ func assessBatches(snap *Snapshot, active int, clk clock.PassiveClock, programs 
 	})
 
 	total := len(selected)
-	result := batches{unplaced: total - len(placed), allResolved: true}
+	result := batches{unplaced: total - len(placed), allResolved: true, selected: selected}
 	for _, c := range placed {
 		result.clusterBPs = append(result.clusterBPs, c.bp)
 		result.allResolved = result.allResolved && resolved(snap, c.bp)
@@ -445,11 +447,12 @@ func clusterStates(placed []placedCluster) []v1alpha1.ClusterStatus {
 	return states
 }
 
-// placeBatch is the change that brings a placed cluster's BindingPolicy in
-// line with the spec, or places the next cluster of a stage placed in
-// batches; it reports whether there is one. The next cluster goes
-// at once while its batch fills, and once the batch before is done (and
-// soaked: satisfied) when it starts a batch.
+// clusterPlacements are the Placements of a stage placed in batches
+// (ReasonCluster): each placed cluster's, in line with the spec, then,
+// when the batch allows it, the next cluster's, sealed. The next cluster
+// goes at once while its batch fills, and once the batch before is done
+// (and soaked: soaked) when it starts a batch, with the Event of the
+// batch's start.
 //
 // Plan's rule 16: a stage placed in batches (maxConcurrency) brings its
 // clusters' BindingPolicies in line with the spec, then places the next
@@ -463,48 +466,28 @@ func clusterStates(placed []placedCluster) []v1alpha1.ClusterStatus {
 // allow, or one in the canary batch, stall the rollout
 // (FailureBudgetExceeded) and place nothing more; the stage is done once
 // every cluster is placed and none is Progressing, one at least Succeeded.
-func placeBatch(snap *Snapshot, active int, b batches, satisfied bool) (Action, bool) {
+func clusterPlacements(snap *Snapshot, active int, b batches, soaked bool) []Placement {
 	policy := snap.Policy
 	stage := policy.Spec.Stages[active]
-	placed := make([]Placement, 0, len(b.clusterBPs))
+	want := make([]Placement, 0, len(b.clusterBPs)+1)
 	for _, bp := range b.clusterBPs {
-		placed = append(placed, Placement{BP: ClusterBindingPolicy(policy, stage, bp.Labels[v1alpha1.ClusterLabel]),
+		want = append(want, Placement{BP: ClusterBindingPolicy(policy, stage, bp.Labels[v1alpha1.ClusterLabel]),
 			Reason: ReasonCluster, Revision: policy.Status.UpdateRevision})
 	}
-	if action, ok := diffPlacement(snap, placed); ok {
-		return action, true
-	}
 	first := b.clusters != nil && b.clusters.Placed == 0
-	if b.place == "" || b.stalled || !b.filling && !satisfied && !first {
-		return Action{}, false
+	if b.place == "" || b.stalled || !b.filling && !soaked && !first {
+		return want
 	}
 	bp := ClusterBindingPolicy(policy, stage, b.place)
 	bp.Annotations = map[string]string{v1alpha1.PlacedAnnotation: snap.key.Placement(policy.UID, stage.Name, policy.Status.UpdateRevision, b.place, snap.Now.Time)}
-	action := createBindingPolicy(snap, bp, fmt.Sprintf("stage %q places cluster %s", stage.Name, b.place))
-	if action.Type != ActionCreateBindingPolicy {
-		return action, true
-	}
-	switch existing := findBindingPolicy(snap.BindingPolicies, bp.Name); {
-	case existing == nil:
-	case existing.DeletionTimestamp != nil:
-		// The cluster left and came back: wait for it to go.
-		return Action{Type: ActionNone, Why: fmt.Sprintf("BindingPolicy %s is being deleted; waiting to create it again", bp.Name)}, true
-	default:
-		// The policy's by its owner reference, but not counted as placed
-		// (unsealed and not in the record, or its labels changed): the
-		// stager places the cluster by taking it over, sealed now.
-		updated := inLineWith(existing, bp)
-		updated.Annotations = MergeLabels(updated.Annotations, bp.Annotations)
-		action = Action{Type: ActionUpdateBindingPolicy, BindingPolicy: updated,
-			Why: fmt.Sprintf("stage %q places cluster %s through BindingPolicy %s, which it had not placed", stage.Name, b.place, bp.Name)}
-	}
+	next := Placement{BP: bp, Reason: ReasonCluster, Revision: policy.Status.UpdateRevision, Marked: true}
 	if !b.filling {
 		firstSize, size, _ := batchSizes(stage, int(b.clusters.Total))
 		n := batchNumber(int(b.clusters.Placed)+1, firstSize, size)
-		action.Events = []Event{{Type: corev1.EventTypeNormal, Reason: v1alpha1.EventReasonBatchStarted,
+		next.Events = []Event{{Type: corev1.EventTypeNormal, Reason: v1alpha1.EventReasonBatchStarted,
 			Note: fmt.Sprintf("stage %q: batch %d of %d started with cluster %s", stage.Name, n, b.clusters.Batches, b.place)}}
 	}
-	return action, true
+	return append(want, next)
 }
 
 // withClusters records in the status of an action that moves the rollout

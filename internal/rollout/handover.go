@@ -37,8 +37,9 @@ import (
 // the record that the stage was done, whatever its condition says by then
 // and across a restart of the stager.
 
-// handover returns the BindingPolicy of the stage after the active one,
-// marked as handed over from the active stage (HandedOverFromAnnotation),
+// handover returns the Placement of the stage after the active one
+// (ReasonHandedOver), its BindingPolicy marked as handed over from the
+// active stage (HandedOverFromAnnotation),
 // when the active stage is done and the next one starts without approval:
 // it is created before the status records the advance, which puts one
 // write, not two, between the CombinedStatus that completes a stage and the
@@ -54,16 +55,16 @@ import (
 // next stage needs approval, a BindingPolicy of its name exists, the next
 // stage is placed in batches, or the active stage's start is not recorded),
 // the status records the advance first.
-func handover(snap *Snapshot, active int) (*ksv1alpha1.BindingPolicy, bool) {
+func handover(snap *Snapshot, active int) (Placement, bool) {
 	policy := snap.Policy
 	token, ok := handoverToken(snap.key, policy, active)
 	next := policy.Spec.Stages[active+1]
 	if !ok || next.Approval == v1alpha1.ApprovalRequired || next.Batched() || snap.NextBindingPolicy != nil {
-		return nil, false
+		return Placement{}, false
 	}
 	bp := DesiredBindingPolicy(policy, next)
 	bp.Annotations = map[string]string{v1alpha1.HandedOverFromAnnotation: token}
-	return bp, true
+	return Placement{BP: bp, Reason: ReasonHandedOver, Revision: policy.Status.UpdateRevision, Marked: true}, true
 }
 
 // HandedOver reports whether next, the BindingPolicy of the stage after the

@@ -66,6 +66,20 @@ func TestSurplusWaits(t *testing.T) {
 				return f.alsoBP(superseded).Snapshot, superseded, &batches{unplaced: 1, allResolved: true}
 			},
 			resolve: func(_ *Snapshot, b *batches) { b.unplaced = 0 }},
+		{name: "a batched stage's cluster one of a superseded revision waits for the cluster's own", kind: WaitClusterResolved,
+			snap: func() (*Snapshot, *ksv1alpha1.BindingPolicy, *batches) {
+				f := batched(fleetStage(nil))
+				f.Policy.Status.UpdateRevision = "v2"
+				before := f.Policy.DeepCopy()
+				before.Status.UpdateRevision = "v1"
+				superseded := resolvedAs(ClusterBindingPolicy(before, before.Spec.Stages[2], "store-a"), "bp-store-a-v1", muchEarlier)
+				return f.alsoBP(superseded).Snapshot, superseded, &batches{selected: []string{"store-a", "store-b"}, allResolved: true}
+			},
+			resolve: func(s *Snapshot, _ *batches) {
+				own := resolvedAs(ClusterBindingPolicy(s.Policy, s.Policy.Spec.Stages[2], "store-a"), "bp-store-a-v2", earlier)
+				s.BindingPolicies = append(s.BindingPolicies, *own)
+				s.Bindings = append(s.Bindings, *bindingFor(own))
+			}},
 		{name: "an accumulated stage's cluster one waits for the stage-wide one", kind: WaitStageWideResolved,
 			snap: func() (*Snapshot, *ksv1alpha1.BindingPolicy, *batches) {
 				f := at("test", dev, stage("test")).with(func(s *Snapshot) { s.Policy.Spec.Placement = v1alpha1.PlacementAccumulate })
@@ -194,6 +208,15 @@ func heldOrWaiting(snap *Snapshot, bp *ksv1alpha1.BindingPolicy) string {
 			}
 		}
 	}
+	// A cluster of the batched active stage keeps its BindingPolicy of
+	// another revision until its own of the update revision is resolved,
+	// while the stage selects it.
+	if c := bp.Labels[v1alpha1.ClusterLabel]; c != "" && stage.Batched() && stageName == stage.Name && snap.Binding != nil &&
+		bp.Name != v1alpha1.ClusterBindingPolicyName(p.Name, stage.Name, p.Status.UpdateRevision, c) &&
+		slices.ContainsFunc(snap.Binding.Spec.Destinations, func(d ksv1alpha1.Destination) bool { return d.ClusterId == c }) &&
+		!resolved(snap, findBindingPolicy(snap.BindingPolicies, v1alpha1.ClusterBindingPolicyName(p.Name, stage.Name, p.Status.UpdateRevision, c))) {
+		return fmt.Sprintf("cluster %s of the batched stage has no resolved BindingPolicy of the update revision", c)
+	}
 	if bp.Labels[v1alpha1.ClusterLabel] != "" && p.Spec.Placement == v1alpha1.PlacementAccumulate && index >= 0 && index < active &&
 		!resolved(snap, findBindingPolicy(snap.BindingPolicies, p.StageBindingPolicyName(stageName))) {
 		return fmt.Sprintf("stage %q's stage-wide BindingPolicy is not resolved", stageName)
@@ -269,6 +292,15 @@ func randomPlacementSnapshot(rt *rapid.T) *Snapshot {
 				bp.Annotations = map[string]string{v1alpha1.PlacedAnnotation: SealedPlacement(p.UID, s.Name, update, c, earlier.Time)}
 			}
 			addBP(bp, s.Name+"-"+c)
+		}
+		// A cluster's own BindingPolicy of a superseded revision, from
+		// when the stage was placed in batches at that revision.
+		superseded := p.DeepCopy()
+		superseded.Status.UpdateRevision = "v1"
+		if update != "v1" {
+			for _, c := range clustersOf {
+				addBP(resolvedAs(ClusterBindingPolicy(superseded, s, c), types.UID("bp-"+s.Name+"-v1-"+c), muchEarlier), s.Name+"-v1-"+c)
+			}
 		}
 	}
 	// What rules 4, 13 and 14 would create or update first is in place,

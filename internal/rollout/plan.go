@@ -167,13 +167,18 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //  10. StageApprovals are kept one per stage that asks for one, in line with the policy (approvalRequests);
 //  11. an approved stage whose placement changed awaits approval again (approvedPlacementChanged);
 //  12. a stage awaiting approval places nothing until it is approved (approvalGate);
-//  13. the active stage's BindingPolicy, or its census, is placed and in line with the spec (placeStages, activePlacement);
+//  13. the active stage's BindingPolicy, or its census, is placed and in line with the spec (placeStages, desiredPlacement, activePlacement);
 //  14. the accumulated stages' and the kept revisions' BindingPolicies are placed and in line (placeStages, accumulated, keptRevisionPlacements);
 //  15. the stage is assessed, soaked and its analyses judged; a failed stage's failure is recorded (planAfterAssessment);
-//  16. a stage placed in batches places its next cluster or stops at its failure budget (placeBatch, assessBatches);
+//  16. a stage placed in batches places its next cluster or stops at its failure budget (clusterPlacements, assessBatches);
 //  17. a done stage hands over to the next, or withdraws a handover the next stage's approval forbids (handover, withdrawnHandover);
 //  18. BindingPolicies no Placement holds are deleted once their waits are over, make-before-break (deleteSurplus, heldPlacements, surplusWaits);
 //  19. the status is brought up to date, with its Events, each once (progressAction).
+//
+// Rules 13, 14, 16 and 17 write the Placements of desiredPlacement, each
+// BindingPolicy with the Reason it is kept, through one diff
+// (diffPlacement): 13 and 14 before the assessment, 16 and 17 after it;
+// rule 18 deletes its surplus.
 //
 // Every BindingPolicy Plan creates (rules 4, 13, 14, 16, 17) goes through
 // createBindingPolicy, which blocks the rollout (BindingPolicyConflict)
@@ -281,7 +286,8 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 		return approvalGate(snap, active)
 	}
 	current := snap.ActiveBindingPolicy
-	if action, ok := placeStages(snap, active); ok {
+	want := desiredPlacement(snap, active)
+	if action, ok := placeStages(snap, active, want.stages); ok {
 		return action
 	}
 
@@ -289,26 +295,26 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 	// cannot leave them none, which would make them inconclusive.
 	an := assessAnalyses(snap, active, programs[active].analyses, engine.NewBudget())
 	budget := engine.NewBudget()
-	if stage.Batched() {
+	if want.batched() {
 		b := assessBatches(snap, active, cfg.clock, programs[active], current, budget)
-		action := planAfterAssessment(snap, active, current, b.assessment, &b, an)
+		action := planAfterAssessment(snap, want, b.assessment, &b, an)
 		action.Evaluations = b.evaluations
 		return action
 	}
 	result := assessStage(cfg.clock, programs[active], current, snap.Binding, snap.CombinedStatuses, budget)
-	action := planAfterAssessment(snap, active, current, result, nil, an)
+	action := planAfterAssessment(snap, want, result, nil, an)
 	action.Evaluations = result.evaluations
 	return action
 }
 
-// placeStages is Plan's rules 13 and 14, one diff (diffPlacement) over,
-// in this order, the active stage's Placement (activePlacement), the
-// accumulated stages' (accumulated) and the kept revisions'
-// (keptRevisionPlacements). The active stage's BindingPolicy gone, or
-// going, after the stage handed over records the advance (rule 15) instead
-// of placing the done stage again. It reports whether it has a change to
-// make.
-func placeStages(snap *Snapshot, active int) (Action, bool) {
+// placeStages is Plan's rules 13 and 14, one diff (diffPlacement) over
+// the stages' Placements of desiredPlacement, in this order: the active
+// stage's (activePlacement), the accumulated stages' (accumulated) and the
+// kept revisions' (keptRevisionPlacements). The active stage's
+// BindingPolicy gone, or going, after the stage handed over records the
+// advance (rule 15) instead of placing the done stage again. It reports
+// whether it has a change to make.
+func placeStages(snap *Snapshot, active int, stages []Placement) (Action, bool) {
 	current := snap.ActiveBindingPolicy
 	if (current == nil || OwnedBy(current, snap.Policy) && current.DeletionTimestamp != nil) &&
 		snap.key.HandedOver(snap.Policy, snap.NextBindingPolicy, active) {
@@ -316,8 +322,7 @@ func placeStages(snap *Snapshot, active int) (Action, bool) {
 		// before the status said so.
 		return recordHandover(snap, active, assessment{}), true
 	}
-	want := append([]Placement{activePlacement(snap.Policy, active)}, accumulated(snap.Policy, active)...)
-	return diffPlacement(snap, append(want, keptRevisionPlacements(snap.Policy, active)...))
+	return diffPlacement(snap, stages)
 }
 
 // activePlacement is Plan's rule 13: the active stage's BindingPolicy at
@@ -384,9 +389,11 @@ func nameTaken(snap *Snapshot, name string) bool {
 // its limit, or (with onFailure Abort) a stage placed in batches over its
 // failure budget, fails: the status records the failure, which rule 4 or 6
 // then acts on (analysis.go); a stage whose analyses still run is not done,
-// and its next measurement requeues it. Rules 16 to 19 follow from here.
-func planAfterAssessment(snap *Snapshot, active int, current *ksv1alpha1.BindingPolicy, result assessment, b *batches, an analyses) Action {
-	policy := snap.Policy
+// and its next measurement requeues it. Rules 16 to 19 follow from here:
+// rules 16 and 17 are one diff over the Placements the assessment adds to
+// want, the active stage's desiredPlacement; rule 18 deletes its surplus.
+func planAfterAssessment(snap *Snapshot, want *placements, result assessment, b *batches, an analyses) Action {
+	policy, active := snap.Policy, want.active
 	stage := policy.Spec.Stages[active]
 	final := active == len(policy.Spec.Stages)-1
 	var soakFrom *metav1.Time
@@ -411,19 +418,15 @@ func planAfterAssessment(snap *Snapshot, active int, current *ksv1alpha1.Binding
 	case b != nil && result.reason == v1alpha1.ReasonFailureBudgetExceeded && stage.OnFailure == v1alpha1.FailureAbort:
 		return withClusters(failStage(snap, active, an, v1alpha1.ReasonFailureBudgetExceeded, result.message), policy, active, b)
 	}
-	if b != nil {
-		if action, ok := placeBatch(snap, active, *b, result.satisfied); ok {
-			return action
-		}
+	gated := an.gate(result)
+	// The handover's write is not the status: the analyses' last
+	// measurements are recorded first.
+	want.assess(assessed{b: b, soaked: result.satisfied, done: gated.satisfied && !final && !an.changed})
+	if action, ok := diffPlacement(snap, want.assessed); ok {
+		return action
 	}
-	result = an.gate(result)
+	result = gated
 	if result.satisfied && !final {
-		// The handover's write is not the status: the analyses' last
-		// measurements are recorded first.
-		if next, ok := handover(snap, active); ok && !an.changed {
-			return createBindingPolicy(snap, next,
-				fmt.Sprintf("stage %q is done: placing stage %q before the status records it", stage.Name, policy.Spec.Stages[active+1].Name))
-		}
 		return withAnalyses(withClusters(advance(policy, active, result, snap.Now), policy, active, b), policy, active, an)
 	}
 	result, deadline, deadlineLeft := progressDeadline(policy, active, result, snap.Now)
@@ -433,7 +436,7 @@ func planAfterAssessment(snap *Snapshot, active int, current *ksv1alpha1.Binding
 	}
 
 	if result.bindingObserved && result.placed {
-		if action, ok := deleteSurplus(snap, active, current, b); ok {
+		if action, ok := deleteSurplus(want.surplus()); ok {
 			return action
 		}
 	}
@@ -459,14 +462,14 @@ func accumulated(policy *v1alpha1.StagedBindingPolicy, active int) []Placement {
 
 // deleteSurplus is Plan's rule 18, make-before-break: once the active
 // stage's Binding places the workload on a cluster, it deletes the first
-// BindingPolicy of the policy that no Placement the rollout holds names
-// (heldPlacements) and whose waits are over (surplusWaits). Held are the
-// active stage's, the earlier stages' under Accumulate, those of the
+// BindingPolicy of the policy that no Placement of desiredPlacement names
+// (surplus) and whose waits are over (surplusWaits). Placed or held are
+// the active stage's, the earlier stages' under Accumulate, those of the
 // revision each stage from the active one on keeps, and the clusters' own
-// of a stage placed in batches (b not nil). It reports whether it has a
-// change to make.
-func deleteSurplus(snap *Snapshot, active int, current *ksv1alpha1.BindingPolicy, b *batches) (Action, bool) {
-	gone, _ := firstGone(surplusOf(snap, heldPlacements(snap, active, current, b), surplusWaits(snap, active, b)))
+// of a stage placed in batches (heldPlacements). It reports whether it has
+// a change to make.
+func deleteSurplus(surplus []Surplus) (Action, bool) {
+	gone, _ := firstGone(surplus)
 	if gone == nil {
 		return Action{}, false
 	}

@@ -111,18 +111,14 @@ func narrowDownsync(clauses []ksv1alpha1.DownsyncPolicyClause, anyOf ...metav1.L
 // revisionsKept are the BindingPolicies of the revision each stage from
 // the active one on keeps (its record's): the active stage keeps it until
 // it is done on the update revision, later stages until the rollout
-// reaches them.
+// reaches them. Those at the update revision are rule 18's to hold, not
+// rule 14's to create (heldPlacements).
 func revisionsKept(policy *v1alpha1.StagedBindingPolicy, active int) []Placement {
 	var kept []Placement
 	for i := active; i < len(policy.Spec.Stages); i++ {
 		stage := policy.Spec.Stages[i]
 		record := policy.Status.StageNamed(stage.Name)
 		if record == nil || record.Revision == "" {
-			continue
-		}
-		if i == active && stage.Batched() && record.Revision == policy.Status.UpdateRevision {
-			// Its clusters' own BindingPolicies place that revision;
-			// WaitEveryClusterResolved says how long the stage-wide one stays.
 			continue
 		}
 		kept = append(kept, Placement{BP: RevisionBindingPolicy(policy, stage, record.Revision), Reason: ReasonKeptRevision, Revision: record.Revision})
