@@ -18,7 +18,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 
@@ -130,37 +129,6 @@ func (r nameRules) policyAdmitted(t *testing.T, name string) bool {
 		admits(t, r.policy, map[string]any{"metadata": map[string]any{"name": name}})
 }
 
-// generated is what a generated name stands for.
-type generated struct {
-	kind, policy, stage, revision, cluster string
-}
-
-// parse reads a generated name by its grammar (see bindingPolicyInfix).
-func parse(name string) (generated, bool) {
-	parts := strings.Split(name, ".")
-	i := slices.Index(parts, "stage")
-	if i < 1 || i+1 >= len(parts) {
-		return generated{}, false
-	}
-	g := generated{policy: strings.Join(parts[:i], "."), stage: parts[i+1]}
-	rest := parts[i+2:]
-	switch {
-	case len(rest) == 0:
-		g.kind = "stage"
-	case len(rest) == 2 && rest[0] == "clusters" && rest[1] == "selected":
-		g.kind = "census"
-	case len(rest) >= 2 && rest[0] == "on":
-		g.kind, g.cluster = "cluster", strings.Join(rest[1:], ".")
-	case len(rest) == 1:
-		g.kind, g.revision = "revision", rest[0]
-	case len(rest) >= 3 && rest[1] == "on":
-		g.kind, g.revision, g.cluster = "cluster", rest[0], strings.Join(rest[2:], ".")
-	default:
-		return generated{}, false
-	}
-	return g, true
-}
-
 // tricky are the parts the grammar gives a meaning to, and a few others;
 // names are drawn mostly from them, so that collisions are tried often.
 var tricky = []string{"stage", "on", "clusters", "selected", "web", "prod", "c1", "s", "a-b", "0"}
@@ -177,28 +145,28 @@ func dotted(max int) *rapid.Generator[string] {
 	})
 }
 
-// names returns every generated name of a tuple, by kind: a revision of ""
-// is the placement without spec.revision.
-func names(policy, stage, revision, cluster string) map[generated]string {
-	out := map[generated]string{
-		{kind: "stage", policy: policy, stage: stage}:  v1alpha1.BindingPolicyName(policy, stage),
-		{kind: "census", policy: policy, stage: stage}: v1alpha1.CensusBindingPolicyName(policy, stage),
-		{kind: "cluster", policy: policy, stage: stage, revision: revision, cluster: cluster}: v1alpha1.ClusterBindingPolicyName(
-			policy, stage, revision, cluster),
+// names returns every generated name of a tuple, by what it names: a
+// revision of "" is the placement without spec.revision.
+func names(policy, stage, revision, cluster string) map[v1alpha1.PlacementName]string {
+	out := map[v1alpha1.PlacementName]string{
+		v1alpha1.StagePlacement(policy, stage):                          v1alpha1.BindingPolicyName(policy, stage),
+		v1alpha1.StageCensus(policy, stage):                             v1alpha1.CensusBindingPolicyName(policy, stage),
+		v1alpha1.StagePlacement(policy, stage).At(revision).On(cluster): v1alpha1.ClusterBindingPolicyName(policy, stage, revision, cluster),
 	}
 	if revision != "" {
-		out[generated{kind: "revision", policy: policy, stage: stage, revision: revision}] = v1alpha1.RevisionBindingPolicyName(policy, stage, revision)
+		out[v1alpha1.StagePlacement(policy, stage).At(revision)] = v1alpha1.RevisionBindingPolicyName(policy, stage, revision)
 	}
 	return out
 }
 
 // TestGeneratedNamesParse: for policy, stage and revision names the CRD
 // admits, and any cluster name (a DNS subdomain, dots and all: KubeStellar
-// takes it from OCM), every generated name parses back into the tuple it
-// was made from, so no two tuples share a name, across policies and kinds.
-// The StageApproval of a stage is named as its BindingPolicy. The rules are
-// read from the generated CRD, and TestNameRulesOfTheAPIServer checks that
-// a real API server applies them so.
+// takes it from OCM), every name the name functions generate is the String
+// of the PlacementName it stands for, and ParsePlacementName reads it back
+// into that PlacementName. The StageApproval of a stage is named as its
+// BindingPolicy. The rules are read from the generated CRD, and
+// TestNameRulesOfTheAPIServer checks that a real API server applies them
+// so.
 func TestGeneratedNamesParse(t *testing.T) {
 	rules := loadNameRules(t)
 	rapid.Check(t, func(rt *rapid.T) {
@@ -207,12 +175,15 @@ func TestGeneratedNamesParse(t *testing.T) {
 		revision := rapid.OneOf(rapid.Just(""), part().Filter(func(n string) bool { return rules.revision.admits(t, n) })).Draw(rt, "revision")
 		cluster := dotted(3).Filter(func(n string) bool { return len(validation.IsDNS1123Subdomain(n)) == 0 }).Draw(rt, "cluster")
 		for want, name := range names(policy, stage, revision, cluster) {
-			got, ok := parse(name)
-			if !ok || got != want {
-				rt.Fatalf("%s parses as %+v (%v), want %+v", name, got, ok, want)
+			if want.String() != name {
+				rt.Fatalf("%#v: String %s, the name functions %s", want, want, name)
+			}
+			got, err := v1alpha1.ParsePlacementName(name)
+			if err != nil || got != want {
+				rt.Fatalf("%s parses as %#v (%v), want %#v", name, got, err, want)
 			}
 		}
-		if v1alpha1.StageApprovalName(policy, stage) != v1alpha1.BindingPolicyName(policy, stage) {
+		if v1alpha1.StageApprovalName(policy, stage) != v1alpha1.StagePlacement(policy, stage).String() {
 			rt.Fatalf("StageApproval %s is not named as its stage's BindingPolicy", v1alpha1.StageApprovalName(policy, stage))
 		}
 	})
