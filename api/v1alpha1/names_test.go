@@ -32,8 +32,8 @@ import (
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 )
 
-// crdPath is the generated CRD of StagedBindingPolicy, whose rules the
-// property below draws its names under.
+// crdPath is the generated CRD of StagedBindingPolicy, whose rules
+// TestPlacementNameRoundTrip draws its names under.
 const crdPath = "../../config/crd/bases/community.kubestellar.io_stagedbindingpolicies.yaml"
 
 // nameRules are the CRD's rules on the names that go into generated names.
@@ -145,57 +145,13 @@ func dotted(max int) *rapid.Generator[string] {
 	})
 }
 
-// names returns every generated name of a tuple, by what it names: a
-// revision of "" is the placement without spec.revision.
-func names(policy, stage, revision, cluster string) map[v1alpha1.PlacementName]string {
-	out := map[v1alpha1.PlacementName]string{
-		v1alpha1.StagePlacement(policy, stage):                          v1alpha1.BindingPolicyName(policy, stage),
-		v1alpha1.StageCensus(policy, stage):                             v1alpha1.CensusBindingPolicyName(policy, stage),
-		v1alpha1.StagePlacement(policy, stage).At(revision).On(cluster): v1alpha1.ClusterBindingPolicyName(policy, stage, revision, cluster),
-	}
-	if revision != "" {
-		out[v1alpha1.StagePlacement(policy, stage).At(revision)] = v1alpha1.RevisionBindingPolicyName(policy, stage, revision)
-	}
-	return out
-}
-
-// TestGeneratedNamesParse: for policy, stage and revision names the CRD
-// admits, and any cluster name (a DNS subdomain, dots and all: KubeStellar
-// takes it from OCM), every name the name functions generate is the String
-// of the PlacementName it stands for, and ParsePlacementName reads it back
-// into that PlacementName. The StageApproval of a stage is named as its
-// BindingPolicy. The rules are read from the generated CRD, and
-// TestNameRulesOfTheAPIServer checks that a real API server applies them
-// so.
-func TestGeneratedNamesParse(t *testing.T) {
-	rules := loadNameRules(t)
-	rapid.Check(t, func(rt *rapid.T) {
-		policy := dotted(4).Filter(func(n string) bool { return rules.policyAdmitted(t, n) }).Draw(rt, "policy")
-		stage := part().Filter(func(n string) bool { return rules.stage.admits(t, n) }).Draw(rt, "stage")
-		revision := rapid.OneOf(rapid.Just(""), part().Filter(func(n string) bool { return rules.revision.admits(t, n) })).Draw(rt, "revision")
-		cluster := dotted(3).Filter(func(n string) bool { return len(validation.IsDNS1123Subdomain(n)) == 0 }).Draw(rt, "cluster")
-		for want, name := range names(policy, stage, revision, cluster) {
-			if want.String() != name {
-				rt.Fatalf("%#v: String %s, the name functions %s", want, want, name)
-			}
-			got, err := v1alpha1.ParsePlacementName(name)
-			if err != nil || got != want {
-				rt.Fatalf("%s parses as %#v (%v), want %#v", name, got, err, want)
-			}
-		}
-		if v1alpha1.StageApprovalName(policy, stage) != v1alpha1.StagePlacement(policy, stage).String() {
-			rt.Fatalf("StageApproval %s is not named as its stage's BindingPolicy", v1alpha1.StageApprovalName(policy, stage))
-		}
-	})
-}
-
 // TestNameRulesRejectTheCollision: the names of issue 54 that collided
 // (policy web, stage prod, revision stage, cluster c1; policy
 // web.stage.prod, stage on, revision c1) are no longer both admitted, nor
 // is a revision that would make a cluster's name ambiguous.
 func TestNameRulesRejectTheCollision(t *testing.T) {
 	rules := loadNameRules(t)
-	if v1alpha1.ClusterBindingPolicyName("web", "prod", "stage", "c1") != v1alpha1.RevisionBindingPolicyName("web.stage.prod", "on", "c1") {
+	if v1alpha1.StagePlacement("web", "prod").At("stage").On("c1").String() != v1alpha1.StagePlacement("web.stage.prod", "on").At("c1").String() {
 		t.Fatal("the example does not collide: the test no longer shows what it is for")
 	}
 	for _, name := range []string{"web.stage.prod", "stage", "stage.web", "web.stage"} {

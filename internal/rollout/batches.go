@@ -75,16 +75,6 @@ func ClusterBindingPolicy(policy *v1alpha1.StagedBindingPolicy, stage v1alpha1.S
 	return bp
 }
 
-// StageBindingPolicyName returns the name of the BindingPolicy rule 13
-// keeps for a stage while it is active: its census for a stage placed in
-// batches, else the stage's at the update revision.
-func StageBindingPolicyName(policy *v1alpha1.StagedBindingPolicy, stage v1alpha1.Stage) string {
-	if stage.Batched() {
-		return v1alpha1.StageCensus(policy.Name, stage.Name).String()
-	}
-	return v1alpha1.StagePlacement(policy.Name, stage.Name).At(policy.Status.UpdateRevision).String()
-}
-
 // placesCluster reports whether bp is one that places a cluster of the
 // given stage at the update revision.
 func placesCluster(policy *v1alpha1.StagedBindingPolicy, stage string, bp *ksv1alpha1.BindingPolicy) bool {

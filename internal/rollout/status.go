@@ -52,16 +52,6 @@ func setStarting(status *v1alpha1.StagedBindingPolicyStatus, policy *v1alpha1.St
 		now)
 }
 
-// startedBindingPolicyName is the name of the BindingPolicy a stage that
-// starts creates first, at the given update revision: its census for a
-// stage placed in batches.
-func startedBindingPolicyName(policy *v1alpha1.StagedBindingPolicy, stage v1alpha1.Stage, revision string) string {
-	if stage.Batched() {
-		return v1alpha1.StageCensus(policy.Name, stage.Name).String()
-	}
-	return v1alpha1.StagePlacement(policy.Name, stage.Name).At(revision).String()
-}
-
 // setAwaiting sets the summary of a rollout whose active stage awaits
 // approval, the Progressing condition saying message.
 func setAwaiting(status *v1alpha1.StagedBindingPolicyStatus, policy *v1alpha1.StagedBindingPolicy, stage v1alpha1.Stage,
