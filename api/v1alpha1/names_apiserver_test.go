@@ -55,8 +55,8 @@ func isNameRule(r apiextensionsv1.ValidationRule) bool {
 // TestNameRulesOfTheAPIServer checks, against a real API server, the CRD
 // rules that make generated names unambiguous: the policies of issue 54
 // whose names collided are not both admitted; the API server admits
-// exactly the names TestGeneratedNamesParse draws under (its reading of
-// the generated CRD); and a policy stored before the rules keeps accepting
+// exactly the names TestPlacementNameRoundTrip draws under (its reading
+// of the generated CRD); and a policy stored before the rules keeps accepting
 // updates of its spec and status.
 func TestNameRulesOfTheAPIServer(t *testing.T) {
 	if testing.Short() {

@@ -18,7 +18,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 
@@ -33,8 +32,8 @@ import (
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 )
 
-// crdPath is the generated CRD of StagedBindingPolicy, whose rules the
-// property below draws its names under.
+// crdPath is the generated CRD of StagedBindingPolicy, whose rules
+// TestPlacementNameRoundTrip draws its names under.
 const crdPath = "../../config/crd/bases/community.kubestellar.io_stagedbindingpolicies.yaml"
 
 // nameRules are the CRD's rules on the names that go into generated names.
@@ -130,37 +129,6 @@ func (r nameRules) policyAdmitted(t *testing.T, name string) bool {
 		admits(t, r.policy, map[string]any{"metadata": map[string]any{"name": name}})
 }
 
-// generated is what a generated name stands for.
-type generated struct {
-	kind, policy, stage, revision, cluster string
-}
-
-// parse reads a generated name by its grammar (see bindingPolicyInfix).
-func parse(name string) (generated, bool) {
-	parts := strings.Split(name, ".")
-	i := slices.Index(parts, "stage")
-	if i < 1 || i+1 >= len(parts) {
-		return generated{}, false
-	}
-	g := generated{policy: strings.Join(parts[:i], "."), stage: parts[i+1]}
-	rest := parts[i+2:]
-	switch {
-	case len(rest) == 0:
-		g.kind = "stage"
-	case len(rest) == 2 && rest[0] == "clusters" && rest[1] == "selected":
-		g.kind = "census"
-	case len(rest) >= 2 && rest[0] == "on":
-		g.kind, g.cluster = "cluster", strings.Join(rest[1:], ".")
-	case len(rest) == 1:
-		g.kind, g.revision = "revision", rest[0]
-	case len(rest) >= 3 && rest[1] == "on":
-		g.kind, g.revision, g.cluster = "cluster", rest[0], strings.Join(rest[2:], ".")
-	default:
-		return generated{}, false
-	}
-	return g, true
-}
-
 // tricky are the parts the grammar gives a meaning to, and a few others;
 // names are drawn mostly from them, so that collisions are tried often.
 var tricky = []string{"stage", "on", "clusters", "selected", "web", "prod", "c1", "s", "a-b", "0"}
@@ -177,54 +145,13 @@ func dotted(max int) *rapid.Generator[string] {
 	})
 }
 
-// names returns every generated name of a tuple, by kind: a revision of ""
-// is the placement without spec.revision.
-func names(policy, stage, revision, cluster string) map[generated]string {
-	out := map[generated]string{
-		{kind: "stage", policy: policy, stage: stage}:  v1alpha1.BindingPolicyName(policy, stage),
-		{kind: "census", policy: policy, stage: stage}: v1alpha1.CensusBindingPolicyName(policy, stage),
-		{kind: "cluster", policy: policy, stage: stage, revision: revision, cluster: cluster}: v1alpha1.ClusterBindingPolicyName(
-			policy, stage, revision, cluster),
-	}
-	if revision != "" {
-		out[generated{kind: "revision", policy: policy, stage: stage, revision: revision}] = v1alpha1.RevisionBindingPolicyName(policy, stage, revision)
-	}
-	return out
-}
-
-// TestGeneratedNamesParse: for policy, stage and revision names the CRD
-// admits, and any cluster name (a DNS subdomain, dots and all: KubeStellar
-// takes it from OCM), every generated name parses back into the tuple it
-// was made from, so no two tuples share a name, across policies and kinds.
-// The StageApproval of a stage is named as its BindingPolicy. The rules are
-// read from the generated CRD, and TestNameRulesOfTheAPIServer checks that
-// a real API server applies them so.
-func TestGeneratedNamesParse(t *testing.T) {
-	rules := loadNameRules(t)
-	rapid.Check(t, func(rt *rapid.T) {
-		policy := dotted(4).Filter(func(n string) bool { return rules.policyAdmitted(t, n) }).Draw(rt, "policy")
-		stage := part().Filter(func(n string) bool { return rules.stage.admits(t, n) }).Draw(rt, "stage")
-		revision := rapid.OneOf(rapid.Just(""), part().Filter(func(n string) bool { return rules.revision.admits(t, n) })).Draw(rt, "revision")
-		cluster := dotted(3).Filter(func(n string) bool { return len(validation.IsDNS1123Subdomain(n)) == 0 }).Draw(rt, "cluster")
-		for want, name := range names(policy, stage, revision, cluster) {
-			got, ok := parse(name)
-			if !ok || got != want {
-				rt.Fatalf("%s parses as %+v (%v), want %+v", name, got, ok, want)
-			}
-		}
-		if v1alpha1.StageApprovalName(policy, stage) != v1alpha1.BindingPolicyName(policy, stage) {
-			rt.Fatalf("StageApproval %s is not named as its stage's BindingPolicy", v1alpha1.StageApprovalName(policy, stage))
-		}
-	})
-}
-
 // TestNameRulesRejectTheCollision: the names of issue 54 that collided
 // (policy web, stage prod, revision stage, cluster c1; policy
 // web.stage.prod, stage on, revision c1) are no longer both admitted, nor
 // is a revision that would make a cluster's name ambiguous.
 func TestNameRulesRejectTheCollision(t *testing.T) {
 	rules := loadNameRules(t)
-	if v1alpha1.ClusterBindingPolicyName("web", "prod", "stage", "c1") != v1alpha1.RevisionBindingPolicyName("web.stage.prod", "on", "c1") {
+	if v1alpha1.StagePlacement("web", "prod").At("stage").On("c1").String() != v1alpha1.StagePlacement("web.stage.prod", "on").At("c1").String() {
 		t.Fatal("the example does not collide: the test no longer shows what it is for")
 	}
 	for _, name := range []string{"web.stage.prod", "stage", "stage.web", "web.stage"} {

@@ -91,58 +91,7 @@ const (
 	// revision when spec.revision.labelKey is not set: the recommended
 	// Kubernetes label for an application's version.
 	DefaultRevisionLabelKey = "app.kubernetes.io/version"
-
-	// bindingPolicyInfix joins the policy name and the stage name in the name
-	// of a generated BindingPolicy. Every generated name is
-	// "<policy>.stage.<stage>" followed by nothing, ".<revision>",
-	// ".clusters.selected" or "[.<revision>].on.<cluster>", and has one
-	// parse: the CRD admits no new policy name with a dot-separated part
-	// "stage", so the first such part ends the policy's name; stage and
-	// revision names are DNS labels, one part each; and no revision is
-	// named "on", so a cluster's name, dots and all, is what follows the
-	// "on" after the stage or its revision. Two policies, stages,
-	// revisions or clusters never share a name (TestGeneratedNamesParse).
-	bindingPolicyInfix = ".stage."
 )
-
-// BindingPolicyName returns the name of the BindingPolicy generated for one
-// stage of a StagedBindingPolicy: "<policy>.stage.<stage>".
-func BindingPolicyName(policy, stage string) string {
-	return policy + bindingPolicyInfix + stage
-}
-
-// RevisionBindingPolicyName returns the name of the BindingPolicy that places
-// one revision of one stage: BindingPolicyName for no revision (or
-// Unrevisioned), else
-// "<policy>.stage.<stage>.<revision>".
-func RevisionBindingPolicyName(policy, stage, revision string) string {
-	if revision == "" || revision == Unrevisioned {
-		return BindingPolicyName(policy, stage)
-	}
-	return BindingPolicyName(policy, stage) + "." + revision
-}
-
-// CensusBindingPolicyName returns the name of the BindingPolicy that lists
-// the clusters of a stage placed in batches: it has the stage's
-// clusterSelectors and no downsync, so its Binding names every selected
-// cluster and places nothing. "<policy>.stage.<stage>.clusters.selected":
-// two segments, so that no revision (a DNS label) names it.
-func CensusBindingPolicyName(policy, stage string) string {
-	return BindingPolicyName(policy, stage) + ".clusters.selected"
-}
-
-// ClusterBindingPolicyName returns the name of the BindingPolicy that
-// places one revision of one stage on one cluster, for a stage placed in
-// batches: "<policy>.stage.<stage>[.<revision>].on.<cluster>".
-func ClusterBindingPolicyName(policy, stage, revision, cluster string) string {
-	return RevisionBindingPolicyName(policy, stage, revision) + ".on." + cluster
-}
-
-// StageApprovalName returns the name of the StageApproval of one stage of a
-// StagedBindingPolicy: the name of the stage's BindingPolicy.
-func StageApprovalName(policy, stage string) string {
-	return BindingPolicyName(policy, stage)
-}
 
 // StagedBindingPolicy places a KubeStellar workload stage by stage: it keeps
 // one BindingPolicy for its active stage and moves to the next stage when the
@@ -1106,12 +1055,6 @@ type RolloutFailure struct {
 	// +kubebuilder:validation:MaxLength=256
 	// +optional
 	RestartedAt string `json:"restartedAt,omitempty"`
-}
-
-// StageBindingPolicyName returns the name of the BindingPolicy that places
-// the revision being rolled out (status.updateRevision) on the named stage.
-func (p *StagedBindingPolicy) StageBindingPolicyName(stage string) string {
-	return RevisionBindingPolicyName(p.Name, stage, p.Status.UpdateRevision)
 }
 
 // SpecRevision returns the revision the spec asks to roll out:

@@ -75,7 +75,7 @@ func approvalRequests(snap *Snapshot, active int) (Action, bool) {
 			continue
 		}
 		if index := stageIndex(policy, a.Spec.Stage); index < 0 || !needsApproval(policy, index, active) ||
-			a.Name != v1alpha1.StageApprovalName(policy.Name, a.Spec.Stage) {
+			a.Name != v1alpha1.StagePlacement(policy.Name, a.Spec.Stage).String() {
 			return Action{Type: ActionDeleteStageApproval, StageApproval: a,
 				Why: fmt.Sprintf("no stage of the spec asks for StageApproval %s any more", a.Name)}, true
 		}
@@ -130,7 +130,7 @@ func approvalGate(snap *Snapshot, active int) Action {
 	if !needsApproval(policy, active, active) {
 		return startApprovedStage(policy, active, nil, snap.Now)
 	}
-	name := v1alpha1.StageApprovalName(policy.Name, stage.Name)
+	name := v1alpha1.StagePlacement(policy.Name, stage.Name).String()
 	approval := findApproval(snap.Approvals, name)
 	switch {
 	case approval != nil && !OwnedBy(approval, policy):
@@ -179,7 +179,7 @@ func approvedPlacementChanged(snap *Snapshot, active int) (Action, bool) {
 		return Action{}, false
 	}
 	digest := placementDigest(policy, stage)
-	name := v1alpha1.StageApprovalName(policy.Name, stage.Name)
+	name := v1alpha1.StagePlacement(policy.Name, stage.Name).String()
 	msg := fmt.Sprintf("the spec changes what the stage places since %s approved it: its BindingPolicy stays as approved until StageApproval %s approves the change",
 		orSomeone(record.ApprovedBy), name)
 	switch {
@@ -260,7 +260,7 @@ func awaitApproval(policy *v1alpha1.StagedBindingPolicy, active int, message str
 	if record.ApprovalRequestedTime == nil {
 		record.ApprovalRequestedTime = ptr.To(now)
 	}
-	record.Approval = v1alpha1.StageApprovalName(policy.Name, stage.Name)
+	record.Approval = v1alpha1.StagePlacement(policy.Name, stage.Name).String()
 	record.Message = message
 	setAwaiting(status, policy, stage, fmt.Sprintf("stage %q: %s", stage.Name, message), now)
 	return statusAction(policy, status, Event{}, fmt.Sprintf("stage %q awaits approval", stage.Name))
@@ -277,7 +277,7 @@ func startApprovedStage(policy *v1alpha1.StagedBindingPolicy, active int, approv
 	record.Phase, record.StartTime = v1alpha1.StageActive, ptr.To(now)
 	// The analyses of an earlier approval judged another placement.
 	record.Analyses, record.PlacedTime = nil, nil
-	record.BindingPolicy = StageBindingPolicyName(policy, stage)
+	record.BindingPolicy = v1alpha1.ActivePlacement(policy.Name, stage, policy.Status.UpdateRevision).String()
 	record.Message = "creating the stage's BindingPolicy"
 	var events []Event
 	news := fmt.Sprintf("stage %q started: its approval is no longer required", stage.Name)
@@ -301,7 +301,7 @@ func desiredApproval(policy *v1alpha1.StagedBindingPolicy, stage v1alpha1.Stage,
 	return &v1alpha1.StageApproval{
 		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "StageApproval"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name: v1alpha1.StageApprovalName(policy.Name, stage.Name),
+			Name: v1alpha1.StagePlacement(policy.Name, stage.Name).String(),
 			Labels: map[string]string{
 				v1alpha1.PolicyLabel: policy.Name,
 				v1alpha1.StageLabel:  stage.Name,

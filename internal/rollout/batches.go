@@ -52,7 +52,7 @@ import (
 // a stage placed in batches: the stage's clusterSelectors, no downsync.
 func CensusBindingPolicy(policy *v1alpha1.StagedBindingPolicy, stage v1alpha1.Stage) *ksv1alpha1.BindingPolicy {
 	bp := RevisionBindingPolicy(policy, stage, "")
-	bp.Name = v1alpha1.CensusBindingPolicyName(policy.Name, stage.Name)
+	bp.Name = v1alpha1.StageCensus(policy.Name, stage.Name).String()
 	bp.Spec.Downsync = nil
 	return bp
 }
@@ -62,7 +62,7 @@ func CensusBindingPolicy(policy *v1alpha1.StagedBindingPolicy, stage v1alpha1.St
 // its clusterSelectors narrowed to the cluster's name label.
 func ClusterBindingPolicy(policy *v1alpha1.StagedBindingPolicy, stage v1alpha1.Stage, cluster string) *ksv1alpha1.BindingPolicy {
 	bp := DesiredBindingPolicy(policy, stage)
-	bp.Name = v1alpha1.ClusterBindingPolicyName(policy.Name, stage.Name, policy.Status.UpdateRevision, cluster)
+	bp.Name = v1alpha1.StagePlacement(policy.Name, stage.Name).At(policy.Status.UpdateRevision).On(cluster).String()
 	bp.Labels[v1alpha1.ClusterLabel] = cluster
 	named := metav1.LabelSelectorRequirement{Key: policy.Spec.NameLabelKey(), Operator: metav1.LabelSelectorOpIn, Values: []string{cluster}}
 	selectors := make([]metav1.LabelSelector, 0, len(bp.Spec.ClusterSelectors))
@@ -75,22 +75,12 @@ func ClusterBindingPolicy(policy *v1alpha1.StagedBindingPolicy, stage v1alpha1.S
 	return bp
 }
 
-// StageBindingPolicyName returns the name of the BindingPolicy rule 13
-// keeps for a stage while it is active: its census for a stage placed in
-// batches, else the stage's at the update revision.
-func StageBindingPolicyName(policy *v1alpha1.StagedBindingPolicy, stage v1alpha1.Stage) string {
-	if stage.Batched() {
-		return v1alpha1.CensusBindingPolicyName(policy.Name, stage.Name)
-	}
-	return policy.StageBindingPolicyName(stage.Name)
-}
-
 // placesCluster reports whether bp is one that places a cluster of the
 // given stage at the update revision.
 func placesCluster(policy *v1alpha1.StagedBindingPolicy, stage string, bp *ksv1alpha1.BindingPolicy) bool {
 	cluster := bp.Labels[v1alpha1.ClusterLabel]
 	return cluster != "" && bp.Labels[v1alpha1.StageLabel] == stage &&
-		bp.Name == v1alpha1.ClusterBindingPolicyName(policy.Name, stage, policy.Status.UpdateRevision, cluster)
+		bp.Name == v1alpha1.StagePlacement(policy.Name, stage).At(policy.Status.UpdateRevision).On(cluster).String()
 }
 
 // Placement is the value of PlacedAnnotation, sealed under k, on the
@@ -393,7 +383,7 @@ func unplaceable(policy *v1alpha1.StagedBindingPolicy, stage v1alpha1.Stage, clu
 			return fmt.Sprintf("cluster %q of stage %q cannot be placed by itself: its name is not a DNS label (%s)",
 				c, stage.Name, strings.Join(errs, "; "))
 		}
-		if name := v1alpha1.ClusterBindingPolicyName(policy.Name, stage.Name, policy.Status.UpdateRevision, c); len(name) > validation.LabelValueMaxLength {
+		if name := v1alpha1.StagePlacement(policy.Name, stage.Name).At(policy.Status.UpdateRevision).On(c).String(); len(name) > validation.LabelValueMaxLength {
 			return fmt.Sprintf("cluster %q of stage %q cannot be placed by itself: the name of its BindingPolicy, %s, is longer than the %d characters of KubeStellar's %s label; shorten the policy's or the stage's name",
 				c, stage.Name, name, validation.LabelValueMaxLength, StatusLabelBindingPolicy)
 		}
@@ -534,7 +524,7 @@ func newlyFailed(before *v1alpha1.StageStatus, stage string, after *v1alpha1.Sta
 // revision, its clusters' own BindingPolicies (one at least, every one).
 func keptResolved(snap *Snapshot, stage v1alpha1.Stage, revision string) bool {
 	policy := snap.Policy
-	if bp := findBindingPolicy(snap.BindingPolicies, v1alpha1.RevisionBindingPolicyName(policy.Name, stage.Name, revision)); bp != nil ||
+	if bp := findBindingPolicy(snap.BindingPolicies, v1alpha1.StagePlacement(policy.Name, stage.Name).At(revision).String()); bp != nil ||
 		!stage.Batched() || revision != placedRevision(&policy.Status) {
 		return resolved(snap, bp)
 	}

@@ -79,7 +79,7 @@ func newSnapshot(p *v1alpha1.StagedBindingPolicy, bps ...*ksv1alpha1.BindingPoli
 func activeBPName(p *v1alpha1.StagedBindingPolicy) string {
 	for _, s := range p.Spec.Stages {
 		if s.Name == p.Status.ActiveStage {
-			return p.StageBindingPolicyName(s.Name)
+			return v1alpha1.StagePlacement(p.Name, s.Name).At(p.Status.UpdateRevision).String()
 		}
 	}
 	return ""
@@ -90,7 +90,7 @@ func activeBPName(p *v1alpha1.StagedBindingPolicy) string {
 func nextBPName(p *v1alpha1.StagedBindingPolicy) string {
 	for i, s := range p.Spec.Stages {
 		if s.Name == p.Status.ActiveStage && i+1 < len(p.Spec.Stages) {
-			return p.StageBindingPolicyName(p.Spec.Stages[i+1].Name)
+			return v1alpha1.StagePlacement(p.Name, p.Spec.Stages[i+1].Name).At(p.Status.UpdateRevision).String()
 		}
 	}
 	return ""

@@ -243,6 +243,6 @@ func handedOverAssessment(policy *v1alpha1.StagedBindingPolicy, active int, resu
 	}
 	next := policy.Spec.Stages[active+1]
 	result.message = fmt.Sprintf("the stage was done when BindingPolicy %s of stage %q was created",
-		policy.StageBindingPolicyName(next.Name), next.Name)
+		v1alpha1.StagePlacement(policy.Name, next.Name).At(policy.Status.UpdateRevision).String(), next.Name)
 	return result
 }

@@ -409,7 +409,7 @@ func surplusWaits(snap *Snapshot, active int, b *batches) func(bp *ksv1alpha1.Bi
 		name := bp.Labels[v1alpha1.StageLabel]
 		index := stageIndex(policy, name)
 		if record := policy.Status.StageNamed(name); index >= active && record != nil && record.Revision != "" &&
-			v1alpha1.RevisionBindingPolicyName(policy.Name, record.Name, record.Revision) != bp.Name {
+			v1alpha1.StagePlacement(policy.Name, record.Name).At(record.Revision).String() != bp.Name {
 			stage := policy.Spec.Stages[index]
 			waits = append(waits, Wait{Kind: WaitKeptResolved, Stage: name, Revision: record.Revision, pending: func() string {
 				if keptResolved(snap, stage, record.Revision) {
@@ -423,7 +423,7 @@ func surplusWaits(snap *Snapshot, active int, b *batches) func(bp *ksv1alpha1.Bi
 		// clusters its batches have not reached yet.
 		// b is only given for a stage placed in batches.
 		if stage := policy.Spec.Stages[active]; b != nil && name == stage.Name &&
-			bp.Labels[v1alpha1.ClusterLabel] == "" && bp.Name != v1alpha1.CensusBindingPolicyName(policy.Name, stage.Name) {
+			bp.Labels[v1alpha1.ClusterLabel] == "" && bp.Name != v1alpha1.StageCensus(policy.Name, stage.Name).String() {
 			waits = append(waits, Wait{Kind: WaitEveryClusterResolved, Stage: stage.Name, Revision: policy.Status.UpdateRevision, pending: func() string {
 				if b.unplaced > 0 || !b.allResolved {
 					return fmt.Sprintf("stage %q has clusters without a resolved BindingPolicy of their own", stage.Name)
@@ -435,7 +435,7 @@ func surplusWaits(snap *Snapshot, active int, b *batches) func(bp *ksv1alpha1.Bi
 		// batch reaches it: keptResolved asks only that the clusters
 		// placed so far are resolved.
 		if cluster := bp.Labels[v1alpha1.ClusterLabel]; cluster != "" && b != nil && name == policy.Spec.Stages[active].Name {
-			own := v1alpha1.ClusterBindingPolicyName(policy.Name, name, policy.Status.UpdateRevision, cluster)
+			own := v1alpha1.StagePlacement(policy.Name, name).At(policy.Status.UpdateRevision).On(cluster).String()
 			if _, selected := slices.BinarySearch(b.selected, cluster); selected && own != bp.Name {
 				waits = append(waits, Wait{Kind: WaitClusterResolved, Stage: name, Revision: policy.Status.UpdateRevision, pending: func() string {
 					if resolved(snap, findBindingPolicy(snap.BindingPolicies, own)) {
@@ -448,7 +448,7 @@ func surplusWaits(snap *Snapshot, active int, b *batches) func(bp *ksv1alpha1.Bi
 		}
 		if bp.Labels[v1alpha1.ClusterLabel] != "" && policy.Spec.Placement == v1alpha1.PlacementAccumulate && index >= 0 && index < active {
 			waits = append(waits, Wait{Kind: WaitStageWideResolved, Stage: name, Revision: policy.Status.UpdateRevision, pending: func() string {
-				if resolved(snap, findBindingPolicy(snap.BindingPolicies, policy.StageBindingPolicyName(name))) {
+				if resolved(snap, findBindingPolicy(snap.BindingPolicies, v1alpha1.StagePlacement(policy.Name, name).At(policy.Status.UpdateRevision).String())) {
 					return ""
 				}
 				return fmt.Sprintf("stage %q's own BindingPolicy is not resolved yet", name)

@@ -156,7 +156,7 @@ func heldOrWaiting(snap *Snapshot, bp *ksv1alpha1.BindingPolicy) string {
 		var targets []string
 		for _, r := range p.Status.Stages {
 			if r.Revision != "" {
-				targets = append(targets, v1alpha1.RevisionBindingPolicyName(p.Name, r.Name, p.Status.CurrentRevision))
+				targets = append(targets, v1alpha1.StagePlacement(p.Name, r.Name).At(p.Status.CurrentRevision).String())
 			}
 		}
 		for _, name := range targets {
@@ -167,7 +167,7 @@ func heldOrWaiting(snap *Snapshot, bp *ksv1alpha1.BindingPolicy) string {
 				return fmt.Sprintf("abort's %s is not resolved", name)
 			}
 		}
-		target := v1alpha1.RevisionBindingPolicyName(p.Name, stageName, p.Status.CurrentRevision)
+		target := v1alpha1.StagePlacement(p.Name, stageName).At(p.Status.CurrentRevision).String()
 		if index >= 0 && findBindingPolicy(snap.BindingPolicies, target) != nil && !slices.ContainsFunc(snap.AbortStatuses, func(cs ksv1alpha1.CombinedStatus) bool {
 			return cs.Labels[StatusLabelBindingPolicy] == target && cs.Results[0].Rows[0].Columns[0].Number != nil && *cs.Results[0].Rows[0].Columns[0].Number == "1"
 		}) {
@@ -177,33 +177,33 @@ func heldOrWaiting(snap *Snapshot, bp *ksv1alpha1.BindingPolicy) string {
 	}
 	active, _, _ := ActiveStage(p)
 	stage := p.Spec.Stages[active]
-	held := []string{StageBindingPolicyName(p, stage)}
+	held := []string{v1alpha1.ActivePlacement(p.Name, stage, p.Status.UpdateRevision).String()}
 	if p.Spec.Placement == v1alpha1.PlacementAccumulate {
 		for _, s := range p.Spec.Stages[:active] {
-			held = append(held, p.StageBindingPolicyName(s.Name))
+			held = append(held, v1alpha1.StagePlacement(p.Name, s.Name).At(p.Status.UpdateRevision).String())
 		}
 	}
 	for i, s := range p.Spec.Stages[active:] {
 		// A batched active stage's clusters place the update revision.
 		if r := p.Status.StageNamed(s.Name); r != nil && r.Revision != "" && (i > 0 || !s.Batched() || r.Revision != p.Status.UpdateRevision) {
-			held = append(held, v1alpha1.RevisionBindingPolicyName(p.Name, s.Name, r.Revision))
+			held = append(held, v1alpha1.StagePlacement(p.Name, s.Name).At(r.Revision).String())
 		}
 	}
 	if stage.Batched() {
 		for _, c := range clustersOf {
-			held = append(held, v1alpha1.ClusterBindingPolicyName(p.Name, stage.Name, p.Status.UpdateRevision, c))
+			held = append(held, v1alpha1.StagePlacement(p.Name, stage.Name).At(p.Status.UpdateRevision).On(c).String())
 		}
 	}
 	if slices.Contains(held, bp.Name) {
 		return "the rollout holds it"
 	}
 	if r := p.Status.StageNamed(stageName); index >= active && r != nil && r.Revision != "" &&
-		v1alpha1.RevisionBindingPolicyName(p.Name, stageName, r.Revision) != bp.Name && !keptResolved(snap, p.Spec.Stages[index], r.Revision) {
+		v1alpha1.StagePlacement(p.Name, stageName).At(r.Revision).String() != bp.Name && !keptResolved(snap, p.Spec.Stages[index], r.Revision) {
 		return fmt.Sprintf("stage %q's kept revision %s is not resolved", stageName, r.Revision)
 	}
-	if stage.Batched() && bp.Name == p.StageBindingPolicyName(stage.Name) && snap.Binding != nil {
+	if stage.Batched() && bp.Name == v1alpha1.StagePlacement(p.Name, stage.Name).At(p.Status.UpdateRevision).String() && snap.Binding != nil {
 		for _, d := range snap.Binding.Spec.Destinations {
-			if !resolved(snap, findBindingPolicy(snap.BindingPolicies, v1alpha1.ClusterBindingPolicyName(p.Name, stage.Name, p.Status.UpdateRevision, d.ClusterId))) {
+			if !resolved(snap, findBindingPolicy(snap.BindingPolicies, v1alpha1.StagePlacement(p.Name, stage.Name).At(p.Status.UpdateRevision).On(d.ClusterId).String())) {
 				return fmt.Sprintf("cluster %s of the batched stage has no resolved BindingPolicy", d.ClusterId)
 			}
 		}
@@ -212,13 +212,13 @@ func heldOrWaiting(snap *Snapshot, bp *ksv1alpha1.BindingPolicy) string {
 	// another revision until its own of the update revision is resolved,
 	// while the stage selects it.
 	if c := bp.Labels[v1alpha1.ClusterLabel]; c != "" && stage.Batched() && stageName == stage.Name && snap.Binding != nil &&
-		bp.Name != v1alpha1.ClusterBindingPolicyName(p.Name, stage.Name, p.Status.UpdateRevision, c) &&
+		bp.Name != v1alpha1.StagePlacement(p.Name, stage.Name).At(p.Status.UpdateRevision).On(c).String() &&
 		slices.ContainsFunc(snap.Binding.Spec.Destinations, func(d ksv1alpha1.Destination) bool { return d.ClusterId == c }) &&
-		!resolved(snap, findBindingPolicy(snap.BindingPolicies, v1alpha1.ClusterBindingPolicyName(p.Name, stage.Name, p.Status.UpdateRevision, c))) {
+		!resolved(snap, findBindingPolicy(snap.BindingPolicies, v1alpha1.StagePlacement(p.Name, stage.Name).At(p.Status.UpdateRevision).On(c).String())) {
 		return fmt.Sprintf("cluster %s of the batched stage has no resolved BindingPolicy of the update revision", c)
 	}
 	if bp.Labels[v1alpha1.ClusterLabel] != "" && p.Spec.Placement == v1alpha1.PlacementAccumulate && index >= 0 && index < active &&
-		!resolved(snap, findBindingPolicy(snap.BindingPolicies, p.StageBindingPolicyName(stageName))) {
+		!resolved(snap, findBindingPolicy(snap.BindingPolicies, v1alpha1.StagePlacement(p.Name, stageName).At(p.Status.UpdateRevision).String())) {
 		return fmt.Sprintf("stage %q's stage-wide BindingPolicy is not resolved", stageName)
 	}
 	return ""
@@ -351,7 +351,7 @@ func randomPlacementSnapshot(rt *rapid.T) *Snapshot {
 		ensure(first, "first", false)
 		for _, c := range clustersOf {
 			snap.Binding.Spec.Destinations = append(snap.Binding.Spec.Destinations, ksv1alpha1.Destination{ClusterId: c})
-			if bp := findBindingPolicy(snap.BindingPolicies, v1alpha1.ClusterBindingPolicyName(p.Name, stg.Name, update, c)); bp != nil {
+			if bp := findBindingPolicy(snap.BindingPolicies, v1alpha1.StagePlacement(p.Name, stg.Name).At(update).On(c).String()); bp != nil {
 				snap.ClusterStatuses = append(snap.ClusterStatuses, combinedStatus(bp, deployment, "0"))
 			}
 		}

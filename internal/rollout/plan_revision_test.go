@@ -55,7 +55,7 @@ func revisioned(placement v1alpha1.Placement, active, current, update string, ke
 		r := &p.Status.Stages[i]
 		r.Revision = keeps[r.Name]
 		if r.BindingPolicy != "" {
-			r.BindingPolicy = p.StageBindingPolicyName(r.Name)
+			r.BindingPolicy = v1alpha1.StagePlacement(p.Name, r.Name).At(p.Status.UpdateRevision).String()
 		}
 	}
 	var bps []*ksv1alpha1.BindingPolicy

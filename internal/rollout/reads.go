@@ -66,9 +66,9 @@ func Reads(policy *v1alpha1.StagedBindingPolicy, bps []ksv1alpha1.BindingPolicy,
 	if !started {
 		return reads
 	}
-	reads.Active = StageBindingPolicyName(policy, policy.Spec.Stages[active])
+	reads.Active = v1alpha1.ActivePlacement(policy.Name, policy.Spec.Stages[active], policy.Status.UpdateRevision).String()
 	if active+1 < len(policy.Spec.Stages) {
-		reads.Next = policy.StageBindingPolicyName(policy.Spec.Stages[active+1].Name)
+		reads.Next = v1alpha1.StagePlacement(policy.Name, policy.Spec.Stages[active+1].Name).At(policy.Status.UpdateRevision).String()
 	}
 	for i := range bps {
 		if PlacesActiveCluster(policy, &bps[i]) {

@@ -61,7 +61,7 @@ func TestReads(t *testing.T) {
 			want: ReadSet{}},
 		{name: "batched: the census, every Binding, the clusters' statuses",
 			snap: batched(fleetStage(nil)).on("store-a", minutesAgo(2), "1").on("store-b", minutesAgo(1), "0").Snapshot,
-			want: ReadSet{Bindings: true, Active: v1alpha1.CensusBindingPolicyName("web", "prod"),
+			want: ReadSet{Bindings: true, Active: v1alpha1.StageCensus("web", "prod").String(),
 				ClusterStatuses: []string{"web.stage.prod.on.store-a", "web.stage.prod.on.store-b"}}},
 		{name: "an analysis due: its query",
 			snap: at("dev").with(analysed).Snapshot,

@@ -52,7 +52,7 @@ func RevisionBindingPolicy(policy *v1alpha1.StagedBindingPolicy, stage v1alpha1.
 	bp := &ksv1alpha1.BindingPolicy{
 		TypeMeta: metav1.TypeMeta{APIVersion: ksv1alpha1.SchemeGroupVersion.String(), Kind: "BindingPolicy"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name: v1alpha1.RevisionBindingPolicyName(policy.Name, stage.Name, revision),
+			Name: v1alpha1.StagePlacement(policy.Name, stage.Name).At(revision).String(),
 			Labels: map[string]string{
 				v1alpha1.PolicyLabel: policy.Name,
 				v1alpha1.StageLabel:  stage.Name,
@@ -135,7 +135,7 @@ func revisionsKept(policy *v1alpha1.StagedBindingPolicy, active int) []Placement
 // update revision is rule 13's (activePlacement).
 func keptRevisionPlacements(policy *v1alpha1.StagedBindingPolicy, active int) []Placement {
 	return slices.DeleteFunc(revisionsKept(policy, active), func(p Placement) bool {
-		return p.BP.Name == policy.StageBindingPolicyName(p.stage())
+		return p.BP.Name == v1alpha1.StagePlacement(policy.Name, p.stage()).At(policy.Status.UpdateRevision).String()
 	})
 }
 
@@ -381,7 +381,7 @@ func abortPlacements(snap *Snapshot, engine *expression.Engine, cfg planConfig, 
 		if index < 0 || compileErr != nil || current == "" {
 			return nil
 		}
-		target := findBindingPolicy(snap.BindingPolicies, v1alpha1.RevisionBindingPolicyName(policy.Name, stage, current))
+		target := findBindingPolicy(snap.BindingPolicies, v1alpha1.StagePlacement(policy.Name, stage).At(current).String())
 		if target == nil {
 			return nil
 		}

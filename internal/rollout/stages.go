@@ -67,7 +67,7 @@ func enterStage(policy *v1alpha1.StagedBindingPolicy, status *v1alpha1.StagedBin
 	status.Stages = stageRecords(policy, status.Stages, index, now)
 	record := &status.Stages[index]
 	if stage.Approval == v1alpha1.ApprovalRequired {
-		approval := v1alpha1.StageApprovalName(policy.Name, stage.Name)
+		approval := v1alpha1.StagePlacement(policy.Name, stage.Name).String()
 		record.Phase, record.StartTime, record.BindingPolicy = v1alpha1.StageAwaitingApproval, nil, ""
 		record.Approval, record.ApprovalRequestedTime = approval, ptr.To(now)
 		record.Message = awaitingApproval(approval)

@@ -437,14 +437,14 @@ func (m *machine) checkStep(t *rapid.T, snap *rollout.Snapshot, action rollout.A
 		case rollout.ActionCreateBindingPolicy:
 			bp := action.BindingPolicy
 			opens = !wasActive && started && i >= active && bp.Labels[v1alpha1.StageLabel] == s.Name &&
-				(bp.Name == policy.StageBindingPolicyName(s.Name) ||
-					bp.Name == v1alpha1.ClusterBindingPolicyName(policy.Name, s.Name, policy.Status.UpdateRevision, bp.Labels[v1alpha1.ClusterLabel]))
+				(bp.Name == v1alpha1.StagePlacement(policy.Name, s.Name).At(policy.Status.UpdateRevision).String() ||
+					bp.Name == v1alpha1.StagePlacement(policy.Name, s.Name).At(policy.Status.UpdateRevision).On(bp.Labels[v1alpha1.ClusterLabel]).String())
 		}
 		if !opens {
 			continue
 		}
 		seen["gate opened"]++
-		a := m.w.approvals[v1alpha1.StageApprovalName(policy.Name, s.Name)]
+		a := m.w.approvals[v1alpha1.StagePlacement(policy.Name, s.Name).String()]
 		if a == nil || a.Approved() == nil || m.w.approvedAs[approvalKey(a)] != fingerprint(policy) {
 			m.fatalf(t, "approval: stage %q opens (%s: %s) without an approval of this spec and revision%s", s.Name, action.Type, action.Why, m.w.describe())
 		}
@@ -496,7 +496,7 @@ func (m *machine) doneOnCondition(t *rapid.T, policy *v1alpha1.StagedBindingPoli
 	stage := policy.Spec.Stages[index]
 	rev := policy.Status.UpdateRevision
 	if !stage.Batched() {
-		name := v1alpha1.RevisionBindingPolicyName(policy.Name, stage.Name, rev)
+		name := v1alpha1.StagePlacement(policy.Name, stage.Name).At(rev).String()
 		bp := m.w.bps[name]
 		if bp == nil || bp.Status.ObservedGeneration != bp.Generation || m.w.bindings[name] == nil || m.w.statusSays(name) != "1" {
 			m.fatalf(t, "done only on its condition: stage %q %s while BindingPolicy %s (update revision %q) does not report it done (statuses say %q)",
@@ -504,13 +504,13 @@ func (m *machine) doneOnCondition(t *rapid.T, policy *v1alpha1.StagedBindingPoli
 		}
 		return
 	}
-	census := m.w.bindings[v1alpha1.CensusBindingPolicyName(policy.Name, stage.Name)]
+	census := m.w.bindings[v1alpha1.StageCensus(policy.Name, stage.Name).String()]
 	if census == nil {
 		m.fatalf(t, "done only on its condition: stage %q %s without a census", stage.Name, how)
 	}
 	done := 0
 	for _, d := range census.Spec.Destinations {
-		name := v1alpha1.ClusterBindingPolicyName(policy.Name, stage.Name, rev, d.ClusterId)
+		name := v1alpha1.StagePlacement(policy.Name, stage.Name).At(rev).On(d.ClusterId).String()
 		switch says := m.w.statusSays(name); {
 		case says == "1":
 			done++
@@ -532,11 +532,11 @@ func (m *machine) batchBounds(t *rapid.T, policy *v1alpha1.StagedBindingPolicy, 
 	if stage == nil || !stage.Batched() {
 		m.fatalf(t, "batches: %s places a cluster of stage %q, which is not placed in batches", bp.Name, bp.Labels[v1alpha1.StageLabel])
 	}
-	census := m.w.bindings[v1alpha1.CensusBindingPolicyName(policy.Name, stage.Name)]
+	census := m.w.bindings[v1alpha1.StageCensus(policy.Name, stage.Name).String()]
 	progressingN, failed := 0, 0
 	if census != nil {
 		for _, d := range census.Spec.Destinations {
-			name := v1alpha1.ClusterBindingPolicyName(policy.Name, stage.Name, policy.Status.UpdateRevision, d.ClusterId)
+			name := v1alpha1.StagePlacement(policy.Name, stage.Name).At(policy.Status.UpdateRevision).On(d.ClusterId).String()
 			if m.w.bps[name] == nil || name == bp.Name {
 				continue
 			}
@@ -704,11 +704,11 @@ func (m *machine) completedClean(t *rapid.T) {
 		}
 		var want *ksv1alpha1.BindingPolicy
 		switch {
-		case bp.Name == v1alpha1.CensusBindingPolicyName(p.Name, stage.Name):
+		case bp.Name == v1alpha1.StageCensus(p.Name, stage.Name).String():
 			want = rollout.CensusBindingPolicy(p, *stage)
 		case bp.Labels[v1alpha1.ClusterLabel] != "":
 			want = rollout.ClusterBindingPolicy(p, *stage, bp.Labels[v1alpha1.ClusterLabel])
-			census := m.w.bindings[v1alpha1.CensusBindingPolicyName(p.Name, stage.Name)]
+			census := m.w.bindings[v1alpha1.StageCensus(p.Name, stage.Name).String()]
 			if census == nil || !slices.ContainsFunc(census.Spec.Destinations, func(d ksv1alpha1.Destination) bool {
 				return d.ClusterId == bp.Labels[v1alpha1.ClusterLabel]
 			}) {
@@ -778,7 +778,7 @@ func (m *machine) placedSomewhere(policy *v1alpha1.StagedBindingPolicy, stage v1
 		if bp == nil || bp.Labels[v1alpha1.StageLabel] != stage.Name || len(b.Spec.Destinations) == 0 || len(b.Spec.Workload.NamespaceScope) == 0 {
 			continue
 		}
-		if name == policy.StageBindingPolicyName(stage.Name) || strings.HasPrefix(name, policy.StageBindingPolicyName(stage.Name)+".on.") {
+		if name == v1alpha1.StagePlacement(policy.Name, stage.Name).At(policy.Status.UpdateRevision).String() || strings.HasPrefix(name, v1alpha1.StagePlacement(policy.Name, stage.Name).At(policy.Status.UpdateRevision).String()+".on.") {
 			return true
 		}
 	}

@@ -47,19 +47,9 @@ func setStarting(status *v1alpha1.StagedBindingPolicyStatus, policy *v1alpha1.St
 	reason, message string, now metav1.Time) {
 	setSummary(status, policy, v1alpha1.RolloutProgressing,
 		metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonBindingPolicyPending,
-			Message: fmt.Sprintf("creating BindingPolicy %s", startedBindingPolicyName(policy, stage, status.UpdateRevision))},
+			Message: fmt.Sprintf("creating BindingPolicy %s", v1alpha1.ActivePlacement(policy.Name, stage, status.UpdateRevision).String())},
 		metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: reason, Message: message},
 		now)
-}
-
-// startedBindingPolicyName is the name of the BindingPolicy a stage that
-// starts creates first, at the given update revision: its census for a
-// stage placed in batches.
-func startedBindingPolicyName(policy *v1alpha1.StagedBindingPolicy, stage v1alpha1.Stage, revision string) string {
-	if stage.Batched() {
-		return v1alpha1.CensusBindingPolicyName(policy.Name, stage.Name)
-	}
-	return v1alpha1.RevisionBindingPolicyName(policy.Name, stage.Name, revision)
 }
 
 // setAwaiting sets the summary of a rollout whose active stage awaits
@@ -69,7 +59,7 @@ func setAwaiting(status *v1alpha1.StagedBindingPolicyStatus, policy *v1alpha1.St
 	setSummary(status, policy, v1alpha1.RolloutAwaitingApproval,
 		metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonAwaitingApproval,
 			Message: fmt.Sprintf("BindingPolicy %s is created once stage %q is approved",
-				v1alpha1.RevisionBindingPolicyName(policy.Name, stage.Name, status.UpdateRevision), stage.Name)},
+				v1alpha1.StagePlacement(policy.Name, stage.Name).At(status.UpdateRevision).String(), stage.Name)},
 		metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonAwaitingApproval, Message: message},
 		now)
 }
@@ -255,13 +245,13 @@ func stageRecords(policy *v1alpha1.StagedBindingPolicy, previous []v1alpha1.Stag
 			}
 		case i == active:
 			r.Phase = v1alpha1.StageActive
-			r.BindingPolicy = StageBindingPolicyName(policy, stage)
+			r.BindingPolicy = v1alpha1.ActivePlacement(policy.Name, stage, policy.Status.UpdateRevision).String()
 			r.StartTime = ptr.To(now)
 			if had && old.Phase != v1alpha1.StagePending {
 				r = old // a stage already reached keeps its record
 				r.Name = stage.Name
 				if r.Phase != v1alpha1.StageAwaitingApproval && r.BindingPolicy == "" {
-					r.BindingPolicy = StageBindingPolicyName(policy, stage)
+					r.BindingPolicy = v1alpha1.ActivePlacement(policy.Name, stage, policy.Status.UpdateRevision).String()
 				}
 			}
 		}

@@ -422,7 +422,7 @@ func advance(ctx context.Context, s *space, name string, keepGoing chan struct{}
 	}
 	for _, r := range p.Status.Stages {
 		if r.Phase == v1alpha1.StageActive && r.StartTime != nil && time.Since(r.StartTime.Time) > 2*time.Second {
-			s.setAvailable(v1alpha1.BindingPolicyName(name, r.Name), true)
+			s.setAvailable(v1alpha1.StagePlacement(name, r.Name).String(), true)
 		}
 	}
 	restarts.Lock()
@@ -438,7 +438,7 @@ func advance(ctx context.Context, s *space, name string, keepGoing chan struct{}
 	n, _ := rollouts.Load(s.Name)
 	next := n.(int) + 1
 	for _, stage := range []string{"dev", "test", "prod"} {
-		s.setAvailable(v1alpha1.BindingPolicyName(name, stage), false)
+		s.setAvailable(v1alpha1.StagePlacement(name, stage).String(), false)
 	}
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		current := &v1alpha1.StagedBindingPolicy{}

@@ -45,7 +45,7 @@ func approve(t *testing.T, name, stage, by string) *v1alpha1.StageApproval {
 	t.Helper()
 	var approval *v1alpha1.StageApproval
 	policies("wds1").WaitFor(t, name, "the StageApproval of stage "+stage, func(*v1alpha1.StagedBindingPolicy) bool {
-		return wds("wds1").Get(suite.ctx, types.NamespacedName{Name: v1alpha1.StageApprovalName(name, stage)}, &v1alpha1.StageApproval{}) == nil
+		return wds("wds1").Get(suite.ctx, types.NamespacedName{Name: v1alpha1.StagePlacement(name, stage).String()}, &v1alpha1.StageApproval{}) == nil
 	})
 	approval, err := policytest.Approve(suite.ctx, wds("wds1"), name, stage, by)
 	if err != nil {

@@ -302,7 +302,7 @@ func TestSoakRestartsWhenTheConditionFlips(t *testing.T) {
 		p.Spec.Stages[0].SoakDuration = &metav1.Duration{Duration: soak}
 	})
 	devAvailable := func(replicas int32) {
-		suite.stack.WECs.SetAvailable(stack.Match{WDS: space, BindingPolicy: v1alpha1.BindingPolicyName(name, "dev"), Resource: "deployments"}, replicas)
+		suite.stack.WECs.SetAvailable(stack.Match{WDS: space, BindingPolicy: v1alpha1.StagePlacement(name, "dev").String(), Resource: "deployments"}, replicas)
 		suite.stack.WECs.Resync()
 	}
 	metSince := func(p *v1alpha1.StagedBindingPolicy) *metav1.Time {

@@ -162,7 +162,7 @@ func startRollout(t *testing.T, name string, change func(*v1alpha1.StagedBinding
 
 // makeAvailable makes the WECs of one stage of a policy report its Deployments available.
 func makeAvailable(space, policy, stage string) {
-	suite.stack.WECs.SetAvailable(stack.Match{WDS: space, BindingPolicy: v1alpha1.BindingPolicyName(policy, stage), Resource: "deployments"}, 1)
+	suite.stack.WECs.SetAvailable(stack.Match{WDS: space, BindingPolicy: v1alpha1.StagePlacement(policy, stage).String(), Resource: "deployments"}, 1)
 	suite.stack.WECs.Resync()
 }
 
@@ -196,7 +196,7 @@ func waitForPlacement(t *testing.T, space, name string, stages map[string][]stri
 	t.Helper()
 	want := map[string][]string{}
 	for stage, destinations := range stages {
-		want[v1alpha1.BindingPolicyName(name, stage)] = slices.Sorted(slices.Values(destinations))
+		want[v1alpha1.StagePlacement(name, stage).String()] = slices.Sorted(slices.Values(destinations))
 	}
 	environment.Eventually(t, timeout, fmt.Sprintf("the BindingPolicies of %s/%s placing %v", space, name, stages), func() error {
 		list := &ksv1alpha1.BindingPolicyList{}

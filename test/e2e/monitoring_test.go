@@ -466,7 +466,7 @@ func holdDeletion(t *testing.T, space, name string) {
 		t.Fatalf("creating %s in %s: %v", name, space, err)
 	}
 	policies(space).WaitForActiveStage(t, name, "dev")
-	bpName := v1alpha1.BindingPolicyName(name, "dev")
+	bpName := v1alpha1.StagePlacement(name, "dev").String()
 	changeFinalizers := func(change func(*ksv1alpha1.BindingPolicy)) {
 		t.Helper()
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {

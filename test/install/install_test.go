@@ -52,7 +52,7 @@ func startRollout(t *testing.T, wds, name string) {
 // makeAvailable makes the WECs of one stage of a policy report its
 // Deployment available.
 func makeAvailable(wds, policy, stage string) {
-	suite.stack.WECs.SetAvailable(stack.Match{WDS: wds, BindingPolicy: v1alpha1.BindingPolicyName(policy, stage), Resource: "deployments"}, 1)
+	suite.stack.WECs.SetAvailable(stack.Match{WDS: wds, BindingPolicy: v1alpha1.StagePlacement(policy, stage).String(), Resource: "deployments"}, 1)
 	suite.stack.WECs.Resync()
 }
 
@@ -134,6 +134,6 @@ func TestMissingPermissionIsNamed(t *testing.T) {
 	restore()
 	policies(wds).WaitForActiveStage(t, name, "dev")
 	environment.Eventually(t, timeout, "the dev BindingPolicy once the permission is back", func() error {
-		return c.Get(suite.ctx, client.ObjectKey{Name: v1alpha1.BindingPolicyName(name, "dev")}, &ksv1alpha1.BindingPolicy{})
+		return c.Get(suite.ctx, client.ObjectKey{Name: v1alpha1.StagePlacement(name, "dev").String()}, &ksv1alpha1.BindingPolicy{})
 	})
 }

@@ -52,7 +52,7 @@ func TestApprovalThroughStatusOnly(t *testing.T) {
 
 	p := policies(s).WaitForPhase(t, name, v1alpha1.RolloutAwaitingApproval)
 	approval := &v1alpha1.StageApproval{}
-	key := types.NamespacedName{Name: v1alpha1.StageApprovalName(name, "dev")}
+	key := types.NamespacedName{Name: v1alpha1.StagePlacement(name, "dev").String()}
 	policies(s).WaitFor(t, name, "dev's StageApproval", func(*v1alpha1.StagedBindingPolicy) bool {
 		return alice.Get(ctx, key, approval) == nil
 	})

@@ -127,7 +127,7 @@ func waitForBindingPolicies(t *testing.T, s *space, policy string, stages ...str
 	t.Helper()
 	want := make([]string, 0, len(stages))
 	for _, stage := range stages {
-		want = append(want, v1alpha1.BindingPolicyName(policy, stage))
+		want = append(want, v1alpha1.StagePlacement(policy, stage).String())
 	}
 	sort.Strings(want)
 	waitFor(t, fmt.Sprintf("BindingPolicies %v in %s", want, s.Name), func() error {

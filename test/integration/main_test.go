@@ -243,6 +243,6 @@ func (r *runningStager) stop() {
 
 // openGate makes the WECs of a policy's stage report the workload available.
 func (s *space) openGate(policy, stage string) {
-	s.availability.SetAvailable(v1alpha1.BindingPolicyName(policy, stage), true)
+	s.availability.SetAvailable(v1alpha1.StagePlacement(policy, stage).String(), true)
 	s.sim.Resync()
 }

@@ -42,7 +42,7 @@ func TestThreeStageRollout(t *testing.T) {
 	policies(s).WaitForActiveStage(t, name, "dev")
 	waitForBindingPolicies(t, s, name, "dev")
 	policies(s).WaitForCondition(t, name, v1alpha1.ConditionProgressing, metav1.ConditionTrue, v1alpha1.ReasonConditionNotMet)
-	if got, want := destinations(t, s, v1alpha1.BindingPolicyName(name, "dev")), []string{"dev1", "dev2"}; !slices.Equal(got, want) {
+	if got, want := destinations(t, s, v1alpha1.StagePlacement(name, "dev").String()), []string{"dev1", "dev2"}; !slices.Equal(got, want) {
 		t.Fatalf("dev Binding destinations = %v, want %v", got, want)
 	}
 	environment.Consistently(t, 2*time.Second, "the policy staying in dev while dev is not available", func() error {
@@ -55,7 +55,7 @@ func TestThreeStageRollout(t *testing.T) {
 	s.openGate(name, "dev")
 	policy := policies(s).WaitForActiveStage(t, name, "test")
 	waitForBindingPolicies(t, s, name, "test")
-	if got, want := destinations(t, s, v1alpha1.BindingPolicyName(name, "test")), []string{"test1"}; !slices.Equal(got, want) {
+	if got, want := destinations(t, s, v1alpha1.StagePlacement(name, "test").String()), []string{"test1"}; !slices.Equal(got, want) {
 		t.Fatalf("test Binding destinations = %v, want %v", got, want)
 	}
 	dev := policy.Status.Stages[0]
@@ -70,7 +70,7 @@ func TestThreeStageRollout(t *testing.T) {
 	policies(s).WaitForActiveStage(t, name, "prod")
 	policy = policies(s).WaitForCondition(t, name, v1alpha1.ConditionCompleted, metav1.ConditionTrue, v1alpha1.ReasonRolloutCompleted)
 	waitForBindingPolicies(t, s, name, "prod")
-	if got, want := destinations(t, s, v1alpha1.BindingPolicyName(name, "prod")), []string{"prod1", "prod2"}; !slices.Equal(got, want) {
+	if got, want := destinations(t, s, v1alpha1.StagePlacement(name, "prod").String()), []string{"prod1", "prod2"}; !slices.Equal(got, want) {
 		t.Fatalf("prod Binding destinations = %v, want %v", got, want)
 	}
 	if policy.Status.Phase != v1alpha1.RolloutCompleted {
@@ -207,7 +207,7 @@ func TestSpecChangeUpdatesBindingPolicy(t *testing.T) {
 	createWorkload(t, s, name)
 	create(t, s, newPolicy(name, name))
 	policies(s).WaitForActiveStage(t, name, "dev")
-	bp := v1alpha1.BindingPolicyName(name, "dev")
+	bp := v1alpha1.StagePlacement(name, "dev").String()
 	waitForDestinations(t, s, bp, "the dev Binding", "dev1", "dev2")
 
 	updateObject(t, s, name, func(p *v1alpha1.StagedBindingPolicy) {

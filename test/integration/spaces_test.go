@@ -221,7 +221,7 @@ func TestSingleProvider(t *testing.T) {
 	solo.openGate(name, "test")
 	policies(solo).WaitForActiveStage(t, name, "prod")
 	waitForBindingPolicies(t, solo, name, "prod")
-	if got := destinationsOrNil(solo, v1alpha1.BindingPolicyName(name, "prod")); !slices.Equal(got, []string{"prod1", "prod2"}) {
+	if got := destinationsOrNil(solo, v1alpha1.StagePlacement(name, "prod").String()); !slices.Equal(got, []string{"prod1", "prod2"}) {
 		t.Fatalf("prod destinations = %v", got)
 	}
 	if err := solo.Client.Get(suite.ctx, types.NamespacedName{Name: name}, &v1alpha1.StagedBindingPolicy{}); err != nil {

@@ -109,7 +109,7 @@ func TestStuckDeletionIsReported(t *testing.T) {
 	createWorkload(t, s, name)
 	create(t, s, newPolicy(name, name))
 	waitForBindingPolicies(t, s, name, "dev")
-	bpName := v1alpha1.BindingPolicyName(name, "dev")
+	bpName := v1alpha1.StagePlacement(name, "dev").String()
 	updateObject(t, s, bpName, func(bp *ksv1alpha1.BindingPolicy) { controllerutil.AddFinalizer(bp, hold) })
 
 	policy := policies(s).Get(t, name)

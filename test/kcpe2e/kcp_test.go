@@ -64,7 +64,7 @@ func waitForStage(t *testing.T, w *wds, name, stage string, phase v1alpha1.Rollo
 
 // makeAvailable makes the dev WECs of a policy report its workload available.
 func makeAvailable(w *wds, name string) {
-	w.availability.SetAvailable(v1alpha1.BindingPolicyName(name, "dev"), true)
+	w.availability.SetAvailable(v1alpha1.StagePlacement(name, "dev").String(), true)
 	w.sim.Resync()
 }
 
@@ -136,7 +136,7 @@ func TestRolloutsInWorkspacesAndKubeconfigSpace(t *testing.T) {
 		if err := w.client.List(suite.ctx, list, client.MatchingLabels{v1alpha1.PolicyLabel: name}); err != nil {
 			return err
 		}
-		if len(list.Items) != 1 || list.Items[0].Name != v1alpha1.BindingPolicyName(name, "prod") {
+		if len(list.Items) != 1 || list.Items[0].Name != v1alpha1.StagePlacement(name, "prod").String() {
 			return fmt.Errorf("%d BindingPolicies", len(list.Items))
 		}
 		return nil

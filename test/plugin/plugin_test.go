@@ -72,7 +72,7 @@ func place(t *testing.T, p *v1alpha1.StagedBindingPolicy, stage string) {
 	}
 	bp := &ksv1alpha1.BindingPolicy{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:            v1alpha1.BindingPolicyName(p.Name, stage),
+			Name:            v1alpha1.StagePlacement(p.Name, stage).String(),
 			Labels:          map[string]string{v1alpha1.PolicyLabel: p.Name, v1alpha1.StageLabel: stage},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(p, v1alpha1.GroupVersion.WithKind("StagedBindingPolicy"))},
 		},

@@ -153,7 +153,7 @@ func TestWatchInATerminal(t *testing.T) {
 	}
 	shows("dev active", "watched  Progressing", "▶ dev   dev1,dev2", "· test  -", "· prod  -")
 	for _, stage := range []string{"dev", "test", "prod"} {
-		availability.SetAvailable(v1alpha1.BindingPolicyName(name, stage), true)
+		availability.SetAvailable(v1alpha1.StagePlacement(name, stage).String(), true)
 		sim.Resync()
 	}
 	shows("the completed rollout", "watched  Completed", "✓ dev ", "✓ test ", "✓ prod  prod1")

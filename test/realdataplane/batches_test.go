@@ -214,7 +214,7 @@ func TestBatchesStopOverTheFailureBudget(t *testing.T) {
 func placedAt(t *testing.T, space, policy, cluster string) time.Time {
 	t.Helper()
 	var bp ksv1alpha1.BindingPolicy
-	if err := wds(space).Get(suite.ctx, client.ObjectKey{Name: v1alpha1.ClusterBindingPolicyName(policy, "fleet", "", cluster)}, &bp); err != nil {
+	if err := wds(space).Get(suite.ctx, client.ObjectKey{Name: v1alpha1.StagePlacement(policy, "fleet").On(cluster).String()}, &bp); err != nil {
 		t.Fatalf("reading the BindingPolicy of %s: %v", cluster, err)
 	}
 	return bp.CreationTimestamp.Time

@@ -146,7 +146,7 @@ func cpuSince(before map[string]kindUse) float64 {
 // available, then one time per advanceSteps.
 func observeAdvance(b *testing.B, space, name string) []time.Time {
 	at := make([]time.Time, len(advanceSteps)+1)
-	testPolicy := v1alpha1.BindingPolicyName(name, "test")
+	testPolicy := v1alpha1.StagePlacement(name, "test").String()
 	checks := []func() bool{
 		func() bool { return len(running(b, name)) > 0 },
 		func() bool { return workStatusAvailable(b, space, name) },

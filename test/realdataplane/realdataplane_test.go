@@ -55,8 +55,8 @@ func TestSameNameInTwoWDSesDoesNotCrossTalk(t *testing.T) {
 
 	environment.Eventually(t, timeout, "each WDS's ManifestWorks and WorkStatuses where its stage places them", func() error {
 		want := map[string][]string{
-			"wds1": {"prod1/" + v1alpha1.BindingPolicyName(name, "prod") + "-wds1-0"},
-			"wds2": {"dev1/" + v1alpha1.BindingPolicyName(name, "dev") + "-wds2-0", "dev2/" + v1alpha1.BindingPolicyName(name, "dev") + "-wds2-0"},
+			"wds1": {"prod1/" + v1alpha1.StagePlacement(name, "prod").String() + "-wds1-0"},
+			"wds2": {"dev1/" + v1alpha1.StagePlacement(name, "dev").String() + "-wds2-0", "dev2/" + v1alpha1.StagePlacement(name, "dev").String() + "-wds2-0"},
 		}
 		for space, works := range want {
 			got := names(itsList(t, "ManifestWork", "work.open-cluster-management.io", "v1", client.MatchingLabels{originWDSLabel: space}))

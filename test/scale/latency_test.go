@@ -309,7 +309,7 @@ func (tl *timeline) watchSpace(ctx context.Context, b *testing.B, sp *latencySpa
 		}
 		for _, st := range p.Status.Stages {
 			if st.Phase == v1alpha1.StageSucceeded {
-				tl.firstAt(tl.recorded, sp.Name+"/"+v1alpha1.BindingPolicyName(p.Name, st.Name), now)
+				tl.firstAt(tl.recorded, sp.Name+"/"+v1alpha1.StagePlacement(p.Name, st.Name).String(), now)
 			}
 		}
 	})
@@ -434,8 +434,8 @@ func (tl *timeline) advances(spaces []*latencySpace, policies int) (advanceTimes
 		for i := range policies {
 			policy := policyName(i)
 			for s := 1; s < len(stages); s++ {
-				from := sp.Name + "/" + v1alpha1.BindingPolicyName(policy, stages[s-1])
-				to := sp.Name + "/" + v1alpha1.BindingPolicyName(policy, stages[s])
+				from := sp.Name + "/" + v1alpha1.StagePlacement(policy, stages[s-1]).String()
+				to := sp.Name + "/" + v1alpha1.StagePlacement(policy, stages[s]).String()
 				satisfied, ok1 := tl.satisfied[from]
 				created, ok2 := tl.created[to]
 				recorded, ok3 := tl.recorded[from]

@@ -354,7 +354,7 @@ func startRollout(ctx context.Context, w *kcpstack.Workspace) error {
 			policytest.Stage("prod", "", "")),
 	}
 	for _, stage := range []string{"dev", "test"} {
-		w.Availability.SetAvailable(v1alpha1.BindingPolicyName("web", stage), true)
+		w.Availability.SetAvailable(v1alpha1.StagePlacement("web", stage).String(), true)
 	}
 	for _, obj := range objs {
 		if err := environment.CreateRetrying(ctx, w.Client, obj); err != nil {

@@ -80,9 +80,9 @@ type stageObjects struct {
 // revision being rolled out, as the controller's snapshot does.
 func readStage(ctx context.Context, c client.Client, policy *v1alpha1.StagedBindingPolicy, stage string) (stageObjects, error) {
 	var objs stageObjects
-	name := policy.StageBindingPolicyName(stage)
+	name := v1alpha1.StagePlacement(policy.Name, stage).At(policy.Status.UpdateRevision).String()
 	if s := policy.Spec.StageNamed(stage); s != nil {
-		name = rollout.StageBindingPolicyName(policy, *s)
+		name = v1alpha1.ActivePlacement(policy.Name, *s, policy.Status.UpdateRevision).String()
 	}
 	bp := &ksv1alpha1.BindingPolicy{}
 	switch err := c.Get(ctx, types.NamespacedName{Name: name}, bp); {

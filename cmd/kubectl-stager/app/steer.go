@@ -87,7 +87,7 @@ func (o *options) approve(ctx context.Context, name, stageName, digest string) e
 		return err
 	}
 	approval := &v1alpha1.StageApproval{}
-	key := types.NamespacedName{Name: v1alpha1.StageApprovalName(name, stageName)}
+	key := types.NamespacedName{Name: v1alpha1.StagePlacement(name, stageName).String()}
 	if err := c.Get(ctx, key, approval); err != nil {
 		if apierrors.IsNotFound(err) {
 			return fmt.Errorf("StageApproval %s does not exist yet: the stager creates it once the rollout starts", key.Name)

@@ -331,7 +331,7 @@ func assesses(ctx context.Context, reader client.Reader, key rollout.HandoverKey
 		return false
 	}
 	stage := policy.Spec.Stages[active]
-	if policy.StageBindingPolicyName(stage.Name) == bindingPolicy {
+	if v1alpha1.StagePlacement(policy.Name, stage.Name).At(policy.Status.UpdateRevision).String() == bindingPolicy {
 		return true
 	}
 	if stage.Batched() {
@@ -341,7 +341,7 @@ func assesses(ctx context.Context, reader client.Reader, key rollout.HandoverKey
 		}
 	}
 	if active+1 >= len(policy.Spec.Stages) ||
-		policy.StageBindingPolicyName(policy.Spec.Stages[active+1].Name) != bindingPolicy {
+		v1alpha1.StagePlacement(policy.Name, policy.Spec.Stages[active+1].Name).At(policy.Status.UpdateRevision).String() != bindingPolicy {
 		return false
 	}
 	next := &ksv1alpha1.BindingPolicy{}

@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"pgregory.net/rapid"
 
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/internal/rollout"
 	"github.com/kubestellar/workload-stager/internal/rollout/rollouttest"
 )
@@ -97,7 +98,7 @@ func TestForeignBindingPoliciesKeepStubsBoundedPerPolicy(t *testing.T) {
 func TestForeignBindingPoliciesAreBelievedForAWhile(t *testing.T) {
 	p := rollouttest.NewPolicy()
 	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	name := p.StageBindingPolicyName("dev")
+	name := v1alpha1.StagePlacement(p.Name, "dev").At(p.Status.UpdateRevision).String()
 	var f foreignBindingPolicies
 	f.record(p.Name, bulky(&p.ObjectMeta, name, 10), at)
 	if got := f.withFound(p.Name, nil, at.Add(foreignTTL-time.Second)); len(got) != 1 || got[0].Name != name {

@@ -61,13 +61,13 @@ func TestIndexedListsMatchLabelledLists(t *testing.T) {
 		}
 		var objs []client.Object
 		for _, stage := range []string{"dev", "prod"} {
-			bp := v1alpha1.BindingPolicyName(policy, stage) + suffix
+			bp := v1alpha1.StagePlacement(policy, stage).String() + suffix
 			objs = append(objs,
 				&ksv1alpha1.BindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: bp, Labels: labels(v1alpha1.PolicyLabel, policy)}},
 				&v1alpha1.StageApproval{ObjectMeta: metav1.ObjectMeta{Name: policy + "-" + stage + suffix, Labels: labels(v1alpha1.PolicyLabel, policy)},
 					Spec: v1alpha1.StageApprovalSpec{Policy: policy, Stage: stage}},
 				&ksv1alpha1.CombinedStatus{ObjectMeta: metav1.ObjectMeta{Name: bp + "-web", Namespace: namespace,
-					Labels: labels(rollout.StatusLabelBindingPolicy, v1alpha1.BindingPolicyName(policy, "dev"))}},
+					Labels: labels(rollout.StatusLabelBindingPolicy, v1alpha1.StagePlacement(policy, "dev").String())}},
 			)
 		}
 		return objs
@@ -110,7 +110,7 @@ func TestIndexedListsMatchLabelledLists(t *testing.T) {
 	}{
 		{func() client.ObjectList { return &ksv1alpha1.BindingPolicyList{} }, byPolicy, v1alpha1.PolicyLabel, mine, 2},
 		{func() client.ObjectList { return &v1alpha1.StageApprovalList{} }, byPolicy, v1alpha1.PolicyLabel, mine, 2},
-		{func() client.ObjectList { return &ksv1alpha1.CombinedStatusList{} }, byBindingPolicy, rollout.StatusLabelBindingPolicy, v1alpha1.BindingPolicyName(mine, "dev"), 2},
+		{func() client.ObjectList { return &ksv1alpha1.CombinedStatusList{} }, byBindingPolicy, rollout.StatusLabelBindingPolicy, v1alpha1.StagePlacement(mine, "dev").String(), 2},
 	} {
 		byLabel, byIndex := q.list(), q.list()
 		environment.Eventually(t, 30*time.Second, "the cache to hold the labelled objects", func() error {

@@ -178,7 +178,7 @@ func withNamesakes(ctx context.Context, reader client.Reader, policy *v1alpha1.S
 	}
 	stage := policy.Spec.Stages[active].Name
 	for _, d := range census.Spec.Destinations {
-		name := v1alpha1.ClusterBindingPolicyName(policy.Name, stage, policy.Status.UpdateRevision, d.ClusterId)
+		name := v1alpha1.StagePlacement(policy.Name, stage).At(policy.Status.UpdateRevision).On(d.ClusterId).String()
 		if seen[name] {
 			continue
 		}

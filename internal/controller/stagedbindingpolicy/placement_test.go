@@ -79,7 +79,7 @@ func TestReconcileReportsATakenClusterName(t *testing.T) {
 	needsAPIServer(t)
 	ctx := t.Context()
 	p := batchedAtProd(t, "reconcile-squatted", "store-a", "store-b")
-	squat := &ksv1alpha1.BindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.ClusterBindingPolicyName(p.Name, "prod", "", "store-a")}}
+	squat := &ksv1alpha1.BindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.StagePlacement(p.Name, "prod").On("store-a").String()}}
 	if err := testSpace.Client.Create(ctx, squat); err != nil {
 		t.Fatalf("creating the squatter: %v", err)
 	}
@@ -127,7 +127,7 @@ func TestReconcileSealsTheClustersItPlaces(t *testing.T) {
 		}
 	}
 	run()
-	if a := getBP(t, v1alpha1.ClusterBindingPolicyName(p.Name, "prod", "", "store-a")); a.Annotations[v1alpha1.PlacedAnnotation] == "" {
+	if a := getBP(t, v1alpha1.StagePlacement(p.Name, "prod").On("store-a").String()); a.Annotations[v1alpha1.PlacedAnnotation] == "" {
 		t.Fatalf("store-a's BindingPolicy bears no seal: %v", a.Annotations)
 	}
 	if b := getBP(t, forged.Name); b.Annotations[v1alpha1.PlacedAnnotation] != "" {

@@ -616,7 +616,7 @@ func TestApplyUpdateStatus(t *testing.T) {
 		Conditions: []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse,
 			Reason: v1alpha1.ReasonBindingPolicyPending, Message: "creating", LastTransitionTime: started, ObservedGeneration: p.Generation}},
 		Stages: []v1alpha1.StageStatus{
-			{Name: "dev", Phase: v1alpha1.StageActive, StartTime: &started, BindingPolicy: v1alpha1.BindingPolicyName(p.Name, "dev")},
+			{Name: "dev", Phase: v1alpha1.StageActive, StartTime: &started, BindingPolicy: v1alpha1.StagePlacement(p.Name, "dev").String()},
 			{Name: "test", Phase: v1alpha1.StagePending},
 			{Name: "prod", Phase: v1alpha1.StagePending},
 		},
@@ -927,7 +927,7 @@ func TestReconcileSeesForeignBindingPoliciesTheCacheDoesNotHold(t *testing.T) {
 	t.Run("active stage", func(t *testing.T) {
 		p := createPolicy(t, "foreign-active", v1alpha1.CleanupFinalizer)
 		startPolicy(t, p, "dev")
-		createForeignBP(t, p.StageBindingPolicyName("dev"))
+		createForeignBP(t, v1alpha1.StagePlacement(p.Name, "dev").At(p.Status.UpdateRevision).String())
 		r := newTestReconciler(t, time.Now())
 		r.Client, r.APIReader, r.IndexedCache = selectedClient(t), testSpace.Client, true
 		if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}}); err != nil {
@@ -942,7 +942,7 @@ func TestReconcileSeesForeignBindingPoliciesTheCacheDoesNotHold(t *testing.T) {
 	t.Run("next stage", func(t *testing.T) {
 		p := createPolicy(t, "foreign-next", v1alpha1.CleanupFinalizer)
 		devDone(t, p, "foreign-next")
-		createForeignBP(t, p.StageBindingPolicyName("test"))
+		createForeignBP(t, v1alpha1.StagePlacement(p.Name, "test").At(p.Status.UpdateRevision).String())
 		r := newTestReconciler(t, time.Now())
 		r.Client, r.APIReader, r.IndexedCache = selectedClient(t), testSpace.Client, true
 		if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}}); err != nil {

@@ -47,7 +47,7 @@ func TestReconcileReportsSquattersTheCacheDoesNotHold(t *testing.T) {
 	}{
 		{name: "a batched stage's cluster", squatted: func(t *testing.T) (*v1alpha1.StagedBindingPolicy, string) {
 			p := batchedAtProd(t, "narrow-squat-batched", "store-a", "store-b")
-			return p, v1alpha1.ClusterBindingPolicyName(p.Name, "prod", "", "store-a")
+			return p, v1alpha1.StagePlacement(p.Name, "prod").On("store-a").String()
 		}},
 		{name: "an earlier stage under Accumulate", squatted: func(t *testing.T) (*v1alpha1.StagedBindingPolicy, string) {
 			p := createPolicy(t, "narrow-squat-accumulate", v1alpha1.CleanupFinalizer)
@@ -56,7 +56,7 @@ func TestReconcileReportsSquattersTheCacheDoesNotHold(t *testing.T) {
 				t.Fatalf("setting placement Accumulate: %v", err)
 			}
 			startPolicy(t, p, "test")
-			return p, p.StageBindingPolicyName("dev")
+			return p, v1alpha1.StagePlacement(p.Name, "dev").At(p.Status.UpdateRevision).String()
 		}},
 		{name: "an abort's target", squatted: func(t *testing.T) (*v1alpha1.StagedBindingPolicy, string) {
 			p := createPolicy(t, "narrow-squat-abort", v1alpha1.CleanupFinalizer)
@@ -73,7 +73,7 @@ func TestReconcileReportsSquattersTheCacheDoesNotHold(t *testing.T) {
 			if err := testSpace.Client.Status().Update(ctx, p); err != nil {
 				t.Fatalf("recording the abort: %v", err)
 			}
-			return p, v1alpha1.RevisionBindingPolicyName(p.Name, "dev", "v1")
+			return p, v1alpha1.StagePlacement(p.Name, "dev").At("v1").String()
 		}},
 	}
 	for _, tt := range tests {

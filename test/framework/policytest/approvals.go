@@ -33,7 +33,7 @@ import (
 func Approve(ctx context.Context, c client.Client, policy, stage, by string) (*v1alpha1.StageApproval, error) {
 	approval := &v1alpha1.StageApproval{}
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := c.Get(ctx, types.NamespacedName{Name: v1alpha1.StageApprovalName(policy, stage)}, approval); err != nil {
+		if err := c.Get(ctx, types.NamespacedName{Name: v1alpha1.StagePlacement(policy, stage).String()}, approval); err != nil {
 			return err
 		}
 		approval.SetApproved(by, metav1.Now())
