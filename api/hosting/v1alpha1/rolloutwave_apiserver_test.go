@@ -59,9 +59,10 @@ func spaceNames(prefix string, n int) []string {
 
 // TestRolloutWaveOfTheAPIServer checks the RolloutWave CRD against a real
 // API server: a valid wave round-trips; each bound and rule of the spec
-// refuses what it should; and two replicas reporting two spaces into the
-// wave's status, each under its space's own field manager, keep each
-// other's reports (the shared medium of docs/proposals/waves.md).
+// refuses what it should, as do the bounds of a report; and two replicas
+// reporting two spaces into the wave's status, each under its space's own
+// field manager, keep each other's reports (the shared medium of
+// docs/proposals/waves.md).
 func TestRolloutWaveOfTheAPIServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs a kube-apiserver; run without -short (make test)")
@@ -197,6 +198,11 @@ func TestRolloutWaveOfTheAPIServer(t *testing.T) {
 		bad.Status.Spaces[0].Policies[0].Phase = "Done"
 		if err := c.Status().Update(ctx, bad); err == nil || !strings.Contains(err.Error(), "phase") {
 			t.Errorf("a report of phase Done: %v, want it refused", err)
+		}
+		bad = got.DeepCopy()
+		bad.Status.Spaces[0].Policies[0].FailedRevisions = spaceNames("r", 17)
+		if err := c.Status().Update(ctx, bad); err == nil || !strings.Contains(err.Error(), "failedRevisions") {
+			t.Errorf("a report of 17 given-up revisions: %v, want it refused", err)
 		}
 	})
 }
