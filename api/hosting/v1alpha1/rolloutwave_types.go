@@ -31,7 +31,7 @@ import (
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,shortName=wave,categories=kubestellar
 // +kubebuilder:subresource:status
-// +kubebuilder:printcolumn:name="Steps",type=integer,JSONPath=`.status.stepCount`
+// +kubebuilder:printcolumn:name="Steps",type=string,JSONPath=`.spec.steps[*].name`
 // +kubebuilder:printcolumn:name="Policies",type=string,JSONPath=`.spec.policies`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="the wave name must be at most 63 characters: it is a label value of the stager_wave_step metric and of kubectl stager's output"
@@ -126,10 +126,6 @@ type WaveStep struct {
 
 // RolloutWaveStatus is what the stager's replicas report of a wave.
 type RolloutWaveStatus struct {
-	// StepCount is the number of steps of the spec, for kubectl get.
-	// +optional
-	StepCount int32 `json:"stepCount,omitempty"`
-
 	// Spaces has one report per space of the wave that a replica serves
 	// or served. Each is written by the replica serving that space, under
 	// the space's own field manager, so that replicas never overwrite each
