@@ -1,0 +1,161 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package wave
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	hostingv1alpha1 "github.com/kubestellar/workload-stager/api/hosting/v1alpha1"
+	wavegate "github.com/kubestellar/workload-stager/internal/wave"
+)
+
+// DefaultReadTimeout bounds a Decision's read of the waves when
+// Gates.ReadTimeout is not set: the first read waits for the cache's
+// watch, which a stager without list and watch on RolloutWaves never gets.
+const DefaultReadTimeout = 5 * time.Second
+
+// Gates decides whether the hosting cluster's RolloutWaves let a policy of
+// a space start a revision, and queues a space's ordered policies again
+// when a wave changes. Its zero value is not usable: set Waves and Clock.
+type Gates struct {
+	// Waves reads and watches the hosting cluster's RolloutWaves.
+	Waves cache.Cache
+	// Clock is the reconciler's clock: what now is for the gate (stale
+	// reports, soaks).
+	Clock clock.PassiveClock
+	// ReadTimeout bounds each read of the waves; zero means DefaultReadTimeout.
+	ReadTimeout time.Duration
+}
+
+// Decision is wave.GateAll over the waves the cache holds, at the clock's
+// now: what the reconciler puts in its Snapshot for the policy. A hosting
+// cluster without the RolloutWave kind has no wave, so nothing is
+// ordered; any other failure to read the waves is an error, and the
+// caller holds what it would have started.
+func (g *Gates) Decision(ctx context.Context, space, policy, revision string) (wavegate.Decision, error) {
+	timeout := g.ReadTimeout
+	if timeout <= 0 {
+		timeout = DefaultReadTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var waves hostingv1alpha1.RolloutWaveList
+	if err := g.Waves.List(ctx, &waves); err != nil {
+		if meta.IsNoMatchError(err) {
+			return wavegate.GateAll(nil, space, policy, revision, g.Clock.Now()), nil
+		}
+		return wavegate.Decision{}, fmt.Errorf("reading the RolloutWaves for policy %s of space %s: %w", policy, space, err)
+	}
+	return wavegate.GateAll(waves.Items, space, policy, revision, g.Clock.Now()), nil
+}
+
+// Source is the source of space's controller that queues the space's
+// policies a wave orders whenever the wave changes in a way that may
+// change their Decision (Affects): its creation or deletion, its spec, or
+// the report of a space of an earlier step. The other spaces' heartbeats,
+// 1.6 writes a second for a wave of 64 spaces, queue nothing.
+func (g *Gates) Source(space string) source.Source {
+	return source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		informer, err := g.Waves.GetInformer(ctx, &hostingv1alpha1.RolloutWave{}, cache.BlockUntilSynced(false))
+		if err != nil {
+			return fmt.Errorf("watching the RolloutWaves for space %s: %w", space, err)
+		}
+		queue := func(ws ...*hostingv1alpha1.RolloutWave) {
+			for _, w := range ws {
+				if w == nil || !inSteps(w, space) {
+					continue
+				}
+				for _, p := range w.Spec.Policies {
+					q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: p}})
+				}
+			}
+		}
+		reg, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc: func(obj any) { queue(asWave(obj)) },
+			UpdateFunc: func(oldObj, newObj any) {
+				o, n := asWave(oldObj), asWave(newObj)
+				if Affects(o, n, space, g.Clock.Now()) {
+					queue(o, n)
+				}
+			},
+			DeleteFunc: func(obj any) { queue(asWave(obj)) },
+		})
+		if err != nil {
+			return fmt.Errorf("watching the RolloutWaves for space %s: %w", space, err)
+		}
+		context.AfterFunc(ctx, func() { _ = informer.RemoveEventHandler(reg) })
+		return nil
+	})
+}
+
+// asWave returns obj as a wave, or nil (a tombstone, say).
+func asWave(obj any) *hostingv1alpha1.RolloutWave {
+	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	w, _ := obj.(*hostingv1alpha1.RolloutWave)
+	return w
+}
+
+// Affects reports whether an update of a wave, from o to n, may change a
+// Decision of a policy of space at now: a change of spec, or, for a space
+// of a later step than the first, a change of an earlier step's report
+// other than its heartbeat, or a heartbeat that was not fresh at now
+// before (a space reporting again). A nil wave affects the spaces the
+// other names.
+func Affects(o, n *hostingv1alpha1.RolloutWave, space string, now time.Time) bool {
+	if o == nil || n == nil {
+		return (o != nil && inSteps(o, space)) || (n != nil && inSteps(n, space))
+	}
+	if o.Generation != n.Generation {
+		return inSteps(o, space) || inSteps(n, space)
+	}
+	staleAfter := n.Spec.StaleAfter()
+	for i := range n.Spec.Steps {
+		step := &n.Spec.Steps[i]
+		for _, s := range step.Spaces {
+			if s == space {
+				return false // only earlier steps' reports count
+			}
+		}
+		for _, s := range step.Spaces {
+			before, after := entryOf(o, s), entryOf(n, s)
+			if (before == nil) != (after == nil) {
+				return true
+			}
+			if before == nil {
+				continue
+			}
+			if !sameReport(before, after) {
+				return true
+			}
+			if age := now.Sub(before.HeartbeatTime.Time); (age > staleAfter || age < -staleAfter) && !before.HeartbeatTime.Equal(&after.HeartbeatTime) {
+				return true
+			}
+		}
+	}
+	return false
+}
