@@ -27,6 +27,7 @@ import (
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -35,6 +36,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	hostingv1alpha1 "github.com/kubestellar/workload-stager/api/hosting/v1alpha1"
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
@@ -100,6 +102,94 @@ type Reporter struct {
 	// Observe, when set, is called after each attempt to apply a space's
 	// entry of a wave, with its error (nil once applied): tests wait on it.
 	Observe func(space, wave string, err error)
+
+	mu sync.Mutex
+	// served are the spaces Serve reports, by name.
+	served map[string]*servedSpace
+	// unreachable are the spaces whose API server does not answer.
+	unreachable map[string]bool
+}
+
+// SetReachable records whether space's API server answers (the space
+// Runner's probe): while it does not, the space is reported with engaged
+// false, at once, though its controller and Serve go on until it answers
+// again, since the policies its cache holds may no longer be what the
+// space says. Spaces start reachable.
+func (r *Reporter) SetReachable(space string, reachable bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.unreachable == nil {
+		r.unreachable = map[string]bool{}
+	}
+	if reachable == !r.unreachable[space] {
+		return
+	}
+	if reachable {
+		delete(r.unreachable, space)
+	} else {
+		r.unreachable[space] = true
+	}
+	if s := r.served[space]; s != nil {
+		s.poke()
+	}
+}
+
+// reachable reports whether space's API server answers, as last set.
+func (r *Reporter) reachable(space string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !r.unreachable[space]
+}
+
+// register makes s the served space of its name until the returned
+// function is called.
+func (r *Reporter) register(s *servedSpace) func() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.served == nil {
+		r.served = map[string]*servedSpace{}
+	}
+	r.served[s.space] = s
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.served[s.space] == s {
+			delete(r.served, s.space)
+		}
+	}
+}
+
+// Alongside returns a runnable that runs ctrl, the controller of space,
+// and, while it runs, Serve for the space; a failure of Serve is logged
+// and leaves the controller running (the space's later steps then hold,
+// as for a space that does not report).
+func (r *Reporter) Alongside(space string, policies cache.Cache, fence Fence, ctrl manager.Runnable) manager.Runnable {
+	return alongside{r: r, space: space, policies: policies, fence: fence, ctrl: ctrl}
+}
+
+// alongside runs a space's controller and its report.
+type alongside struct {
+	r        *Reporter
+	space    string
+	policies cache.Cache
+	fence    Fence
+	ctrl     manager.Runnable
+}
+
+// Start runs the controller until it returns, and the report until then.
+func (a alongside) Start(ctx context.Context) error {
+	serveCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := a.r.Serve(serveCtx, a.space, a.policies, a.fence); err != nil {
+			a.r.Log.Error(err, "The space is not reported to its waves", "space", a.space)
+		}
+	}()
+	err := a.ctrl.Start(ctx)
+	cancel()
+	<-done
+	return err
 }
 
 // Serve reports space, whose StagedBindingPolicies policies holds (the
@@ -116,7 +206,14 @@ func (r *Reporter) Serve(ctx context.Context, space string, policies cache.Cache
 		seen: map[string][]string{},
 	}
 	s.ordered.Store(&map[string]bool{})
+	defer r.register(s)()
 	waves, err := r.Waves.GetInformer(ctx, &hostingv1alpha1.RolloutWave{}, cache.BlockUntilSynced(false))
+	if meta.IsNoMatchError(err) {
+		// No wave can exist: the space has nothing to report.
+		s.log.Info("The hosting cluster has no RolloutWave kind; the space is reported to no wave")
+		<-ctx.Done()
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("watching the RolloutWaves for space %s: %w", space, err)
 	}
@@ -337,7 +434,7 @@ func (s *servedSpace) entry(ctx context.Context, w *hostingv1alpha1.RolloutWave,
 	} else {
 		prior = entryOf(w, s.space)
 	}
-	e := &hostingv1alpha1.WaveSpaceReport{Space: s.space, Engaged: true, HeartbeatTime: metav1.NewTime(now)}
+	e := &hostingv1alpha1.WaveSpaceReport{Space: s.space, Engaged: s.r.reachable(s.space), HeartbeatTime: metav1.NewTime(now)}
 	for _, name := range w.Spec.Policies {
 		p := &v1alpha1.StagedBindingPolicy{}
 		if err := s.policies.Get(ctx, types.NamespacedName{Name: name}, p); err != nil {

@@ -167,7 +167,7 @@ func serve(t *testing.T, r *wave.Reporter, space string, policies cache.Cache, f
 // fake clock. Each writes its space's entry under the space's field
 // manager without touching the other's, renews its heartbeat every third
 // of reportStaleAfter by its clock, reports a phase change, and applies
-// engaged false when its space is let go; the Gates reader holds and
+// engaged false while its space does not answer and when it is let go; the Gates reader holds and
 // releases the later step as the reports move, and its Source queues the
 // later space's policy on an earlier report's change but not on a
 // heartbeat; and a replica whose fence of a space moved to another
@@ -222,7 +222,8 @@ func TestReporterAgainstAPIServers(t *testing.T) {
 		return &wave.Reporter{Client: hosting.Client, Waves: waves, Clock: c, Log: testr.New(t), Observe: obs.observe}
 	}
 	stopA := serve(t, reporter(clockA), spaceA, cacheA, nil)
-	serve(t, reporter(clockB), spaceB, cacheB, nil)
+	reporterB := reporter(clockB)
+	serve(t, reporterB, spaceB, cacheB, nil)
 
 	get := func() *hostingv1alpha1.RolloutWave {
 		t.Helper()
@@ -304,6 +305,18 @@ func TestReporterAgainstAPIServers(t *testing.T) {
 	t.Run("a phase change is reported", func(t *testing.T) {
 		setStatus(t, wdsB.Client, v1alpha1.RolloutCompleted, "v1", "v1")
 		waitEntry("wds-b completed", spaceB, policyIs("Completed", "v1", "v1"))
+	})
+
+	t.Run("an unreachable space reports engaged false at once", func(t *testing.T) {
+		reporterB.SetReachable(spaceB, false)
+		waitEntry("wds-b unreachable", spaceB, func(e *hostingv1alpha1.WaveSpaceReport) error {
+			if e.Engaged || len(e.Policies) != 1 {
+				return fmt.Errorf("entry %+v, want engaged false with its policy", e)
+			}
+			return nil
+		})
+		reporterB.SetReachable(spaceB, true)
+		waitEntry("wds-b reachable again", spaceB, policyIs("Completed", "v1", "v1"))
 	})
 
 	gates := &wave.Gates{Waves: waves, Clock: clockG}
