@@ -35,6 +35,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -54,6 +55,7 @@ import (
 	"github.com/kubestellar/workload-stager/internal/controller/sharding"
 	"github.com/kubestellar/workload-stager/internal/controller/spaces"
 	"github.com/kubestellar/workload-stager/internal/controller/stagedbindingpolicy"
+	"github.com/kubestellar/workload-stager/internal/controller/wave"
 	"github.com/kubestellar/workload-stager/internal/expression"
 	mcproviders "github.com/kubestellar/workload-stager/internal/providers"
 	mckcp "github.com/kubestellar/workload-stager/internal/providers/kcp"
@@ -641,6 +643,21 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 	if err := hosting.Add(metricProviders); err != nil {
 		return nil, fmt.Errorf("adding the MetricProviders' cache: %w", err)
 	}
+	// The RolloutWaves, watched on every replica: each reports the spaces
+	// it serves into the waves that name them (docs/proposals/waves.md).
+	// Their status carries a field manager per space, which the cache
+	// strips. Without a wave, nothing is written.
+	waves, err := cluster.New(cfg, func(co *cluster.Options) {
+		co.Scheme = scheme
+		co.Cache = cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields()}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the RolloutWaves' cache: %w", err)
+	}
+	if err := hosting.Add(waves); err != nil {
+		return nil, fmt.Errorf("adding the RolloutWaves' cache: %w", err)
+	}
+	reporter := &wave.Reporter{Client: hosting.GetClient(), Waves: waves.GetCache(), Clock: clock.RealClock{}, Log: logger.WithName("waves")}
 	unconfirmed := stagedbindingpolicy.NewUnconfirmed()
 	// One key per process seals the handover marks of every space: a mark
 	// outlives neither a restart nor a move to another replica.
@@ -678,11 +695,18 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		Required: stagedbindingpolicy.WatchedObjects(),
 		NewController: func(space string, cl cluster.Cluster) (manager.Runnable, error) {
 			opts := controllerOptions
+			var fence wave.Fence
 			if tenures != nil {
-				// A sharded replica writes to a space only while it holds the space's fence.
-				opts.Fence = tenures.Of(multicluster.ClusterName(space))
+				// A sharded replica writes to a space, and its reports to
+				// the waves, only while it holds the space's fence.
+				tenure := tenures.Of(multicluster.ClusterName(space))
+				opts.Fence, fence = tenure, tenure
 			}
-			return stagedbindingpolicy.NewController(space, cl, engine, opts)
+			ctrl, err := stagedbindingpolicy.NewController(space, cl, engine, opts)
+			if err != nil {
+				return nil, err
+			}
+			return reporter.Alongside(space, cl.GetCache(), fence, ctrl), nil
 		},
 		NewCluster: func(space string, cl cluster.Cluster) (cluster.Cluster, error) {
 			// A space of shared caches is given caches of its own only once
@@ -698,6 +722,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		MaxCacheBytes:    o.SpaceCacheMaxBytes,
 		OverLimitBackoff: o.spaceCacheBackoff(),
 		OnChange: func(state spaces.State) {
+			reporter.SetReachable(state.Name, state.Ready || state.Reason != spaces.ReasonUnreachable)
 			if state.Reason != spaces.ReasonDisengaged {
 				janitor.Engaged(state.Name)
 				return
