@@ -39,23 +39,24 @@ const DefaultReadTimeout = 5 * time.Second
 
 // Gates decides whether the hosting cluster's RolloutWaves let a policy of
 // a space start a revision, and queues a space's ordered policies again
-// when a wave changes. Its zero value is not usable: set Waves and Clock.
+// when a wave changes. Its zero value is not usable: set Waves.
 type Gates struct {
 	// Waves reads and watches the hosting cluster's RolloutWaves.
 	Waves cache.Cache
-	// Clock is the reconciler's clock: what now is for the gate (stale
-	// reports, soaks).
+	// Clock tells Source's filter what now is (a stale report renewed);
+	// nil is the real clock. Decision takes the reconciler's now instead.
 	Clock clock.PassiveClock
 	// ReadTimeout bounds each read of the waves; zero means DefaultReadTimeout.
 	ReadTimeout time.Duration
 }
 
-// Decision is wave.GateAll over the waves the cache holds, at the clock's
-// now: what the reconciler puts in its Snapshot for the policy. A hosting
+// Decision is wave.GateAll over the waves the cache holds, at now (the
+// reconciler's clock): what the reconciler puts in its Snapshot for the
+// policy. A hosting
 // cluster without the RolloutWave kind has no wave, so nothing is
 // ordered; any other failure to read the waves is an error, and the
 // caller holds what it would have started.
-func (g *Gates) Decision(ctx context.Context, space, policy, revision string) (wavegate.Decision, error) {
+func (g *Gates) Decision(ctx context.Context, space, policy, revision string, now time.Time) (wavegate.Decision, error) {
 	timeout := g.ReadTimeout
 	if timeout <= 0 {
 		timeout = DefaultReadTimeout
@@ -65,11 +66,11 @@ func (g *Gates) Decision(ctx context.Context, space, policy, revision string) (w
 	var waves hostingv1alpha1.RolloutWaveList
 	if err := g.Waves.List(ctx, &waves); err != nil {
 		if meta.IsNoMatchError(err) {
-			return wavegate.GateAll(nil, space, policy, revision, g.Clock.Now()), nil
+			return wavegate.GateAll(nil, space, policy, revision, now), nil
 		}
 		return wavegate.Decision{}, fmt.Errorf("reading the RolloutWaves for policy %s of space %s: %w", policy, space, err)
 	}
-	return wavegate.GateAll(waves.Items, space, policy, revision, g.Clock.Now()), nil
+	return wavegate.GateAll(waves.Items, space, policy, revision, now), nil
 }
 
 // Source is the source of space's controller that queues the space's
@@ -97,7 +98,7 @@ func (g *Gates) Source(space string) source.Source {
 			AddFunc: func(obj any) { queue(asWave(obj)) },
 			UpdateFunc: func(oldObj, newObj any) {
 				o, n := asWave(oldObj), asWave(newObj)
-				if Affects(o, n, space, g.Clock.Now()) {
+				if Affects(o, n, space, g.now()) {
 					queue(o, n)
 				}
 			},
@@ -158,4 +159,12 @@ func Affects(o, n *hostingv1alpha1.RolloutWave, space string, now time.Time) boo
 		}
 	}
 	return false
+}
+
+// now is the time by Clock, or the real clock.
+func (g *Gates) now() time.Time {
+	if g.Clock == nil {
+		return time.Now()
+	}
+	return g.Clock.Now()
 }

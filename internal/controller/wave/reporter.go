@@ -357,7 +357,12 @@ const idle = time.Hour
 func (s *servedSpace) reportAll(ctx context.Context) (next time.Duration, failed bool) {
 	next = idle
 	var waves hostingv1alpha1.RolloutWaveList
-	if err := s.r.Waves.List(ctx, &waves); err != nil {
+	// The first read waits for the cache's watch, which a stager without
+	// list and watch on RolloutWaves never gets: bounded, so it is logged.
+	readCtx, cancel := context.WithTimeout(ctx, DefaultReadTimeout)
+	err := s.r.Waves.List(readCtx, &waves)
+	cancel()
+	if err != nil {
 		if ctx.Err() == nil {
 			s.log.Error(err, "Cannot read the RolloutWaves to report the space")
 		}

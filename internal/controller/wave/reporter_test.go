@@ -322,7 +322,7 @@ func TestReporterAgainstAPIServers(t *testing.T) {
 	gates := &wave.Gates{Waves: waves, Clock: clockG}
 	decide := func(revision string) wavegate.Decision {
 		t.Helper()
-		d, err := gates.Decision(ctx, spaceB, "web", revision)
+		d, err := gates.Decision(ctx, spaceB, "web", revision, clockG.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
