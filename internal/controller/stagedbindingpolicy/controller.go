@@ -97,6 +97,9 @@ type Options struct {
 	// the status writes whose answers were lost until one of them sees
 	// whether they were made (Reconciler.Unconfirmed); nil keeps none.
 	Unconfirmed *Unconfirmed
+	// Waves, when set, is the hosting cluster's RolloutWaves
+	// (Reconciler.Waves), and its Source one of the controller's watches.
+	Waves Waves
 }
 
 // WatchedObjects are the kinds the controller reads in every space. A space
@@ -155,6 +158,7 @@ func NewController(space string, cl cluster.Cluster, engine *expression.Engine, 
 		Measurer:     opts.Measurer,
 		Fence:        opts.Fence,
 		Unconfirmed:  opts.Unconfirmed,
+		Waves:        opts.Waves,
 
 		DeletionWarningAfter: opts.DeletionWarningAfter,
 		HandoverKey:          opts.HandoverKey,
@@ -193,6 +197,9 @@ func NewController(space string, cl cluster.Cluster, engine *expression.Engine, 
 				return policyOfBindingPolicy(ctx, reader, b.Name)
 			}), bindingUpdates()),
 		source.Kind(informers, &ksv1alpha1.CombinedStatus{}, combinedStatusEvents(reader, opts.HandoverKey)),
+	}
+	if opts.Waves != nil {
+		watches = append(watches, opts.Waves.Source(space))
 	}
 	for _, w := range watches {
 		if err := c.Watch(w); err != nil {

@@ -89,6 +89,9 @@ type Reconciler struct {
 	// change's requests end by the end of the tenure as it was when the
 	// change began. Nil bounds nothing.
 	Fence Fence
+	// Waves, when set, is the hosting cluster's RolloutWaves; nil: no
+	// wave orders any policy (see Waves).
+	Waves Waves
 
 	// Unconfirmed keeps the status writes whose answers were lost until a
 	// run, of this reconciler or the space's next one, sees whether they

@@ -22,6 +22,7 @@ import (
 	"pgregory.net/rapid"
 
 	hostingv1alpha1 "github.com/kubestellar/workload-stager/api/hosting/v1alpha1"
+	"github.com/kubestellar/workload-stager/internal/controller/stagedbindingpolicy"
 	wavegate "github.com/kubestellar/workload-stager/internal/wave"
 )
 
@@ -158,3 +159,6 @@ func fresh(hb, now time.Time, staleAfter time.Duration) bool {
 	age := now.Sub(hb)
 	return age <= staleAfter && age >= -staleAfter
 }
+
+// Gates is what the space's reconciler may ask of the waves.
+var _ stagedbindingpolicy.Waves = (*Gates)(nil)
