@@ -208,11 +208,19 @@ func (r *Reporter) Serve(ctx context.Context, space string, policies cache.Cache
 	s.ordered.Store(&map[string]bool{})
 	defer r.register(s)()
 	waves, err := r.Waves.GetInformer(ctx, &hostingv1alpha1.RolloutWave{}, cache.BlockUntilSynced(false))
-	if meta.IsNoMatchError(err) {
-		// No wave can exist: the space has nothing to report.
-		s.log.Info("The hosting cluster has no RolloutWave kind; the space is reported to no wave")
-		<-ctx.Done()
-		return nil
+	for logged := false; meta.IsNoMatchError(err); logged = true {
+		// No wave can exist until the kind is installed: nothing to report.
+		if !logged {
+			s.log.Info("The hosting cluster has no RolloutWave kind; the space is reported to no wave until it has")
+		}
+		timer := r.Clock.NewTimer(retryMax)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil
+		case <-timer.C():
+		}
+		waves, err = r.Waves.GetInformer(ctx, &hostingv1alpha1.RolloutWave{}, cache.BlockUntilSynced(false))
 	}
 	if err != nil {
 		return fmt.Errorf("watching the RolloutWaves for space %s: %w", space, err)

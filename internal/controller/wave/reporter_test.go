@@ -34,6 +34,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
@@ -461,5 +462,59 @@ func TestReporterAgainstAPIServers(t *testing.T) {
 		if e := entry(get(), spaceA); e == nil || !e.Engaged || e.Policies[0].Phase != "Completed" || e.Policies[0].Revision != "v2" {
 			t.Errorf("wds-a's entry %+v, want C's last report within its tenure (Completed v2, engaged)", e)
 		}
+	})
+}
+
+// TestReporterWaitsForTheKind: a stager started before the RolloutWave CRD
+// is installed reports its spaces once it is, without a restart.
+func TestReporterWaitsForTheKind(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs kube-apiservers; run without -short (make test)")
+	}
+	ctrllog.SetLogger(logr.Discard())
+	scheme := environment.Scheme()
+	for _, add := range []func(*runtime.Scheme) error{hostingv1alpha1.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hostingCRDs, err := environment.HostingCRDDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One API server is both the bare hosting cluster and the space.
+	both := start(t, "hosting-and-wds", scheme, environment.WithStagerCRDs())
+	ctx := t.Context()
+	if err := both.Client.Create(ctx, policytest.ThreeStages("web", "nginx")); err != nil {
+		t.Fatal(err)
+	}
+	setStatus(t, both.Client, v1alpha1.RolloutCompleted, "v1", "v1")
+	waves, policies := startCache(t, both, scheme), startCache(t, both, scheme)
+	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
+	serve(t, &wave.Reporter{Client: both.Client, Waves: waves, Clock: clk, Log: testr.New(t)}, spaceA, policies, nil)
+	environment.Eventually(t, waitFor, "the reporter waiting for the kind", func() error {
+		if !clk.HasWaiters() {
+			return errors.New("no timer")
+		}
+		return nil
+	})
+	if _, err := envtest.InstallCRDs(both.Config, envtest.CRDInstallOptions{Paths: []string{hostingCRDs}, ErrorIfPathMissing: true}); err != nil {
+		t.Fatal(err)
+	}
+	w := &hostingv1alpha1.RolloutWave{ObjectMeta: metav1.ObjectMeta{Name: "late"}, Spec: hostingv1alpha1.RolloutWaveSpec{
+		Policies: []string{"web"}, Steps: []hostingv1alpha1.WaveStep{{Name: "one", Spaces: []string{spaceA}}}}}
+	if err := both.Client.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	environment.Eventually(t, waitFor, "the report once the kind exists", func() error {
+		clk.Step(30 * time.Second) // the reporter looks for the kind again every 30s
+		got := &hostingv1alpha1.RolloutWave{}
+		if err := both.Client.Get(ctx, client.ObjectKey{Name: "late"}, got); err != nil {
+			return err
+		}
+		if len(got.Status.Spaces) != 1 || got.Status.Spaces[0].Space != spaceA || len(got.Status.Spaces[0].Policies) != 1 {
+			return fmt.Errorf("status %+v", got.Status)
+		}
+		return nil
 	})
 }
