@@ -572,6 +572,15 @@ const (
 	// BindingPolicies to go; its message names the BindingPolicies and the
 	// finalizers that hold them, and since when the deletion waits.
 	ConditionDeleting = "Deleting"
+	// ConditionWaitingForWave is True while a RolloutWave of the hosting
+	// cluster holds the revision the spec names: it does not start until
+	// the wave releases it. Its reason is the wave's (internal/wave):
+	// WaveConflict, WaveNeedsRevision, EarlierStepFailed,
+	// EarlierSpaceNotReporting, WaitingForEarlierSteps or WaveSoaking; its
+	// message names the revision held and the earlier spaces with their
+	// policy's phase and revision only. It is removed once the revision
+	// is released (or no longer asked for).
+	ConditionWaitingForWave = "WaitingForWave"
 )
 
 // Condition reasons of a StagedBindingPolicy.
@@ -715,6 +724,16 @@ const (
 	EventReasonClusterFailed = "ClusterFailed"
 	// EventReasonStageApproved marks a stage approved through its StageApproval.
 	EventReasonStageApproved = "StageApproved"
+	// EventReasonWaitingForWave marks a revision a RolloutWave holds, once
+	// when it is first held.
+	EventReasonWaitingForWave = "WaitingForWave"
+	// EventReasonWaveReleased marks a revision a RolloutWave held and has
+	// now released: its rollout starts.
+	EventReasonWaveReleased = "WaveReleased"
+	// EventReasonWaveRevisionGivenUp (Warning) marks a revision that an
+	// earlier step of the policy's RolloutWave gave up: it never starts
+	// here; a new revision is the way on.
+	EventReasonWaveRevisionGivenUp = "WaveRevisionGivenUp"
 )
 
 // StagedBindingPolicyStatus reports where a rollout is. All the rollout's

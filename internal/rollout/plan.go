@@ -161,6 +161,10 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //  4. spec.abort, or a failed stage that aborts, puts the stages back on the current revision (planAbort);
 //  5. expressions that do not compile or cost too much, and invalid batches, block the rollout (compileStages, invalidBatches);
 //  6. a suspended rollout, or one a failed stage holds, stays where it is (suspended, held, releaseFailure);
+//     6a. a revision the policy's wave has not released (Snapshot.Wave) does not start, where rules 7 to 9
+//     would start one (a new spec revision, or a rollout not started): the first stage stays where it is,
+//     the rollout keeps what it runs, WaitingForWave says why, and the run is due again at the
+//     decision's RecheckAfter; released, the condition goes and WaveReleased says so (waveGate, waveAfter);
 //  7. a new restartedAt annotation restarts the rollout from its first stage (restartRollout);
 //  8. a new spec revision starts its rollout from the first stage (startRevision);
 //  9. a rollout not started, or whose active stage is gone, starts at the first stage (startRollout);
@@ -197,6 +201,7 @@ func Plan(snap *Snapshot, engine *expression.Engine, opts ...PlanOption) Action 
 	keyed.key = cfg.key
 	snap = &keyed
 	action := plan(snap, engine, cfg)
+	waveAfter(snap, &action)
 	if action.Status != nil {
 		if !snap.Policy.Spec.Suspend {
 			endSuspension(action.Status, snap.Policy.Status.ActiveStage, snap.Now)
@@ -257,6 +262,9 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 		return releaseFailure(policy, snap.Now)
 	}
 
+	if action, ok := waveGate(snap); ok {
+		return action
+	}
 	if want := policy.Annotations[v1alpha1.RestartedAtAnnotation]; want != "" && want != policy.Status.RestartedAt {
 		if len(want) > v1alpha1.MaxRestartedAtLength {
 			msg := fmt.Sprintf("annotation %s is %d bytes, longer than the %d the status can record: set a shorter value (a timestamp) to restart the rollout",
@@ -267,7 +275,7 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 		}
 		return restartRollout(policy, want, snap.Now)
 	}
-	if policy.Spec.SpecRevision() != policy.Status.UpdateRevision {
+	if policy.Spec.SpecRevision() != policy.Status.UpdateRevision && !waveHolds(snap) {
 		return startRevision(policy, snap.Now)
 	}
 

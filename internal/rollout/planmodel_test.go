@@ -82,8 +82,9 @@ type world struct {
 	statuses  map[string][]ksv1alpha1.CombinedStatus // by BindingPolicy name
 	approvals map[string]*v1alpha1.StageApproval
 	wecs      []*wec
-	revisions []string // the revisions whose objects exist in the WDS
-	metric    float64  // what every analysis query answers
+	revisions []string   // the revisions whose objects exist in the WDS
+	metric    float64    // what every analysis query answers
+	wave      *waveModel // the RolloutWave ordering the policy, or nil
 
 	// askedFor is, by StageApproval UID and generation, the fingerprint
 	// of the policy whose stager wrote that spec: what it asks to
@@ -158,6 +159,7 @@ func (w *world) ownedBindingPolicies() []*ksv1alpha1.BindingPolicy {
 func (w *world) snapshot() *rollout.Snapshot {
 	policy := w.policy.DeepCopy()
 	snap := &rollout.Snapshot{Policy: policy, Now: metav1.NewTime(w.now.Truncate(time.Second))}
+	snap.Wave = w.waveDecision(policy, snap.Now.Time)
 	for _, name := range slices.Sorted(maps.Keys(w.bps)) {
 		if w.bps[name].Labels[v1alpha1.PolicyLabel] == policy.Name {
 			snap.BindingPolicies = append(snap.BindingPolicies, *w.bps[name].DeepCopy())

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/internal/wave"
 )
 
 // Snapshot is what Plan knows about one StagedBindingPolicy: the policy and
@@ -76,6 +77,12 @@ type Snapshot struct {
 	// Measurements are the answers to the queries of the analyses that
 	// DueAnalyses said were due, taken just before the snapshot.
 	Measurements []Measurement
+
+	// Wave is the decision of the RolloutWaves of the hosting cluster on
+	// the revision the spec names (wave.GateAll, with the reconciler's
+	// clock), or nil when no wave orders the policy. Plan consults it only
+	// where a revision would start (rule 6a, waveGate).
+	Wave *wave.Decision
 
 	// Now is the time of the snapshot, used for the times recorded in status.
 	Now metav1.Time

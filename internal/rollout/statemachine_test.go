@@ -16,6 +16,7 @@ package rollout_test
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -80,6 +81,9 @@ type machine struct {
 	// failedAs is the policy's fingerprint when the failure its status
 	// records was recorded.
 	failedAs string
+	// released are the revisions the policy's wave released at a start
+	// (statemachine_wave_test.go).
+	released map[string]bool
 }
 
 var stageNames = []string{"dev", "test", "prod"}
@@ -95,6 +99,7 @@ func newMachine(t *rapid.T, engine *expression.Engine) *machine {
 	}
 	m := &machine{w: newWorld(engine, wecs), handedOver: map[string]bool{}}
 	m.restartStager()
+	m.drawWave(t)
 	m.create(t)
 	return m
 }
@@ -131,6 +136,11 @@ func (m *machine) create(t *rapid.T) {
 	p.ResourceVersion = m.w.nextRV()
 	p.CreationTimestamp = metav1.NewTime(m.w.now)
 	p.Spec.Revision = &v1alpha1.Revision{Name: m.w.revisions[len(m.w.revisions)-1]}
+	// A policy without spec.revision only where a wave holds it before
+	// it starts (WaveNeedsRevision), and settle gives it a revision.
+	if m.w.wave != nil && m.w.wave.later && rapid.IntRange(0, 3).Draw(t, "revisionless") == 0 {
+		p.Spec.Revision = nil
+	}
 	if rapid.Bool().Draw(t, "accumulate") {
 		p.Spec.Placement = v1alpha1.PlacementAccumulate
 	}
@@ -142,7 +152,7 @@ func (m *machine) create(t *rapid.T) {
 // actions are what users, KubeStellar, the WECs and the stager do; ""
 // is the check after each.
 func (m *machine) actions() map[string]func(*rapid.T) {
-	return map[string]func(*rapid.T){
+	actions := map[string]func(*rapid.T){
 		"":       m.checkAlways,
 		"stager": func(t *rapid.T) { m.stagerStep(t) },
 		"stagerRun": func(t *rapid.T) {
@@ -259,6 +269,8 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 		},
 		"settle": m.settle,
 	}
+	maps.Copy(actions, m.waveActions())
+	return actions
 }
 
 func slicesSortedKeys[V any](m map[string]V) []string {
@@ -332,6 +344,7 @@ func (m *machine) stagerStep(t *rapid.T) rollout.Action {
 		return action
 	}
 	m.checkStep(t, snap, action)
+	m.checkWaveStep(t, snap, action)
 	var err error
 	m.keepsRunning(t, fmt.Sprintf("%s (%s)", action.Type, action.Why), func() { err = m.w.apply(action) })
 	if err == nil {
@@ -362,6 +375,7 @@ func (m *machine) stagerAlone(t *rapid.T) {
 
 // checkAlways holds after every action: nothing of a deleted policy is left.
 func (m *machine) checkAlways(t *rapid.T) {
+	m.checkWaveRuns(t)
 	if m.w.policy != nil {
 		return
 	}
@@ -635,6 +649,7 @@ func (m *machine) settle(t *rapid.T) {
 			}
 			w.policy.Annotations[v1alpha1.RestartedAtAnnotation] = "settle-" + fmt.Sprint(w.rv)
 		}
+		m.releaseWave()
 	}
 	// A user may change the downsync once while it settles: a stage
 	// approved and measured then awaits approval again, and starts over.

@@ -31,7 +31,7 @@ import (
 
 // ConditionWaitingForWave is the condition of a policy that a wave holds:
 // True, with the Decision's reason and message, while it is held.
-const ConditionWaitingForWave = "WaitingForWave"
+const ConditionWaitingForWave = v1alpha1.ConditionWaitingForWave
 
 // The reasons of a Decision.
 const (
