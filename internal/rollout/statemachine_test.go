@@ -136,9 +136,10 @@ func (m *machine) create(t *rapid.T) {
 	p.ResourceVersion = m.w.nextRV()
 	p.CreationTimestamp = metav1.NewTime(m.w.now)
 	p.Spec.Revision = &v1alpha1.Revision{Name: m.w.revisions[len(m.w.revisions)-1]}
-	// A policy without spec.revision only where a wave holds it before
-	// it starts (WaveNeedsRevision), and settle gives it a revision.
-	if m.w.wave != nil && m.w.wave.later && rapid.IntRange(0, 3).Draw(t, "revisionless") == 0 {
+	// A policy without spec.revision: in a wave's later step the wave
+	// holds it before it starts (WaveNeedsRevision) and settle gives it
+	// a revision; elsewhere it rolls out the whole downsync.
+	if rapid.IntRange(0, 3).Draw(t, "revisionless") == 0 {
 		p.Spec.Revision = nil
 		// What it runs is the workload from before revisions, which
 		// the user guide says to leave unlabelled.
