@@ -356,6 +356,11 @@ func TestPlanWaveKeepsAFailureOfTheRunningRevision(t *testing.T) {
 				if action.Status != nil && action.Status.Failure == nil {
 					t.Errorf("the failure of v1 is released while the wave holds v2: %s (%s)", action.Type, action.Why)
 				}
+				if action.Status != nil {
+					if msg := condition(t, action.Status, v1alpha1.ConditionProgressing).Message; !strings.Contains(msg, `wave releases revision "v2"`) {
+						t.Errorf("held: Progressing says %q, not that the wave's v2 releases it", msg)
+					}
+				}
 			})
 		}
 		t.Run(name+"/released", func(t *testing.T) {
