@@ -400,6 +400,10 @@ func failStage(snap *Snapshot, active int, a analyses, reason, message string) A
 func holdStatus(status *v1alpha1.StagedBindingPolicyStatus, policy *v1alpha1.StagedBindingPolicy, now metav1.Time) string {
 	f := status.Failure
 	message := f.Message + "; the rollout is held: change its spec or restart it to try the stage again"
+	if f.Action == v1alpha1.FailureAbort { // held only while the wave holds what releases it (waveKeepsFailure)
+		message = fmt.Sprintf("%s; the rollout is held until its wave releases revision %s, or it is restarted",
+			f.Message, describeRevision(policy.Spec.SpecRevision()))
+	}
 	ready := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionUnknown, Reason: v1alpha1.ReasonRolloutHeld}
 	if c := meta.FindStatusCondition(policy.Status.Conditions, v1alpha1.ConditionReady); c != nil {
 		ready = *c

@@ -161,6 +161,8 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //  4. spec.abort, or a failed stage that aborts, puts the stages back on the current revision (planAbort);
 //  5. expressions that do not compile or cost too much, and invalid batches, block the rollout (compileStages, invalidBatches);
 //  6. a suspended rollout, or one a failed stage holds, stays where it is (suspended, held, releaseFailure);
+//     a failure of the revision the rollout runs stays while the wave holds the spec's new revision
+//     that would release it (waveKeepsFailure);
 //     6a. a revision the policy's wave has not released (Snapshot.Wave) does not start, where rules 7 to 9
 //     would start one (a new spec revision, or a rollout not started): the first stage stays where it is,
 //     the rollout keeps what it runs, WaitingForWave says why, and the run is due again at the
@@ -255,7 +257,7 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 	if policy.Spec.Suspend {
 		return suspended(policy, snap.Now)
 	}
-	if failHolds(policy) {
+	if failHolds(policy) || waveKeepsFailure(snap) {
 		return held(policy, snap.Now)
 	}
 	if policy.Status.Failure != nil {

@@ -324,3 +324,52 @@ func TestPlanWaveHoldsARestartNotStarted(t *testing.T) {
 		t.Fatalf("a held policy not started restarts: %s (%s)", action.Type, action.Why)
 	}
 }
+
+// TestPlanWaveKeepsAFailureOfTheRunningRevision checks that a failure of
+// the revision a rollout runs, which the spec's new revision would
+// release (onFailure Abort, rule 4), stays recorded while the wave holds
+// that revision: released, the rollout goes on with the failed revision,
+// whose stage fails again, and the two writes alternate for ever (found
+// by TestPlanStateMachine). Once the wave releases the new revision, the
+// failure goes and the new revision starts.
+func TestPlanWaveKeepsAFailureOfTheRunningRevision(t *testing.T) {
+	engine := newEngine(t)
+	failed := map[string]func() *Snapshot{
+		"completed at v1": func() *Snapshot { return completedAt("v2").Snapshot },
+		"midway with v1":  func() *Snapshot { return midway("v2").Snapshot },
+	}
+	for name, snap := range failed {
+		fail := func(s *Snapshot) *Snapshot {
+			stage := s.Policy.Status.ActiveStage
+			if stage == "" {
+				stage = s.Policy.Spec.Stages[len(s.Policy.Spec.Stages)-1].Name
+			}
+			s.Policy.Status.Failure = &v1alpha1.RolloutFailure{Stage: stage, Reason: v1alpha1.ReasonFailureConditionMet,
+				Action: v1alpha1.FailureAbort, Revision: s.Policy.Status.UpdateRevision, SpecDigest: specDigest(s.Policy), Time: earlier}
+			return s
+		}
+		for _, h := range heldReasons {
+			t.Run(name+"/"+h.reason, func(t *testing.T) {
+				s := fail(snap())
+				s.Wave = heldBy(h.reason, h.recheck)
+				action := Plan(s, engine)
+				if action.Status != nil && action.Status.Failure == nil {
+					t.Errorf("the failure of v1 is released while the wave holds v2: %s (%s)", action.Type, action.Why)
+				}
+				if action.Status != nil {
+					if msg := condition(t, action.Status, v1alpha1.ConditionProgressing).Message; !strings.Contains(msg, `wave releases revision "v2"`) {
+						t.Errorf("held: Progressing says %q, not that the wave's v2 releases it", msg)
+					}
+				}
+			})
+		}
+		t.Run(name+"/released", func(t *testing.T) {
+			s := fail(snap())
+			s.Wave = releasedBy(wave.ReasonReleased)
+			action := Plan(s, engine)
+			if action.Status == nil || action.Status.Failure != nil {
+				t.Errorf("the wave released v2 and the failure of v1 stays: %s (%s)", action.Type, action.Why)
+			}
+		})
+	}
+}

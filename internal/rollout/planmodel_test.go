@@ -82,9 +82,13 @@ type world struct {
 	statuses  map[string][]ksv1alpha1.CombinedStatus // by BindingPolicy name
 	approvals map[string]*v1alpha1.StageApproval
 	wecs      []*wec
-	revisions []string   // the revisions whose objects exist in the WDS
-	metric    float64    // what every analysis query answers
-	wave      *waveModel // the RolloutWave ordering the policy, or nil
+	revisions []string // the revisions whose objects exist in the WDS
+	// unlabelled is true once the WDS holds the workload of a policy
+	// without spec.revision: a Deployment without the revision label,
+	// which the user guide says to keep until a revision is everywhere.
+	unlabelled bool
+	metric     float64    // what every analysis query answers
+	wave       *waveModel // the RolloutWave ordering the policy, or nil
 
 	// askedFor is, by StageApproval UID and generation, the fingerprint
 	// of the policy whose stager wrote that spec: what it asks to
@@ -313,12 +317,20 @@ func (w *world) apply(action rollout.Action) error {
 	return nil
 }
 
-// objectsOf returns the workload objects a BindingPolicy's downsync
-// selects: one Deployment per revision, labelled with it.
+// objectsOf returns the revisions of the workload objects a
+// BindingPolicy's downsync selects: one Deployment per revision, labelled
+// with it, and v1alpha1.Unrevisioned for the unlabelled one, if any.
 func (w *world) objectsOf(bp *ksv1alpha1.BindingPolicy) []string {
 	var revs []string
-	for _, rev := range w.revisions {
+	all := w.revisions
+	if w.unlabelled {
+		all = append([]string{v1alpha1.Unrevisioned}, all...)
+	}
+	for _, rev := range all {
 		objLabels := labels.Set{revisionKey: rev}
+		if rev == v1alpha1.Unrevisioned {
+			objLabels = labels.Set{}
+		}
 		for _, c := range bp.Spec.Downsync {
 			if !slices.Contains(c.Resources, "deployments") || c.APIGroup == nil || *c.APIGroup != "apps" {
 				continue
@@ -383,7 +395,7 @@ func (w *world) resolveOne(name string) {
 	for _, rev := range w.objectsOf(bp) {
 		b.Spec.Workload.NamespaceScope = append(b.Spec.Workload.NamespaceScope, ksv1alpha1.NamespaceScopeDownsyncClause{
 			NamespaceScopeDownsyncObject: ksv1alpha1.NamespaceScopeDownsyncObject{GroupVersionResource: rollouttest.Deployment.GVR,
-				Namespace: "web", Name: "nginx-" + rev, ResourceVersion: "7"},
+				Namespace: "web", Name: objectName(rev), ResourceVersion: "7"},
 			DownsyncModulation: ksv1alpha1.DownsyncModulation{StatusCollectors: []string{"deployments-aggregator"}},
 		})
 	}
@@ -427,13 +439,31 @@ func (w *world) wec(name string) *wec {
 	return nil
 }
 
-// runs returns, by WEC, the revisions the Bindings place on it.
+// objectName is the name of the Deployment of a revision: "nginx" for
+// the unlabelled one.
+func objectName(rev string) string {
+	if rev == v1alpha1.Unrevisioned {
+		return "nginx"
+	}
+	return "nginx-" + rev
+}
+
+// revisionOf is the revision of the Deployment named name (objectName).
+func revisionOf(name string) string {
+	if name == "nginx" {
+		return v1alpha1.Unrevisioned
+	}
+	return strings.TrimPrefix(name, "nginx-")
+}
+
+// runs returns, by WEC, the revisions the Bindings place on it
+// (v1alpha1.Unrevisioned for the unlabelled Deployment).
 func (w *world) runs() map[string][]string {
 	out := map[string][]string{}
 	for _, b := range w.bindings {
 		for _, d := range b.Spec.Destinations {
 			for _, o := range b.Spec.Workload.NamespaceScope {
-				rev := o.Name[len("nginx-"):]
+				rev := revisionOf(o.Name)
 				if !slices.Contains(out[d.ClusterId], rev) {
 					out[d.ClusterId] = append(out[d.ClusterId], rev)
 				}

@@ -136,10 +136,14 @@ func (m *machine) create(t *rapid.T) {
 	p.ResourceVersion = m.w.nextRV()
 	p.CreationTimestamp = metav1.NewTime(m.w.now)
 	p.Spec.Revision = &v1alpha1.Revision{Name: m.w.revisions[len(m.w.revisions)-1]}
-	// A policy without spec.revision only where a wave holds it before
-	// it starts (WaveNeedsRevision), and settle gives it a revision.
-	if m.w.wave != nil && m.w.wave.later && rapid.IntRange(0, 3).Draw(t, "revisionless") == 0 {
+	// A policy without spec.revision: in a wave's later step the wave
+	// holds it before it starts (WaveNeedsRevision) and settle gives it
+	// a revision; elsewhere it rolls out the whole downsync.
+	if rapid.IntRange(0, 3).Draw(t, "revisionless") == 0 {
 		p.Spec.Revision = nil
+		// What it runs is the workload from before revisions, which
+		// the user guide says to leave unlabelled.
+		m.w.unlabelled = true
 	}
 	if rapid.Bool().Draw(t, "accumulate") {
 		p.Spec.Placement = v1alpha1.PlacementAccumulate
@@ -602,10 +606,19 @@ func (m *machine) keepsRunning(t *rapid.T, change string, do func()) {
 	runsOne := func(revs []string) bool {
 		return slices.ContainsFunc(revs, func(r string) bool { return slices.Contains(wanted, r) })
 	}
+	// The unlabelled Deployment belongs to every revision, as a namespace
+	// does; it is the workload only for a rollout without spec.revision
+	// or a stage that keeps what ran before it (revision "-").
+	workload := func(revs []string) []string {
+		if m.w.policy.Status.UpdateRevision == "" || slices.Contains(wanted, v1alpha1.Unrevisioned) {
+			return revs
+		}
+		return slices.DeleteFunc(slices.Clone(revs), func(r string) bool { return r == v1alpha1.Unrevisioned })
+	}
 	after := m.w.runs()
 	seen["make-before-break"]++
 	for _, c := range m.w.wecs {
-		if c.joined && c.stage == stage && len(before[c.name]) > 0 && len(after[c.name]) == 0 || // runs nothing
+		if c.joined && c.stage == stage && len(workload(before[c.name])) > 0 && len(workload(after[c.name])) == 0 || // runs nothing
 			c.joined && c.stage == stage && runsOne(before[c.name]) && !runsOne(after[c.name]) {
 			m.fatalf(t, "make-before-break: WEC %s of active stage %q ran %v and runs %v after %s (revisions kept: %v)",
 				c.name, stage, before[c.name], after[c.name], change, wanted)

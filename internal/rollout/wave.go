@@ -47,6 +47,22 @@ func waveHolds(snap *Snapshot) bool {
 	return snap.Wave != nil && !snap.Wave.Released && startsRevision(snap.Policy)
 }
 
+// waveKeepsFailure reports whether the policy's failure record, which
+// the spec's new revision would release (rule 6), is of the revision the
+// rollout runs while the wave holds that new revision: released, the
+// rollout would go on with the failed revision, fail again and be
+// released again, for ever. A new restartedAt still releases it.
+//
+// Plan's rule 6: a failure of the revision the rollout runs stays while
+// the wave holds the spec's new revision that would release it.
+func waveKeepsFailure(snap *Snapshot) bool {
+	policy := snap.Policy
+	f := policy.Status.Failure
+	restart := policy.Annotations[v1alpha1.RestartedAtAnnotation]
+	return f != nil && waveHolds(snap) && f.Revision == policy.Status.UpdateRevision &&
+		(restart == "" || restart == f.RestartedAt)
+}
+
 // heldPrefix opens the WaitingForWave message: it names the revision held,
 // which is how a later run knows whether this revision was held already,
 // and so emits the wave's Events once per revision from the API alone.
