@@ -78,6 +78,20 @@ func TestWaveOrdersRevisionsAcrossSpaces(t *testing.T) {
 		create(t, s, p)
 	}
 	a, b := policies(wdsA), policies(wdsB)
+	completedAt := func(s policytest.Space, revision string) func() error {
+		return func() error {
+			p := s.Get(t, name)
+			if p.Status.Phase != v1alpha1.RolloutCompleted || p.Status.CurrentRevision != revision {
+				return fmt.Errorf("%s: %s", s.Name, policytest.Describe(p))
+			}
+			return nil
+		}
+	}
+	// openDev makes the WECs of dev at revision report the workload available.
+	openDev := func(s *space, revision string) {
+		s.availability.SetAvailable(v1alpha1.StagePlacement(name, "dev").At(revision).String(), true)
+		s.sim.Resync()
+	}
 
 	// v1: wds-a rolls out, wds-b waits with nothing placed.
 	a.WaitForActiveStage(t, name, "dev")
@@ -100,11 +114,11 @@ func TestWaveOrdersRevisionsAcrossSpaces(t *testing.T) {
 	}
 	environment.Consistently(t, 2*time.Second, "wds-b to stay held while wds-a is in dev", heldAt(v1alpha1.RolloutPending, ""))
 
-	wdsA.openRevisionGate(name, "dev", "v1")
-	waitFor(t, "wds-a to complete v1", completedAt(t, a, name, "v1"))
+	openDev(wdsA, "v1")
+	waitFor(t, "wds-a to complete v1", completedAt(a, "v1"))
 	b.WaitForActiveStage(t, name, "dev")
-	wdsB.openRevisionGate(name, "dev", "v1")
-	waitFor(t, "wds-b to complete v1", completedAt(t, b, name, "v1"))
+	openDev(wdsB, "v1")
+	waitFor(t, "wds-b to complete v1", completedAt(b, "v1"))
 	if c := meta.FindStatusCondition(b.Get(t, name).Status.Conditions, v1alpha1.ConditionWaitingForWave); c != nil {
 		t.Fatalf("wds-b still has %s once released: %+v", v1alpha1.ConditionWaitingForWave, c)
 	}
@@ -126,27 +140,9 @@ func TestWaveOrdersRevisionsAcrossSpaces(t *testing.T) {
 		}
 		return nil
 	})
-	wdsA.openRevisionGate(name, "dev", "v2")
-	waitFor(t, "wds-a to complete v2", completedAt(t, a, name, "v2"))
+	openDev(wdsA, "v2")
+	waitFor(t, "wds-a to complete v2", completedAt(a, "v2"))
 	b.WaitFor(t, name, "wds-b to start v2", func(p *v1alpha1.StagedBindingPolicy) bool { return p.Status.UpdateRevision == "v2" })
-	wdsB.openRevisionGate(name, "dev", "v2")
-	waitFor(t, "wds-b to complete v2", completedAt(t, b, name, "v2"))
-}
-
-// completedAt checks that a space's policy has completed revision.
-func completedAt(t *testing.T, s policytest.Space, name, revision string) func() error {
-	return func() error {
-		p := s.Get(t, name)
-		if p.Status.Phase != v1alpha1.RolloutCompleted || p.Status.CurrentRevision != revision {
-			return fmt.Errorf("%s: %s", s.Name, policytest.Describe(p))
-		}
-		return nil
-	}
-}
-
-// openRevisionGate makes the WECs of a policy's stage at revision report
-// the workload available.
-func (s *space) openRevisionGate(policy, stage, revision string) {
-	s.availability.SetAvailable(v1alpha1.StagePlacement(policy, stage).At(revision).String(), true)
-	s.sim.Resync()
+	openDev(wdsB, "v2")
+	waitFor(t, "wds-b to complete v2", completedAt(b, "v2"))
 }
