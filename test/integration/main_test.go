@@ -86,8 +86,17 @@ func TestMain(m *testing.M) {
 // registers both WDSes and starts a stager serving them.
 func setUp(s *framework.Suite) error {
 	suite.ctx, suite.logger = s.Ctx, s.Logger
-	var err error
-	if suite.hosting, err = environment.StartSpace("hosting"); err != nil {
+	// The hosting cluster has the stager's hosting CRDs (MetricProvider,
+	// RolloutWave), as the stager chart installs them.
+	hostingCRDs, err := environment.HostingCRDDir()
+	if err != nil {
+		return err
+	}
+	hostingScheme, err := app.NewScheme()
+	if err != nil {
+		return err
+	}
+	if suite.hosting, err = environment.StartSpace("hosting", environment.WithCRDDirs(hostingCRDs), environment.WithScheme(hostingScheme)); err != nil {
 		return err
 	}
 	s.Defer(suite.hosting.Stop)

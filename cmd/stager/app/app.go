@@ -658,6 +658,9 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		return nil, fmt.Errorf("adding the RolloutWaves' cache: %w", err)
 	}
 	reporter := &wave.Reporter{Client: hosting.GetClient(), Waves: waves.GetCache(), Clock: clock.RealClock{}, Log: logger.WithName("waves")}
+	// The same cache gates the spaces' starts: every space's reconciler asks
+	// it whether a wave holds a revision (Plan's rule 6a).
+	gates := &wave.Gates{Waves: waves.GetCache(), Clock: clock.RealClock{}}
 	unconfirmed := stagedbindingpolicy.NewUnconfirmed()
 	// One key per process seals the handover marks of every space: a mark
 	// outlives neither a restart nor a move to another replica.
@@ -683,6 +686,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 			SpaceBurst:       o.SpaceAnalysisBurst,
 		}},
 		Unconfirmed: unconfirmed,
+		Waves:       gates,
 	}
 	if shard {
 		// Each replica writes under a field manager of its own, so the

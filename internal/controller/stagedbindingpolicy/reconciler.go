@@ -357,6 +357,7 @@ func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*r
 	policy = r.own.freshest(policy)
 	now := r.clock().Now()
 	snap := &rollout.Snapshot{Policy: policy, Now: metav1.NewTime(now.Truncate(time.Second))}
+	snap.Wave = r.waveDecision(ctx, policy, snap.Now.Time)
 
 	owned := &ksv1alpha1.BindingPolicyList{}
 	if err := r.Client.List(ctx, owned, r.labelled(byPolicy, policy.Name)); err != nil {

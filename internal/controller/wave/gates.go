@@ -77,39 +77,81 @@ func (g *Gates) Decision(ctx context.Context, space, policy, revision string, no
 // policies a wave orders whenever the wave changes in a way that may
 // change their Decision (Affects): its creation or deletion, its spec, or
 // the report of a space of an earlier step. The other spaces' heartbeats,
-// 1.6 writes a second for a wave of 64 spaces, queue nothing.
+// 1.6 writes a second for a wave of 64 spaces, queue nothing. On a hosting
+// cluster without the RolloutWave kind it starts all the same, as no wave
+// can order anything there, and looks for the kind again every retryMax
+// until it watches the waves or ctx ends.
 func (g *Gates) Source(space string) source.Source {
 	return source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 		informer, err := g.Waves.GetInformer(ctx, &hostingv1alpha1.RolloutWave{}, cache.BlockUntilSynced(false))
+		if meta.IsNoMatchError(err) {
+			go g.watchOnceKindExists(ctx, space, q)
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("watching the RolloutWaves for space %s: %w", space, err)
 		}
-		queue := func(ws ...*hostingv1alpha1.RolloutWave) {
-			for _, w := range ws {
-				if w == nil || !inSteps(w, space) {
-					continue
-				}
-				for _, p := range w.Spec.Policies {
-					q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: p}})
-				}
+		return g.watch(ctx, space, informer, q)
+	})
+}
+
+// watchOnceKindExists looks for the RolloutWave kind every retryMax until
+// it exists, then watches the waves for space, or until ctx ends. A policy
+// a new wave orders is queued by the wave's creation, which the informer
+// replays.
+func (g *Gates) watchOnceKindExists(ctx context.Context, space string, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	for {
+		timer := g.timers().NewTimer(retryMax)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-timer.C():
+		}
+		informer, err := g.Waves.GetInformer(ctx, &hostingv1alpha1.RolloutWave{}, cache.BlockUntilSynced(false))
+		if err == nil {
+			_ = g.watch(ctx, space, informer, q) // fails only once the informer stops
+			return
+		}
+	}
+}
+
+// timers is Clock when it has timers, else the real clock.
+func (g *Gates) timers() clock.Clock {
+	if c, ok := g.Clock.(clock.Clock); ok {
+		return c
+	}
+	return clock.RealClock{}
+}
+
+// watch queues space's ordered policies on the changes of the waves that
+// may change their Decision, until ctx ends.
+func (g *Gates) watch(ctx context.Context, space string, informer cache.Informer, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+	queue := func(ws ...*hostingv1alpha1.RolloutWave) {
+		for _, w := range ws {
+			if w == nil || !inSteps(w, space) {
+				continue
+			}
+			for _, p := range w.Spec.Policies {
+				q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: p}})
 			}
 		}
-		reg, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc: func(obj any) { queue(asWave(obj)) },
-			UpdateFunc: func(oldObj, newObj any) {
-				o, n := asWave(oldObj), asWave(newObj)
-				if Affects(o, n, space, g.now()) {
-					queue(o, n)
-				}
-			},
-			DeleteFunc: func(obj any) { queue(asWave(obj)) },
-		})
-		if err != nil {
-			return fmt.Errorf("watching the RolloutWaves for space %s: %w", space, err)
-		}
-		context.AfterFunc(ctx, func() { _ = informer.RemoveEventHandler(reg) })
-		return nil
+	}
+	reg, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { queue(asWave(obj)) },
+		UpdateFunc: func(oldObj, newObj any) {
+			o, n := asWave(oldObj), asWave(newObj)
+			if Affects(o, n, space, g.now()) {
+				queue(o, n)
+			}
+		},
+		DeleteFunc: func(obj any) { queue(asWave(obj)) },
 	})
+	if err != nil {
+		return fmt.Errorf("watching the RolloutWaves for space %s: %w", space, err)
+	}
+	context.AfterFunc(ctx, func() { _ = informer.RemoveEventHandler(reg) })
+	return nil
 }
 
 // asWave returns obj as a wave, or nil (a tombstone, say).
