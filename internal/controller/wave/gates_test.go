@@ -19,17 +19,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/workqueue"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hostingv1alpha1 "github.com/kubestellar/workload-stager/api/hosting/v1alpha1"
-	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/internal/controller/wave"
 	wavegate "github.com/kubestellar/workload-stager/internal/wave"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
@@ -40,20 +36,7 @@ import (
 // and once the kind is installed it queues the policies a new wave orders,
 // without a restart.
 func TestGatesWaitForTheKind(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs kube-apiservers; run without -short (make test)")
-	}
-	ctrllog.SetLogger(logr.Discard())
-	scheme := environment.Scheme()
-	for _, add := range []func(*runtime.Scheme) error{hostingv1alpha1.AddToScheme, v1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
-	hostingCRDs, err := environment.HostingCRDDir()
-	if err != nil {
-		t.Fatal(err)
-	}
+	scheme, hostingCRDs := setUp(t)
 	bare := start(t, "bare-hosting", scheme)
 	ctx := t.Context()
 	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))

@@ -61,6 +61,28 @@ const staleAfter = time.Minute
 const waitFor = 30 * time.Second
 
 // start starts a space's API server, stopped at the test's end.
+// setUp skips without kube-apiservers (-short), discards the caches' logs
+// (they log through controller-runtime's root logger), and returns the
+// scheme of the hosting cluster and spaces and the hosting CRDs.
+func setUp(t *testing.T) (*runtime.Scheme, string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs kube-apiservers; run without -short (make test)")
+	}
+	ctrllog.SetLogger(logr.Discard())
+	scheme := environment.Scheme()
+	for _, add := range []func(*runtime.Scheme) error{hostingv1alpha1.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hostingCRDs, err := environment.HostingCRDDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return scheme, hostingCRDs
+}
+
 func start(t *testing.T, name string, scheme *runtime.Scheme, opts ...environment.SpaceOption) *environment.Space {
 	t.Helper()
 	s, err := environment.StartSpace(name, append(opts, environment.WithScheme(scheme))...)
@@ -174,21 +196,7 @@ func serve(t *testing.T, r *wave.Reporter, space string, policies cache.Cache, f
 // heartbeat; and a replica whose fence of a space moved to another
 // replica writes nothing for the space.
 func TestReporterAgainstAPIServers(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs kube-apiservers; run without -short (make test)")
-	}
-	// The caches log through controller-runtime's root logger.
-	ctrllog.SetLogger(logr.Discard())
-	scheme := environment.Scheme()
-	for _, add := range []func(*runtime.Scheme) error{hostingv1alpha1.AddToScheme, v1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
-	hostingCRDs, err := environment.HostingCRDDir()
-	if err != nil {
-		t.Fatal(err)
-	}
+	scheme, hostingCRDs := setUp(t)
 	hosting := start(t, "hosting", scheme, environment.WithCRDDirs(hostingCRDs))
 	wdsA := start(t, "wds-a", scheme, environment.WithStagerCRDs())
 	wdsB := start(t, "wds-b", scheme, environment.WithStagerCRDs())
@@ -468,20 +476,7 @@ func TestReporterAgainstAPIServers(t *testing.T) {
 // TestReporterWaitsForTheKind: a stager started before the RolloutWave CRD
 // is installed reports its spaces once it is, without a restart.
 func TestReporterWaitsForTheKind(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs kube-apiservers; run without -short (make test)")
-	}
-	ctrllog.SetLogger(logr.Discard())
-	scheme := environment.Scheme()
-	for _, add := range []func(*runtime.Scheme) error{hostingv1alpha1.AddToScheme, v1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
-	hostingCRDs, err := environment.HostingCRDDir()
-	if err != nil {
-		t.Fatal(err)
-	}
+	scheme, hostingCRDs := setUp(t)
 	// One API server is both the bare hosting cluster and the space.
 	both := start(t, "hosting-and-wds", scheme, environment.WithStagerCRDs())
 	ctx := t.Context()
