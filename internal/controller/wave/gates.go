@@ -85,7 +85,13 @@ func (g *Gates) Source(space string) source.Source {
 	return source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 		informer, err := g.Waves.GetInformer(ctx, &hostingv1alpha1.RolloutWave{}, cache.BlockUntilSynced(false))
 		if meta.IsNoMatchError(err) {
-			go g.watchOnceKindExists(ctx, space, q)
+			go func() {
+				// A policy a new wave orders is queued by the wave's
+				// creation, which the informer replays.
+				if informer, err := wavesInformer(ctx, g.Waves, g.timers(), nil); err == nil && informer != nil {
+					_ = g.watch(ctx, space, informer, q) // fails only once the informer stops
+				}
+			}()
 			return nil
 		}
 		if err != nil {
@@ -93,27 +99,6 @@ func (g *Gates) Source(space string) source.Source {
 		}
 		return g.watch(ctx, space, informer, q)
 	})
-}
-
-// watchOnceKindExists looks for the RolloutWave kind every retryMax until
-// it exists, then watches the waves for space, or until ctx ends. A policy
-// a new wave orders is queued by the wave's creation, which the informer
-// replays.
-func (g *Gates) watchOnceKindExists(ctx context.Context, space string, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	for {
-		timer := g.timers().NewTimer(retryMax)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return
-		case <-timer.C():
-		}
-		informer, err := g.Waves.GetInformer(ctx, &hostingv1alpha1.RolloutWave{}, cache.BlockUntilSynced(false))
-		if err == nil {
-			_ = g.watch(ctx, space, informer, q) // fails only once the informer stops
-			return
-		}
-	}
 }
 
 // timers is Clock when it has timers, else the real clock.

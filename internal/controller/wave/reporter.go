@@ -192,6 +192,30 @@ func (a alongside) Start(ctx context.Context) error {
 	return err
 }
 
+// wavesInformer returns the informer of the RolloutWaves in waves. While
+// the hosting cluster has no RolloutWave kind it looks again every
+// retryMax, since the kind can be installed without a restart, calling
+// missing (if not nil) the first time; nil once ctx ends first.
+func wavesInformer(ctx context.Context, waves cache.Cache, timers clock.Clock, missing func()) (cache.Informer, error) {
+	for {
+		informer, err := waves.GetInformer(ctx, &hostingv1alpha1.RolloutWave{}, cache.BlockUntilSynced(false))
+		if !meta.IsNoMatchError(err) {
+			return informer, err
+		}
+		if missing != nil {
+			missing()
+			missing = nil
+		}
+		timer := timers.NewTimer(retryMax)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, nil
+		case <-timer.C():
+		}
+	}
+}
+
 // Serve reports space, whose StagedBindingPolicies policies holds (the
 // space's cache), until ctx is done; then it applies engaged false into
 // the waves it reported to, within the fence if one is given (nil: no
@@ -207,23 +231,15 @@ func (r *Reporter) Serve(ctx context.Context, space string, policies cache.Cache
 	}
 	s.ordered.Store(&map[string]bool{})
 	defer r.register(s)()
-	waves, err := r.Waves.GetInformer(ctx, &hostingv1alpha1.RolloutWave{}, cache.BlockUntilSynced(false))
-	for logged := false; meta.IsNoMatchError(err); logged = true {
-		// No wave can exist until the kind is installed: nothing to report.
-		if !logged {
-			s.log.Info("The hosting cluster has no RolloutWave kind; the space is reported to no wave until it has")
-		}
-		timer := r.Clock.NewTimer(retryMax)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return nil
-		case <-timer.C():
-		}
-		waves, err = r.Waves.GetInformer(ctx, &hostingv1alpha1.RolloutWave{}, cache.BlockUntilSynced(false))
-	}
+	// No wave can exist until the kind is installed: nothing to report.
+	waves, err := wavesInformer(ctx, r.Waves, r.Clock, func() {
+		s.log.Info("The hosting cluster has no RolloutWave kind; the space is reported to no wave until it has")
+	})
 	if err != nil {
 		return fmt.Errorf("watching the RolloutWaves for space %s: %w", space, err)
+	}
+	if waves == nil {
+		return nil
 	}
 	waveReg, err := waves.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { s.poke() },
