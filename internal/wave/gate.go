@@ -208,7 +208,7 @@ func Gate(w *hostingv1alpha1.RolloutWave, space, policy, revision string, now ti
 			down = append(down, quoteName(s)+" (disengaged)")
 			continue
 		case !fresh(r.HeartbeatTime.Time, now, staleAfter):
-			down = append(down, fmt.Sprintf("%s (no report for %s)", quoteName(s), now.Sub(r.HeartbeatTime.Time).Round(time.Second)))
+			down = append(down, fmt.Sprintf("%s (no report since %s)", quoteName(s), r.HeartbeatTime.UTC().Format(time.RFC3339)))
 			continue
 		}
 		p := policyReport(r, policy)
@@ -244,8 +244,8 @@ func Gate(w *hostingv1alpha1.RolloutWave, space, policy, revision string, now ti
 					where, revision, soak))
 				return d
 			}
-			d.Message = bound(fmt.Sprintf("%s: revision %s completed in every earlier space at %s; soaking %s, %s left",
-				where, revision, completed.UTC().Format(time.RFC3339), soak, left.Round(time.Second)))
+			d.Message = bound(fmt.Sprintf("%s: revision %s completed in every earlier space at %s; soaking %s, until %s",
+				where, revision, completed.UTC().Format(time.RFC3339), soak, completed.Add(soak).UTC().Format(time.RFC3339)))
 			return d
 		}
 	}

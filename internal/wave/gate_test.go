@@ -118,7 +118,7 @@ func TestGate(t *testing.T) {
 			space:   "u1", policy: "web", revison: "v2", reason: wave.ReasonEarlierSpaceDown, message: []string{"e1 (disengaged)"}},
 		"5. an earlier space's report stale": {
 			reports: with(live("c1", done("v2", -time.Hour)), hostingv1alpha1.WaveSpaceReport{Space: "e1", Engaged: true, HeartbeatTime: *at(-3 * time.Minute), Policies: []hostingv1alpha1.WavePolicyReport{done("v2", -time.Hour)}}, live("e2", done("v2", -time.Hour))),
-			space:   "u1", policy: "web", revison: "v2", reason: wave.ReasonEarlierSpaceDown, message: []string{"e1 (no report for 3m0s)"}},
+			space:   "u1", policy: "web", revison: "v2", reason: wave.ReasonEarlierSpaceDown, message: []string{"e1 (no report since 2026-11-29T11:57:00Z)"}},
 		"5. a report at the stale bound is fresh": {
 			reports: with(live("c1", done("v2", -time.Hour)), hostingv1alpha1.WaveSpaceReport{Space: "e1", Engaged: true, HeartbeatTime: *at(-2 * time.Minute), Policies: []hostingv1alpha1.WavePolicyReport{done("v2", -time.Hour)}}, live("e2", done("v2", -time.Hour))),
 			space:   "u1", policy: "web", revison: "v2", released: true, reason: wave.ReasonReleased},
@@ -149,7 +149,7 @@ func TestGate(t *testing.T) {
 			message: []string{"3 of 3 earlier spaces: c1 (not reporting), e2 (not reporting), e1 (Progressing v2)"}},
 		"6. soaking after the earlier step": {reports: with(live("c1", done("v2", -4*time.Minute))),
 			space: "e1", policy: "web", revison: "v2", reason: wave.ReasonSoaking, recheck: 6 * time.Minute,
-			message: []string{"completed in every earlier space at 2026-11-29T11:56:00Z; soaking 10m0s, 6m0s left"}},
+			message: []string{"completed in every earlier space at 2026-11-29T11:56:00Z; soaking 10m0s, until 2026-11-29T12:06:00Z"}},
 		"6. the soak counts from the latest completion": {
 			reports: with(live("c1", done("v2", -time.Hour)), live("e1", done("v2", -time.Hour)), live("e2", done("v2", -20*time.Second))),
 			space:   "u1", policy: "web", revison: "v2", reason: wave.ReasonSoaking, recheck: 40 * time.Second},
@@ -235,5 +235,36 @@ func TestGateMessagesAreBounded(t *testing.T) {
 	}
 	if !strings.HasSuffix(d.Message, "...") && !strings.Contains(d.Message, "...") {
 		t.Errorf("long space names are not cut: %s", d.Message)
+	}
+}
+
+// TestGateMessageStandsStillWhileNothingChanges: a held policy's condition
+// carries the decision's message, and Plan writes the status whenever the
+// condition differs, so a message that moves with the clock alone (an age,
+// a time left) would rewrite the status on every run. While the reports
+// stay as they are and the reason holds, the message does not change.
+func TestGateMessageStandsStillWhileNothingChanges(t *testing.T) {
+	stale := hostingv1alpha1.WaveSpaceReport{Space: "e1", Engaged: true, HeartbeatTime: *at(-3 * time.Minute),
+		Policies: []hostingv1alpha1.WavePolicyReport{done("v2", -time.Hour)}}
+	for name, tc := range map[string]struct {
+		reports []hostingv1alpha1.WaveSpaceReport
+		space   string
+	}{
+		"an earlier space's report stale": {reports: []hostingv1alpha1.WaveSpaceReport{live("c1", done("v2", -time.Hour)), stale,
+			live("e2", done("v2", -time.Hour))}, space: "u1"},
+		"soaking":                   {reports: []hostingv1alpha1.WaveSpaceReport{live("c1", done("v2", -4*time.Minute))}, space: "e1"},
+		"waiting for earlier steps": {reports: []hostingv1alpha1.WaveSpaceReport{live("c1", rolling("Progressing", "v2", "v1"))}, space: "e1"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := threeSteps()
+			w.Status.Spaces = tc.reports
+			first := wave.Gate(w, tc.space, "web", "v2", t0)
+			for _, later := range []time.Duration{time.Second, 7 * time.Second, time.Minute} {
+				d := wave.Gate(w, tc.space, "web", "v2", t0.Add(later))
+				if d.Reason == first.Reason && d.Message != first.Message {
+					t.Errorf("%s later, the message moved with the clock alone:\n  %s\n  %s", later, first.Message, d.Message)
+				}
+			}
+		})
 	}
 }
