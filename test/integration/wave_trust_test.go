@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -232,9 +233,12 @@ func TestWaveTrustOfALaterSpace(t *testing.T) {
 		// holds v1-hotfix has seen all of it.
 		edit := func(change func(*v1alpha1.StagedBindingPolicy)) {
 			t.Helper()
-			p := lates.Get(t, ordered)
-			change(p)
-			if err := author.Update(suite.ctx, p); err != nil {
+			err := retry.RetryOnConflict(retry.DefaultRetry, func() error { // the stager writes the status meanwhile
+				p := lates.Get(t, ordered)
+				change(p)
+				return author.Update(suite.ctx, p)
+			})
+			if err != nil {
 				t.Fatalf("the author updating %s: %v", ordered, err)
 			}
 		}
