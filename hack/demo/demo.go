@@ -18,9 +18,11 @@ package main
 // KubeStellar controller-manager and transport controller, real WECs (dev1,
 // dev2, test1, prod1, prod2) with OCM's work agent and pods run by kwok, and
 // the stager binary serving both WDSes (test/framework/stack with
-// RealDataPlane). It prints the rollouts' progress and what the WECs run as
-// it happens and runs until its context is cancelled, then stops everything
-// it started.
+// RealDataPlane). Each WDS rolls revision v1 of nginx out, then v2, through a
+// RolloutWave wds1 → wds2 in the hosting space: wds2 starts a revision only
+// once wds1 has completed it. It prints the rollouts', the wave's and the
+// WECs' progress as it happens and runs until its context is cancelled, then
+// stops everything it started.
 
 import (
 	"context"
@@ -36,10 +38,12 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	hostingv1alpha1 "github.com/kubestellar/workload-stager/api/hosting/v1alpha1"
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/cmd/stager/app"
 	"github.com/kubestellar/workload-stager/providers"
@@ -60,6 +64,9 @@ const (
 	WorkloadNamespace = "demo"
 	// RevisionLabel carries the revision of the revisioned workload's objects.
 	RevisionLabel = v1alpha1.DefaultRevisionLabelKey
+	// WaveName is the RolloutWave that orders the sample policy's
+	// revisions across the WDSes, in the order of Options.Spaces.
+	WaveName = "nginx-wave"
 )
 
 // Clusters is the inventory of WECs.
@@ -79,13 +86,11 @@ type Options struct {
 	Logger logr.Logger
 }
 
-// wds is one WDS of the demo.
+// wds is one WDS of the demo, whose policy rolls out revision v1, then v2.
 type wds struct {
 	name       string
 	client     client.Client
 	kubeconfig string
-	// revisioned is the WDS whose policy rolls out revisions: v1, then v2.
-	revisioned bool
 }
 
 // Run runs the demo until ctx is cancelled.
@@ -127,12 +132,21 @@ func Run(ctx context.Context, o Options) (err error) {
 	cleanups = append(cleanups, func() { _ = st.Stop() })
 
 	var spaces []*wds
-	for i, name := range o.Spaces {
-		w, err := prepareSpace(ctx, st, name, o.WorkDir, i == 0)
+	for _, name := range o.Spaces {
+		w, err := prepareSpace(ctx, st, name, o.WorkDir)
 		if err != nil {
 			return err
 		}
 		spaces = append(spaces, w)
+	}
+	// The platform team's wave, in the hosting space, before any policy:
+	// no later WDS starts a revision before the earlier ones completed it.
+	hosting, err := client.New(st.Hosting.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("making a client of the hosting space: %w", err)
+	}
+	if err := hosting.Create(ctx, DemoWave(o.Spaces)); err != nil {
+		return fmt.Errorf("creating RolloutWave %s: %w", WaveName, err)
 	}
 	args := func() ([]string, error) { return kubeFlexStagerArgs(ctx, st) }
 	stager, err := stack.StartStager(ctx, o.StagerBinary, args, filepath.Join(o.WorkDir, "stager.log"))
@@ -142,11 +156,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	cleanups = append(cleanups, func() { _ = stager.Stop() })
 
 	for _, w := range spaces {
-		policy := SamplePolicy()
-		if w.revisioned {
-			policy = RevisionedPolicy("v1")
-		}
-		if err := w.client.Create(ctx, policy); err != nil {
+		if err := w.client.Create(ctx, RevisionedPolicy("v1")); err != nil {
 			return fmt.Errorf("applying the sample policy in %s: %w", w.name, err)
 		}
 	}
@@ -160,7 +170,7 @@ func Run(ctx context.Context, o Options) (err error) {
 		return fmt.Errorf("writing %s: %w", tokenFile, err)
 	}
 	printGuide(out, o, st, spaces, stager.Flag("metrics-bind-address"), tokenFile)
-	return follow(ctx, out, st, stager, spaces)
+	return follow(ctx, out, st, hosting, stager, spaces)
 }
 
 // kubeFlexStagerArgs returns the stager's arguments to find the WDSes on its
@@ -186,25 +196,21 @@ func kubeFlexStagerArgs(ctx context.Context, st *stack.Stack) ([]string, error) 
 }
 
 // prepareSpace writes a WDS's kubeconfig and creates the StatusCollector and
-// the sample workload (revision v1 of the revisioned one, if revisioned).
-// The stager finds the WDS through its ControlPlane.
-func prepareSpace(ctx context.Context, st *stack.Stack, name, dir string, revisioned bool) (*wds, error) {
+// revision v1 of the sample workload. The stager finds the WDS through its
+// ControlPlane.
+func prepareSpace(ctx context.Context, st *stack.Stack, name, dir string) (*wds, error) {
 	space := st.WDS[name]
 	path, err := writeKubeconfig(dir, name, space.Kubeconfig())
 	if err != nil {
 		return nil, err
 	}
-	workload := sampleWorkload()
-	if revisioned {
-		workload = revisionedWorkload("v1")
-	}
-	objs := append([]client.Object{stack.NewDeploymentsAggregator(Collector)}, workload...)
+	objs := append([]client.Object{stack.NewDeploymentsAggregator(Collector)}, revisionedWorkload("v1")...)
 	for _, obj := range objs {
 		if err := space.Client.Create(ctx, obj); err != nil {
 			return nil, fmt.Errorf("creating %T %s in %s: %w", obj, obj.GetName(), name, err)
 		}
 	}
-	return &wds{name: name, client: space.Client, kubeconfig: path, revisioned: revisioned}, nil
+	return &wds{name: name, client: space.Client, kubeconfig: path}, nil
 }
 
 // SamplePolicy is the seed's StagedBindingPolicy, extended to dev -> test -> prod.
@@ -218,11 +224,16 @@ func SamplePolicy() *v1alpha1.StagedBindingPolicy {
 // RevisionedPolicy is SamplePolicy rolling out the given revision of the
 // revisioned workload (RevisionedDeployment), with placement Accumulate, so
 // that every stage keeps running it and a new revision has something to
-// replace stage by stage.
+// replace stage by stage. prod waits for the workload too: a stage without
+// a condition lets the old revision go as soon as KubeStellar has resolved
+// the new one, and OCM's work agent may then remove the old one, and even
+// the namespace both share, before the new one runs on the WEC.
 func RevisionedPolicy(revision string) *v1alpha1.StagedBindingPolicy {
 	policy := SamplePolicy()
 	policy.Spec.Placement = v1alpha1.PlacementAccumulate
 	policy.Spec.Revision = &v1alpha1.Revision{Name: revision}
+	prod := &policy.Spec.Stages[len(policy.Spec.Stages)-1]
+	prod.Filter, prod.Condition = policytest.Deployments, policytest.AvailableCombinedStatus
 	return policy
 }
 
@@ -250,13 +261,17 @@ func revisionedWorkload(revision string) []client.Object {
 // revisionTags are the nginx image tags of the demo's revisions.
 var revisionTags = map[string]string{"v1": "1.27", "v2": "1.28"}
 
-// sampleWorkload is an nginx Deployment in its namespace, both labelled for
-// the sample policy, so that the WECs get the namespace too.
-func sampleWorkload() []client.Object {
-	return []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: WorkloadNamespace, Labels: map[string]string{policytest.AppLabel: "nginx"}}},
-		policytest.Deployment(WorkloadNamespace, "nginx"),
+// DemoWave is the RolloutWave that orders the sample policy through the
+// given WDSes, one step each, in that order.
+func DemoWave(spaces []string) *hostingv1alpha1.RolloutWave {
+	w := &hostingv1alpha1.RolloutWave{
+		ObjectMeta: metav1.ObjectMeta{Name: WaveName},
+		Spec:       hostingv1alpha1.RolloutWaveSpec{Policies: []string{PolicyName}},
 	}
+	for _, space := range spaces {
+		w.Spec.Steps = append(w.Spec.Steps, hostingv1alpha1.WaveStep{Name: space, Spaces: []string{space}})
+	}
+	return w
 }
 
 // writeKubeconfig writes a kubeconfig into dir and returns its path.
@@ -297,14 +312,17 @@ func printGuide(out io.Writer, o Options, st *stack.Stack, spaces []*wds, metric
 	fmt.Fprintf(out, "  %s --kubeconfig=%s get manifestworks,workstatuses -A -L transport.kubestellar.io/originWdsName   # the ITS\n", kubectl, st.ITSKubeconfig())
 	fmt.Fprintf(out, "  %s --kubeconfig=%s get deployments,pods,appliedmanifestworks -A   # WEC dev1\n", kubectl, st.RealWECs[Clusters[0].Name].Kubeconfig)
 	fmt.Fprintf(out, "  %s --kubeconfig=%s get controlplanes -L kflex.kubestellar.io/cptype\n", kubectl, st.HostingKubeconfig)
+	fmt.Fprintf(out, "  %s --kubeconfig=%s get rolloutwave %s -o yaml   # the wave: each WDS's report in its status\n", kubectl, st.HostingKubeconfig, WaveName)
 	fmt.Fprintf(out, "  curl -sk -H \"Authorization: Bearer $(cat %s)\" https://%s/metrics | grep ^stager_   # HTTPS, token of ServiceAccount %s/%s (metrics-reader)\n\n",
 		tokenFile, metricsAddr, stack.MetricsReaderNamespace, stack.MetricsReaderName)
-	fmt.Fprintf(out, "Each stage moves on once its WECs' nginx pods are Ready (kwok runs them) and KubeStellar reports it.\nPress Ctrl-C to stop.\n\n")
+	fmt.Fprintf(out, "Each stage moves on once its WECs' nginx pods are Ready (kwok runs them) and KubeStellar reports it.\n")
+	fmt.Fprintf(out, "RolloutWave %s orders the WDSes %s: each starts a revision once the ones before completed it.\nPress Ctrl-C to stop.\n\n", WaveName, strings.Join(o.Spaces, " → "))
 }
 
-// follow prints every change of the rollouts and of what the WECs run, and
-// returns when ctx is done, or with an error if the stager stops.
-func follow(ctx context.Context, out io.Writer, st *stack.Stack, stager *process.Process, spaces []*wds) error {
+// follow prints every change of the rollouts, of the wave and of what the
+// WECs run, and returns when ctx is done, or with an error if the stager
+// stops.
+func follow(ctx context.Context, out io.Writer, st *stack.Stack, hosting client.Client, stager *process.Process, spaces []*wds) error {
 	last := map[string]string{}
 	announced := false
 	ticker := time.NewTicker(250 * time.Millisecond)
@@ -332,7 +350,7 @@ func follow(ctx context.Context, out io.Writer, st *stack.Stack, stager *process
 				fmt.Fprintf(out, "%s %s\n", time.Now().Format("15:04:05"), line)
 			}
 			done := policy.Status.Phase == v1alpha1.RolloutCompleted
-			if w.revisioned && done && policy.Status.CurrentRevision == "v1" && policy.Spec.SpecRevision() == "v1" {
+			if done && policy.Status.CurrentRevision == "v1" && policy.Spec.SpecRevision() == "v1" {
 				fmt.Fprintf(out, "%s %-5s revision v1 is everywhere: creating nginx-v2 (nginx:%s) beside it and setting spec.revision to v2\n",
 					time.Now().Format("15:04:05"), w.name, revisionTags["v2"])
 				if err := rollOutV2(ctx, w.client); err != nil {
@@ -340,9 +358,20 @@ func follow(ctx context.Context, out io.Writer, st *stack.Stack, stager *process
 				}
 				done = false
 			}
-			if done && (!w.revisioned || policy.Status.CurrentRevision == "v2") {
+			if done && policy.Status.CurrentRevision == "v2" {
 				completed++
 			}
+		}
+		wave := &hostingv1alpha1.RolloutWave{}
+		if err := hosting.Get(ctx, types.NamespacedName{Name: WaveName}, wave); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("reading RolloutWave %s: %w", WaveName, err)
+		}
+		if line := waveLine(wave, PolicyName); line != last["wave"] {
+			last["wave"] = line
+			fmt.Fprintf(out, "%s %s\n", time.Now().Format("15:04:05"), line)
 		}
 		if line, err := wecsLine(ctx, st, spaces); err == nil && line != last[""] {
 			last[""] = line
@@ -415,10 +444,67 @@ func progressLine(space string, policy *v1alpha1.StagedBindingPolicy) string {
 			detail = st.Message
 		}
 	}
+	c := meta.FindStatusCondition(policy.Status.Conditions, v1alpha1.ConditionWaitingForWave)
+	held := c != nil && c.Status == metav1.ConditionTrue
+	if held {
+		detail = "held by the wave: " + c.Message
+	}
 	if len(stages) == 0 {
+		if held { // before its first revision: no stage recorded yet
+			return fmt.Sprintf("%-5s %-11s %s", space, policy.Status.Phase, detail)
+		}
 		return fmt.Sprintf("%-5s %s: waiting for the stager", space, policy.Name)
 	}
 	return fmt.Sprintf("%-5s %-11s [%s]  %s", space, policy.Status.Phase, strings.Join(stages, " → "), detail)
+}
+
+// waveLine renders a wave's progress over one policy, as the wave's status
+// reports it: each step with its spaces, and each space's phase and
+// revision of the policy ("→" when it rolls out a revision other than the
+// one it completed last).
+func waveLine(w *hostingv1alpha1.RolloutWave, policy string) string {
+	steps := make([]string, 0, len(w.Spec.Steps))
+	for i, step := range w.Spec.Steps {
+		spaces := make([]string, 0, len(step.Spaces))
+		for _, space := range step.Spaces {
+			spaces = append(spaces, space+" "+spaceState(w, space, policy))
+		}
+		steps = append(steps, fmt.Sprintf("%d/%d %s [%s]", i+1, len(w.Spec.Steps), step.Name, strings.Join(spaces, ", ")))
+	}
+	return fmt.Sprintf("wave  %s: %s", w.Name, strings.Join(steps, " → "))
+}
+
+// spaceState renders what a space reports of a policy in a wave's status.
+func spaceState(w *hostingv1alpha1.RolloutWave, space, policy string) string {
+	i := slices.IndexFunc(w.Status.Spaces, func(r hostingv1alpha1.WaveSpaceReport) bool { return r.Space == space })
+	if i < 0 {
+		return "no report yet"
+	}
+	report := w.Status.Spaces[i]
+	state := ""
+	if !report.Engaged {
+		state = "not served, "
+	}
+	j := slices.IndexFunc(report.Policies, func(p hostingv1alpha1.WavePolicyReport) bool { return p.Name == policy })
+	if j < 0 {
+		return state + "no policy " + policy
+	}
+	p := report.Policies[j]
+	revision := p.Revision
+	if p.CurrentRevision != "" && p.CurrentRevision != p.Revision {
+		revision = p.CurrentRevision + "→" + p.Revision
+	}
+	if p.Phase == "" {
+		return state + "no phase yet"
+	}
+	state += p.Phase
+	if revision != "" {
+		state += " " + revision
+	}
+	if len(p.FailedRevisions) > 0 {
+		state += " (gave up " + strings.Join(p.FailedRevisions, ",") + ")"
+	}
+	return state
 }
 
 // errNoBinary is returned when the stager binary is missing.
