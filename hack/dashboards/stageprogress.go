@@ -178,5 +178,16 @@ func stageProgress() *dashboard.DashboardBuilder { //nolint:staticcheck // the c
 			WithTarget(rows("A", `max by (space, replica) (stager_space_owner{`+space+`})`))).
 		WithPanel(graph("Spaces served, by replica",
 			"How many spaces each replica serves over time: a dead replica's spaces move to the survivors, and come back when it returns.").
-			WithTarget(series("A", `sum by (replica) (stager_space_owner{`+space+`})`, "{{replica}}")))
+			WithTarget(series("A", `sum by (replica) (stager_space_owner{`+space+`})`, "{{replica}}"))).
+		WithPanel(rowsTable("Waves", 24, 8,
+			"Where each RolloutWave is: for each wave, step, space and ordered policy, the revision and its state. Completed, Progressing, GivenUp (Aborted or Stalled: no later step starts that revision), Waiting or Soaking (the wave holds the revision the policy asks for), Missing (no such policy in the space) or Down (the space's report is missing, disengaged or stale: the later steps hold). Each replica shows the spaces it serves.").
+			WithTarget(rows("A", `max by (wave, step, space, policy, revision, state) (stager_wave_step{`+spacePolicy+`})`)).
+			WithTransformation(dashboard.DataTransformerConfig{Id: "organize", Options: map[string]any{
+				"excludeByName": map[string]bool{"Time": true, "Value": true},
+				"indexByName":   map[string]int{"wave": 0, "step": 1, "space": 2, "policy": 3, "revision": 4, "state": 5},
+			}})).
+		WithPanel(graph("Wave trouble",
+			"Spaces of each wave's steps that hold the later steps by not reporting (NoReport: no replica reports it; Disengaged: let go or unreachable; Stale: its report is older than the wave's reportStaleAfter), and failed reads of the hosting cluster's RolloutWaves per second, by space (a policy whose start they hold says WavesUnreadable).").
+			WithTarget(series("A", `max by (wave, reason) (stager_wave_spaces_not_reporting)`, "{{wave}} not reporting: {{reason}}")).
+			WithTarget(series("B", `sum by (space) (rate(stager_wave_read_errors_total{`+space+`}[$__rate_interval]))`, "{{space}} failed reads")))
 }

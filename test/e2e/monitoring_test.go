@@ -66,7 +66,8 @@ const (
 // TestDashboardAndAlerts scrapes the stager with a real Prometheus, loaded
 // with the alerting rules of config/prometheus, while rollouts run in wds1
 // and wds2 and a third space ("bare", without KubeStellar's API) is engaged
-// but not ready. It then runs every query of the Grafana dashboard (and its
+// but not ready, and a RolloutWave orders one of wds2's policies before
+// wds1's. It then runs every query of the Grafana dashboard (and its
 // variables) and every alert expression through Prometheus's HTTP API: each
 // must return data, only for the run's spaces. The alerts for the blocked,
 // stalled and aborted rollouts, the evaluation errors and the space that is
@@ -156,6 +157,16 @@ func TestDashboardAndAlerts(t *testing.T) {
 			t.Fatalf("creating %s: %v", p.Name, err)
 		}
 	}
+	// A wave orders "revised": wds2 first, then wds1, which has no such
+	// policy (panels "Waves" and "Wave trouble").
+	hosting := hostingClient(t)
+	monitored := &hostingv1alpha1.RolloutWave{ObjectMeta: metav1.ObjectMeta{Name: "monitored"}, Spec: hostingv1alpha1.RolloutWaveSpec{
+		Policies: []string{revised},
+		Steps:    []hostingv1alpha1.WaveStep{{Name: "first", Spaces: []string{"wds2"}}, {Name: "then", Spaces: []string{"wds1"}}}}}
+	if err := hosting.Create(ctx, monitored); err != nil {
+		t.Fatalf("creating RolloutWave %s: %v", monitored.Name, err)
+	}
+	t.Cleanup(func() { _ = hosting.Delete(context.Background(), monitored) })
 	t.Cleanup(func() {
 		policies("wds1").Delete(t, metered)
 		for _, name := range []string{metered, broken, stalled, paused, gated, revised, undone, fleet, checked} {

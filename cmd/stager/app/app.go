@@ -658,6 +658,15 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		return nil, fmt.Errorf("adding the RolloutWaves' cache: %w", err)
 	}
 	reporter := &wave.Reporter{Client: hosting.GetClient(), Waves: waves.GetCache(), Clock: clock.RealClock{}, Log: logger.WithName("waves")}
+	// Its series (stager_wave_*) are served on the metrics endpoint while
+	// the stager runs, on every replica.
+	if err := hosting.Add(onEveryReplica(func(ctx context.Context) error {
+		defer wave.ExportMetrics(reporter)()
+		<-ctx.Done()
+		return nil
+	})); err != nil {
+		return nil, fmt.Errorf("adding the waves' metrics: %w", err)
+	}
 	// The same cache gates the spaces' starts: every space's reconciler asks
 	// it whether a wave holds a revision (Plan's rule 6a).
 	gates := &wave.Gates{Waves: waves.GetCache(), Clock: clock.RealClock{}}

@@ -29,6 +29,7 @@ import (
 	"github.com/kubestellar/workload-stager/internal/controller/metrics"
 	"github.com/kubestellar/workload-stager/internal/controller/sharding"
 	"github.com/kubestellar/workload-stager/internal/controller/spaces"
+	"github.com/kubestellar/workload-stager/internal/controller/wave"
 	"github.com/kubestellar/workload-stager/internal/providers/kubeconfig"
 	"github.com/kubestellar/workload-stager/internal/providers/kubeflex"
 )
@@ -37,7 +38,7 @@ import (
 // sorted; a histogram's series add _bucket, _sum and _count to its name.
 func exportedMetrics(t *testing.T) []string {
 	t.Helper()
-	collectors := slices.Concat(metrics.Collectors(), spaces.MetricCollectors(), sharding.MetricCollectors(), kubeconfig.MetricCollectors(), kubeflex.MetricCollectors())
+	collectors := slices.Concat(metrics.Collectors(), spaces.MetricCollectors(), sharding.MetricCollectors(), kubeconfig.MetricCollectors(), kubeflex.MetricCollectors(), wave.MetricCollectors())
 	var names []string
 	descs := 0
 	for _, c := range collectors {

@@ -68,6 +68,7 @@ func (g *Gates) Decision(ctx context.Context, space, policy, revision string, no
 		if meta.IsNoMatchError(err) {
 			return wavegate.GateAll(nil, space, policy, revision, now), nil
 		}
+		readFailed(space)
 		return wavegate.Decision{}, fmt.Errorf("reading the RolloutWaves for policy %s of space %s: %w", policy, space, err)
 	}
 	return wavegate.GateAll(waves.Items, space, policy, revision, now), nil

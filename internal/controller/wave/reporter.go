@@ -292,6 +292,10 @@ type servedSpace struct {
 	// last is what was applied per wave; only run and disengage touch it.
 	last map[string]*report
 
+	// readErrors counts the failed reads of the waves for the space
+	// (stager_wave_read_errors_total, metrics.go).
+	readErrors atomic.Uint64
+
 	mu sync.Mutex
 	// seen are the revisions each ordered policy was seen given up at
 	// (Aborted or Stalled), by the policy handler, which sees every
@@ -389,6 +393,7 @@ func (s *servedSpace) reportAll(ctx context.Context) (next time.Duration, failed
 	if err != nil {
 		if ctx.Err() == nil {
 			s.log.Error(err, "Cannot read the RolloutWaves to report the space")
+			s.readErrors.Add(1)
 		}
 		return next, true
 	}
