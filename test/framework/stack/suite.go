@@ -30,7 +30,7 @@ import (
 )
 
 // Suite is the shared set-up of a test package that runs the stager binary
-// (test/e2e, test/realdataplane, test/install, test/chaos, test/kcpe2e):
+// (test/e2e, test/realdataplane, test/install, test/chaos, test/waves, test/kcpe2e):
 // the framework's Suite with the stager binary and the stager's scheme
 // ready. Its methods start what the package runs, each stopped with the
 // package; kcpstack.StartSuite starts a kcp.
