@@ -44,7 +44,7 @@ TEST_ENV = $(ENV_APISERVER) $(ENV_KUBESTELLAR) $(ENV_DATAPLANE) $(ENV_PROMETHEUS
 # The test layers, for a faster inner loop; `make test` runs them all.
 UNIT_PKGS ?= ./api/... ./cmd/... ./internal/... ./providers/... ./hack/...
 INTEGRATION_PKGS ?= ./internal/controller/sharding/ ./internal/controller/spaces/ ./internal/controller/stagedbindingpolicy/ ./test/framework/ ./test/framework/environment/ ./test/framework/kubestellar/ ./test/framework/process/ ./test/framework/shardaudit/ ./test/integration/ ./test/plugin/
-E2E_PKGS ?= ./test/chart/ ./test/install/ ./test/framework/dataplane/ ./test/framework/stack/ ./test/framework/prometheus/ ./test/e2e/ ./test/realdataplane/ ./test/chaos/
+E2E_PKGS ?= ./test/chart/ ./test/install/ ./test/framework/dataplane/ ./test/framework/stack/ ./test/framework/prometheus/ ./test/e2e/ ./test/realdataplane/ ./test/chaos/ ./test/waves/
 KCP_PKGS ?= ./test/framework/kcp/ ./test/kcpe2e/
 
 # The image's test (hack/tools/image, a module of its own) opens the layout

@@ -20,7 +20,7 @@
 // policytest: waiting on StagedBindingPolicies), and this package runs a test
 // package's shared set-up (Main; stack.Main for the suites that run the
 // stager binary). The suites (test/integration, test/e2e, test/realdataplane,
-// test/install, test/kcpe2e, test/chaos, test/plugin, test/scale) sit beside
+// test/install, test/kcpe2e, test/chaos, test/waves, test/plugin, test/scale) sit beside
 // it.
 package framework
 

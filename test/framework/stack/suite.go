@@ -30,7 +30,7 @@ import (
 )
 
 // Suite is the shared set-up of a test package that runs the stager binary
-// (test/e2e, test/realdataplane, test/install, test/chaos, test/kcpe2e):
+// (test/e2e, test/realdataplane, test/install, test/chaos, test/waves, test/kcpe2e):
 // the framework's Suite with the stager binary and the stager's scheme
 // ready. Its methods start what the package runs, each stopped with the
 // package; kcpstack.StartSuite starts a kcp.
@@ -84,12 +84,19 @@ func (s *Suite) StartStack(o Options) (*Stack, error) {
 }
 
 // StartHosting starts a hosting space of the suite's own, outside any
-// stack, with the suite's scheme, and writes its kubeconfig into the work
-// directory as hosting.kubeconfig; it returns the space and that file, the
-// stager's --kubeconfig. test/kcpe2e runs no stack; test/chaos stops its
-// hosting space's API server, which a stack's controller-managers need.
+// stack, with the suite's scheme and the hosting cluster's CRDs
+// (config/crd/hosting: MetricProvider, RolloutWave), as the stager chart
+// installs them and a stack's hosting space has them, and writes its
+// kubeconfig into the work directory as hosting.kubeconfig; it returns the
+// space and that file, the stager's --kubeconfig. test/kcpe2e runs no
+// stack; test/chaos stops its hosting space's API server, which a stack's
+// controller-managers need; test/waves creates RolloutWaves in it.
 func (s *Suite) StartHosting() (*environment.Space, string, error) {
-	hosting, err := environment.StartSpace(DefaultHostingName, environment.WithScheme(s.Scheme))
+	hostingCRDs, err := environment.HostingCRDDir()
+	if err != nil {
+		return nil, "", err
+	}
+	hosting, err := environment.StartSpace(DefaultHostingName, environment.WithCRDDirs(hostingCRDs), environment.WithScheme(s.Scheme))
 	if err != nil {
 		return nil, "", err
 	}
