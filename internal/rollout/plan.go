@@ -201,6 +201,7 @@ func Plan(snap *Snapshot, engine *expression.Engine, opts ...PlanOption) Action 
 	}
 	keyed := *snap
 	keyed.key = cfg.key
+	keyed.waveHolds = holdsRevision(&keyed)
 	snap = &keyed
 	action := plan(snap, engine, cfg)
 	waveAfter(snap, &action)
@@ -277,7 +278,7 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 		}
 		return restartRollout(policy, want, snap.Now)
 	}
-	if policy.Spec.SpecRevision() != policy.Status.UpdateRevision && !waveHolds(snap) {
+	if policy.Spec.SpecRevision() != policy.Status.UpdateRevision && !snap.waveHolds {
 		return startRevision(policy, snap.Now)
 	}
 

@@ -26,6 +26,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/internal/expression"
 	"github.com/kubestellar/workload-stager/internal/wave"
 )
 
@@ -371,5 +372,25 @@ func TestPlanWaveKeepsAFailureOfTheRunningRevision(t *testing.T) {
 				t.Errorf("the wave released v2 and the failure of v1 stays: %s (%s)", action.Type, action.Why)
 			}
 		})
+	}
+}
+
+// BenchmarkPlanAdvanceInAWave is BenchmarkPlanAdvance with the policy in a
+// wave's first step, released: what rule 6a adds to every run of an
+// ordered policy.
+func BenchmarkPlanAdvanceInAWave(b *testing.B) {
+	engine, err := expression.NewEngine()
+	if err != nil {
+		b.Fatal(err)
+	}
+	snap := at("dev").bound().reporting(deployment, "1").Snapshot
+	snap.CombinedStatuses[0].UID, snap.CombinedStatuses[0].ResourceVersion = "cs-dev", "1"
+	snap.Wave = &wave.Decision{Released: true, Wave: "regions", Step: "canary", StepIndex: 0, Steps: 3, Reason: wave.ReasonFirstStep}
+	if action := Plan(snap, engine); action.Type == ActionNone {
+		b.Fatalf("the snapshot plans nothing: %s", describe(action))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		Plan(snap, engine)
 	}
 }

@@ -41,9 +41,9 @@ func startsRevision(policy *v1alpha1.StagedBindingPolicy) bool {
 	return policy.Spec.SpecRevision() != policy.Status.UpdateRevision || !started && !reset
 }
 
-// waveHolds reports whether the snapshot's wave holds the revision the
-// policy would start.
-func waveHolds(snap *Snapshot) bool {
+// holdsRevision reports whether the snapshot's wave holds the revision the
+// policy would start. Plan asks it once a run (Snapshot.waveHolds).
+func holdsRevision(snap *Snapshot) bool {
 	return snap.Wave != nil && !snap.Wave.Released && startsRevision(snap.Policy)
 }
 
@@ -59,7 +59,7 @@ func waveKeepsFailure(snap *Snapshot) bool {
 	policy := snap.Policy
 	f := policy.Status.Failure
 	restart := policy.Annotations[v1alpha1.RestartedAtAnnotation]
-	return f != nil && waveHolds(snap) && f.Revision == policy.Status.UpdateRevision &&
+	return f != nil && snap.waveHolds && f.Revision == policy.Status.UpdateRevision &&
 		(restart == "" || restart == f.RestartedAt)
 }
 
@@ -82,7 +82,7 @@ func heldPrefix(revision string) string {
 // after this one, which keep the condition, as rules 7 to 9 do not start
 // the held one. It reports whether it has a change to make.
 func waveGate(snap *Snapshot) (Action, bool) {
-	if !waveHolds(snap) {
+	if !snap.waveHolds {
 		return Action{}, false
 	}
 	policy, d := snap.Policy, snap.Wave
@@ -122,7 +122,7 @@ func waveGate(snap *Snapshot) (Action, bool) {
 // status goes with the action's status write, or a write of its own, and
 // a start that it held says WaveReleased.
 func waveAfter(snap *Snapshot, action *Action) {
-	if waveHolds(snap) {
+	if snap.waveHolds {
 		action.RequeueAfter = Earliest(action.RequeueAfter, snap.Wave.RecheckAfter)
 		return
 	}
