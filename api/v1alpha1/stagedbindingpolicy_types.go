@@ -792,6 +792,63 @@ type StagedBindingPolicyStatus struct {
 	// +listMapKey=name
 	// +optional
 	Stages []StageStatus `json:"stages,omitempty"`
+
+	// Wave is the policy's place in the wave that orders it in its
+	// space (docs/proposals/waves.md), and whether the wave holds the
+	// revision the spec names; absent when no wave orders the policy. It
+	// says nothing of other spaces: the WaitingForWave condition says what
+	// a held revision waits for.
+	// +optional
+	Wave *WaveStatus `json:"wave,omitempty"`
+}
+
+// WaveState is whether a wave holds a policy's revision.
+// +kubebuilder:validation:Enum=Held;Released
+type WaveState string
+
+// The states of a policy in a wave.
+const (
+	// WaveHeld: the wave keeps the revision the spec names from starting.
+	WaveHeld WaveState = "Held"
+	// WaveReleased: the wave does not hold the revision the spec names; it
+	// let it start, or it ran already when the wave came to order it.
+	WaveReleased WaveState = "Released"
+)
+
+// MaxWavePosition is the most bytes of a WaveStatus's position: "16/16"
+// for a wave's 16 steps at most, with room for a later bound of 999.
+const MaxWavePosition = 7
+
+// WaveStatus is a policy's place in the wave (of the hosting cluster)
+// that orders it.
+type WaveStatus struct {
+	// Name is the wave's name; empty while the stager cannot tell which
+	// wave orders the policy (two waves do, or the hosting cluster's waves
+	// cannot be read), which holds the revision.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Name string `json:"name,omitempty"`
+
+	// Step is the name of the wave's step that holds the policy's space.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Step string `json:"step,omitempty"`
+
+	// Position is the step's place among the wave's steps, 1-based: "2/3".
+	// +kubebuilder:validation:MaxLength=7
+	// +kubebuilder:validation:Pattern=`^[0-9]{1,3}/[0-9]{1,3}$`
+	// +optional
+	Position string `json:"position,omitempty"`
+
+	// State is Held while the wave keeps the revision the spec names from
+	// starting (the WaitingForWave condition says why), else Released.
+	State WaveState `json:"state"`
+
+	// Revision is the revision the wave holds (Held) or released
+	// (Released): spec.revision.name; empty for a policy without one.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Revision string `json:"revision,omitempty"`
 }
 
 // StageStatus is the record of one stage.

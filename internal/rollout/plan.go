@@ -167,6 +167,9 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //     would start one (a new spec revision, or a rollout not started): the first stage stays where it is,
 //     the rollout keeps what it runs, WaitingForWave says why, and the run is due again at the
 //     decision's RecheckAfter; released, the condition goes and WaveReleased says so (waveGate, waveAfter);
+//     status.wave keeps the policy's wave, step and position and whether the wave holds the spec's revision
+//     (Held) or not (Released), none when no wave orders it, written with the run's status write, or alone
+//     when the run makes none (waveStatus, waveAfter);
 //  7. a new restartedAt annotation restarts the rollout from its first stage (restartRollout);
 //  8. a new spec revision starts its rollout from the first stage (startRevision);
 //  9. a rollout not started, or whose active stage is gone, starts at the first stage (startRollout);
@@ -201,6 +204,7 @@ func Plan(snap *Snapshot, engine *expression.Engine, opts ...PlanOption) Action 
 	}
 	keyed := *snap
 	keyed.key = cfg.key
+	keyed.waveHolds = holdsRevision(&keyed)
 	snap = &keyed
 	action := plan(snap, engine, cfg)
 	waveAfter(snap, &action)
@@ -277,7 +281,7 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 		}
 		return restartRollout(policy, want, snap.Now)
 	}
-	if policy.Spec.SpecRevision() != policy.Status.UpdateRevision && !waveHolds(snap) {
+	if policy.Spec.SpecRevision() != policy.Status.UpdateRevision && !snap.waveHolds {
 		return startRevision(policy, snap.Now)
 	}
 

@@ -26,6 +26,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/internal/expression"
 	"github.com/kubestellar/workload-stager/internal/wave"
 )
 
@@ -39,9 +40,10 @@ func heldBy(reason string, recheck time.Duration) *wave.Decision {
 		Message: "wave regions step 2/3 (eu): " + reason + " (the gate's message)", RecheckAfter: recheck}
 }
 
-// releasedBy is a decision of a wave releasing the policy.
-func releasedBy(reason string) *wave.Decision {
-	return &wave.Decision{Released: true, Wave: "regions", Step: "eu", StepIndex: 1, Steps: 3, Reason: reason,
+// releasedBy is a decision of a wave releasing the policy in its second
+// step (WaveReleased).
+func releasedBy() *wave.Decision {
+	return &wave.Decision{Released: true, Wave: "regions", Step: "eu", StepIndex: 1, Steps: 3, Reason: wave.ReasonReleased,
 		Message: "wave regions step 2/3 (eu): revision v2 completed in every space of the 1 earlier steps"}
 }
 
@@ -185,7 +187,7 @@ func TestPlanWaveReleasesAfterHeld(t *testing.T) {
 		{"a policy not started", func() *Snapshot { return notStarted("v2").Snapshot }},
 		{"a completed rollout given a new revision", func() *Snapshot { return completedAt("v2").Snapshot }},
 	} {
-		for _, release := range []*wave.Decision{releasedBy(wave.ReasonReleased), nil} {
+		for _, release := range []*wave.Decision{releasedBy(), nil} {
 			name := sit.name + "/no wave"
 			if release != nil {
 				name = sit.name + "/" + release.Reason
@@ -225,7 +227,8 @@ func TestPlanWaveReleasesAfterHeld(t *testing.T) {
 
 // TestPlanWaveLeavesRunningRevision checks that a revision started is
 // never touched by the gate: whatever the wave decides, Plan makes the
-// change it makes without a wave.
+// change it makes without a wave, but for status.wave, which says the
+// wave's step and that it does not hold the revision the policy runs.
 func TestPlanWaveLeavesRunningRevision(t *testing.T) {
 	engine := newEngine(t)
 	running := map[string]func() *Snapshot{
@@ -243,6 +246,14 @@ func TestPlanWaveLeavesRunningRevision(t *testing.T) {
 				got := Plan(gated, engine)
 				// Evaluations are timed by the real clock.
 				got.Evaluations, free.Evaluations = nil, nil
+				if got.Status != nil {
+					want := &v1alpha1.WaveStatus{Name: "regions", Step: "eu", Position: "2/3", State: v1alpha1.WaveReleased,
+						Revision: gated.Policy.Spec.SpecRevision()}
+					if !equality.Semantic.DeepEqual(got.Status.Wave, want) {
+						t.Errorf("status.wave %+v, want %+v", deref(got.Status.Wave), *want)
+					}
+					got.Status.Wave = nil
+				}
 				if !equality.Semantic.DeepEqual(got, free) {
 					t.Errorf("the wave touches a running revision:\n got %s (%s) %v\nwant %s (%s) %v",
 						got.Type, got.Why, eventKeys(got.Events), free.Type, free.Why, eventKeys(free.Events))
@@ -254,7 +265,8 @@ func TestPlanWaveLeavesRunningRevision(t *testing.T) {
 
 // TestPlanWaveFirstStepAndNotOrdered checks that a policy the wave
 // releases without waiting (first step, not ordered) starts as it does
-// without a wave, with no wave condition or Event.
+// without a wave, with no wave condition or Event; in the first step,
+// status.wave says so.
 func TestPlanWaveFirstStepAndNotOrdered(t *testing.T) {
 	engine := newEngine(t)
 	for _, d := range []*wave.Decision{
@@ -265,7 +277,15 @@ func TestPlanWaveFirstStepAndNotOrdered(t *testing.T) {
 			free := Plan(notStarted("v2").Snapshot, engine)
 			snap := notStarted("v2").Snapshot
 			snap.Wave = d
-			if got := Plan(snap, engine); !equality.Semantic.DeepEqual(got, free) {
+			got := Plan(snap, engine)
+			if d.Wave != "" && got.Status != nil {
+				want := &v1alpha1.WaveStatus{Name: "regions", Step: "canary", Position: "1/3", State: v1alpha1.WaveReleased, Revision: "v2"}
+				if !equality.Semantic.DeepEqual(got.Status.Wave, want) {
+					t.Errorf("status.wave %+v, want %+v", deref(got.Status.Wave), *want)
+				}
+				got.Status.Wave = nil
+			}
+			if !equality.Semantic.DeepEqual(got, free) {
 				t.Errorf("released at once: %s (%s) %v, want as without a wave: %s (%s) %v",
 					got.Type, got.Why, eventKeys(got.Events), free.Type, free.Why, eventKeys(free.Events))
 			}
@@ -365,11 +385,31 @@ func TestPlanWaveKeepsAFailureOfTheRunningRevision(t *testing.T) {
 		}
 		t.Run(name+"/released", func(t *testing.T) {
 			s := fail(snap())
-			s.Wave = releasedBy(wave.ReasonReleased)
+			s.Wave = releasedBy()
 			action := Plan(s, engine)
 			if action.Status == nil || action.Status.Failure != nil {
 				t.Errorf("the wave released v2 and the failure of v1 stays: %s (%s)", action.Type, action.Why)
 			}
 		})
+	}
+}
+
+// BenchmarkPlanAdvanceInAWave is BenchmarkPlanAdvance with the policy in a
+// wave's first step, released: what rule 6a adds to every run of an
+// ordered policy.
+func BenchmarkPlanAdvanceInAWave(b *testing.B) {
+	engine, err := expression.NewEngine()
+	if err != nil {
+		b.Fatal(err)
+	}
+	snap := at("dev").bound().reporting(deployment, "1").Snapshot
+	snap.CombinedStatuses[0].UID, snap.CombinedStatuses[0].ResourceVersion = "cs-dev", "1"
+	snap.Wave = &wave.Decision{Released: true, Wave: "regions", Step: "canary", StepIndex: 0, Steps: 3, Reason: wave.ReasonFirstStep}
+	if action := Plan(snap, engine); action.Type == ActionNone {
+		b.Fatalf("the snapshot plans nothing: %s", describe(action))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		Plan(snap, engine)
 	}
 }

@@ -90,6 +90,11 @@ type Snapshot struct {
 	// key is the HandoverKey Plan was given (WithHandoverKey), set by Plan
 	// on its copy of the snapshot.
 	key HandoverKey
+
+	// waveHolds is whether the wave holds the revision the policy would
+	// start (holdsRevision), set by Plan on its copy of the snapshot: the
+	// one answer for every rule of the run.
+	waveHolds bool
 }
 
 // ActiveStage returns the index of the stage the policy is in, whether the

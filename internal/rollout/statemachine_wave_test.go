@@ -204,6 +204,36 @@ func (m *machine) checkWaveStep(t *rapid.T, snap *rollout.Snapshot, action rollo
 			m.fatalf(t, "wave: WaitingForWave (%s) written (%s) while no wave holds a revision to start", c.Reason, action.Why)
 		}
 	}
+	m.checkWaveStatus(t, snap, action)
+}
+
+// checkWaveStatus checks the status.wave of a status write against the
+// decision it was planned with: none without a wave; Held, at the spec's
+// revision, exactly while the wave holds a revision to start (as
+// WaitingForWave, when written, says); else Released at the wave's step.
+func (m *machine) checkWaveStatus(t *rapid.T, snap *rollout.Snapshot, action rollout.Action) {
+	ws, d := action.Status.Wave, snap.Wave
+	if d == nil {
+		if ws != nil {
+			m.fatalf(t, "wave: status.wave %+v written (%s) with no wave ordering the policy", *ws, action.Why)
+		}
+		return
+	}
+	holds := !d.Released && startsRevisionOf(snap.Policy)
+	want := &v1alpha1.WaveStatus{Name: d.Wave, Step: d.Step, Position: fmt.Sprintf("%d/%d", d.StepIndex+1, d.Steps),
+		State: v1alpha1.WaveReleased, Revision: snap.Policy.Spec.SpecRevision()}
+	if holds {
+		seen["wave: status held"]++
+		want.State = v1alpha1.WaveHeld
+	}
+	if ws == nil || *ws != *want {
+		m.fatalf(t, "wave: status.wave %v written (%s), want %+v", ws, action.Why, *want)
+	}
+	// Rules 1 to 6 (an abort, a suspension) write no WaitingForWave, but
+	// the wave holds the revision all the same.
+	if meta.FindStatusCondition(action.Status.Conditions, v1alpha1.ConditionWaitingForWave) != nil && !holds {
+		m.fatalf(t, "wave: status.wave says %s (%s) and WaitingForWave is there", ws.State, action.Why)
+	}
 }
 
 // startsRevisionOf reports whether the policy's next rollout starts a

@@ -41,9 +41,9 @@ func startsRevision(policy *v1alpha1.StagedBindingPolicy) bool {
 	return policy.Spec.SpecRevision() != policy.Status.UpdateRevision || !started && !reset
 }
 
-// waveHolds reports whether the snapshot's wave holds the revision the
-// policy would start.
-func waveHolds(snap *Snapshot) bool {
+// holdsRevision reports whether the snapshot's wave holds the revision the
+// policy would start. Plan asks it once a run (Snapshot.waveHolds).
+func holdsRevision(snap *Snapshot) bool {
 	return snap.Wave != nil && !snap.Wave.Released && startsRevision(snap.Policy)
 }
 
@@ -59,7 +59,7 @@ func waveKeepsFailure(snap *Snapshot) bool {
 	policy := snap.Policy
 	f := policy.Status.Failure
 	restart := policy.Annotations[v1alpha1.RestartedAtAnnotation]
-	return f != nil && waveHolds(snap) && f.Revision == policy.Status.UpdateRevision &&
+	return f != nil && snap.waveHolds && f.Revision == policy.Status.UpdateRevision &&
 		(restart == "" || restart == f.RestartedAt)
 }
 
@@ -82,13 +82,14 @@ func heldPrefix(revision string) string {
 // after this one, which keep the condition, as rules 7 to 9 do not start
 // the held one. It reports whether it has a change to make.
 func waveGate(snap *Snapshot) (Action, bool) {
-	if !waveHolds(snap) {
+	if !snap.waveHolds {
 		return Action{}, false
 	}
 	policy, d := snap.Policy, snap.Wave
 	revision := policy.Spec.SpecRevision()
 	prefix := heldPrefix(revision)
 	status := policy.Status.DeepCopy()
+	status.Wave = waveStatus(snap)
 	if status.Phase == "" {
 		status.Phase = v1alpha1.RolloutPending
 	}
@@ -115,28 +116,83 @@ func waveGate(snap *Snapshot) (Action, bool) {
 	return Action{Type: ActionUpdateStatus, Status: status, Events: events, Why: why, RequeueAfter: d.RecheckAfter}, true
 }
 
-// waveAfter finishes an action of Plan for the wave: while the wave holds
-// a revision the next run is due at RecheckAfter at the latest; once it no
-// longer does (released, or no wave orders the policy, or the spec no
-// longer asks for a revision to start), a WaitingForWave condition left in
-// status goes with the action's status write, or a write of its own, and
-// a start that it held says WaveReleased.
-func waveAfter(snap *Snapshot, action *Action) {
-	if waveHolds(snap) {
-		action.RequeueAfter = Earliest(action.RequeueAfter, snap.Wave.RecheckAfter)
-		return
-	}
-	policy := snap.Policy
-	if meta.FindStatusCondition(policy.Status.Conditions, v1alpha1.ConditionWaitingForWave) == nil {
-		return
-	}
+// maxWaveName is the most bytes of a name in status.wave (the CRD's).
+const maxWaveName = 63
+
+// maxWaveSteps is the most steps status.wave's position can count (the
+// CRD's pattern: three digits); a wave has 16 at most.
+const maxWaveSteps = 999
+
+// waveStatus is the policy's place in its wave, for status.wave: the
+// wave, step and position of the snapshot's decision, Held while the wave
+// holds the revision the spec would start, else Released, with that
+// revision; nil when no wave orders the policy (Snapshot.Wave nil). A
+// decision that names no wave (two waves order the policy, or the waves
+// cannot be read) and holds nothing keeps what status says, as it cannot
+// tell where the policy is. It takes nothing of the decision's reason,
+// message or recheck time, which tell of other spaces and of the clock,
+// so it changes only with the wave's spec and the policy's revision.
+func waveStatus(snap *Snapshot) *v1alpha1.WaveStatus {
+	d := snap.Wave
 	switch {
-	case action.Status != nil:
-	case action.Type == ActionNone:
-		*action = Action{Type: ActionUpdateStatus, Status: policy.Status.DeepCopy(), RequeueAfter: action.RequeueAfter,
-			Why: "no wave holds a revision of the policy any more"}
-	default:
-		return // the next status write removes it
+	case d == nil:
+		return nil
+	case d.Wave == "" && !snap.waveHolds:
+		return snap.Policy.Status.Wave
+	}
+	ws := &v1alpha1.WaveStatus{State: v1alpha1.WaveReleased, Revision: snap.Policy.Spec.SpecRevision()}
+	if snap.waveHolds {
+		ws.State = v1alpha1.WaveHeld
+	}
+	if d.Wave == "" {
+		return ws
+	}
+	ws.Name, ws.Step = cutName(d.Wave), cutName(d.Step)
+	if d.StepIndex >= 0 && d.StepIndex < d.Steps && d.Steps <= maxWaveSteps {
+		ws.Position = fmt.Sprintf("%d/%d", d.StepIndex+1, d.Steps)
+	}
+	return ws
+}
+
+// cutName cuts a name of a wave or step to maxWaveName bytes; the wave's
+// CRD keeps them shorter, so this only keeps a status write from failing.
+func cutName(name string) string {
+	if len(name) <= maxWaveName {
+		return name
+	}
+	return strings.ToValidUTF8(name[:maxWaveName], "")
+}
+
+// waveAfter finishes an action of Plan for the wave: while the wave holds
+// a revision the next run is due at RecheckAfter at the latest; status.wave
+// is brought in line with the decision (waveStatus) and, once the wave no
+// longer holds (released, or no wave orders the policy, or the spec no
+// longer asks for a revision to start), a WaitingForWave condition left in
+// status goes, with the action's status write, or a write of its own
+// when the action makes none, and a start that it held says WaveReleased.
+func waveAfter(snap *Snapshot, action *Action) {
+	policy := snap.Policy
+	if snap.waveHolds {
+		action.RequeueAfter = Earliest(action.RequeueAfter, snap.Wave.RecheckAfter)
+	}
+	want := waveStatus(snap)
+	held := !snap.waveHolds && meta.FindStatusCondition(policy.Status.Conditions, v1alpha1.ConditionWaitingForWave) != nil
+	if action.Status == nil {
+		switch {
+		case !held && equality.Semantic.DeepEqual(policy.Status.Wave, want):
+			return
+		case action.Type != ActionNone:
+			return // the next status write brings it in line
+		case held:
+			action.Why = "no wave holds a revision of the policy any more"
+		default:
+			action.Why = "the policy's place in its wave changed"
+		}
+		action.Type, action.Status = ActionUpdateStatus, policy.Status.DeepCopy()
+	}
+	action.Status.Wave = want
+	if !held {
+		return
 	}
 	meta.RemoveStatusCondition(&action.Status.Conditions, v1alpha1.ConditionWaitingForWave)
 	started := action.Status.UpdateRevision != policy.Status.UpdateRevision ||

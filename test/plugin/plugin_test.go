@@ -128,7 +128,8 @@ func trueCondition(kind, reason, message string, now time.Time) metav1.Condition
 // web is in test (under a progress deadline), api awaits approval of prod,
 // fresh has not started, soaked soaks in dev, shop rolls revision v2 out over
 // v1 and has it in test, stores places prod's clusters in batches, one of
-// them failed, and checked is held by test's failed analysis.
+// them failed, checked is held by test's failed analysis, and queued is
+// held by a wave that released shop's v2.
 func TestOutputs(t *testing.T) {
 	web := rollout(t, "web", func(p *v1alpha1.StagedBindingPolicy) {
 		p.Spec.Stages[1].SoakDuration = &metav1.Duration{Duration: 10 * time.Minute}
@@ -159,12 +160,13 @@ func TestOutputs(t *testing.T) {
 				DryRun: true},
 		}
 	})
+	queued := rollout(t, "queued", func(p *v1alpha1.StagedBindingPolicy) { p.Spec.Revision = &v1alpha1.Revision{Name: "v2"} })
 	place(t, web, "test")
 
 	// Three hours after the last policy was made, at a whole second: every
 	// age is "3h" (less than a minute more for the earlier ones).
 	now := time.Time{}
-	for _, p := range []*v1alpha1.StagedBindingPolicy{web, api, fresh, soaked, shop, stores, checked} {
+	for _, p := range []*v1alpha1.StagedBindingPolicy{web, api, fresh, soaked, shop, stores, checked, queued} {
 		if created := p.CreationTimestamp.Add(3 * time.Hour); created.After(now) {
 			now = created
 		}
@@ -208,6 +210,7 @@ func TestOutputs(t *testing.T) {
 
 	setStatus(t, shop, v1alpha1.StagedBindingPolicyStatus{ActiveStage: "test", Phase: v1alpha1.RolloutProgressing,
 		CurrentRevision: "v1", UpdateRevision: "v2",
+		Wave: &v1alpha1.WaveStatus{Name: "regions", Step: "canary", Position: "1/3", State: v1alpha1.WaveReleased, Revision: "v2"},
 		Conditions: []metav1.Condition{
 			trueCondition(v1alpha1.ConditionProgressing, v1alpha1.ReasonWaitingForStatus,
 				`stage "test": waiting for the CombinedStatus of deployments.apps shop/shop-v2`, now),
@@ -258,6 +261,13 @@ func TestOutputs(t *testing.T) {
 			{Name: "prod", Phase: v1alpha1.StagePending},
 		}})
 
+	setStatus(t, queued, v1alpha1.StagedBindingPolicyStatus{Phase: v1alpha1.RolloutPending,
+		Conditions: []metav1.Condition{
+			trueCondition(v1alpha1.ConditionWaitingForWave, "WaitingForEarlierSteps",
+				`revision "v2" is held: wave regions step 2/3 (eu): waiting for revision v2 to complete in 1 of 1 earlier spaces: wds-canary (Progressing v2)`, now),
+		},
+		Wave: &v1alpha1.WaveStatus{Name: "regions", Step: "eu", Position: "2/3", State: v1alpha1.WaveHeld, Revision: "v2"}})
+
 	available := `obj.results.exists(r, r.name == 'deployments-aggregator' && r.rows.exists(row, row.columns.exists(c, c.float == '0')))`
 	for _, tt := range []struct {
 		name string
@@ -270,6 +280,8 @@ func TestOutputs(t *testing.T) {
 		{"explain-api", []string{"explain", "api"}},
 		{"explain-stores", []string{"explain", "stores"}},
 		{"explain-checked", []string{"explain", "checked"}},
+		{"explain-queued", []string{"explain", "queued"}},
+		{"explain-shop", []string{"explain", "shop"}},
 		{"eval-condition", []string{"eval", "web", "--condition", available}},
 		{"eval-filter", []string{"eval", "web", "--filter", "downsyncClause.namespace == 'web'"}},
 	} {

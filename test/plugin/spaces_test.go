@@ -18,6 +18,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -59,7 +60,9 @@ current-context: c
 			t.Fatal(err)
 		}
 	}
-	rollout(t, "spread", nil)
+	spread := rollout(t, "spread", nil)
+	setStatus(t, spread, v1alpha1.StagedBindingPolicyStatus{Phase: v1alpha1.RolloutPending,
+		Wave: &v1alpha1.WaveStatus{Name: "regions", Step: "canary", Position: "1/3", State: v1alpha1.WaveReleased}})
 	policies := &v1alpha1.StagedBindingPolicyList{}
 	if err := suite.wds.Client.List(ctx, policies); err != nil {
 		t.Fatal(err)
@@ -85,6 +88,14 @@ current-context: c
 			if !found {
 				t.Errorf("no row for %s in space %s:\n%s", p.Name, space, out.String())
 			}
+		}
+	}
+	if fields := strings.Fields(lines[0]); !slices.Equal(fields[:6], []string{"SPACE", "NAME", "STAGES", "PHASE", "REVISION", "WAVE"}) {
+		t.Errorf("want the WAVE column after REVISION: %s", lines[0])
+	}
+	for _, l := range lines[1:] {
+		if fields := strings.Fields(l); fields[1] == "spread" && !strings.Contains(l, "regions 1/3") {
+			t.Errorf("the row of spread does not show its wave: %s", l)
 		}
 	}
 	if !strings.Contains(errOut.String(), "space sneaky: not usable: Exec") {

@@ -39,8 +39,11 @@ func newExplainCommand(o *options) *cobra.Command {
 its BindingPolicy and clusters, every workload object of its Binding with
 whether the filter selects it, its CombinedStatus and the condition's value for
 it, the rows and columns of the CombinedStatus of every selected object the
-condition does not hold for, and what the stage waits for. The expressions are
-evaluated with the stager's own CEL engine and limits.`,
+condition does not hold for, and what the stage waits for. For a policy in a
+RolloutWave, the Wave line names the wave, the step and its position, and
+whether the wave holds or released the revision; while it holds, "Waits for
+wave" says what for. The expressions are evaluated with the stager's own CEL
+engine and limits.`,
 		Example: `  # why is web's active stage not done?
   kubectl stager explain web
 
@@ -102,6 +105,7 @@ func printStage(out io.Writer, p *v1alpha1.StagedBindingPolicy, stage *v1alpha1.
 	}
 	fprintf(out, "StagedBindingPolicy %s: phase %s, active stage %s\n", p.Name, orNone(string(p.Status.Phase)), orNone(p.Status.ActiveStage))
 	w := printers.GetNewTabWriter(out)
+	printWave(w, p)
 	record := p.Status.StageNamed(stage.Name)
 	state := string(v1alpha1.StagePending)
 	if record != nil {
@@ -132,6 +136,8 @@ func printStage(out io.Writer, p *v1alpha1.StagedBindingPolicy, stage *v1alpha1.
 	fprintf(w, "Condition:\t%s\n", orNone(stage.Condition))
 	printFailureGates(w, p, stage, record, o.now())
 	switch {
+	case p.Status.ActiveStage == "" && heldByWave(p):
+		fprintf(w, "Waits for:\tthe wave to release the revision: the rollout has not started\n")
 	case record == nil || record.Phase == v1alpha1.StagePending:
 		fprintf(w, "Waits for:\tthe rollout to reach it\n")
 	case p.Status.Failure != nil && p.Status.Failure.Stage == stage.Name && p.Status.Failure.Action == v1alpha1.FailureHold &&

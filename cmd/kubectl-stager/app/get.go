@@ -18,6 +18,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,7 +55,9 @@ STAGES marks each stage: ` + markSucceeded + ` done, ` + markActive + ` active, 
 ` + markSkipped + ` skipped, ` + markPending + ` not reached; with spec.revision, "@" and the revision the stage
 runs ("@v1→v2" while the active stage runs both). REVISION is the revision
 being rolled out, after the current one and an arrow while they differ.
-REASON is the Progressing condition's reason.
+REASON is the Progressing condition's reason. WAVE, shown when a policy is in
+a RolloutWave, is the wave and the step's position ("regions 2/3"), with
+"held" while the wave holds the revision the spec names.
 -o wide adds the active stage's clusters, the soak time left, the approval,
 the progress deadline and what the stage waits for; -o yaml and -o json print
 the objects.`,
@@ -189,13 +192,21 @@ func (o *options) printTable(ctx context.Context, found []located, wide, all boo
 	if wide {
 		header = []string{"NAME", "STAGES", "PHASE", "REVISION", "REASON", "CLUSTERS", "SOAK LEFT", "APPROVAL", "DEADLINE", "AGE", "MESSAGE"}
 	}
+	waves := waveShown(found)
+	if waves {
+		header = slices.Insert(header, 4, "WAVE")
+	}
 	if all {
 		header = append([]string{"SPACE"}, header...)
 	}
 	fmt.Fprintln(w, strings.Join(header, "\t"))
 	for i := range found {
 		p := &found[i].policy
-		row := []string{p.Name, stageMarks(p), orNone(string(p.Status.Phase)), revisionSummary(p), orNone(progressing(p).Reason)}
+		row := []string{p.Name, stageMarks(p), orNone(string(p.Status.Phase)), revisionSummary(p)}
+		if waves {
+			row = append(row, waveCell(p))
+		}
+		row = append(row, orNone(progressing(p).Reason))
 		if wide {
 			view, err := o.activeView(ctx, found[i].client, p, now)
 			if err != nil {

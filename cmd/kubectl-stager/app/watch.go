@@ -134,6 +134,7 @@ func (o *options) liveView(ctx context.Context, found []located, tty, all bool) 
 		if revisioned(p) {
 			fprintf(&b, "  revision %s", revisionSummary(p))
 		}
+		b.WriteString(waveTitle(p))
 		b.WriteString("\n")
 		width := 0
 		for _, s := range p.Spec.Stages {
