@@ -114,7 +114,7 @@ func (g *Gates) timers() clock.Clock {
 func (g *Gates) watch(ctx context.Context, space string, informer cache.Informer, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 	queue := func(ws ...*hostingv1alpha1.RolloutWave) {
 		for _, w := range ws {
-			if w == nil || !inSteps(w, space) {
+			if w == nil || wavegate.StepOf(w, space) < 0 {
 				continue
 			}
 			for _, p := range w.Spec.Policies {
@@ -156,10 +156,10 @@ func asWave(obj any) *hostingv1alpha1.RolloutWave {
 // other names.
 func Affects(o, n *hostingv1alpha1.RolloutWave, space string, now time.Time) bool {
 	if o == nil || n == nil {
-		return (o != nil && inSteps(o, space)) || (n != nil && inSteps(n, space))
+		return (o != nil && wavegate.StepOf(o, space) >= 0) || (n != nil && wavegate.StepOf(n, space) >= 0)
 	}
 	if o.Generation != n.Generation {
-		return inSteps(o, space) || inSteps(n, space)
+		return wavegate.StepOf(o, space) >= 0 || wavegate.StepOf(n, space) >= 0
 	}
 	staleAfter := n.Spec.StaleAfter()
 	for i := range n.Spec.Steps {
@@ -170,7 +170,7 @@ func Affects(o, n *hostingv1alpha1.RolloutWave, space string, now time.Time) boo
 			}
 		}
 		for _, s := range step.Spaces {
-			before, after := entryOf(o, s), entryOf(n, s)
+			before, after := wavegate.SpaceReport(o, s), wavegate.SpaceReport(n, s)
 			if (before == nil) != (after == nil) {
 				return true
 			}
@@ -180,7 +180,7 @@ func Affects(o, n *hostingv1alpha1.RolloutWave, space string, now time.Time) boo
 			if !sameReport(before, after) {
 				return true
 			}
-			if age := now.Sub(before.HeartbeatTime.Time); (age > staleAfter || age < -staleAfter) && !before.HeartbeatTime.Equal(&after.HeartbeatTime) {
+			if !wavegate.Fresh(before.HeartbeatTime.Time, now, staleAfter) && !before.HeartbeatTime.Equal(&after.HeartbeatTime) {
 				return true
 			}
 		}

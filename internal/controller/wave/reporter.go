@@ -20,7 +20,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"reflect"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -313,7 +312,7 @@ func (s *servedSpace) poke() {
 func (s *servedSpace) waveUpdated(oldObj, newObj any) {
 	o, ok1 := oldObj.(*hostingv1alpha1.RolloutWave)
 	n, ok2 := newObj.(*hostingv1alpha1.RolloutWave)
-	if !ok1 || !ok2 || o.Generation != n.Generation || !reflect.DeepEqual(entryOf(o, s.space), entryOf(n, s.space)) {
+	if !ok1 || !ok2 || o.Generation != n.Generation || !reflect.DeepEqual(wavegate.SpaceReport(o, s.space), wavegate.SpaceReport(n, s.space)) {
 		s.poke()
 	}
 }
@@ -331,13 +330,7 @@ func (s *servedSpace) policyChanged(oldObj, newObj any) {
 	}
 	if wavegate.Failed(p.Status.Phase) && p.Status.UpdateRevision != "" {
 		s.mu.Lock()
-		if revs := s.seen[p.Name]; !slices.Contains(revs, p.Status.UpdateRevision) {
-			revs = append(revs, p.Status.UpdateRevision)
-			if extra := len(revs) - wavegate.MaxFailedRevisions; extra > 0 {
-				revs = revs[extra:]
-			}
-			s.seen[p.Name] = revs
-		}
+		s.seen[p.Name] = wavegate.AddFailed(s.seen[p.Name], p.Status.UpdateRevision)
 		s.mu.Unlock()
 	}
 	if o, ok := oldObj.(*v1alpha1.StagedBindingPolicy); ok && reflect.DeepEqual(wavegate.Report(o, nil), wavegate.Report(p, nil)) {
@@ -396,8 +389,8 @@ func (s *servedSpace) reportAll(ctx context.Context) (next time.Duration, failed
 	named := map[string]bool{}
 	for i := range waves.Items {
 		w := &waves.Items[i]
-		if !inSteps(w, s.space) {
-			if s.last[w.Name] != nil || entryOf(w, s.space) != nil {
+		if wavegate.StepOf(w, s.space) < 0 {
+			if s.last[w.Name] != nil || wavegate.SpaceReport(w, s.space) != nil {
 				err := s.apply(ctx, w.Name, nil)
 				s.observe(w.Name, err)
 				if err != nil {
@@ -461,7 +454,7 @@ func (s *servedSpace) entry(ctx context.Context, w *hostingv1alpha1.RolloutWave,
 	if last := s.last[w.Name]; last != nil {
 		prior = &last.entry
 	} else {
-		prior = entryOf(w, s.space)
+		prior = wavegate.SpaceReport(w, s.space)
 	}
 	e := &hostingv1alpha1.WaveSpaceReport{Space: s.space, Engaged: s.r.reachable(s.space), HeartbeatTime: metav1.NewTime(now)}
 	for _, name := range w.Spec.Policies {
@@ -481,23 +474,12 @@ func (s *servedSpace) entry(ctx context.Context, w *hostingv1alpha1.RolloutWave,
 // saw it give up added.
 func (s *servedSpace) priorOf(prior *hostingv1alpha1.WaveSpaceReport, policy string) *hostingv1alpha1.WavePolicyReport {
 	var p hostingv1alpha1.WavePolicyReport
-	if prior != nil {
-		for i := range prior.Policies {
-			if prior.Policies[i].Name == policy {
-				p = *prior.Policies[i].DeepCopy()
-			}
-		}
+	if r := wavegate.PolicyReport(prior, policy); r != nil {
+		p = *r.DeepCopy()
 	}
 	s.mu.Lock()
-	for _, rev := range s.seen[policy] {
-		if !slices.Contains(p.FailedRevisions, rev) {
-			p.FailedRevisions = append(p.FailedRevisions, rev)
-		}
-	}
+	p.FailedRevisions = wavegate.AddFailed(p.FailedRevisions, s.seen[policy]...)
 	s.mu.Unlock()
-	if extra := len(p.FailedRevisions) - wavegate.MaxFailedRevisions; extra > 0 {
-		p.FailedRevisions = p.FailedRevisions[extra:]
-	}
 	return &p
 }
 
@@ -564,26 +546,6 @@ func (s *servedSpace) observe(wave string, err error) {
 	if s.r.Observe != nil {
 		s.r.Observe(s.space, wave, err)
 	}
-}
-
-// inSteps reports whether a step of w names space.
-func inSteps(w *hostingv1alpha1.RolloutWave, space string) bool {
-	for i := range w.Spec.Steps {
-		if slices.Contains(w.Spec.Steps[i].Spaces, space) {
-			return true
-		}
-	}
-	return false
-}
-
-// entryOf returns the entry of space in w's status, or nil.
-func entryOf(w *hostingv1alpha1.RolloutWave, space string) *hostingv1alpha1.WaveSpaceReport {
-	for i := range w.Status.Spaces {
-		if w.Status.Spaces[i].Space == space {
-			return &w.Status.Spaces[i]
-		}
-	}
-	return nil
 }
 
 // sameReport reports whether two entries say the same but for their
