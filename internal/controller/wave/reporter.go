@@ -295,8 +295,24 @@ type servedSpace struct {
 	// seen are the revisions each ordered policy was seen given up at
 	// (Aborted or Stalled), by the policy handler, which sees every
 	// update: a policy Stalled for an instant between two reports is given
-	// up all the same. At most wave.MaxFailedRevisions per policy.
+	// up all the same. Only ordered policies have an entry (setOrdered
+	// drops the others), each of at most wave.MaxFailedRevisions.
 	seen map[string][]string
+}
+
+// setOrdered makes ordered the set of policies the handler records, and
+// forgets what it recorded of the others, so that seen holds no more
+// names than the waves naming the space order now, however many they
+// ordered before.
+func (s *servedSpace) setOrdered(ordered map[string]bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ordered.Store(&ordered)
+	for name := range s.seen {
+		if !ordered[name] {
+			delete(s.seen, name)
+		}
+	}
 }
 
 // poke asks for a report, once however many ask before it runs.
@@ -330,7 +346,10 @@ func (s *servedSpace) policyChanged(oldObj, newObj any) {
 	}
 	if wavegate.Failed(p.Status.Phase) && p.Status.UpdateRevision != "" {
 		s.mu.Lock()
-		s.seen[p.Name] = wavegate.AddFailed(s.seen[p.Name], p.Status.UpdateRevision)
+		// Checked again under the lock: setOrdered may have dropped it.
+		if (*s.ordered.Load())[p.Name] {
+			s.seen[p.Name] = wavegate.AddFailed(s.seen[p.Name], p.Status.UpdateRevision)
+		}
 		s.mu.Unlock()
 	}
 	if o, ok := oldObj.(*v1alpha1.StagedBindingPolicy); ok && reflect.DeepEqual(wavegate.Report(o, nil), wavegate.Report(p, nil)) {
@@ -406,7 +425,7 @@ func (s *servedSpace) reportAll(ctx context.Context) (next time.Duration, failed
 			ordered[p] = true
 		}
 	}
-	s.ordered.Store(&ordered)
+	s.setOrdered(ordered)
 	for name := range s.last {
 		if !named[name] {
 			delete(s.last, name) // the wave is gone
