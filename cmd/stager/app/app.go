@@ -646,10 +646,14 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 	// The RolloutWaves, watched on every replica: each reports the spaces
 	// it serves into the waves that name them (docs/proposals/waves.md).
 	// Their status carries a field manager per space, which the cache
-	// strips. Without a wave, nothing is written.
+	// strips. Without a wave, nothing is written. The same cache gates the
+	// spaces' starts: every space's reconciler asks it whether a wave holds
+	// a revision (Plan's rule 6a), and fails at once while its list fails.
+	gates := &wave.Gates{Clock: clock.RealClock{}}
 	waves, err := cluster.New(cfg, func(co *cluster.Options) {
 		co.Scheme = scheme
-		co.Cache = cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields()}
+		co.Cache = cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields(),
+			DefaultWatchErrorHandler: gates.WatchErrorHandler}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the RolloutWaves' cache: %w", err)
@@ -657,10 +661,8 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 	if err := hosting.Add(waves); err != nil {
 		return nil, fmt.Errorf("adding the RolloutWaves' cache: %w", err)
 	}
+	gates.Waves = waves.GetCache()
 	reporter := &wave.Reporter{Client: hosting.GetClient(), Waves: waves.GetCache(), Clock: clock.RealClock{}, Log: logger.WithName("waves")}
-	// The same cache gates the spaces' starts: every space's reconciler asks
-	// it whether a wave holds a revision (Plan's rule 6a).
-	gates := &wave.Gates{Waves: waves.GetCache(), Clock: clock.RealClock{}}
 	unconfirmed := stagedbindingpolicy.NewUnconfirmed()
 	// One key per process seals the handover marks of every space: a mark
 	// outlives neither a restart nor a move to another replica.

@@ -17,6 +17,7 @@ package wave
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -48,14 +49,56 @@ type Gates struct {
 	Clock clock.PassiveClock
 	// ReadTimeout bounds each read of the waves; zero means DefaultReadTimeout.
 	ReadTimeout time.Duration
+
+	mu sync.Mutex
+	// watchErr is the last error of the waves' list or watch, and failed
+	// is closed when the next one comes (nil until someone waits).
+	watchErr error
+	failed   chan struct{}
+}
+
+// WatchErrorHandler records a failed list or watch of the waves' cache,
+// then logs it as client-go does: set it as the cache's
+// DefaultWatchErrorHandler, so that Decision fails at once, rather than at
+// its read timeout, while the cache has never synced and its last list
+// failed (a hosting identity without list on RolloutWaves, say).
+func (g *Gates) WatchErrorHandler(ctx context.Context, r *toolscache.Reflector, err error) {
+	g.mu.Lock()
+	g.watchErr = err
+	if g.failed != nil {
+		close(g.failed)
+		g.failed = nil
+	}
+	g.mu.Unlock()
+	toolscache.DefaultWatchErrorHandler(ctx, r, err)
+}
+
+// nextWatchFailure returns a channel closed when WatchErrorHandler next
+// records an error.
+func (g *Gates) nextWatchFailure() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.failed == nil {
+		g.failed = make(chan struct{})
+	}
+	return g.failed
+}
+
+// lastWatchFailure returns the last error WatchErrorHandler recorded.
+func (g *Gates) lastWatchFailure() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.watchErr
 }
 
 // Decision is wave.GateAll over the waves the cache holds, at now (the
 // reconciler's clock): what the reconciler puts in its Snapshot for the
-// policy. A hosting
-// cluster without the RolloutWave kind has no wave, so nothing is
-// ordered; any other failure to read the waves is an error, and the
-// caller holds what it would have started.
+// policy. A hosting cluster without the RolloutWave kind has no wave, so
+// nothing is ordered; any other failure to read the waves is an error, and
+// the caller holds what it would have started. While the cache of the
+// waves has not synced, Decision waits for it, up to ReadTimeout, unless
+// its list failed (WatchErrorHandler): then it fails at once with that
+// error, and again as long as the cache has not synced.
 func (g *Gates) Decision(ctx context.Context, space, policy, revision string, now time.Time) (wavegate.Decision, error) {
 	timeout := g.ReadTimeout
 	if timeout <= 0 {
@@ -63,12 +106,36 @@ func (g *Gates) Decision(ctx context.Context, space, policy, revision string, no
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	fail := func(err error) (wavegate.Decision, error) {
+		return wavegate.Decision{}, fmt.Errorf("reading the RolloutWaves for policy %s of space %s: %w", policy, space, err)
+	}
+	informer, err := g.Waves.GetInformer(ctx, &hostingv1alpha1.RolloutWave{}, cache.BlockUntilSynced(false))
+	if meta.IsNoMatchError(err) {
+		return wavegate.GateAll(nil, space, policy, revision, now), nil
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if !informer.HasSynced() {
+		next := g.nextWatchFailure()
+		if watchErr := g.lastWatchFailure(); watchErr != nil {
+			return fail(fmt.Errorf("the cache has not synced: %w", watchErr))
+		}
+		// The first failure of the list ends the wait for the sync.
+		go func() {
+			select {
+			case <-next:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
 	var waves hostingv1alpha1.RolloutWaveList
 	if err := g.Waves.List(ctx, &waves); err != nil {
-		if meta.IsNoMatchError(err) {
-			return wavegate.GateAll(nil, space, policy, revision, now), nil
+		if watchErr := g.lastWatchFailure(); watchErr != nil && !informer.HasSynced() {
+			return fail(fmt.Errorf("the cache has not synced: %w", watchErr))
 		}
-		return wavegate.Decision{}, fmt.Errorf("reading the RolloutWaves for policy %s of space %s: %w", policy, space, err)
+		return fail(err)
 	}
 	return wavegate.GateAll(waves.Items, space, policy, revision, now), nil
 }
