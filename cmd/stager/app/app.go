@@ -643,13 +643,17 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 	if err := hosting.Add(metricProviders); err != nil {
 		return nil, fmt.Errorf("adding the MetricProviders' cache: %w", err)
 	}
+	// One clock for every time the spaces' reconcilers, the wave Gates and
+	// the Reporter read, so that a decision and the reports it reads are
+	// timed alike.
+	var clk clock.WithTicker = clock.RealClock{}
 	// The RolloutWaves, watched on every replica: each reports the spaces
 	// it serves into the waves that name them (docs/proposals/waves.md).
 	// Their status carries a field manager per space, which the cache
 	// strips. Without a wave, nothing is written. The same cache gates the
 	// spaces' starts: every space's reconciler asks it whether a wave holds
 	// a revision (Plan's rule 6a), and fails at once while its list fails.
-	gates := &wave.Gates{Clock: clock.RealClock{}}
+	gates := &wave.Gates{Clock: clk}
 	waves, err := cluster.New(cfg, func(co *cluster.Options) {
 		co.Scheme = scheme
 		co.Cache = cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields(),
@@ -662,7 +666,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		return nil, fmt.Errorf("adding the RolloutWaves' cache: %w", err)
 	}
 	gates.Waves = waves.GetCache()
-	reporter := &wave.Reporter{Client: hosting.GetClient(), Waves: waves.GetCache(), Clock: clock.RealClock{}, Log: logger.WithName("waves")}
+	reporter := &wave.Reporter{Client: hosting.GetClient(), Waves: waves.GetCache(), Clock: clk, Log: logger.WithName("waves")}
 	unconfirmed := stagedbindingpolicy.NewUnconfirmed()
 	// One key per process seals the handover marks of every space: a mark
 	// outlives neither a restart nor a move to another replica.
@@ -689,6 +693,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		}},
 		Unconfirmed: unconfirmed,
 		Waves:       gates,
+		Clock:       clk,
 	}
 	if shard {
 		// Each replica writes under a field manager of its own, so the
