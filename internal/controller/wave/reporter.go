@@ -98,6 +98,9 @@ type Reporter struct {
 	// WriteTimeout bounds each apply, the last one (engaged false) among
 	// them; zero means DefaultWriteTimeout.
 	WriteTimeout time.Duration
+	// ReadTimeout bounds each report's reads of the waves and of the
+	// space's policies; zero means DefaultReadTimeout.
+	ReadTimeout time.Duration
 	// Observe, when set, is called after each attempt to apply a space's
 	// entry of a wave, with its error (nil once applied): tests wait on it.
 	Observe func(space, wave string, err error)
@@ -131,6 +134,14 @@ func (r *Reporter) SetReachable(space string, reachable bool) {
 	if s := r.served[space]; s != nil {
 		s.poke()
 	}
+}
+
+// readTimeout is ReadTimeout, or DefaultReadTimeout when it is not set.
+func (r *Reporter) readTimeout() time.Duration {
+	if r.ReadTimeout <= 0 {
+		return DefaultReadTimeout
+	}
+	return r.ReadTimeout
 }
 
 // reachable reports whether space's API server answers, as last set.
@@ -395,7 +406,7 @@ func (s *servedSpace) reportAll(ctx context.Context) (next time.Duration, failed
 	var waves hostingv1alpha1.RolloutWaveList
 	// The first read waits for the cache's watch, which a stager without
 	// list and watch on RolloutWaves never gets: bounded, so it is logged.
-	readCtx, cancel := context.WithTimeout(ctx, DefaultReadTimeout)
+	readCtx, cancel := context.WithTimeout(ctx, s.r.readTimeout())
 	err := s.r.Waves.List(readCtx, &waves)
 	cancel()
 	if err != nil {
@@ -468,6 +479,10 @@ func (s *servedSpace) reportAll(ctx context.Context) (next time.Duration, failed
 // entry builds the space's entry of w at now, from its policies the wave
 // orders; the revisions given up are carried over from what this replica
 // last applied, else from the wave's status (a previous replica's report).
+// The reads of the policies are bounded by the Reporter's read timeout, as
+// a space's cache that never synced waits for as long as it is let; and an
+// unreachable space is reported engaged false with its prior policies,
+// without reading them, so that it is said at once whatever its cache does.
 func (s *servedSpace) entry(ctx context.Context, w *hostingv1alpha1.RolloutWave, now time.Time) (*hostingv1alpha1.WaveSpaceReport, error) {
 	var prior *hostingv1alpha1.WaveSpaceReport
 	if last := s.last[w.Name]; last != nil {
@@ -476,6 +491,14 @@ func (s *servedSpace) entry(ctx context.Context, w *hostingv1alpha1.RolloutWave,
 		prior = wavegate.SpaceReport(w, s.space)
 	}
 	e := &hostingv1alpha1.WaveSpaceReport{Space: s.space, Engaged: s.r.reachable(s.space), HeartbeatTime: metav1.NewTime(now)}
+	if !e.Engaged {
+		if prior != nil {
+			e.Policies = prior.DeepCopy().Policies
+		}
+		return e, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.r.readTimeout())
+	defer cancel()
 	for _, name := range w.Spec.Policies {
 		p := &v1alpha1.StagedBindingPolicy{}
 		if err := s.policies.Get(ctx, types.NamespacedName{Name: name}, p); err != nil {
