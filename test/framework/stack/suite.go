@@ -84,21 +84,37 @@ func (s *Suite) StartStack(o Options) (*Stack, error) {
 }
 
 // StartHosting starts a hosting space of the suite's own, outside any
-// stack, with the suite's scheme, and writes its kubeconfig into the work
-// directory as hosting.kubeconfig; it returns the space and that file, the
-// stager's --kubeconfig. test/kcpe2e runs no stack; test/chaos stops its
-// hosting space's API server, which a stack's controller-managers need.
+// stack, with the suite's scheme and the stager's hosting CRDs (the
+// RolloutWave kind among them, as a stack's hosting space has), and writes
+// its kubeconfig into the work directory as hosting.kubeconfig; it returns
+// the space and that file, the stager's --kubeconfig. test/kcpe2e runs no
+// stack; test/chaos stops its hosting space's API server, which a stack's
+// controller-managers need.
 func (s *Suite) StartHosting() (*environment.Space, string, error) {
-	hosting, err := environment.StartSpace(DefaultHostingName, environment.WithScheme(s.Scheme))
+	hostingCRDs, err := environment.HostingCRDDir()
+	if err != nil {
+		return nil, "", fmt.Errorf("locating the hosting CRDs: %w", err)
+	}
+	hosting, err := environment.StartSpace(DefaultHostingName, environment.WithScheme(s.Scheme), environment.WithCRDDirs(hostingCRDs))
 	if err != nil {
 		return nil, "", err
 	}
 	s.Defer(hosting.Stop)
-	path := filepath.Join(s.WorkDir, DefaultHostingName+".kubeconfig")
-	if err := os.WriteFile(path, hosting.Kubeconfig(), 0o600); err != nil {
-		return nil, "", fmt.Errorf("writing the hosting kubeconfig: %w", err)
+	path, err := writeHostingKubeconfig(s.WorkDir, hosting)
+	if err != nil {
+		return nil, "", err
 	}
 	return hosting, path, nil
+}
+
+// writeHostingKubeconfig writes hosting's kubeconfig into dir as
+// hosting.kubeconfig, the stager's --kubeconfig, and returns its path.
+func writeHostingKubeconfig(dir string, hosting *environment.Space) (string, error) {
+	path := filepath.Join(dir, DefaultHostingName+".kubeconfig")
+	if err := os.WriteFile(path, hosting.Kubeconfig(), 0o600); err != nil {
+		return "", fmt.Errorf("writing the hosting kubeconfig: %w", err)
+	}
+	return path, nil
 }
 
 // StartWDS starts a WDS outside any stack: a space with KubeStellar's and
