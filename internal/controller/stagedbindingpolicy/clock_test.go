@@ -43,22 +43,15 @@ func TestControllerReadsTheClockItIsGiven(t *testing.T) {
 	c := testSpace.Client
 	group := objectName("clock-test", "given-clock")
 	selector := labels.SelectorFromSet(labels.Set{"clock-test": group})
-	cl := startIndexedCluster(ctx, t, func(o *cluster.Options) {
-		o.Cache.ByObject = map[client.Object]cache.ByObject{&v1alpha1.StagedBindingPolicy{}: {Label: selector}}
-	})
-	engine, err := expression.NewEngine()
-	if err != nil {
-		t.Fatal(err)
-	}
 	then := time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)
-	ctrl, err := NewController("clock", cl, engine, Options{MaxConcurrentReconciles: 1, Logger: testr.New(t),
+	stopped := startController(ctx, t, "clock", selector, Options{MaxConcurrentReconciles: 1, Logger: testr.New(t),
 		Clock: clocktesting.NewFakeClock(then)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stopped := make(chan error, 1)
-	go func() { stopped <- ctrl.Start(ctx) }()
-	defer func() { cancel(); <-stopped }()
+	defer func() {
+		cancel()
+		if err := <-stopped; err != nil {
+			t.Errorf("the controller stopped with %v", err)
+		}
+	}()
 
 	policy := policytest.Policy(objectName("StagedBindingPolicy", "clock"), map[string]string{"app": "clock"},
 		policytest.Stage("dev", "", ""))
@@ -79,4 +72,26 @@ func TestControllerReadsTheClockItIsGiven(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// startController starts, until ctx ends, the controller of a space named
+// space whose caches hold only the policies selector selects (the shared
+// test space holds the other tests' too), and returns what Start returned
+// once it has.
+func startController(ctx context.Context, t *testing.T, space string, selector labels.Selector, opts Options) <-chan error {
+	t.Helper()
+	cl := startIndexedCluster(ctx, t, func(o *cluster.Options) {
+		o.Cache.ByObject = map[client.Object]cache.ByObject{&v1alpha1.StagedBindingPolicy{}: {Label: selector}}
+	})
+	engine, err := expression.NewEngine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrl, err := NewController(space, cl, engine, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- ctrl.Start(ctx) }()
+	return stopped
 }

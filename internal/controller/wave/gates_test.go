@@ -22,7 +22,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/workqueue"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -82,28 +81,9 @@ func TestGatesWaitForTheKind(t *testing.T) {
 func TestDecisionFailsAtOnceWithoutReadAccess(t *testing.T) {
 	scheme, hostingCRDs := setUp(t)
 	hosting := start(t, "hosting", scheme, environment.WithCRDDirs(hostingCRDs))
-	kubeconfig, err := hosting.AddUser("no-waves")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// A read timeout far past the test's bound: only failing at once passes.
 	gates := &wave.Gates{ReadTimeout: time.Hour}
-	waves, err := cache.New(cfg, cache.Options{Scheme: scheme, DefaultWatchErrorHandler: gates.WatchErrorHandler})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = waves.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	if !waves.WaitForCacheSync(t.Context()) { // started, with no informer yet
-		t.Fatal("the cache did not start")
-	}
-	gates.Waves = waves
+	gates.Waves = startCacheOf(t, userConfig(t, hosting, "no-waves"), cache.Options{Scheme: scheme, DefaultWatchErrorHandler: gates.WatchErrorHandler})
 
 	decide, stop := context.WithTimeout(t.Context(), waitFor)
 	defer stop()

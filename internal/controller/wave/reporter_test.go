@@ -29,6 +29,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
@@ -103,7 +104,14 @@ func start(t *testing.T, name string, scheme *runtime.Scheme, opts ...environmen
 // stripped), stopped at the test's end.
 func startCache(t *testing.T, s *environment.Space, scheme *runtime.Scheme) cache.Cache {
 	t.Helper()
-	c, err := cache.New(s.Config, cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields()})
+	return startCacheOf(t, s.Config, cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields()})
+}
+
+// startCacheOf starts a cache of cfg with opts, stopped at the test's end,
+// and returns it once started.
+func startCacheOf(t *testing.T, cfg *rest.Config, opts cache.Options) cache.Cache {
+	t.Helper()
+	c, err := cache.New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +124,24 @@ func startCache(t *testing.T, s *environment.Space, scheme *runtime.Scheme) cach
 		}
 	}()
 	t.Cleanup(func() { cancel(); <-done })
+	if !c.WaitForCacheSync(t.Context()) { // started, its informers synced
+		t.Fatal("the cache did not start")
+	}
 	return c
+}
+
+// userConfig is the config of a new user of s, without any group or role.
+func userConfig(t *testing.T, s *environment.Space, name string) *rest.Config {
+	t.Helper()
+	kubeconfig, err := s.AddUser(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }
 
 // setStatus writes a policy's status as the stager would: phase, revisions
@@ -525,22 +550,7 @@ func TestReporterIsNotHeldByAnUnreadableSpace(t *testing.T) {
 	scheme, hostingCRDs := setUp(t)
 	hosting := start(t, "hosting", scheme, environment.WithCRDDirs(hostingCRDs), environment.WithStagerCRDs())
 	ctx := t.Context()
-	kubeconfig, err := hosting.AddUser("no-policies")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	unsynced, err := cache.New(cfg, cache.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cacheCtx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = unsynced.Start(cacheCtx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	unsynced := startCacheOf(t, userConfig(t, hosting, "no-policies"), cache.Options{Scheme: scheme})
 
 	w := &hostingv1alpha1.RolloutWave{ObjectMeta: metav1.ObjectMeta{Name: "regions"}, Spec: hostingv1alpha1.RolloutWaveSpec{
 		Policies: []string{"web"},
