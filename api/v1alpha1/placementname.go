@@ -112,7 +112,9 @@ const (
 	censusSuffix = ".clusters.selected"
 )
 
-// String returns the name of the BindingPolicy.
+// String returns the name of the BindingPolicy. It reads a Revision of
+// Unrevisioned as "" itself, not only through At, since the fields are
+// exported and a PlacementName built as a literal names the same object.
 func (n PlacementName) String() string {
 	name := n.Policy + "." + stagePart + "." + n.Stage
 	if n.Census {
@@ -134,6 +136,11 @@ var errNotPlacementName = errors.New("not the name of a generated BindingPolicy"
 // (see PlacementName for the grammar). It fails on a name String gives for
 // no PlacementName with a policy, stage, revision and cluster of non-empty
 // dot-separated parts; for a name it accepts, String gives the name back.
+// The stager itself never parses the names it generates (it finds its
+// BindingPolicies by their policy's label or index): the parser is kept as the inverse of String
+// that the name round-trip properties (TestPlacementNameRoundTrip,
+// TestParsePlacementNameReadsOnlyGeneratedNames) check, which is how the
+// claim that no two PlacementNames share a name is proved.
 func ParsePlacementName(name string) (PlacementName, error) {
 	parts := strings.Split(name, ".")
 	if slices.Contains(parts, "") {

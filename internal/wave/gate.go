@@ -27,6 +27,7 @@ import (
 
 	hostingv1alpha1 "github.com/kubestellar/workload-stager/api/hosting/v1alpha1"
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/internal/textcut"
 )
 
 // ConditionWaitingForWave is the condition of a policy that a wave holds:
@@ -99,12 +100,19 @@ func Position(w *hostingv1alpha1.RolloutWave, space, policy string) (int, bool) 
 	if !slices.Contains(w.Spec.Policies, policy) {
 		return -1, false
 	}
+	step := StepOf(w, space)
+	return step, step >= 0
+}
+
+// StepOf returns the index of the first step of w that names space, or -1
+// when none does.
+func StepOf(w *hostingv1alpha1.RolloutWave, space string) int {
 	for i := range w.Spec.Steps {
 		if slices.Contains(w.Spec.Steps[i].Spaces, space) {
-			return i, true
+			return i
 		}
 	}
-	return -1, false
+	return -1
 }
 
 // GateAll decides for the policy of the space among every wave of the
@@ -183,7 +191,7 @@ func Gate(w *hostingv1alpha1.RolloutWave, space, policy, revision string, now ti
 
 	var failed []string
 	for _, s := range earlier {
-		if p := policyReport(reports[s], policy); p != nil && gaveUp(p, revision) {
+		if p := PolicyReport(reports[s], policy); p != nil && gaveUp(p, revision) {
 			failed = append(failed, fmt.Sprintf("%s (%s %s)", quoteName(s), phase(p), p.Revision))
 		}
 	}
@@ -207,11 +215,11 @@ func Gate(w *hostingv1alpha1.RolloutWave, space, policy, revision string, now ti
 		case !r.Engaged:
 			down = append(down, quoteName(s)+" (disengaged)")
 			continue
-		case !fresh(r.HeartbeatTime.Time, now, staleAfter):
+		case !Fresh(r.HeartbeatTime.Time, now, staleAfter):
 			down = append(down, fmt.Sprintf("%s (no report since %s)", quoteName(s), r.HeartbeatTime.UTC().Format(time.RFC3339)))
 			continue
 		}
-		p := policyReport(r, policy)
+		p := PolicyReport(r, policy)
 		switch {
 		case p == nil:
 			waiting = append(waiting, quoteName(s)+" (no policy "+policy+")")
@@ -263,8 +271,8 @@ func earlierSpaces(w *hostingv1alpha1.RolloutWave, step int) []string {
 	return spaces
 }
 
-// policyReport returns the report of policy in r, or nil.
-func policyReport(r *hostingv1alpha1.WaveSpaceReport, policy string) *hostingv1alpha1.WavePolicyReport {
+// PolicyReport returns the report of policy in r, or nil.
+func PolicyReport(r *hostingv1alpha1.WaveSpaceReport, policy string) *hostingv1alpha1.WavePolicyReport {
 	if r == nil {
 		return nil
 	}
@@ -292,9 +300,9 @@ func Failed(phase v1alpha1.RolloutPhase) bool {
 	return phase == v1alpha1.RolloutAborted || phase == v1alpha1.RolloutStalled
 }
 
-// fresh reports whether a heartbeat at t is recent at now: no older, and,
+// Fresh reports whether a heartbeat at t is recent at now: no older, and,
 // since another replica's clock wrote it, no newer than staleAfter.
-func fresh(t, now time.Time, staleAfter time.Duration) bool {
+func Fresh(t, now time.Time, staleAfter time.Duration) bool {
 	age := now.Sub(t)
 	return age <= staleAfter && age >= -staleAfter
 }
@@ -325,16 +333,10 @@ func list(items []string) string {
 
 // quoteName cuts a space's name to maxNameInMessage bytes.
 func quoteName(name string) string {
-	if len(name) <= maxNameInMessage {
-		return name
-	}
-	return strings.ToValidUTF8(name[:maxNameInMessage-3], "") + "..."
+	return textcut.Cut(name, maxNameInMessage, "...")
 }
 
 // bound cuts a message to MaxMessage bytes.
 func bound(message string) string {
-	if len(message) <= MaxMessage {
-		return message
-	}
-	return strings.ToValidUTF8(message[:MaxMessage-3], "") + "..."
+	return textcut.Cut(message, MaxMessage, "...")
 }

@@ -167,29 +167,6 @@ func earlierOf(w *hostingv1alpha1.RolloutWave, step int) []string {
 	return spaces
 }
 
-// find returns the report of space, or nil.
-func find(w *hostingv1alpha1.RolloutWave, space string) *hostingv1alpha1.WaveSpaceReport {
-	for i := range w.Status.Spaces {
-		if w.Status.Spaces[i].Space == space {
-			return &w.Status.Spaces[i]
-		}
-	}
-	return nil
-}
-
-// entry returns policy's entry in r, or nil.
-func entry(r *hostingv1alpha1.WaveSpaceReport, policy string) *hostingv1alpha1.WavePolicyReport {
-	if r == nil {
-		return nil
-	}
-	for i := range r.Policies {
-		if r.Policies[i].Name == policy {
-			return &r.Policies[i]
-		}
-	}
-	return nil
-}
-
 // gaveUp is the property's own reading of "a space gave the revision up".
 func gaveUp(p *hostingv1alpha1.WavePolicyReport, revision string) bool {
 	return p != nil && (slices.Contains(p.FailedRevisions, revision) || p.Revision == revision && (p.Phase == "Aborted" || p.Phase == "Stalled"))
@@ -221,11 +198,11 @@ func TestGateNeverReleasesEarly(t *testing.T) {
 		}
 		var latest time.Time
 		for _, s := range earlierOf(w, step) {
-			r := find(w, s)
+			r := wave.SpaceReport(w, s)
 			if r == nil || !r.Engaged || t0.Sub(r.HeartbeatTime.Time).Abs() > w.Spec.StaleAfter() {
 				t.Fatalf("released though earlier space %s is down (%+v): %s", s, r, d.Message)
 			}
-			p := entry(r, policy)
+			p := wave.PolicyReport(r, policy)
 			if p == nil || p.CurrentRevision != revision || gaveUp(p, revision) {
 				t.Fatalf("released though earlier space %s reports %+v: %s", s, p, d.Message)
 			}
@@ -254,12 +231,12 @@ func TestGateHoldsAGivenUpRevisionForEver(t *testing.T) {
 		revision := rapid.SampledFrom(revisionsOf[2:]).Draw(t, "revision")
 		failing := rapid.SampledFrom(earlierOf(w, step)).Draw(t, "failing space")
 		drawStatus(t, w, revision)
-		r := find(w, failing)
+		r := wave.SpaceReport(w, failing)
 		if r == nil {
 			w.Status.Spaces = append(w.Status.Spaces, hostingv1alpha1.WaveSpaceReport{Space: failing})
 			r = &w.Status.Spaces[len(w.Status.Spaces)-1]
 		}
-		p := entry(r, policy)
+		p := wave.PolicyReport(r, policy)
 		if p == nil {
 			r.Policies = append(r.Policies, hostingv1alpha1.WavePolicyReport{Name: policy})
 			p = &r.Policies[len(r.Policies)-1]

@@ -45,11 +45,33 @@ func Report(p *v1alpha1.StagedBindingPolicy, prior *hostingv1alpha1.WavePolicyRe
 	if prior != nil {
 		r.FailedRevisions = slices.Clone(prior.FailedRevisions)
 	}
-	if Failed(p.Status.Phase) && r.Revision != "" && !slices.Contains(r.FailedRevisions, r.Revision) {
-		r.FailedRevisions = append(r.FailedRevisions, r.Revision)
-	}
-	if extra := len(r.FailedRevisions) - MaxFailedRevisions; extra > 0 {
-		r.FailedRevisions = r.FailedRevisions[extra:]
+	if Failed(p.Status.Phase) && r.Revision != "" {
+		r.FailedRevisions = AddFailed(r.FailedRevisions, r.Revision)
 	}
 	return r
+}
+
+// AddFailed returns revisions, a list of given-up revisions oldest first,
+// with each of more that it lacks appended, and its oldest dropped beyond
+// MaxFailedRevisions. It may reuse revisions' array.
+func AddFailed(revisions []string, more ...string) []string {
+	for _, rev := range more {
+		if !slices.Contains(revisions, rev) {
+			revisions = append(revisions, rev)
+		}
+	}
+	if extra := len(revisions) - MaxFailedRevisions; extra > 0 {
+		revisions = revisions[extra:]
+	}
+	return revisions
+}
+
+// SpaceReport returns the report of space in w's status, or nil.
+func SpaceReport(w *hostingv1alpha1.RolloutWave, space string) *hostingv1alpha1.WaveSpaceReport {
+	for i := range w.Status.Spaces {
+		if w.Status.Spaces[i].Space == space {
+			return &w.Status.Spaces[i]
+		}
+	}
+	return nil
 }

@@ -643,13 +643,21 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 	if err := hosting.Add(metricProviders); err != nil {
 		return nil, fmt.Errorf("adding the MetricProviders' cache: %w", err)
 	}
+	// One clock for every time the spaces' reconcilers, the wave Gates and
+	// the Reporter read, so that a decision and the reports it reads are
+	// timed alike.
+	var clk clock.WithTicker = clock.RealClock{}
 	// The RolloutWaves, watched on every replica: each reports the spaces
 	// it serves into the waves that name them (docs/proposals/waves.md).
 	// Their status carries a field manager per space, which the cache
-	// strips. Without a wave, nothing is written.
+	// strips. Without a wave, nothing is written. The same cache gates the
+	// spaces' starts: every space's reconciler asks it whether a wave holds
+	// a revision (Plan's rule 6a), and fails at once while its list fails.
+	gates := &wave.Gates{Clock: clk}
 	waves, err := cluster.New(cfg, func(co *cluster.Options) {
 		co.Scheme = scheme
-		co.Cache = cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields()}
+		co.Cache = cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields(),
+			DefaultWatchErrorHandler: gates.WatchErrorHandler}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the RolloutWaves' cache: %w", err)
@@ -657,7 +665,8 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 	if err := hosting.Add(waves); err != nil {
 		return nil, fmt.Errorf("adding the RolloutWaves' cache: %w", err)
 	}
-	reporter := &wave.Reporter{Client: hosting.GetClient(), Waves: waves.GetCache(), Clock: clock.RealClock{}, Log: logger.WithName("waves")}
+	gates.Waves = waves.GetCache()
+	reporter := &wave.Reporter{Client: hosting.GetClient(), Waves: waves.GetCache(), Clock: clk, Log: logger.WithName("waves")}
 	// Its series (stager_wave_*) are served on the metrics endpoint while
 	// the stager runs, on every replica.
 	if err := hosting.Add(onEveryReplica(func(ctx context.Context) error {
@@ -667,9 +676,6 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 	})); err != nil {
 		return nil, fmt.Errorf("adding the waves' metrics: %w", err)
 	}
-	// The same cache gates the spaces' starts: every space's reconciler asks
-	// it whether a wave holds a revision (Plan's rule 6a).
-	gates := &wave.Gates{Waves: waves.GetCache(), Clock: clock.RealClock{}}
 	unconfirmed := stagedbindingpolicy.NewUnconfirmed()
 	// One key per process seals the handover marks of every space: a mark
 	// outlives neither a restart nor a move to another replica.
@@ -696,6 +702,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		}},
 		Unconfirmed: unconfirmed,
 		Waves:       gates,
+		Clock:       clk,
 	}
 	if shard {
 		// Each replica writes under a field manager of its own, so the

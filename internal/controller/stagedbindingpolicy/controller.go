@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -100,6 +101,9 @@ type Options struct {
 	// Waves, when set, is the hosting cluster's RolloutWaves
 	// (Reconciler.Waves), and its Source one of the controller's watches.
 	Waves Waves
+	// Clock is the reconciler's clock (Reconciler.Clock); nil means the
+	// real clock. The stager gives the same one to Waves.
+	Clock clock.PassiveClock
 }
 
 // WatchedObjects are the kinds the controller reads in every space. A space
@@ -159,6 +163,7 @@ func NewController(space string, cl cluster.Cluster, engine *expression.Engine, 
 		Fence:        opts.Fence,
 		Unconfirmed:  opts.Unconfirmed,
 		Waves:        opts.Waves,
+		Clock:        opts.Clock,
 
 		DeletionWarningAfter: opts.DeletionWarningAfter,
 		HandoverKey:          opts.HandoverKey,

@@ -26,12 +26,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
-	"github.com/kubestellar/workload-stager/internal/expression"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/policytest"
 )
@@ -64,21 +61,8 @@ func TestControllerPostsEventsAtItsEventRate(t *testing.T) {
 	c := testSpace.Client
 	group := objectName("events-test", "events-rate")
 	selector := labels.SelectorFromSet(labels.Set{"events-test": group})
-	cl := startIndexedCluster(ctx, t, func(o *cluster.Options) {
-		// Only this test's policies: the shared space holds the others'.
-		o.Cache.ByObject = map[client.Object]cache.ByObject{&v1alpha1.StagedBindingPolicy{}: {Label: selector}}
-	})
-	engine, err := expression.NewEngine()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctrl, err := NewController("events", cl, engine, Options{MaxConcurrentReconciles: 2, Logger: testr.New(t),
+	stopped := startController(ctx, t, "events", selector, Options{MaxConcurrentReconciles: 2, Logger: testr.New(t),
 		EventQPS: 0.001, EventBurst: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stopped := make(chan error, 1)
-	go func() { stopped <- ctrl.Start(ctx) }()
 
 	var names []string
 	for _, base := range []string{"events-a", "events-b"} {

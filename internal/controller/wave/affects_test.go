@@ -91,7 +91,7 @@ func TestAffectsEveryChangeOfDecision(t *testing.T) {
 		n := old.DeepCopy()
 		changed := rapid.SampledFrom(spaces3).Draw(t, "changed space")
 		var before *hostingv1alpha1.WaveSpaceReport
-		if e := entryOf(old, changed); e != nil {
+		if e := wavegate.SpaceReport(old, changed); e != nil {
 			before = e.DeepCopy()
 		}
 		heartbeatOnly := false
@@ -99,7 +99,7 @@ func TestAffectsEveryChangeOfDecision(t *testing.T) {
 		case 0: // a new report, or none
 			n.Status.Spaces = nil
 			for _, s := range spaces3 {
-				e := entryOf(old, s)
+				e := wavegate.SpaceReport(old, s)
 				if s == changed {
 					e = drawEntry(t, "new "+s)
 				}
@@ -108,7 +108,7 @@ func TestAffectsEveryChangeOfDecision(t *testing.T) {
 				}
 			}
 		case 1: // a heartbeat
-			if e := entryOf(n, changed); e != nil {
+			if e := wavegate.SpaceReport(n, changed); e != nil {
 				e.HeartbeatTime = metav1.NewTime(now)
 				heartbeatOnly = true
 			}
@@ -116,7 +116,7 @@ func TestAffectsEveryChangeOfDecision(t *testing.T) {
 			n.Generation++
 			n.Spec.Steps[1].SoakDuration = nil
 		case 3: // one field of the report, its heartbeat kept
-			e := entryOf(n, changed)
+			e := wavegate.SpaceReport(n, changed)
 			if e == nil {
 				break
 			}
@@ -147,17 +147,11 @@ func TestAffectsEveryChangeOfDecision(t *testing.T) {
 					t.Fatalf("space %s revision %s: decision %s/%v became %s/%v, but Affects is false", space, rev, a.Reason, a.Released, b.Reason, b.Released)
 				}
 			}
-			if heartbeatOnly && before != nil && fresh(before.HeartbeatTime.Time, now, old.Spec.StaleAfter()) && Affects(old, n, space, now) {
+			if heartbeatOnly && before != nil && wavegate.Fresh(before.HeartbeatTime.Time, now, old.Spec.StaleAfter()) && Affects(old, n, space, now) {
 				t.Fatalf("space %s: a fresh heartbeat of %s renewed affects it", space, changed)
 			}
 		}
 	})
-}
-
-// fresh is the gate's rule for a heartbeat at hb seen at now.
-func fresh(hb, now time.Time, staleAfter time.Duration) bool {
-	age := now.Sub(hb)
-	return age <= staleAfter && age >= -staleAfter
 }
 
 // Gates is what the space's reconciler may ask of the waves.

@@ -17,6 +17,7 @@ package wave
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -48,14 +49,56 @@ type Gates struct {
 	Clock clock.PassiveClock
 	// ReadTimeout bounds each read of the waves; zero means DefaultReadTimeout.
 	ReadTimeout time.Duration
+
+	mu sync.Mutex
+	// watchErr is the last error of the waves' list or watch, and failed
+	// is closed when the next one comes (nil until someone waits).
+	watchErr error
+	failed   chan struct{}
+}
+
+// WatchErrorHandler records a failed list or watch of the waves' cache,
+// then logs it as client-go does: set it as the cache's
+// DefaultWatchErrorHandler, so that Decision fails at once, rather than at
+// its read timeout, while the cache has never synced and its last list
+// failed (a hosting identity without list on RolloutWaves, say).
+func (g *Gates) WatchErrorHandler(ctx context.Context, r *toolscache.Reflector, err error) {
+	g.mu.Lock()
+	g.watchErr = err
+	if g.failed != nil {
+		close(g.failed)
+		g.failed = nil
+	}
+	g.mu.Unlock()
+	toolscache.DefaultWatchErrorHandler(ctx, r, err)
+}
+
+// nextWatchFailure returns a channel closed when WatchErrorHandler next
+// records an error.
+func (g *Gates) nextWatchFailure() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.failed == nil {
+		g.failed = make(chan struct{})
+	}
+	return g.failed
+}
+
+// lastWatchFailure returns the last error WatchErrorHandler recorded.
+func (g *Gates) lastWatchFailure() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.watchErr
 }
 
 // Decision is wave.GateAll over the waves the cache holds, at now (the
 // reconciler's clock): what the reconciler puts in its Snapshot for the
-// policy. A hosting
-// cluster without the RolloutWave kind has no wave, so nothing is
-// ordered; any other failure to read the waves is an error, and the
-// caller holds what it would have started.
+// policy. A hosting cluster without the RolloutWave kind has no wave, so
+// nothing is ordered; any other failure to read the waves is an error, and
+// the caller holds what it would have started. While the cache of the
+// waves has not synced, Decision waits for it, up to ReadTimeout, unless
+// its list failed (WatchErrorHandler): then it fails at once with that
+// error, and again as long as the cache has not synced.
 func (g *Gates) Decision(ctx context.Context, space, policy, revision string, now time.Time) (wavegate.Decision, error) {
 	timeout := g.ReadTimeout
 	if timeout <= 0 {
@@ -63,13 +106,37 @@ func (g *Gates) Decision(ctx context.Context, space, policy, revision string, no
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var waves hostingv1alpha1.RolloutWaveList
-	if err := g.Waves.List(ctx, &waves); err != nil {
-		if meta.IsNoMatchError(err) {
-			return wavegate.GateAll(nil, space, policy, revision, now), nil
-		}
+	fail := func(err error) (wavegate.Decision, error) {
 		readFailed(space)
 		return wavegate.Decision{}, fmt.Errorf("reading the RolloutWaves for policy %s of space %s: %w", policy, space, err)
+	}
+	informer, err := g.Waves.GetInformer(ctx, &hostingv1alpha1.RolloutWave{}, cache.BlockUntilSynced(false))
+	if meta.IsNoMatchError(err) {
+		return wavegate.GateAll(nil, space, policy, revision, now), nil
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if !informer.HasSynced() {
+		next := g.nextWatchFailure()
+		if watchErr := g.lastWatchFailure(); watchErr != nil {
+			return fail(fmt.Errorf("the cache has not synced: %w", watchErr))
+		}
+		// The first failure of the list ends the wait for the sync.
+		go func() {
+			select {
+			case <-next:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	var waves hostingv1alpha1.RolloutWaveList
+	if err := g.Waves.List(ctx, &waves); err != nil {
+		if watchErr := g.lastWatchFailure(); watchErr != nil && !informer.HasSynced() {
+			return fail(fmt.Errorf("the cache has not synced: %w", watchErr))
+		}
+		return fail(err)
 	}
 	return wavegate.GateAll(waves.Items, space, policy, revision, now), nil
 }
@@ -115,7 +182,7 @@ func (g *Gates) timers() clock.Clock {
 func (g *Gates) watch(ctx context.Context, space string, informer cache.Informer, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 	queue := func(ws ...*hostingv1alpha1.RolloutWave) {
 		for _, w := range ws {
-			if w == nil || !inSteps(w, space) {
+			if w == nil || wavegate.StepOf(w, space) < 0 {
 				continue
 			}
 			for _, p := range w.Spec.Policies {
@@ -157,10 +224,10 @@ func asWave(obj any) *hostingv1alpha1.RolloutWave {
 // other names.
 func Affects(o, n *hostingv1alpha1.RolloutWave, space string, now time.Time) bool {
 	if o == nil || n == nil {
-		return (o != nil && inSteps(o, space)) || (n != nil && inSteps(n, space))
+		return (o != nil && wavegate.StepOf(o, space) >= 0) || (n != nil && wavegate.StepOf(n, space) >= 0)
 	}
 	if o.Generation != n.Generation {
-		return inSteps(o, space) || inSteps(n, space)
+		return wavegate.StepOf(o, space) >= 0 || wavegate.StepOf(n, space) >= 0
 	}
 	staleAfter := n.Spec.StaleAfter()
 	for i := range n.Spec.Steps {
@@ -171,7 +238,7 @@ func Affects(o, n *hostingv1alpha1.RolloutWave, space string, now time.Time) boo
 			}
 		}
 		for _, s := range step.Spaces {
-			before, after := entryOf(o, s), entryOf(n, s)
+			before, after := wavegate.SpaceReport(o, s), wavegate.SpaceReport(n, s)
 			if (before == nil) != (after == nil) {
 				return true
 			}
@@ -181,7 +248,7 @@ func Affects(o, n *hostingv1alpha1.RolloutWave, space string, now time.Time) boo
 			if !sameReport(before, after) {
 				return true
 			}
-			if age := now.Sub(before.HeartbeatTime.Time); (age > staleAfter || age < -staleAfter) && !before.HeartbeatTime.Equal(&after.HeartbeatTime) {
+			if !wavegate.Fresh(before.HeartbeatTime.Time, now, staleAfter) && !before.HeartbeatTime.Equal(&after.HeartbeatTime) {
 				return true
 			}
 		}

@@ -15,13 +15,16 @@
 package wave_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
 	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -68,4 +71,26 @@ func TestGatesWaitForTheKind(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestDecisionFailsAtOnceWithoutReadAccess: a stager whose hosting
+// identity may not list RolloutWaves never gets its cache of them synced;
+// Decision then fails at once with the list's error, which the reconciler
+// turns into WavesUnreadable, instead of waiting out its read timeout on
+// every run of every policy.
+func TestDecisionFailsAtOnceWithoutReadAccess(t *testing.T) {
+	scheme, hostingCRDs := setUp(t)
+	hosting := start(t, "hosting", scheme, environment.WithCRDDirs(hostingCRDs))
+	// A read timeout far past the test's bound: only failing at once passes.
+	gates := &wave.Gates{ReadTimeout: time.Hour}
+	gates.Waves = startCacheOf(t, userConfig(t, hosting, "no-waves"), cache.Options{Scheme: scheme, DefaultWatchErrorHandler: gates.WatchErrorHandler})
+
+	decide, stop := context.WithTimeout(t.Context(), waitFor)
+	defer stop()
+	for range 2 { // the first read starts the informer, the second finds it failing
+		d, err := gates.Decision(decide, spaceB, "web", "v1", time.Now())
+		if !apierrors.IsForbidden(err) {
+			t.Fatalf("Decision without list access = %+v, %v; want the list's Forbidden error at once", d, err)
+		}
+	}
 }

@@ -305,14 +305,10 @@ func waveSeries(waves []hostingv1alpha1.RolloutWave, served map[string]policyRea
 // (Aborted or Stalled), Completed (with its current revision) or
 // Progressing, with its update revision.
 func stateOf(w *hostingv1alpha1.RolloutWave, space, policy string, p *v1alpha1.StagedBindingPolicy, now time.Time) (revision, state string) {
-	e := entryOf(w, space)
-	if e == nil || !e.Engaged || !reportFresh(e, now, w.Spec.StaleAfter()) {
-		if e != nil {
-			for _, r := range e.Policies {
-				if r.Name == policy {
-					revision = r.Revision
-				}
-			}
+	e := wavegate.SpaceReport(w, space)
+	if e == nil || !e.Engaged || !wavegate.Fresh(e.HeartbeatTime.Time, now, w.Spec.StaleAfter()) {
+		if r := wavegate.PolicyReport(e, policy); r != nil {
+			revision = r.Revision
 		}
 		return revision, StateDown
 	}
@@ -340,10 +336,10 @@ func notReporting(w *hostingv1alpha1.RolloutWave, now time.Time) map[string]int 
 	counts := map[string]int{}
 	for _, step := range w.Spec.Steps {
 		for _, space := range step.Spaces {
-			switch e := entryOf(w, space); {
+			switch e := wavegate.SpaceReport(w, space); {
 			case e == nil:
 				counts[NotReportingNoReport]++
-			case !reportFresh(e, now, w.Spec.StaleAfter()):
+			case !wavegate.Fresh(e.HeartbeatTime.Time, now, w.Spec.StaleAfter()):
 				counts[NotReportingStale]++
 			case !e.Engaged:
 				counts[NotReportingDisengaged]++
@@ -351,13 +347,6 @@ func notReporting(w *hostingv1alpha1.RolloutWave, now time.Time) map[string]int 
 		}
 	}
 	return counts
-}
-
-// reportFresh reports whether e's heartbeat is within staleAfter of now, either
-// way, as the gate requires.
-func reportFresh(e *hostingv1alpha1.WaveSpaceReport, now time.Time, staleAfter time.Duration) bool {
-	age := now.Sub(e.HeartbeatTime.Time)
-	return age <= staleAfter && age >= -staleAfter
 }
 
 // send sends one series; one whose labels are not valid UTF-8 is left out

@@ -20,7 +20,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"reflect"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -99,6 +98,9 @@ type Reporter struct {
 	// WriteTimeout bounds each apply, the last one (engaged false) among
 	// them; zero means DefaultWriteTimeout.
 	WriteTimeout time.Duration
+	// ReadTimeout bounds each report's reads of the waves and of the
+	// space's policies; zero means DefaultReadTimeout.
+	ReadTimeout time.Duration
 	// Observe, when set, is called after each attempt to apply a space's
 	// entry of a wave, with its error (nil once applied): tests wait on it.
 	Observe func(space, wave string, err error)
@@ -132,6 +134,14 @@ func (r *Reporter) SetReachable(space string, reachable bool) {
 	if s := r.served[space]; s != nil {
 		s.poke()
 	}
+}
+
+// readTimeout is ReadTimeout, or DefaultReadTimeout when it is not set.
+func (r *Reporter) readTimeout() time.Duration {
+	if r.ReadTimeout <= 0 {
+		return DefaultReadTimeout
+	}
+	return r.ReadTimeout
 }
 
 // reachable reports whether space's API server answers, as last set.
@@ -300,8 +310,24 @@ type servedSpace struct {
 	// seen are the revisions each ordered policy was seen given up at
 	// (Aborted or Stalled), by the policy handler, which sees every
 	// update: a policy Stalled for an instant between two reports is given
-	// up all the same. At most wave.MaxFailedRevisions per policy.
+	// up all the same. Only ordered policies have an entry (setOrdered
+	// drops the others), each of at most wave.MaxFailedRevisions.
 	seen map[string][]string
+}
+
+// setOrdered makes ordered the set of policies the handler records, and
+// forgets what it recorded of the others, so that seen holds no more
+// names than the waves naming the space order now, however many they
+// ordered before.
+func (s *servedSpace) setOrdered(ordered map[string]bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ordered.Store(&ordered)
+	for name := range s.seen {
+		if !ordered[name] {
+			delete(s.seen, name)
+		}
+	}
 }
 
 // poke asks for a report, once however many ask before it runs.
@@ -317,7 +343,7 @@ func (s *servedSpace) poke() {
 func (s *servedSpace) waveUpdated(oldObj, newObj any) {
 	o, ok1 := oldObj.(*hostingv1alpha1.RolloutWave)
 	n, ok2 := newObj.(*hostingv1alpha1.RolloutWave)
-	if !ok1 || !ok2 || o.Generation != n.Generation || !reflect.DeepEqual(entryOf(o, s.space), entryOf(n, s.space)) {
+	if !ok1 || !ok2 || o.Generation != n.Generation || !reflect.DeepEqual(wavegate.SpaceReport(o, s.space), wavegate.SpaceReport(n, s.space)) {
 		s.poke()
 	}
 }
@@ -335,12 +361,9 @@ func (s *servedSpace) policyChanged(oldObj, newObj any) {
 	}
 	if wavegate.Failed(p.Status.Phase) && p.Status.UpdateRevision != "" {
 		s.mu.Lock()
-		if revs := s.seen[p.Name]; !slices.Contains(revs, p.Status.UpdateRevision) {
-			revs = append(revs, p.Status.UpdateRevision)
-			if extra := len(revs) - wavegate.MaxFailedRevisions; extra > 0 {
-				revs = revs[extra:]
-			}
-			s.seen[p.Name] = revs
+		// Checked again under the lock: setOrdered may have dropped it.
+		if (*s.ordered.Load())[p.Name] {
+			s.seen[p.Name] = wavegate.AddFailed(s.seen[p.Name], p.Status.UpdateRevision)
 		}
 		s.mu.Unlock()
 	}
@@ -387,7 +410,7 @@ func (s *servedSpace) reportAll(ctx context.Context) (next time.Duration, failed
 	var waves hostingv1alpha1.RolloutWaveList
 	// The first read waits for the cache's watch, which a stager without
 	// list and watch on RolloutWaves never gets: bounded, so it is logged.
-	readCtx, cancel := context.WithTimeout(ctx, DefaultReadTimeout)
+	readCtx, cancel := context.WithTimeout(ctx, s.r.readTimeout())
 	err := s.r.Waves.List(readCtx, &waves)
 	cancel()
 	if err != nil {
@@ -401,8 +424,8 @@ func (s *servedSpace) reportAll(ctx context.Context) (next time.Duration, failed
 	named := map[string]bool{}
 	for i := range waves.Items {
 		w := &waves.Items[i]
-		if !inSteps(w, s.space) {
-			if s.last[w.Name] != nil || entryOf(w, s.space) != nil {
+		if wavegate.StepOf(w, s.space) < 0 {
+			if s.last[w.Name] != nil || wavegate.SpaceReport(w, s.space) != nil {
 				err := s.apply(ctx, w.Name, nil)
 				s.observe(w.Name, err)
 				if err != nil {
@@ -418,7 +441,7 @@ func (s *servedSpace) reportAll(ctx context.Context) (next time.Duration, failed
 			ordered[p] = true
 		}
 	}
-	s.ordered.Store(&ordered)
+	s.setOrdered(ordered)
 	for name := range s.last {
 		if !named[name] {
 			delete(s.last, name) // the wave is gone
@@ -461,14 +484,26 @@ func (s *servedSpace) reportAll(ctx context.Context) (next time.Duration, failed
 // entry builds the space's entry of w at now, from its policies the wave
 // orders; the revisions given up are carried over from what this replica
 // last applied, else from the wave's status (a previous replica's report).
+// The reads of the policies are bounded by the Reporter's read timeout, as
+// a space's cache that never synced waits for as long as it is let; and an
+// unreachable space is reported engaged false with its prior policies,
+// without reading them, so that it is said at once whatever its cache does.
 func (s *servedSpace) entry(ctx context.Context, w *hostingv1alpha1.RolloutWave, now time.Time) (*hostingv1alpha1.WaveSpaceReport, error) {
 	var prior *hostingv1alpha1.WaveSpaceReport
 	if last := s.last[w.Name]; last != nil {
 		prior = &last.entry
 	} else {
-		prior = entryOf(w, s.space)
+		prior = wavegate.SpaceReport(w, s.space)
 	}
 	e := &hostingv1alpha1.WaveSpaceReport{Space: s.space, Engaged: s.r.reachable(s.space), HeartbeatTime: metav1.NewTime(now)}
+	if !e.Engaged {
+		if prior != nil {
+			e.Policies = prior.DeepCopy().Policies
+		}
+		return e, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.r.readTimeout())
+	defer cancel()
 	for _, name := range w.Spec.Policies {
 		p := &v1alpha1.StagedBindingPolicy{}
 		if err := s.policies.Get(ctx, types.NamespacedName{Name: name}, p); err != nil {
@@ -486,23 +521,12 @@ func (s *servedSpace) entry(ctx context.Context, w *hostingv1alpha1.RolloutWave,
 // saw it give up added.
 func (s *servedSpace) priorOf(prior *hostingv1alpha1.WaveSpaceReport, policy string) *hostingv1alpha1.WavePolicyReport {
 	var p hostingv1alpha1.WavePolicyReport
-	if prior != nil {
-		for i := range prior.Policies {
-			if prior.Policies[i].Name == policy {
-				p = *prior.Policies[i].DeepCopy()
-			}
-		}
+	if r := wavegate.PolicyReport(prior, policy); r != nil {
+		p = *r.DeepCopy()
 	}
 	s.mu.Lock()
-	for _, rev := range s.seen[policy] {
-		if !slices.Contains(p.FailedRevisions, rev) {
-			p.FailedRevisions = append(p.FailedRevisions, rev)
-		}
-	}
+	p.FailedRevisions = wavegate.AddFailed(p.FailedRevisions, s.seen[policy]...)
 	s.mu.Unlock()
-	if extra := len(p.FailedRevisions) - wavegate.MaxFailedRevisions; extra > 0 {
-		p.FailedRevisions = p.FailedRevisions[extra:]
-	}
 	return &p
 }
 
@@ -569,26 +593,6 @@ func (s *servedSpace) observe(wave string, err error) {
 	if s.r.Observe != nil {
 		s.r.Observe(s.space, wave, err)
 	}
-}
-
-// inSteps reports whether a step of w names space.
-func inSteps(w *hostingv1alpha1.RolloutWave, space string) bool {
-	for i := range w.Spec.Steps {
-		if slices.Contains(w.Spec.Steps[i].Spaces, space) {
-			return true
-		}
-	}
-	return false
-}
-
-// entryOf returns the entry of space in w's status, or nil.
-func entryOf(w *hostingv1alpha1.RolloutWave, space string) *hostingv1alpha1.WaveSpaceReport {
-	for i := range w.Status.Spaces {
-		if w.Status.Spaces[i].Space == space {
-			return &w.Status.Spaces[i]
-		}
-	}
-	return nil
 }
 
 // sameReport reports whether two entries say the same but for their

@@ -29,7 +29,10 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -101,7 +104,14 @@ func start(t *testing.T, name string, scheme *runtime.Scheme, opts ...environmen
 // stripped), stopped at the test's end.
 func startCache(t *testing.T, s *environment.Space, scheme *runtime.Scheme) cache.Cache {
 	t.Helper()
-	c, err := cache.New(s.Config, cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields()})
+	return startCacheOf(t, s.Config, cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields()})
+}
+
+// startCacheOf starts a cache of cfg with opts, stopped at the test's end,
+// and returns it once started.
+func startCacheOf(t *testing.T, cfg *rest.Config, opts cache.Options) cache.Cache {
+	t.Helper()
+	c, err := cache.New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +124,24 @@ func startCache(t *testing.T, s *environment.Space, scheme *runtime.Scheme) cach
 		}
 	}()
 	t.Cleanup(func() { cancel(); <-done })
+	if !c.WaitForCacheSync(t.Context()) { // started, its informers synced
+		t.Fatal("the cache did not start")
+	}
 	return c
+}
+
+// userConfig is the config of a new user of s, without any group or role.
+func userConfig(t *testing.T, s *environment.Space, name string) *rest.Config {
+	t.Helper()
+	kubeconfig, err := s.AddUser(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }
 
 // setStatus writes a policy's status as the stager would: phase, revisions
@@ -509,6 +536,46 @@ func TestReporterWaitsForTheKind(t *testing.T) {
 		}
 		if len(got.Status.Spaces) != 1 || got.Status.Spaces[0].Space != spaceA || len(got.Status.Spaces[0].Policies) != 1 {
 			return fmt.Errorf("status %+v", got.Status)
+		}
+		return nil
+	})
+}
+
+// TestReporterIsNotHeldByAnUnreadableSpace: a space whose cache of
+// policies never syncs (here its identity may not list them, as a hung
+// API server would leave it) does not hold the space's report loop in a
+// read: each read is bounded, and once the space is known unreachable its
+// entry says engaged false without reading its policies.
+func TestReporterIsNotHeldByAnUnreadableSpace(t *testing.T) {
+	scheme, hostingCRDs := setUp(t)
+	hosting := start(t, "hosting", scheme, environment.WithCRDDirs(hostingCRDs), environment.WithStagerCRDs())
+	ctx := t.Context()
+	unsynced := startCacheOf(t, userConfig(t, hosting, "no-policies"), cache.Options{Scheme: scheme})
+
+	w := &hostingv1alpha1.RolloutWave{ObjectMeta: metav1.ObjectMeta{Name: "regions"}, Spec: hostingv1alpha1.RolloutWaveSpec{
+		Policies: []string{"web"},
+		Steps:    []hostingv1alpha1.WaveStep{{Name: "one", Spaces: []string{spaceA}}, {Name: "two", Spaces: []string{spaceB}}}}}
+	if err := hosting.Client.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	obs := &observed{}
+	r := &wave.Reporter{Client: hosting.Client, Waves: startCache(t, hosting, scheme), Clock: clock.RealClock{}, Log: testr.New(t),
+		Observe: obs.observe, ReadTimeout: time.Second}
+	serve(t, r, spaceA, unsynced, nil)
+	environment.Eventually(t, waitFor, "a bounded read of the unsynced space", func() error {
+		if obs.count(spaceA) == 0 {
+			return errors.New("no attempt ended")
+		}
+		return nil
+	})
+	r.SetReachable(spaceA, false)
+	environment.Eventually(t, waitFor, "the unreachable space reported engaged false", func() error {
+		got := &hostingv1alpha1.RolloutWave{}
+		if err := hosting.Client.Get(ctx, client.ObjectKey{Name: "regions"}, got); err != nil {
+			return err
+		}
+		if e := wavegate.SpaceReport(got, spaceA); e == nil || e.Engaged {
+			return fmt.Errorf("entry %+v, want engaged false", e)
 		}
 		return nil
 	})

@@ -61,7 +61,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -294,9 +293,8 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("making a client of the ITS: %w", err)
 	}
-	s.HostingKubeconfig = filepath.Join(s.WorkDir, DefaultHostingName+".kubeconfig")
-	if err := os.WriteFile(s.HostingKubeconfig, s.Hosting.Kubeconfig(), 0o600); err != nil {
-		return nil, fmt.Errorf("writing the hosting kubeconfig: %w", err)
+	if s.HostingKubeconfig, err = writeHostingKubeconfig(s.WorkDir, s.Hosting); err != nil {
+		return nil, err
 	}
 	if err := prepareITS(ctx, s.ITS, o.Clusters); err != nil {
 		return nil, err

@@ -101,11 +101,21 @@ func (s *Suite) StartHosting() (*environment.Space, string, error) {
 		return nil, "", err
 	}
 	s.Defer(hosting.Stop)
-	path := filepath.Join(s.WorkDir, DefaultHostingName+".kubeconfig")
-	if err := os.WriteFile(path, hosting.Kubeconfig(), 0o600); err != nil {
-		return nil, "", fmt.Errorf("writing the hosting kubeconfig: %w", err)
+	path, err := writeHostingKubeconfig(s.WorkDir, hosting)
+	if err != nil {
+		return nil, "", err
 	}
 	return hosting, path, nil
+}
+
+// writeHostingKubeconfig writes hosting's kubeconfig into dir as
+// hosting.kubeconfig, the stager's --kubeconfig, and returns its path.
+func writeHostingKubeconfig(dir string, hosting *environment.Space) (string, error) {
+	path := filepath.Join(dir, DefaultHostingName+".kubeconfig")
+	if err := os.WriteFile(path, hosting.Kubeconfig(), 0o600); err != nil {
+		return "", fmt.Errorf("writing the hosting kubeconfig: %w", err)
+	}
+	return path, nil
 }
 
 // StartWDS starts a WDS outside any stack: a space with KubeStellar's and
