@@ -105,7 +105,7 @@ func TestWaveOrdersRevisionsAcrossSpaces(t *testing.T) {
 			if p.Status.Phase != phase || p.Status.CurrentRevision != current {
 				return fmt.Errorf("wds-b is not %s at %q: %s", phase, current, policytest.Describe(p))
 			}
-			return nil
+			return wavePlace(p, v1alpha1.WaveHeld, p.Spec.SpecRevision())
 		}
 	}
 	waitFor(t, "wds-b's web to wait for the wave", heldAt(v1alpha1.RolloutPending, ""))
@@ -121,6 +121,12 @@ func TestWaveOrdersRevisionsAcrossSpaces(t *testing.T) {
 	waitFor(t, "wds-b to complete v1", completedAt(b, "v1"))
 	if c := meta.FindStatusCondition(b.Get(t, name).Status.Conditions, v1alpha1.ConditionWaitingForWave); c != nil {
 		t.Fatalf("wds-b still has %s once released: %+v", v1alpha1.ConditionWaitingForWave, c)
+	}
+	if err := wavePlace(b.Get(t, name), v1alpha1.WaveReleased, "v1"); err != nil {
+		t.Fatal(err)
+	}
+	if p := a.Get(t, name); p.Status.Wave == nil || p.Status.Wave.Position != "1/2" || p.Status.Wave.State != v1alpha1.WaveReleased {
+		t.Fatalf("wds-a's status.wave is %+v, want step a at 1/2, Released", p.Status.Wave)
 	}
 
 	// v2 in both: wds-b keeps v1 until wds-a completes v2.
@@ -145,4 +151,17 @@ func TestWaveOrdersRevisionsAcrossSpaces(t *testing.T) {
 	b.WaitFor(t, name, "wds-b to start v2", func(p *v1alpha1.StagedBindingPolicy) bool { return p.Status.UpdateRevision == "v2" })
 	openDev(wdsB, "v2")
 	waitFor(t, "wds-b to complete v2", completedAt(b, "v2"))
+	if err := wavePlace(b.Get(t, name), v1alpha1.WaveReleased, "v2"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wavePlace checks the policy's status.wave, as the reconciler wrote it
+// through the API server: wave ab, step b, 2/2, in state at revision.
+func wavePlace(p *v1alpha1.StagedBindingPolicy, state v1alpha1.WaveState, revision string) error {
+	w := p.Status.Wave
+	if w == nil || w.Name != "ab" || w.Step != "b" || w.Position != "2/2" || w.State != state || w.Revision != revision {
+		return fmt.Errorf("wds-b's status.wave is %+v, want wave ab step b 2/2 %s at %q", w, state, revision)
+	}
+	return nil
 }
