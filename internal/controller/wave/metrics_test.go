@@ -32,12 +32,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	hostingv1alpha1 "github.com/kubestellar/workload-stager/api/hosting/v1alpha1"
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/internal/controller/wave"
 	wavegate "github.com/kubestellar/workload-stager/internal/wave"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
-	"github.com/kubestellar/workload-stager/test/framework/policytest"
 )
 
 // waveMetrics are the names of the waves' series.
@@ -84,25 +82,8 @@ func exposition(t *testing.T, lines ...string) string {
 // of the reporter, for a served space only; and a wave deleted takes its
 // series along.
 func TestWaveSeriesAgainstAPIServers(t *testing.T) {
-	scheme, hostingCRDs := setUp(t)
-	hosting := start(t, "hosting", scheme, environment.WithCRDDirs(hostingCRDs))
-	wdsA := start(t, "wds-a", scheme, environment.WithStagerCRDs())
-	wdsB := start(t, "wds-b", scheme, environment.WithStagerCRDs())
+	scheme, hosting, wdsA, wdsB, w := startTwoStepWave(t, "metrics")
 	ctx := t.Context()
-
-	w := &hostingv1alpha1.RolloutWave{ObjectMeta: metav1.ObjectMeta{Name: "metrics"}, Spec: hostingv1alpha1.RolloutWaveSpec{
-		Policies:         []string{"web", "api"},
-		ReportStaleAfter: &metav1.Duration{Duration: staleAfter},
-		Steps:            []hostingv1alpha1.WaveStep{{Name: "one", Spaces: []string{spaceA}}, {Name: "two", Spaces: []string{spaceB}}},
-	}}
-	if err := hosting.Client.Create(ctx, w); err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range []*environment.Space{wdsA, wdsB} {
-		if err := s.Client.Create(ctx, policytest.ThreeStages("web", "nginx")); err != nil {
-			t.Fatal(err)
-		}
-	}
 	setStatus(t, wdsA.Client, v1alpha1.RolloutCompleted, "v1", "v1")
 	setStatus(t, wdsB.Client, v1alpha1.RolloutProgressing, "v1", "")
 

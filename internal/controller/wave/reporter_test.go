@@ -100,6 +100,31 @@ func start(t *testing.T, name string, scheme *runtime.Scheme, opts ...environmen
 	return s
 }
 
+// startTwoStepWave starts a hosting cluster and two spaces, spaceA in step
+// one and spaceB in step two of wave name, which orders web and api, with a
+// policy web in each space.
+func startTwoStepWave(t *testing.T, name string) (*runtime.Scheme, *environment.Space, *environment.Space, *environment.Space, *hostingv1alpha1.RolloutWave) {
+	t.Helper()
+	scheme, hostingCRDs := setUp(t)
+	hosting := start(t, "hosting", scheme, environment.WithCRDDirs(hostingCRDs))
+	wdsA := start(t, "wds-a", scheme, environment.WithStagerCRDs())
+	wdsB := start(t, "wds-b", scheme, environment.WithStagerCRDs())
+	w := &hostingv1alpha1.RolloutWave{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: hostingv1alpha1.RolloutWaveSpec{
+		Policies:         []string{"web", "api"},
+		ReportStaleAfter: &metav1.Duration{Duration: staleAfter},
+		Steps:            []hostingv1alpha1.WaveStep{{Name: "one", Spaces: []string{spaceA}}, {Name: "two", Spaces: []string{spaceB}}},
+	}}
+	if err := hosting.Client.Create(t.Context(), w); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*environment.Space{wdsA, wdsB} {
+		if err := s.Client.Create(t.Context(), policytest.ThreeStages("web", "nginx")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return scheme, hosting, wdsA, wdsB, w
+}
+
 // startCache starts a cache of the space, as the stager's (managedFields
 // stripped), stopped at the test's end.
 func startCache(t *testing.T, s *environment.Space, scheme *runtime.Scheme) cache.Cache {
@@ -223,24 +248,9 @@ func serve(t *testing.T, r *wave.Reporter, space string, policies cache.Cache, f
 // heartbeat; and a replica whose fence of a space moved to another
 // replica writes nothing for the space.
 func TestReporterAgainstAPIServers(t *testing.T) {
-	scheme, hostingCRDs := setUp(t)
-	hosting := start(t, "hosting", scheme, environment.WithCRDDirs(hostingCRDs))
-	wdsA := start(t, "wds-a", scheme, environment.WithStagerCRDs())
-	wdsB := start(t, "wds-b", scheme, environment.WithStagerCRDs())
+	scheme, hosting, wdsA, wdsB, _ := startTwoStepWave(t, "regions")
 	ctx := t.Context()
-
-	w := &hostingv1alpha1.RolloutWave{ObjectMeta: metav1.ObjectMeta{Name: "regions"}, Spec: hostingv1alpha1.RolloutWaveSpec{
-		Policies:         []string{"web", "api"},
-		ReportStaleAfter: &metav1.Duration{Duration: staleAfter},
-		Steps:            []hostingv1alpha1.WaveStep{{Name: "one", Spaces: []string{spaceA}}, {Name: "two", Spaces: []string{spaceB}}},
-	}}
-	if err := hosting.Client.Create(ctx, w); err != nil {
-		t.Fatal(err)
-	}
 	for _, s := range []*environment.Space{wdsA, wdsB} {
-		if err := s.Client.Create(ctx, policytest.ThreeStages("web", "nginx")); err != nil {
-			t.Fatal(err)
-		}
 		// A policy the wave does not order: nothing of it crosses.
 		if err := s.Client.Create(ctx, policytest.ThreeStages("other", "nginx")); err != nil {
 			t.Fatal(err)
