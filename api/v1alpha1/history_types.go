@@ -15,6 +15,8 @@
 package v1alpha1
 
 import (
+	"slices"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -98,12 +100,12 @@ func (h *RevisionHistory) Ended() bool {
 }
 
 // LastCompleted returns the newest entry of history whose outcome is
-// Completed (or Promoted: it completed too) and whose revision is not
+// Completed (or Promoted: it completed too) and whose revision is none of
 // except, or nil.
-func LastCompleted(history []RevisionHistory, except string) *RevisionHistory {
+func LastCompleted(history []RevisionHistory, except ...string) *RevisionHistory {
 	for i := len(history) - 1; i >= 0; i-- {
 		h := &history[i]
-		if (h.Outcome == OutcomeCompleted || h.Outcome == OutcomePromoted) && h.Revision != except {
+		if (h.Outcome == OutcomeCompleted || h.Outcome == OutcomePromoted) && !slices.Contains(except, h.Revision) {
 			return h
 		}
 	}
