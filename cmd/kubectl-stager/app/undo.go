@@ -160,6 +160,10 @@ func undoTarget(p *v1alpha1.StagedBindingPolicy, to string) (string, error) {
 // selectors and object names. It returns "<kind> <namespace>/<name>" of
 // the first one found, or an error saying what it looked for.
 func revisionObject(ctx context.Context, config *rest.Config, p *v1alpha1.StagedBindingPolicy, revision string) (string, error) {
+	// Listing every resource draws the API server's deprecation warnings,
+	// which say nothing of the revision.
+	config = rest.CopyConfig(config)
+	config.WarningHandler = rest.NoWarnings{}
 	disco, err := discovery.NewDiscoveryClientForConfig(config)
 	if err != nil {
 		return "", fmt.Errorf("connecting to %s: %w", config.Host, err)
