@@ -39,6 +39,9 @@ func (m *machine) checkHistoryStep(t *rapid.T, snap *rollout.Snapshot, action ro
 	before, after := &snap.Policy.Status, action.Status
 	b, a := before.History, after.History
 	seen["history: write"]++
+	if len(a) == v1alpha1.MaxHistory {
+		seen["history: full"]++
+	}
 	if len(a) > v1alpha1.MaxHistory {
 		m.fatalf(t, "history: %d entries written (%s), more than %d", len(a), action.Why, v1alpha1.MaxHistory)
 	}
