@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/test/framework/policytest"
@@ -33,6 +34,15 @@ import (
 // gone, one that never completed, and a policy without spec.revision.
 func TestHistoryAndUndo(t *testing.T) {
 	ctx := suite.ctx
+	// The other tests list every policy of the WDS: leave none behind.
+	var made []client.Object
+	t.Cleanup(func() {
+		for _, obj := range made {
+			if err := client.IgnoreNotFound(suite.wds.Client.Delete(ctx, obj)); err != nil {
+				t.Errorf("deleting %s: %v", obj.GetName(), err)
+			}
+		}
+	})
 	now := time.Now().Truncate(time.Second)
 	ago := func(d time.Duration) metav1.Time { return metav1.NewTime(now.Add(-d)) }
 	// The objects of v1 and v2 are in the WDS; v0's are gone.
@@ -43,6 +53,7 @@ func TestHistoryAndUndo(t *testing.T) {
 		if err := suite.wds.Client.Create(ctx, d); err != nil {
 			t.Fatal(err)
 		}
+		made = append(made, d)
 	}
 	// An object of v0 that the policy's downsync does not select counts
 	// for nothing.
@@ -51,11 +62,13 @@ func TestHistoryAndUndo(t *testing.T) {
 	if err := suite.wds.Client.Create(ctx, stray); err != nil {
 		t.Fatal(err)
 	}
+	made = append(made, stray)
 	p := policytest.ThreeStages("hist", "hist")
 	p.Spec.Revision = &v1alpha1.Revision{Name: "v3"}
 	if err := suite.wds.Client.Create(ctx, p); err != nil {
 		t.Fatal(err)
 	}
+	made = append(made, p)
 	setStatus(t, p, v1alpha1.StagedBindingPolicyStatus{ActiveStage: "dev", Phase: v1alpha1.RolloutProgressing,
 		CurrentRevision: "v2", UpdateRevision: "v3",
 		Stages: []v1alpha1.StageStatus{{Name: "dev", Phase: v1alpha1.StageActive, StartTime: at(now.Add(-5 * time.Minute))},
@@ -111,6 +124,7 @@ func TestHistoryAndUndo(t *testing.T) {
 
 	// A policy without spec.revision has nothing to go back to.
 	plain := rollout(t, "plain", nil)
+	made = append(made, plain, policytest.Deployment(namespace, "plain"), policytest.ConfigMap(namespace, "plain"))
 	out, err = run(t, now, "", "undo", plain.Name)
 	if err == nil || !strings.Contains(out, "has no spec.revision") {
 		t.Errorf("undo of a policy without spec.revision: %v: %s, want a refusal", err, out)
