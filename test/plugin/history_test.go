@@ -112,6 +112,26 @@ func TestHistoryAndUndo(t *testing.T) {
 	}
 	golden(t, "undo-refused", refusals.String())
 
+	// The downsync's namespace selectors count: with one that the
+	// objects' namespace does not meet, v1's objects are not the
+	// policy's; with one it meets, they are.
+	selectNamespaces := func(labels map[string]string) {
+		t.Helper()
+		current := &v1alpha1.StagedBindingPolicy{}
+		if err := suite.wds.Client.Get(ctx, types.NamespacedName{Name: "hist"}, current); err != nil {
+			t.Fatal(err)
+		}
+		current.Spec.Downsync[0].NamespaceSelectors = []metav1.LabelSelector{{MatchLabels: labels}}
+		if err := suite.wds.Client.Update(ctx, current); err != nil {
+			t.Fatal(err)
+		}
+	}
+	selectNamespaces(map[string]string{"team": "nobody"})
+	if out, err := run(t, now, "", "undo", "hist", "--to-revision", "v1"); err == nil || !strings.Contains(out, `no object of revision "v1" is left`) {
+		t.Errorf("undo to v1 with its namespace not selected: %v: %s, want a refusal", err, out)
+	}
+	selectNamespaces(map[string]string{"kubernetes.io/metadata.name": namespace})
+
 	// Undo without --to-revision: the newest Completed other than v3, v2.
 	out, err = run(t, now, "", "undo", "hist")
 	if err != nil {
