@@ -800,6 +800,15 @@ type StagedBindingPolicyStatus struct {
 	// a held revision waits for.
 	// +optional
 	Wave *WaveStatus `json:"wave,omitempty"`
+
+	// History are the last rollouts of the policy's revisions, oldest
+	// first, at most 10: each revision's start and end, outcome and who
+	// approved it (docs/proposals/history.md). A policy that never had
+	// spec.revision records none.
+	// +kubebuilder:validation:MaxItems=10
+	// +listType=atomic
+	// +optional
+	History []RevisionHistory `json:"history,omitempty"`
 }
 
 // WaveState is whether a wave holds a policy's revision.

@@ -183,6 +183,9 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //  17. a done stage hands over to the next, or withdraws a handover the next stage's approval forbids (handover, withdrawnHandover);
 //  18. BindingPolicies no Placement holds are deleted once their waits are over, make-before-break (deleteSurplus, heldPlacements, surplusWaits);
 //  19. the status is brought up to date, with its Events, each once (progressAction).
+//     19a. every status write keeps status.history: a rollout that starts gets a Progressing entry
+//     (superseding the one before), which ends Completed or Aborted with the write's phase, lists who
+//     approved its stages, and the oldest entries go beyond ten (keepHistory).
 //
 // Rules 13, 14, 16 and 17 write the Placements of desiredPlacement, each
 // BindingPolicy with the Reason it is kept, through one diff
@@ -211,6 +214,9 @@ func Plan(snap *Snapshot, engine *expression.Engine, opts ...PlanOption) Action 
 	if action.Status != nil {
 		if !snap.Policy.Spec.Suspend {
 			endSuspension(action.Status, snap.Policy.Status.ActiveStage, snap.Now)
+		}
+		if snap.Policy.DeletionTimestamp == nil {
+			keepHistory(&snap.Policy.Status, action.Status, snap.Now)
 		}
 		boundStatus(action.Status)
 		if snap.Policy.Status.Phase == v1alpha1.RolloutSuspended && action.Status.Phase != v1alpha1.RolloutSuspended && !snap.Policy.Spec.Suspend {

@@ -349,6 +349,7 @@ func (m *machine) stagerStep(t *rapid.T) rollout.Action {
 	}
 	m.checkStep(t, snap, action)
 	m.checkWaveStep(t, snap, action)
+	m.checkHistoryStep(t, snap, action)
 	var err error
 	m.keepsRunning(t, fmt.Sprintf("%s (%s)", action.Type, action.Why), func() { err = m.w.apply(action) })
 	if err == nil {

@@ -62,7 +62,10 @@ and steers them:
            stager's own CEL engine and limits, or run an analysis's query once
   approve, suspend, resume, restart
            steer a rollout through the API (StageApprovals, spec.suspend, the
-           restartedAt annotation)`,
+           restartedAt annotation)
+  history, undo
+           list a policy's last rollouts (status.history); roll a completed
+           revision out again (spec.revision)`,
 		SilenceUsage: true,
 		Annotations:  map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl stager"},
 	}
@@ -73,6 +76,7 @@ and steers them:
 	root.AddCommand(newGetCommand(o), newExplainCommand(o), newEvalCommand(o),
 		newApproveCommand(o), newSuspendCommand(o, true), newSuspendCommand(o, false), newRestartCommand(o),
 		newAbortCommand(o, true), newAbortCommand(o, false))
+	root.AddCommand(newHistoryCommand(o), newUndoCommand(o))
 	return root
 }
 

@@ -1,0 +1,117 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package rollout
+
+import (
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+)
+
+// keepHistory is Plan's rule 19a: every status Plan writes carries
+// status.history up to date with the rollout it describes. It reads only
+// the status before (the policy's) and after the write, so that a
+// restarted controller, or a write tried again, writes the same:
+//   - a rollout starts when the write changes status.updateRevision, or
+//     status.restartedAt, or gives a rollout without an active stage one
+//     (the first start, or the start after an abort is lifted), or takes
+//     the rollout out of phase Aborted (an abort without a revision to go
+//     back to held it where it was, and lifted it goes on from there): the
+//     newest entry, if still Progressing, ends Superseded, and a new
+//     Progressing entry of the rollout's revision begins;
+//   - the newest entry, while Progressing, ends Completed when the write's
+//     phase is Completed, Aborted when it is Aborted;
+//   - while an entry is Progressing, and on the write that ends it, its
+//     approvedBy are the stage records' approvedBy (the records of this
+//     rollout: a start forgets the earlier ones), each once, at most
+//     MaxHistoryUsers;
+//   - a status whose history does not end with an entry of the rollout's
+//     revision (a policy from before the history, or a history someone
+//     else wrote) gets one, started now, or at its first stage's start;
+//   - the oldest entries go beyond v1alpha1.MaxHistory.
+//
+// The rollout's revision is the one its stages keep (placedRevision): a
+// policy that never had spec.revision records nothing (its rollouts have
+// no name to record or to undo to); one that had and no longer names one
+// records its rollouts as "-".
+func keepHistory(before, after *v1alpha1.StagedBindingPolicyStatus, now metav1.Time) {
+	revision := placedRevision(after)
+	if revision == "" {
+		return
+	}
+	history := slices.Clone(after.History)
+	var top *v1alpha1.RevisionHistory
+	if n := len(history); n > 0 {
+		top = &history[n-1]
+	}
+	starts := after.UpdateRevision != before.UpdateRevision || after.RestartedAt != before.RestartedAt ||
+		before.ActiveStage == "" && after.ActiveStage != "" ||
+		before.Phase == v1alpha1.RolloutAborted && after.Phase != v1alpha1.RolloutAborted
+	if starts || top == nil || top.Revision != revision {
+		start := now
+		if !starts {
+			// Found running: the best start known is its first stage's.
+			if len(after.Stages) > 0 && after.Stages[0].StartTime != nil && !after.Stages[0].StartTime.After(now.Time) {
+				start = *after.Stages[0].StartTime
+			}
+			if top != nil && top.EndTime != nil && start.Before(top.EndTime) {
+				start = *top.EndTime
+			}
+		}
+		if top != nil && !top.Ended() {
+			top.Outcome, top.EndTime = v1alpha1.OutcomeSuperseded, ptr.To(now)
+		}
+		history = append(history, v1alpha1.RevisionHistory{Revision: revision, Outcome: v1alpha1.OutcomeProgressing, StartTime: start})
+		top = &history[len(history)-1]
+	}
+	if !top.Ended() {
+		top.ApprovedBy = approvers(top.ApprovedBy, after.Stages)
+		switch after.Phase {
+		case v1alpha1.RolloutCompleted:
+			top.Outcome, top.EndTime = v1alpha1.OutcomeCompleted, ptr.To(now)
+		case v1alpha1.RolloutAborted:
+			top.Outcome, top.EndTime = v1alpha1.OutcomeAborted, ptr.To(now)
+		}
+	}
+	if n := len(history); n > v1alpha1.MaxHistory {
+		history = history[n-v1alpha1.MaxHistory:]
+	}
+	after.History = history
+}
+
+// approvers returns known with the approvedBy of every record added, in
+// the records' order, each once, cut to the bounds of status.history.
+func approvers(known []string, records []v1alpha1.StageStatus) []string {
+	out := slices.Clone(known)
+	for _, r := range records {
+		by := cutUser(r.ApprovedBy)
+		if by == "" || slices.Contains(out, by) || len(out) >= v1alpha1.MaxHistoryUsers {
+			continue
+		}
+		out = append(out, by)
+	}
+	return out
+}
+
+// cutUser bounds a user name to what an entry of status.history holds.
+func cutUser(name string) string {
+	if len(name) <= v1alpha1.MaxHistoryUser {
+		return name
+	}
+	return cutMessage(name, v1alpha1.MaxHistoryUser)
+}
