@@ -161,7 +161,8 @@ func TestChartShipsWhatConfigShips(t *testing.T) {
 		}
 	}
 	wantCRDs := append(configObjects(t, "crd/bases", "community.kubestellar.io_stagedbindingpolicies.yaml", "community.kubestellar.io_stageapprovals.yaml"),
-		configObjects(t, "crd/hosting", "community.kubestellar.io_metricproviders.yaml", "community.kubestellar.io_rolloutwaves.yaml")...)
+		configObjects(t, "crd/hosting", "community.kubestellar.io_metricproviders.yaml", "community.kubestellar.io_rolloutwaves.yaml",
+			"community.kubestellar.io_rolloutfreezes.yaml")...)
 	for _, wantCRD := range wantCRDs {
 		if crd := find(t, rendered, "CustomResourceDefinition", wantCRD.GetName()); !reflect.DeepEqual(crd.Object, wantCRD.Object) {
 			t.Errorf("the chart's CRD %s differs from config/crd/bases'", wantCRD.GetName())
