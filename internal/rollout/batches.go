@@ -465,7 +465,7 @@ func clusterPlacements(snap *Snapshot, active int, b batches, soaked bool) []Pla
 			Reason: ReasonCluster, Revision: policy.Status.UpdateRevision})
 	}
 	first := b.clusters != nil && b.clusters.Placed == 0
-	if b.place == "" || b.stalled || !b.filling && !soaked && !first {
+	if b.place == "" || b.stalled || !b.filling && (!soaked && !first || batchFrozen(snap, active)) {
 		return want
 	}
 	bp := ClusterBindingPolicy(policy, stage, b.place)

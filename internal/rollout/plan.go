@@ -170,6 +170,14 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //     status.wave keeps the policy's wave, step and position and whether the wave holds the spec's revision
 //     (Held) or not (Released), none when no wave orders it, written with the run's status write, or alone
 //     when the run makes none (waveStatus, waveAfter);
+//     6c. a stage a RolloutFreeze holds (Snapshot.Freeze) does not start: not the first stage where rules 7 to 9
+//     would start it (a rollout not started waits; one running goes on with what it runs), not the next stage
+//     of a done stage (rules 15 and 17 neither hand over nor advance), not an approved stage (rule 12), not
+//     a stage's next batch (rule 16; a batch started fills); a stage started finishes, an abort (rule 4) and
+//     a suspension (rule 6) are never frozen; Frozen says which freeze, until when and why, with an Event
+//     once, the run is due again at the decision's RecheckAfter, and the condition goes, with an Unfrozen
+//     Event, once nothing the policy would start is frozen (freezeGate, advanceFrozen, approvalFrozen,
+//     batchFrozen, freezeAfter);
 //  7. a new restartedAt annotation restarts the rollout from its first stage (restartRollout);
 //  8. a new spec revision starts its rollout from the first stage (startRevision);
 //  9. a rollout not started, or whose active stage is gone, starts at the first stage (startRollout);
@@ -208,9 +216,11 @@ func Plan(snap *Snapshot, engine *expression.Engine, opts ...PlanOption) Action 
 	keyed := *snap
 	keyed.key = cfg.key
 	keyed.waveHolds = holdsRevision(&keyed)
+	keyed.startFrozen, keyed.frozen = startsFirstStage(&keyed) && keyed.Freeze.For(firstStage(keyed.Policy)) != nil, &frozenMark{}
 	snap = &keyed
 	action := plan(snap, engine, cfg)
 	waveAfter(snap, &action)
+	freezeAfter(snap, &action)
 	if action.Status != nil {
 		if !snap.Policy.Spec.Suspend {
 			endSuspension(action.Status, snap.Policy.Status.ActiveStage, snap.Now)
@@ -277,7 +287,10 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 	if action, ok := waveGate(snap); ok {
 		return action
 	}
-	if want := policy.Annotations[v1alpha1.RestartedAtAnnotation]; want != "" && want != policy.Status.RestartedAt {
+	if action, ok := freezeGate(snap); ok {
+		return action
+	}
+	if want := policy.Annotations[v1alpha1.RestartedAtAnnotation]; want != "" && want != policy.Status.RestartedAt && !snap.startFrozen {
 		if len(want) > v1alpha1.MaxRestartedAtLength {
 			msg := fmt.Sprintf("annotation %s is %d bytes, longer than the %d the status can record: set a shorter value (a timestamp) to restart the rollout",
 				v1alpha1.RestartedAtAnnotation, len(want), v1alpha1.MaxRestartedAtLength)
@@ -287,7 +300,7 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 		}
 		return restartRollout(policy, want, snap.Now)
 	}
-	if policy.Spec.SpecRevision() != policy.Status.UpdateRevision && !snap.waveHolds {
+	if policy.Spec.SpecRevision() != policy.Status.UpdateRevision && !snap.waveHolds && !snap.startFrozen {
 		return startRevision(policy, snap.Now)
 	}
 
@@ -303,7 +316,7 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 	}
 	stage := policy.Spec.Stages[active]
 	if record := policy.Status.StageNamed(stage.Name); record != nil && record.Phase == v1alpha1.StageAwaitingApproval {
-		return approvalGate(snap, active)
+		return approvalFrozen(snap, active, approvalGate(snap, active))
 	}
 	current := snap.ActiveBindingPolicy
 	want := desiredPlacement(snap, active)
@@ -441,12 +454,12 @@ func planAfterAssessment(snap *Snapshot, want *placements, result assessment, b 
 	gated := an.gate(result)
 	// The handover's write is not the status: the analyses' last
 	// measurements are recorded first.
-	want.assess(assessed{b: b, soaked: result.satisfied, done: gated.satisfied && !final && !an.changed})
+	want.assess(assessed{b: b, soaked: result.satisfied, done: gated.satisfied && !final && !an.changed && !advanceFrozen(snap, active, gated.satisfied)})
 	if action, ok := diffPlacement(snap, want.assessed); ok {
 		return action
 	}
 	result = gated
-	if result.satisfied && !final {
+	if result.satisfied && !final && !advanceFrozen(snap, active, true) {
 		return withAnalyses(withClusters(advance(policy, active, result, snap.Now), policy, active, b), policy, active, an)
 	}
 	result, deadline, deadlineLeft := progressDeadline(policy, active, result, snap.Now)

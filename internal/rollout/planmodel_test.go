@@ -87,8 +87,9 @@ type world struct {
 	// without spec.revision: a Deployment without the revision label,
 	// which the user guide says to keep until a revision is everywhere.
 	unlabelled bool
-	metric     float64    // what every analysis query answers
-	wave       *waveModel // the RolloutWave ordering the policy, or nil
+	metric     float64      // what every analysis query answers
+	wave       *waveModel   // the RolloutWave ordering the policy, or nil
+	freeze     *freezeModel // the RolloutFreeze selecting it, or nil
 
 	// askedFor is, by StageApproval UID and generation, the fingerprint
 	// of the policy whose stager wrote that spec: what it asks to
@@ -164,6 +165,7 @@ func (w *world) snapshot() *rollout.Snapshot {
 	policy := w.policy.DeepCopy()
 	snap := &rollout.Snapshot{Policy: policy, Now: metav1.NewTime(w.now.Truncate(time.Second))}
 	snap.Wave = w.waveDecision(policy, snap.Now.Time)
+	snap.Freeze = w.freezeDecision(policy, snap.Now.Time)
 	for _, name := range slices.Sorted(maps.Keys(w.bps)) {
 		if w.bps[name].Labels[v1alpha1.PolicyLabel] == policy.Name {
 			snap.BindingPolicies = append(snap.BindingPolicies, *w.bps[name].DeepCopy())

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/internal/freeze"
 	"github.com/kubestellar/workload-stager/internal/wave"
 )
 
@@ -84,6 +85,12 @@ type Snapshot struct {
 	// where a revision would start (rule 6a, waveGate).
 	Wave *wave.Decision
 
+	// Freeze is the decision of the RolloutFreezes of the hosting cluster
+	// on the policy at Now (freeze.Decide, with the reconciler's clock),
+	// or nil when no freeze selects it. Plan consults it only where a
+	// stage or a batch would start (rule 6c, freeze.go).
+	Freeze *freeze.Decision
+
 	// Now is the time of the snapshot, used for the times recorded in status.
 	Now metav1.Time
 
@@ -95,6 +102,12 @@ type Snapshot struct {
 	// start (holdsRevision), set by Plan on its copy of the snapshot: the
 	// one answer for every rule of the run.
 	waveHolds bool
+
+	// startFrozen is whether a freeze holds the first stage where rules 7
+	// to 9 would start it, and frozen what rule 6c held in this run, both
+	// set by Plan on its copy of the snapshot (freeze.go).
+	startFrozen bool
+	frozen      *frozenMark
 }
 
 // ActiveStage returns the index of the stage the policy is in, whether the

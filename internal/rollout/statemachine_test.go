@@ -274,6 +274,7 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 		"settle": m.settle,
 	}
 	maps.Copy(actions, m.waveActions())
+	maps.Copy(actions, m.freezeActions())
 	return actions
 }
 
@@ -350,6 +351,7 @@ func (m *machine) stagerStep(t *rapid.T) rollout.Action {
 	m.checkStep(t, snap, action)
 	m.checkWaveStep(t, snap, action)
 	m.checkHistoryStep(t, snap, action)
+	m.checkFreezeStep(t, snap, action)
 	var err error
 	m.keepsRunning(t, fmt.Sprintf("%s (%s)", action.Type, action.Why), func() { err = m.w.apply(action) })
 	if err == nil {
@@ -665,6 +667,7 @@ func (m *machine) settle(t *rapid.T) {
 		}
 		m.releaseWave()
 	}
+	w.freeze = nil // the platform team lifts its freeze
 	// A user may change the downsync once while it settles: a stage
 	// approved and measured then awaits approval again, and starts over.
 	editAt := -1

@@ -129,7 +129,8 @@ func trueCondition(kind, reason, message string, now time.Time) metav1.Condition
 // fresh has not started, soaked soaks in dev, shop rolls revision v2 out over
 // v1 and has it in test, stores places prod's clusters in batches, one of
 // them failed, checked is held by test's failed analysis, and queued is
-// held by a wave that released shop's v2.
+// held by a wave that released shop's v2, and frozen has not started: a
+// RolloutFreeze holds its first stage.
 func TestOutputs(t *testing.T) {
 	web := rollout(t, "web", func(p *v1alpha1.StagedBindingPolicy) {
 		p.Spec.Stages[1].SoakDuration = &metav1.Duration{Duration: 10 * time.Minute}
@@ -161,12 +162,13 @@ func TestOutputs(t *testing.T) {
 		}
 	})
 	queued := rollout(t, "queued", func(p *v1alpha1.StagedBindingPolicy) { p.Spec.Revision = &v1alpha1.Revision{Name: "v2"} })
+	frozen := rollout(t, "frozen", nil)
 	place(t, web, "test")
 
 	// Three hours after the last policy was made, at a whole second: every
 	// age is "3h" (less than a minute more for the earlier ones).
 	now := time.Time{}
-	for _, p := range []*v1alpha1.StagedBindingPolicy{web, api, fresh, soaked, shop, stores, checked, queued} {
+	for _, p := range []*v1alpha1.StagedBindingPolicy{web, api, fresh, soaked, shop, stores, checked, queued, frozen} {
 		if created := p.CreationTimestamp.Add(3 * time.Hour); created.After(now) {
 			now = created
 		}
@@ -268,6 +270,12 @@ func TestOutputs(t *testing.T) {
 		},
 		Wave: &v1alpha1.WaveStatus{Name: "regions", Step: "eu", Position: "2/3", State: v1alpha1.WaveHeld, Revision: "v2"}})
 
+	setStatus(t, frozen, v1alpha1.StagedBindingPolicyStatus{Phase: v1alpha1.RolloutPending,
+		Conditions: []metav1.Condition{
+			trueCondition(v1alpha1.ConditionFrozen, "FreezeActive",
+				`stage "dev" does not start: frozen by xmas-2026 until 2027-01-02 00:00 UTC (2027-01-02 01:00 CET Europe/Berlin): code freeze`, now),
+		}})
+
 	available := `obj.results.exists(r, r.name == 'deployments-aggregator' && r.rows.exists(row, row.columns.exists(c, c.float == '0')))`
 	for _, tt := range []struct {
 		name string
@@ -282,6 +290,7 @@ func TestOutputs(t *testing.T) {
 		{"explain-checked", []string{"explain", "checked"}},
 		{"explain-queued", []string{"explain", "queued"}},
 		{"explain-shop", []string{"explain", "shop"}},
+		{"explain-frozen", []string{"explain", "frozen"}},
 		{"eval-condition", []string{"eval", "web", "--condition", available}},
 		{"eval-filter", []string{"eval", "web", "--filter", "downsyncClause.namespace == 'web'"}},
 	} {

@@ -15,8 +15,9 @@
 // Package v1alpha1 contains the community.kubestellar.io/v1alpha1 types the
 // stager reads from its hosting cluster, never from a space: the
 // MetricProvider, through which the platform team declares the metric
-// endpoints that policies' analyses may query, and the RolloutWave, through
-// which it orders a revision's rollouts across spaces. Their CRDs are
+// endpoints that policies' analyses may query, the RolloutWave, through
+// which it orders a revision's rollouts across spaces, and the RolloutFreeze,
+// through which it stops rollouts from starting stages. Their CRDs are
 // applied to the hosting cluster only (config/crd/hosting).
 // +kubebuilder:object:generate=true
 // +groupName=community.kubestellar.io
@@ -41,7 +42,8 @@ var (
 
 // addKnownTypes registers the types of this API.
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(GroupVersion, &MetricProvider{}, &MetricProviderList{}, &RolloutWave{}, &RolloutWaveList{})
+	scheme.AddKnownTypes(GroupVersion, &MetricProvider{}, &MetricProviderList{}, &RolloutWave{}, &RolloutWaveList{},
+		&RolloutFreeze{}, &RolloutFreezeList{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }

@@ -106,6 +106,7 @@ func printStage(out io.Writer, p *v1alpha1.StagedBindingPolicy, stage *v1alpha1.
 	fprintf(out, "StagedBindingPolicy %s: phase %s, active stage %s\n", p.Name, orNone(string(p.Status.Phase)), orNone(p.Status.ActiveStage))
 	w := printers.GetNewTabWriter(out)
 	printWave(w, p)
+	printFrozen(w, p)
 	record := p.Status.StageNamed(stage.Name)
 	state := string(v1alpha1.StagePending)
 	if record != nil {
@@ -138,6 +139,8 @@ func printStage(out io.Writer, p *v1alpha1.StagedBindingPolicy, stage *v1alpha1.
 	switch {
 	case p.Status.ActiveStage == "" && heldByWave(p):
 		fprintf(w, "Waits for:\tthe wave to release the revision: the rollout has not started\n")
+	case p.Status.ActiveStage == "" && frozenCondition(p) != nil:
+		fprintf(w, "Waits for:\tthe freeze to end: the rollout has not started\n")
 	case record == nil || record.Phase == v1alpha1.StagePending:
 		fprintf(w, "Waits for:\tthe rollout to reach it\n")
 	case p.Status.Failure != nil && p.Status.Failure.Stage == stage.Name && p.Status.Failure.Action == v1alpha1.FailureHold &&

@@ -206,7 +206,7 @@ func (o *options) printTable(ctx context.Context, found []located, wide, all boo
 		if waves {
 			row = append(row, waveCell(p))
 		}
-		row = append(row, orNone(progressing(p).Reason))
+		row = append(row, orNone(reasonShown(p).Reason))
 		if wide {
 			view, err := o.activeView(ctx, found[i].client, p, now)
 			if err != nil {
@@ -216,7 +216,7 @@ func (o *options) printTable(ctx context.Context, found []located, wide, all boo
 		}
 		row = append(row, age(p.CreationTimestamp.Time, now))
 		if wide {
-			row = append(row, orNone(progressing(p).Message))
+			row = append(row, orNone(reasonShown(p).Message))
 		}
 		if all {
 			row = append([]string{found[i].space}, row...)

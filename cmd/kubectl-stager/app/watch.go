@@ -128,7 +128,7 @@ func (o *options) liveView(ctx context.Context, found []located, tty, all bool) 
 			title = printable(found[i].space) + "/" + p.Name
 		}
 		fmt.Fprintf(&b, "%s  %s", paint(colourBold, title), paint(phaseColour, printable(phase)))
-		if reason := progressing(p).Reason; reason != "" {
+		if reason := reasonShown(p).Reason; reason != "" {
 			fprintf(&b, "  %s", reason)
 		}
 		if revisioned(p) {

@@ -51,6 +51,7 @@ import (
 	hostingv1alpha1 "github.com/kubestellar/workload-stager/api/hosting/v1alpha1"
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/internal/analysis"
+	stagerfreeze "github.com/kubestellar/workload-stager/internal/controller/freeze"
 	"github.com/kubestellar/workload-stager/internal/controller/metrics"
 	"github.com/kubestellar/workload-stager/internal/controller/sharding"
 	"github.com/kubestellar/workload-stager/internal/controller/spaces"
@@ -666,6 +667,23 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		return nil, fmt.Errorf("adding the RolloutWaves' cache: %w", err)
 	}
 	gates.Waves = waves.GetCache()
+	// The RolloutFreezes, watched on every replica in a cache of their
+	// own (its list's failures are the freezes', not the waves'): every
+	// space's reconciler asks which stages they hold (Plan's rule 6c),
+	// and holds every start while they cannot be read.
+	frozen := &stagerfreeze.Freezes{Clock: clk}
+	freezeCluster, err := cluster.New(cfg, func(co *cluster.Options) {
+		co.Scheme = scheme
+		co.Cache = cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields(),
+			DefaultWatchErrorHandler: frozen.WatchErrorHandler}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the RolloutFreezes' cache: %w", err)
+	}
+	if err := hosting.Add(freezeCluster); err != nil {
+		return nil, fmt.Errorf("adding the RolloutFreezes' cache: %w", err)
+	}
+	frozen.Cache = freezeCluster.GetCache()
 	reporter := &wave.Reporter{Client: hosting.GetClient(), Waves: waves.GetCache(), Clock: clk, Log: logger.WithName("waves")}
 	// Its series (stager_wave_*) are served on the metrics endpoint while
 	// the stager runs, on every replica.
@@ -702,6 +720,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		}},
 		Unconfirmed: unconfirmed,
 		Waves:       gates,
+		Freezes:     frozen,
 		Clock:       clk,
 	}
 	if shard {

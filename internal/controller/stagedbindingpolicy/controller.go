@@ -101,6 +101,9 @@ type Options struct {
 	// Waves, when set, is the hosting cluster's RolloutWaves
 	// (Reconciler.Waves), and its Source one of the controller's watches.
 	Waves Waves
+	// Freezes, when set, is the hosting cluster's RolloutFreezes
+	// (Reconciler.Freezes), and its Source one of the controller's watches.
+	Freezes Freezes
 	// Clock is the reconciler's clock (Reconciler.Clock); nil means the
 	// real clock. The stager gives the same one to Waves.
 	Clock clock.PassiveClock
@@ -163,6 +166,7 @@ func NewController(space string, cl cluster.Cluster, engine *expression.Engine, 
 		Fence:        opts.Fence,
 		Unconfirmed:  opts.Unconfirmed,
 		Waves:        opts.Waves,
+		Freezes:      opts.Freezes,
 		Clock:        opts.Clock,
 
 		DeletionWarningAfter: opts.DeletionWarningAfter,
@@ -205,6 +209,9 @@ func NewController(space string, cl cluster.Cluster, engine *expression.Engine, 
 	}
 	if opts.Waves != nil {
 		watches = append(watches, opts.Waves.Source(space))
+	}
+	if opts.Freezes != nil {
+		watches = append(watches, opts.Freezes.Source(space, reader))
 	}
 	for _, w := range watches {
 		if err := c.Watch(w); err != nil {

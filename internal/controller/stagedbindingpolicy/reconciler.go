@@ -92,6 +92,9 @@ type Reconciler struct {
 	// Waves, when set, is the hosting cluster's RolloutWaves; nil: no
 	// wave orders any policy (see Waves).
 	Waves Waves
+	// Freezes, when set, is the hosting cluster's RolloutFreezes; nil: no
+	// freeze holds any policy (see Freezes).
+	Freezes Freezes
 
 	// Unconfirmed keeps the status writes whose answers were lost until a
 	// run, of this reconciler or the space's next one, sees whether they
@@ -358,6 +361,7 @@ func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*r
 	now := r.clock().Now()
 	snap := &rollout.Snapshot{Policy: policy, Now: metav1.NewTime(now.Truncate(time.Second))}
 	snap.Wave = r.waveDecision(ctx, policy, snap.Now.Time)
+	snap.Freeze = r.freezeDecision(ctx, policy, snap.Now.Time)
 
 	owned := &ksv1alpha1.BindingPolicyList{}
 	if err := r.Client.List(ctx, owned, r.labelled(byPolicy, policy.Name)); err != nil {
