@@ -27,7 +27,7 @@ import (
 // the requester's own user name and the requester to hold the verb
 // promote on the policy (docs/security.md).
 //
-// +kubebuilder:validation:XValidation:rule="(has(self.stage) && self.stage != ”) != (has(self.full) && self.full)",message="set exactly one of stage and full"
+// +kubebuilder:validation:XValidation:rule="has(self.stage) != (has(self.full) && self.full)",message="set exactly one of stage and full"
 // +kubebuilder:validation:XValidation:rule="bytes(self.reason).size() <= 256",message="reason must be at most 256 bytes"
 type Promotion struct {
 	// Stage names the stage to promote; it must be the active one when the

@@ -203,3 +203,36 @@ func TestPromoteFull(t *testing.T) {
 		t.Errorf("test approved by %q, want erin-promoter", r.ApprovedBy)
 	}
 }
+
+// TestPromotionValidation: the CRD refuses a promotion that names both a
+// stage and full, or neither, and a reason empty or over 256 bytes
+// (dry runs: nothing is created).
+func TestPromotionValidation(t *testing.T) {
+	s := suite.wds1
+	valid := func() *v1alpha1.Promotion {
+		return &v1alpha1.Promotion{Stage: "dev", Reason: "why", RequestedBy: environment.SpaceUserName, RequestedAt: metav1.Now()}
+	}
+	for name, change := range map[string]func(*v1alpha1.Promotion){
+		"stage and full":          func(p *v1alpha1.Promotion) { p.Full = true },
+		"neither stage nor full":  func(p *v1alpha1.Promotion) { p.Stage = "" },
+		"an empty reason":         func(p *v1alpha1.Promotion) { p.Reason = "" },
+		"a reason of 257 bytes":   func(p *v1alpha1.Promotion) { p.Reason = strings.Repeat("a", 257) },
+		"a reason of 129 runes":   func(p *v1alpha1.Promotion) { p.Reason = strings.Repeat("é", 129) },
+		"a requestedBy too long":  func(p *v1alpha1.Promotion) { p.RequestedBy = strings.Repeat("u", 257) },
+		"a stage that is no name": func(p *v1alpha1.Promotion) { p.Stage = "Dev!" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			policy := neverDone("promotion-validation")
+			policy.Spec.Promotion = valid()
+			change(policy.Spec.Promotion)
+			if err := s.Client.Create(suite.ctx, policy, client.DryRunAll); !apierrors.IsInvalid(err) {
+				t.Errorf("created a policy with %s: %v, want Invalid", name, err)
+			}
+		})
+	}
+	policy := neverDone("promotion-validation")
+	policy.Spec.Promotion = valid()
+	if err := s.Client.Create(suite.ctx, policy, client.DryRunAll); err != nil {
+		t.Errorf("a valid promotion refused: %v", err)
+	}
+}
