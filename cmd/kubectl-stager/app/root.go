@@ -62,7 +62,9 @@ and steers them:
            stager's own CEL engine and limits, or run an analysis's query once
   approve, suspend, resume, restart
            steer a rollout through the API (StageApprovals, spec.suspend, the
-           restartedAt annotation)`,
+           restartedAt annotation)
+  promote  break glass: treat the active stage, or every stage left, as done
+           (spec.promotion)`,
 		SilenceUsage: true,
 		Annotations:  map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl stager"},
 	}
@@ -73,6 +75,7 @@ and steers them:
 	root.AddCommand(newGetCommand(o), newExplainCommand(o), newEvalCommand(o),
 		newApproveCommand(o), newSuspendCommand(o, true), newSuspendCommand(o, false), newRestartCommand(o),
 		newAbortCommand(o, true), newAbortCommand(o, false))
+	root.AddCommand(newPromoteCommand(o))
 	return root
 }
 
