@@ -118,6 +118,22 @@ func TestPromote(t *testing.T) {
 		t.Errorf("spec.promotion %+v, want full, by priya", got)
 	}
 
+	// explain says who promoted a stage, when, why and what it skipped.
+	setStatus(t, current, v1alpha1.StagedBindingPolicyStatus{ActiveStage: "test", Phase: v1alpha1.RolloutProgressing,
+		Stages: []v1alpha1.StageStatus{
+			{Name: "dev", Phase: v1alpha1.StageSucceeded, StartTime: at(now.Add(-time.Hour)), CompletionTime: at(now.Add(-5 * time.Minute)),
+				Message: "promoted by priya", Promotion: &v1alpha1.StagePromotion{By: "priya", Time: metav1.NewTime(now.Add(-5 * time.Minute)),
+					RequestedAt: metav1.NewTime(now.Add(-6 * time.Minute)), Reason: reason, Skipped: []string{v1alpha1.GateCondition}}},
+			{Name: "test", Phase: v1alpha1.StageActive, StartTime: at(now.Add(-5 * time.Minute))}, {Name: "prod", Phase: v1alpha1.StagePending}}})
+	out, err = run(t, now, "", "explain", "hotfix", "--stage", "dev")
+	if err != nil {
+		t.Fatalf("explain: %v: %s", err, out)
+	}
+	if !strings.Contains(out, "Promoted:") {
+		t.Errorf("explain does not say dev was promoted:\n%s", out)
+	}
+	golden(t, "explain-promoted", out)
+
 	setStatus(t, current, v1alpha1.StagedBindingPolicyStatus{ActiveStage: "prod", Phase: v1alpha1.RolloutCompleted,
 		Stages: []v1alpha1.StageStatus{{Name: "dev", Phase: v1alpha1.StageSucceeded}, {Name: "test", Phase: v1alpha1.StageSucceeded},
 			{Name: "prod", Phase: v1alpha1.StageSucceeded}}})

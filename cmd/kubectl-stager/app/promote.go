@@ -19,6 +19,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -203,4 +206,22 @@ func promotionDenied(err error, user, name string) error {
 		return fmt.Errorf("the API server refused the promotion of StagedBindingPolicy %s: %w", name, err)
 	}
 	return fmt.Errorf("promote StagedBindingPolicy %s: %w", name, err)
+}
+
+// printPromotion prints, for explain, who promoted the stage of record
+// past its gates, when, why and which gates it skipped.
+func printPromotion(w io.Writer, record *v1alpha1.StageStatus, now time.Time) {
+	if record == nil || record.Promotion == nil {
+		return
+	}
+	pr := record.Promotion
+	skipped := "none"
+	if len(pr.Skipped) > 0 {
+		skipped = strings.Join(pr.Skipped, ", ")
+	}
+	how := "promoted"
+	if pr.Full {
+		how = "promoted (full)"
+	}
+	fprintf(w, "Promoted:\t%s by %s %s ago: %s; skipped: %s\n", how, pr.By, age(pr.Time.Time, now), pr.Reason, skipped)
 }
