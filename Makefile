@@ -163,6 +163,7 @@ manifests: ## Generate the CRD and RBAC manifests
 	cp config/crd/bases/*.yaml $(SPACE_CHART)/crds/
 	cp config/rbac/space/role.yaml $(SPACE_CHART)/files/role.yaml
 	cp config/approval/approver_role.yaml config/approval/admission_policy.yaml $(SPACE_CHART)/files/
+	cp config/approval/promoter_role.yaml config/approval/promotion_policy.yaml $(SPACE_CHART)/files/
 	cp config/rbac/hosting/service_account.yaml config/rbac/hosting/role.yaml config/rbac/hosting/leader_election_role.yaml \
 		config/rbac/hosting/metrics_auth_role.yaml config/rbac/hosting/metrics_reader_role.yaml \
 		config/rbac/hosting/metric_provider_role.yaml config/rbac/hosting/rollout_wave_role.yaml \

@@ -188,6 +188,12 @@ type StagedBindingPolicySpec struct {
 	// +listType=map
 	// +listMapKey=name
 	Stages []Stage `json:"stages"`
+
+	// Promotion is a release manager's break-glass request to treat the
+	// active stage, or every stage left, as done without its condition,
+	// soak or analyses (never without its approval); see Promotion.
+	// +optional
+	Promotion *Promotion `json:"promotion,omitempty"`
 }
 
 // Revision names the revision of the workload to roll out.
@@ -809,6 +815,10 @@ type StagedBindingPolicyStatus struct {
 	// +listType=atomic
 	// +optional
 	History []RevisionHistory `json:"history,omitempty"`
+	// LastPromotion is the spec.promotion request the stager took last,
+	// applied or ignored: the same request is never taken twice.
+	// +optional
+	LastPromotion *LastPromotion `json:"lastPromotion,omitempty"`
 }
 
 // WaveState is whether a wave holds a policy's revision.
@@ -954,6 +964,11 @@ type StageStatus struct {
 	// Message says in words what the stage waits for, or what it did.
 	// +optional
 	Message string `json:"message,omitempty"`
+
+	// Promotion records who promoted the stage past its gates, when, why
+	// and which gates it skipped; absent for a stage done by its gates.
+	// +optional
+	Promotion *StagePromotion `json:"promotion,omitempty"`
 }
 
 // ClusterState is where one cluster of a stage placed in batches is, as

@@ -630,7 +630,7 @@ module at the version go.mod requires). Do not edit: `+"`go test ./hack/kcp-mani
 | kubestellar/ | the provider workspace | APIResourceSchemas %s; APIExport `+"`%s`"+` |
 | stager/ | the provider workspace | %s; APIExport `+"`%s`"+` with its permission claims |
 | rbac/ | the provider workspace | ServiceAccount `+"`%s/%s`"+`; ClusterRole and ClusterRoleBinding `+"`%s`"+`; Role and RoleBinding `+"`%s`"+` (Leases in `+"`%s`"+`, for leader election and sharding); both bindings name the user `+"`%s`"+` and the ServiceAccount |
-| consumer/ | every WDS workspace | APIBindings `+"`%s`"+` and `+"`%s`"+` (every claim accepted); with kustomize, config/approval too (the approvers' ClusterRole and the approvals' admission policy) |
+| consumer/ | every WDS workspace | APIBindings `+"`%s`"+` and `+"`%s`"+` (every claim accepted); with kustomize, config/approval too (the approvers' and promoters' ClusterRoles and the admission policies of approvals and promotions) |
 
 An APIResourceSchema is immutable: its name holds a hash of its spec, so a changed CRD gives a new
 name, and the export that references it is updated in place.

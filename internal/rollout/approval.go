@@ -314,10 +314,11 @@ func desiredApproval(policy *v1alpha1.StagedBindingPolicy, stage v1alpha1.Stage,
 
 // specDigest identifies the policy's current rollout for its
 // approvals: a digest of its spec, but spec.suspend (suspending and resuming
-// keeps approvals), and of its restartedAt annotation.
+// keeps approvals) and spec.promotion, and of its restartedAt annotation.
 func specDigest(policy *v1alpha1.StagedBindingPolicy) string {
 	spec := policy.Spec.DeepCopy()
 	spec.Suspend = false
+	spec.Promotion = nil // a promotion is no change of the rollout: approvals and a held failure stay
 	raw, err := json.Marshal(struct {
 		Spec        *v1alpha1.StagedBindingPolicySpec `json:"spec"`
 		RestartedAt string                            `json:"restartedAt"`

@@ -159,8 +159,10 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //  2. a policy gets the finalizer before anything is placed;
 //  3. a spec without stages blocks the rollout (NoStages);
 //  4. spec.abort, or a failed stage that aborts, puts the stages back on the current revision (planAbort);
+//     4a. a promotion requested while the rollout aborts is ignored and consumed, PromotionIgnored (promotionWhileAborting);
 //  5. expressions that do not compile or cost too much, and invalid batches, block the rollout (compileStages, invalidBatches);
 //  6. a suspended rollout, or one a failed stage holds, stays where it is (suspended, held, releaseFailure);
+//     a promotion pending for the failed stage releases its failure (promotionReleasesFailure);
 //     a failure of the revision the rollout runs stays while the wave holds the spec's new revision
 //     that would release it (waveKeepsFailure);
 //     6a. a revision the policy's wave has not released (Snapshot.Wave) does not start, where rules 7 to 9
@@ -186,6 +188,10 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //  12. a stage awaiting approval places nothing until it is approved (approvalGate);
 //  13. the active stage's BindingPolicy, or its census, is placed and in line with the spec (placeStages, desiredPlacement, activePlacement);
 //  14. the accumulated stages' and the kept revisions' BindingPolicies are placed and in line (placeStages, accumulated, keptRevisionPlacements);
+//     15a. a pending spec.promotion of the active stage (or full), placed and not awaiting approval, treats it as
+//     done without its condition, soak, analyses or batches, records who, when, why and the gates skipped, and
+//     advances (Promoted); full goes on with each stage of the rollout; one that cannot apply is consumed,
+//     PromotionIgnored (promote);
 //  15. the stage is assessed, soaked and its analyses judged; a failed stage's failure is recorded (planAfterAssessment);
 //  16. a stage placed in batches places its next cluster or stops at its failure budget (clusterPlacements, assessBatches);
 //  17. a done stage hands over to the next, or withdraws a handover the next stage's approval forbids (handover, withdrawnHandover);
@@ -256,6 +262,9 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 		return statusAction(policy, status, Event{Type: corev1.EventTypeWarning, Reason: v1alpha1.ReasonNoStages, Note: "the spec has no stage"},
 			"the spec has no stage")
 	}
+	if action, ok := promotionWhileAborting(snap); ok {
+		return action
+	}
 	if Aborting(policy) {
 		return planAbort(snap, engine, cfg)
 	}
@@ -277,7 +286,7 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 	if policy.Spec.Suspend {
 		return suspended(policy, snap.Now)
 	}
-	if failHolds(policy) || waveKeepsFailure(snap) {
+	if failHolds(policy) && !promotionReleasesFailure(policy) || waveKeepsFailure(snap) {
 		return held(policy, snap.Now)
 	}
 	if policy.Status.Failure != nil {
@@ -321,6 +330,9 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 	current := snap.ActiveBindingPolicy
 	want := desiredPlacement(snap, active)
 	if action, ok := placeStages(snap, active, want.stages); ok {
+		return action
+	}
+	if action, ok := promote(snap, active); ok {
 		return action
 	}
 

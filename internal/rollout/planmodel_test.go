@@ -132,6 +132,7 @@ func (w *world) nextRV() string {
 func fingerprint(p *v1alpha1.StagedBindingPolicy) string {
 	spec := p.Spec.DeepCopy()
 	spec.Suspend = false
+	spec.Promotion = nil // as the stager's spec digest: a promotion keeps approvals
 	raw, err := json.Marshal(spec)
 	if err != nil {
 		panic(err)

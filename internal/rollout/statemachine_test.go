@@ -84,6 +84,9 @@ type machine struct {
 	// released are the revisions the policy's wave released at a start
 	// (statemachine_wave_test.go).
 	released map[string]bool
+	// promotions are the promotion requests applied
+	// (statemachine_promote_test.go).
+	promotions map[string]bool
 }
 
 var stageNames = []string{"dev", "test", "prod"}
@@ -275,6 +278,7 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 	}
 	maps.Copy(actions, m.waveActions())
 	maps.Copy(actions, m.freezeActions())
+	maps.Copy(actions, m.promoteActions())
 	return actions
 }
 
@@ -352,6 +356,7 @@ func (m *machine) stagerStep(t *rapid.T) rollout.Action {
 	m.checkWaveStep(t, snap, action)
 	m.checkHistoryStep(t, snap, action)
 	m.checkFreezeStep(t, snap, action)
+	m.checkPromotionStep(t, snap, action)
 	var err error
 	m.keepsRunning(t, fmt.Sprintf("%s (%s)", action.Type, action.Why), func() { err = m.w.apply(action) })
 	if err == nil {
@@ -427,7 +432,7 @@ func (m *machine) checkStep(t *rapid.T, snap *rollout.Snapshot, action rollout.A
 			if after == nil || after.Phase != v1alpha1.StageSucceeded || before != nil && before.Phase == v1alpha1.StageSucceeded {
 				continue
 			}
-			if i == active && started && m.handedOver[startKey(policy, active)] {
+			if i == active && started && m.handedOver[startKey(policy, active)] || promotedNow(before, after) {
 				continue
 			}
 			seen["done on condition"]++
@@ -772,7 +777,7 @@ func (m *machine) checkFailureAndAnalyses(t *rapid.T, policy *v1alpha1.StagedBin
 	switch {
 	case before == nil && after != nil:
 		m.failedAs = fingerprint(policy)
-	case before != nil && after == nil && before.Action == v1alpha1.FailureHold && m.failedAs == fingerprint(policy):
+	case before != nil && after == nil && before.Action == v1alpha1.FailureHold && m.failedAs == fingerprint(policy) && !releasedForPromotion(policy):
 		m.fatalf(t, "hold: the failure of stage %q is released with the spec and restartedAt as they were (%s)", before.Stage, action.Why)
 	}
 	for _, s := range policy.Spec.Stages {

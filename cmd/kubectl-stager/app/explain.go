@@ -119,6 +119,7 @@ func printStage(out io.Writer, p *v1alpha1.StagedBindingPolicy, stage *v1alpha1.
 		}
 	}
 	fprintf(w, "Stage:\t%s (%d of %d), %s\n", stage.Name, index, len(p.Spec.Stages), state)
+	printPromotion(w, record, o.now())
 	bp := "<none>"
 	if objs.bindingPolicy != nil {
 		bp = objs.bindingPolicy.Name

@@ -65,7 +65,9 @@ and steers them:
            restartedAt annotation)
   history, undo
            list a policy's last rollouts (status.history); roll a completed
-           revision out again (spec.revision)`,
+           revision out again (spec.revision)
+  promote  break glass: treat the active stage, or every stage left, as done
+           (spec.promotion)`,
 		SilenceUsage: true,
 		Annotations:  map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl stager"},
 	}
@@ -77,6 +79,7 @@ and steers them:
 		newApproveCommand(o), newSuspendCommand(o, true), newSuspendCommand(o, false), newRestartCommand(o),
 		newAbortCommand(o, true), newAbortCommand(o, false))
 	root.AddCommand(newHistoryCommand(o), newUndoCommand(o))
+	root.AddCommand(newPromoteCommand(o))
 	return root
 }
 

@@ -153,7 +153,7 @@ func SpaceDisengaged(space string) {
 	labels := prometheus.Labels{LabelSpace: space}
 	for _, vec := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
-	}{transitions, stageDuration, evaluations, evaluationLatency, analysisQueries, reconcileErrors, fenceLapsedWrites} {
+	}{transitions, stageDuration, evaluations, evaluationLatency, analysisQueries, reconcileErrors, fenceLapsedWrites, promotions} {
 		vec.DeletePartialMatch(labels)
 	}
 }
@@ -162,6 +162,7 @@ func SpaceDisengaged(space string) {
 // from the next scrape on by themselves, as the policy leaves the cache.
 func (s *Space) PolicyDeleted(policy string) {
 	transitions.DeletePartialMatch(prometheus.Labels{LabelSpace: s.name, LabelPolicy: policy})
+	promotions.DeletePartialMatch(prometheus.Labels{LabelSpace: s.name, LabelPolicy: policy})
 }
 
 // AnalysisQuery records one query of an analysis by its result:

@@ -290,6 +290,9 @@ func (r *Reconciler) report(policy *v1alpha1.StagedBindingPolicy, before *v1alph
 		for _, st := range CompletedStages(before, action.Status) {
 			r.Metrics.StageCompleted(policy.Name, st.Name, st.CompletionTime.Sub(st.StartTime.Time))
 		}
+		for _, stage := range PromotedStages(before, action.Status) {
+			r.Metrics.StagePromoted(policy.Name, stage)
+		}
 	}
 }
 
