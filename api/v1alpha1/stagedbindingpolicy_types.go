@@ -373,6 +373,15 @@ type Stage struct {
 	// +kubebuilder:validation:Enum=Hold;Abort
 	// +optional
 	OnFailure FailureAction `json:"onFailure,omitempty"`
+
+	// Windows, when set, are the only times the stage may start (and,
+	// placed in batches, start its next batch): outside all of them it
+	// waits (WaitingForWindow). A stage that started finishes whatever
+	// the windows say; an abort is never held. At most 8.
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=atomic
+	// +optional
+	Windows []ChangeWindow `json:"windows,omitempty"`
 }
 
 // FailureAction is what a failed stage does to the rollout.
@@ -800,6 +809,11 @@ type StagedBindingPolicyStatus struct {
 	// a held revision waits for.
 	// +optional
 	Wave *WaveStatus `json:"wave,omitempty"`
+
+	// Window names the stage that waits for its change window and when
+	// that window opens next; absent when no stage waits for one.
+	// +optional
+	Window *WindowStatus `json:"window,omitempty"`
 }
 
 // WaveState is whether a wave holds a policy's revision.
