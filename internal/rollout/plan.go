@@ -170,6 +170,13 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //     status.wave keeps the policy's wave, step and position and whether the wave holds the spec's revision
 //     (Held) or not (Released), none when no wave orders it, written with the run's status write, or alone
 //     when the run makes none (waveStatus, waveAfter);
+//     6b. a stage's change window that does not parse, names an unknown time zone or never opens blocks the
+//     rollout (InvalidWindow); a stage with windows starts (rules 7 to 9 into the first stage, rule 17 into
+//     the next, rule 12 once approved) and a stage placed in batches starts its next batch (rule 16) only
+//     while one of its windows is open at Snapshot.Now: else it waits, what is placed stays, a stage that
+//     started goes on and an abort (rule 4) is never held; status.window and the WaitingForWindow condition
+//     (with its Event, once per opening) say which stage waits and when its window opens, and the run is due
+//     again then (windowGate, holdsAdvance, windowHolds, windowAfter);
 //  7. a new restartedAt annotation restarts the rollout from its first stage (restartRollout);
 //  8. a new spec revision starts its rollout from the first stage (startRevision);
 //  9. a rollout not started, or whose active stage is gone, starts at the first stage (startRollout);
@@ -205,9 +212,11 @@ func Plan(snap *Snapshot, engine *expression.Engine, opts ...PlanOption) Action 
 	keyed := *snap
 	keyed.key = cfg.key
 	keyed.waveHolds = holdsRevision(&keyed)
+	keyed.windows = newWindowRun(keyed.Policy, keyed.Now.Time)
 	snap = &keyed
 	action := plan(snap, engine, cfg)
 	waveAfter(snap, &action)
+	windowAfter(snap, &action)
 	if action.Status != nil {
 		if !snap.Policy.Spec.Suspend {
 			endSuspension(action.Status, snap.Policy.Status.ActiveStage, snap.Now)
@@ -269,6 +278,9 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 	}
 
 	if action, ok := waveGate(snap); ok {
+		return action
+	}
+	if action, ok := windowGate(snap); ok {
 		return action
 	}
 	if want := policy.Annotations[v1alpha1.RestartedAtAnnotation]; want != "" && want != policy.Status.RestartedAt {
@@ -435,12 +447,13 @@ func planAfterAssessment(snap *Snapshot, want *placements, result assessment, b 
 	gated := an.gate(result)
 	// The handover's write is not the status: the analyses' last
 	// measurements are recorded first.
-	want.assess(assessed{b: b, soaked: result.satisfied, done: gated.satisfied && !final && !an.changed})
+	waits := holdsAdvance(snap, active, gated.satisfied)
+	want.assess(assessed{b: b, soaked: result.satisfied, done: gated.satisfied && !final && !an.changed && !waits})
 	if action, ok := diffPlacement(snap, want.assessed); ok {
 		return action
 	}
 	result = gated
-	if result.satisfied && !final {
+	if result.satisfied && !final && !waits {
 		return withAnalyses(withClusters(advance(policy, active, result, snap.Now), policy, active, b), policy, active, an)
 	}
 	result, deadline, deadlineLeft := progressDeadline(policy, active, result, snap.Now)

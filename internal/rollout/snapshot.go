@@ -95,6 +95,10 @@ type Snapshot struct {
 	// start (holdsRevision), set by Plan on its copy of the snapshot: the
 	// one answer for every rule of the run.
 	waveHolds bool
+
+	// windows are the stages' change windows at Now (rule 6b), set by
+	// Plan on its copy of the snapshot, with the stage a rule held.
+	windows *windowRun
 }
 
 // ActiveStage returns the index of the stage the policy is in, whether the
