@@ -468,7 +468,7 @@ func clusterPlacements(snap *Snapshot, active int, b batches, soaked bool) []Pla
 	if b.place == "" || b.stalled || !b.filling && !soaked && !first {
 		return want
 	}
-	if !b.filling && windowHolds(snap, active, true) { // rule 6b
+	if !b.filling && holdsBatch(snap, active) { // rule 6b
 		return want
 	}
 	bp := ClusterBindingPolicy(policy, stage, b.place)

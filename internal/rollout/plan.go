@@ -283,7 +283,7 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 	if action, ok := windowGate(snap); ok {
 		return action
 	}
-	if want := policy.Annotations[v1alpha1.RestartedAtAnnotation]; want != "" && want != policy.Status.RestartedAt {
+	if want := policy.Annotations[v1alpha1.RestartedAtAnnotation]; want != "" && want != policy.Status.RestartedAt && !snap.startHeld() {
 		if len(want) > v1alpha1.MaxRestartedAtLength {
 			msg := fmt.Sprintf("annotation %s is %d bytes, longer than the %d the status can record: set a shorter value (a timestamp) to restart the rollout",
 				v1alpha1.RestartedAtAnnotation, len(want), v1alpha1.MaxRestartedAtLength)
@@ -293,7 +293,7 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 		}
 		return restartRollout(policy, want, snap.Now)
 	}
-	if policy.Spec.SpecRevision() != policy.Status.UpdateRevision && !snap.waveHolds {
+	if policy.Spec.SpecRevision() != policy.Status.UpdateRevision && !snap.waveHolds && !snap.startHeld() {
 		return startRevision(policy, snap.Now)
 	}
 

@@ -334,6 +334,15 @@ func TestPlanWindowGatesBatches(t *testing.T) {
 		}
 	})
 
+	t.Run("a done stage made batched since moves its clusters all the same", func(t *testing.T) {
+		f := batched(prod).on("store-a", minutesAgo(2), "1").on("store-b", minutesAgo(2), "1")
+		f.Policy.Status.StageNamed("prod").Phase = v1alpha1.StageSucceeded
+		action := Plan(f.Snapshot, engine)
+		if action.Type != ActionCreateBindingPolicy || action.BindingPolicy.Name != "web.stage.prod.on.store-c" {
+			t.Fatalf("action = %s (%s), want store-c placed: the stage is done, nothing starts", action.Type, action.Why)
+		}
+	})
+
 	t.Run("the first batch waits too", func(t *testing.T) {
 		action := Plan(batched(prod).Snapshot, engine)
 		if action.BindingPolicy != nil {

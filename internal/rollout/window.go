@@ -224,6 +224,9 @@ type windowRun struct {
 	states  []WindowState
 	invalid string
 	waiting *windowWait
+	// startHeld is whether a start into the first stage (rules 7 to 9)
+	// waits for its window.
+	startHeld bool
 }
 
 // windowWait is a stage held for its window.
@@ -266,7 +269,9 @@ func windowHolds(snap *Snapshot, index int, batch bool) bool {
 	if index < 0 || index >= len(run.states) || run.states[index].Open {
 		return false
 	}
-	run.waiting = &windowWait{stage: index, batch: batch, state: run.states[index]}
+	if run.waiting == nil { // the first rule that holds a start names it
+		run.waiting = &windowWait{stage: index, batch: batch, state: run.states[index]}
+	}
 	return true
 }
 
@@ -282,10 +287,24 @@ func holdsAdvance(snap *Snapshot, active int, done bool) bool {
 	return windowHolds(snap, active+1, false)
 }
 
+// holdsBatch reports whether a stage placed in batches may not start its
+// next batch now, and records the wait. A stage that is done (its spec
+// made it batched since) only moves the clusters it runs onto
+// BindingPolicies of their own: that starts nothing, and is not held.
+func holdsBatch(snap *Snapshot, active int) bool {
+	record := snap.Policy.Status.StageNamed(snap.Policy.Spec.Stages[active].Name)
+	if record != nil && record.Phase == v1alpha1.StageSucceeded {
+		return false
+	}
+	return windowHolds(snap, active, true)
+}
+
 // windowGate is Plan's rule 6b where the rollout would start at its first
 // stage: a stage's invalid window blocks the policy (InvalidWindow, a
 // Warning Event once); a start (rules 7 to 9) into a first stage whose
-// windows are all closed waits, the rollout staying where it is. A first
+// windows are all closed waits (startHeld): a rollout not started stays
+// so, one that runs goes on with what it runs, through the rules after
+// this one, as rules 7 and 8 do not start (as for a wave's hold). A first
 // stage that awaits approval is entered and waits at its approval
 // instead. It reports whether it has a change to make.
 func windowGate(snap *Snapshot) (Action, bool) {
@@ -303,7 +322,16 @@ func windowGate(snap *Snapshot) (Action, bool) {
 	if !starts || policy.Spec.Stages[0].Approval == v1alpha1.ApprovalRequired || !windowHolds(snap, 0, false) {
 		return Action{}, false
 	}
+	run.startHeld = true
+	if started {
+		return Action{}, false
+	}
 	return Action{Type: ActionNone, Why: fmt.Sprintf("stage %q waits for its change window to start", policy.Spec.Stages[0].Name)}, true
+}
+
+// startHeld reports whether rule 6b holds a start into the first stage.
+func (s *Snapshot) startHeld() bool {
+	return s.windows != nil && s.windows.startHeld
 }
 
 // windowMessage is the WaitingForWindow condition's message.
