@@ -379,6 +379,15 @@ type Stage struct {
 	// +kubebuilder:validation:Enum=Hold;Abort
 	// +optional
 	OnFailure FailureAction `json:"onFailure,omitempty"`
+
+	// Windows, when set, are the only times the stage may start (and,
+	// placed in batches, start its next batch): outside all of them it
+	// waits (WaitingForWindow). A stage that started finishes whatever
+	// the windows say; an abort is never held. At most 8.
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=atomic
+	// +optional
+	Windows []ChangeWindow `json:"windows,omitempty"`
 }
 
 // FailureAction is what a failed stage does to the rollout.
@@ -819,6 +828,10 @@ type StagedBindingPolicyStatus struct {
 	// applied or ignored: the same request is never taken twice.
 	// +optional
 	LastPromotion *LastPromotion `json:"lastPromotion,omitempty"`
+	// Window names the stage that waits for its change window and when
+	// that window opens next; absent when no stage waits for one.
+	// +optional
+	Window *WindowStatus `json:"window,omitempty"`
 }
 
 // WaveState is whether a wave holds a policy's revision.

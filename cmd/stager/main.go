@@ -20,6 +20,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	// The time zones of the stages' change windows (Europe/Berlin, ...)
+	// must load wherever the stager runs, also in an image or on a host
+	// without /usr/share/zoneinfo: this builds in a copy of the IANA
+	// database (about 450 KB), used when the system has none.
+	_ "time/tzdata"
 
 	"github.com/spf13/pflag"
 	ctrl "sigs.k8s.io/controller-runtime"

@@ -189,5 +189,15 @@ func stageProgress() *dashboard.DashboardBuilder { //nolint:staticcheck // the c
 		WithPanel(graph("Wave trouble",
 			"Spaces of each wave's steps that hold the later steps by not reporting (NoReport: no replica reports it; Disengaged: let go or unreachable; Stale: its report is older than the wave's reportStaleAfter), and failed reads of the hosting cluster's RolloutWaves per second, by space (a policy whose start they hold says WavesUnreadable).").
 			WithTarget(series("A", `max by (wave, reason) (stager_wave_spaces_not_reporting)`, "{{wave}} not reporting: {{reason}}")).
-			WithTarget(series("B", `sum by (space) (rate(stager_wave_read_errors_total{`+space+`}[$__rate_interval]))`, "{{space}} failed reads")))
+			WithTarget(series("B", `sum by (space) (rate(stager_wave_read_errors_total{`+space+`}[$__rate_interval]))`, "{{space}} failed reads"))).
+		WithPanel(rowsTable("Waiting to start: wave, change window, freeze", 24, 8,
+			"Policies whose next start is held, by what holds it (stager_policy_waiting): WaitingForWave (a RolloutWave holds the revision), WaitingForWindow (the stage that would start is outside its change windows) or Frozen (a RolloutFreeze). Window opens in is the time, in seconds, until the waiting stage's next window opens.").
+			Unit("s").
+			WithTarget(rows("A", `max by (space, policy, reason) (stager_policy_waiting{`+spacePolicy+`}) == 1`)).
+			WithTarget(rows("B", `max by (space, policy) (stager_policy_next_window_time_seconds{`+spacePolicy+`} - time())`)).
+			WithTransformation(dashboard.DataTransformerConfig{Id: "merge", Options: map[string]any{}}).
+			WithTransformation(dashboard.DataTransformerConfig{Id: "organize", Options: map[string]any{
+				"excludeByName": map[string]bool{"Time": true, "Value #A": true},
+				"renameByName":  map[string]string{"Value #B": "Window opens in"},
+			}}))
 }

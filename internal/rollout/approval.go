@@ -128,6 +128,9 @@ func approvalGate(snap *Snapshot, active int) Action {
 	policy := snap.Policy
 	stage := policy.Spec.Stages[active]
 	if !needsApproval(policy, active, active) {
+		if action, ok := windowHoldsApproved(snap, active); ok { // rule 6b
+			return action
+		}
 		return startApprovedStage(policy, active, nil, snap.Now)
 	}
 	name := v1alpha1.StagePlacement(policy.Name, stage.Name).String()
@@ -148,6 +151,9 @@ func approvalGate(snap *Snapshot, active int) Action {
 				"since the policy changed: approve it again", name, c.ObservedGeneration, approval.Generation)
 		}
 		return awaitApproval(policy, active, msg, snap.Now)
+	}
+	if action, ok := windowHoldsApproved(snap, active); ok { // rule 6b
+		return action
 	}
 	return startApprovedStage(policy, active, approval, snap.Now)
 }

@@ -468,6 +468,9 @@ func clusterPlacements(snap *Snapshot, active int, b batches, soaked bool) []Pla
 	if b.place == "" || b.stalled || !b.filling && (!soaked && !first || batchFrozen(snap, active)) {
 		return want
 	}
+	if !b.filling && holdsBatch(snap, active) { // rule 6b
+		return want
+	}
 	bp := ClusterBindingPolicy(policy, stage, b.place)
 	bp.Annotations = map[string]string{v1alpha1.PlacedAnnotation: snap.key.Placement(policy.UID, stage.Name, policy.Status.UpdateRevision, b.place, snap.Now.Time)}
 	next := Placement{BP: bp, Reason: ReasonCluster, Revision: policy.Status.UpdateRevision, Marked: true}

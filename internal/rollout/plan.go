@@ -172,6 +172,13 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //     status.wave keeps the policy's wave, step and position and whether the wave holds the spec's revision
 //     (Held) or not (Released), none when no wave orders it, written with the run's status write, or alone
 //     when the run makes none (waveStatus, waveAfter);
+//     6b. a stage's change window that does not parse, names an unknown time zone or never opens blocks the
+//     rollout (InvalidWindow); a stage with windows starts (rules 7 to 9 into the first stage, rule 17 into
+//     the next, rule 12 once approved) and a stage placed in batches starts its next batch (rule 16) only
+//     while one of its windows is open at Snapshot.Now: else it waits, what is placed stays, a stage that
+//     started goes on and an abort (rule 4) is never held; status.window and the WaitingForWindow condition
+//     (with its Event, once per opening) say which stage waits and when its window opens, and the run is due
+//     again then (windowGate, holdsAdvance, windowHolds, windowAfter);
 //     6c. a stage a RolloutFreeze holds (Snapshot.Freeze) does not start: not the first stage where rules 7 to 9
 //     would start it (a rollout not started waits; one running goes on with what it runs), not the next stage
 //     of a done stage (rules 15 and 17 neither hand over nor advance), not an approved stage (rule 12), not
@@ -222,10 +229,12 @@ func Plan(snap *Snapshot, engine *expression.Engine, opts ...PlanOption) Action 
 	keyed := *snap
 	keyed.key = cfg.key
 	keyed.waveHolds = holdsRevision(&keyed)
+	keyed.windows = newWindowRun(keyed.Policy, keyed.Now.Time)
 	keyed.startFrozen, keyed.frozen = startsFirstStage(&keyed) && keyed.Freeze.For(firstStage(keyed.Policy)) != nil, &frozenMark{}
 	snap = &keyed
 	action := plan(snap, engine, cfg)
 	waveAfter(snap, &action)
+	windowAfter(snap, &action)
 	freezeAfter(snap, &action)
 	if action.Status != nil {
 		if !snap.Policy.Spec.Suspend {
@@ -296,10 +305,13 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 	if action, ok := waveGate(snap); ok {
 		return action
 	}
+	if action, ok := windowGate(snap); ok {
+		return action
+	}
 	if action, ok := freezeGate(snap); ok {
 		return action
 	}
-	if want := policy.Annotations[v1alpha1.RestartedAtAnnotation]; want != "" && want != policy.Status.RestartedAt && !snap.startFrozen {
+	if want := policy.Annotations[v1alpha1.RestartedAtAnnotation]; want != "" && want != policy.Status.RestartedAt && !snap.startHeld() && !snap.startFrozen {
 		if len(want) > v1alpha1.MaxRestartedAtLength {
 			msg := fmt.Sprintf("annotation %s is %d bytes, longer than the %d the status can record: set a shorter value (a timestamp) to restart the rollout",
 				v1alpha1.RestartedAtAnnotation, len(want), v1alpha1.MaxRestartedAtLength)
@@ -309,7 +321,7 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 		}
 		return restartRollout(policy, want, snap.Now)
 	}
-	if policy.Spec.SpecRevision() != policy.Status.UpdateRevision && !snap.waveHolds && !snap.startFrozen {
+	if policy.Spec.SpecRevision() != policy.Status.UpdateRevision && !snap.waveHolds && !snap.startHeld() && !snap.startFrozen {
 		return startRevision(policy, snap.Now)
 	}
 
@@ -466,12 +478,15 @@ func planAfterAssessment(snap *Snapshot, want *placements, result assessment, b 
 	gated := an.gate(result)
 	// The handover's write is not the status: the analyses' last
 	// measurements are recorded first.
-	want.assess(assessed{b: b, soaked: result.satisfied, done: gated.satisfied && !final && !an.changed && !advanceFrozen(snap, active, gated.satisfied)})
+	windowWaits := holdsAdvance(snap, active, gated.satisfied)
+	frozen := advanceFrozen(snap, active, gated.satisfied)
+	waits := windowWaits || frozen
+	want.assess(assessed{b: b, soaked: result.satisfied, done: gated.satisfied && !final && !an.changed && !waits})
 	if action, ok := diffPlacement(snap, want.assessed); ok {
 		return action
 	}
 	result = gated
-	if result.satisfied && !final && !advanceFrozen(snap, active, true) {
+	if result.satisfied && !final && !waits {
 		return withAnalyses(withClusters(advance(policy, active, result, snap.Now), policy, active, b), policy, active, an)
 	}
 	result, deadline, deadlineLeft := progressDeadline(policy, active, result, snap.Now)

@@ -108,6 +108,10 @@ type Snapshot struct {
 	// set by Plan on its copy of the snapshot (freeze.go).
 	startFrozen bool
 	frozen      *frozenMark
+
+	// windows are the stages' change windows at Now (rule 6b), set by
+	// Plan on its copy of the snapshot, with the stage a rule held.
+	windows *windowRun
 }
 
 // ActiveStage returns the index of the stage the policy is in, whether the

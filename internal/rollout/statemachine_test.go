@@ -130,6 +130,7 @@ func (m *machine) create(t *rapid.T) {
 				Interval: &metav1.Duration{Duration: 30 * time.Second}, Count: 2,
 				SuccessCondition: `result.size() > 0 && result.all(v, v < 0.05)`}}
 		}
+		s.Windows = drawWindows(t)
 		stages[i] = s
 	}
 	p := rollouttest.NewPolicy(stages...)
@@ -279,6 +280,7 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 	maps.Copy(actions, m.waveActions())
 	maps.Copy(actions, m.freezeActions())
 	maps.Copy(actions, m.promoteActions())
+	maps.Copy(actions, m.windowActions())
 	return actions
 }
 
@@ -357,6 +359,7 @@ func (m *machine) stagerStep(t *rapid.T) rollout.Action {
 	m.checkHistoryStep(t, snap, action)
 	m.checkFreezeStep(t, snap, action)
 	m.checkPromotionStep(t, snap, action)
+	m.checkWindowStep(t, snap, action)
 	var err error
 	m.keepsRunning(t, fmt.Sprintf("%s (%s)", action.Type, action.Why), func() { err = m.w.apply(action) })
 	if err == nil {

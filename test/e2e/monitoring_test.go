@@ -147,6 +147,12 @@ func TestDashboardAndAlerts(t *testing.T) {
 	revising.Spec.Revision = &v1alpha1.Revision{Name: "v1"}
 	aborted := policytest.ThreeStages(undone, revised)
 	aborted.Spec.Revision, aborted.Spec.Abort = &v1alpha1.Revision{Name: "v1"}, true
+	// "nightly" waits for its first stage's change window, which opens
+	// in about twelve hours (panel "Waiting to start").
+	const nightly = "nightly"
+	windowed := policytest.ThreeStages(nightly, nightly)
+	windowed.Spec.Stages[0].Windows = []v1alpha1.ChangeWindow{{Schedule: fmt.Sprintf("0 %d * * *", time.Now().UTC().Add(12*time.Hour).Hour()),
+		Duration: metav1.Duration{Duration: time.Minute}}}
 	batched := policytest.Policy(fleet, map[string]string{policytest.AppLabel: fleet}, policytest.Stage("prod", policytest.Deployments, policytest.Available))
 	batched.Spec.Stages[0].MaxConcurrency = ptr.To(intstr.FromInt32(1))
 	// "checked" measures prod once through this run's Prometheus.
@@ -154,7 +160,7 @@ func TestDashboardAndAlerts(t *testing.T) {
 	createWorkload(t, "wds2", checked, false)
 	measured := policytest.Policy(checked, map[string]string{policytest.AppLabel: checked}, policytest.Stage("prod", "", ""))
 	measured.Spec.Stages[0].Analysis = []v1alpha1.Analysis{{Name: "up", Provider: "monitoring", Query: "vector(1)", SuccessCondition: "result == [1.0]"}}
-	for _, p := range []*v1alpha1.StagedBindingPolicy{late, held, waiting, revising, aborted, batched, measured} {
+	for _, p := range []*v1alpha1.StagedBindingPolicy{late, held, waiting, revising, aborted, batched, measured, windowed} {
 		if err := wds("wds2").Create(ctx, p); err != nil {
 			t.Fatalf("creating %s: %v", p.Name, err)
 		}
@@ -173,7 +179,7 @@ func TestDashboardAndAlerts(t *testing.T) {
 	t.Cleanup(func() { _ = hosting.Delete(context.Background(), monitored) })
 	t.Cleanup(func() {
 		policies("wds1").Delete(t, metered)
-		for _, name := range []string{metered, broken, stalled, paused, gated, revised, undone, fleet, checked} {
+		for _, name := range []string{metered, broken, stalled, paused, gated, revised, undone, fleet, checked, nightly} {
 			policies("wds2").Delete(t, name)
 		}
 	})
@@ -204,6 +210,7 @@ func TestDashboardAndAlerts(t *testing.T) {
 		return r != nil && r.Clusters != nil && r.Clusters.Placed == 1
 	})
 
+	policies("wds2").WaitForCondition(t, nightly, v1alpha1.ConditionWaitingForWindow, metav1.ConditionTrue, v1alpha1.ReasonWaitingForWindow)
 	policies("wds2").WaitFor(t, checked, "prod's analysis measured", func(p *v1alpha1.StagedBindingPolicy) bool {
 		r := p.Status.StageNamed("prod")
 		return r != nil && len(r.Analyses) == 1 && r.Analyses[0].Successful == 1
@@ -212,13 +219,13 @@ func TestDashboardAndAlerts(t *testing.T) {
 	values := map[string]string{
 		"datasource":      "prometheus",
 		"space":           "(" + strings.Join(spaces, "|") + ")",
-		"policy":          "(" + strings.Join([]string{metered, broken, deleting, stalled, paused, gated, revised, undone, fleet, checked}, "|") + ")",
+		"policy":          "(" + strings.Join([]string{metered, broken, deleting, stalled, paused, gated, revised, undone, fleet, checked, nightly}, "|") + ")",
 		"__rate_interval": rateInterval,
 		"__interval":      scrapeInterval.String(),
 	}
 	environment.Eventually(t, 2*time.Minute, "every dashboard query and alert to show the run", func() error {
 		var problems []string
-		problems = append(problems, checkVariables(ctx, server, dashboard, values, spaces, []string{metered, broken, deleting, stalled, paused, gated, revised, undone, fleet, checked})...)
+		problems = append(problems, checkVariables(ctx, server, dashboard, values, spaces, []string{metered, broken, deleting, stalled, paused, gated, revised, undone, fleet, checked, nightly})...)
 		problems = append(problems, checkPanels(ctx, server, dashboard, values, spaces, start)...)
 		problems = append(problems, checkAlerts(ctx, server, groups, spaces, bare, refused)...)
 		if len(problems) > 0 {

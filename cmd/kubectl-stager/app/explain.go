@@ -42,7 +42,8 @@ it, the rows and columns of the CombinedStatus of every selected object the
 condition does not hold for, and what the stage waits for. For a policy in a
 RolloutWave, the Wave line names the wave, the step and its position, and
 whether the wave holds or released the revision; while it holds, "Waits for
-wave" says what for. The expressions are evaluated with the stager's own CEL
+wave" says what for. While a stage waits for its change window, the Window
+line names it and when the window opens, in its time zone and from now. The expressions are evaluated with the stager's own CEL
 engine and limits.`,
 		Example: `  # why is web's active stage not done?
   kubectl stager explain web
@@ -107,6 +108,7 @@ func printStage(out io.Writer, p *v1alpha1.StagedBindingPolicy, stage *v1alpha1.
 	w := printers.GetNewTabWriter(out)
 	printWave(w, p)
 	printFrozen(w, p)
+	printWindow(w, p, o.now())
 	record := p.Status.StageNamed(stage.Name)
 	state := string(v1alpha1.StagePending)
 	if record != nil {

@@ -55,7 +55,9 @@ STAGES marks each stage: ` + markSucceeded + ` done, ` + markActive + ` active, 
 ` + markSkipped + ` skipped, ` + markPending + ` not reached; with spec.revision, "@" and the revision the stage
 runs ("@v1→v2" while the active stage runs both). REVISION is the revision
 being rolled out, after the current one and an arrow while they differ.
-REASON is the Progressing condition's reason. WAVE, shown when a policy is in
+REASON is the Progressing condition's reason, or, while a stage waits for
+its change window, WaitingForWindow with the stage and the time left
+("WaitingForWindow(prod in 4h12m)"). WAVE, shown when a policy is in
 a RolloutWave, is the wave and the step's position ("regions 2/3"), with
 "held" while the wave holds the revision the spec names.
 -o wide adds the active stage's clusters, the soak time left, the approval,
@@ -206,7 +208,7 @@ func (o *options) printTable(ctx context.Context, found []located, wide, all boo
 		if waves {
 			row = append(row, waveCell(p))
 		}
-		row = append(row, orNone(reasonShown(p).Reason))
+		row = append(row, reasonCell(p, now))
 		if wide {
 			view, err := o.activeView(ctx, found[i].client, p, now)
 			if err != nil {

@@ -188,6 +188,10 @@ type Options struct {
 	// after the other or side by side (as tests do), by turning off
 	// controller-runtime's check that controller names are unique. Not a flag.
 	AllowSeveralInProcess bool
+	// Clock, when set, is the clock of the spaces' reconcilers, the wave
+	// Gates and the Reporter instead of the real one: for tests of what
+	// time alone changes (a change window opening). No flag sets it.
+	Clock clock.WithTicker
 }
 
 // NewOptions returns the default Options.
@@ -648,6 +652,9 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 	// the Reporter read, so that a decision and the reports it reads are
 	// timed alike.
 	var clk clock.WithTicker = clock.RealClock{}
+	if o.Clock != nil {
+		clk = o.Clock
+	}
 	// The RolloutWaves, watched on every replica: each reports the spaces
 	// it serves into the waves that name them (docs/proposals/waves.md).
 	// Their status carries a field manager per space, which the cache

@@ -372,6 +372,10 @@ func TestCollectorMatchesPerRunBookkeeping(t *testing.T) {
 	})
 }
 
+// newerThanBookkeeping are gauges added after the bookkeeping was
+// replaced, which it never had: waiting_test.go tests them.
+var newerThanBookkeeping = []string{"stager_policy_waiting", "stager_policy_next_window_time_seconds"}
+
 // exported renders every series a registry serves, with its family's help
 // and type, one string each.
 func exported(t *rapid.T, g prometheus.Gatherer) []string {
@@ -381,6 +385,9 @@ func exported(t *rapid.T, g prometheus.Gatherer) []string {
 	}
 	var out []string
 	for _, f := range families {
+		if slices.Contains(newerThanBookkeeping, f.GetName()) {
+			continue
+		}
 		for _, m := range f.GetMetric() {
 			var labels []string
 			for _, l := range m.GetLabel() {

@@ -74,7 +74,8 @@ var (
 
 // policyDescs are the gauges the policyCollector emits.
 var policyDescs = []*prometheus.Desc{policiesDesc, policyPhaseDesc, activeStageDesc, activeStageIndexDesc, stageCountDesc,
-	activeStageStartDesc, progressDeadlineDesc, awaitingApprovalDesc, deletionStartDesc, stageRevisionDesc, stageClustersDesc, stageAnalysesDesc}
+	activeStageStartDesc, progressDeadlineDesc, awaitingApprovalDesc, deletionStartDesc, stageRevisionDesc, stageClustersDesc, stageAnalysesDesc,
+	waitingDesc, nextWindowDesc}
 
 // PolicyLister lists a space's StagedBindingPolicies, from its cache: it
 // runs at every scrape, so it must not ask the space's API server. The
@@ -207,7 +208,7 @@ func (s policySeries) collect(ch chan<- prometheus.Metric, space, policy string)
 		gauge
 	}{
 		{deletionStartDesc, s.deletionStart}, {activeStageIndexDesc, s.activeStageIndex}, {activeStageStartDesc, s.activeStageStart},
-		{progressDeadlineDesc, s.progressDeadline}, {awaitingApprovalDesc, s.awaitingApproval},
+		{progressDeadlineDesc, s.progressDeadline}, {awaitingApprovalDesc, s.awaitingApproval}, {nextWindowDesc, s.nextWindow},
 	} {
 		if g.set {
 			send(ch, g.desc, g.value, space, policy)
@@ -216,7 +217,7 @@ func (s policySeries) collect(ch chan<- prometheus.Metric, space, policy string)
 	for _, family := range []struct {
 		desc   *prometheus.Desc
 		values []labelled
-	}{{stageRevisionDesc, s.stageRevisions}, {stageClustersDesc, s.stageClusters}, {stageAnalysesDesc, s.stageAnalyses}} {
+	}{{stageRevisionDesc, s.stageRevisions}, {stageClustersDesc, s.stageClusters}, {stageAnalysesDesc, s.stageAnalyses}, {waitingDesc, s.waiting}} {
 		for _, v := range lastOfEach(family.values) {
 			send(ch, family.desc, v.value, append([]string{space, policy}, v.labels...)...)
 		}
@@ -280,6 +281,10 @@ type policySeries struct {
 	// stageAnalyses are the counts of the measurements of the stages'
 	// analyses: stage, analysis, phase.
 	stageAnalyses []labelled
+	// waiting are what the policy waits for: reason (waiting.go).
+	waiting []labelled
+	// nextWindow is when the window a stage waits for opens.
+	nextWindow gauge
 }
 
 // gauge is the value of a series, or no series when not set.
@@ -308,6 +313,7 @@ func seriesOf(policy *v1alpha1.StagedBindingPolicy) policySeries {
 	series.stageRevisions = stageRevisionsOf(policy)
 	series.stageClusters = stageClustersOf(policy)
 	series.stageAnalyses = stageAnalysesOf(policy)
+	series.waiting, series.nextWindow = waitingOf(policy)
 	if series.activeStage == "" {
 		return series
 	}
