@@ -112,6 +112,11 @@ func promote(snap *Snapshot, active int) (Action, bool) {
 		}
 		return Action{}, false
 	}
+	if startHeldAfter(snap, active) {
+		// A promotion skips the stage's own gates, not the next stage's
+		// start: it stays pending until the window opens or the freeze ends.
+		return Action{}, false
+	}
 	p := pendingPromotion(policy)
 	if p == nil {
 		if fullPromotionInEffect(policy) && record.Promotion == nil {
@@ -203,4 +208,15 @@ func skippedGates(stage v1alpha1.Stage) []string {
 		gates = append(gates, v1alpha1.GateBatches)
 	}
 	return gates
+}
+
+// startHeldAfter reports whether the stage after the active one may not
+// start now, by its change windows (rule 6b) or a freeze (rule 6c).
+func startHeldAfter(snap *Snapshot, active int) bool {
+	if active >= len(snap.Policy.Spec.Stages)-1 {
+		return false
+	}
+	window := holdsAdvance(snap, active, true)
+	frozen := advanceFrozen(snap, active, true)
+	return window || frozen
 }
