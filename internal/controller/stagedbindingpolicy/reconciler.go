@@ -428,6 +428,20 @@ func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*r
 		}
 		snap.ClusterStatuses = append(snap.ClusterStatuses, statuses.Items...)
 	}
+	for _, name := range reads.Watched {
+		binding, err := getNamed(ctx, r.Client, "Binding", name, &ksv1alpha1.Binding{})
+		if err != nil {
+			return nil, err
+		}
+		if binding != nil {
+			snap.WatchedBindings = append(snap.WatchedBindings, *binding)
+		}
+		statuses := &ksv1alpha1.CombinedStatusList{}
+		if err := r.Client.List(ctx, statuses, r.labelled(byBindingPolicy, name)); err != nil {
+			return nil, fmt.Errorf("listing CombinedStatuses of %s: %w", name, err)
+		}
+		snap.WatchedStatuses = append(snap.WatchedStatuses, statuses.Items...)
+	}
 	foreign := func(name string, cached *ksv1alpha1.BindingPolicy) *ksv1alpha1.BindingPolicy {
 		return r.foreignBPs.view(policy.Name, name, cached, seen)
 	}
