@@ -180,6 +180,16 @@ func TestRegressionInDevWhileProdRollsOut(t *testing.T) {
 		}
 		return nil
 	})
+	waitFor(t, "the regression's metrics", func() error {
+		labels := map[string]string{"space": s.Name, "policy": reported, "stage": "dev"}
+		if v, ok := metricValue(t, "stager_stage_regressed", labels); !ok || v != 1 {
+			return fmt.Errorf("stager_stage_regressed%v = %v (present %t), want 1", labels, v, ok)
+		}
+		if v, _ := metricValue(t, "stager_regression_checks_total", map[string]string{"space": s.Name, "result": "regressed"}); v < 2 {
+			return fmt.Errorf("stager_regression_checks_total{result=regressed} = %v, want at least 2 (one per policy)", v)
+		}
+		return nil
+	})
 	if got := bindingPolicies(t, s, reported); !slices.Contains(got, v1alpha1.StagePlacement(reported, "prod").At("v2").String()) {
 		t.Fatalf("%s's BindingPolicies = %v, want prod still on v2", reported, got)
 	}
@@ -204,6 +214,9 @@ func TestRegressionInDevWhileProdRollsOut(t *testing.T) {
 		})
 		return fmt.Errorf("still regressed: %s", policytest.Describe(p))
 	})
+	if v, ok := metricValue(t, "stager_stage_regressed", map[string]string{"space": s.Name, "policy": reported, "stage": "dev"}); !ok || v != 0 {
+		t.Fatalf("stager_stage_regressed for recovered dev = %v (present %t), want 0", v, ok)
+	}
 	waitFor(t, "a StageRecovered Event", func() error {
 		if n := countReason(ps.EventCounts(t, ps.Get(t, reported)), v1alpha1.EventReasonStageRecovered); n != 1 {
 			return fmt.Errorf("%d StageRecovered Events", n)

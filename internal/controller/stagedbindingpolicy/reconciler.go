@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -180,6 +181,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, err
 		}
 		r.recordEvaluations(action.Evaluations)
+		r.recordRegressionChecks(logger, action.RegressionChecks)
 		if action.Type == rollout.ActionNone {
 			logger.V(1).Info("Waiting", "why", action.Why)
 			// A BindingPolicy seen only through the reconciler's own
@@ -320,6 +322,22 @@ func (r *Reconciler) recordEvaluations(evaluations []rollout.Evaluation) {
 	}
 	for _, e := range evaluations {
 		r.Metrics.Evaluation(e.Result, e.Duration)
+	}
+}
+
+// recordRegressionChecks logs and counts the checks of done stages Plan
+// made (rule 15b); a regression or an inconclusive check is logged at the
+// default level.
+func (r *Reconciler) recordRegressionChecks(logger logr.Logger, checks []rollout.RegressionCheck) {
+	for _, c := range checks {
+		level := 1
+		if c.Result != rollout.RegressionHealthy {
+			level = 0
+		}
+		logger.V(level).Info("Checked a done stage for regressions", "stage", c.Stage, "result", c.Result)
+		if r.Metrics != nil {
+			r.Metrics.RegressionCheck(c.Result)
+		}
 	}
 }
 
