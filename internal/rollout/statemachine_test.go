@@ -127,6 +127,7 @@ func (m *machine) create(t *rapid.T) {
 				Interval: &metav1.Duration{Duration: 30 * time.Second}, Count: 2,
 				SuccessCondition: `result.size() > 0 && result.all(v, v < 0.05)`}}
 		}
+		drawRegressionWatch(t, &s)
 		stages[i] = s
 	}
 	p := rollouttest.NewPolicy(stages...)
@@ -274,6 +275,7 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 		"settle": m.settle,
 	}
 	maps.Copy(actions, m.waveActions())
+	maps.Copy(actions, m.regressionActions())
 	return actions
 }
 
@@ -349,6 +351,7 @@ func (m *machine) stagerStep(t *rapid.T) rollout.Action {
 	}
 	m.checkStep(t, snap, action)
 	m.checkWaveStep(t, snap, action)
+	m.checkRegressionStep(t, snap, action)
 	var err error
 	m.keepsRunning(t, fmt.Sprintf("%s (%s)", action.Type, action.Why), func() { err = m.w.apply(action) })
 	if err == nil {
