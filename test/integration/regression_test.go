@@ -235,3 +235,51 @@ func countReason(counts map[string]int, reason string) int {
 	}
 	return n
 }
+
+// TestRegressionWatchValidation checks that the API server refuses a
+// regressionWatch it could not honour, saying why, and takes a valid one.
+func TestRegressionWatchValidation(t *testing.T) {
+	s := suite.wds1
+	watched := func(condition, failureCondition string, w v1alpha1.RegressionWatch) v1alpha1.Stage {
+		st := policytest.Stage("dev", "", condition)
+		st.FailureCondition = failureCondition
+		st.RegressionWatch = &w
+		return st
+	}
+	every := func(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
+	for _, tc := range []struct {
+		name  string
+		stage v1alpha1.Stage
+		want  string // "" when accepted
+	}{
+		{"interval under a minute", watched(policytest.Available, "", v1alpha1.RegressionWatch{Interval: every(30 * time.Second)}),
+			"regressionWatch.interval must be between 1m and 24h"},
+		{"interval over a day", watched(policytest.Available, "", v1alpha1.RegressionWatch{Interval: every(25 * time.Hour)}),
+			"regressionWatch.interval must be between 1m and 24h"},
+		{"nothing to judge", watched("", "", v1alpha1.RegressionWatch{}), "regressionWatch needs an expression to judge"},
+		{"FailureCondition without one", watched(policytest.Available, "", v1alpha1.RegressionWatch{Condition: v1alpha1.RegressionOnFailureCondition}),
+			"regressionWatch needs an expression to judge"},
+		{"unknown onRegression", watched(policytest.Available, "", v1alpha1.RegressionWatch{OnRegression: "Rollback"}),
+			"spec.stages[0].regressionWatch.onRegression"},
+		{"valid", watched(policytest.Available, "", v1alpha1.RegressionWatch{Interval: every(time.Minute), OnRegression: v1alpha1.RegressionAbort}), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := policytest.Policy("regression-"+strings.ReplaceAll(strings.ToLower(tc.name), " ", "-"), map[string]string{policytest.AppLabel: "none"}, tc.stage)
+			err := s.Client.Create(suite.ctx, p)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("a valid regressionWatch was refused: %v", err)
+				}
+				t.Cleanup(func() { policies(s).Delete(t, p.Name) })
+				return
+			}
+			if err == nil {
+				policies(s).Delete(t, p.Name)
+				t.Fatalf("accepted, want refused with %q", tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("refused with %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
