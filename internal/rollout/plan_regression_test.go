@@ -29,9 +29,9 @@ import (
 	"github.com/kubestellar/workload-stager/internal/expression"
 )
 
-// watchedStage is stage(name) with a regressionWatch.
-func watchedStage(name string, w v1alpha1.RegressionWatch) v1alpha1.Stage {
-	s := stage(name)
+// watchedDev is stage("dev") with a regressionWatch.
+func watchedDev(w v1alpha1.RegressionWatch) v1alpha1.Stage {
+	s := stage("dev")
 	s.RegressionWatch = &w
 	return s
 }
@@ -89,29 +89,29 @@ func TestPlanRegressionWatch(t *testing.T) {
 		want   want
 	}{
 		{name: "not due: checked a minute ago, interval 5m",
-			f: regressionFixture(watchedStage("dev", report), "0").with(func(s *Snapshot) {
+			f: regressionFixture(watchedDev(report), "0").with(func(s *Snapshot) {
 				stageRecord(t, &s.Policy.Status, "dev").LastRegressionCheckTime = ptr.To(metav1.NewTime(now.Add(-time.Minute)))
 			}),
 			want: want{requeueUpTo: 4 * time.Minute}},
 		{name: "due and healthy",
-			f:    regressionFixture(watchedStage("dev", report), "1"),
+			f:    regressionFixture(watchedDev(report), "1"),
 			want: want{checked: true, requeueUpTo: 5 * time.Minute}},
 		{name: "due and regressed: reported only",
-			f: regressionFixture(watchedStage("dev", report), "0"),
+			f: regressionFixture(watchedDev(report), "0"),
 			want: want{checked: true, regressed: true, events: []string{"Warning/StageRegressed"},
 				requeueUpTo: 5 * time.Minute}},
 		{name: "regressed with onRegression Abort while prod rolls out: aborted",
-			f: regressionFixture(watchedStage("dev", abort), "0").with(func(s *Snapshot) {
+			f: regressionFixture(watchedDev(abort), "0").with(func(s *Snapshot) {
 				s.Policy.Status.CurrentRevision = "v1"
 			}),
 			want: want{checked: true, regressed: true, failure: string(v1alpha1.FailureAbort),
 				events: []string{"Warning/StageRegressed"}, requeueUpTo: 5 * time.Minute}},
 		{name: "regressed with onRegression Abort and no revision to go back to: held",
-			f: regressionFixture(watchedStage("dev", abort), "0"),
+			f: regressionFixture(watchedDev(abort), "0"),
 			want: want{checked: true, regressed: true, failure: string(v1alpha1.FailureHold),
 				events: []string{"Warning/StageRegressed"}, requeueUpTo: 5 * time.Minute}},
 		{name: "regressed with onRegression Abort, rollout completed: reported only",
-			f: regressionFixture(watchedStage("dev", abort), "0").with(func(s *Snapshot) {
+			f: regressionFixture(watchedDev(abort), "0").with(func(s *Snapshot) {
 				s.Policy.Status.CurrentRevision = "v1"
 				s.Policy.Status.Phase = v1alpha1.RolloutCompleted
 				prod := stageRecord(t, &s.Policy.Status, "prod")
@@ -120,24 +120,24 @@ func TestPlanRegressionWatch(t *testing.T) {
 			}),
 			want: want{checked: true, regressed: true, events: []string{"Warning/StageRegressed"}, requeueUpTo: 5 * time.Minute}},
 		{name: "regressed before, healthy now: recovered",
-			f: regressionFixture(watchedStage("dev", report), "1").with(func(s *Snapshot) {
+			f: regressionFixture(watchedDev(report), "1").with(func(s *Snapshot) {
 				stageRecord(t, &s.Policy.Status, "dev").Regressed = &v1alpha1.StageRegression{Time: earlier, Message: "stage \"dev\" regressed: x"}
 				regressionCondition(&s.Policy.Status, s.Policy, earlier)
 			}),
 			want: want{checked: true, events: []string{"Normal/StageRecovered"}, requeueUpTo: 5 * time.Minute}},
 		{name: "budget exhausted: inconclusive, no abort",
-			f:      regressionFixture(watchedStage("dev", abort), "0").with(func(s *Snapshot) { s.Policy.Status.CurrentRevision = "v1" }),
+			f:      regressionFixture(watchedDev(abort), "0").with(func(s *Snapshot) { s.Policy.Status.CurrentRevision = "v1" }),
 			engine: tiny,
 			want:   want{checked: true, events: []string{"Warning/RegressionCheckInconclusive"}, requeueUpTo: 5 * time.Minute}},
 		{name: "budget exhausted keeps an earlier verdict",
-			f: regressionFixture(watchedStage("dev", report), "1").with(func(s *Snapshot) {
+			f: regressionFixture(watchedDev(report), "1").with(func(s *Snapshot) {
 				stageRecord(t, &s.Policy.Status, "dev").Regressed = &v1alpha1.StageRegression{Time: earlier, Message: "stage \"dev\" regressed: x"}
 				regressionCondition(&s.Policy.Status, s.Policy, earlier)
 			}),
 			engine: tiny,
 			want:   want{checked: true, regressed: true, events: []string{"Warning/RegressionCheckInconclusive"}, requeueUpTo: 5 * time.Minute}},
 		{name: "KubeStellar no longer reports: inconclusive",
-			f: regressionFixture(watchedStage("dev", abort), "0").with(func(s *Snapshot) {
+			f: regressionFixture(watchedDev(abort), "0").with(func(s *Snapshot) {
 				s.Policy.Status.CurrentRevision = "v1"
 				s.WatchedStatuses = nil
 			}),
@@ -146,16 +146,16 @@ func TestPlanRegressionWatch(t *testing.T) {
 			f:    regressionFixture(stage("dev"), "0"),
 			want: want{}},
 		{name: "placement Replace: the done stage's placement is gone, nothing to watch",
-			f: regressionFixture(watchedStage("dev", abort), "0").with(func(s *Snapshot) {
+			f: regressionFixture(watchedDev(abort), "0").with(func(s *Snapshot) {
 				s.Policy.Spec.Placement = v1alpha1.PlacementReplace
 				s.BindingPolicies = slices.DeleteFunc(s.BindingPolicies, func(bp ksBindingPolicy) bool { return bp.Name == "web.stage.dev" })
 			}),
 			want: want{}},
 		{name: "condition FailureCondition: an unmet condition is no regression",
-			f:    regressionFixture(withFailure(watchedStage("dev", failureOnly)), "0"),
+			f:    regressionFixture(withFailure(watchedDev(failureOnly)), "0"),
 			want: want{checked: true, requeueUpTo: 5 * time.Minute}},
 		{name: "condition FailureCondition: the failureCondition holds",
-			f: regressionFixture(withFailure(watchedStage("dev", failureOnly)), "9"),
+			f: regressionFixture(withFailure(watchedDev(failureOnly)), "9"),
 			want: want{checked: true, regressed: true, events: []string{"Warning/StageRegressed"},
 				requeueUpTo: 5 * time.Minute}},
 	}
@@ -227,7 +227,7 @@ func TestPlanRegressionWatch(t *testing.T) {
 func TestPlanRegressionCheckedOncePerInterval(t *testing.T) {
 	engine := newEngine(t)
 	for _, interval := range []time.Duration{time.Minute, 5 * time.Minute, 7 * time.Minute} {
-		f := regressionFixture(watchedStage("dev", v1alpha1.RegressionWatch{Interval: &metav1.Duration{Duration: interval}}), "0")
+		f := regressionFixture(watchedDev(v1alpha1.RegressionWatch{Interval: &metav1.Duration{Duration: interval}}), "0")
 		snap := f.Snapshot
 		checks := 0
 		for minute := 0; minute < 60; minute++ {
@@ -249,7 +249,7 @@ func TestPlanRegressionCheckedOncePerInterval(t *testing.T) {
 // TestRegressionReadsOnlyWhenDue checks the reconciler reads a done
 // stage's statuses only when its check is due.
 func TestRegressionReadsOnlyWhenDue(t *testing.T) {
-	f := regressionFixture(watchedStage("dev", v1alpha1.RegressionWatch{}), "1")
+	f := regressionFixture(watchedDev(v1alpha1.RegressionWatch{}), "1")
 	if got := Reads(f.Policy, f.BindingPolicies, now).Watched; !slices.Equal(got, []string{"web.stage.dev"}) {
 		t.Errorf("due: Watched = %v, want [web.stage.dev]", got)
 	}
