@@ -252,6 +252,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.maxFailures) || has(self.maxConcurrency)",message="maxFailures needs maxConcurrency: failures are counted per cluster of a stage placed in batches"
 // +kubebuilder:validation:XValidation:rule="!has(self.canary) || has(self.maxConcurrency)",message="canary needs maxConcurrency: it is the stage's first batch"
 // +kubebuilder:validation:XValidation:rule="!has(self.maxFailures) || has(self.progressDeadline)",message="maxFailures needs progressDeadline: a cluster counts as failed once it is not done past its progressDeadline"
+// +kubebuilder:validation:XValidation:rule="!has(self.regressionWatch) || (has(self.regressionWatch.condition) && self.regressionWatch.condition == 'FailureCondition' ? has(self.failureCondition) && self.failureCondition.size() > 0 : has(self.condition) && self.condition.size() > 0 || has(self.failureCondition) && self.failureCondition.size() > 0)",message="regressionWatch needs an expression to judge: a condition or a failureCondition, and with condition FailureCondition a failureCondition"
 type Stage struct {
 	// Name identifies the stage. It is a DNS label and unique in the policy.
 	// +kubebuilder:validation:MinLength=1
@@ -388,6 +389,11 @@ type Stage struct {
 	// +listType=atomic
 	// +optional
 	Windows []ChangeWindow `json:"windows,omitempty"`
+	// RegressionWatch keeps judging the stage once it is done, on a slow
+	// interval: a stage found unhealthy sets the StageRegressed condition,
+	// and with onRegression Abort aborts the rollout still in flight.
+	// +optional
+	RegressionWatch *RegressionWatch `json:"regressionWatch,omitempty"`
 }
 
 // FailureAction is what a failed stage does to the rollout.
@@ -982,6 +988,15 @@ type StageStatus struct {
 	// and which gates it skipped; absent for a stage done by its gates.
 	// +optional
 	Promotion *StagePromotion `json:"promotion,omitempty"`
+	// LastRegressionCheckTime is when the stage's regressionWatch last
+	// judged it, once done; the next check is due an interval later.
+	// +optional
+	LastRegressionCheckTime *metav1.Time `json:"lastRegressionCheckTime,omitempty"`
+
+	// Regressed records that the stage's regressionWatch found it
+	// unhealthy once done; cleared when a check finds it healthy again.
+	// +optional
+	Regressed *StageRegression `json:"regressed,omitempty"`
 }
 
 // ClusterState is where one cluster of a stage placed in batches is, as

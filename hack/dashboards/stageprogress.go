@@ -123,6 +123,14 @@ func stageProgress() *dashboard.DashboardBuilder { //nolint:staticcheck // the c
 				"excludeByName": map[string]bool{"Time": true},
 				"renameByName":  map[string]string{"Value": "Measurements", "phase": "verdict"},
 			}})).
+		WithPanel(rowsTable("Regressed stages", 24, 6,
+			"Done stages whose regressionWatch found them unhealthy (1), or healthy at their last check (0): see the StageRegressed condition and kubectl stager explain. Checks by result per second: healthy, regressed, inconclusive (an evaluation failed or ran out of the space's budget).").
+			WithTarget(rows("A", `max by (space, policy, stage) (stager_stage_regressed{`+spacePolicy+`})`)).
+			WithTarget(rows("B", `sum by (space) (rate(stager_regression_checks_total{`+space+`, result="inconclusive"}[$__rate_interval]))`)).
+			WithTransformation(dashboard.DataTransformerConfig{Id: "organize", Options: map[string]any{
+				"excludeByName": map[string]bool{"Time": true},
+				"renameByName":  map[string]string{"Value #A": "Regressed", "Value #B": "Inconclusive checks/s"},
+			}})).
 		WithPanel(graph("Stage transitions",
 			"Stages completed over time.").
 			WithTarget(series("A", `sum by (space, policy, stage) (increase(stager_stage_transitions_total{`+spacePolicy+`}[$__rate_interval]))`,

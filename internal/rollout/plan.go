@@ -85,6 +85,8 @@ type Action struct {
 	Why string
 	// Evaluations are the condition evaluations Plan made, for metrics.
 	Evaluations []Evaluation
+	// RegressionChecks are the checks of done stages Plan made (rule 15b), for metrics.
+	RegressionChecks []RegressionCheck
 	// RequeueAfter, when positive, is when Plan's decision changes with time
 	// alone (a threshold is crossed): the next run is due then at the latest.
 	RequeueAfter time.Duration
@@ -201,6 +203,12 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //     PromotionIgnored; one whose next stage a change window or a freeze holds stays pending until it may
 //     start (promote, startHeldAfter);
 //  15. the stage is assessed, soaked and its analyses judged; a failed stage's failure is recorded (planAfterAssessment);
+//     15b. a done stage whose regressionWatch is due (an interval after its last check, by Snapshot.Now) is judged
+//     over its placement's CombinedStatuses within the space's budget, applied to the Action the other rules chose,
+//     with its status write or alone when it makes none: found unhealthy, it records regressed, StageRegressed says
+//     so (Warning Event once), and with onRegression Abort a rollout in flight records status.failure
+//     (StageRegressed), which rule 4 (or 6, without a current revision) acts on; found healthy again, it recovers;
+//     an inconclusive check changes no verdict; the run is due again at the next check (regressionAfter);
 //  16. a stage placed in batches places its next cluster or stops at its failure budget (clusterPlacements, assessBatches);
 //  17. a done stage hands over to the next, or withdraws a handover the next stage's approval forbids (handover, withdrawnHandover);
 //  18. BindingPolicies no Placement holds are deleted once their waits are over, make-before-break (deleteSurplus, heldPlacements, surplusWaits);
@@ -237,6 +245,7 @@ func Plan(snap *Snapshot, engine *expression.Engine, opts ...PlanOption) Action 
 	waveAfter(snap, &action)
 	windowAfter(snap, &action)
 	freezeAfter(snap, &action)
+	regressionAfter(snap, engine, cfg, &action)
 	if action.Status != nil {
 		if !snap.Policy.Spec.Suspend {
 			endSuspension(action.Status, snap.Policy.Status.ActiveStage, snap.Now)

@@ -202,6 +202,12 @@ func (w *world) snapshot() *rollout.Snapshot {
 	for _, name := range reads.ClusterStatuses {
 		snap.ClusterStatuses = append(snap.ClusterStatuses, w.statusesOf(name)...)
 	}
+	for _, name := range reads.Watched {
+		if b := w.bindings[name]; b != nil {
+			snap.WatchedBindings = append(snap.WatchedBindings, *b.DeepCopy())
+		}
+		snap.WatchedStatuses = append(snap.WatchedStatuses, w.statusesOf(name)...)
+	}
 	for _, a := range reads.Analyses {
 		snap.Measurements = append(snap.Measurements, rollout.Measurement{Stage: policy.Status.ActiveStage, Analysis: a.Name,
 			Time: snap.Now, Values: []float64{w.metric}})

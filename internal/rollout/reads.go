@@ -49,6 +49,10 @@ type ReadSet struct {
 	// Analyses are the analyses whose queries are due
 	// (Snapshot.Measurements, DueAnalyses).
 	Analyses []v1alpha1.Analysis
+	// Watched names the BindingPolicies of the done stages whose
+	// regression check is due, whose Bindings and CombinedStatuses are
+	// read (Snapshot.WatchedBindings and WatchedStatuses, RegressionReads).
+	Watched []string
 }
 
 // Reads says what the reconciler reads for a snapshot of policy at now,
@@ -76,5 +80,6 @@ func Reads(policy *v1alpha1.StagedBindingPolicy, bps []ksv1alpha1.BindingPolicy,
 		}
 	}
 	reads.Analyses = DueAnalyses(policy, now)
+	reads.Watched = RegressionReads(policy, bps, now)
 	return reads
 }

@@ -305,6 +305,9 @@ func planAbort(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action
 	cause := "spec.abort"
 	if !policy.Spec.Abort {
 		cause = policy.Status.Failure.Message + " (onFailure Abort)"
+		if policy.Status.Failure.Reason == v1alpha1.ReasonStageRegressed {
+			cause = policy.Status.Failure.Message + " (onRegression Abort)"
+		}
 		if current == "" {
 			return planWithdraw(snap)
 		}

@@ -75,6 +75,12 @@ type Snapshot struct {
 	// by one (PlacesActiveCluster).
 	ClusterStatuses []ksv1alpha1.CombinedStatus
 
+	// WatchedBindings and WatchedStatuses are the Bindings and the
+	// CombinedStatuses of the BindingPolicies of the done stages whose
+	// regression check is due (RegressionReads), read only then.
+	WatchedBindings []ksv1alpha1.Binding
+	WatchedStatuses []ksv1alpha1.CombinedStatus
+
 	// Measurements are the answers to the queries of the analyses that
 	// DueAnalyses said were due, taken just before the snapshot.
 	Measurements []Measurement

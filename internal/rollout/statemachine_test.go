@@ -131,6 +131,7 @@ func (m *machine) create(t *rapid.T) {
 				SuccessCondition: `result.size() > 0 && result.all(v, v < 0.05)`}}
 		}
 		s.Windows = drawWindows(t)
+		drawRegressionWatch(t, &s)
 		stages[i] = s
 	}
 	p := rollouttest.NewPolicy(stages...)
@@ -281,6 +282,7 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 	maps.Copy(actions, m.freezeActions())
 	maps.Copy(actions, m.promoteActions())
 	maps.Copy(actions, m.windowActions())
+	maps.Copy(actions, m.regressionActions())
 	return actions
 }
 
@@ -360,6 +362,7 @@ func (m *machine) stagerStep(t *rapid.T) rollout.Action {
 	m.checkFreezeStep(t, snap, action)
 	m.checkPromotionStep(t, snap, action)
 	m.checkWindowStep(t, snap, action)
+	m.checkRegressionStep(t, snap, action)
 	var err error
 	m.keepsRunning(t, fmt.Sprintf("%s (%s)", action.Type, action.Why), func() { err = m.w.apply(action) })
 	if err == nil {

@@ -119,7 +119,11 @@ func TestDashboardAndAlerts(t *testing.T) {
 	const metered, broken = "metered", "broken"
 	for _, space := range []string{"wds1", "wds2"} {
 		createWorkload(t, space, metered, false)
-		if err := wds(space).Create(ctx, policytest.ThreeStages(metered, metered)); err != nil {
+		p := policytest.ThreeStages(metered, metered)
+		// Its prod, once done, is checked for regressions a minute later.
+		p.Spec.Stages[2].Filter, p.Spec.Stages[2].Condition = policytest.Deployments, policytest.Available
+		p.Spec.Stages[2].RegressionWatch = &v1alpha1.RegressionWatch{Interval: &metav1.Duration{Duration: time.Minute}}
+		if err := wds(space).Create(ctx, p); err != nil {
 			t.Fatalf("creating %s in %s: %v", metered, space, err)
 		}
 	}
@@ -193,6 +197,7 @@ func TestDashboardAndAlerts(t *testing.T) {
 		policies(space).WaitForActiveStage(t, metered, "test")
 	}
 	makeAvailable("wds1", metered, "test")
+	makeAvailable("wds1", metered, "prod")
 	policies("wds1").WaitForPhase(t, metered, v1alpha1.RolloutCompleted)
 	environment.Eventually(t, timeout, "wds2/broken to be Blocked", func() error {
 		if p := policies("wds2").Get(t, broken); p.Status.Phase != v1alpha1.RolloutBlocked {
@@ -431,6 +436,9 @@ func checkAlerts(ctx context.Context, server *prometheus.Server, groups []promet
 				at = at.Add(deletionHorizon)
 			case "StagerApprovalWaitingTooLong":
 				expr = strings.ReplaceAll(expr, "time()", fmt.Sprintf("(time() + %d)", int(approvalHorizon.Seconds())))
+			case "StagerStageRegressed":
+				// wds1's metered prod is checked and healthy: its series is there, at 0.
+				expr = strings.ReplaceAll(expr, "== 1", ">= 0")
 			}
 			samples, err := server.Query(ctx, expr, at)
 			if err != nil {

@@ -146,6 +146,7 @@ func TestOutputs(t *testing.T) {
 	shop := rollout(t, "shop", func(p *v1alpha1.StagedBindingPolicy) {
 		p.Spec.Placement = v1alpha1.PlacementAccumulate
 		p.Spec.Revision = &v1alpha1.Revision{Name: "v2"}
+		p.Spec.Stages[0].RegressionWatch = &v1alpha1.RegressionWatch{Interval: &metav1.Duration{Duration: 5 * time.Minute}}
 	})
 	stores := rollout(t, "stores", func(p *v1alpha1.StagedBindingPolicy) {
 		p.Spec.Stages[2].MaxConcurrency = ptr.To(intstr.FromInt32(2))
@@ -210,16 +211,20 @@ func TestOutputs(t *testing.T) {
 			{Name: "test", Phase: v1alpha1.StagePending}, {Name: "prod", Phase: v1alpha1.StagePending},
 		}})
 
+	// shop's dev, done, regressed since: its regressionWatch reports it.
+	const shopRegressed = `stage "dev" regressed: condition holds for 0 of 1 object(s); not yet for deployments.apps shop/shop-v2`
 	setStatus(t, shop, v1alpha1.StagedBindingPolicyStatus{ActiveStage: "test", Phase: v1alpha1.RolloutProgressing,
 		CurrentRevision: "v1", UpdateRevision: "v2",
 		Wave: &v1alpha1.WaveStatus{Name: "regions", Step: "canary", Position: "1/3", State: v1alpha1.WaveReleased, Revision: "v2"},
 		Conditions: []metav1.Condition{
 			trueCondition(v1alpha1.ConditionProgressing, v1alpha1.ReasonWaitingForStatus,
 				`stage "test": waiting for the CombinedStatus of deployments.apps shop/shop-v2`, now),
+			trueCondition(v1alpha1.ConditionStageRegressed, v1alpha1.ReasonStageRegressed, shopRegressed, now),
 		},
 		Stages: []v1alpha1.StageStatus{
 			{Name: "dev", Phase: v1alpha1.StageSucceeded, Revision: "v2", StartTime: at(now.Add(-30 * time.Minute)), CompletionTime: at(now.Add(-10 * time.Minute)),
-				BindingPolicy: "shop.stage.dev.v2"},
+				BindingPolicy: "shop.stage.dev.v2", LastRegressionCheckTime: at(now.Add(-2 * time.Minute)),
+				Regressed: &v1alpha1.StageRegression{Time: metav1.NewTime(now.Add(-5 * time.Minute)), Message: shopRegressed}},
 			{Name: "test", Phase: v1alpha1.StageActive, Revision: "v1", StartTime: at(now.Add(-10 * time.Minute)), BindingPolicy: "shop.stage.test.v2",
 				Message: "waiting for the CombinedStatus of deployments.apps shop/shop-v2"},
 			{Name: "prod", Phase: v1alpha1.StagePending, Revision: "v1"},
@@ -291,6 +296,7 @@ func TestOutputs(t *testing.T) {
 		{"explain-queued", []string{"explain", "queued"}},
 		{"explain-shop", []string{"explain", "shop"}},
 		{"explain-frozen", []string{"explain", "frozen"}},
+		{"explain-shop-dev", []string{"explain", "shop", "--stage", "dev"}},
 		{"eval-condition", []string{"eval", "web", "--condition", available}},
 		{"eval-filter", []string{"eval", "web", "--filter", "downsyncClause.namespace == 'web'"}},
 	} {

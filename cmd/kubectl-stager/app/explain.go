@@ -139,6 +139,7 @@ func printStage(out io.Writer, p *v1alpha1.StagedBindingPolicy, stage *v1alpha1.
 	fprintf(w, "Filter:\t%s\n", orNone(stage.Filter))
 	fprintf(w, "Condition:\t%s\n", orNone(stage.Condition))
 	printFailureGates(w, p, stage, record, o.now())
+	printRegressionWatch(w, p, stage, record, o.now())
 	switch {
 	case p.Status.ActiveStage == "" && heldByWave(p):
 		fprintf(w, "Waits for:\tthe wave to release the revision: the rollout has not started\n")

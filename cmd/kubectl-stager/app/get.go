@@ -52,7 +52,8 @@ func newGetCommand(o *options) *cobra.Command {
 		Long: `Show the StagedBindingPolicies of the WDS and where each rollout is.
 
 STAGES marks each stage: ` + markSucceeded + ` done, ` + markActive + ` active, ` + markAwaiting + ` awaiting approval,
-` + markSkipped + ` skipped, ` + markPending + ` not reached; with spec.revision, "@" and the revision the stage
+` + markSkipped + ` skipped, ` + markPending + ` not reached, ` + markRegressed + ` done and regressed since (its
+regressionWatch); with spec.revision, "@" and the revision the stage
 runs ("@v1→v2" while the active stage runs both). REVISION is the revision
 being rolled out, after the current one and an arrow while they differ.
 REASON is the Progressing condition's reason, or, while a stage waits for
@@ -218,7 +219,7 @@ func (o *options) printTable(ctx context.Context, found []located, wide, all boo
 		}
 		row = append(row, age(p.CreationTimestamp.Time, now))
 		if wide {
-			row = append(row, orNone(reasonShown(p).Message))
+			row = append(row, orNone(withRegression(p, reasonShown(p).Message)))
 		}
 		if all {
 			row = append([]string{found[i].space}, row...)
@@ -237,6 +238,9 @@ func stageMarks(p *v1alpha1.StagedBindingPolicy) string {
 			switch r.Phase {
 			case v1alpha1.StageSucceeded:
 				mark = markSucceeded
+				if r.Regressed != nil {
+					mark = markRegressed
+				}
 			case v1alpha1.StageActive:
 				mark = markActive
 			case v1alpha1.StageAwaitingApproval:

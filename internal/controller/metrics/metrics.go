@@ -99,6 +99,11 @@ var (
 		Help: "Changes to a space that a sharded replica did not make, or does not know it made, because its tenure of the space's fence ended first.",
 	}, []string{LabelSpace})
 
+	regressionChecks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "stager_regression_checks_total",
+		Help: "Checks of done stages by their regressionWatch, by result (healthy; regressed; inconclusive: an evaluation failed or ran out of the space's budget, or an object is not reported on).",
+	}, []string{LabelSpace, LabelResult})
+
 	celWorkerStops = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "stager_cel_worker_stops_total",
 		Help: "Worker processes of CEL evaluations that ended during an evaluation, by reason: timeout (killed at the deadline), memory (out of the memory a worker may use), exited (anything else).",
@@ -107,7 +112,7 @@ var (
 
 // collectors are every metric of the StagedBindingPolicy controller.
 var collectors = []prometheus.Collector{servedPolicies, transitions, stageDuration, evaluations,
-	evaluationLatency, analysisQueries, reconcileErrors, fenceLapsedWrites, celWorkerStops}
+	evaluationLatency, analysisQueries, reconcileErrors, fenceLapsedWrites, celWorkerStops, regressionChecks}
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(collectors...)
@@ -145,6 +150,9 @@ func SpaceEngaged(space string) {
 	}
 	stageDuration.WithLabelValues(space)
 	evaluationLatency.WithLabelValues(space)
+	for _, result := range []string{RegressionHealthy, RegressionRegressed, RegressionInconclusive} {
+		regressionChecks.WithLabelValues(space, result)
+	}
 }
 
 // SpaceDisengaged deletes every series of the space's counters and
@@ -153,7 +161,7 @@ func SpaceDisengaged(space string) {
 	labels := prometheus.Labels{LabelSpace: space}
 	for _, vec := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
-	}{transitions, stageDuration, evaluations, evaluationLatency, analysisQueries, reconcileErrors, fenceLapsedWrites, promotions} {
+	}{transitions, stageDuration, evaluations, evaluationLatency, analysisQueries, reconcileErrors, fenceLapsedWrites, promotions, regressionChecks} {
 		vec.DeletePartialMatch(labels)
 	}
 }
@@ -181,6 +189,19 @@ func (s *Space) StageCompleted(policy, stage string, took time.Duration) {
 func (s *Space) Evaluation(result string, took time.Duration) {
 	evaluations.WithLabelValues(s.name, result).Inc()
 	evaluationLatency.WithLabelValues(s.name).Observe(took.Seconds())
+}
+
+// Results of a regression check (rollout.RegressionCheck).
+const (
+	RegressionHealthy      = "healthy"
+	RegressionRegressed    = "regressed"
+	RegressionInconclusive = "inconclusive"
+)
+
+// RegressionCheck records one check of a done stage by its result:
+// RegressionHealthy, RegressionRegressed or RegressionInconclusive.
+func (s *Space) RegressionCheck(result string) {
+	regressionChecks.WithLabelValues(s.name, result).Inc()
 }
 
 // FenceLapsed records a change not made, or not known to be, because the

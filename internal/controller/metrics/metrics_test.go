@@ -541,3 +541,33 @@ func collected(t *testing.T, metric, space string, render func(labels map[string
 	slices.Sort(got)
 	return got
 }
+
+// TestStageRegressedSeries checks that a stage exports 1 while its record
+// says regressed, 0 once a regression check found it healthy, nothing
+// before any check, and nothing once the policy is gone.
+func TestStageRegressedSeries(t *testing.T) {
+	s := serveFake(t, "regressed-test")
+	series := func() []string {
+		return collected(t, "stager_stage_regressed", "regressed-test", func(labels map[string]string, value float64) string {
+			return fmt.Sprintf("%s/%s=%g", labels[LabelPolicy], labels[LabelStage], value)
+		})
+	}
+	p := policyAt("a", "prod", v1alpha1.RolloutProgressing, 2)
+	s.set(p)
+	if got := series(); len(got) != 0 {
+		t.Errorf("a policy without checks exports %v", got)
+	}
+	p = p.DeepCopy()
+	checked := metav1.NewTime(time.Unix(6000, 0))
+	p.Status.Stages[0].LastRegressionCheckTime = &checked
+	p.Status.Stages[1].LastRegressionCheckTime = &checked
+	p.Status.Stages[1].Regressed = &v1alpha1.StageRegression{Time: checked, Message: "stage \"test\" regressed"}
+	s.set(p)
+	if got, want := series(), []string{"a/dev=0", "a/test=1"}; !slices.Equal(got, want) {
+		t.Errorf("series %v, want %v", got, want)
+	}
+	s.delete("a")
+	if got := series(); len(got) != 0 {
+		t.Errorf("after the deletion, series %v, want none", got)
+	}
+}

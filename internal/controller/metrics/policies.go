@@ -72,10 +72,15 @@ var (
 		[]string{LabelSpace, LabelPolicy, LabelStage, LabelAnalysis, LabelPhase}, nil)
 )
 
+// stageRegressedDesc is the regression watch's gauge (docs/proposals/regression.md).
+var stageRegressedDesc = prometheus.NewDesc("stager_stage_regressed",
+	"1 for each done stage whose regressionWatch found it unhealthy (its record's regressed), 0 for one it last found healthy; absent for a stage not checked.",
+	[]string{LabelSpace, LabelPolicy, LabelStage}, nil)
+
 // policyDescs are the gauges the policyCollector emits.
 var policyDescs = []*prometheus.Desc{policiesDesc, policyPhaseDesc, activeStageDesc, activeStageIndexDesc, stageCountDesc,
 	activeStageStartDesc, progressDeadlineDesc, awaitingApprovalDesc, deletionStartDesc, stageRevisionDesc, stageClustersDesc, stageAnalysesDesc,
-	waitingDesc, nextWindowDesc}
+	waitingDesc, nextWindowDesc, stageRegressedDesc}
 
 // PolicyLister lists a space's StagedBindingPolicies, from its cache: it
 // runs at every scrape, so it must not ask the space's API server. The
@@ -217,7 +222,8 @@ func (s policySeries) collect(ch chan<- prometheus.Metric, space, policy string)
 	for _, family := range []struct {
 		desc   *prometheus.Desc
 		values []labelled
-	}{{stageRevisionDesc, s.stageRevisions}, {stageClustersDesc, s.stageClusters}, {stageAnalysesDesc, s.stageAnalyses}, {waitingDesc, s.waiting}} {
+	}{{stageRevisionDesc, s.stageRevisions}, {stageClustersDesc, s.stageClusters}, {stageAnalysesDesc, s.stageAnalyses}, {waitingDesc, s.waiting},
+		{stageRegressedDesc, s.stageRegressed}} {
 		for _, v := range lastOfEach(family.values) {
 			send(ch, family.desc, v.value, append([]string{space, policy}, v.labels...)...)
 		}
@@ -285,6 +291,8 @@ type policySeries struct {
 	waiting []labelled
 	// nextWindow is when the window a stage waits for opens.
 	nextWindow gauge
+	// stageRegressed are the verdicts of the stages' regression checks: stage.
+	stageRegressed []labelled
 }
 
 // gauge is the value of a series, or no series when not set.
@@ -314,6 +322,7 @@ func seriesOf(policy *v1alpha1.StagedBindingPolicy) policySeries {
 	series.stageClusters = stageClustersOf(policy)
 	series.stageAnalyses = stageAnalysesOf(policy)
 	series.waiting, series.nextWindow = waitingOf(policy)
+	series.stageRegressed = stageRegressedOf(policy)
 	if series.activeStage == "" {
 		return series
 	}
@@ -384,6 +393,22 @@ func stageAnalysesOf(policy *v1alpha1.StagedBindingPolicy) []labelled {
 			}{{v1alpha1.MeasurementSuccessful, a.Successful}, {v1alpha1.MeasurementFailed, a.Failed}, {v1alpha1.MeasurementInconclusive, a.Inconclusive}} {
 				out = append(out, labelled{labels: []string{r.Name, a.Name, string(n.phase)}, value: float64(max(n.count, 0))})
 			}
+		}
+	}
+	return out
+}
+
+// stageRegressedOf returns 1 for every stage whose record says regressed,
+// 0 for every other stage a regression check has judged, in the order of
+// the status.
+func stageRegressedOf(policy *v1alpha1.StagedBindingPolicy) []labelled {
+	var out []labelled
+	for _, r := range policy.Status.Stages {
+		switch {
+		case r.Regressed != nil:
+			out = append(out, labelled{labels: []string{r.Name}, value: 1})
+		case r.LastRegressionCheckTime != nil:
+			out = append(out, labelled{labels: []string{r.Name}, value: 0})
 		}
 	}
 	return out

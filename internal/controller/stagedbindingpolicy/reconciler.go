@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -183,6 +184,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, err
 		}
 		r.recordEvaluations(action.Evaluations)
+		r.recordRegressionChecks(logger, action.RegressionChecks)
 		if action.Type == rollout.ActionNone {
 			logger.V(1).Info("Waiting", "why", action.Why)
 			// A BindingPolicy seen only through the reconciler's own
@@ -329,6 +331,22 @@ func (r *Reconciler) recordEvaluations(evaluations []rollout.Evaluation) {
 	}
 }
 
+// recordRegressionChecks logs and counts the checks of done stages Plan
+// made (rule 15b); a regression or an inconclusive check is logged at the
+// default level.
+func (r *Reconciler) recordRegressionChecks(logger logr.Logger, checks []rollout.RegressionCheck) {
+	for _, c := range checks {
+		level := 1
+		if c.Result != rollout.RegressionHealthy {
+			level = 0
+		}
+		logger.V(level).Info("Checked a done stage for regressions", "stage", c.Stage, "result", c.Result)
+		if r.Metrics != nil {
+			r.Metrics.RegressionCheck(c.Result)
+		}
+	}
+}
+
 // CompletedStages returns the stage records that are Succeeded, with start
 // and completion times, in after but were not Succeeded in before.
 func CompletedStages(before, after *v1alpha1.StagedBindingPolicyStatus) []v1alpha1.StageStatus {
@@ -434,6 +452,20 @@ func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*r
 			return nil, fmt.Errorf("listing CombinedStatuses of %s: %w", name, err)
 		}
 		snap.ClusterStatuses = append(snap.ClusterStatuses, statuses.Items...)
+	}
+	for _, name := range reads.Watched {
+		binding, err := getNamed(ctx, r.Client, "Binding", name, &ksv1alpha1.Binding{})
+		if err != nil {
+			return nil, err
+		}
+		if binding != nil {
+			snap.WatchedBindings = append(snap.WatchedBindings, *binding)
+		}
+		statuses := &ksv1alpha1.CombinedStatusList{}
+		if err := r.Client.List(ctx, statuses, r.labelled(byBindingPolicy, name)); err != nil {
+			return nil, fmt.Errorf("listing CombinedStatuses of %s: %w", name, err)
+		}
+		snap.WatchedStatuses = append(snap.WatchedStatuses, statuses.Items...)
 	}
 	foreign := func(name string, cached *ksv1alpha1.BindingPolicy) *ksv1alpha1.BindingPolicy {
 		return r.foreignBPs.view(policy.Name, name, cached, seen)

@@ -1,0 +1,285 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package integration
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/cmd/stager/app"
+	"github.com/kubestellar/workload-stager/internal/controller/stagedbindingpolicy"
+	"github.com/kubestellar/workload-stager/internal/expression"
+	"github.com/kubestellar/workload-stager/test/framework/policytest"
+)
+
+// startClockedController runs, until the test ends, the controller of
+// space s in this process under clk, as the stager runs a space's (its
+// cache narrowed and indexed), so that a test can move time on.
+func startClockedController(t *testing.T, s *space, clk *clocktesting.FakeClock) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(suite.ctx)
+	scheme, err := app.NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := cluster.New(s.Config, func(o *cluster.Options) {
+		o.Scheme = scheme
+		o.Cache = stagedbindingpolicy.NarrowCache(o.Cache)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stagedbindingpolicy.IndexFields(ctx, cl.GetCache()); err != nil {
+		t.Fatal(err)
+	}
+	clusterDone := make(chan struct{})
+	go func() { defer close(clusterDone); _ = cl.Start(ctx) }()
+	if !cl.GetCache().WaitForCacheSync(ctx) {
+		t.Fatal("the cache did not sync")
+	}
+	engine, err := expression.NewEngine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrl, err := stagedbindingpolicy.NewController(s.Name, cl, engine, stagedbindingpolicy.Options{
+		MaxConcurrentReconciles: 2, ReconcileTimeout: reconcileTimeout, Logger: testr.New(t), Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- ctrl.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("the controller stopped with %v", err)
+		}
+		<-clusterDone
+	})
+}
+
+// TestRegressionInDevWhileProdRollsOut runs two policies dev → prod under
+// Accumulate in one space, each with a regressionWatch (interval 1m) on
+// dev: v1 completes, v2 is done in dev and rolls out in prod, and dev's
+// v2 turns unhealthy. Under a fake clock moved past the interval: with
+// onRegression Abort the rollout aborts (status.failure StageRegressed,
+// prod back on v1 alone); without, StageRegressed is reported, prod keeps
+// rolling out v2, and dev recovers once healthy again.
+func TestRegressionInDevWhileProdRollsOut(t *testing.T) {
+	const app = "regress"
+	s := newSpace(t, "wds-regress", true)
+	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
+	startClockedController(t, s, clk)
+	for _, rev := range []string{"v1", "v2"} {
+		d := policytest.Deployment(workloadNamespace, app+"-"+rev)
+		d.Labels = map[string]string{policytest.AppLabel: app, versionLabel: rev}
+		if err := s.Client.Create(suite.ctx, d); err != nil {
+			t.Fatalf("creating Deployment %s: %v", d.Name, err)
+		}
+	}
+	names := map[v1alpha1.RegressionAction]string{v1alpha1.RegressionAbort: "web-abort", v1alpha1.RegressionNone: "web-report"}
+	for action, name := range names {
+		dev := policytest.Stage("dev", policytest.Deployments, policytest.Available)
+		dev.RegressionWatch = &v1alpha1.RegressionWatch{Interval: &metav1.Duration{Duration: time.Minute}, OnRegression: action}
+		p := policytest.Policy(name, map[string]string{policytest.AppLabel: app},
+			dev, policytest.Stage("prod", policytest.Deployments, policytest.Available))
+		p.Spec.Placement = v1alpha1.PlacementAccumulate
+		p.Spec.Revision = &v1alpha1.Revision{Name: "v1"}
+		create(t, s, p)
+	}
+	ps := policies(s)
+	open := func(name, stage, revision string, available bool) {
+		s.availability.SetAvailable(v1alpha1.StagePlacement(name, stage).At(revision).String(), available)
+	}
+	for _, name := range names {
+		open(name, "dev", "v1", true)
+		open(name, "prod", "v1", true)
+	}
+	s.sim.Resync()
+	for _, name := range names {
+		ps.WaitFor(t, name, "v1 completed", func(p *v1alpha1.StagedBindingPolicy) bool {
+			return p.Status.Phase == v1alpha1.RolloutCompleted && p.Status.CurrentRevision == "v1"
+		})
+		updateObject(t, s, name, func(p *v1alpha1.StagedBindingPolicy) { p.Spec.Revision.Name = "v2" })
+		open(name, "dev", "v2", true)
+	}
+	s.sim.Resync()
+	for _, name := range names {
+		ps.WaitFor(t, name, "v2 done in dev, rolling out in prod", func(p *v1alpha1.StagedBindingPolicy) bool {
+			dev := p.Status.StageNamed("dev")
+			return p.Status.UpdateRevision == "v2" && p.Status.ActiveStage == "prod" && dev != nil && dev.Phase == v1alpha1.StageSucceeded
+		})
+		waitForBindingPolicies(t, s, name, "dev.v2", "prod.v1", "prod.v2")
+	}
+	if p := ps.Get(t, names[v1alpha1.RegressionAbort]); meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionStageRegressed) != nil {
+		t.Fatalf("StageRegressed before any regression: %s", policytest.Describe(p))
+	}
+
+	// dev's v2 turns unhealthy; the checks are due once the clock has moved past the interval.
+	clk.Step(2 * time.Minute)
+	for _, name := range names {
+		open(name, "dev", "v2", false)
+	}
+	s.sim.Resync()
+
+	aborted := names[v1alpha1.RegressionAbort]
+	p := ps.WaitFor(t, aborted, "the regression to abort the rollout", func(p *v1alpha1.StagedBindingPolicy) bool {
+		f := p.Status.Failure
+		return p.Status.Phase == v1alpha1.RolloutAborted && f != nil && f.Reason == v1alpha1.ReasonStageRegressed &&
+			f.Stage == "dev" && f.Action == v1alpha1.FailureAbort
+	})
+	if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionStageRegressed); c == nil || c.Status != metav1.ConditionTrue ||
+		!strings.Contains(c.Message, `stage "dev" regressed`) {
+		t.Fatalf("StageRegressed = %+v, want True naming dev", c)
+	}
+	// Make-before-break: back on v1 in both stages, v2 taken away.
+	waitForBindingPolicies(t, s, aborted, "dev.v1", "prod.v1")
+
+	reported := names[v1alpha1.RegressionNone]
+	p = ps.WaitForCondition(t, reported, v1alpha1.ConditionStageRegressed, metav1.ConditionTrue, v1alpha1.ReasonStageRegressed)
+	if p.Status.Failure != nil || p.Status.ActiveStage != "prod" || p.Status.UpdateRevision != "v2" {
+		t.Fatalf("a regression with onRegression None changed the rollout: %s", policytest.Describe(p))
+	}
+	if dev := p.Status.StageNamed("dev"); dev.Regressed == nil || dev.LastRegressionCheckTime == nil || !dev.LastRegressionCheckTime.Time.Equal(clk.Now()) {
+		t.Fatalf("dev's record = %+v, want regressed, checked at %s", dev, clk.Now())
+	}
+	waitFor(t, "one StageRegressed Warning per policy", func() error {
+		for _, name := range names {
+			counts := ps.EventCounts(t, ps.Get(t, name))
+			n := 0
+			for key, c := range counts {
+				if strings.HasPrefix(key, v1alpha1.ReasonStageRegressed+"/") {
+					n += c
+				}
+			}
+			if n != 1 {
+				return fmt.Errorf("%s: %d StageRegressed Events: %v", name, n, counts)
+			}
+		}
+		return nil
+	})
+	waitFor(t, "the regression's metrics", func() error {
+		labels := map[string]string{"space": s.Name, "policy": reported, "stage": "dev"}
+		if v, ok := metricValue(t, "stager_stage_regressed", labels); !ok || v != 1 {
+			return fmt.Errorf("stager_stage_regressed%v = %v (present %t), want 1", labels, v, ok)
+		}
+		if v, _ := metricValue(t, "stager_regression_checks_total", map[string]string{"space": s.Name, "result": "regressed"}); v < 2 {
+			return fmt.Errorf("stager_regression_checks_total{result=regressed} = %v, want at least 2 (one per policy)", v)
+		}
+		return nil
+	})
+	if got := bindingPolicies(t, s, reported); !slices.Contains(got, v1alpha1.StagePlacement(reported, "prod").At("v2").String()) {
+		t.Fatalf("%s's BindingPolicies = %v, want prod still on v2", reported, got)
+	}
+
+	// Healthy again: a check an interval later clears it. Each try moves
+	// the clock on and makes a change the policy sees, which runs it (a
+	// run between the clock's step and the new CombinedStatus would check
+	// too early).
+	open(reported, "dev", "v2", true)
+	s.sim.Resync()
+	waitFor(t, "dev to recover", func() error {
+		p := ps.Get(t, reported)
+		if meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionStageRegressed) == nil && p.Status.StageNamed("dev").Regressed == nil {
+			return nil
+		}
+		clk.Step(2 * time.Minute)
+		updateObject(t, s, reported, func(p *v1alpha1.StagedBindingPolicy) {
+			if p.Annotations == nil {
+				p.Annotations = map[string]string{}
+			}
+			p.Annotations["example.com/poke"] = clk.Now().Format(time.RFC3339)
+		})
+		return fmt.Errorf("still regressed: %s", policytest.Describe(p))
+	})
+	if v, ok := metricValue(t, "stager_stage_regressed", map[string]string{"space": s.Name, "policy": reported, "stage": "dev"}); !ok || v != 0 {
+		t.Fatalf("stager_stage_regressed for recovered dev = %v (present %t), want 0", v, ok)
+	}
+	waitFor(t, "a StageRecovered Event", func() error {
+		if n := countReason(ps.EventCounts(t, ps.Get(t, reported)), v1alpha1.EventReasonStageRecovered); n != 1 {
+			return fmt.Errorf("%d StageRecovered Events", n)
+		}
+		return nil
+	})
+}
+
+// countReason sums the counts of Events with reason.
+func countReason(counts map[string]int, reason string) int {
+	n := 0
+	for key, c := range counts {
+		if strings.HasPrefix(key, reason+"/") {
+			n += c
+		}
+	}
+	return n
+}
+
+// TestRegressionWatchValidation checks that the API server refuses a
+// regressionWatch it could not honour, saying why, and takes a valid one.
+func TestRegressionWatchValidation(t *testing.T) {
+	s := suite.wds1
+	watched := func(condition, failureCondition string, w v1alpha1.RegressionWatch) v1alpha1.Stage {
+		st := policytest.Stage("dev", "", condition)
+		st.FailureCondition = failureCondition
+		st.RegressionWatch = &w
+		return st
+	}
+	every := func(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
+	for _, tc := range []struct {
+		name  string
+		stage v1alpha1.Stage
+		want  string // "" when accepted
+	}{
+		{"interval under a minute", watched(policytest.Available, "", v1alpha1.RegressionWatch{Interval: every(30 * time.Second)}),
+			"regressionWatch.interval must be between 1m and 24h"},
+		{"interval over a day", watched(policytest.Available, "", v1alpha1.RegressionWatch{Interval: every(25 * time.Hour)}),
+			"regressionWatch.interval must be between 1m and 24h"},
+		{"nothing to judge", watched("", "", v1alpha1.RegressionWatch{}), "regressionWatch needs an expression to judge"},
+		{"FailureCondition without one", watched(policytest.Available, "", v1alpha1.RegressionWatch{Condition: v1alpha1.RegressionOnFailureCondition}),
+			"regressionWatch needs an expression to judge"},
+		{"unknown onRegression", watched(policytest.Available, "", v1alpha1.RegressionWatch{OnRegression: "Rollback"}),
+			"spec.stages[0].regressionWatch.onRegression"},
+		{"valid", watched(policytest.Available, "", v1alpha1.RegressionWatch{Interval: every(time.Minute), OnRegression: v1alpha1.RegressionAbort}), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := policytest.Policy("regression-"+strings.ReplaceAll(strings.ToLower(tc.name), " ", "-"), map[string]string{policytest.AppLabel: "none"}, tc.stage)
+			err := s.Client.Create(suite.ctx, p)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("a valid regressionWatch was refused: %v", err)
+				}
+				t.Cleanup(func() { policies(s).Delete(t, p.Name) })
+				return
+			}
+			if err == nil {
+				policies(s).Delete(t, p.Name)
+				t.Fatalf("accepted, want refused with %q", tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("refused with %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
