@@ -35,14 +35,14 @@ type RegressionWatch struct {
 	// +optional
 	Interval *metav1.Duration `json:"interval,omitempty"`
 
-	// Condition is what a check judges. Condition (the default): the
+	// Judge is what a check judges. Condition (the default): the
 	// stage regressed when its condition no longer holds for a filtered
 	// object, or its failureCondition holds for one, as while it was
 	// active. FailureCondition: only when its failureCondition holds for
 	// one (which the stage must have).
 	// +kubebuilder:validation:Enum=Condition;FailureCondition
 	// +optional
-	Condition RegressionCondition `json:"condition,omitempty"`
+	Judge RegressionCondition `json:"judge,omitempty"`
 
 	// OnRegression is what a regression does to a rollout still in
 	// flight (a later stage not done yet). None (the default) only
@@ -98,7 +98,7 @@ func (w *RegressionWatch) CheckInterval() time.Duration {
 // OnFailureConditionOnly reports whether a check judges the stage's
 // failureCondition alone.
 func (w *RegressionWatch) OnFailureConditionOnly() bool {
-	return w != nil && w.Condition == RegressionOnFailureCondition
+	return w != nil && w.Judge == RegressionOnFailureCondition
 }
 
 // StageRegression records that a done stage was found unhealthy.

@@ -252,7 +252,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.maxFailures) || has(self.maxConcurrency)",message="maxFailures needs maxConcurrency: failures are counted per cluster of a stage placed in batches"
 // +kubebuilder:validation:XValidation:rule="!has(self.canary) || has(self.maxConcurrency)",message="canary needs maxConcurrency: it is the stage's first batch"
 // +kubebuilder:validation:XValidation:rule="!has(self.maxFailures) || has(self.progressDeadline)",message="maxFailures needs progressDeadline: a cluster counts as failed once it is not done past its progressDeadline"
-// +kubebuilder:validation:XValidation:rule="!has(self.regressionWatch) || (has(self.regressionWatch.condition) && self.regressionWatch.condition == 'FailureCondition' ? has(self.failureCondition) && self.failureCondition.size() > 0 : has(self.condition) && self.condition.size() > 0 || has(self.failureCondition) && self.failureCondition.size() > 0)",message="regressionWatch needs an expression to judge: a condition or a failureCondition, and with condition FailureCondition a failureCondition"
+// +kubebuilder:validation:XValidation:rule="!has(self.regressionWatch) || (has(self.regressionWatch.judge) && self.regressionWatch.judge == 'FailureCondition' ? has(self.failureCondition) && self.failureCondition.size() > 0 : has(self.condition) && self.condition.size() > 0 || has(self.failureCondition) && self.failureCondition.size() > 0)",message="regressionWatch needs an expression to judge: a condition or a failureCondition, and with judge FailureCondition a failureCondition"
 type Stage struct {
 	// Name identifies the stage. It is a DNS label and unique in the policy.
 	// +kubebuilder:validation:MinLength=1

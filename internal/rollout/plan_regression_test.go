@@ -70,7 +70,7 @@ func TestPlanRegressionWatch(t *testing.T) {
 	}
 	report := v1alpha1.RegressionWatch{}
 	abort := v1alpha1.RegressionWatch{OnRegression: v1alpha1.RegressionAbort}
-	failureOnly := v1alpha1.RegressionWatch{Condition: v1alpha1.RegressionOnFailureCondition}
+	failureOnly := v1alpha1.RegressionWatch{Judge: v1alpha1.RegressionOnFailureCondition}
 	withFailure := func(s v1alpha1.Stage) v1alpha1.Stage {
 		s.FailureCondition = `obj.results.exists(r, r.rows.exists(row, row.columns.exists(c, c.float == '9')))`
 		return s

@@ -42,7 +42,7 @@ func drawRegressionWatch(t *rapid.T, s *v1alpha1.Stage) {
 		OnRegression: rapid.SampledFrom([]v1alpha1.RegressionAction{"", v1alpha1.RegressionNone, v1alpha1.RegressionAbort}).Draw(t, "onRegression"),
 	}
 	if s.FailureCondition != "" && rapid.Bool().Draw(t, "regression on failureCondition") {
-		w.Condition = v1alpha1.RegressionOnFailureCondition
+		w.Judge = v1alpha1.RegressionOnFailureCondition
 	}
 	s.RegressionWatch = w
 }

@@ -257,7 +257,7 @@ func TestRegressionWatchValidation(t *testing.T) {
 		{"interval over a day", watched(policytest.Available, "", v1alpha1.RegressionWatch{Interval: every(25 * time.Hour)}),
 			"regressionWatch.interval must be between 1m and 24h"},
 		{"nothing to judge", watched("", "", v1alpha1.RegressionWatch{}), "regressionWatch needs an expression to judge"},
-		{"FailureCondition without one", watched(policytest.Available, "", v1alpha1.RegressionWatch{Condition: v1alpha1.RegressionOnFailureCondition}),
+		{"FailureCondition without one", watched(policytest.Available, "", v1alpha1.RegressionWatch{Judge: v1alpha1.RegressionOnFailureCondition}),
 			"regressionWatch needs an expression to judge"},
 		{"unknown onRegression", watched(policytest.Available, "", v1alpha1.RegressionWatch{OnRegression: "Rollback"}),
 			"spec.stages[0].regressionWatch.onRegression"},
