@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"pgregory.net/rapid"
 
@@ -339,7 +340,9 @@ func (m *machine) restartStager() {
 // planOptions are the options the reconciler passes to Plan that matter
 // to the model: its process's handover key.
 func (m *machine) planOptions() []rollout.PlanOption {
-	return []rollout.PlanOption{rollout.WithHandoverKey(m.key)}
+	// A fixed clock times the evaluations alike in every Plan call, so that
+	// checks which plan a step twice compare equal actions.
+	return []rollout.PlanOption{rollout.WithHandoverKey(m.key), rollout.WithClock(clocktesting.NewFakePassiveClock(time.Unix(0, 0)))}
 }
 
 // stagerStep is one step of the reconciler: a snapshot, Plan, the change,
