@@ -182,8 +182,8 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //  14. the accumulated stages' and the kept revisions' BindingPolicies are placed and in line (placeStages, accumulated, keptRevisionPlacements);
 //     15a. a pending spec.promotion of the active stage (or full), placed and not awaiting approval, treats it as
 //     done without its condition, soak, analyses or batches, records who, when, why and the gates skipped, and
-//     advances (Promoted); full goes on with each stage of the rollout; one that cannot apply is consumed,
-//     PromotionIgnored (promote);
+//     advances (Promoted); full goes on with each stage of the rollout it was taken in, not past a new revision,
+//     a restart or a fresh start after an abort; one that cannot apply is consumed, PromotionIgnored (promote);
 //  15. the stage is assessed, soaked and its analyses judged; a failed stage's failure is recorded (planAfterAssessment);
 //  16. a stage placed in batches places its next cluster or stops at its failure budget (clusterPlacements, assessBatches);
 //  17. a done stage hands over to the next, or withdraws a handover the next stage's approval forbids (handover, withdrawnHandover);
