@@ -199,9 +199,9 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //  14. the accumulated stages' and the kept revisions' BindingPolicies are placed and in line (placeStages, accumulated, keptRevisionPlacements);
 //     15a. a pending spec.promotion of the active stage (or full), placed and not awaiting approval, treats it as
 //     done without its condition, soak, analyses or batches, records who, when, why and the gates skipped, and
-//     advances (Promoted); full goes on with each stage of the rollout; one that cannot apply is consumed,
-//     PromotionIgnored; one whose next stage a change window or a freeze holds stays pending until it may
-//     start (promote, startHeldAfter);
+//     advances (Promoted); full goes on with each stage of the rollout it was taken in, not past a new revision,
+//     a restart or a fresh start after an abort; one that cannot apply is consumed, PromotionIgnored; one whose
+//     next stage a change window or a freeze holds stays pending until it may start (promote, startHeldAfter);
 //  15. the stage is assessed, soaked and its analyses judged; a failed stage's failure is recorded (planAfterAssessment);
 //     15b. a done stage whose regressionWatch is due (an interval after its last check, by Snapshot.Now) is judged
 //     over its placement's CombinedStatuses within the space's budget, applied to the Action the other rules chose,

@@ -354,3 +354,33 @@ func TestPromotionKeepsApprovals(t *testing.T) {
 		t.Errorf("spec.promotion changes the approvals' spec digest: %s, was %s", after, before)
 	}
 }
+
+// TestPlanFullPromotionEndsWithItsRollout: a full promotion taken in a
+// rollout that was then aborted does not promote the stages of the
+// rollout started afresh after the abort (same revision, no restart):
+// that is another rollout, whose gates apply.
+func TestPlanFullPromotionEndsWithItsRollout(t *testing.T) {
+	engine := newEngine(t)
+	full := promotion("")
+	f := at("dev").bound().with(requesting(full))
+	// full promoted dev, then spec.abort came and went: no stage active,
+	// the records Pending, dev's keeping its promotion (planAbort).
+	st := &f.Policy.Status
+	st.LastPromotion = &v1alpha1.LastPromotion{Digest: PromotionDigest(full), RequestedBy: full.RequestedBy, RequestedAt: full.RequestedAt,
+		Outcome: v1alpha1.PromotionApplied, Time: earlier, Revision: st.UpdateRevision, RestartedAt: st.RestartedAt}
+	for i := range st.Stages {
+		st.Stages[i].Phase = v1alpha1.StagePending
+	}
+	st.StageNamed("dev").Promotion = &v1alpha1.StagePromotion{By: full.RequestedBy, Time: earlier, RequestedAt: full.RequestedAt,
+		Reason: full.Reason, Full: true}
+	st.ActiveStage, st.Phase = "", v1alpha1.RolloutAborted
+	resync(f.Snapshot)
+
+	start := Plan(f.Snapshot, engine)
+	if start.Type != ActionUpdateStatus || start.Status.ActiveStage != "dev" || promoted(start) {
+		t.Fatalf("action %s (%s), want the rollout started at dev", start.Type, start.Why)
+	}
+	if next := replan(t, f.Snapshot, engine, start); promoted(next) {
+		t.Errorf("the full promotion of the aborted rollout promoted dev again: %s (%s)", next.Type, next.Why)
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -60,11 +61,21 @@ func pendingPromotion(policy *v1alpha1.StagedBindingPolicy) *v1alpha1.Promotion 
 
 // fullPromotionInEffect reports whether spec.promotion is a full promotion
 // the stager applied to the rollout that still runs: same request, same
-// update revision, no restart since.
+// update revision, no restart since, and a stage of the rollout records
+// its promotion. A fresh start from the first stage (rule 9, after an
+// abort or with the active stage gone from the spec) forgets the records
+// of the rollout before it, and with them the full promotion.
 func fullPromotionInEffect(policy *v1alpha1.StagedBindingPolicy) bool {
 	p, last := policy.Spec.Promotion, policy.Status.LastPromotion
 	return p != nil && p.Full && last != nil && last.Digest == PromotionDigest(p) && last.Outcome == v1alpha1.PromotionApplied &&
-		last.Revision == policy.Status.UpdateRevision && last.RestartedAt == policy.Status.RestartedAt
+		last.Revision == policy.Status.UpdateRevision && last.RestartedAt == policy.Status.RestartedAt &&
+		slices.ContainsFunc(policy.Status.Stages, func(r v1alpha1.StageStatus) bool { return promotedBy(r.Promotion, p) })
+}
+
+// promotedBy reports whether a stage's promotion record is request p's.
+func promotedBy(record *v1alpha1.StagePromotion, p *v1alpha1.Promotion) bool {
+	return record != nil && record.Full == p.Full && record.By == p.RequestedBy && record.Reason == p.Reason &&
+		record.RequestedAt.Equal(&p.RequestedAt)
 }
 
 // promotionReleasesFailure reports whether a pending promotion would
@@ -97,7 +108,8 @@ func promotionWhileAborting(snap *Snapshot) (Action, bool) {
 // rollout), its record says who, when, why and which gates it skipped,
 // status.lastPromotion takes the request, and a Warning Event Promoted
 // says so. A full promotion taken goes on promoting each stage of the same
-// rollout as it becomes active (and approved). A request that cannot apply
+// rollout as it becomes active (and approved), not those of a rollout
+// started afresh after an abort (fullPromotionInEffect). A request that cannot apply
 // (another stage than the active one, a complete rollout, another
 // revision) is ignored and consumed with a Warning Event PromotionIgnored,
 // so that it never fires later by surprise. It reports whether it has a

@@ -100,9 +100,13 @@ func (m *machine) checkPromotionStep(t *rapid.T, snap *rollout.Snapshot, action 
 		case after.Phase != v1alpha1.StageSucceeded || after.Promotion.By != p.RequestedBy || after.Promotion.Reason != p.Reason:
 			m.fatalf(t, "promotion: stage %q's record %+v does not say it is done by %s for %q", s.Name, *after, p.RequestedBy, p.Reason)
 		}
-		key := fmt.Sprintf("%s/%s@%s/%s", rollout.PromotionDigest(p), s.Name, policy.Status.UpdateRevision, policy.Status.RestartedAt)
-		if !p.Full {
-			key = rollout.PromotionDigest(p)
+		// A request is the one written, on this policy: the digest
+		// alone (requestedAt in seconds) is the same for one written
+		// again in the same second, after another request or on a policy
+		// deleted and created again, which is a new request.
+		key := fmt.Sprintf("%s/%s/%d", policy.UID, rollout.PromotionDigest(p), p.RequestedAt.UnixNano())
+		if p.Full {
+			key += fmt.Sprintf(" %s@%s/%s", s.Name, policy.Status.UpdateRevision, policy.Status.RestartedAt)
 		}
 		if m.promotions[key] {
 			m.fatalf(t, "promotion: request %s (%+v) applied twice (%s)", key, *p, action.Why)
