@@ -170,7 +170,8 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //     status.wave keeps the policy's wave, step and position and whether the wave holds the spec's revision
 //     (Held) or not (Released), none when no wave orders it, written with the run's status write, or alone
 //     when the run makes none (waveStatus, waveAfter);
-//  7. a new restartedAt annotation restarts the rollout from its first stage (restartRollout);
+//  7. a new restartedAt annotation restarts the rollout from its first stage; a rollout with no active
+//     stage whose spec names a new revision starts that revision instead, as rule 8 would (restartRollout);
 //  8. a new spec revision starts its rollout from the first stage (startRevision);
 //  9. a rollout not started, or whose active stage is gone, starts at the first stage (startRollout);
 //  10. StageApprovals are kept one per stage that asks for one, in line with the policy (approvalRequests);
