@@ -189,7 +189,8 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //     once, the run is due again at the decision's RecheckAfter, and the condition goes, with an Unfrozen
 //     Event, once nothing the policy would start is frozen (freezeGate, advanceFrozen, approvalFrozen,
 //     batchFrozen, freezeAfter);
-//  7. a new restartedAt annotation restarts the rollout from its first stage (restartRollout);
+//  7. a new restartedAt annotation restarts the rollout from its first stage; a rollout with no active
+//     stage whose spec names a new revision starts that revision instead, as rule 8 would (restartRollout);
 //  8. a new spec revision starts its rollout from the first stage (startRevision);
 //  9. a rollout not started, or whose active stage is gone, starts at the first stage (startRollout);
 //  10. StageApprovals are kept one per stage that asks for one, in line with the policy (approvalRequests);

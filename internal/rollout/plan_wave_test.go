@@ -345,6 +345,51 @@ func TestPlanWaveHoldsARestartNotStarted(t *testing.T) {
 	}
 }
 
+// TestPlanWaveRestartNotStartedStartsTheSpecRevision checks that a
+// restartedAt annotation on a policy not started, once nothing holds it,
+// starts the spec's revision, as rule 8 would, and not status's
+// updateRevision "", which places the whole downsync, every revision's
+// objects: should the wave hold the spec's revision again before rule 8
+// moves the rollout to it, the rollout goes on with "" and its WECs run
+// revisions the wave never released (found by TestPlanStateMachine).
+func TestPlanWaveRestartNotStartedStartsTheSpecRevision(t *testing.T) {
+	engine := newEngine(t)
+	tests := []struct {
+		name string
+		wave *wave.Decision
+	}{
+		{"released by the wave", releasedBy()},
+		{"in the wave's first step", &wave.Decision{Released: true, Wave: "regions", Step: "canary", StepIndex: 0, Steps: 3, Reason: wave.ReasonFirstStep}},
+		{"no wave", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			snap := notStarted("v2").with(restart).Snapshot
+			snap.Wave = tt.wave
+			action := Plan(snap, engine)
+			if action.Status == nil {
+				t.Fatalf("restart of a policy not started: %s (%s), want a start", action.Type, action.Why)
+			}
+			if st := action.Status; st.ActiveStage != "dev" || st.UpdateRevision != "v2" || st.RestartedAt != restartedAt {
+				t.Fatalf("restart of a policy not started (%s): stage %q, update revision %q, restartedAt %q; want v2 started in dev, the restart recorded",
+					action.Why, st.ActiveStage, st.UpdateRevision, st.RestartedAt)
+			}
+			// The wave holds v2 again: the rollout goes on with what
+			// it started, v2, and nothing else.
+			next := applied(snap, action)
+			next.Wave = heldBy(wave.ReasonEarlierSpaceDown, 0)
+			for range 3 {
+				a := Plan(next, engine)
+				if a.BindingPolicy != nil && a.Type != ActionDeleteBindingPolicy &&
+					a.BindingPolicy.Name != v1alpha1.StagePlacement(snap.Policy.Name, "dev").At("v2").String() {
+					t.Fatalf("%s BindingPolicy %s (%s), want only dev's at v2", a.Type, a.BindingPolicy.Name, a.Why)
+				}
+				next = applied(next, a)
+			}
+		})
+	}
+}
+
 // TestPlanWaveKeepsAFailureOfTheRunningRevision checks that a failure of
 // the revision a rollout runs, which the spec's new revision would
 // release (onFailure Abort, rule 4), stays recorded while the wave holds

@@ -86,9 +86,18 @@ func enterStage(policy *v1alpha1.StagedBindingPolicy, status *v1alpha1.StagedBin
 // Plan's rule 7: a new value of the restartedAt annotation restarts the
 // rollout from its first stage, make-before-break (rule 18 takes the old
 // stage away); a value longer than the status can record blocks the rollout
-// where it is, with a Warning Event, until the annotation changes.
+// where it is, with a Warning Event, until the annotation changes. A
+// rollout with no active stage whose spec names a new revision starts that
+// revision, as rule 8 would (startRevision): restarted at status's update
+// revision, a policy never started would place the whole downsync (""),
+// every revision's objects, which no wave released.
 func restartRollout(policy *v1alpha1.StagedBindingPolicy, value string, now metav1.Time) Action {
-	action := startRollout(policy, false, now)
+	var action Action
+	if policy.Status.ActiveStage == "" && policy.Spec.SpecRevision() != policy.Status.UpdateRevision {
+		action = startRevision(policy, now)
+	} else {
+		action = startRollout(policy, false, now)
+	}
 	action.Status.RestartedAt = value
 	note := fmt.Sprintf("annotation %s=%q: restarting the rollout from stage %q", v1alpha1.RestartedAtAnnotation, value, policy.Spec.Stages[0].Name)
 	if policy.Status.ActiveStage == "" {
