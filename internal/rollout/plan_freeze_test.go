@@ -20,9 +20,11 @@ import (
 	"testing"
 	"time"
 
+	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/internal/freeze"
@@ -209,6 +211,72 @@ func TestPlanFreezeHoldsTheNextBatch(t *testing.T) {
 				if c := frozenCondition(action.Status); c == nil || c.Status != metav1.ConditionTrue {
 					t.Errorf("action %s (%s): Frozen = %+v, want True", action.Type, action.Why, c)
 				}
+			}
+		})
+	}
+}
+
+// keptInBatches is a rollout of revision r3 at stage dev whose final
+// stage, prod, placed in batches, ran r2 and keeps it: its record says
+// so, and only its clusters' own BindingPolicies at r2 place it.
+func keptInBatches() fixture {
+	prod := fleetStage(nil)
+	p := atStage(newPolicy(stage("dev"), stage("test"), prod), "dev")
+	p.Spec.Revision = &v1alpha1.Revision{Name: "r3"}
+	p.Status.UpdateRevision, p.Status.CurrentRevision = "r3", "r2"
+	p.Status.StageNamed("dev").BindingPolicy = "web.stage.dev.r3"
+	record := p.Status.StageNamed("prod")
+	record.Phase, record.Revision, record.StartTime, record.CompletionTime = v1alpha1.StageSucceeded, "r2", ptr.To(muchEarlier), ptr.To(earlier)
+	ran := p.DeepCopy()
+	ran.Status.UpdateRevision = "r2"
+	own := resolvedAs(ClusterBindingPolicy(ran, prod, "store-a"), "bp-store-a", muchEarlier)
+	own.Annotations = map[string]string{v1alpha1.PlacedAnnotation: SealedPlacement(p.UID, prod.Name, "r2", "store-a", muchEarlier.Time)}
+	return fixture{newSnapshot(p, revisionBP(p, "dev", "r3"), own)}.bound().reporting(deployment, "0")
+}
+
+// accumulatedInBatches is a rollout under Accumulate at stage test whose
+// first stage, dev, was placed in batches: only its clusters' own
+// BindingPolicies place it.
+func accumulatedInBatches() fixture {
+	dev := fleetStage(func(s *v1alpha1.Stage) { s.Name = "dev"; s.ClusterSelectors[0].MatchLabels["stage"] = "dev" })
+	f := at("test", dev, stage("test"), stage("prod")).bound().reporting(deployment, "0").
+		with(func(s *Snapshot) { s.Policy.Spec.Placement = v1alpha1.PlacementAccumulate })
+	return f.alsoBP(resolvedAs(ClusterBindingPolicy(f.Policy, dev, "store-a"), "bp-store-a", muchEarlier))
+}
+
+// TestPlanFreezeKeepsWhatStagesRun checks that rule 6c holds no
+// placement of rule 14 (docs/proposals/freezes.md): the BindingPolicy of
+// the revision a later stage keeps, or of a stage done under Accumulate,
+// is what the stage runs, not a start, and is placed as without a
+// freeze, whether the stage's own clusters' BindingPolicies placed it
+// (it had batches) or someone deleted it.
+func TestPlanFreezeKeepsWhatStagesRun(t *testing.T) {
+	engine := newEngine(t)
+	tests := []struct {
+		name   string
+		frozen []string // the stages frozen, none for every stage
+		snap   func() *Snapshot
+		want   string // the BindingPolicy placed
+	}{
+		{"a batched stage's kept revision", nil, func() *Snapshot { return keptInBatches().Snapshot }, "web.stage.prod.r2"},
+		{"a batched stage's kept revision, that stage frozen", []string{"prod"}, func() *Snapshot { return keptInBatches().Snapshot }, "web.stage.prod.r2"},
+		{"a batched stage done under Accumulate", []string{"dev"}, func() *Snapshot { return accumulatedInBatches().Snapshot }, "web.stage.dev"},
+		{"a kept revision deleted by someone", nil, func() *Snapshot {
+			f := revisioned(v1alpha1.PlacementAccumulate, "dev", "v1", "v2", keepsAll("v1")).bound().reporting(deployment, "0")
+			f.BindingPolicies = slices.DeleteFunc(f.BindingPolicies, func(bp ksv1alpha1.BindingPolicy) bool { return bp.Name == "web.stage.test.v1" })
+			return f.Snapshot
+		}, "web.stage.test.v1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			snap := tt.snap()
+			snap.Freeze = frozenFor(tt.frozen...)
+			action := Plan(snap, engine)
+			if action.Type != ActionCreateBindingPolicy || action.BindingPolicy.Name != tt.want {
+				t.Fatalf("frozen: action %s (%s), want %s placed", action.Type, action.Why, tt.want)
+			}
+			if unfrozen := Plan(tt.snap(), engine); !equality.Semantic.DeepEqual(action, unfrozen) {
+				t.Errorf("frozen: %s (%s)\nwant as unfrozen: %s (%s)", action.Type, action.Why, unfrozen.Type, unfrozen.Why)
 			}
 		})
 	}

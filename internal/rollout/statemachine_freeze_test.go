@@ -90,9 +90,10 @@ func (m *machine) freezeActions() map[string]func(*rapid.T) {
 // checkFreezeStep checks one change planned on snap against the freeze:
 // no stage a freeze holds starts (a status write making it active, or
 // starting its approved gate; a BindingPolicy created for it while it is
-// not the active stage; a batch of it started), unless a handover placed
-// it before; a policy aborted, suspended or deleted is planned as if no
-// freeze were there; Frozen is written only while a freeze is on.
+// not the active stage, other than one of rule 14 (keptPlacement); a
+// batch of it started), unless a handover placed it before; a policy
+// aborted, suspended or deleted is planned as if no freeze were there;
+// Frozen is written only while a freeze is on.
 func (m *machine) checkFreezeStep(t *rapid.T, snap *rollout.Snapshot, action rollout.Action) {
 	if snap.Freeze == nil {
 		if action.Status != nil {
@@ -129,7 +130,7 @@ func (m *machine) checkFreezeStep(t *rapid.T, snap *rollout.Snapshot, action rol
 	}
 	if action.Type == rollout.ActionCreateBindingPolicy {
 		stage := action.BindingPolicy.Labels[v1alpha1.StageLabel]
-		if held(stage) && stage != policy.Status.ActiveStage {
+		if held(stage) && stage != policy.Status.ActiveStage && !keptPlacement(policy, action.BindingPolicy.Name) {
 			m.fatalf(t, "freeze: BindingPolicy %s of stage %q, not active, created while a freeze holds it", action.BindingPolicy.Name, stage)
 		}
 		for _, e := range action.Events {
@@ -139,4 +140,30 @@ func (m *machine) checkFreezeStep(t *rapid.T, snap *rollout.Snapshot, action rol
 		}
 		seen["freeze: create"]++
 	}
+}
+
+// keptPlacement reports whether name is a BindingPolicy rule 14 keeps
+// placed, which places what a stage already runs and is no start
+// (docs/proposals/freezes.md): the one of the revision the record of a
+// stage from the active one on keeps, or, under Accumulate, the one at
+// the update revision of a stage before the active one that is done. A
+// stage placed in batches ran it through its clusters' own, which that
+// one replaces, make-before-break.
+func keptPlacement(policy *v1alpha1.StagedBindingPolicy, name string) bool {
+	active, started, _ := rollout.ActiveStage(policy)
+	if !started {
+		return false
+	}
+	for i, stage := range policy.Spec.Stages {
+		record := policy.Status.StageNamed(stage.Name)
+		switch {
+		case record == nil:
+		case i >= active && record.Revision != "" && rollout.RevisionBindingPolicy(policy, stage, record.Revision).Name == name:
+			return true
+		case i < active && policy.Spec.Placement == v1alpha1.PlacementAccumulate && record.Phase == v1alpha1.StageSucceeded &&
+			rollout.DesiredBindingPolicy(policy, stage).Name == name:
+			return true
+		}
+	}
+	return false
 }
