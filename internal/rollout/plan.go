@@ -166,7 +166,8 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //  6. a suspended rollout, or one a failed stage holds, stays where it is (suspended, held, releaseFailure);
 //     a promotion pending for the failed stage releases its failure (promotionReleasesFailure);
 //     a failure of the revision the rollout runs stays while the wave holds the spec's new revision
-//     that would release it (waveKeepsFailure);
+//     that would release it (waveKeepsFailure), or while a freeze or the first stage's change windows hold the
+//     start that would release it (heldStartKeepsFailure);
 //     6a. a revision the policy's wave has not released (Snapshot.Wave) does not start, where rules 7 to 9
 //     would start one (a new spec revision, or a rollout not started): the first stage stays where it is,
 //     the rollout keeps what it runs, WaitingForWave says why, and the run is due again at the
@@ -306,7 +307,7 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 	if policy.Spec.Suspend {
 		return suspended(policy, snap.Now)
 	}
-	if failHolds(policy) && !promotionReleasesFailure(policy) || waveKeepsFailure(snap) {
+	if failHolds(policy) && !promotionReleasesFailure(policy) || waveKeepsFailure(snap) || heldStartKeepsFailure(snap) {
 		return held(policy, snap.Now)
 	}
 	if policy.Status.Failure != nil {

@@ -63,6 +63,21 @@ func waveKeepsFailure(snap *Snapshot) bool {
 		(restart == "" || restart == f.RestartedAt)
 }
 
+// heldStartKeepsFailure is waveKeepsFailure for the other holds of a
+// start: the policy's failure record of the revision the rollout runs,
+// which the spec's new revision or a new restartedAt would release
+// (rule 6), stays while a freeze (rule 6c) or the first stage's change
+// windows (rule 6b) hold that start. Released, the rollout would go on
+// with the failed revision, fail again and be released again, for ever.
+//
+// Plan's rule 6: a failure of the revision the rollout runs stays while a
+// freeze or a change window holds the start that would release it.
+func heldStartKeepsFailure(snap *Snapshot) bool {
+	policy := snap.Policy
+	f := policy.Status.Failure
+	return f != nil && f.Revision == policy.Status.UpdateRevision && (snap.startFrozen || windowHoldsStart(snap))
+}
+
 // heldPrefix opens the WaitingForWave message: it names the revision held,
 // which is how a later run knows whether this revision was held already,
 // and so emits the wave's Events once per revision from the API alone.

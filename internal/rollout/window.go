@@ -315,18 +315,30 @@ func windowGate(snap *Snapshot) (Action, bool) {
 		return statusAction(policy, status, Event{Type: corev1.EventTypeWarning, Reason: v1alpha1.ReasonInvalidWindow, Note: run.invalid},
 			"a stage's change window is invalid"), true
 	}
+	if !windowHoldsStart(snap) {
+		return Action{}, false
+	}
+	run.startHeld = true
+	if _, started, _ := ActiveStage(policy); started {
+		return Action{}, false
+	}
+	return Action{Type: ActionNone, Why: fmt.Sprintf("stage %q waits for its change window to start", policy.Spec.Stages[0].Name)}, true
+}
+
+// windowHoldsStart reports whether rules 7 to 9 would start the first
+// stage now and its change windows, all closed, hold it (recording the
+// wait); a first stage that awaits approval is entered and waits at its
+// approval instead.
+func windowHoldsStart(snap *Snapshot) bool {
+	policy := snap.Policy
+	if snap.windowsRun().invalid != "" {
+		return false
+	}
 	restart := policy.Annotations[v1alpha1.RestartedAtAnnotation]
 	_, started, _ := ActiveStage(policy)
 	starts := restart != "" && restart != policy.Status.RestartedAt && len(restart) <= v1alpha1.MaxRestartedAtLength ||
 		policy.Spec.SpecRevision() != policy.Status.UpdateRevision && !snap.waveHolds || !started
-	if !starts || policy.Spec.Stages[0].Approval == v1alpha1.ApprovalRequired || !windowHolds(snap, 0, false) {
-		return Action{}, false
-	}
-	run.startHeld = true
-	if started {
-		return Action{}, false
-	}
-	return Action{Type: ActionNone, Why: fmt.Sprintf("stage %q waits for its change window to start", policy.Spec.Stages[0].Name)}, true
+	return starts && policy.Spec.Stages[0].Approval != v1alpha1.ApprovalRequired && windowHolds(snap, 0, false)
 }
 
 // startHeld reports whether rule 6b holds a start into the first stage.
