@@ -37,9 +37,10 @@ import (
 //   - the newest entry, while Progressing, ends Completed when the write's
 //     phase is Completed, Aborted when it is Aborted;
 //   - while an entry is Progressing, and on the write that ends it, its
-//     approvedBy are the stage records' approvedBy (the records of this
-//     rollout: a start forgets the earlier ones), each once, at most
-//     MaxHistoryUsers;
+//     approvedBy are the stage records' approvedBy and its promotedBy the
+//     users of their promotions (the records of this rollout: a start
+//     forgets the earlier ones), each once, at most MaxHistoryUsers; an
+//     entry with a promoter ends Promoted where it would end Completed;
 //   - a status whose history does not end with an entry of the rollout's
 //     revision (a policy from before the history, or a history someone
 //     else wrote) gets one, started now, or at its first stage's start;
@@ -81,9 +82,13 @@ func keepHistory(before, after *v1alpha1.StagedBindingPolicyStatus, now metav1.T
 	}
 	if !top.Ended() {
 		top.ApprovedBy = approvers(top.ApprovedBy, after.Stages)
+		top.PromotedBy = promoters(top.PromotedBy, after.Stages)
 		switch after.Phase {
 		case v1alpha1.RolloutCompleted:
 			top.Outcome, top.EndTime = v1alpha1.OutcomeCompleted, ptr.To(now)
+			if len(top.PromotedBy) > 0 {
+				top.Outcome = v1alpha1.OutcomePromoted
+			}
 		case v1alpha1.RolloutAborted:
 			top.Outcome, top.EndTime = v1alpha1.OutcomeAborted, ptr.To(now)
 		}
@@ -100,6 +105,23 @@ func approvers(known []string, records []v1alpha1.StageStatus) []string {
 	out := slices.Clone(known)
 	for _, r := range records {
 		by := cutUser(r.ApprovedBy)
+		if by == "" || slices.Contains(out, by) || len(out) >= v1alpha1.MaxHistoryUsers {
+			continue
+		}
+		out = append(out, by)
+	}
+	return out
+}
+
+// promoters returns known with the user of every record's promotion
+// added, as approvers does for approvedBy.
+func promoters(known []string, records []v1alpha1.StageStatus) []string {
+	out := slices.Clone(known)
+	for _, r := range records {
+		if r.Promotion == nil {
+			continue
+		}
+		by := cutUser(r.Promotion.By)
 		if by == "" || slices.Contains(out, by) || len(out) >= v1alpha1.MaxHistoryUsers {
 			continue
 		}

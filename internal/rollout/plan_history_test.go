@@ -51,7 +51,11 @@ func describeHistory(history []v1alpha1.RevisionHistory) string {
 		return t.Sub(now.Time).String()
 	}
 	for _, h := range history {
-		out = append(out, fmt.Sprintf("%s %s %s..%s %v", h.Revision, h.Outcome, at(&h.StartTime), at(h.EndTime), h.ApprovedBy))
+		e := fmt.Sprintf("%s %s %s..%s %v", h.Revision, h.Outcome, at(&h.StartTime), at(h.EndTime), h.ApprovedBy)
+		if len(h.PromotedBy) > 0 {
+			e += fmt.Sprintf(" promoted by %v", h.PromotedBy)
+		}
+		out = append(out, e)
 	}
 	return strings.Join(out, "; ")
 }
@@ -102,6 +106,20 @@ func TestPlanKeepsHistory(t *testing.T) {
 				return f.Snapshot
 			}(),
 			want: []v1alpha1.RevisionHistory{entry("v2", v1alpha1.OutcomeCompleted, earlier, now, "alice", "bob")}},
+		{name: "the final stage done after a promotion completes the entry Promoted, with who promoted",
+			snap: func() *Snapshot {
+				f := revisioned(v1alpha1.PlacementAccumulate, "prod", "v1", "v2", keepsAll("v2")).bound().reporting(deployment, "1")
+				f.Policy.Status.History = []v1alpha1.RevisionHistory{entry("v2", v1alpha1.OutcomeProgressing, earlier, zero)}
+				f.Policy.Status.Stages[0].Promotion = &v1alpha1.StagePromotion{By: "rm", Time: earlier, RequestedAt: earlier, Reason: "hotfix"}
+				f.Policy.Status.Stages[1].Promotion = &v1alpha1.StagePromotion{By: "rm", Time: earlier, RequestedAt: earlier, Reason: "hotfix"}
+				f.Policy.Status.Stages[1].ApprovedBy = "alice"
+				return f.Snapshot
+			}(),
+			want: []v1alpha1.RevisionHistory{func() v1alpha1.RevisionHistory {
+				h := entry("v2", v1alpha1.OutcomePromoted, earlier, now, "alice")
+				h.PromotedBy = []string{"rm"}
+				return h
+			}()}},
 		{name: "spec.abort ends the entry Aborted",
 			snap: inTest().with(func(s *Snapshot) { s.Policy.Spec.Abort = true }).Snapshot,
 			want: []v1alpha1.RevisionHistory{entry("v1", v1alpha1.OutcomeCompleted, muchEarlier, muchEarlier), entry("v2", v1alpha1.OutcomeAborted, earlier, now)}},

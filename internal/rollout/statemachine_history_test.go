@@ -77,8 +77,12 @@ func (m *machine) checkHistoryStep(t *rapid.T, snap *rollout.Snapshot, action ro
 		// A rollout in flight completes (a completed one may be
 		// Completed again after a suspension).
 		seen["history: completed"]++
-		if n := len(a); n == 0 || a[n-1].Revision != after.CurrentRevision || a[n-1].Outcome != v1alpha1.OutcomeCompleted || !a[n-1].EndTime.Equal(&snap.Now) {
-			m.fatalf(t, "history: the rollout of %q completes (%s) and the history says %s", after.CurrentRevision, action.Why, historyString(a))
+		want := v1alpha1.OutcomeCompleted
+		if slices.ContainsFunc(after.Stages, func(r v1alpha1.StageStatus) bool { return r.Promotion != nil }) {
+			want = v1alpha1.OutcomePromoted
+		}
+		if n := len(a); n == 0 || a[n-1].Revision != after.CurrentRevision || a[n-1].Outcome != want || !a[n-1].EndTime.Equal(&snap.Now) {
+			m.fatalf(t, "history: the rollout of %q completes %s (%s) and the history says %s", after.CurrentRevision, want, action.Why, historyString(a))
 		}
 	case after.Phase == v1alpha1.RolloutAborted && before.Phase != v1alpha1.RolloutAborted && len(b) > 0 && b[len(b)-1].Outcome == v1alpha1.OutcomeProgressing:
 		// An abort of a rollout in flight; one after the rollout
