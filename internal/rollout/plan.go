@@ -212,6 +212,8 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //     (StageRegressed), which rule 4 (or 6, without a current revision) acts on; found healthy again, it recovers;
 //     an inconclusive check changes no verdict; the run is due again at the next check (regressionAfter);
 //  16. a stage placed in batches places its next cluster or stops at its failure budget (clusterPlacements, assessBatches);
+//     a batch done is not the stage done: one whose next batch a window (6b) or a freeze (6c) holds waits,
+//     neither completing nor handing over (planAfterAssessment);
 //  17. a done stage hands over to the next, or withdraws a handover the next stage's approval forbids (handover, withdrawnHandover);
 //  18. BindingPolicies no Placement holds are deleted once their waits are over, make-before-break (deleteSurplus, heldPlacements, surplusWaits);
 //  19. the status is brought up to date, with its Events, each once (progressAction).
@@ -488,6 +490,12 @@ func planAfterAssessment(snap *Snapshot, want *placements, result assessment, b 
 		return withClusters(failStage(snap, active, an, v1alpha1.ReasonFailureBudgetExceeded, result.message), policy, active, b)
 	}
 	gated := an.gate(result)
+	if b != nil && gated.satisfied && gated.reason == v1alpha1.ReasonBatchInProgress {
+		// A batch done (soaked, above) lets rule 16 start the next
+		// batch; it is not the stage done, when a window or a freeze
+		// holds that batch.
+		gated.satisfied = false
+	}
 	// The handover's write is not the status: the analyses' last
 	// measurements are recorded first.
 	windowWaits := holdsAdvance(snap, active, gated.satisfied)

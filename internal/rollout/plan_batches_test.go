@@ -81,7 +81,11 @@ func batched(prod v1alpha1.Stage, clusters ...string) fixture {
 // created and resolved, with its Binding and, unless count is "", the CombinedStatus
 // of its Deployment saying count available.
 func (f fixture) on(cluster string, created metav1.Time, count string) fixture {
-	prod := f.Policy.Spec.Stages[len(f.Policy.Spec.Stages)-1]
+	return f.onStage(f.Policy.Spec.Stages[len(f.Policy.Spec.Stages)-1], cluster, created, count)
+}
+
+// onStage is on for a cluster of stage prod, placed in batches.
+func (f fixture) onStage(prod v1alpha1.Stage, cluster string, created metav1.Time, count string) fixture {
 	bp := resolvedAs(ClusterBindingPolicy(f.Policy, prod, cluster), types.UID("bp-"+cluster), created)
 	bp.Annotations = map[string]string{v1alpha1.PlacedAnnotation: SealedPlacement(f.Policy.UID, prod.Name, f.Policy.Status.UpdateRevision, cluster, created.Time)}
 	f.BindingPolicies = append(f.BindingPolicies, *bp)

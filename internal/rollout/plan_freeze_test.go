@@ -211,6 +211,10 @@ func TestPlanFreezeHoldsTheNextBatch(t *testing.T) {
 				if c := frozenCondition(action.Status); c == nil || c.Status != metav1.ConditionTrue {
 					t.Errorf("action %s (%s): Frozen = %+v, want True", action.Type, action.Why, c)
 				}
+				// A batch done is not the stage done.
+				if r := action.Status.StageNamed("prod"); r == nil || r.Phase != v1alpha1.StageActive || action.Status.Phase == v1alpha1.RolloutCompleted {
+					t.Errorf("action %s (%s): rollout %s, prod %+v, want prod active", action.Type, action.Why, action.Status.Phase, r)
+				}
 			}
 		})
 	}

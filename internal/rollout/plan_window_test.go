@@ -327,6 +327,29 @@ func TestPlanWindowGatesBatches(t *testing.T) {
 		}
 	})
 
+	// A batch done is not the stage done: while the window holds the
+	// next batch, the stage neither completes nor hands over.
+	notDone := func(t *testing.T, action Action) {
+		t.Helper()
+		if action.Type != ActionUpdateStatus {
+			t.Fatalf("action = %s (%s), want UpdateStatus", action.Type, action.Why)
+		}
+		if r := action.Status.StageNamed("prod"); r == nil || r.Phase != v1alpha1.StageActive || action.Status.ActiveStage != "prod" ||
+			action.Status.Phase == v1alpha1.RolloutCompleted {
+			t.Fatalf("%s: rollout %s, active %q, prod %+v; want prod active, its next batch unplaced", action.Why, action.Status.Phase,
+				action.Status.ActiveStage, r)
+		}
+	}
+	t.Run("the final stage does not complete on its first batch", func(t *testing.T) {
+		notDone(t, Plan(batched(prod).on("store-a", minutesAgo(2), "1").on("store-b", minutesAgo(2), "1").Snapshot, engine))
+	})
+	t.Run("a stage before the last does not advance on its first batch", func(t *testing.T) {
+		f := batched(prod)
+		f.Policy.Spec.Stages = append(f.Policy.Spec.Stages, stage("edge"))
+		f = f.onStage(prod, "store-a", minutesAgo(2), "1").onStage(prod, "store-b", minutesAgo(2), "1")
+		notDone(t, Plan(f.Snapshot, engine))
+	})
+
 	t.Run("a batch that started fills", func(t *testing.T) {
 		action := Plan(batched(prod).on("store-a", now, "").Snapshot, engine)
 		if action.Type != ActionCreateBindingPolicy || action.BindingPolicy.Name != "web.stage.prod.on.store-b" {

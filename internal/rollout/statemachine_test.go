@@ -572,10 +572,16 @@ func (m *machine) batchBounds(t *rapid.T, policy *v1alpha1.StagedBindingPolicy, 
 	if census != nil {
 		for _, d := range census.Spec.Destinations {
 			name := v1alpha1.StagePlacement(policy.Name, stage.Name).At(policy.Status.UpdateRevision).On(d.ClusterId).String()
-			if m.w.bps[name] == nil || name == bp.Name {
+			placed := m.w.bps[name]
+			if placed == nil || name == bp.Name {
 				continue
 			}
 			switch says := m.w.statusSays(name); {
+			case placed.Status.ObservedGeneration != placed.Generation || m.w.bindings[name] == nil:
+				// KubeStellar has not resolved its spec yet: the statuses
+				// are the generation's before, and Plan counts the
+				// cluster Progressing, as doneOnCondition does.
+				progressingN++
 			case says == "1":
 			case says == "-1" && stage.FailureCondition != "":
 				failed++ // without a failureCondition a failing WEC is one not done yet
