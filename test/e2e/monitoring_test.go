@@ -33,6 +33,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	hostingv1alpha1 "github.com/kubestellar/workload-stager/api/hosting/v1alpha1"
@@ -215,6 +216,30 @@ func TestDashboardAndAlerts(t *testing.T) {
 		return r != nil && r.Clusters != nil && r.Clusters.Placed == 1
 	})
 
+	// wds2's "promoted" has its dev stage promoted, break-glass (alert
+	// StagerStagePromoted); no admission policy guards spec.promotion here.
+	const promoted = "promoted"
+	createWorkload(t, "wds2", promoted, false)
+	if err := wds("wds2").Create(ctx, policytest.ThreeStages(promoted, promoted)); err != nil {
+		t.Fatalf("creating %s: %v", promoted, err)
+	}
+	t.Cleanup(func() { policies("wds2").Delete(t, promoted) })
+	policies("wds2").WaitForActiveStage(t, promoted, "dev")
+	promotion := &v1alpha1.StagedBindingPolicy{}
+	if err := wds("wds2").Get(ctx, client.ObjectKey{Name: promoted}, promotion); err != nil {
+		t.Fatalf("reading %s: %v", promoted, err)
+	}
+	before := promotion.DeepCopy()
+	promotion.Spec.Promotion = &v1alpha1.Promotion{Stage: "dev", Reason: "e2e: the dashboard's promotion", RequestedBy: "e2e",
+		RequestedAt: metav1.Now()}
+	if err := wds("wds2").Patch(ctx, promotion, client.MergeFrom(before)); err != nil {
+		t.Fatalf("promoting %s: %v", promoted, err)
+	}
+	policies("wds2").WaitFor(t, promoted, "dev promoted", func(p *v1alpha1.StagedBindingPolicy) bool {
+		r := p.Status.StageNamed("dev")
+		return r != nil && r.Promotion != nil
+	})
+
 	policies("wds2").WaitForCondition(t, nightly, v1alpha1.ConditionWaitingForWindow, metav1.ConditionTrue, v1alpha1.ReasonWaitingForWindow)
 	policies("wds2").WaitFor(t, checked, "prod's analysis measured", func(p *v1alpha1.StagedBindingPolicy) bool {
 		r := p.Status.StageNamed("prod")
@@ -224,13 +249,13 @@ func TestDashboardAndAlerts(t *testing.T) {
 	values := map[string]string{
 		"datasource":      "prometheus",
 		"space":           "(" + strings.Join(spaces, "|") + ")",
-		"policy":          "(" + strings.Join([]string{metered, broken, deleting, stalled, paused, gated, revised, undone, fleet, checked, nightly}, "|") + ")",
+		"policy":          "(" + strings.Join([]string{metered, broken, deleting, stalled, paused, gated, revised, undone, fleet, checked, nightly, promoted}, "|") + ")",
 		"__rate_interval": rateInterval,
 		"__interval":      scrapeInterval.String(),
 	}
 	environment.Eventually(t, 2*time.Minute, "every dashboard query and alert to show the run", func() error {
 		var problems []string
-		problems = append(problems, checkVariables(ctx, server, dashboard, values, spaces, []string{metered, broken, deleting, stalled, paused, gated, revised, undone, fleet, checked, nightly})...)
+		problems = append(problems, checkVariables(ctx, server, dashboard, values, spaces, []string{metered, broken, deleting, stalled, paused, gated, revised, undone, fleet, checked, nightly, promoted})...)
 		problems = append(problems, checkPanels(ctx, server, dashboard, values, spaces, start)...)
 		problems = append(problems, checkAlerts(ctx, server, groups, spaces, bare, refused)...)
 		if len(problems) > 0 {
