@@ -218,8 +218,9 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //  18. BindingPolicies no Placement holds are deleted once their waits are over, make-before-break (deleteSurplus, heldPlacements, surplusWaits);
 //  19. the status is brought up to date, with its Events, each once (progressAction).
 //     19a. every status write keeps status.history: a rollout that starts gets a Progressing entry
-//     (superseding the one before), which ends Completed or Aborted with the write's phase, lists who
-//     approved its stages, and the oldest entries go beyond ten (keepHistory).
+//     (superseding the one before), which ends Completed (Promoted when a stage was promoted) or Aborted with
+//     the write's phase, lists who approved and who promoted its stages, and the oldest entries go beyond ten
+//     (keepHistory).
 //
 // Rules 13, 14, 16 and 17 write the Placements of desiredPlacement, each
 // BindingPolicy with the Reason it is kept, through one diff
