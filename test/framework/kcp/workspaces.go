@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -72,12 +73,11 @@ func (s *Server) CreateWorkspace(ctx context.Context, parentPath, name string) (
 	if err := unstructured.SetNestedStringMap(ws.Object, map[string]string{"name": "universal", "path": RootPath}, "spec", "type"); err != nil {
 		return "", "", fmt.Errorf("creating kcp workspace %s: %w", path, err)
 	}
-	if err := c.Create(ctx, ws); err != nil && !apierrors.IsAlreadyExists(err) {
-		return "", "", fmt.Errorf("creating kcp workspace %s: %w", path, err)
-	}
-
 	ctx, cancel := context.WithTimeout(ctx, workspaceTimeout)
 	defer cancel()
+	if err := createRetryingUnknownType(ctx, c, ws); err != nil {
+		return "", "", fmt.Errorf("creating kcp workspace %s: %w", path, err)
+	}
 	var phase string
 	err = environment.Poll(ctx, pollInterval, workspaceTimeout, "kcp workspace "+path+" to be ready", func() error {
 		got := newWorkspace(name)
@@ -110,6 +110,35 @@ func (s *Server) CreateWorkspace(ctx context.Context, parentPath, name string) (
 		return "", "", err
 	}
 	return path, logicalClusterID, nil
+}
+
+// typeNotKnownYet reports whether kcp refused a workspace because its
+// admission has not yet seen the workspace's type. A kcp answers /readyz
+// before its admission caches hold the root workspace types it bootstrapped,
+// so a workspace created in its first moments can be refused this way.
+func typeNotKnownYet(err error) bool {
+	return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "workspacetypes.tenancy.kcp.io") &&
+		strings.Contains(err.Error(), "not found")
+}
+
+// createRetryingUnknownType creates ws, again while kcp refuses it with
+// typeNotKnownYet, until ctx ends. A workspace that exists already is not an
+// error.
+func createRetryingUnknownType(ctx context.Context, c client.Client, ws *unstructured.Unstructured) error {
+	for {
+		err := c.Create(ctx, ws.DeepCopy())
+		switch {
+		case err == nil || apierrors.IsAlreadyExists(err):
+			return nil
+		case !typeNotKnownYet(err):
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (still refused: %w)", context.Cause(ctx), err)
+		case <-time.After(pollInterval):
+		}
+	}
 }
 
 // DeleteWorkspace deletes the workspace named name in the workspace
