@@ -44,6 +44,16 @@ type RegressionWatch struct {
 	// +optional
 	Judge RegressionCondition `json:"judge,omitempty"`
 
+	// Analyses, when true, runs the stage's analyses at each check too:
+	// one measurement of each (not dryRun) analysis per check, not its
+	// count or interval, judged by its successCondition and
+	// failureCondition. A Failed measurement is a regression; an
+	// Inconclusive one (or none, the query over the space's bound) makes
+	// the check inconclusive. The measurements are not recorded in the
+	// stage's analyses; a regression's message names the analysis.
+	// +optional
+	Analyses bool `json:"analyses,omitempty"`
+
 	// OnRegression is what a regression does to a rollout still in
 	// flight (a later stage not done yet). None (the default) only
 	// reports it. Abort aborts the rollout as a failed stage with
@@ -93,6 +103,11 @@ func (w *RegressionWatch) CheckInterval() time.Duration {
 		return DefaultRegressionInterval
 	}
 	return max(w.Interval.Duration, MinRegressionInterval)
+}
+
+// RunsAnalyses reports whether a check runs the stage's analyses too.
+func (w *RegressionWatch) RunsAnalyses() bool {
+	return w != nil && w.Analyses
 }
 
 // OnFailureConditionOnly reports whether a check judges the stage's

@@ -206,7 +206,9 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //     next stage a change window or a freeze holds stays pending until it may start (promote, startHeldAfter);
 //  15. the stage is assessed, soaked and its analyses judged; a failed stage's failure is recorded (planAfterAssessment);
 //     15b. a done stage whose regressionWatch is due (an interval after its last check, by Snapshot.Now) is judged
-//     over its placement's CombinedStatuses within the space's budget, applied to the Action the other rules chose,
+//     over its placement's CombinedStatuses within the space's budget, and with regressionWatch.analyses on one
+//     measurement of each analysis not dryRun (Snapshot.WatchedMeasurements: Failed regresses, Inconclusive or
+//     none leaves no verdict; never recorded in the stage's analyses), applied to the Action the other rules chose,
 //     with its status write or alone when it makes none: found unhealthy, it records regressed, StageRegressed says
 //     so (Warning Event once), and with onRegression Abort a rollout in flight records status.failure
 //     (StageRegressed), which rule 4 (or 6, without a current revision) acts on; found healthy again, it recovers;

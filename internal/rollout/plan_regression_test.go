@@ -263,3 +263,189 @@ type (
 	ksCombinedStatus = ksv1alpha1.CombinedStatus
 	ksBindingPolicy  = ksv1alpha1.BindingPolicy
 )
+
+// analysedDev is watchedDev(w) with an analysis "errors" (successful below
+// 0.05) and a dryRun one "latency" that always fails, and
+// regressionWatch.analyses as asked.
+func analysedDev(w v1alpha1.RegressionWatch, analyses bool) v1alpha1.Stage {
+	w.Analyses = analyses
+	s := watchedDev(w)
+	s.Analysis = []v1alpha1.Analysis{
+		{Name: "errors", Provider: "prom", Query: "errors", SuccessCondition: `result.size() > 0 && result.all(v, v < 0.05)`},
+		{Name: "latency", Provider: "prom", Query: "latency", SuccessCondition: `false`, DryRun: true},
+	}
+	return s
+}
+
+// watchMeasured adds to the snapshot the measurement of dev's analysis taken
+// at t, with values or, when they are nil, errText.
+func watchMeasured(analysis string, t metav1.Time, errText string, values ...float64) func(*Snapshot) {
+	return func(s *Snapshot) {
+		s.WatchedMeasurements = append(s.WatchedMeasurements, Measurement{Stage: "dev", Analysis: analysis, Time: t, Values: values, Error: errText})
+	}
+}
+
+// TestPlanRegressionWatchAnalyses is rule 15b's table for
+// regressionWatch.analyses: one measurement per analysis per check, judged
+// as while the stage was active; Failed regresses, Inconclusive (or none)
+// changes no verdict, dryRun never regresses, and nothing is recorded in
+// the stage's analyses.
+func TestPlanRegressionWatchAnalyses(t *testing.T) {
+	engine := newEngine(t)
+	report := v1alpha1.RegressionWatch{}
+	abort := v1alpha1.RegressionWatch{OnRegression: v1alpha1.RegressionAbort}
+	regressedBefore := func(s *Snapshot) {
+		stageRecord(t, &s.Policy.Status, "dev").Regressed = &v1alpha1.StageRegression{Time: earlier, Message: "stage \"dev\" regressed: x"}
+		regressionCondition(&s.Policy.Status, s.Policy, earlier)
+	}
+	analysisOnly := func(s v1alpha1.Stage) v1alpha1.Stage {
+		s.Condition = ""
+		return s
+	}
+	type want struct {
+		regressed bool
+		failure   string
+		events    []string
+		message   string // in dev's regressed message
+	}
+	cases := []struct {
+		name string
+		f    fixture
+		want want
+	}{
+		{name: "analysis failed: regressed, naming it",
+			f:    regressionFixture(analysedDev(report, true), "1").with(steps(watchMeasured("errors", now, "", 0.3))),
+			want: want{regressed: true, events: []string{"Warning/StageRegressed"}, message: `analysis "errors" failed with [0.3]`}},
+		{name: "analysis successful: healthy",
+			f:    regressionFixture(analysedDev(report, true), "1").with(steps(watchMeasured("errors", now, "", 0.01))),
+			want: want{}},
+		{name: "analysis successful after a regression: recovered",
+			f:    regressionFixture(analysedDev(report, true), "1").with(steps(watchMeasured("errors", now, "", 0.01), regressedBefore)),
+			want: want{events: []string{"Normal/StageRecovered"}}},
+		{name: "analysis inconclusive: no verdict, healthy stays healthy",
+			f:    regressionFixture(analysedDev(report, true), "1").with(steps(watchMeasured("errors", now, "connection refused"))),
+			want: want{events: []string{"Warning/RegressionCheckInconclusive"}}},
+		{name: "analysis inconclusive: no verdict, regressed stays regressed",
+			f:    regressionFixture(analysedDev(report, true), "1").with(steps(watchMeasured("errors", now, "connection refused"), regressedBefore)),
+			want: want{regressed: true, events: []string{"Warning/RegressionCheckInconclusive"}}},
+		{name: "analysis inconclusive with onRegression Abort: no abort",
+			f: regressionFixture(analysedDev(abort, true), "1").with(steps(watchMeasured("errors", now, "timeout"),
+				func(s *Snapshot) { s.Policy.Status.CurrentRevision = "v1" })),
+			want: want{events: []string{"Warning/RegressionCheckInconclusive"}}},
+		{name: "analysis not measured (over the space's bound): inconclusive",
+			f:    regressionFixture(analysedDev(report, true), "1"),
+			want: want{events: []string{"Warning/RegressionCheckInconclusive"}}},
+		{name: "a measurement from before the check was due is not this check's",
+			f:    regressionFixture(analysedDev(report, true), "1").with(steps(watchMeasured("errors", earlier, "", 0.3))),
+			want: want{events: []string{"Warning/RegressionCheckInconclusive"}}},
+		{name: "analyses not asked: a failing measurement is not judged",
+			f:    regressionFixture(analysedDev(report, false), "1").with(steps(watchMeasured("errors", now, "", 0.3))),
+			want: want{}},
+		{name: "dryRun analysis failing: no regression",
+			f:    regressionFixture(analysedDev(report, true), "1").with(steps(watchMeasured("errors", now, "", 0.01), watchMeasured("latency", now, "", 9))),
+			want: want{}},
+		{name: "condition unmet and analysis failed: both named",
+			f:    regressionFixture(analysedDev(report, true), "0").with(steps(watchMeasured("errors", now, "", 0.3))),
+			want: want{regressed: true, events: []string{"Warning/StageRegressed"}, message: `analysis "errors" failed`}},
+		{name: "condition unmet, analysis inconclusive: regressed",
+			f:    regressionFixture(analysedDev(report, true), "0").with(steps(watchMeasured("errors", now, "timeout"))),
+			want: want{regressed: true, events: []string{"Warning/StageRegressed"}}},
+		{name: "a stage judged by its analyses alone: failed, onRegression Abort aborts",
+			f: regressionFixture(analysisOnly(analysedDev(abort, true)), "1").with(steps(watchMeasured("errors", now, "", 0.3),
+				func(s *Snapshot) { s.Policy.Status.CurrentRevision = "v1" })),
+			want: want{regressed: true, failure: string(v1alpha1.FailureAbort), events: []string{"Warning/StageRegressed"},
+				message: `analysis "errors" failed`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := tc.f.Policy.DeepCopy()
+			action := Plan(tc.f.Snapshot, engine)
+			status := &before.Status
+			if action.Status != nil {
+				status = action.Status
+			}
+			dev := stageRecord(t, status, "dev")
+			if dev.LastRegressionCheckTime == nil || !dev.LastRegressionCheckTime.Equal(&now) || len(action.RegressionChecks) != 1 {
+				t.Fatalf("dev not checked now: record %+v, checks %+v (action %s: %s)", dev, action.RegressionChecks, action.Type, action.Why)
+			}
+			if got := dev.Regressed != nil; got != tc.want.regressed {
+				t.Errorf("dev regressed = %+v, want %v", dev.Regressed, tc.want.regressed)
+			}
+			if tc.want.message != "" && (dev.Regressed == nil || !strings.Contains(dev.Regressed.Message, tc.want.message)) {
+				t.Errorf("dev regressed = %+v, want its message to say %q", dev.Regressed, tc.want.message)
+			}
+			if !equalAnalysesRecords(before.Status.StageNamed("dev").Analyses, dev.Analyses) {
+				t.Errorf("dev's analyses record changed: %+v, was %+v", dev.Analyses, before.Status.StageNamed("dev").Analyses)
+			}
+			gotFailure := ""
+			if f := status.Failure; f != nil {
+				gotFailure = string(f.Action)
+			}
+			if gotFailure != tc.want.failure {
+				t.Errorf("failure = %+v, want action %q", status.Failure, tc.want.failure)
+			}
+			var regressionEvents []string
+			for _, k := range eventKeys(action.Events) {
+				if strings.HasSuffix(k, "/StageRegressed") || strings.HasSuffix(k, "/StageRecovered") || strings.HasSuffix(k, "/RegressionCheckInconclusive") {
+					regressionEvents = append(regressionEvents, k)
+				}
+			}
+			if !slices.Equal(regressionEvents, tc.want.events) {
+				t.Errorf("regression events = %v, want %v", regressionEvents, tc.want.events)
+			}
+		})
+	}
+}
+
+// equalAnalysesRecords reports whether two lists of analysis records say the same.
+func equalAnalysesRecords(a, b []v1alpha1.AnalysisStatus) bool {
+	return slices.EqualFunc(a, b, func(x, y v1alpha1.AnalysisStatus) bool { return equalAnalysis(&x, &y) })
+}
+
+// TestRegressionAnalysesOnlyWhenDue checks what the reconciler measures
+// after a plan without measurements: a done stage's analyses only when
+// that plan checked it (its check due), only when its watch runs them,
+// and never its dryRun ones.
+func TestRegressionAnalysesOnlyWhenDue(t *testing.T) {
+	engine := newEngine(t)
+	measures := func(f fixture) []string {
+		var out []string
+		for _, w := range RegressionAnalyses(f.Policy, Plan(f.Snapshot, engine).RegressionChecks) {
+			for _, a := range w.Analyses {
+				out = append(out, w.Stage+"/"+w.BindingPolicy+"/"+a.Name)
+			}
+		}
+		return out
+	}
+	f := regressionFixture(analysedDev(v1alpha1.RegressionWatch{}, true), "1")
+	if got := measures(f); !slices.Equal(got, []string{"dev/web.stage.dev/errors"}) {
+		t.Errorf("due: measures %v, want [dev/web.stage.dev/errors]", got)
+	}
+	stageRecord(t, &f.Policy.Status, "dev").LastRegressionCheckTime = ptr.To(metav1.NewTime(now.Add(-4 * time.Minute)))
+	if got := measures(f); len(got) != 0 {
+		t.Errorf("checked 4m ago, interval 5m: measures %v, want none", got)
+	}
+	if got := measures(regressionFixture(analysedDev(v1alpha1.RegressionWatch{}, false), "1")); len(got) != 0 {
+		t.Errorf("analyses not asked: measures %v, want none", got)
+	}
+	busy := regressionFixture(analysedDev(v1alpha1.RegressionWatch{}, true), "1").with(func(s *Snapshot) {
+		// prod's BindingPolicy is gone: the run creates it, and leaves the check to the next.
+		s.BindingPolicies = slices.DeleteFunc(s.BindingPolicies, func(bp ksBindingPolicy) bool { return bp.Name == s.ActiveBindingPolicy.Name })
+		s.ActiveBindingPolicy, s.Binding, s.CombinedStatuses = nil, nil, nil
+	})
+	if a := Plan(busy.Snapshot, engine); a.Type == ActionNone || a.Type == ActionUpdateStatus {
+		t.Fatalf("busy fixture plans %s (%s), want another write", a.Type, a.Why)
+	}
+	if got := measures(busy); len(got) != 0 {
+		t.Errorf("a run that creates a BindingPolicy: measures %v, want none (action %s)", got, Plan(busy.Snapshot, engine).Type)
+	}
+}
+
+// steps applies each of fs in turn.
+func steps(fs ...func(*Snapshot)) func(*Snapshot) {
+	return func(s *Snapshot) {
+		for _, f := range fs {
+			f(s)
+		}
+	}
+}

@@ -71,10 +71,10 @@ func watchedStages(policy *v1alpha1.StagedBindingPolicy, bps []ksv1alpha1.Bindin
 	}
 	var out []watched
 	for i, stage := range policy.Spec.Stages {
-		w := stage.RegressionWatch
-		if w == nil || stage.Condition == "" && stage.FailureCondition == "" || w.OnFailureConditionOnly() && stage.FailureCondition == "" {
+		if !judgesSomething(stage) {
 			continue
 		}
+		w := stage.RegressionWatch
 		record := policy.Status.StageNamed(stage.Name)
 		if record == nil || record.Phase != v1alpha1.StageSucceeded {
 			continue
@@ -93,6 +93,65 @@ func watchedStages(policy *v1alpha1.StagedBindingPolicy, bps []ksv1alpha1.Bindin
 			next = last.Add(w.CheckInterval())
 		}
 		out = append(out, watched{index: i, bp: name, next: next})
+	}
+	return out
+}
+
+// judgesSomething reports whether the stage's regressionWatch has
+// something to judge (the CRD refuses one that has not): an expression
+// its judge names, or the stage's analyses when it runs them.
+func judgesSomething(stage v1alpha1.Stage) bool {
+	w := stage.RegressionWatch
+	switch {
+	case w == nil:
+		return false
+	case w.RunsAnalyses() && len(stage.Analysis) > 0:
+		return true
+	case w.OnFailureConditionOnly():
+		return stage.FailureCondition != ""
+	}
+	return stage.Condition != "" || stage.FailureCondition != ""
+}
+
+// WatchedAnalyses are the analyses of a done stage that a regression
+// check Plan made runs (regressionWatch.analyses), which the reconciler
+// measures once each (Snapshot.WatchedMeasurements) before it plans again.
+type WatchedAnalyses struct {
+	// Stage is the done stage.
+	Stage string
+	// BindingPolicy names the stage's BindingPolicy, whose Binding names
+	// the clusters the queries are rendered with.
+	BindingPolicy string
+	// Analyses are the stage's analyses but its dryRun ones, which never
+	// regress and so are not queried.
+	Analyses []v1alpha1.Analysis
+}
+
+// RegressionAnalyses returns the analyses to measure for the regression
+// checks that a plan made without their measurements (checks, its
+// Action.RegressionChecks): those of each checked stage whose watch runs
+// analyses. The reconciler measures them, then plans again on the same
+// snapshot with Snapshot.WatchedMeasurements, which changes only the
+// checks' verdicts; so a done stage's analyses are queried only in a run
+// whose write records its check (the same due as RegressionReads): once
+// per analysis per interval, but for a write that fails.
+func RegressionAnalyses(policy *v1alpha1.StagedBindingPolicy, checks []RegressionCheck) []WatchedAnalyses {
+	var out []WatchedAnalyses
+	for _, c := range checks {
+		stage := policy.Spec.StageNamed(c.Stage)
+		if stage == nil || !stage.RegressionWatch.RunsAnalyses() {
+			continue
+		}
+		due := WatchedAnalyses{Stage: stage.Name,
+			BindingPolicy: v1alpha1.StagePlacement(policy.Name, stage.Name).At(policy.Status.UpdateRevision).String()}
+		for _, a := range stage.Analysis {
+			if !a.DryRun {
+				due.Analyses = append(due.Analyses, a)
+			}
+		}
+		if len(due.Analyses) > 0 {
+			out = append(out, due)
+		}
 	}
 	return out
 }
@@ -120,12 +179,15 @@ type regressionVerdict struct {
 
 // checkRegression judges the done stage index on the Binding and the
 // CombinedStatuses of its BindingPolicy bp, as its regressionWatch says,
-// within budget.
+// within budget, and, when the watch runs analyses, on their measurements
+// taken for this check (judgeWatchedAnalyses), due being when it was due.
 func checkRegression(snap *Snapshot, engine *expression.Engine, cfg planConfig, index int, bp *ksv1alpha1.BindingPolicy,
-	budget *expression.Budget) regressionVerdict {
+	due time.Time, budget *expression.Budget) regressionVerdict {
 	stage := snap.Policy.Spec.Stages[index]
 	bare := stage
-	bare.Analysis = nil // a check judges the stage's expressions only
+	if !stage.RegressionWatch.RunsAnalyses() {
+		bare.Analysis = nil // a check judges the stage's expressions only
+	}
 	compiled, _, err := compileStages(engine, []v1alpha1.Stage{bare})
 	if err != nil {
 		return regressionVerdict{result: RegressionInconclusive, message: err.Error()}
@@ -158,7 +220,58 @@ func checkRegression(snap *Snapshot, engine *expression.Engine, cfg planConfig, 
 	default: // an evaluation failed or ran out of budget; nothing reported, or placed
 		v.result = RegressionInconclusive
 	}
+	if !stage.RegressionWatch.RunsAnalyses() {
+		return v
+	}
+	failed, inconclusive := judgeWatchedAnalyses(snap, stage, programs.analyses, due, budget)
+	switch {
+	case len(failed) > 0 && v.result == RegressionRegressed:
+		v.message = v.message + "; " + strings.Join(failed, "; ")
+	case len(failed) > 0:
+		v.result, v.message = RegressionRegressed, strings.Join(failed, "; ")
+	case len(inconclusive) > 0 && v.result == RegressionHealthy:
+		v.result, v.message = RegressionInconclusive, strings.Join(inconclusive, "; ")
+	case len(inconclusive) > 0 && v.result == RegressionInconclusive:
+		v.message = v.message + "; " + strings.Join(inconclusive, "; ")
+	}
 	return v
+}
+
+// judgeWatchedAnalyses judges, within budget, the measurement of each
+// analysis of the done stage (dryRun ones aside: they never regress) that
+// the snapshot took for its check due at due (Snapshot.WatchedMeasurements,
+// the latest one not before due). It returns what says the stage
+// regressed (a Failed measurement) and what leaves the check without a
+// verdict (an Inconclusive measurement, none taken, or a judgement the
+// budget could not pay for). Nothing is recorded in the stage's analyses.
+func judgeWatchedAnalyses(snap *Snapshot, stage v1alpha1.Stage, programs []compiledAnalysis, due time.Time,
+	budget *expression.Budget) (failed, inconclusive []string) {
+	for i, a := range stage.Analysis {
+		if a.DryRun {
+			continue
+		}
+		var m *Measurement
+		for j := range snap.WatchedMeasurements {
+			c := &snap.WatchedMeasurements[j]
+			if c.Stage == stage.Name && c.Analysis == a.Name && !c.Time.Time.Before(due) && (m == nil || c.Time.After(m.Time.Time)) {
+				m = c
+			}
+		}
+		if m == nil {
+			inconclusive = append(inconclusive, fmt.Sprintf("analysis %q was not measured (its query was over the space's bound)", a.Name))
+			continue
+		}
+		judged, ok := judge(programs[i], *m, budget)
+		switch {
+		case !ok:
+			inconclusive = append(inconclusive, fmt.Sprintf("analysis %q: %s", a.Name, judged.Message))
+		case judged.Phase == v1alpha1.MeasurementFailed:
+			failed = append(failed, strings.TrimSuffix(fmt.Sprintf("analysis %q failed with %s: %s", a.Name, judged.Value, judged.Message), ": "))
+		case judged.Phase == v1alpha1.MeasurementInconclusive:
+			inconclusive = append(inconclusive, strings.TrimSuffix(fmt.Sprintf("analysis %q is inconclusive: %s", a.Name, judged.Message), ": "))
+		}
+	}
+	return failed, inconclusive
 }
 
 // regressionAfter is Plan's rule 15b, applied to the run's Action once
@@ -168,7 +281,10 @@ func checkRegression(snap *Snapshot, engine *expression.Engine, cfg planConfig, 
 // CombinedStatuses of its placement (checkRegression), all of them
 // within one budget of the space (engine.NewBudget); a check that fails
 // to evaluate, or runs out of the budget, is inconclusive and changes
-// no verdict. The check is recorded in the stage's
+// no verdict. A watch with analyses judges too one measurement of each
+// analysis taken for the check (judgeWatchedAnalyses): a Failed one is a
+// regression, an Inconclusive one, or none, leaves no verdict. The check
+// is recorded in the stage's
 // lastRegressionCheckTime; a stage found unhealthy records regressed
 // (a Warning Event StageRegressed once), one found healthy again clears
 // it (StageRecovered). The StageRegressed condition is True while a
@@ -208,7 +324,7 @@ func regressionAfter(snap *Snapshot, engine *expression.Engine, cfg planConfig, 
 		if budget == nil {
 			budget = engine.NewBudget()
 		}
-		v := checkRegression(snap, engine, cfg, w.index, findBindingPolicy(snap.BindingPolicies, w.bp), budget)
+		v := checkRegression(snap, engine, cfg, w.index, findBindingPolicy(snap.BindingPolicies, w.bp), w.next, budget)
 		action.Evaluations = append(action.Evaluations, v.evaluations...)
 		action.RegressionChecks = append(action.RegressionChecks, RegressionCheck{Stage: stage.Name, Result: v.result})
 		record.LastRegressionCheckTime = &metav1.Time{Time: snap.Now.Time}

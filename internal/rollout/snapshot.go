@@ -85,6 +85,12 @@ type Snapshot struct {
 	// DueAnalyses said were due, taken just before the snapshot.
 	Measurements []Measurement
 
+	// WatchedMeasurements are the answers to the queries of the analyses
+	// of the done stages that a plan of this snapshot checked for
+	// regressions (RegressionAnalyses), one per analysis, taken after
+	// that plan; Plan judges them for the checks only (rule 15b).
+	WatchedMeasurements []Measurement
+
 	// Wave is the decision of the RolloutWaves of the hosting cluster on
 	// the revision the spec names (wave.GateAll, with the reconciler's
 	// clock), or nil when no wave orders the policy. Plan consults it only

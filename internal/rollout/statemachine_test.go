@@ -133,6 +133,7 @@ func (m *machine) create(t *rapid.T) {
 		}
 		s.Windows = drawWindows(t)
 		drawRegressionWatch(t, &s)
+		drawRegressionAnalyses(t, &s)
 		stages[i] = s
 	}
 	p := rollouttest.NewPolicy(stages...)
@@ -353,6 +354,7 @@ func (m *machine) stagerStep(t *rapid.T) rollout.Action {
 	}
 	snap := m.w.snapshot()
 	action := rollout.Plan(snap, m.w.engine, m.planOptions()...)
+	action = m.measureWatched(t, snap, action)
 	m.steps++
 	seen["plan "+string(action.Type)]++
 	if action.Type == rollout.ActionNone {

@@ -19,10 +19,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr/testr"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -37,8 +39,9 @@ import (
 
 // startClockedController runs, until the test ends, the controller of
 // space s in this process under clk, as the stager runs a space's (its
-// cache narrowed and indexed), so that a test can move time on.
-func startClockedController(t *testing.T, s *space, clk *clocktesting.FakeClock) {
+// cache narrowed and indexed), so that a test can move time on; more
+// changes its options.
+func startClockedController(t *testing.T, s *space, clk *clocktesting.FakeClock, more ...func(*stagedbindingpolicy.Options)) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(suite.ctx)
 	scheme, err := app.NewScheme()
@@ -64,8 +67,12 @@ func startClockedController(t *testing.T, s *space, clk *clocktesting.FakeClock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctrl, err := stagedbindingpolicy.NewController(s.Name, cl, engine, stagedbindingpolicy.Options{
-		MaxConcurrentReconciles: 2, ReconcileTimeout: reconcileTimeout, Logger: testr.New(t), Clock: clk})
+	opts := stagedbindingpolicy.Options{
+		MaxConcurrentReconciles: 2, ReconcileTimeout: reconcileTimeout, Logger: testr.New(t), Clock: clk}
+	for _, f := range more {
+		f(&opts)
+	}
+	ctrl, err := stagedbindingpolicy.NewController(s.Name, cl, engine, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,6 +254,10 @@ func TestRegressionWatchValidation(t *testing.T) {
 		return st
 	}
 	every := func(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
+	analysed := func(st v1alpha1.Stage) v1alpha1.Stage {
+		st.Analysis = []v1alpha1.Analysis{{Name: "errors", Provider: "prom", Query: "errors", SuccessCondition: "result.all(v, v < 0.05)"}}
+		return st
+	}
 	for _, tc := range []struct {
 		name  string
 		stage v1alpha1.Stage
@@ -256,9 +267,12 @@ func TestRegressionWatchValidation(t *testing.T) {
 			"regressionWatch.interval must be between 1m and 24h"},
 		{"interval over a day", watched(policytest.Available, "", v1alpha1.RegressionWatch{Interval: every(25 * time.Hour)}),
 			"regressionWatch.interval must be between 1m and 24h"},
-		{"nothing to judge", watched("", "", v1alpha1.RegressionWatch{}), "regressionWatch needs an expression to judge"},
+		{"nothing to judge", watched("", "", v1alpha1.RegressionWatch{}), "regressionWatch needs something to judge"},
 		{"FailureCondition without one", watched(policytest.Available, "", v1alpha1.RegressionWatch{Judge: v1alpha1.RegressionOnFailureCondition}),
-			"regressionWatch needs an expression to judge"},
+			"regressionWatch needs something to judge"},
+		{"analyses without analysis", watched(policytest.Available, "", v1alpha1.RegressionWatch{Analyses: true}),
+			"regressionWatch.analyses needs the stage's analysis"},
+		{"analyses alone", analysed(watched("", "", v1alpha1.RegressionWatch{Analyses: true})), ""},
 		{"unknown onRegression", watched(policytest.Available, "", v1alpha1.RegressionWatch{OnRegression: "Rollback"}),
 			"spec.stages[0].regressionWatch.onRegression"},
 		{"valid", watched(policytest.Available, "", v1alpha1.RegressionWatch{Interval: every(time.Minute), OnRegression: v1alpha1.RegressionAbort}), ""},
@@ -281,5 +295,110 @@ func TestRegressionWatchValidation(t *testing.T) {
 				t.Fatalf("refused with %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// errorRate stands for the MetricProviders: it answers every query with
+// its value and counts the queries of each stage (the query is the
+// stage's name, rendered from {{stage}}).
+type errorRate struct {
+	mu      sync.Mutex
+	value   float64
+	queries map[string]int
+}
+
+func (e *errorRate) Query(_ context.Context, _, _, query string) ([]float64, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.queries[query]++
+	return []float64{e.value}, nil
+}
+
+func (e *errorRate) set(v float64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.value = v
+}
+
+func (e *errorRate) count(stage string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.queries[stage]
+}
+
+// TestRegressionWatchRunsAnalyses runs a policy dev → prod under
+// Accumulate whose dev gates on an analysis and watches it once done
+// (regressionWatch.analyses, interval 1m), under a fake clock, against a
+// real API server: once the rollout completed, runs that are not due
+// (the policy poked, the clock still) query nothing; each interval one
+// query is made; an error rate up regresses dev, naming the analysis.
+func TestRegressionWatchRunsAnalyses(t *testing.T) {
+	const app, name = "regress-an", "web-analysed"
+	s := newSpace(t, "wds-regress-an", true)
+	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
+	rate := &errorRate{value: 0.01, queries: map[string]int{}}
+	startClockedController(t, s, clk, func(o *stagedbindingpolicy.Options) { o.Measurer = rate })
+	d := policytest.Deployment(workloadNamespace, app)
+	d.Labels = map[string]string{policytest.AppLabel: app}
+	if err := s.Client.Create(suite.ctx, d); err != nil {
+		t.Fatalf("creating Deployment %s: %v", d.Name, err)
+	}
+	dev := policytest.Stage("dev", policytest.Deployments, policytest.Available)
+	dev.Analysis = []v1alpha1.Analysis{{Name: "errors", Provider: "prom", Query: "{{stage}}", SuccessCondition: "result.all(v, v < 0.05)"}}
+	dev.RegressionWatch = &v1alpha1.RegressionWatch{Interval: &metav1.Duration{Duration: time.Minute}, Analyses: true}
+	p := policytest.Policy(name, map[string]string{policytest.AppLabel: app}, dev, policytest.Stage("prod", policytest.Deployments, policytest.Available))
+	p.Spec.Placement = v1alpha1.PlacementAccumulate
+	create(t, s, p)
+	ps := policies(s)
+	for _, stage := range []string{"dev", "prod"} {
+		s.availability.SetAvailable(v1alpha1.StagePlacement(name, stage).String(), true)
+	}
+	s.sim.Resync()
+	done := ps.WaitFor(t, name, "the rollout completed", func(p *v1alpha1.StagedBindingPolicy) bool { return p.Status.Phase == v1alpha1.RolloutCompleted })
+	activeRun := done.Status.StageNamed("dev").Analyses
+	poke := func() {
+		updateObject(t, s, name, func(p *v1alpha1.StagedBindingPolicy) {
+			if p.Annotations == nil {
+				p.Annotations = map[string]string{}
+			}
+			p.Annotations["example.com/poke"] = fmt.Sprint(time.Now().UnixNano())
+		})
+	}
+	active := rate.count("dev") // the measurements of dev's active run
+	for range 3 {
+		poke()
+	}
+	time.Sleep(time.Second) // the pokes' runs, with the clock still: none is due (the counts below see any late one)
+	if n := rate.count("dev"); n != active {
+		t.Fatalf("%d queries of dev's analysis with no check due, want none", n-active)
+	}
+
+	clk.Step(2 * time.Minute)
+	poke()
+	p = ps.WaitFor(t, name, "dev checked", func(p *v1alpha1.StagedBindingPolicy) bool {
+		r := p.Status.StageNamed("dev")
+		return r.LastRegressionCheckTime != nil && r.LastRegressionCheckTime.Time.Equal(clk.Now())
+	})
+	poke()
+	time.Sleep(time.Second)
+	if n := rate.count("dev"); n != active+1 {
+		t.Fatalf("%d queries of dev's analysis for one check, want 1", n-active)
+	}
+	if r := p.Status.StageNamed("dev"); r.Regressed != nil || len(activeRun) != 1 || !equality.Semantic.DeepEqual(r.Analyses, activeRun) {
+		t.Fatalf("dev's record after a healthy check = %+v, want not regressed, its analyses those of its active run (%+v)", r, activeRun)
+	}
+
+	rate.set(0.5)
+	clk.Step(2 * time.Minute)
+	poke()
+	p = ps.WaitForCondition(t, name, v1alpha1.ConditionStageRegressed, metav1.ConditionTrue, v1alpha1.ReasonStageRegressed)
+	if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionStageRegressed); !strings.Contains(c.Message, `analysis "errors" failed with [0.5]`) {
+		t.Fatalf("StageRegressed = %q, want it to name analysis errors and its value", c.Message)
+	}
+	if n := rate.count("dev"); n != active+2 {
+		t.Fatalf("%d queries of dev's analysis for two checks, want 2", n-active)
+	}
+	if n := rate.count("prod"); n != 0 {
+		t.Fatalf("%d queries for prod, which has no analysis", n)
 	}
 }

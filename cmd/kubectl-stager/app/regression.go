@@ -39,6 +39,16 @@ func printRegressionWatch(w io.Writer, p *v1alpha1.StagedBindingPolicy, stage *v
 	if watch.OnFailureConditionOnly() {
 		on = "its failureCondition"
 	}
+	if watch.RunsAnalyses() && len(stage.Analysis) > 0 {
+		const analyses = "its analyses (one measurement each per check)"
+		switch {
+		case watch.OnFailureConditionOnly() && stage.FailureCondition == "",
+			!watch.OnFailureConditionOnly() && stage.Condition == "" && stage.FailureCondition == "":
+			on = analyses
+		default:
+			on += " and " + analyses
+		}
+	}
 	onRegression := watch.OnRegression
 	if onRegression == "" {
 		onRegression = v1alpha1.RegressionNone

@@ -75,7 +75,7 @@ func TestMeasureSkipsRateLimitedQueries(t *testing.T) {
 	policy.Status.Stages = []v1alpha1.StageStatus{{Name: "dev", Phase: v1alpha1.StageActive, PlacedTime: &placed}}
 	r := &Reconciler{Space: "kubeconfig#wds1", Measurer: providers, Recorder: events.NewFakeRecorder(10)}
 
-	got := r.measure(context.Background(), policy, &rollout.Snapshot{Now: placed}, rollout.DueAnalyses(policy, placed))
+	got := r.measure(context.Background(), policy, policy.Status.ActiveStage, nil, placed, rollout.DueAnalyses(policy, placed))
 	if len(got) != 2 || got[0].Analysis != "answered" || got[1].Analysis != "refused" {
 		t.Fatalf("measurements %+v, want answered and refused only (limited is no measurement)", got)
 	}
@@ -140,7 +140,7 @@ func TestMeasureWarnsOfRefusedCredentials(t *testing.T) {
 	r := &Reconciler{Space: space, Measurer: &providerAnswers{errs: map[string]error{"prom": refusal}},
 		Recorder: recorder, Metrics: metrics.NewSpace(space)}
 
-	if got := r.measure(context.Background(), policy, &rollout.Snapshot{Policy: policy, Now: placed}, rollout.DueAnalyses(policy, placed)); len(got) != 1 || got[0].Error != refusal.Error() {
+	if got := r.measure(context.Background(), policy, policy.Status.ActiveStage, nil, placed, rollout.DueAnalyses(policy, placed)); len(got) != 1 || got[0].Error != refusal.Error() {
 		t.Fatalf("measurements %+v, want the refusal", got)
 	}
 	if len(recorder.Events) != 1 {
@@ -158,7 +158,7 @@ func TestMeasureWarnsOfRefusedCredentials(t *testing.T) {
 	policy.Status.Stages[0].Analyses = []v1alpha1.AnalysisStatus{{Name: "error-rate", Phase: v1alpha1.AnalysisRunning, Inconclusive: 1,
 		Measurements: []v1alpha1.Measurement{{Time: placed, Phase: v1alpha1.MeasurementInconclusive, Message: refusal.Error()}}}}
 	later := metav1.NewTime(placed.Add(time.Minute))
-	r.measure(context.Background(), policy, &rollout.Snapshot{Policy: policy, Now: later}, rollout.DueAnalyses(policy, later))
+	r.measure(context.Background(), policy, policy.Status.ActiveStage, nil, later, rollout.DueAnalyses(policy, later))
 	if len(recorder.Events) != 0 {
 		t.Errorf("again: Event %q, want none while the status says so", <-recorder.Events)
 	}

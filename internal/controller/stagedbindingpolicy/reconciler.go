@@ -176,11 +176,8 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 			r.report(snap.Policy, w.previous, w.action)
 		}
 
-		var action rollout.Action
-		if err := r.planning.plan(ctx, func() {
-			action = rollout.Plan(snap, r.Engine, rollout.WithDeletionWarningAfter(r.DeletionWarningAfter), rollout.WithClock(r.clock()),
-				rollout.WithHandoverKey(r.HandoverKey))
-		}); err != nil {
+		action, err := r.planRun(ctx, snap)
+		if err != nil {
 			return reconcile.Result{}, err
 		}
 		r.recordEvaluations(action.Evaluations)
@@ -473,30 +470,76 @@ func (r *Reconciler) snapshot(ctx context.Context, key types.NamespacedName) (*r
 	if snap.BindingPolicies, err = withNamesakes(ctx, r.Client, policy, snap.Binding, snap.BindingPolicies, foreign); err != nil {
 		return nil, err
 	}
-	snap.Measurements = r.measure(ctx, policy, snap, reads.Analyses)
+	snap.Measurements = r.measure(ctx, policy, policy.Status.ActiveStage, snap.Binding, snap.Now, reads.Analyses)
 	return snap, nil
 }
 
-// measure sends the queries of due, the analyses of the active stage that
-// are due (rollout.Reads), side by side, each rendered with the stage's context: its clusters
-// are those its Binding names (analysis.ClusterNames). A query that gets
+// planRun plans the step on snap; when that plan checks done stages whose
+// regressionWatch runs analyses, it measures them (measureWatched) and
+// plans again, so that the checks judge the answers.
+func (r *Reconciler) planRun(ctx context.Context, snap *rollout.Snapshot) (rollout.Action, error) {
+	var action rollout.Action
+	plan := func() {
+		action = rollout.Plan(snap, r.Engine, rollout.WithDeletionWarningAfter(r.DeletionWarningAfter), rollout.WithClock(r.clock()),
+			rollout.WithHandoverKey(r.HandoverKey))
+	}
+	if err := r.planning.plan(ctx, plan); err != nil {
+		return rollout.Action{}, err
+	}
+	if !r.measureWatched(ctx, snap, action) {
+		return action, nil
+	}
+	if err := r.planning.plan(ctx, plan); err != nil {
+		return rollout.Action{}, err
+	}
+	return action, nil
+}
+
+// measureWatched measures, into snap.WatchedMeasurements, the analyses
+// of the done stages whose regression checks action, planned on snap,
+// made (rollout.RegressionAnalyses), each rendered with its stage's
+// context, and reports whether it measured any: the caller then plans
+// again. Only a plan whose write records a check makes one, so a done
+// stage's analyses are queried once per interval (rule 15b).
+func (r *Reconciler) measureWatched(ctx context.Context, snap *rollout.Snapshot, action rollout.Action) bool {
+	watched := rollout.RegressionAnalyses(snap.Policy, action.RegressionChecks)
+	for _, w := range watched {
+		var binding *ksv1alpha1.Binding
+		for i := range snap.WatchedBindings {
+			if snap.WatchedBindings[i].Name == w.BindingPolicy {
+				binding = &snap.WatchedBindings[i]
+			}
+		}
+		if binding == nil && snap.Binding != nil && snap.Binding.Name == w.BindingPolicy {
+			binding = snap.Binding
+		}
+		snap.WatchedMeasurements = append(snap.WatchedMeasurements, r.measure(ctx, snap.Policy, w.Stage, binding, snap.Now, w.Analyses)...)
+	}
+	return len(watched) > 0
+}
+
+// measure sends the queries of due, analyses of the named stage (the
+// active stage's that are due, rollout.Reads, or a done stage's for its
+// regression check), side by side, each rendered with the stage's context:
+// its clusters are those its Binding names (analysis.ClusterNames). A query that gets
 // no answer is an inconclusive measurement, which says why; one over the
 // space's bound on queries is no measurement: the analysis stays due and
-// is measured again at the run its requeue brings.
-func (r *Reconciler) measure(ctx context.Context, policy *v1alpha1.StagedBindingPolicy, snap *rollout.Snapshot, due []v1alpha1.Analysis) []rollout.Measurement {
+// is measured again at the run its requeue brings (a regression check
+// without it is inconclusive).
+func (r *Reconciler) measure(ctx context.Context, policy *v1alpha1.StagedBindingPolicy, stage string, binding *ksv1alpha1.Binding,
+	now metav1.Time, due []v1alpha1.Analysis) []rollout.Measurement {
 	if len(due) == 0 {
 		return nil
 	}
-	stage := policy.Status.ActiveStage
 	qc := analysis.Context{Space: r.Space, Policy: policy.Name, Stage: stage, Revision: policy.Status.UpdateRevision,
-		Clusters: analysis.ClusterNames(snap.Binding)}
+		Clusters: analysis.ClusterNames(binding)}
 	out := make([]rollout.Measurement, len(due))
 	details := make([]string, len(due))
 	limited := make([]bool, len(due))
 	reasons := make([]analysis.Reason, len(due))
 	var wg sync.WaitGroup
 	for i, a := range due {
-		out[i] = rollout.Measurement{Stage: stage, Analysis: a.Name, Time: snap.Now}
+		out[i] = rollout.Measurement{Stage: stage, Analysis: a.Name, Time: now}
 		if r.Measurer == nil {
 			out[i].Error = "the stager queries no MetricProvider"
 			continue
