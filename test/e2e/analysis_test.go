@@ -33,6 +33,7 @@ import (
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/policytest"
 	"github.com/kubestellar/workload-stager/test/framework/prometheus"
+	"github.com/kubestellar/workload-stager/test/framework/stack"
 )
 
 // TestAnalyses runs stage analyses against a real Prometheus, which
@@ -126,6 +127,63 @@ func TestAnalyses(t *testing.T) {
 				t.Errorf("events %v, want one %s", counts, reason)
 			}
 		}
+	})
+
+	t.Run("a done stage whose analysis turns bad regresses, aborting the rollout in flight", func(t *testing.T) {
+		t.Parallel()
+		const name = "regressed-by-analysis"
+		// The query's answer, Prometheus's clock, passes turns a minute
+		// from now: dev's analysis holds while v1 and then v2 go through
+		// dev, and fails at the first regression check of v2's dev, a
+		// minute after it was done, while v2 rolls out in test.
+		turns := time.Now().Add(time.Minute).Unix()
+		policy := analysedPolicy(name, v1alpha1.FailureHold, v1alpha1.Analysis{Name: "clock", Provider: "prom", Query: "vector(time())",
+			SuccessCondition: fmt.Sprintf("result.size() == 1 && result[0] < %d.0", turns)})
+		policy.Spec.Stages[0].RegressionWatch = &v1alpha1.RegressionWatch{Interval: &metav1.Duration{Duration: time.Minute},
+			Analyses: true, OnRegression: v1alpha1.RegressionAbort}
+		// Under Replace, dev is no longer placed once test is: nothing of
+		// it would be left to watch. Without a revision to go back to, a
+		// regression holds the rollout rather than abort it.
+		policy.Spec.Placement = v1alpha1.PlacementAccumulate
+		policy.Spec.Revision = &v1alpha1.Revision{Name: "v1"}
+		for _, rev := range []string{"v1", "v2"} {
+			d := policytest.Deployment(namespace, name+"-"+rev)
+			d.Labels = map[string]string{policytest.AppLabel: name, v1alpha1.DefaultRevisionLabelKey: rev}
+			if err := wds("wds1").Create(suite.ctx, d); err != nil {
+				t.Fatalf("creating Deployment %s: %v", d.Name, err)
+			}
+		}
+		if err := wds("wds1").Create(suite.ctx, policy); err != nil {
+			t.Fatalf("creating %s: %v", name, err)
+		}
+		t.Cleanup(func() { policies("wds1").Delete(t, name) })
+		completeRevision(t, "wds1", name, "v1")
+		setRevision(t, "wds1", name, "v2")
+		suite.stack.WECs.SetAvailable(stack.Match{WDS: "wds1", BindingPolicy: v1alpha1.StagePlacement(name, "dev").At("v2").String(), Resource: "deployments"}, 1)
+		p := policies("wds1").WaitFor(t, name, "v2 done in dev, rolling out in test", func(p *v1alpha1.StagedBindingPolicy) bool {
+			return p.Status.UpdateRevision == "v2" && p.Status.ActiveStage == "test"
+		})
+		if r := analysisOf(t, p, "dev", "clock"); r.Phase != v1alpha1.AnalysisSuccessful {
+			t.Fatalf("v2's analysis in dev %+v, want Successful before %s", r, time.Unix(turns, 0).Format(time.TimeOnly))
+		}
+		slow := policytest.Space{Name: "wds1", Client: wds("wds1"), Ctx: suite.ctx, Timeout: timeout + 2*time.Minute}
+		p = slow.WaitFor(t, name, "dev's regression to abort v2", func(p *v1alpha1.StagedBindingPolicy) bool {
+			f := p.Status.Failure
+			return p.Status.Phase == v1alpha1.RolloutAborted && f != nil && f.Reason == v1alpha1.ReasonStageRegressed && f.Stage == "dev"
+		})
+		if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionStageRegressed); c == nil || c.Status != metav1.ConditionTrue ||
+			!strings.Contains(c.Message, `stage "dev" regressed: analysis "clock" failed`) {
+			t.Errorf("StageRegressed = %+v, want True naming dev and its analysis clock", c)
+		}
+		if p.Status.CurrentRevision != "v1" {
+			t.Errorf("current revision %q after the abort, want v1", p.Status.CurrentRevision)
+		}
+		environment.Eventually(t, timeout, "a StageRegressed Event", func() error {
+			if n := policytest.EventsWithReason(policies("wds1").EventCounts(t, p), v1alpha1.ReasonStageRegressed); n == 0 {
+				return fmt.Errorf("no StageRegressed Event")
+			}
+			return nil
+		})
 	})
 
 	t.Run("providers that do not answer, or answer too much, are inconclusive and hold the rollout", func(t *testing.T) {
