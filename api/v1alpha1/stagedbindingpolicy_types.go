@@ -126,6 +126,7 @@ type StagedBindingPolicy struct {
 }
 
 // StagedBindingPolicySpec is the desired rollout.
+// +kubebuilder:validation:XValidation:rule="has(self.placement) && self.placement == 'Accumulate' || self.stages.all(s, !has(s.regressionWatch) || s.name == self.stages[size(self.stages) - 1].name)",message="regressionWatch on a stage before the last needs placement Accumulate: under Replace the stage gives its placement up when the next stage is placed, and nothing of it is left to watch"
 type StagedBindingPolicySpec struct {
 	// Downsync selects the workload objects to place, exactly as in a
 	// KubeStellar BindingPolicy. It applies to every stage.

@@ -258,27 +258,39 @@ func TestRegressionWatchValidation(t *testing.T) {
 		st.Analysis = []v1alpha1.Analysis{{Name: "errors", Provider: "prom", Query: "errors", SuccessCondition: "result.all(v, v < 0.05)"}}
 		return st
 	}
+	prod := policytest.Stage("prod", "", "")
 	for _, tc := range []struct {
-		name  string
-		stage v1alpha1.Stage
-		want  string // "" when accepted
+		name      string
+		stage     v1alpha1.Stage
+		then      *v1alpha1.Stage // a stage after it
+		placement v1alpha1.Placement
+		want      string // "" when accepted
 	}{
 		{"interval under a minute", watched(policytest.Available, "", v1alpha1.RegressionWatch{Interval: every(30 * time.Second)}),
-			"regressionWatch.interval must be between 1m and 24h"},
+			nil, "", "regressionWatch.interval must be between 1m and 24h"},
 		{"interval over a day", watched(policytest.Available, "", v1alpha1.RegressionWatch{Interval: every(25 * time.Hour)}),
-			"regressionWatch.interval must be between 1m and 24h"},
-		{"nothing to judge", watched("", "", v1alpha1.RegressionWatch{}), "regressionWatch needs something to judge"},
+			nil, "", "regressionWatch.interval must be between 1m and 24h"},
+		{"nothing to judge", watched("", "", v1alpha1.RegressionWatch{}), nil, "", "regressionWatch needs something to judge"},
 		{"FailureCondition without one", watched(policytest.Available, "", v1alpha1.RegressionWatch{Judge: v1alpha1.RegressionOnFailureCondition}),
-			"regressionWatch needs something to judge"},
+			nil, "", "regressionWatch needs something to judge"},
 		{"analyses without analysis", watched(policytest.Available, "", v1alpha1.RegressionWatch{Analyses: true}),
-			"regressionWatch.analyses needs the stage's analysis"},
-		{"analyses alone", analysed(watched("", "", v1alpha1.RegressionWatch{Analyses: true})), ""},
+			nil, "", "regressionWatch.analyses needs the stage's analysis"},
+		{"analyses alone", analysed(watched("", "", v1alpha1.RegressionWatch{Analyses: true})), nil, "", ""},
 		{"unknown onRegression", watched(policytest.Available, "", v1alpha1.RegressionWatch{OnRegression: "Rollback"}),
-			"spec.stages[0].regressionWatch.onRegression"},
-		{"valid", watched(policytest.Available, "", v1alpha1.RegressionWatch{Interval: every(time.Minute), OnRegression: v1alpha1.RegressionAbort}), ""},
+			nil, "", "spec.stages[0].regressionWatch.onRegression"},
+		{"valid", watched(policytest.Available, "", v1alpha1.RegressionWatch{Interval: every(time.Minute), OnRegression: v1alpha1.RegressionAbort}), nil, "", ""},
+		{"before the last stage under Replace", watched(policytest.Available, "", v1alpha1.RegressionWatch{}), &prod, "",
+			"regressionWatch on a stage before the last needs placement Accumulate"},
+		{"before the last stage under explicit Replace", watched(policytest.Available, "", v1alpha1.RegressionWatch{}), &prod, v1alpha1.PlacementReplace,
+			"regressionWatch on a stage before the last needs placement Accumulate"},
+		{"before the last stage under Accumulate", watched(policytest.Available, "", v1alpha1.RegressionWatch{}), &prod, v1alpha1.PlacementAccumulate, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := policytest.Policy("regression-"+strings.ReplaceAll(strings.ToLower(tc.name), " ", "-"), map[string]string{policytest.AppLabel: "none"}, tc.stage)
+			if tc.then != nil {
+				p.Spec.Stages = append(p.Spec.Stages, *tc.then)
+			}
+			p.Spec.Placement = tc.placement
 			err := s.Client.Create(suite.ctx, p)
 			if tc.want == "" {
 				if err != nil {
