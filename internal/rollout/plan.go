@@ -164,7 +164,8 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //     4a. a promotion requested while the rollout aborts is ignored and consumed, PromotionIgnored (promotionWhileAborting);
 //  5. expressions that do not compile or cost too much, and invalid batches, block the rollout (compileStages, invalidBatches);
 //  6. a suspended rollout, or one a failed stage holds, stays where it is (suspended, held, releaseFailure);
-//     a promotion pending for the failed stage releases its failure (promotionReleasesFailure);
+//     a promotion pending for the failed stage releases its failure unless the next stage's start is held
+//     (promotionReleasesFailure);
 //     a failure of the revision the rollout runs stays while the wave holds the spec's new revision
 //     that would release it (waveKeepsFailure), or while a freeze or the first stage's change windows hold the
 //     start that would release it (heldStartKeepsFailure);
@@ -202,7 +203,8 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //     15a. a pending spec.promotion of the active stage (or full), placed and not awaiting approval, treats it as
 //     done without its condition, soak, analyses or batches, records who, when, why and the gates skipped, and
 //     advances (Promoted); full goes on with each stage of the rollout it was taken in, not past a new revision,
-//     a restart or a fresh start after an abort; one that cannot apply is consumed, PromotionIgnored; one whose
+//     a restart or a fresh start after an abort; one that cannot apply, or requested no later than the last one
+//     taken (an old request written back), is consumed, PromotionIgnored; one whose
 //     next stage a change window or a freeze holds stays pending until it may start (promote, startHeldAfter);
 //  15. the stage is assessed, soaked and its analyses judged; a failed stage's failure is recorded (planAfterAssessment);
 //     15b. a done stage whose regressionWatch is due (an interval after its last check, by Snapshot.Now) is judged
@@ -312,7 +314,7 @@ func plan(snap *Snapshot, engine *expression.Engine, cfg planConfig) Action {
 	if policy.Spec.Suspend {
 		return suspended(policy, snap.Now)
 	}
-	if failHolds(policy) && !promotionReleasesFailure(policy) || waveKeepsFailure(snap) || heldStartKeepsFailure(snap) {
+	if failHolds(policy) && !promotionReleasesFailure(snap) || waveKeepsFailure(snap) || heldStartKeepsFailure(snap) {
 		return held(policy, snap.Now)
 	}
 	if policy.Status.Failure != nil {

@@ -163,6 +163,17 @@ func TestPlanPromotionIgnored(t *testing.T) {
 	}
 	forV1 := promotion("dev")
 	forV1.Revision = "v1"
+	// tookAt records that a later request (B) was taken at requestedAt:
+	// spec.promotion set back to an earlier one (A), as a stale manifest
+	// applied again would, is not a new request.
+	tookAt := func(requestedAt metav1.Time) func(*Snapshot) {
+		return func(s *Snapshot) {
+			b := promotion("dev")
+			b.Reason, b.RequestedAt = "a later request", requestedAt
+			s.Policy.Status.LastPromotion = &v1alpha1.LastPromotion{Digest: PromotionDigest(b), RequestedBy: b.RequestedBy,
+				RequestedAt: requestedAt, Outcome: v1alpha1.PromotionApplied}
+		}
+	}
 	tests := []struct {
 		name, want string
 		snap       *Snapshot
@@ -175,6 +186,10 @@ func TestPlanPromotionIgnored(t *testing.T) {
 			snap: at("prod").bound().reporting(deployment, "1").with(completed).with(requesting(promotion(""))).Snapshot},
 		{name: "a request for another revision", want: `made for revision "v1"`,
 			snap: atRevision("v2").with(requesting(forV1)).Snapshot},
+		{name: "a request older than the last one taken", want: "not after the last request taken",
+			snap: at("dev").bound().with(tookAt(now)).with(requesting(promotion("dev"))).Snapshot},
+		{name: "a request as old as the last one taken", want: "not after the last request taken",
+			snap: at("dev").bound().with(tookAt(earlier)).with(requesting(promotion("dev"))).Snapshot},
 		{name: "an aborting rollout", want: "aborting",
 			snap: at("dev").bound().with(func(s *Snapshot) { s.Policy.Spec.Abort = true }).with(requesting(promotion("dev"))).Snapshot},
 	}
@@ -319,6 +334,14 @@ func TestPlanPromotionReleasesAHeldFailure(t *testing.T) {
 	other := held().with(requesting(promotion("prod")))
 	if action := Plan(other.Snapshot, engine); action.Type != ActionNone {
 		t.Errorf("a request for another stage: %s (%s), want the rollout held", action.Type, action.Why)
+	}
+	// prod frozen: the promotion waits for prod's start (rule 15a), so it
+	// releases nothing meanwhile; released, the failure would be found
+	// again and released again, for ever (found by TestPlanStateMachine).
+	frozen := held().with(requesting(promotion("test")))
+	frozen.Freeze = frozenFor("prod")
+	if action := Plan(frozen.Snapshot, engine); promoted(action) || action.Status != nil && action.Status.Failure == nil {
+		t.Errorf("prod frozen: %s (%s), want the failure kept while the promotion waits", action.Type, action.Why)
 	}
 }
 

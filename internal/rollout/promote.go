@@ -80,11 +80,19 @@ func promotedBy(record *v1alpha1.StagePromotion, p *v1alpha1.Promotion) bool {
 
 // promotionReleasesFailure reports whether a pending promotion would
 // promote the stage whose failure holds the rollout: the failure is
-// released (rule 6) so that rule 15a can promote it.
-func promotionReleasesFailure(policy *v1alpha1.StagedBindingPolicy) bool {
+// released (rule 6) so that rule 15a can promote it. Not while the next
+// stage's start is held (a window, a freeze): rule 15a keeps the request
+// pending until then, and a failure released meanwhile would be found
+// again by the assessment, and released again, for ever.
+func promotionReleasesFailure(snap *Snapshot) bool {
+	policy := snap.Policy
 	p, f := pendingPromotion(policy), policy.Status.Failure
-	return p != nil && f != nil && f.Stage == policy.Status.ActiveStage &&
-		(p.Full || p.Stage == f.Stage) && (p.Revision == "" || p.Revision == policy.Status.UpdateRevision)
+	if p == nil || f == nil || f.Stage != policy.Status.ActiveStage ||
+		!p.Full && p.Stage != f.Stage || p.Revision != "" && p.Revision != policy.Status.UpdateRevision {
+		return false
+	}
+	active := stageIndex(policy, f.Stage)
+	return active >= 0 && !startHeldAfter(snap, active)
 }
 
 // promotionWhileAborting sets a pending promotion aside while the rollout
@@ -111,8 +119,9 @@ func promotionWhileAborting(snap *Snapshot) (Action, bool) {
 // rollout as it becomes active (and approved), not those of a rollout
 // started afresh after an abort (fullPromotionInEffect). A request that cannot apply
 // (another stage than the active one, a complete rollout, another
-// revision) is ignored and consumed with a Warning Event PromotionIgnored,
-// so that it never fires later by surprise. It reports whether it has a
+// revision, a request no later than the last one taken) is ignored and
+// consumed with a Warning Event PromotionIgnored, so that it never fires
+// later by surprise. It reports whether it has a
 // change to make.
 func promote(snap *Snapshot, active int) (Action, bool) {
 	policy := snap.Policy
@@ -137,6 +146,10 @@ func promote(snap *Snapshot, active int) (Action, bool) {
 		return Action{}, false
 	}
 	switch {
+	case staleRequest(policy, p):
+		last := policy.Status.LastPromotion
+		return ignorePromotion(snap, fmt.Sprintf("it was requested at %s, not after the last request taken (requested at %s): "+
+			"a request is taken once; request again to promote", p.RequestedAt.UTC().Format(time.RFC3339), last.RequestedAt.UTC().Format(time.RFC3339))), true
 	case p.Revision != "" && p.Revision != policy.Status.UpdateRevision:
 		return ignorePromotion(snap, fmt.Sprintf("the request was made for revision %s and the rollout runs revision %s",
 			describeRevision(p.Revision), describeRevision(policy.Status.UpdateRevision))), true
@@ -144,6 +157,15 @@ func promote(snap *Snapshot, active int) (Action, bool) {
 		return ignorePromotion(snap, fmt.Sprintf("stage %q is not the active stage (stage %q is)", p.Stage, stage.Name)), true
 	}
 	return promoteStage(snap, active, p), true
+}
+
+// staleRequest reports whether p, pending, was requested no later than the
+// last request taken: an earlier request written back (a stale manifest
+// applied again, an edit reverted) is not a new one, though its digest
+// differs from the last.
+func staleRequest(policy *v1alpha1.StagedBindingPolicy, p *v1alpha1.Promotion) bool {
+	last := policy.Status.LastPromotion
+	return last != nil && !last.RequestedAt.IsZero() && !p.RequestedAt.After(last.RequestedAt.Time)
 }
 
 // promoteStage promotes the active stage for request p.

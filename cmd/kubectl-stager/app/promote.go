@@ -111,7 +111,7 @@ func (o *options) promote(ctx context.Context, name, stageName, reason string, f
 		fprintf(o.streams.Out, "stage %s of %s awaits approval: the promotion waits for it (approve it, or promote with --approve)\n",
 			active.Name, name)
 	}
-	promotion := &v1alpha1.Promotion{Full: full, Reason: reason, RequestedBy: user, RequestedAt: metav1.NewTime(o.now()),
+	promotion := &v1alpha1.Promotion{Full: full, Reason: reason, RequestedBy: user, RequestedAt: requestTime(p, o.now()),
 		Revision: p.Status.UpdateRevision}
 	if !full {
 		promotion.Stage = active.Name
@@ -224,4 +224,32 @@ func printPromotion(w io.Writer, record *v1alpha1.StageStatus, now time.Time) {
 		how = "promoted (full)"
 	}
 	fprintf(w, "Promoted:\t%s by %s %s ago: %s; skipped: %s\n", how, pr.By, age(pr.Time.Time, now), pr.Reason, skipped)
+}
+
+// requestTime is the requestedAt of a new promotion request: now, to the
+// second as the API keeps it, or a second after the latest request the
+// policy holds or took, since the stager ignores a request no later than
+// the last one taken.
+func requestTime(p *v1alpha1.StagedBindingPolicy, now time.Time) metav1.Time {
+	at := now.Truncate(time.Second)
+	for _, earlier := range []*metav1.Time{lastRequestedAt(p), specRequestedAt(p)} {
+		if earlier != nil && !at.After(earlier.Time) {
+			at = earlier.Add(time.Second).Truncate(time.Second)
+		}
+	}
+	return metav1.NewTime(at)
+}
+
+func lastRequestedAt(p *v1alpha1.StagedBindingPolicy) *metav1.Time {
+	if p.Status.LastPromotion == nil {
+		return nil
+	}
+	return &p.Status.LastPromotion.RequestedAt
+}
+
+func specRequestedAt(p *v1alpha1.StagedBindingPolicy) *metav1.Time {
+	if p.Spec.Promotion == nil {
+		return nil
+	}
+	return &p.Spec.Promotion.RequestedAt
 }
