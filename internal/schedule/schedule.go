@@ -117,7 +117,10 @@ func Guard(text string) error {
 
 // Schedule is a cron schedule in its time zone.
 type Schedule struct {
+	// spec is the schedule's fields on a wall clock, read in UTC, which
+	// has no changes of offset for cron's search to trip on.
 	spec *cron.SpecSchedule
+	loc  *time.Location
 }
 
 // Parse reads a schedule, its spaces trimmed, in loc: Guard's errors,
@@ -135,20 +138,54 @@ func Parse(text string, loc *time.Location) (*Schedule, error) {
 	if !ok {
 		return nil, ErrNotCalendar
 	}
-	spec.Location = loc
-	return &Schedule{spec: spec}, nil
+	spec.Location = time.UTC
+	return &Schedule{spec: spec, loc: loc}, nil
 }
 
 // Location is the schedule's time zone.
 func (s *Schedule) Location() *time.Location {
-	return s.spec.Location
+	return s.loc
 }
 
-// Next is the schedule's first tick after t, in its time zone; zero when
-// it ticks in none of the next five years, past which the parser's Next
-// gives up (so a schedule that never ticks costs a bounded walk).
+// Next is the schedule's first tick after t, in t's location: the first
+// instant whose wall clock in the schedule's zone matches its fields, a
+// wall-clock time the clock skips never, one it goes over twice twice.
+// It is zero when the schedule ticks in none of the years to the end of
+// the fifth after t's, past which the search gives up (so a schedule
+// that never ticks costs a bounded walk).
+//
+// cron's own Next walks the zone's wall clock an hour at a time and
+// skips the ticks of an hour that starts inside a change of offset not
+// on the hour (Pacific/Chatham's 02:45, a change of half an hour at
+// Australia/Lord_Howe): TestAgainstMinuteModel found it. So the search
+// goes over the spans of one offset each (time.Time.ZoneBounds), in each
+// of which the wall clock is the instant shifted by the offset, and
+// runs cron's search on that shifted, change-free clock.
 func (s *Schedule) Next(t time.Time) time.Time {
-	return s.spec.Next(t)
+	limit := time.Date(t.In(s.loc).Year()+6, time.January, 1, 0, 0, 0, 0, s.loc)
+	from := t // the search is for a tick after from, or at it once past t
+	for !from.After(limit) {
+		local := from.In(s.loc)
+		_, seconds := local.Zone()
+		offset := time.Duration(seconds) * time.Second
+		_, end := local.ZoneBounds()
+		wall := from.UTC().Add(offset)
+		if !from.Equal(t) {
+			wall = wall.Add(-time.Nanosecond) // cron's Next is after its time: from is a span's start, a candidate
+		}
+		n := s.spec.Next(wall)
+		if n.IsZero() {
+			return time.Time{}
+		}
+		if tick := n.Add(-offset); end.IsZero() || tick.Before(end) {
+			if tick.After(limit) {
+				return time.Time{}
+			}
+			return tick.In(t.Location())
+		}
+		from = end
+	}
+	return time.Time{}
 }
 
 // At says whether a period of d from one of the schedule's ticks is open
@@ -187,7 +224,7 @@ func (s *Schedule) End(at time.Time, d time.Duration, maxJumps int, ahead time.D
 		last = s.lastTick(n, end)
 		end = last.Add(d)
 	}
-	return end.In(s.spec.Location), true
+	return end.In(s.loc), true
 }
 
 // lastTick is the latest tick at or before hi, given from, a tick at or

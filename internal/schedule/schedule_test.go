@@ -154,6 +154,43 @@ func TestAt(t *testing.T) {
 	}
 }
 
+// TestNextOverChangesOfOffset walks the ticks around changes of a zone's
+// offset: a wall-clock time the clock skips never ticks, one it goes
+// over twice ticks twice, and an hour that starts inside a change of
+// offset not on the hour ticks (cron's own Next skips it).
+func TestNextOverChangesOfOffset(t *testing.T) {
+	tests := []struct {
+		name, text, zone string
+		after, want      time.Time
+	}{
+		{name: "New York's 01:00 twice", text: "0 1 * * *", zone: "America/New_York",
+			after: time.Date(2026, 11, 1, 5, 0, 0, 0, time.UTC), want: time.Date(2026, 11, 1, 6, 0, 0, 0, time.UTC)},
+		{name: "Lord Howe's 01:30 twice, half an hour apart", text: "30 1 * * *", zone: "Australia/Lord_Howe",
+			after: time.Date(2026, 4, 4, 14, 30, 0, 0, time.UTC), want: time.Date(2026, 4, 4, 15, 0, 0, 0, time.UTC)},
+		{name: "Berlin's 02:30 skipped", text: "30 2 * * *", zone: "Europe/Berlin",
+			after: time.Date(2026, 3, 28, 23, 0, 0, 0, time.UTC), want: time.Date(2026, 3, 30, 0, 30, 0, 0, time.UTC)},
+		{name: "Chatham's hour 3 from 03:45", text: "50 3 * * *", zone: "Pacific/Chatham",
+			after: time.Date(2026, 9, 26, 12, 0, 0, 0, time.UTC), want: time.Date(2026, 9, 26, 14, 5, 0, 0, time.UTC)},
+		{name: "Lord Howe's 03:00 after a change of half an hour", text: "0 3 * * *", zone: "Australia/Lord_Howe",
+			after: time.Date(2026, 10, 3, 14, 0, 0, 0, time.UTC), want: time.Date(2026, 10, 3, 16, 0, 0, 0, time.UTC)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			loc, err := Zone(tt.zone)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := Parse(tt.text, loc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := s.Next(tt.after); !got.Equal(tt.want) {
+				t.Errorf("Next(%s) = %s, want %s", tt.after.In(loc), got.In(loc), tt.want.In(loc))
+			}
+		})
+	}
+}
+
 // spinBound is how long one call may take before the fuzz test calls it
 // a spin. A call takes microseconds (BenchmarkAtNeverTicks): this only
 // tells a loop from a slow machine.
