@@ -200,21 +200,21 @@ func (s *Schedule) At(t time.Time, d time.Duration) (open bool, next time.Time) 
 	return true, time.Time{}
 }
 
-// End reports whether a period of d is open at at and, if so, until when
+// End reports whether a period of d is open at t and, if so, until when
 // periods of d that open before the one before closes keep it open, in
 // the schedule's time zone. It follows at most maxJumps of them, each to
 // the latest tick before the end so far, and none once the end is more
-// than ahead past at: past those bounds the end it names is the earliest
+// than ahead past t: past those bounds the end it names is the earliest
 // the real one may be.
-func (s *Schedule) End(at time.Time, d time.Duration, maxJumps int, ahead time.Duration) (time.Time, bool) {
-	first := s.Next(at.Add(-d))
-	if first.IsZero() || first.After(at) {
+func (s *Schedule) End(t time.Time, d time.Duration, maxJumps int, ahead time.Duration) (time.Time, bool) {
+	first := s.Next(t.Add(-d))
+	if first.IsZero() || first.After(t) {
 		return time.Time{}, false
 	}
-	last := s.lastTick(first, at)
+	last := s.lastTick(first, t)
 	end := last.Add(d)
 	for range maxJumps {
-		if end.Sub(at) > ahead {
+		if end.Sub(t) > ahead {
 			break
 		}
 		n := s.Next(last)
