@@ -23,14 +23,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/robfig/cron/v3"
-	// The zones are the binary's own, whatever the image has.
-	_ "time/tzdata"
-
 	hostingv1alpha1 "github.com/kubestellar/workload-stager/api/hosting/v1alpha1"
+	"github.com/kubestellar/workload-stager/internal/schedule"
 )
 
 // Reasons of a Hold, also the reasons of the policy's Frozen condition.
@@ -184,7 +180,7 @@ func Decide(freezes []hostingv1alpha1.RolloutFreeze, space, policy string, now t
 // one before ends); if not, when it next starts (zero: never, as far as
 // it can tell). An error says the spec cannot be read.
 func state(spec *hostingv1alpha1.RolloutFreezeSpec, now time.Time) (on bool, until, next time.Time, err error) {
-	schedules := make([]*cron.SpecSchedule, len(spec.Schedules))
+	schedules := make([]*schedule.Schedule, len(spec.Schedules))
 	for i := range spec.Schedules {
 		if schedules[i], err = parse(&spec.Schedules[i]); err != nil {
 			return false, time.Time{}, time.Time{}, fmt.Errorf("schedule %d (%q): %w", i+1, spec.Schedules[i].Schedule, err)
@@ -206,7 +202,7 @@ func state(spec *hostingv1alpha1.RolloutFreezeSpec, now time.Time) (on bool, unt
 		}
 		for i, s := range schedules {
 			d := spec.Schedules[i].Duration.Duration
-			if end, ok := periodEnd(s, d, at); ok && (!on || end.After(until)) {
+			if end, ok := s.End(at, d, maxChain, maxAhead); ok && (!on || end.After(until)) {
 				on, until, changed = true, end, true
 			}
 		}
@@ -227,117 +223,24 @@ func state(spec *hostingv1alpha1.RolloutFreezeSpec, now time.Time) (on bool, unt
 	return false, time.Time{}, next, nil
 }
 
-// periodEnd reports whether a period of s, each lasting d, is on at at,
-// and until when, following the periods that start before the one
-// before ends (at most maxChain jumps, each to the latest start before
-// the end so far), in s's time zone.
-func periodEnd(s *cron.SpecSchedule, d time.Duration, at time.Time) (time.Time, bool) {
-	// The first period to start after at-d is the earliest still on at at.
-	first := s.Next(at.Add(-d))
-	if first.IsZero() || first.After(at) {
-		return time.Time{}, false
-	}
-	last := lastStart(s, first, at)
-	end := last.Add(d)
-	for range maxChain {
-		if end.Sub(at) > maxAhead {
-			break
-		}
-		n := s.Next(last)
-		if n.IsZero() || n.After(end) {
-			break
-		}
-		last = lastStart(s, n, end)
-		end = last.Add(d)
-	}
-	return end.In(s.Location), true
-}
-
-// lastStart is the latest time s fires at or before hi, given from, a
-// time it fires at or before hi: a bisection, as cron only looks ahead.
-func lastStart(s *cron.SpecSchedule, from, hi time.Time) time.Time {
-	lo := from // it fires at lo; not in (hi, the original hi]
-	for range 64 {
-		n := s.Next(lo)
-		if n.IsZero() || n.After(hi) {
-			return lo
-		}
-		lo = n
-		mid := lo.Add(hi.Sub(lo) / 2)
-		if m := s.Next(mid); !m.IsZero() && !m.After(hi) {
-			lo = m
-		} else {
-			hi = mid
-		}
-	}
-	return lo
-}
-
-// parser reads the standard five fields and the descriptors.
-var parser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
-
 // parse reads a schedule in its time zone. The CRD refuses what the
 // parser would read otherwise (@every, a zone in the schedule); an object
 // written before that, or around it, is refused here.
-func parse(fs *hostingv1alpha1.FreezeSchedule) (*cron.SpecSchedule, error) {
+func parse(fs *hostingv1alpha1.FreezeSchedule) (*schedule.Schedule, error) {
 	text := strings.TrimSpace(fs.Schedule)
-	if strings.HasPrefix(text, "@every") || strings.Contains(text, "TZ=") {
+	if schedule.Guard(text) != nil {
 		return nil, fmt.Errorf("@every and a time zone in the schedule are not allowed: set timeZone")
 	}
 	if fs.Duration.Duration < time.Minute {
 		return nil, fmt.Errorf("duration %s is shorter than a minute", fs.Duration.Duration)
 	}
-	loc, err := location(fs.TimeZone)
+	loc, err := schedule.Zone(fs.TimeZone)
 	if err != nil {
 		return nil, err
 	}
-	s, err := parser.Parse(text)
+	s, err := schedule.Parse(text, loc)
 	if err != nil {
 		return nil, fmt.Errorf("invalid cron schedule: %w", err)
 	}
-	spec, ok := s.(*cron.SpecSchedule)
-	if !ok {
-		return nil, fmt.Errorf("not a calendar schedule")
-	}
-	spec.Location = loc
-	return spec, nil
-}
-
-// maxZones bounds the zones kept read.
-const maxZones = 512
-
-var zones struct {
-	sync.Mutex
-	m map[string]*time.Location
-}
-
-// location is the time zone named, UTC for none, read once.
-func location(name string) (*time.Location, error) {
-	switch name {
-	case "", "UTC":
-		return time.UTC, nil
-	case "Local":
-		return nil, fmt.Errorf("time zone Local is the stager's own: name an IANA time zone")
-	}
-	zones.Lock()
-	loc, ok := zones.m[name]
-	zones.Unlock()
-	if ok {
-		return loc, nil
-	}
-	// LoadLocation refuses a name with "..", or one that starts with a
-	// slash: it reads no file outside the zone databases.
-	loc, err := time.LoadLocation(name)
-	if err != nil {
-		return nil, fmt.Errorf("unknown time zone %q", name)
-	}
-	zones.Lock()
-	if zones.m == nil {
-		zones.m = map[string]*time.Location{}
-	}
-	if len(zones.m) < maxZones {
-		zones.m[name] = loc
-	}
-	zones.Unlock()
-	return loc, nil
+	return s, nil
 }

@@ -89,6 +89,15 @@ func TestDecide(t *testing.T) {
 		{name: "an unknown time zone holds", freezes: []hostingv1alpha1.RolloutFreeze{freeze("typo", hostingv1alpha1.RolloutFreezeSpec{
 			Schedules: []hostingv1alpha1.FreezeSchedule{sched("0 0 * * *", time.Hour, "Europe/Berln")}})}, space: "wds1", now: "2026-12-24T06:00:00Z", stage: "dev",
 			want: `frozen by typo, which is invalid, until the platform team fixes or deletes it: schedule 1 ("0 0 * * *"): unknown time zone "Europe/Berln"`},
+		{name: "the stager's own zone holds", freezes: []hostingv1alpha1.RolloutFreeze{freeze("local", hostingv1alpha1.RolloutFreezeSpec{
+			Schedules: []hostingv1alpha1.FreezeSchedule{sched("0 0 * * *", time.Hour, "Local")}})}, space: "wds1", now: "2026-12-24T06:00:00Z", stage: "dev",
+			want: `frozen by local, which is invalid, until the platform team fixes or deletes it: schedule 1 ("0 0 * * *"): time zone Local is the stager's own: name an IANA time zone`},
+		{name: "a path for a zone holds", freezes: []hostingv1alpha1.RolloutFreeze{freeze("path", hostingv1alpha1.RolloutFreezeSpec{
+			Schedules: []hostingv1alpha1.FreezeSchedule{sched("0 0 * * *", time.Hour, "../../etc/passwd")}})}, space: "wds1", now: "2026-12-24T06:00:00Z", stage: "dev",
+			want: `frozen by path, which is invalid, until the platform team fixes or deletes it: schedule 1 ("0 0 * * *"): unknown time zone "../../etc/passwd"`},
+		{name: "a zone in the schedule holds", freezes: []hostingv1alpha1.RolloutFreeze{freeze("tz", hostingv1alpha1.RolloutFreezeSpec{
+			Schedules: []hostingv1alpha1.FreezeSchedule{sched("CRON_TZ=Asia/Tokyo 0 0 * * *", time.Hour, "")}})}, space: "wds1", now: "2026-12-24T06:00:00Z", stage: "dev",
+			want: `frozen by tz, which is invalid, until the platform team fixes or deletes it: schedule 1 ("CRON_TZ=Asia/Tokyo 0 0 * * *"): @every and a time zone in the schedule are not allowed: set timeZone`},
 		{name: "an invalid schedule holds", freezes: []hostingv1alpha1.RolloutFreeze{freeze("bad", hostingv1alpha1.RolloutFreezeSpec{
 			Schedules: []hostingv1alpha1.FreezeSchedule{sched("61 * * * *", time.Hour, "")}})}, space: "wds1", now: "2026-12-24T06:00:00Z", stage: "dev",
 			want: `frozen by bad, which is invalid, until the platform team fixes or deletes it: schedule 1 ("61 * * * *"): invalid cron schedule: ` +

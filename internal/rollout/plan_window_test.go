@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/internal/schedule"
 )
 
 // ---------------------------------------------------------------------------
@@ -462,5 +463,14 @@ func TestNextWindow(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestWindowZoneBoundIsTheEngines: Go checks a window's zone against the
+// CRD's bound again through the schedule engine's, so the two are one.
+func TestWindowZoneBoundIsTheEngines(t *testing.T) {
+	if v1alpha1.MaxWindowTimeZone != schedule.MaxZoneName {
+		t.Errorf("MaxWindowTimeZone %d, schedule.MaxZoneName %d: a zone the CRD admits is refused, or one it refuses looked up",
+			v1alpha1.MaxWindowTimeZone, schedule.MaxZoneName)
 	}
 }

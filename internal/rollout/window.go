@@ -18,15 +18,14 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/robfig/cron/v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/internal/schedule"
 )
 
 // This file holds Plan's rule 6b, the change windows of a stage
@@ -40,11 +39,8 @@ const (
 	maxWindowDuration = 7 * 24 * time.Hour
 )
 
-// windowParser reads a standard five-field cron schedule or a descriptor.
-var windowParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
-
 // errNeverOpens is a schedule that fires in none of the next five years,
-// past which cron's Next gives up.
+// past which the schedule engine gives up.
 var errNeverOpens = errors.New("never opens: the schedule fires in none of the next five years")
 
 // WindowState is where a stage's change windows stand at a time.
@@ -61,76 +57,32 @@ type WindowState struct {
 
 // parsedWindow is a ChangeWindow read and checked.
 type parsedWindow struct {
-	schedule cron.Schedule
+	schedule *schedule.Schedule
 	duration time.Duration
-	loc      *time.Location
 	zone     string
 }
 
-// zones caches the time zones loaded: time.LoadLocation reads a file (or
-// the embedded database) each call. It is bounded: past maxZones names a
-// zone is loaded each time instead.
-var zones sync.Map
-
-// zoneCount counts the names in zones.
-var zoneCount struct {
-	sync.Mutex
-	n int
-}
-
-// maxZones is the most time zones cached; the IANA database has about 600.
-const maxZones = 1024
-
-// loadZone returns the time zone of an IANA name, UTC for none. Local,
-// the stager's own zone, is refused: it says nothing a policy's author
-// could know. time.LoadLocation refuses names with ".." or a leading
-// slash, so it reads no file outside the zone databases.
-func loadZone(name string) (*time.Location, error) {
-	if name == "" || name == "UTC" {
-		return time.UTC, nil
-	}
-	if name == "Local" || len(name) > v1alpha1.MaxWindowTimeZone || strings.Contains(name, "..") || strings.HasPrefix(name, "/") {
-		return nil, fmt.Errorf("unknown time zone %q", name)
-	}
-	if loc, ok := zones.Load(name); ok {
-		return loc.(*time.Location), nil
-	}
-	loc, err := time.LoadLocation(name)
-	if err != nil {
-		return nil, fmt.Errorf("unknown time zone %q", name)
-	}
-	zoneCount.Lock()
-	if zoneCount.n < maxZones {
-		if _, loaded := zones.LoadOrStore(name, loc); !loaded {
-			zoneCount.n++
-		}
-	}
-	zoneCount.Unlock()
-	return loc, nil
-}
-
 // parseWindow reads a window, or says what is wrong with it, naming the
-// field.
+// field: the schedule's form first, then its zone, then its fields.
 func parseWindow(w v1alpha1.ChangeWindow) (parsedWindow, error) {
 	s := strings.TrimSpace(w.Schedule)
-	switch {
-	case s == "" || len(w.Schedule) > v1alpha1.MaxWindowSchedule:
+	if s == "" || len(w.Schedule) > v1alpha1.MaxWindowSchedule {
 		return parsedWindow{}, fmt.Errorf("schedule %q: must be 1 to %d bytes", cutMessage(w.Schedule, 64), v1alpha1.MaxWindowSchedule)
-	case strings.HasPrefix(s, "@every"):
+	}
+	switch err := schedule.Guard(s); {
+	case errors.Is(err, schedule.ErrEvery):
 		return parsedWindow{}, fmt.Errorf("schedule %q: @every is not a time of day; give a cron schedule", s)
-	case strings.HasPrefix(s, "TZ=") || strings.HasPrefix(s, "CRON_TZ="):
+	case err != nil:
 		return parsedWindow{}, fmt.Errorf("schedule %q: give the time zone in timeZone, not in the schedule", s)
 	}
-	loc, err := loadZone(w.TimeZone)
+	loc, err := schedule.Zone(w.TimeZone)
 	if err != nil {
-		return parsedWindow{}, fmt.Errorf("timeZone: %w", err)
+		// Local too: to a policy's author it is as unknown as any.
+		return parsedWindow{}, fmt.Errorf("timeZone: unknown time zone %q", w.TimeZone)
 	}
-	sched, err := windowParser.Parse(s)
+	sched, err := schedule.Parse(s, loc)
 	if err != nil {
 		return parsedWindow{}, fmt.Errorf("schedule %q: %w", s, err)
-	}
-	if spec, ok := sched.(*cron.SpecSchedule); ok {
-		spec.Location = loc
 	}
 	if d := w.Duration.Duration; d < minWindowDuration || d > maxWindowDuration {
 		return parsedWindow{}, fmt.Errorf("duration %s: must be between %s and %s", d, minWindowDuration, maxWindowDuration)
@@ -139,22 +91,17 @@ func parseWindow(w v1alpha1.ChangeWindow) (parsedWindow, error) {
 	if zone == "" {
 		zone = "UTC"
 	}
-	return parsedWindow{schedule: sched, duration: w.Duration.Duration, loc: loc, zone: zone}, nil
+	return parsedWindow{schedule: sched, duration: w.Duration.Duration, zone: zone}, nil
 }
 
 // at says whether the window is open at now, else when it opens next; a
-// schedule that never fires is errNeverOpens. The window opened last
-// before now is the first firing after now minus its duration: one call
-// of Next, which gives up after five years of calendar.
+// schedule that never fires is errNeverOpens.
 func (p parsedWindow) at(now time.Time) (open bool, next time.Time, err error) {
-	first := p.schedule.Next(now.Add(-p.duration))
-	if first.IsZero() {
+	open, next = p.schedule.At(now, p.duration)
+	if !open && next.IsZero() {
 		return false, time.Time{}, errNeverOpens
 	}
-	if !first.After(now) {
-		return true, time.Time{}, nil
-	}
-	return false, first, nil
+	return open, next, nil
 }
 
 // NextWindow says where a stage's change windows stand at now: open, or
@@ -184,7 +131,7 @@ func NextWindow(windows []v1alpha1.ChangeWindow, now time.Time) (WindowState, er
 			continue
 		}
 		if state.OpensAt.IsZero() || next.Before(state.OpensAt) {
-			state.OpensAt, state.TimeZone = next.In(p.loc), p.zone
+			state.OpensAt, state.TimeZone = next.In(p.schedule.Location()), p.zone
 		}
 	}
 	if state.Open {
@@ -196,7 +143,7 @@ func NextWindow(windows []v1alpha1.ChangeWindow, now time.Time) (WindowState, er
 // DescribeOpening says when a window opens, in its time zone and as a
 // duration from now: "opens at 2026-11-30 02:00 CET, in 4h12m".
 func DescribeOpening(opensAt time.Time, zone string, now time.Time) string {
-	if loc, err := loadZone(zone); err == nil {
+	if loc, err := schedule.Zone(zone); err == nil {
 		opensAt = opensAt.In(loc)
 	}
 	return fmt.Sprintf("opens at %s, in %s", opensAt.Format("2006-01-02 15:04 MST"), ShortDuration(opensAt.Sub(now)))

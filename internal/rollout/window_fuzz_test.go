@@ -23,67 +23,66 @@ import (
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 )
 
-// nextWindowHang is how long one NextWindow may take before the fuzz test
-// calls it a spin. A call takes microseconds (BenchmarkNextWindowNeverOpens):
-// this only tells a loop from a slow machine.
-const nextWindowHang = 10 * time.Second
-
-// FuzzNextWindow reads any schedule, time zone, duration and time: it
-// never panics, never spins, and what it answers holds together (an
-// opening after now, within five years and a day; open only with a
-// window of at most a week that started at most that long ago).
+// FuzzNextWindow reads any two windows and time: NextWindow never
+// panics, is open only with a window of 1m to 168h open, and, closed,
+// names the earliest opening of the two, in the time zone of the window
+// that opens then. The engine's own answers (no spin, an opening after
+// now, open at its own opening) are schedule.FuzzSchedule's.
 func FuzzNextWindow(f *testing.F) {
 	for _, seed := range []struct {
-		schedule, zone string
-		seconds, unix  int64
+		schedule, zone   string
+		seconds          int64
+		schedule2, zone2 string
+		seconds2, unix   int64
 	}{
-		{"0 2 * * *", "Europe/Paris", 3600, now.Unix()},
-		{"0 0 30 2 *", "", 3600, now.Unix()},
-		{"0 0 29 2 *", "UTC", 60, now.Unix()},
-		{"@weekly", "America/New_York", 7 * 24 * 3600, now.Unix()},
-		{"30 2 * 3 0", "Europe/Berlin", 600, time.Date(2026, 3, 28, 0, 0, 0, 0, time.UTC).Unix()},
-		{"*/5 * * * *", "Australia/Lord_Howe", 60, time.Date(2026, 10, 4, 1, 0, 0, 0, time.UTC).Unix()},
-		{"0 0 1 1 *", "Pacific/Apia", 60, -62135596800},
-		{"59 23 31 12 *", "", 60, 253402300799},
-		{"@every 1s", "", 60, 0},
-		{"TZ=Local 0 0 * * *", "Local", 60, 0},
-		{"0 0 * * *", "../../../../etc/passwd", 60, 0},
+		{"0 2 * * *", "Europe/Paris", 3600, "0 9 * * *", "Asia/Tokyo", 3600, now.Unix()},
+		{"0 0 30 2 *", "", 3600, "@daily", "", 60, now.Unix()},
+		{"0 0 29 2 *", "UTC", 60, "0 0 29 2 *", "UTC", 30, now.Unix()},
+		{"@weekly", "America/New_York", 7 * 24 * 3600, "@weekly", "America/New_York", 7*24*3600 + 1, now.Unix()},
+		{"30 2 * 3 0", "Europe/Berlin", 600, "*/5 * * * *", "Australia/Lord_Howe", 60, time.Date(2026, 3, 28, 0, 0, 0, 0, time.UTC).Unix()},
+		{"50 3 * * *", "Pacific/Chatham", 60, "0 1 * * *", "America/New_York", 60, time.Date(2026, 9, 26, 12, 0, 0, 0, time.UTC).Unix()},
+		{"59 23 31 12 *", "", 60, "0 0 1 1 *", "Pacific/Apia", 60, 253402300799},
+		{"@every 1s", "", 60, "TZ=Local 0 0 * * *", "Local", 60, 0},
+		{"0 0 * * *", "../../../../etc/passwd", 60, "0 0 * * *", "", 60, 0},
 	} {
-		f.Add(seed.schedule, seed.zone, seed.seconds, seed.unix)
+		f.Add(seed.schedule, seed.zone, seed.seconds, seed.schedule2, seed.zone2, seed.seconds2, seed.unix)
 	}
-	f.Fuzz(func(t *testing.T, schedule, zone string, seconds, unix int64) {
+	f.Fuzz(func(t *testing.T, schedule, zone string, seconds int64, schedule2, zone2 string, seconds2, unix int64) {
 		at := time.Unix(unix, 0).UTC()
-		w := v1alpha1.ChangeWindow{Schedule: schedule, TimeZone: zone, Duration: metav1.Duration{Duration: time.Duration(seconds) * time.Second}}
-		type answer struct {
-			state WindowState
-			err   error
+		windows := []v1alpha1.ChangeWindow{
+			{Schedule: schedule, TimeZone: zone, Duration: metav1.Duration{Duration: time.Duration(seconds) * time.Second}},
+			{Schedule: schedule2, TimeZone: zone2, Duration: metav1.Duration{Duration: time.Duration(seconds2) * time.Second}},
 		}
-		done := make(chan answer, 1)
-		go func() {
-			s, err := NextWindow([]v1alpha1.ChangeWindow{w}, at)
-			done <- answer{s, err}
-		}()
-		var got answer
-		select {
-		case got = <-done:
-		case <-time.After(nextWindowHang):
-			t.Fatalf("NextWindow(%q, %q, %ds, %s) spins", schedule, zone, seconds, at)
+		both, err := NextWindow(windows, at)
+		first, err1 := NextWindow(windows[:1], at)
+		second, err2 := NextWindow(windows[1:], at)
+		if (err == nil) != (err1 == nil && err2 == nil) {
+			t.Fatalf("NextWindow of both: %v; of each: %v, %v", err, err1, err2)
 		}
-		if got.err != nil {
+		if err != nil {
 			return
 		}
-		s := got.state
-		if s.Open {
-			if w.Duration.Duration > maxWindowDuration || w.Duration.Duration < minWindowDuration {
-				t.Fatalf("open with a duration of %s", w.Duration.Duration)
+		if both.Open != (first.Open || second.Open) {
+			t.Fatalf("both open %v; each %v, %v", both.Open, first.Open, second.Open)
+		}
+		for _, w := range windows {
+			if d := w.Duration.Duration; both.Open && (d < minWindowDuration || d > maxWindowDuration) {
+				t.Fatalf("open with a window of %s", d)
 			}
+		}
+		if both.Open {
 			return
 		}
-		if !s.OpensAt.After(at) || s.OpensAt.Sub(at) > 6*366*24*time.Hour {
-			t.Fatalf("NextWindow(%q, %q) at %s opens at %s", schedule, zone, at, s.OpensAt)
+		want := first
+		if second.OpensAt.Before(first.OpensAt) {
+			want = second
 		}
-		if again, err := NextWindow([]v1alpha1.ChangeWindow{w}, s.OpensAt); err == nil && !again.Open {
-			t.Fatalf("NextWindow(%q, %q) is closed at its own opening %s", schedule, zone, s.OpensAt)
+		if !both.OpensAt.Equal(want.OpensAt) || both.TimeZone != want.TimeZone || both.OpensAt.Location().String() != want.OpensAt.Location().String() {
+			t.Fatalf("both open at %s (%s), want the earliest of %s (%s) and %s (%s)", both.OpensAt, both.TimeZone,
+				first.OpensAt, first.TimeZone, second.OpensAt, second.TimeZone)
+		}
+		if zone := want.TimeZone; zone != "UTC" && both.OpensAt.Location().String() != zone {
+			t.Fatalf("opens at %s, not in its zone %s", both.OpensAt, zone)
 		}
 	})
 }
