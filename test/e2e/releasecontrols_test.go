@@ -241,7 +241,7 @@ func TestPromoteAndUndo(t *testing.T) {
 			return fmt.Errorf("undo to v2 went ahead: %q", out)
 		}
 		if !strings.Contains(err.Error(), "v2") || !strings.Contains(err.Error(), "no object") {
-			return fmt.Errorf("undo to v2 refused with %q, want a message that v2 has no object left", err)
+			return fmt.Errorf("undo to v2 refused with %q, want a message that v2 has no object left", err.Error())
 		}
 		return nil
 	})
