@@ -23,7 +23,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -38,13 +37,14 @@ import (
 
 	hostingv1alpha1 "github.com/kubestellar/workload-stager/api/hosting/v1alpha1"
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/internal/controller/hostingwatch"
 	freezes "github.com/kubestellar/workload-stager/internal/freeze"
 )
 
 // DefaultReadTimeout bounds a Decision's read of the freezes when
 // Freezes.ReadTimeout is not set: the first read waits for the cache's
 // watch, which a stager without list and watch on RolloutFreezes never gets.
-const DefaultReadTimeout = 5 * time.Second
+const DefaultReadTimeout = hostingwatch.DefaultReadTimeout
 
 // retryKind is how often Source looks again for the RolloutFreeze kind on
 // a hosting cluster that has none.
@@ -62,9 +62,7 @@ type Freezes struct {
 	// Clock times Source's retries; nil is the real clock.
 	Clock clock.Clock
 
-	mu       sync.Mutex
-	watchErr error
-	failed   chan struct{}
+	failures hostingwatch.Failures
 }
 
 // WatchErrorHandler records a failed list or watch of the freezes'
@@ -72,29 +70,7 @@ type Freezes struct {
 // rather than at its read timeout, while the cache has never synced and
 // its last list failed (no list on RolloutFreezes, say).
 func (f *Freezes) WatchErrorHandler(ctx context.Context, r *toolscache.Reflector, err error) {
-	f.mu.Lock()
-	f.watchErr = err
-	if f.failed != nil {
-		close(f.failed)
-		f.failed = nil
-	}
-	f.mu.Unlock()
-	toolscache.DefaultWatchErrorHandler(ctx, r, err)
-}
-
-func (f *Freezes) nextWatchFailure() <-chan struct{} {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.failed == nil {
-		f.failed = make(chan struct{})
-	}
-	return f.failed
-}
-
-func (f *Freezes) lastWatchFailure() error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.watchErr
+	f.failures.WatchErrorHandler(ctx, r, err)
 }
 
 // Decision is freeze.Decide over the freezes the cache holds, for policy
@@ -104,41 +80,13 @@ func (f *Freezes) lastWatchFailure() error {
 // closed). While the cache has not synced, Decision waits for it, up to
 // ReadTimeout, unless its list failed: then it fails at once.
 func (f *Freezes) Decision(ctx context.Context, space, policy string, now time.Time) (freezes.Decision, error) {
-	timeout := f.ReadTimeout
-	if timeout <= 0 {
-		timeout = DefaultReadTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	fail := func(err error) (freezes.Decision, error) {
+	var list hostingv1alpha1.RolloutFreezeList
+	installed, err := f.failures.List(ctx, f.Cache, &hostingv1alpha1.RolloutFreeze{}, &list, f.ReadTimeout)
+	if err != nil {
 		return freezes.Decision{}, fmt.Errorf("reading the RolloutFreezes for policy %s of space %s: %w", policy, space, err)
 	}
-	informer, err := f.Cache.GetInformer(ctx, &hostingv1alpha1.RolloutFreeze{}, cache.BlockUntilSynced(false))
-	if meta.IsNoMatchError(err) {
+	if !installed {
 		return freezes.Decision{}, nil
-	}
-	if err != nil {
-		return fail(err)
-	}
-	if !informer.HasSynced() {
-		next := f.nextWatchFailure()
-		if watchErr := f.lastWatchFailure(); watchErr != nil {
-			return fail(fmt.Errorf("the cache has not synced: %w", watchErr))
-		}
-		go func() {
-			select {
-			case <-next:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-	}
-	var list hostingv1alpha1.RolloutFreezeList
-	if err := f.Cache.List(ctx, &list); err != nil {
-		if watchErr := f.lastWatchFailure(); watchErr != nil && !informer.HasSynced() {
-			return fail(fmt.Errorf("the cache has not synced: %w", watchErr))
-		}
-		return fail(err)
 	}
 	return freezes.Decide(list.Items, space, policy, now), nil
 }

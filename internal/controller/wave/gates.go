@@ -17,7 +17,6 @@ package wave
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -30,13 +29,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	hostingv1alpha1 "github.com/kubestellar/workload-stager/api/hosting/v1alpha1"
+	"github.com/kubestellar/workload-stager/internal/controller/hostingwatch"
 	wavegate "github.com/kubestellar/workload-stager/internal/wave"
 )
 
 // DefaultReadTimeout bounds a Decision's read of the waves when
 // Gates.ReadTimeout is not set: the first read waits for the cache's
 // watch, which a stager without list and watch on RolloutWaves never gets.
-const DefaultReadTimeout = 5 * time.Second
+const DefaultReadTimeout = hostingwatch.DefaultReadTimeout
 
 // Gates decides whether the hosting cluster's RolloutWaves let a policy of
 // a space start a revision, and queues a space's ordered policies again
@@ -50,11 +50,7 @@ type Gates struct {
 	// ReadTimeout bounds each read of the waves; zero means DefaultReadTimeout.
 	ReadTimeout time.Duration
 
-	mu sync.Mutex
-	// watchErr is the last error of the waves' list or watch, and failed
-	// is closed when the next one comes (nil until someone waits).
-	watchErr error
-	failed   chan struct{}
+	failures hostingwatch.Failures
 }
 
 // WatchErrorHandler records a failed list or watch of the waves' cache,
@@ -63,32 +59,7 @@ type Gates struct {
 // its read timeout, while the cache has never synced and its last list
 // failed (a hosting identity without list on RolloutWaves, say).
 func (g *Gates) WatchErrorHandler(ctx context.Context, r *toolscache.Reflector, err error) {
-	g.mu.Lock()
-	g.watchErr = err
-	if g.failed != nil {
-		close(g.failed)
-		g.failed = nil
-	}
-	g.mu.Unlock()
-	toolscache.DefaultWatchErrorHandler(ctx, r, err)
-}
-
-// nextWatchFailure returns a channel closed when WatchErrorHandler next
-// records an error.
-func (g *Gates) nextWatchFailure() <-chan struct{} {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.failed == nil {
-		g.failed = make(chan struct{})
-	}
-	return g.failed
-}
-
-// lastWatchFailure returns the last error WatchErrorHandler recorded.
-func (g *Gates) lastWatchFailure() error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.watchErr
+	g.failures.WatchErrorHandler(ctx, r, err)
 }
 
 // Decision is wave.GateAll over the waves the cache holds, at now (the
@@ -100,43 +71,14 @@ func (g *Gates) lastWatchFailure() error {
 // its list failed (WatchErrorHandler): then it fails at once with that
 // error, and again as long as the cache has not synced.
 func (g *Gates) Decision(ctx context.Context, space, policy, revision string, now time.Time) (wavegate.Decision, error) {
-	timeout := g.ReadTimeout
-	if timeout <= 0 {
-		timeout = DefaultReadTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	fail := func(err error) (wavegate.Decision, error) {
+	var waves hostingv1alpha1.RolloutWaveList
+	installed, err := g.failures.List(ctx, g.Waves, &hostingv1alpha1.RolloutWave{}, &waves, g.ReadTimeout)
+	if err != nil {
 		readFailed(space)
 		return wavegate.Decision{}, fmt.Errorf("reading the RolloutWaves for policy %s of space %s: %w", policy, space, err)
 	}
-	informer, err := g.Waves.GetInformer(ctx, &hostingv1alpha1.RolloutWave{}, cache.BlockUntilSynced(false))
-	if meta.IsNoMatchError(err) {
+	if !installed {
 		return wavegate.GateAll(nil, space, policy, revision, now), nil
-	}
-	if err != nil {
-		return fail(err)
-	}
-	if !informer.HasSynced() {
-		next := g.nextWatchFailure()
-		if watchErr := g.lastWatchFailure(); watchErr != nil {
-			return fail(fmt.Errorf("the cache has not synced: %w", watchErr))
-		}
-		// The first failure of the list ends the wait for the sync.
-		go func() {
-			select {
-			case <-next:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-	}
-	var waves hostingv1alpha1.RolloutWaveList
-	if err := g.Waves.List(ctx, &waves); err != nil {
-		if watchErr := g.lastWatchFailure(); watchErr != nil && !informer.HasSynced() {
-			return fail(fmt.Errorf("the cache has not synced: %w", watchErr))
-		}
-		return fail(err)
 	}
 	return wavegate.GateAll(waves.Items, space, policy, revision, now), nil
 }
