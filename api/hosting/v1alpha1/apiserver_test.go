@@ -43,16 +43,7 @@ func startHosting(t *testing.T) client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hosting, err := environment.StartSpace("hosting", environment.WithCRDDirs(hostingCRDs), environment.WithScheme(scheme))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := hosting.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
-	return hosting.Client
+	return environment.StartTestSpace(t, "hosting", environment.WithCRDDirs(hostingCRDs), environment.WithScheme(scheme)).Client
 }
 
 // refusal is a change that makes a valid object invalid, and what the

@@ -101,18 +101,6 @@ func TestListAgainstAPIServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := func(name string, opts ...environment.SpaceOption) *environment.Space {
-		s, err := environment.StartSpace(name, append(opts, environment.WithScheme(scheme))...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := s.Stop(); err != nil {
-				t.Error(err)
-			}
-		})
-		return s
-	}
 	// read lists the freezes of a new cache of s, as user (a new one
 	// without any role) unless user is empty, twice: the first read
 	// starts the cache's informer, the second finds it synced or failing.
@@ -153,7 +141,7 @@ func TestListAgainstAPIServers(t *testing.T) {
 	}
 
 	t.Run("without the kind", func(t *testing.T) {
-		installed, _, errs := read(t, start("bare"), "")
+		installed, _, errs := read(t, environment.StartTestSpace(t, "bare", environment.WithScheme(scheme)), "")
 		for i := range 2 {
 			if installed[i] || errs[i] != nil {
 				t.Errorf("read %d = %v, %v; want not installed, no error", i, installed[i], errs[i])
@@ -161,7 +149,7 @@ func TestListAgainstAPIServers(t *testing.T) {
 		}
 	})
 
-	hosting := start("hosting", environment.WithCRDDirs(hostingCRDs))
+	hosting := environment.StartTestSpace(t, "hosting", environment.WithCRDDirs(hostingCRDs), environment.WithScheme(scheme))
 	fz := &hostingv1alpha1.RolloutFreeze{ObjectMeta: metav1.ObjectMeta{Name: "holidays"}, Spec: hostingv1alpha1.RolloutFreezeSpec{
 		Ranges: []hostingv1alpha1.FreezeRange{{Start: metav1.Now(), End: metav1.NewTime(time.Now().Add(time.Hour))}}}}
 	if err := hosting.Client.Create(t.Context(), fz); err != nil {
