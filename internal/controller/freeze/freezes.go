@@ -25,7 +25,6 @@ import (
 	"slices"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -99,49 +98,16 @@ func (f *Freezes) Decision(ctx context.Context, space, policy string, now time.T
 // hosting cluster without the kind it starts all the same, and looks for
 // the kind again every retryKind until it watches the freezes or ctx ends.
 func (f *Freezes) Source(space string, policies client.Reader) source.Source {
-	return source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-		informer, err := f.Cache.GetInformer(ctx, &hostingv1alpha1.RolloutFreeze{}, cache.BlockUntilSynced(false))
-		if meta.IsNoMatchError(err) {
-			go f.watchOnceInstalled(ctx, space, policies, q)
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("watching the RolloutFreezes for space %s: %w", space, err)
-		}
-		return f.watch(ctx, space, policies, informer, q)
-	})
+	return hostingwatch.Source(f.Cache, &hostingv1alpha1.RolloutFreeze{}, f.Clock, retryKind, "RolloutFreezes", space,
+		func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) toolscache.ResourceEventHandler {
+			return handler(ctx, space, policies, q)
+		})
 }
 
-// watchOnceInstalled looks for the kind every retryKind, and watches the
-// freezes once it is there.
-func (f *Freezes) watchOnceInstalled(ctx context.Context, space string, policies client.Reader, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	timers := f.Clock
-	if timers == nil {
-		timers = clock.RealClock{}
-	}
-	for {
-		timer := timers.NewTimer(retryKind)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return
-		case <-timer.C():
-		}
-		informer, err := f.Cache.GetInformer(ctx, &hostingv1alpha1.RolloutFreeze{}, cache.BlockUntilSynced(false))
-		if meta.IsNoMatchError(err) {
-			continue
-		}
-		if err == nil {
-			_ = f.watch(ctx, space, policies, informer, q) // fails only once the informer stops
-		}
-		return
-	}
-}
-
-// watch queues space's policies on the changes of the freezes that
-// select them, until ctx ends.
-func (f *Freezes) watch(ctx context.Context, space string, policies client.Reader, informer cache.Informer,
-	q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+// handler queues space's policies on the changes of the freezes that
+// select them.
+func handler(ctx context.Context, space string, policies client.Reader,
+	q workqueue.TypedRateLimitingInterface[reconcile.Request]) toolscache.ResourceEventHandler {
 	queue := func(fs ...*hostingv1alpha1.RolloutFreeze) {
 		for _, fz := range fs {
 			if fz == nil || len(fz.Spec.Spaces) > 0 && !slices.Contains(fz.Spec.Spaces, space) {
@@ -162,7 +128,7 @@ func (f *Freezes) watch(ctx context.Context, space string, policies client.Reade
 			}
 		}
 	}
-	reg, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { queue(asFreeze(obj)) },
 		UpdateFunc: func(oldObj, newObj any) {
 			o, n := asFreeze(oldObj), asFreeze(newObj)
@@ -171,12 +137,7 @@ func (f *Freezes) watch(ctx context.Context, space string, policies client.Reade
 			}
 		},
 		DeleteFunc: func(obj any) { queue(asFreeze(obj)) },
-	})
-	if err != nil {
-		return fmt.Errorf("watching the RolloutFreezes for space %s: %w", space, err)
 	}
-	context.AfterFunc(ctx, func() { _ = informer.RemoveEventHandler(reg) })
-	return nil
 }
 
 // asFreeze returns obj as a freeze, or nil (a tombstone's object, else nil).

@@ -12,12 +12,14 @@
 // See the License for the specific language governing permissions and
 // limitations under the License.
 
-// Package hostingwatch reads one kind of the hosting cluster's objects
-// (the RolloutWaves, the RolloutFreezes) from a cache of its own, for the
-// decisions the spaces' reconcilers take on them, and records that
-// cache's failed lists and watches: so that a read fails at once, rather
-// than at its timeout, while the cache has never synced and its last
-// list failed (a hosting identity without list on the kind, say).
+// Package hostingwatch reads and watches one kind of the hosting cluster's
+// objects (the RolloutWaves, the RolloutFreezes) from a cache of its own,
+// for the decisions the spaces' reconcilers take on them. It records that
+// cache's failed lists and watches, so that a read fails at once, rather
+// than at its timeout, while the cache has never synced and its last list
+// failed (a hosting identity without list on the kind, say); and it waits
+// for a kind the hosting cluster does not have yet, which can be installed
+// without a restart of the stager.
 package hostingwatch
 
 import (
@@ -28,8 +30,12 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
 // DefaultReadTimeout bounds a List whose timeout is not set: the first
@@ -119,4 +125,66 @@ func (f *Failures) List(ctx context.Context, c cache.Cache, obj client.Object, l
 		return true, err
 	}
 	return true, nil
+}
+
+// Informer returns c's informer of obj's kind. While the hosting cluster
+// has no such kind it looks again every retry on timers (nil: the real
+// clock), calling missing (if not nil) the first time; it returns nil,
+// and no error, once ctx ends first.
+func Informer(ctx context.Context, c cache.Cache, obj client.Object, timers clock.Clock, retry time.Duration, missing func()) (cache.Informer, error) {
+	if timers == nil {
+		timers = clock.RealClock{}
+	}
+	for {
+		informer, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+		if !meta.IsNoMatchError(err) {
+			return informer, err
+		}
+		if missing != nil {
+			missing()
+			missing = nil
+		}
+		timer := timers.NewTimer(retry)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, nil
+		case <-timer.C():
+		}
+	}
+}
+
+// Source is a source of a space's controller that adds the handler
+// handlerFor makes (of the source's context and queue) to c's informer of
+// obj's kind, until the source's context ends. On a hosting cluster
+// without the kind it starts all the same, and adds the handler once
+// Informer finds the kind. Its errors name kind (plural, "RolloutWaves")
+// and space.
+func Source(c cache.Cache, obj client.Object, timers clock.Clock, retry time.Duration, kind, space string,
+	handlerFor func(context.Context, workqueue.TypedRateLimitingInterface[reconcile.Request]) toolscache.ResourceEventHandler) source.Source {
+	watch := func(ctx context.Context, informer cache.Informer, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		reg, err := informer.AddEventHandler(handlerFor(ctx, q))
+		if err != nil {
+			return fmt.Errorf("watching the %s for space %s: %w", kind, space, err)
+		}
+		context.AfterFunc(ctx, func() { _ = informer.RemoveEventHandler(reg) })
+		return nil
+	}
+	return source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		informer, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+		if meta.IsNoMatchError(err) {
+			go func() {
+				// An object made once the kind is installed is queued by
+				// its creation, which the informer replays.
+				if informer, err := Informer(ctx, c, obj, timers, retry, nil); err == nil && informer != nil {
+					_ = watch(ctx, informer, q) // fails only once the informer stops
+				}
+			}()
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("watching the %s for space %s: %w", kind, space, err)
+		}
+		return watch(ctx, informer, q)
+	})
 }

@@ -24,12 +24,18 @@ import (
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+	clocktesting "k8s.io/utils/clock/testing"
 	"pgregory.net/rapid"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hostingv1alpha1 "github.com/kubestellar/workload-stager/api/hosting/v1alpha1"
 	"github.com/kubestellar/workload-stager/internal/controller/hostingwatch"
@@ -83,12 +89,13 @@ func TestFailuresWakeEveryWaiter(t *testing.T) {
 // that waits for its timeout (an hour) fails it.
 const waitFor = 30 * time.Second
 
-// TestListAgainstAPIServers reads a hosting cluster's RolloutFreezes
-// through a real cache: none, and no error, where the kind is not
-// installed; the freezes once the cache has synced; and, for a user who
-// may not list them, the list's Forbidden error at once on every read,
-// not at the read's timeout.
-func TestListAgainstAPIServers(t *testing.T) {
+// TestAgainstAPIServers reads and watches a hosting cluster's
+// RolloutFreezes through real caches. Without the kind, a read finds none,
+// and no error, and a Source starts all the same; once the kind is
+// installed, the Source's handler sees a new freeze, without a restart,
+// and a read finds it. For a user who may not list them, a read fails with
+// the list's Forbidden error at once, every time, not at its timeout.
+func TestAgainstAPIServers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs kube-apiservers; run without -short (make test)")
 	}
@@ -101,13 +108,15 @@ func TestListAgainstAPIServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// read lists the freezes of a new cache of s, as user (a new one
-	// without any role) unless user is empty, twice: the first read
-	// starts the cache's informer, the second finds it synced or failing.
-	read := func(t *testing.T, s *environment.Space, user string) (installed [2]bool, lists [2]int, errs [2]error) {
-		cfg := s.Config
+	// The kind is installed after the first subtest.
+	hosting := environment.StartTestSpace(t, "hosting", environment.WithScheme(scheme))
+
+	// newCache starts a cache of the hosting cluster, as user (a new one
+	// without any role) unless user is empty, whose failures f records.
+	newCache := func(t *testing.T, user string) (*hostingwatch.Failures, cache.Cache) {
+		cfg := hosting.Config
 		if user != "" {
-			kubeconfig, err := s.AddUser(user)
+			kubeconfig, err := hosting.AddUser(user)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -115,7 +124,7 @@ func TestListAgainstAPIServers(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		var f hostingwatch.Failures
+		f := &hostingwatch.Failures{}
 		c, err := cache.New(cfg, cache.Options{Scheme: scheme, DefaultWatchErrorHandler: f.WatchErrorHandler})
 		if err != nil {
 			t.Fatal(err)
@@ -127,6 +136,11 @@ func TestListAgainstAPIServers(t *testing.T) {
 		if !c.WaitForCacheSync(t.Context()) { // started, with no informer yet
 			t.Fatal("the cache did not start")
 		}
+		return f, c
+	}
+	// read lists the freezes of c twice: the first read starts the
+	// cache's informer, the second finds it synced or failing.
+	read := func(t *testing.T, f *hostingwatch.Failures, c cache.Cache) (installed [2]bool, lists [2]int, errs [2]error) {
 		bounded, stop := context.WithTimeout(t.Context(), waitFor)
 		defer stop()
 		for i := range 2 {
@@ -140,24 +154,56 @@ func TestListAgainstAPIServers(t *testing.T) {
 		return installed, lists, errs
 	}
 
-	t.Run("without the kind", func(t *testing.T) {
-		installed, _, errs := read(t, environment.StartTestSpace(t, "bare", environment.WithScheme(scheme)), "")
+	t.Run("until the kind is installed", func(t *testing.T) {
+		f, c := newCache(t, "")
+		installed, _, errs := read(t, f, c)
 		for i := range 2 {
 			if installed[i] || errs[i] != nil {
 				t.Errorf("read %d = %v, %v; want not installed, no error", i, installed[i], errs[i])
 			}
 		}
+		clk := clocktesting.NewFakeClock(time.Now())
+		queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+		t.Cleanup(queue.ShutDown)
+		src := hostingwatch.Source(c, &hostingv1alpha1.RolloutFreeze{}, clk, time.Minute, "RolloutFreezes", "wds1",
+			func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) toolscache.ResourceEventHandler {
+				return toolscache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
+					q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: obj.(client.Object).GetName()}})
+				}}
+			})
+		if err := src.Start(t.Context(), queue); err != nil {
+			t.Fatalf("starting the Source without the kind: %v", err)
+		}
+		if _, err := envtest.InstallCRDs(hosting.Config, envtest.CRDInstallOptions{Paths: []string{hostingCRDs}, ErrorIfPathMissing: true}); err != nil {
+			t.Fatal(err)
+		}
+		fz := &hostingv1alpha1.RolloutFreeze{ObjectMeta: metav1.ObjectMeta{Name: "holidays"}, Spec: hostingv1alpha1.RolloutFreezeSpec{
+			Ranges: []hostingv1alpha1.FreezeRange{{Start: metav1.Now(), End: metav1.NewTime(time.Now().Add(time.Hour))}}}}
+		if err := hosting.Client.Create(t.Context(), fz); err != nil {
+			t.Fatal(err)
+		}
+		environment.Eventually(t, waitFor, "the Source to see the freeze once the kind exists", func() error {
+			clk.Step(time.Minute) // it looks for the kind again every minute
+			if queue.Len() == 0 {
+				return errors.New("nothing queued")
+			}
+			if req, _ := queue.Get(); req.Name != fz.Name {
+				return errors.New("queued " + req.Name)
+			}
+			return nil
+		})
+		environment.Eventually(t, waitFor, "a read to find the freeze", func() error {
+			var list hostingv1alpha1.RolloutFreezeList
+			if installed, err := f.List(t.Context(), c, &hostingv1alpha1.RolloutFreeze{}, &list, 0); !installed || err != nil || len(list.Items) != 1 {
+				return fmt.Errorf("read = %v, %d freezes, %w; want the one freeze", installed, len(list.Items), err)
+			}
+			return nil
+		})
 	})
 
-	hosting := environment.StartTestSpace(t, "hosting", environment.WithCRDDirs(hostingCRDs), environment.WithScheme(scheme))
-	fz := &hostingv1alpha1.RolloutFreeze{ObjectMeta: metav1.ObjectMeta{Name: "holidays"}, Spec: hostingv1alpha1.RolloutFreezeSpec{
-		Ranges: []hostingv1alpha1.FreezeRange{{Start: metav1.Now(), End: metav1.NewTime(time.Now().Add(time.Hour))}}}}
-	if err := hosting.Client.Create(t.Context(), fz); err != nil {
-		t.Fatal(err)
-	}
-
 	t.Run("a synced cache", func(t *testing.T) {
-		installed, lists, errs := read(t, hosting, "")
+		f, c := newCache(t, "")
+		installed, lists, errs := read(t, f, c)
 		for i := range 2 {
 			if !installed[i] || errs[i] != nil || lists[i] != 1 {
 				t.Errorf("read %d = %v, %d freezes, %v; want the one freeze", i, installed[i], lists[i], errs[i])
@@ -166,7 +212,8 @@ func TestListAgainstAPIServers(t *testing.T) {
 	})
 
 	t.Run("a list refused", func(t *testing.T) {
-		installed, _, errs := read(t, hosting, "no-freezes")
+		f, c := newCache(t, "no-freezes")
+		installed, _, errs := read(t, f, c)
 		for i := range 2 {
 			if !installed[i] || !apierrors.IsForbidden(errs[i]) {
 				t.Errorf("read %d = %v, %v; want the list's Forbidden error at once", i, installed[i], errs[i])

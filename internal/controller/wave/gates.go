@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -92,23 +91,10 @@ func (g *Gates) Decision(ctx context.Context, space, policy, revision string, no
 // can order anything there, and looks for the kind again every retryMax
 // until it watches the waves or ctx ends.
 func (g *Gates) Source(space string) source.Source {
-	return source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-		informer, err := g.Waves.GetInformer(ctx, &hostingv1alpha1.RolloutWave{}, cache.BlockUntilSynced(false))
-		if meta.IsNoMatchError(err) {
-			go func() {
-				// A policy a new wave orders is queued by the wave's
-				// creation, which the informer replays.
-				if informer, err := wavesInformer(ctx, g.Waves, g.timers(), nil); err == nil && informer != nil {
-					_ = g.watch(ctx, space, informer, q) // fails only once the informer stops
-				}
-			}()
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("watching the RolloutWaves for space %s: %w", space, err)
-		}
-		return g.watch(ctx, space, informer, q)
-	})
+	return hostingwatch.Source(g.Waves, &hostingv1alpha1.RolloutWave{}, g.timers(), retryMax, "RolloutWaves", space,
+		func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) toolscache.ResourceEventHandler {
+			return g.handler(space, q)
+		})
 }
 
 // timers is Clock when it has timers, else the real clock.
@@ -119,9 +105,9 @@ func (g *Gates) timers() clock.Clock {
 	return clock.RealClock{}
 }
 
-// watch queues space's ordered policies on the changes of the waves that
-// may change their Decision, until ctx ends.
-func (g *Gates) watch(ctx context.Context, space string, informer cache.Informer, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+// handler queues space's ordered policies on the changes of the waves that
+// may change their Decision.
+func (g *Gates) handler(space string, q workqueue.TypedRateLimitingInterface[reconcile.Request]) toolscache.ResourceEventHandler {
 	queue := func(ws ...*hostingv1alpha1.RolloutWave) {
 		for _, w := range ws {
 			if w == nil || wavegate.StepOf(w, space) < 0 {
@@ -132,7 +118,7 @@ func (g *Gates) watch(ctx context.Context, space string, informer cache.Informer
 			}
 		}
 	}
-	reg, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { queue(asWave(obj)) },
 		UpdateFunc: func(oldObj, newObj any) {
 			o, n := asWave(oldObj), asWave(newObj)
@@ -141,12 +127,7 @@ func (g *Gates) watch(ctx context.Context, space string, informer cache.Informer
 			}
 		},
 		DeleteFunc: func(obj any) { queue(asWave(obj)) },
-	})
-	if err != nil {
-		return fmt.Errorf("watching the RolloutWaves for space %s: %w", space, err)
 	}
-	context.AfterFunc(ctx, func() { _ = informer.RemoveEventHandler(reg) })
-	return nil
 }
 
 // asWave returns obj as a wave, or nil (a tombstone, say).
