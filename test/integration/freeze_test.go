@@ -79,18 +79,8 @@ func TestFreezeAcrossSpaces(t *testing.T) {
 	xmas := freezeProd("xmas-it", time.Now().Add(24*time.Hour))
 
 	for _, s := range spaces {
-		for _, rev := range []string{"v1", "v2"} {
-			d := policytest.Deployment(workloadNamespace, app+"-"+rev)
-			d.Labels = map[string]string{policytest.AppLabel: app, versionLabel: rev}
-			if err := s.Client.Create(suite.ctx, d); err != nil {
-				t.Fatalf("creating Deployment %s in %s: %v", d.Name, s.Name, err)
-			}
-		}
-		p := policytest.Policy(name, map[string]string{policytest.AppLabel: app},
-			policytest.Stage("dev", policytest.Deployments, policytest.Available),
-			policytest.Stage("prod", "", ""))
-		p.Spec.Revision = &v1alpha1.Revision{Name: "v1"}
-		create(t, s, p)
+		createRevisions(t, s, app, "v1", "v2")
+		create(t, s, devThenProd(name, app, "v1"))
 	}
 	openDev := func(s *space, revision string) {
 		s.availability.SetAvailable(v1alpha1.StagePlacement(name, "dev").At(revision).String(), true)

@@ -99,13 +99,7 @@ func TestRegressionInDevWhileProdRollsOut(t *testing.T) {
 	s := newSpace(t, "wds-regress", true)
 	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
 	startClockedController(t, s, clk)
-	for _, rev := range []string{"v1", "v2"} {
-		d := policytest.Deployment(workloadNamespace, app+"-"+rev)
-		d.Labels = map[string]string{policytest.AppLabel: app, versionLabel: rev}
-		if err := s.Client.Create(suite.ctx, d); err != nil {
-			t.Fatalf("creating Deployment %s: %v", d.Name, err)
-		}
-	}
+	createRevisions(t, s, app, "v1", "v2")
 	names := map[v1alpha1.RegressionAction]string{v1alpha1.RegressionAbort: "web-abort", v1alpha1.RegressionNone: "web-report"}
 	for action, name := range names {
 		dev := policytest.Stage("dev", policytest.Deployments, policytest.Available)

@@ -31,6 +31,29 @@ import (
 // versionLabel is the default spec.revision.labelKey.
 const versionLabel = "app.kubernetes.io/version"
 
+// createRevisions creates in s a Deployment of app for each revision,
+// labelled with app and, under versionLabel, the revision.
+func createRevisions(t *testing.T, s *space, app string, revisions ...string) {
+	t.Helper()
+	for _, rev := range revisions {
+		d := policytest.Deployment(workloadNamespace, app+"-"+rev)
+		d.Labels = map[string]string{policytest.AppLabel: app, versionLabel: rev}
+		if err := s.Client.Create(suite.ctx, d); err != nil {
+			t.Fatalf("creating Deployment %s in %s: %v", d.Name, s.Name, err)
+		}
+	}
+}
+
+// devThenProd is a policy of app's Deployments at revision: dev, done once
+// they are available, then prod.
+func devThenProd(name, app, revision string) *v1alpha1.StagedBindingPolicy {
+	p := policytest.Policy(name, map[string]string{policytest.AppLabel: app},
+		policytest.Stage("dev", policytest.Deployments, policytest.Available),
+		policytest.Stage("prod", "", ""))
+	p.Spec.Revision = &v1alpha1.Revision{Name: revision}
+	return p
+}
+
 // TestWaveOrdersRevisionsAcrossSpaces runs a RolloutWave [a: wds-a] → [b:
 // wds-b] over policy web end to end: the stager reports each space into the
 // wave's status and gates wds-b's starts on it. wds-b's v1 waits, Pending
@@ -64,18 +87,8 @@ func TestWaveOrdersRevisionsAcrossSpaces(t *testing.T) {
 		}
 	})
 	for _, s := range []*space{wdsA, wdsB} {
-		for _, rev := range []string{"v1", "v2"} {
-			d := policytest.Deployment(workloadNamespace, app+"-"+rev)
-			d.Labels = map[string]string{policytest.AppLabel: app, versionLabel: rev}
-			if err := s.Client.Create(suite.ctx, d); err != nil {
-				t.Fatalf("creating Deployment %s in %s: %v", d.Name, s.Name, err)
-			}
-		}
-		p := policytest.Policy(name, map[string]string{policytest.AppLabel: app},
-			policytest.Stage("dev", policytest.Deployments, policytest.Available),
-			policytest.Stage("prod", "", ""))
-		p.Spec.Revision = &v1alpha1.Revision{Name: "v1"}
-		create(t, s, p)
+		createRevisions(t, s, app, "v1", "v2")
+		create(t, s, devThenProd(name, app, "v1"))
 	}
 	a, b := policies(wdsA), policies(wdsB)
 	completedAt := func(s policytest.Space, revision string) func() error {

@@ -97,25 +97,14 @@ func TestWaveTrustOfALaterSpace(t *testing.T) {
 			t.Errorf("deleting the RolloutWave: %v", err)
 		}
 	})
-	workload := func(s *space, revisions ...string) {
-		for _, rev := range revisions {
-			d := policytest.Deployment(workloadNamespace, app+"-"+rev)
-			d.Labels = map[string]string{policytest.AppLabel: app, versionLabel: rev}
-			if err := s.Client.Create(suite.ctx, d); err != nil {
-				t.Fatalf("creating Deployment %s in %s: %v", d.Name, s.Name, err)
-			}
-		}
-	}
 	policy := func(name, revision, firstStage string) *v1alpha1.StagedBindingPolicy {
-		dev := policytest.Stage("dev", policytest.Deployments, policytest.Available)
-		dev.Name = firstStage
-		p := policytest.Policy(name, map[string]string{policytest.AppLabel: app}, dev, policytest.Stage("prod", "", ""))
-		p.Spec.Revision = &v1alpha1.Revision{Name: revision}
+		p := devThenProd(name, app, revision)
+		p.Spec.Stages[0].Name = firstStage
 		return p
 	}
 
 	// early: web at v1 in its first stage, and a policy the wave does not order.
-	workload(early, "v1", secretRevision)
+	createRevisions(t, early, app, "v1", secretRevision)
 	create(t, early, policy(ordered, "v1", hiddenStage))
 	create(t, early, policy(other, secretRevision, hiddenStage))
 	policies(early).WaitForActiveStage(t, ordered, hiddenStage)
@@ -123,7 +112,7 @@ func TestWaveTrustOfALaterSpace(t *testing.T) {
 
 	// late: the author writes web at v1, and a policy named like early's
 	// other one, labelled and annotated with the wave as if to join it.
-	workload(late, "v1", "v1-hotfix")
+	createRevisions(t, late, app, "v1", "v1-hotfix")
 	author := addAuthor(t, late)
 	if err := author.Create(suite.ctx, policy(ordered, "v1", "dev")); err != nil {
 		t.Fatalf("the author creating %s: %v", ordered, err)

@@ -15,9 +15,6 @@
 package v1alpha1_test
 
 import (
-	"os"
-	"path/filepath"
-
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubestellar/workload-stager/api/hosting/v1alpha1"
-	"github.com/kubestellar/workload-stager/test/framework/environment"
 )
 
 // newFreeze is a valid freeze: a range and a weekend schedule in Berlin,
@@ -50,27 +46,8 @@ func newFreeze(name string) *v1alpha1.RolloutFreeze {
 // bound and rule refuses what it should: what the stager would otherwise
 // have to refuse itself (docs/proposals/freezes.md).
 func TestRolloutFreezeOfTheAPIServer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs a kube-apiserver; run without -short (make test)")
-	}
-	scheme := environment.Scheme()
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	hostingCRDs, err := environment.HostingCRDDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	hosting, err := environment.StartSpace("hosting", environment.WithCRDDirs(hostingCRDs), environment.WithScheme(scheme))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := hosting.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
-	ctx, c := t.Context(), hosting.Client
+	c := startHosting(t)
+	ctx := t.Context()
 
 	t.Run("valid freezes round-trip", func(t *testing.T) {
 		want := newFreeze("valid")
@@ -102,10 +79,7 @@ func TestRolloutFreezeOfTheAPIServer(t *testing.T) {
 	})
 
 	t.Run("invalid freezes are refused", func(t *testing.T) {
-		for name, tc := range map[string]struct {
-			change func(*v1alpha1.RolloutFreeze)
-			want   string
-		}{
+		checkRefusals(t, c, func() *v1alpha1.RolloutFreeze { return newFreeze("invalid") }, map[string]refusal[*v1alpha1.RolloutFreeze]{
 			"neither range nor schedule": {func(f *v1alpha1.RolloutFreeze) { f.Spec.Ranges, f.Spec.Schedules = nil, nil }, "a freeze needs a range or a schedule"},
 			"an end before the start": {func(f *v1alpha1.RolloutFreeze) {
 				f.Spec.Ranges[0].End = metav1.NewTime(f.Spec.Ranges[0].Start.Add(-time.Hour))
@@ -125,19 +99,7 @@ func TestRolloutFreezeOfTheAPIServer(t *testing.T) {
 			"17 stages":        {func(f *v1alpha1.RolloutFreeze) { f.Spec.Stages = spaceNames("s", 17) }, "spec.stages"},
 			"a long reason":    {func(f *v1alpha1.RolloutFreeze) { f.Spec.Reason = strings.Repeat("r", 257) }, "spec.reason"},
 			"a name over 63":   {func(f *v1alpha1.RolloutFreeze) { f.Name = strings.Repeat("f", 64) }, "the freeze name must be at most 63 characters"},
-		} {
-			t.Run(name, func(t *testing.T) {
-				f := newFreeze("invalid")
-				tc.change(f)
-				err := c.Create(ctx, f)
-				if err == nil {
-					t.Fatalf("admitted %+v", f.Spec)
-				}
-				if !strings.Contains(err.Error(), tc.want) {
-					t.Errorf("refused with %v, want a reason naming %q", err, tc.want)
-				}
-			})
-		}
+		})
 	})
 }
 
@@ -155,29 +117,5 @@ func slicesRepeat[T any](v T, n int) []T {
 // the hosting cluster's CRD is there: only the platform team, who writes
 // in the hosting cluster, can freeze rollouts.
 func TestRolloutFreezeIsTheHostingClustersOnly(t *testing.T) {
-	root, err := environment.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, dir := range []string{"config/crd/bases", "config/chart/workload-stager-space", "config/kcp"} {
-		err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d os.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return err
-			}
-			data, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			if strings.Contains(string(data), "rolloutfreezes") || strings.Contains(string(data), "RolloutFreeze") {
-				t.Errorf("%s names the RolloutFreeze: a space would get the kind", path)
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := os.Stat(filepath.Join(root, "config/crd/hosting/community.kubestellar.io_rolloutfreezes.yaml")); err != nil {
-		t.Errorf("the hosting cluster's CRD: %v", err)
-	}
+	checkHostingClustersOnly(t, "RolloutFreeze", "rolloutfreezes")
 }

@@ -16,8 +16,6 @@ package v1alpha1_test
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -29,7 +27,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubestellar/workload-stager/api/hosting/v1alpha1"
-	"github.com/kubestellar/workload-stager/test/framework/environment"
 )
 
 // newWave is a valid wave of three steps ordering the policy web.
@@ -64,27 +61,8 @@ func spaceNames(prefix string, n int) []string {
 // field manager, keep each other's reports (the shared medium of
 // docs/proposals/waves.md).
 func TestRolloutWaveOfTheAPIServer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs a kube-apiserver; run without -short (make test)")
-	}
-	scheme := environment.Scheme()
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	hostingCRDs, err := environment.HostingCRDDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	hosting, err := environment.StartSpace("hosting", environment.WithCRDDirs(hostingCRDs), environment.WithScheme(scheme))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := hosting.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
-	ctx, c := t.Context(), hosting.Client
+	c := startHosting(t)
+	ctx := t.Context()
 
 	t.Run("a valid wave round-trips", func(t *testing.T) {
 		want := newWave("valid")
@@ -115,10 +93,7 @@ func TestRolloutWaveOfTheAPIServer(t *testing.T) {
 	})
 
 	t.Run("invalid waves are refused", func(t *testing.T) {
-		for name, tc := range map[string]struct {
-			change func(*v1alpha1.RolloutWave)
-			want   string
-		}{
+		checkRefusals(t, c, func() *v1alpha1.RolloutWave { return newWave("invalid") }, map[string]refusal[*v1alpha1.RolloutWave]{
 			"no policy":               {func(w *v1alpha1.RolloutWave) { w.Spec.Policies = nil }, "spec.policies"},
 			"17 policies":             {func(w *v1alpha1.RolloutWave) { w.Spec.Policies = spaceNames("p", 17) }, "spec.policies"},
 			"a policy name not DNS":   {func(w *v1alpha1.RolloutWave) { w.Spec.Policies = []string{"Web"} }, "spec.policies[0]"},
@@ -140,19 +115,7 @@ func TestRolloutWaveOfTheAPIServer(t *testing.T) {
 			"a negative soak":         {func(w *v1alpha1.RolloutWave) { w.Spec.Steps[1].SoakDuration = &metav1.Duration{Duration: -time.Second} }, "soakDuration may not be negative"},
 			"a stale bound under 30s": {func(w *v1alpha1.RolloutWave) { w.Spec.ReportStaleAfter = &metav1.Duration{Duration: 10 * time.Second} }, "reportStaleAfter must be at least 30s"},
 			"a wave name over 63":     {func(w *v1alpha1.RolloutWave) { w.Name = strings.Repeat("w", 64) }, "the wave name must be at most 63 characters"},
-		} {
-			t.Run(name, func(t *testing.T) {
-				w := newWave("invalid")
-				tc.change(w)
-				err := c.Create(ctx, w)
-				if err == nil {
-					t.Fatalf("admitted %+v", w.Spec)
-				}
-				if !strings.Contains(err.Error(), tc.want) {
-					t.Errorf("refused with %v, want a reason naming %q", err, tc.want)
-				}
-			})
-		}
+		})
 	})
 
 	t.Run("replicas keep each other's reports", func(t *testing.T) {
@@ -221,29 +184,5 @@ func manySteps(n int) []v1alpha1.WaveStep {
 // create a wave where the stager would read it; the stager reads waves
 // from its hosting cluster only.
 func TestRolloutWaveIsTheHostingClustersOnly(t *testing.T) {
-	root, err := environment.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, dir := range []string{"config/crd/bases", "config/chart/workload-stager-space", "config/kcp"} {
-		err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d os.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return err
-			}
-			data, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			if strings.Contains(string(data), "rolloutwaves") || strings.Contains(string(data), "RolloutWave") {
-				t.Errorf("%s names the RolloutWave: a space would get the kind", path)
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := os.Stat(filepath.Join(root, "config/crd/hosting/community.kubestellar.io_rolloutwaves.yaml")); err != nil {
-		t.Errorf("the hosting cluster's CRD: %v", err)
-	}
+	checkHostingClustersOnly(t, "RolloutWave", "rolloutwaves")
 }

@@ -23,10 +23,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -38,13 +36,14 @@ import (
 
 	hostingv1alpha1 "github.com/kubestellar/workload-stager/api/hosting/v1alpha1"
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/internal/controller/hostingwatch"
 	freezes "github.com/kubestellar/workload-stager/internal/freeze"
 )
 
 // DefaultReadTimeout bounds a Decision's read of the freezes when
 // Freezes.ReadTimeout is not set: the first read waits for the cache's
 // watch, which a stager without list and watch on RolloutFreezes never gets.
-const DefaultReadTimeout = 5 * time.Second
+const DefaultReadTimeout = hostingwatch.DefaultReadTimeout
 
 // retryKind is how often Source looks again for the RolloutFreeze kind on
 // a hosting cluster that has none.
@@ -62,9 +61,7 @@ type Freezes struct {
 	// Clock times Source's retries; nil is the real clock.
 	Clock clock.Clock
 
-	mu       sync.Mutex
-	watchErr error
-	failed   chan struct{}
+	failures hostingwatch.Failures
 }
 
 // WatchErrorHandler records a failed list or watch of the freezes'
@@ -72,29 +69,7 @@ type Freezes struct {
 // rather than at its read timeout, while the cache has never synced and
 // its last list failed (no list on RolloutFreezes, say).
 func (f *Freezes) WatchErrorHandler(ctx context.Context, r *toolscache.Reflector, err error) {
-	f.mu.Lock()
-	f.watchErr = err
-	if f.failed != nil {
-		close(f.failed)
-		f.failed = nil
-	}
-	f.mu.Unlock()
-	toolscache.DefaultWatchErrorHandler(ctx, r, err)
-}
-
-func (f *Freezes) nextWatchFailure() <-chan struct{} {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.failed == nil {
-		f.failed = make(chan struct{})
-	}
-	return f.failed
-}
-
-func (f *Freezes) lastWatchFailure() error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.watchErr
+	f.failures.WatchErrorHandler(ctx, r, err)
 }
 
 // Decision is freeze.Decide over the freezes the cache holds, for policy
@@ -104,41 +79,13 @@ func (f *Freezes) lastWatchFailure() error {
 // closed). While the cache has not synced, Decision waits for it, up to
 // ReadTimeout, unless its list failed: then it fails at once.
 func (f *Freezes) Decision(ctx context.Context, space, policy string, now time.Time) (freezes.Decision, error) {
-	timeout := f.ReadTimeout
-	if timeout <= 0 {
-		timeout = DefaultReadTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	fail := func(err error) (freezes.Decision, error) {
+	var list hostingv1alpha1.RolloutFreezeList
+	installed, err := f.failures.List(ctx, f.Cache, &hostingv1alpha1.RolloutFreeze{}, &list, f.ReadTimeout)
+	if err != nil {
 		return freezes.Decision{}, fmt.Errorf("reading the RolloutFreezes for policy %s of space %s: %w", policy, space, err)
 	}
-	informer, err := f.Cache.GetInformer(ctx, &hostingv1alpha1.RolloutFreeze{}, cache.BlockUntilSynced(false))
-	if meta.IsNoMatchError(err) {
+	if !installed {
 		return freezes.Decision{}, nil
-	}
-	if err != nil {
-		return fail(err)
-	}
-	if !informer.HasSynced() {
-		next := f.nextWatchFailure()
-		if watchErr := f.lastWatchFailure(); watchErr != nil {
-			return fail(fmt.Errorf("the cache has not synced: %w", watchErr))
-		}
-		go func() {
-			select {
-			case <-next:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-	}
-	var list hostingv1alpha1.RolloutFreezeList
-	if err := f.Cache.List(ctx, &list); err != nil {
-		if watchErr := f.lastWatchFailure(); watchErr != nil && !informer.HasSynced() {
-			return fail(fmt.Errorf("the cache has not synced: %w", watchErr))
-		}
-		return fail(err)
 	}
 	return freezes.Decide(list.Items, space, policy, now), nil
 }
@@ -151,49 +98,16 @@ func (f *Freezes) Decision(ctx context.Context, space, policy string, now time.T
 // hosting cluster without the kind it starts all the same, and looks for
 // the kind again every retryKind until it watches the freezes or ctx ends.
 func (f *Freezes) Source(space string, policies client.Reader) source.Source {
-	return source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-		informer, err := f.Cache.GetInformer(ctx, &hostingv1alpha1.RolloutFreeze{}, cache.BlockUntilSynced(false))
-		if meta.IsNoMatchError(err) {
-			go f.watchOnceInstalled(ctx, space, policies, q)
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("watching the RolloutFreezes for space %s: %w", space, err)
-		}
-		return f.watch(ctx, space, policies, informer, q)
-	})
+	return hostingwatch.Source(f.Cache, &hostingv1alpha1.RolloutFreeze{}, f.Clock, retryKind, "RolloutFreezes", space,
+		func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) toolscache.ResourceEventHandler {
+			return handler(ctx, space, policies, q)
+		})
 }
 
-// watchOnceInstalled looks for the kind every retryKind, and watches the
-// freezes once it is there.
-func (f *Freezes) watchOnceInstalled(ctx context.Context, space string, policies client.Reader, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	timers := f.Clock
-	if timers == nil {
-		timers = clock.RealClock{}
-	}
-	for {
-		timer := timers.NewTimer(retryKind)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return
-		case <-timer.C():
-		}
-		informer, err := f.Cache.GetInformer(ctx, &hostingv1alpha1.RolloutFreeze{}, cache.BlockUntilSynced(false))
-		if meta.IsNoMatchError(err) {
-			continue
-		}
-		if err == nil {
-			_ = f.watch(ctx, space, policies, informer, q) // fails only once the informer stops
-		}
-		return
-	}
-}
-
-// watch queues space's policies on the changes of the freezes that
-// select them, until ctx ends.
-func (f *Freezes) watch(ctx context.Context, space string, policies client.Reader, informer cache.Informer,
-	q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+// handler queues space's policies on the changes of the freezes that
+// select them.
+func handler(ctx context.Context, space string, policies client.Reader,
+	q workqueue.TypedRateLimitingInterface[reconcile.Request]) toolscache.ResourceEventHandler {
 	queue := func(fs ...*hostingv1alpha1.RolloutFreeze) {
 		for _, fz := range fs {
 			if fz == nil || len(fz.Spec.Spaces) > 0 && !slices.Contains(fz.Spec.Spaces, space) {
@@ -214,7 +128,7 @@ func (f *Freezes) watch(ctx context.Context, space string, policies client.Reade
 			}
 		}
 	}
-	reg, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { queue(asFreeze(obj)) },
 		UpdateFunc: func(oldObj, newObj any) {
 			o, n := asFreeze(oldObj), asFreeze(newObj)
@@ -223,12 +137,7 @@ func (f *Freezes) watch(ctx context.Context, space string, policies client.Reade
 			}
 		},
 		DeleteFunc: func(obj any) { queue(asFreeze(obj)) },
-	})
-	if err != nil {
-		return fmt.Errorf("watching the RolloutFreezes for space %s: %w", space, err)
 	}
-	context.AfterFunc(ctx, func() { _ = informer.RemoveEventHandler(reg) })
-	return nil
 }
 
 // asFreeze returns obj as a freeze, or nil (a tombstone's object, else nil).

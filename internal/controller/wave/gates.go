@@ -17,10 +17,8 @@ package wave
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -30,13 +28,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	hostingv1alpha1 "github.com/kubestellar/workload-stager/api/hosting/v1alpha1"
+	"github.com/kubestellar/workload-stager/internal/controller/hostingwatch"
 	wavegate "github.com/kubestellar/workload-stager/internal/wave"
 )
 
 // DefaultReadTimeout bounds a Decision's read of the waves when
 // Gates.ReadTimeout is not set: the first read waits for the cache's
 // watch, which a stager without list and watch on RolloutWaves never gets.
-const DefaultReadTimeout = 5 * time.Second
+const DefaultReadTimeout = hostingwatch.DefaultReadTimeout
 
 // Gates decides whether the hosting cluster's RolloutWaves let a policy of
 // a space start a revision, and queues a space's ordered policies again
@@ -50,11 +49,7 @@ type Gates struct {
 	// ReadTimeout bounds each read of the waves; zero means DefaultReadTimeout.
 	ReadTimeout time.Duration
 
-	mu sync.Mutex
-	// watchErr is the last error of the waves' list or watch, and failed
-	// is closed when the next one comes (nil until someone waits).
-	watchErr error
-	failed   chan struct{}
+	failures hostingwatch.Failures
 }
 
 // WatchErrorHandler records a failed list or watch of the waves' cache,
@@ -63,32 +58,7 @@ type Gates struct {
 // its read timeout, while the cache has never synced and its last list
 // failed (a hosting identity without list on RolloutWaves, say).
 func (g *Gates) WatchErrorHandler(ctx context.Context, r *toolscache.Reflector, err error) {
-	g.mu.Lock()
-	g.watchErr = err
-	if g.failed != nil {
-		close(g.failed)
-		g.failed = nil
-	}
-	g.mu.Unlock()
-	toolscache.DefaultWatchErrorHandler(ctx, r, err)
-}
-
-// nextWatchFailure returns a channel closed when WatchErrorHandler next
-// records an error.
-func (g *Gates) nextWatchFailure() <-chan struct{} {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.failed == nil {
-		g.failed = make(chan struct{})
-	}
-	return g.failed
-}
-
-// lastWatchFailure returns the last error WatchErrorHandler recorded.
-func (g *Gates) lastWatchFailure() error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.watchErr
+	g.failures.WatchErrorHandler(ctx, r, err)
 }
 
 // Decision is wave.GateAll over the waves the cache holds, at now (the
@@ -100,43 +70,14 @@ func (g *Gates) lastWatchFailure() error {
 // its list failed (WatchErrorHandler): then it fails at once with that
 // error, and again as long as the cache has not synced.
 func (g *Gates) Decision(ctx context.Context, space, policy, revision string, now time.Time) (wavegate.Decision, error) {
-	timeout := g.ReadTimeout
-	if timeout <= 0 {
-		timeout = DefaultReadTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	fail := func(err error) (wavegate.Decision, error) {
+	var waves hostingv1alpha1.RolloutWaveList
+	installed, err := g.failures.List(ctx, g.Waves, &hostingv1alpha1.RolloutWave{}, &waves, g.ReadTimeout)
+	if err != nil {
 		readFailed(space)
 		return wavegate.Decision{}, fmt.Errorf("reading the RolloutWaves for policy %s of space %s: %w", policy, space, err)
 	}
-	informer, err := g.Waves.GetInformer(ctx, &hostingv1alpha1.RolloutWave{}, cache.BlockUntilSynced(false))
-	if meta.IsNoMatchError(err) {
+	if !installed {
 		return wavegate.GateAll(nil, space, policy, revision, now), nil
-	}
-	if err != nil {
-		return fail(err)
-	}
-	if !informer.HasSynced() {
-		next := g.nextWatchFailure()
-		if watchErr := g.lastWatchFailure(); watchErr != nil {
-			return fail(fmt.Errorf("the cache has not synced: %w", watchErr))
-		}
-		// The first failure of the list ends the wait for the sync.
-		go func() {
-			select {
-			case <-next:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-	}
-	var waves hostingv1alpha1.RolloutWaveList
-	if err := g.Waves.List(ctx, &waves); err != nil {
-		if watchErr := g.lastWatchFailure(); watchErr != nil && !informer.HasSynced() {
-			return fail(fmt.Errorf("the cache has not synced: %w", watchErr))
-		}
-		return fail(err)
 	}
 	return wavegate.GateAll(waves.Items, space, policy, revision, now), nil
 }
@@ -150,23 +91,10 @@ func (g *Gates) Decision(ctx context.Context, space, policy, revision string, no
 // can order anything there, and looks for the kind again every retryMax
 // until it watches the waves or ctx ends.
 func (g *Gates) Source(space string) source.Source {
-	return source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-		informer, err := g.Waves.GetInformer(ctx, &hostingv1alpha1.RolloutWave{}, cache.BlockUntilSynced(false))
-		if meta.IsNoMatchError(err) {
-			go func() {
-				// A policy a new wave orders is queued by the wave's
-				// creation, which the informer replays.
-				if informer, err := wavesInformer(ctx, g.Waves, g.timers(), nil); err == nil && informer != nil {
-					_ = g.watch(ctx, space, informer, q) // fails only once the informer stops
-				}
-			}()
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("watching the RolloutWaves for space %s: %w", space, err)
-		}
-		return g.watch(ctx, space, informer, q)
-	})
+	return hostingwatch.Source(g.Waves, &hostingv1alpha1.RolloutWave{}, g.timers(), retryMax, "RolloutWaves", space,
+		func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) toolscache.ResourceEventHandler {
+			return g.handler(space, q)
+		})
 }
 
 // timers is Clock when it has timers, else the real clock.
@@ -177,9 +105,9 @@ func (g *Gates) timers() clock.Clock {
 	return clock.RealClock{}
 }
 
-// watch queues space's ordered policies on the changes of the waves that
-// may change their Decision, until ctx ends.
-func (g *Gates) watch(ctx context.Context, space string, informer cache.Informer, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+// handler queues space's ordered policies on the changes of the waves that
+// may change their Decision.
+func (g *Gates) handler(space string, q workqueue.TypedRateLimitingInterface[reconcile.Request]) toolscache.ResourceEventHandler {
 	queue := func(ws ...*hostingv1alpha1.RolloutWave) {
 		for _, w := range ws {
 			if w == nil || wavegate.StepOf(w, space) < 0 {
@@ -190,7 +118,7 @@ func (g *Gates) watch(ctx context.Context, space string, informer cache.Informer
 			}
 		}
 	}
-	reg, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { queue(asWave(obj)) },
 		UpdateFunc: func(oldObj, newObj any) {
 			o, n := asWave(oldObj), asWave(newObj)
@@ -199,12 +127,7 @@ func (g *Gates) watch(ctx context.Context, space string, informer cache.Informer
 			}
 		},
 		DeleteFunc: func(obj any) { queue(asWave(obj)) },
-	})
-	if err != nil {
-		return fmt.Errorf("watching the RolloutWaves for space %s: %w", space, err)
 	}
-	context.AfterFunc(ctx, func() { _ = informer.RemoveEventHandler(reg) })
-	return nil
 }
 
 // asWave returns obj as a wave, or nil (a tombstone, say).

@@ -92,5 +92,10 @@ func TestDecisionFailsAtOnceWithoutReadAccess(t *testing.T) {
 		if !apierrors.IsForbidden(err) {
 			t.Fatalf("Decision without list access = %+v, %v; want the list's Forbidden error at once", d, err)
 		}
+		// The cache's error, found only once the bound ended the read, is
+		// no failure at once.
+		if decide.Err() != nil {
+			t.Fatalf("Decision waited out the test's bound (%v): %v", waitFor, err)
+		}
 	}
 }

@@ -26,7 +26,6 @@ import (
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -39,6 +38,7 @@ import (
 
 	hostingv1alpha1 "github.com/kubestellar/workload-stager/api/hosting/v1alpha1"
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/internal/controller/hostingwatch"
 	wavegate "github.com/kubestellar/workload-stager/internal/wave"
 )
 
@@ -202,30 +202,6 @@ func (a alongside) Start(ctx context.Context) error {
 	return err
 }
 
-// wavesInformer returns the informer of the RolloutWaves in waves. While
-// the hosting cluster has no RolloutWave kind it looks again every
-// retryMax, since the kind can be installed without a restart, calling
-// missing (if not nil) the first time; nil once ctx ends first.
-func wavesInformer(ctx context.Context, waves cache.Cache, timers clock.Clock, missing func()) (cache.Informer, error) {
-	for {
-		informer, err := waves.GetInformer(ctx, &hostingv1alpha1.RolloutWave{}, cache.BlockUntilSynced(false))
-		if !meta.IsNoMatchError(err) {
-			return informer, err
-		}
-		if missing != nil {
-			missing()
-			missing = nil
-		}
-		timer := timers.NewTimer(retryMax)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return nil, nil
-		case <-timer.C():
-		}
-	}
-}
-
 // Serve reports space, whose StagedBindingPolicies policies holds (the
 // space's cache), until ctx is done; then it applies engaged false into
 // the waves it reported to, within the fence if one is given (nil: no
@@ -242,7 +218,7 @@ func (r *Reporter) Serve(ctx context.Context, space string, policies cache.Cache
 	s.ordered.Store(&map[string]bool{})
 	defer r.register(s)()
 	// No wave can exist until the kind is installed: nothing to report.
-	waves, err := wavesInformer(ctx, r.Waves, r.Clock, func() {
+	waves, err := hostingwatch.Informer(ctx, r.Waves, &hostingv1alpha1.RolloutWave{}, r.Clock, retryMax, func() {
 		s.log.Info("The hosting cluster has no RolloutWave kind; the space is reported to no wave until it has")
 	})
 	if err != nil {

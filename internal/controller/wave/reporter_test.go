@@ -88,16 +88,7 @@ func setUp(t *testing.T) (*runtime.Scheme, string) {
 
 func start(t *testing.T, name string, scheme *runtime.Scheme, opts ...environment.SpaceOption) *environment.Space {
 	t.Helper()
-	s, err := environment.StartSpace(name, append(opts, environment.WithScheme(scheme))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
-	return s
+	return environment.StartTestSpace(t, name, append(opts, environment.WithScheme(scheme))...)
 }
 
 // startTwoStepWave starts a hosting cluster and two spaces, spaceA in step

@@ -45,13 +45,41 @@ const ApproverRole = "workload-stager-approver"
 
 // InstallApprovals creates in the space the objects of ApprovalDir's
 // approver_role.yaml and admission_policy.yaml, and waits until the API
-// server enforces the admission policy.
+// server enforces the admission policy: until it refuses a StageApproval
+// whose status.approvedBy names someone other than the writer.
 func (s *Space) InstallApprovals(ctx context.Context) error {
+	if err := s.createFromApprovalDir(ctx, "approver_role.yaml", "admission_policy.yaml"); err != nil {
+		return err
+	}
+	probe := &v1alpha1.StageApproval{
+		ObjectMeta: metav1.ObjectMeta{Name: "approval-policy-probe"},
+		Spec:       v1alpha1.StageApprovalSpec{Policy: "probe", Stage: "probe"},
+	}
+	if err := s.Client.Create(ctx, probe); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("space %s: creating the admission policy's probe: %w", s.Name, err)
+	}
+	defer func() { _ = s.Client.Delete(context.WithoutCancel(ctx), probe) }()
+	attempt := 0
+	return s.waitUntilRefused(ctx, "approvals", func() error {
+		current := &v1alpha1.StageApproval{}
+		if err := s.Client.Get(ctx, client.ObjectKeyFromObject(probe), current); err != nil {
+			return fmt.Errorf("reading the probe: %w", err)
+		}
+		// A new name each time: the policy lets an unchanged approvedBy through.
+		attempt++
+		current.Status.ApprovedBy = fmt.Sprintf("not-%s-%d", SpaceUserName, attempt)
+		return s.Client.Status().Update(ctx, current)
+	})
+}
+
+// createFromApprovalDir creates in the space the objects of ApprovalDir's
+// files, those already there left as they are.
+func (s *Space) createFromApprovalDir(ctx context.Context, files ...string) error {
 	root, err := RepoRoot()
 	if err != nil {
 		return err
 	}
-	for _, file := range []string{"approver_role.yaml", "admission_policy.yaml"} {
+	for _, file := range files {
 		raw, err := os.ReadFile(filepath.Join(root, ApprovalDir, file))
 		if err != nil {
 			return fmt.Errorf("reading %s: %w", file, err)
@@ -72,33 +100,17 @@ func (s *Space) InstallApprovals(ctx context.Context) error {
 			}
 		}
 	}
-	return s.waitForApprovalPolicy(ctx)
+	return nil
 }
 
-// waitForApprovalPolicy waits until the API server refuses a StageApproval
-// whose status.approvedBy names someone other than the writer: admission
-// policies take effect a moment after they are created.
-func (s *Space) waitForApprovalPolicy(ctx context.Context) error {
-	probe := &v1alpha1.StageApproval{
-		ObjectMeta: metav1.ObjectMeta{Name: "approval-policy-probe"},
-		Spec:       v1alpha1.StageApprovalSpec{Policy: "probe", Stage: "probe"},
-	}
-	if err := s.Client.Create(ctx, probe); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("space %s: creating the admission policy's probe: %w", s.Name, err)
-	}
-	defer func() { _ = s.Client.Delete(context.WithoutCancel(ctx), probe) }()
-	attempt := 0
-	return Poll(ctx, 200*time.Millisecond, time.Minute, "the approvals admission policy to hold", func() error {
-		current := &v1alpha1.StageApproval{}
-		if err := s.Client.Get(ctx, client.ObjectKeyFromObject(probe), current); err != nil {
-			return err
-		}
-		// A new name each time: the policy lets an unchanged approvedBy through.
-		attempt++
-		current.Status.ApprovedBy = fmt.Sprintf("not-%s-%d", SpaceUserName, attempt)
-		switch err := s.Client.Status().Update(ctx, current); {
+// waitUntilRefused repeats write, a write the named admission policy
+// refuses, until the API server refuses it (Forbidden or Invalid):
+// admission policies take effect a moment after they are created.
+func (s *Space) waitUntilRefused(ctx context.Context, policy string, write func() error) error {
+	return Poll(ctx, 200*time.Millisecond, time.Minute, "the "+policy+" admission policy to hold", func() error {
+		switch err := write(); {
 		case err == nil:
-			return fmt.Errorf("space %s: the admission policy does not hold yet", s.Name)
+			return fmt.Errorf("space %s: the %s admission policy does not hold yet", s.Name, policy)
 		case apierrors.IsForbidden(err) || apierrors.IsInvalid(err):
 			return nil
 		default:
@@ -110,12 +122,20 @@ func (s *Space) waitForApprovalPolicy(ctx context.Context) error {
 // AddApprover provisions a user bound to the shipped approvers' ClusterRole
 // (InstallApprovals creates it) and returns a client acting as that user.
 func (s *Space) AddApprover(ctx context.Context, name string) (client.Client, error) {
+	return s.AddUserWithRoles(ctx, name, ApproverRole)
+}
+
+// AddUserWithRoles provisions a user bound to the named ClusterRoles and
+// returns a client acting as that user.
+func (s *Space) AddUserWithRoles(ctx context.Context, name string, clusterRoles ...string) (client.Client, error) {
 	kubeconfig, err := s.AddUser(name)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.Grant(ctx, name, ApproverRole); err != nil {
-		return nil, err
+	for _, role := range clusterRoles {
+		if err := s.Grant(ctx, name, role); err != nil {
+			return nil, err
+		}
 	}
 	config, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
 	if err != nil {
