@@ -411,17 +411,25 @@ func (f *Forecast) Sentence(now time.Time) string {
 	return f.Reason
 }
 
-// Short is the forecast in a table cell: "~14:05 UTC (in 32m)", "after
-// prod's approval", or "-".
+// Short is the forecast in a table cell: "~14:05 UTC (in 32m)"; for a
+// gate, "prod's approval ~13:20 UTC" when the rollout reaches it, or "~50m
+// after test's approval" while it waits there; else "-".
 func (f *Forecast) Short(now time.Time) string {
 	switch f.Kind {
 	case Estimated:
 		return "~" + clock(f.Completion, now) + " (in " + rollout.ShortDuration(f.Completion.Sub(now)) + ")"
 	case Gated:
-		if f.Gate.Why == "approval" {
-			return "after " + f.Gate.Stage + "'s approval"
+		g := f.Gate
+		what := g.Stage + "'s approval"
+		if g.Why != "approval" {
+			what = g.Stage + "'s window"
 		}
-		return "after " + f.Gate.Stage + "'s window"
+		switch {
+		case g.Waiting && g.AfterKnown:
+			return "~" + rollout.ShortDuration(g.After) + " after " + what
+		case !g.Waiting:
+			return what + " ~" + clock(now.Add(f.Left), now)
+		}
 	}
 	return "-"
 }
@@ -447,17 +455,17 @@ func (s *Stage) StageLine() string {
 	return fmt.Sprintf("%s: ~%s", s.Name, rollout.ShortDuration(s.Expected))
 }
 
-// At writes t as "~14:05 UTC, in 32m" (with its date when it is not
-// today's).
+// At writes t as "~14:05 UTC, in 32m" (with its date when it is 12 hours
+// or more from now).
 func At(t, now time.Time) string {
 	return "~" + clock(t, now) + ", in " + rollout.ShortDuration(t.Sub(now))
 }
 
-// clock writes t in UTC to the minute, with its date when it is not now's.
+// clock writes t in UTC to the minute, with its date when it is 12 hours
+// or more from now (nearer, the "in 32m" beside it tells the day).
 func clock(t, now time.Time) string {
-	t, now = t.UTC(), now.UTC()
-	if t.YearDay() == now.YearDay() && t.Year() == now.Year() {
-		return t.Format("15:04 UTC")
+	if d := t.Sub(now); d < 12*time.Hour && d > -12*time.Hour {
+		return t.UTC().Format("15:04 UTC")
 	}
-	return t.Format("Jan 2 15:04 UTC")
+	return t.UTC().Format("Jan 2 15:04 UTC")
 }

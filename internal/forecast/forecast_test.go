@@ -16,6 +16,7 @@ package forecast
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -60,7 +61,7 @@ func running(activeFor time.Duration, earlier ...v1alpha1.RevisionHistory) *v1al
 			{Name: "test", Phase: v1alpha1.StageActive, StartTime: ptr.To(started)},
 			{Name: "prod", Phase: v1alpha1.StagePending},
 		}}
-	p.Status.History = append(earlier, v1alpha1.RevisionHistory{Revision: "v3", Outcome: v1alpha1.OutcomeProgressing,
+	p.Status.History = append(slices.Clone(earlier), v1alpha1.RevisionHistory{Revision: "v3", Outcome: v1alpha1.OutcomeProgressing,
 		StartTime: metav1.NewTime(started.Add(-time.Hour)),
 		Stages:    []v1alpha1.StageHistory{{Name: "dev", StartTime: metav1.NewTime(started.Add(-time.Hour)), CompletionTime: started}}})
 	return p
@@ -272,6 +273,23 @@ func TestShort(t *testing.T) {
 	tomorrow := For(running(0, took(10, v1alpha1.OutcomeCompleted, 10, 20, 48*60)), now)
 	if got, want := tomorrow.Short(now), "~Mar 3 12:20 UTC (in 2d0h)"; got != want {
 		t.Errorf("short %q, want %q", got, want)
+	}
+	gated := running(5*time.Minute, took(10, v1alpha1.OutcomeCompleted, 10, 20, 30))
+	gated.Spec.Stages[2].Approval = v1alpha1.ApprovalRequired
+	reach := For(gated, now)
+	if got, want := reach.Short(now), "prod's approval ~12:15 UTC"; got != want {
+		t.Errorf("short %q, want %q", got, want)
+	}
+	gated.Status.ActiveStage, gated.Status.Stages[1] = "prod", v1alpha1.StageStatus{Name: "test", Phase: v1alpha1.StageSucceeded}
+	gated.Status.Stages[2].Phase = v1alpha1.StageAwaitingApproval
+	waiting := For(gated, now)
+	if got, want := waiting.Short(now), "~30m after prod's approval"; got != want {
+		t.Errorf("short %q, want %q", got, want)
+	}
+	gated.Status.History = gated.Status.History[1:]
+	unknown := For(gated, now)
+	if got := unknown.Short(now); got != "-" {
+		t.Errorf("short %q waiting for an approval with no history past it, want -", got)
 	}
 	none := For(running(0), now)
 	if got := none.Short(now); got != "-" {
