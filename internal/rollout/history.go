@@ -42,9 +42,9 @@ import (
 //     forgets the earlier ones), each once, at most MaxHistoryUsers; an
 //     entry with a promoter ends Promoted where it would end Completed;
 //   - while an entry is Progressing, and on the write that ends it, its
-//     stages list each stage record done in this rollout (Succeeded, on
-//     the entry's revision, started no earlier than the entry and done by
-//     now, not promoted) once, with its start, completion, suspended time
+//     stages list each stage record done in this rollout (Succeeded,
+//     started no earlier than the entry and done by now, not promoted)
+//     once, with its start, completion, suspended time
 //     and batches, in the order they were done, at most MaxHistoryStages:
 //     the durations a forecast learns from (internal/forecast);
 //   - a status whose history does not end with an entry of the rollout's
@@ -138,15 +138,16 @@ func promoters(known []string, records []v1alpha1.StageStatus) []string {
 }
 
 // stagesDone returns known with every stage record of status done in the
-// rollout that started at start added, each once: a record Succeeded on
-// the rollout's revision, started no earlier than the rollout and done
-// no later than now, not promoted (a promotion skips the gates whose time
-// a forecast would learn), cut to MaxHistoryStages.
+// rollout that started at start added, each once: a record Succeeded,
+// started no earlier than the rollout and done no later than now, not
+// promoted (a promotion skips the gates whose time a forecast would
+// learn), cut to MaxHistoryStages. A start forgets the records of the
+// rollout before (startRollout), so a Succeeded record is this rollout's;
+// its revision says nothing (under Replace a stage done keeps none).
 func stagesDone(known []v1alpha1.StageHistory, status *v1alpha1.StagedBindingPolicyStatus, start, now metav1.Time) []v1alpha1.StageHistory {
 	out := slices.Clone(known)
 	for _, r := range status.Stages {
 		if r.Phase != v1alpha1.StageSucceeded || r.StartTime == nil || r.CompletionTime == nil || r.Promotion != nil ||
-			status.UpdateRevision != "" && r.Revision != status.UpdateRevision ||
 			r.StartTime.Before(&start) || r.CompletionTime.Before(r.StartTime) || r.CompletionTime.After(now.Time) ||
 			len(out) >= v1alpha1.MaxHistoryStages ||
 			slices.ContainsFunc(out, func(h v1alpha1.StageHistory) bool { return h.Name == r.Name }) {

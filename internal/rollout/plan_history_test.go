@@ -307,8 +307,9 @@ func TestKeepHistoryRecordsStages(t *testing.T) {
 			after: running(muchEarlier), want: []v1alpha1.StageHistory{done("dev", muchEarlier, earlier)}},
 		{name: "a stage done before the rollout started is not",
 			after: running(earlier)},
-		{name: "a stage done on another revision is not",
-			after: running(muchEarlier), change: func(s *v1alpha1.StagedBindingPolicyStatus) { s.Stages[0].Revision = "v1" }},
+		{name: "a stage done that keeps no revision (placement Replace) is recorded",
+			after: running(muchEarlier), change: func(s *v1alpha1.StagedBindingPolicyStatus) { s.Stages[0].Revision = "" },
+			want: []v1alpha1.StageHistory{done("dev", muchEarlier, earlier)}},
 		{name: "a promoted stage is not: its gates were skipped",
 			after: running(muchEarlier), change: func(s *v1alpha1.StagedBindingPolicyStatus) {
 				s.Stages[0].Promotion = &v1alpha1.StagePromotion{By: "rm", Time: earlier, RequestedAt: earlier}
