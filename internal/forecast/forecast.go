@@ -78,6 +78,12 @@ const (
 // Method is how the forecast combines the earlier rollouts' durations.
 const Method = "median per stage"
 
+// MaxStageDuration bounds every duration the forecast takes from a
+// status or a spec: a stage record claiming more (a forged or corrupt
+// status, extreme batch counts) counts as this long, so that the sum
+// over 32 stages cannot overflow a time.Duration.
+const MaxStageDuration = 5 * 365 * 24 * time.Hour
+
 // Forecast is what For tells of a rollout.
 type Forecast struct {
 	// Kind is what the forecast tells.
@@ -300,9 +306,9 @@ func stageForecast(s *v1alpha1.Stage, record *v1alpha1.StageStatus, earlier []v1
 			if h.Name != s.Name {
 				continue
 			}
-			d := h.Duration()
+			d := min(h.Duration(), MaxStageDuration)
 			if batches > 0 && h.Batches > 0 && batches != h.Batches {
-				d = time.Duration(int64(d) / int64(h.Batches) * int64(batches))
+				d = time.Duration(min(float64(d)/float64(h.Batches)*float64(batches), float64(MaxStageDuration)))
 			}
 			durations = append(durations, d)
 			used[i] = true
@@ -313,7 +319,7 @@ func stageForecast(s *v1alpha1.Stage, record *v1alpha1.StageStatus, earlier []v1
 	if st.Known = len(durations) > 0; st.Known {
 		st.Expected = median(durations)
 		if s.SoakDuration != nil {
-			st.Expected = max(st.Expected, s.SoakDuration.Duration)
+			st.Expected = min(max(st.Expected, s.SoakDuration.Duration), MaxStageDuration)
 		}
 	}
 	st.Left = st.Expected
@@ -338,7 +344,7 @@ func stageForecast(s *v1alpha1.Stage, record *v1alpha1.StageStatus, earlier []v1
 			st.Overdue = 0
 		}
 		if s.SoakDuration != nil && record.ConditionMetTime != nil {
-			st.Left = max(st.Left, record.ConditionMetTime.Add(s.SoakDuration.Duration).Sub(now))
+			st.Left = max(st.Left, min(record.ConditionMetTime.Add(s.SoakDuration.Duration).Sub(now), MaxStageDuration))
 		}
 	}
 	return st

@@ -16,6 +16,7 @@ package forecast
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -34,7 +35,8 @@ var stageNames = []string{"dev", "test", "prod"}
 // started a while ago (maybe soaking, maybe suspended a while, maybe in
 // batches), some stages needing approval or windows, and up to ten
 // history entries, the newest maybe the running one's (Progressing) with
-// stages of its own, which are no earlier rollout's.
+// stages of its own, which are no earlier rollout's. Some stage records
+// are forged: extreme times, batches and suspended times.
 func drawPolicy(t *rapid.T) *v1alpha1.StagedBindingPolicy {
 	p := &v1alpha1.StagedBindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
 	p.Spec.Revision = &v1alpha1.Revision{Name: "v9"}
@@ -71,7 +73,7 @@ func drawPolicy(t *rapid.T) *v1alpha1.StagedBindingPolicy {
 			}
 			if rapid.Bool().Draw(t, "batched") {
 				s.MaxConcurrency = ptr.To(intstr.FromInt32(1))
-				r.Clusters = &v1alpha1.StageClusters{Batches: int32(rapid.IntRange(1, 8).Draw(t, "batches"))}
+				r.Clusters = &v1alpha1.StageClusters{Batches: rapid.SampledFrom([]int32{1, 2, 3, 8, math.MaxInt32}).Draw(t, "batches")}
 			}
 		}
 		p.Spec.Stages = append(p.Spec.Stages, s)
@@ -94,6 +96,13 @@ func drawPolicy(t *rapid.T) *v1alpha1.StagedBindingPolicy {
 			if rapid.IntRange(0, 3).Draw(t, "suspendedThen") == 0 {
 				sh.SuspendedDuration = &metav1.Duration{Duration: minutes("suspendedThenFor")}
 			}
+			if rapid.IntRange(0, 9).Draw(t, "forged") == 0 {
+				// A forged or corrupt record: extreme times and counts.
+				sh.StartTime = metav1.NewTime(time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC))
+				sh.CompletionTime = metav1.NewTime(time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC))
+				sh.Batches = rapid.SampledFrom([]int32{1, math.MaxInt32}).Draw(t, "forgedBatches")
+				sh.SuspendedDuration = &metav1.Duration{Duration: rapid.SampledFrom([]time.Duration{math.MinInt64, -time.Hour, 0}).Draw(t, "forgedSuspended")}
+			}
 			h.Stages = append(h.Stages, sh)
 			at = end
 		}
@@ -107,9 +116,10 @@ func drawPolicy(t *rapid.T) *v1alpha1.StagedBindingPolicy {
 	return p
 }
 
-// TestForecastProperties: for any running rollout and history, a forecast
-// is never before now, moves only later as time passes, and is absent
-// whenever no earlier rollout (an ended entry) did a stage left.
+// TestForecastProperties: for any running rollout and history, forged
+// records included, a forecast is never before now, moves only later as
+// time passes, and is absent whenever no earlier rollout (an ended entry)
+// did a stage left.
 func TestForecastProperties(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		p := drawPolicy(t)
