@@ -16,6 +16,7 @@ package v1alpha1
 
 import (
 	"slices"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -31,6 +32,9 @@ const (
 	// MaxHistoryUser is the most bytes of one user name in an entry, the
 	// bound of a StageApproval's status.approvedBy.
 	MaxHistoryUser = 256
+	// MaxHistoryStages is the most stages an entry records: the most
+	// stages a policy's spec lists.
+	MaxHistoryStages = 32
 )
 
 // RolloutOutcome is how one rollout of a revision ended, or that it runs.
@@ -92,6 +96,55 @@ type RevisionHistory struct {
 	// +listType=atomic
 	// +optional
 	PromotedBy []string `json:"promotedBy,omitempty"`
+
+	// Stages are the stages the rollout did, each once, in the order they
+	// were done, with when each started and was done: the durations a
+	// completion forecast (internal/forecast) learns from. A stage done by
+	// a promotion is not listed: it was not done by its gates.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	// +optional
+	Stages []StageHistory `json:"stages,omitempty"`
+}
+
+// StageHistory is when one stage of a rollout in status.history started
+// and was done.
+type StageHistory struct {
+	// Name is the stage's name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+
+	// StartTime is when the stage became active (the stage record's
+	// startTime): after its approval, if it needed one.
+	StartTime metav1.Time `json:"startTime"`
+
+	// CompletionTime is when the stage was done (the stage record's
+	// completionTime).
+	CompletionTime metav1.Time `json:"completionTime"`
+
+	// SuspendedDuration is how long the rollout was suspended while the
+	// stage was active (the stage record's suspendedDuration).
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +optional
+	SuspendedDuration *metav1.Duration `json:"suspendedDuration,omitempty"`
+
+	// Batches is how many batches the stage's clusters made, for a stage
+	// placed in batches (maxConcurrency); 0 for one placed at once.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Batches int32 `json:"batches,omitempty"`
+}
+
+// Duration is how long the stage took, less the time the rollout was
+// suspended while it was active; never below 0.
+func (s *StageHistory) Duration() time.Duration {
+	d := s.CompletionTime.Sub(s.StartTime.Time)
+	if s.SuspendedDuration != nil {
+		d -= s.SuspendedDuration.Duration
+	}
+	return max(d, 0)
 }
 
 // Ended reports whether the rollout of the entry has ended.

@@ -41,6 +41,12 @@ import (
 //     users of their promotions (the records of this rollout: a start
 //     forgets the earlier ones), each once, at most MaxHistoryUsers; an
 //     entry with a promoter ends Promoted where it would end Completed;
+//   - while an entry is Progressing, and on the write that ends it, its
+//     stages list each stage record done in this rollout (Succeeded,
+//     started no earlier than the entry and done by now, not promoted)
+//     once, with its start, completion, suspended time
+//     and batches, in the order they were done, at most MaxHistoryStages:
+//     the durations a forecast learns from (internal/forecast);
 //   - a status whose history does not end with an entry of the rollout's
 //     revision (a policy from before the history, or a history someone
 //     else wrote) gets one, started now, or at its first stage's start;
@@ -83,6 +89,7 @@ func keepHistory(before, after *v1alpha1.StagedBindingPolicyStatus, now metav1.T
 	if !top.Ended() {
 		top.ApprovedBy = approvers(top.ApprovedBy, after.Stages)
 		top.PromotedBy = promoters(top.PromotedBy, after.Stages)
+		top.Stages = stagesDone(top.Stages, after, top.StartTime, now)
 		switch after.Phase {
 		case v1alpha1.RolloutCompleted:
 			top.Outcome, top.EndTime = v1alpha1.OutcomeCompleted, ptr.To(now)
@@ -126,6 +133,34 @@ func promoters(known []string, records []v1alpha1.StageStatus) []string {
 			continue
 		}
 		out = append(out, by)
+	}
+	return out
+}
+
+// stagesDone returns known with every stage record of status done in the
+// rollout that started at start added, each once: a record Succeeded,
+// started no earlier than the rollout and done no later than now, not
+// promoted (a promotion skips the gates whose time a forecast would
+// learn), cut to MaxHistoryStages. A start forgets the records of the
+// rollout before (startRollout), so a Succeeded record is this rollout's;
+// its revision says nothing (under Replace a stage done keeps none).
+func stagesDone(known []v1alpha1.StageHistory, status *v1alpha1.StagedBindingPolicyStatus, start, now metav1.Time) []v1alpha1.StageHistory {
+	out := slices.Clone(known)
+	for _, r := range status.Stages {
+		if r.Phase != v1alpha1.StageSucceeded || r.StartTime == nil || r.CompletionTime == nil || r.Promotion != nil ||
+			r.StartTime.Before(&start) || r.CompletionTime.Before(r.StartTime) || r.CompletionTime.After(now.Time) ||
+			len(out) >= v1alpha1.MaxHistoryStages ||
+			slices.ContainsFunc(out, func(h v1alpha1.StageHistory) bool { return h.Name == r.Name }) {
+			continue
+		}
+		h := v1alpha1.StageHistory{Name: r.Name, StartTime: *r.StartTime, CompletionTime: *r.CompletionTime}
+		if r.SuspendedDuration != nil && r.SuspendedDuration.Duration > 0 {
+			h.SuspendedDuration = r.SuspendedDuration.DeepCopy()
+		}
+		if r.Clusters != nil {
+			h.Batches = max(r.Clusters.Batches, 0)
+		}
+		out = append(out, h)
 	}
 	return out
 }

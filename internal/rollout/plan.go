@@ -223,8 +223,8 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //  19. the status is brought up to date, with its Events, each once (progressAction).
 //     19a. every status write keeps status.history: a rollout that starts gets a Progressing entry
 //     (superseding the one before), which ends Completed (Promoted when a stage was promoted) or Aborted with
-//     the write's phase, lists who approved and who promoted its stages, and the oldest entries go beyond ten
-//     (keepHistory).
+//     the write's phase, lists who approved and who promoted its stages and when each stage it did (not
+//     promoted) started and was done, and the oldest entries go beyond ten (keepHistory, stagesDone).
 //
 // Rules 13, 14, 16 and 17 write the Placements of desiredPlacement, each
 // BindingPolicy with the Reason it is kept, through one diff

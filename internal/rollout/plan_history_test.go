@@ -55,6 +55,9 @@ func describeHistory(history []v1alpha1.RevisionHistory) string {
 		if len(h.PromotedBy) > 0 {
 			e += fmt.Sprintf(" promoted by %v", h.PromotedBy)
 		}
+		for _, s := range h.Stages {
+			e += fmt.Sprintf(" %s:%s..%s", s.Name, at(&s.StartTime), at(&s.CompletionTime))
+		}
 		out = append(out, e)
 	}
 	return strings.Join(out, "; ")
@@ -105,7 +108,13 @@ func TestPlanKeepsHistory(t *testing.T) {
 				f.Policy.Status.Stages[2].ApprovedBy = "bob"
 				return f.Snapshot
 			}(),
-			want: []v1alpha1.RevisionHistory{entry("v2", v1alpha1.OutcomeCompleted, earlier, now, "alice", "bob")}},
+			want: []v1alpha1.RevisionHistory{func() v1alpha1.RevisionHistory {
+				// dev and test were done before the entry started (the
+				// fixture's times): only prod is this rollout's.
+				h := entry("v2", v1alpha1.OutcomeCompleted, earlier, now, "alice", "bob")
+				h.Stages = []v1alpha1.StageHistory{{Name: "prod", StartTime: earlier, CompletionTime: now}}
+				return h
+			}()}},
 		{name: "the final stage done after a promotion completes the entry Promoted, with who promoted",
 			snap: func() *Snapshot {
 				f := revisioned(v1alpha1.PlacementAccumulate, "prod", "v1", "v2", keepsAll("v2")).bound().reporting(deployment, "1")
@@ -118,6 +127,7 @@ func TestPlanKeepsHistory(t *testing.T) {
 			want: []v1alpha1.RevisionHistory{func() v1alpha1.RevisionHistory {
 				h := entry("v2", v1alpha1.OutcomePromoted, earlier, now, "alice")
 				h.PromotedBy = []string{"rm"}
+				h.Stages = []v1alpha1.StageHistory{{Name: "prod", StartTime: earlier, CompletionTime: now}}
 				return h
 			}()}},
 		{name: "spec.abort ends the entry Aborted",
@@ -153,7 +163,12 @@ func TestPlanKeepsHistory(t *testing.T) {
 				s.Policy.Status.Stages[0].StartTime = ptr.To(muchEarlier)
 				s.Policy.Status.Stages[1].Message = "stale" // some status write to make
 			}).Snapshot,
-			want: []v1alpha1.RevisionHistory{entry("v2", v1alpha1.OutcomeProgressing, muchEarlier, zero)}},
+			want: []v1alpha1.RevisionHistory{func() v1alpha1.RevisionHistory {
+				// dev, done in the rollout found, is listed.
+				h := entry("v2", v1alpha1.OutcomeProgressing, muchEarlier, zero)
+				h.Stages = []v1alpha1.StageHistory{{Name: "dev", StartTime: muchEarlier, CompletionTime: earlier}}
+				return h
+			}()}},
 		{name: "the oldest entry goes beyond ten",
 			snap: completedOn("v10").with(func(s *Snapshot) {
 				s.Policy.Status.History = nil
@@ -259,5 +274,98 @@ func TestKeepHistoryNeverMovesBack(t *testing.T) {
 	keepHistory(before, after, metav1.NewTime(now.Add(time.Minute)))
 	if got := after.History[1]; got.Revision != "v3" || !got.StartTime.Equal(&earlier) {
 		t.Errorf("history %s: want v3 started when v2 ended", describeHistory(after.History))
+	}
+}
+
+// TestKeepHistoryRecordsStages: rule 19a lists, in the entry of the
+// rollout running, each stage the rollout did, once, with its start and
+// completion, and nothing it did not do.
+func TestKeepHistoryRecordsStages(t *testing.T) {
+	later := metav1.NewTime(now.Add(time.Minute))
+	// running is v2 in flight since start: dev done on v2 from
+	// muchEarlier to earlier, test active since earlier.
+	running := func(start metav1.Time) *v1alpha1.StagedBindingPolicyStatus {
+		return &v1alpha1.StagedBindingPolicyStatus{UpdateRevision: "v2", CurrentRevision: "v1", ActiveStage: "test", Phase: v1alpha1.RolloutProgressing,
+			Stages: []v1alpha1.StageStatus{
+				{Name: "dev", Phase: v1alpha1.StageSucceeded, Revision: "v2", StartTime: ptr.To(muchEarlier), CompletionTime: ptr.To(earlier)},
+				{Name: "test", Phase: v1alpha1.StageActive, Revision: "v1", StartTime: ptr.To(earlier)},
+				{Name: "prod", Phase: v1alpha1.StagePending, Revision: "v1"},
+			},
+			History: []v1alpha1.RevisionHistory{entry("v2", v1alpha1.OutcomeProgressing, start, metav1.Time{})}}
+	}
+	done := func(name string, start, end metav1.Time) v1alpha1.StageHistory {
+		return v1alpha1.StageHistory{Name: name, StartTime: start, CompletionTime: end}
+	}
+	tests := []struct {
+		name   string
+		known  []v1alpha1.StageHistory // stages the entry lists before
+		after  *v1alpha1.StagedBindingPolicyStatus
+		want   []v1alpha1.StageHistory
+		change func(s *v1alpha1.StagedBindingPolicyStatus)
+	}{
+		{name: "a stage done in the rollout is recorded with its start and completion",
+			after: running(muchEarlier), want: []v1alpha1.StageHistory{done("dev", muchEarlier, earlier)}},
+		{name: "a stage done before the rollout started is not",
+			after: running(earlier)},
+		{name: "a stage done that keeps no revision (placement Replace) is recorded",
+			after: running(muchEarlier), change: func(s *v1alpha1.StagedBindingPolicyStatus) { s.Stages[0].Revision = "" },
+			want: []v1alpha1.StageHistory{done("dev", muchEarlier, earlier)}},
+		{name: "a promoted stage is not: its gates were skipped",
+			after: running(muchEarlier), change: func(s *v1alpha1.StagedBindingPolicyStatus) {
+				s.Stages[0].Promotion = &v1alpha1.StagePromotion{By: "rm", Time: earlier, RequestedAt: earlier}
+			}},
+		{name: "a stage done after now (a clock ahead) is not",
+			after: running(muchEarlier), change: func(s *v1alpha1.StagedBindingPolicyStatus) { s.Stages[0].CompletionTime = ptr.To(later) }},
+		{name: "a stage done before it started is not",
+			after: running(muchEarlier), change: func(s *v1alpha1.StagedBindingPolicyStatus) {
+				s.Stages[0].StartTime, s.Stages[0].CompletionTime = ptr.To(earlier), ptr.To(muchEarlier)
+			}},
+		{name: "a stage listed stays as it was when its record changes",
+			known: []v1alpha1.StageHistory{done("dev", muchEarlier, muchEarlier)},
+			after: running(muchEarlier), want: []v1alpha1.StageHistory{done("dev", muchEarlier, muchEarlier)}},
+		{name: "its suspended time and batches are kept",
+			after: running(muchEarlier), change: func(s *v1alpha1.StagedBindingPolicyStatus) {
+				s.Stages[0].SuspendedDuration = &metav1.Duration{Duration: 10 * time.Minute}
+				s.Stages[0].Clusters = &v1alpha1.StageClusters{Total: 5, Placed: 5, Succeeded: 5, Batch: 3, Batches: 3}
+			}, want: []v1alpha1.StageHistory{{Name: "dev", StartTime: muchEarlier, CompletionTime: earlier,
+				SuspendedDuration: &metav1.Duration{Duration: 10 * time.Minute}, Batches: 3}}},
+		{name: "the write that completes the rollout records its final stage",
+			after: running(muchEarlier), change: func(s *v1alpha1.StagedBindingPolicyStatus) {
+				s.Phase, s.ActiveStage = v1alpha1.RolloutCompleted, "prod"
+				s.Stages[1] = v1alpha1.StageStatus{Name: "test", Phase: v1alpha1.StageSucceeded, Revision: "v2", StartTime: ptr.To(earlier), CompletionTime: ptr.To(earlier)}
+				s.Stages[2] = v1alpha1.StageStatus{Name: "prod", Phase: v1alpha1.StageSucceeded, Revision: "v2", StartTime: ptr.To(earlier), CompletionTime: ptr.To(now)}
+			}, want: []v1alpha1.StageHistory{done("dev", muchEarlier, earlier), done("test", earlier, earlier), done("prod", earlier, now)}},
+		{name: "an entry that ended lists no new stage",
+			after: running(muchEarlier), change: func(s *v1alpha1.StagedBindingPolicyStatus) {
+				s.Phase = v1alpha1.RolloutAborted
+				s.History[0].Outcome, s.History[0].EndTime = v1alpha1.OutcomeAborted, ptr.To(earlier)
+			}},
+		{name: "at most 32 stages",
+			after: running(muchEarlier), change: func(s *v1alpha1.StagedBindingPolicyStatus) {
+				s.Stages = nil
+				for i := range 40 {
+					s.Stages = append(s.Stages, v1alpha1.StageStatus{Name: fmt.Sprintf("s%d", i), Phase: v1alpha1.StageSucceeded,
+						Revision: "v2", StartTime: ptr.To(muchEarlier), CompletionTime: ptr.To(earlier)})
+				}
+			}, want: func() []v1alpha1.StageHistory {
+				var out []v1alpha1.StageHistory
+				for i := range v1alpha1.MaxHistoryStages {
+					out = append(out, done(fmt.Sprintf("s%d", i), muchEarlier, earlier))
+				}
+				return out
+			}()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.change != nil {
+				tt.change(tt.after)
+			}
+			tt.after.History[0].Stages = tt.known
+			before := tt.after.DeepCopy()
+			keepHistory(before, tt.after, now)
+			if got := tt.after.History[len(tt.after.History)-1].Stages; !equality.Semantic.DeepEqual(got, tt.want) {
+				t.Errorf("stages %+v\nwant %+v", got, tt.want)
+			}
+		})
 	}
 }

@@ -68,6 +68,16 @@ func (m *machine) checkHistoryStep(t *rapid.T, snap *rollout.Snapshot, action ro
 		if i > 0 && (a[i-1].EndTime == nil || h.StartTime.Before(a[i-1].EndTime)) {
 			m.fatalf(t, "history: entry %d of %s starts before the one before it ended (%s)", i, historyString(a), action.Why)
 		}
+		m.checkHistoryStages(t, snap, action, i, h)
+	}
+	// The stages the newest entry before listed are kept, first, in what
+	// becomes of it (pastKept checks the entries that had ended; with no
+	// entry gone, it is at the same place, or the one before a new one).
+	if n, k := len(a), len(b); k > 0 && n < v1alpha1.MaxHistory && (n == k || n == k+1) {
+		was, is := b[k-1].Stages, a[k-1].Stages
+		if len(is) < len(was) || !equality.Semantic.DeepEqual(is[:len(was)], was) {
+			m.fatalf(t, "history: the write (%s) changes the stages the rollout did: before %+v, after %+v", action.Why, was, is)
+		}
 	}
 	if !pastKept(b, a) {
 		m.fatalf(t, "history: the write (%s) changes the past:\n  before %s\n  after  %s", action.Why, historyString(b), historyString(a))
@@ -97,6 +107,34 @@ func (m *machine) checkHistoryStep(t *rapid.T, snap *rollout.Snapshot, action ro
 		if n := len(a); n == 0 || a[n-1].Revision != revision || a[n-1].Outcome != v1alpha1.OutcomeProgressing || !a[n-1].StartTime.Equal(&snap.Now) {
 			m.fatalf(t, "history: the rollout of %q starts (%s) and the history says %s", revision, action.Why, historyString(a))
 		}
+	}
+}
+
+// checkHistoryStages checks the stages entry i of the written history
+// lists: each once, no more than a spec lists, each done after it started,
+// within the entry's rollout and by now.
+func (m *machine) checkHistoryStages(t *rapid.T, snap *rollout.Snapshot, action rollout.Action, i int, h v1alpha1.RevisionHistory) {
+	if len(h.Stages) > 0 {
+		seen["history: stage recorded"]++
+	}
+	if len(h.Stages) > v1alpha1.MaxHistoryStages || len(h.Stages) > len(stageNames) {
+		m.fatalf(t, "history: entry %d lists %d stages, more than a spec has (%s)", i, len(h.Stages), action.Why)
+	}
+	names := map[string]bool{}
+	for _, s := range h.Stages {
+		if names[s.Name] {
+			m.fatalf(t, "history: entry %d lists stage %s twice: %+v (%s)", i, s.Name, h.Stages, action.Why)
+		}
+		names[s.Name] = true
+		if s.CompletionTime.Before(&s.StartTime) || s.StartTime.Before(&h.StartTime) || s.CompletionTime.After(snap.Now.Time) ||
+			h.EndTime != nil && s.CompletionTime.After(h.EndTime.Time) {
+			m.fatalf(t, "history: entry %d (%s..%v) lists stage %s done %s..%s: not within the rollout and by now %s (%s)", i,
+				h.StartTime.UTC().Format("15:04:05"), h.EndTime, s.Name, s.StartTime.UTC().Format("15:04:05"),
+				s.CompletionTime.UTC().Format("15:04:05"), snap.Now.UTC().Format("15:04:05"), action.Why)
+		}
+	}
+	if i == len(action.Status.History)-1 && h.Outcome == v1alpha1.OutcomeCompleted && len(h.Stages) > 0 {
+		seen["history: completed with stages"]++
 	}
 }
 

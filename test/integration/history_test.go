@@ -28,6 +28,7 @@ import (
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	plugin "github.com/kubestellar/workload-stager/cmd/kubectl-stager/app"
+	"github.com/kubestellar/workload-stager/internal/forecast"
 	"github.com/kubestellar/workload-stager/test/framework/policytest"
 )
 
@@ -90,6 +91,13 @@ func TestUndoRollsACompletedRevisionOutAgain(t *testing.T) {
 	inDev := policies(s).WaitFor(t, name, "v1 active in dev", func(p *v1alpha1.StagedBindingPolicy) bool {
 		return p.Status.UpdateRevision == "v1" && p.Status.ActiveStage == "dev"
 	})
+	// The two completed rollouts recorded each stage's duration: the
+	// third has a forecast from both (internal/forecast, as the plugin
+	// and the dashboard compute it).
+	if f := forecast.For(inDev, time.Now()); f.Kind != forecast.Estimated || f.Basis.Rollouts != 2 {
+		t.Errorf("with v1 in dev after two completed rollouts, the forecast is %s (%s, %s), want one from 2 earlier rollouts: %s",
+			f.Kind, f.Sentence(time.Now()), f.Basis, policytest.Describe(inDev))
+	}
 	if got := inDev.Status.StageNamed("prod").Revision; got != "v2" {
 		t.Errorf("with v1 in dev, prod keeps %q, want v2 until v1 reaches it (%s)", got, policytest.Describe(inDev))
 	}
@@ -108,6 +116,18 @@ func TestUndoRollsACompletedRevisionOutAgain(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s %s", h.Revision, h.Outcome))
 		if h.EndTime == nil || h.EndTime.Before(&h.StartTime) {
 			t.Errorf("history entry %+v: want an end after its start", h)
+		}
+		// Each completed rollout lists every stage it did, in order,
+		// each done after it started, within the rollout.
+		var stages []string
+		for _, st := range h.Stages {
+			stages = append(stages, st.Name)
+			if st.CompletionTime.Before(&st.StartTime) || st.StartTime.Before(&h.StartTime) || h.EndTime != nil && h.EndTime.Before(&st.CompletionTime) {
+				t.Errorf("history entry %s %s..%v lists stage %+v: not done within it", h.Revision, h.StartTime, h.EndTime, st)
+			}
+		}
+		if strings.Join(stages, " ") != "dev test prod" {
+			t.Errorf("history entry %s %s lists the stages %v, want dev test prod", h.Revision, h.Outcome, stages)
 		}
 	}
 	if want := []string{"v1 Completed", "v2 Completed", "v1 Completed"}; strings.Join(got, ", ") != strings.Join(want, ", ") {

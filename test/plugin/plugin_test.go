@@ -166,14 +166,17 @@ func TestOutputs(t *testing.T) {
 	frozen := rollout(t, "frozen", nil)
 	place(t, web, "test")
 
-	// Three hours after the last policy was made, at a whole second: every
-	// age is "3h" (less than a minute more for the earlier ones).
+	// Three hours after the last policy was made, at the next whole
+	// minute: every age is "3h" (less than two minutes more for the
+	// earlier ones), and a forecast's clock is a whole number of minutes
+	// from now (forecastClocks).
 	now := time.Time{}
 	for _, p := range []*v1alpha1.StagedBindingPolicy{web, api, fresh, soaked, shop, stores, checked, queued, frozen} {
 		if created := p.CreationTimestamp.Add(3 * time.Hour); created.After(now) {
 			now = created
 		}
 	}
+	now = now.Truncate(time.Minute).Add(time.Minute)
 	setStatus(t, web, v1alpha1.StagedBindingPolicyStatus{ActiveStage: "test", Phase: v1alpha1.RolloutProgressing,
 		Conditions: []metav1.Condition{
 			trueCondition(v1alpha1.ConditionReady, v1alpha1.ReasonBindingPolicyInSync, `BindingPolicy web.stage.test places stage "test"`, now),
@@ -228,7 +231,13 @@ func TestOutputs(t *testing.T) {
 			{Name: "test", Phase: v1alpha1.StageActive, Revision: "v1", StartTime: at(now.Add(-10 * time.Minute)), BindingPolicy: "shop.stage.test.v2",
 				Message: "waiting for the CombinedStatus of deployments.apps shop/shop-v2"},
 			{Name: "prod", Phase: v1alpha1.StagePending, Revision: "v1"},
-		}})
+		},
+		// Four earlier rollouts, one of them with a slow test: shop's
+		// forecast takes the median per stage (test 25m, prod 31m).
+		History: append(shopHistory(now, [][3]int{{10, 20, 30}, {12, 90, 30}, {10, 24, 40}, {11, 26, 32}}),
+			v1alpha1.RevisionHistory{Revision: "v2", Outcome: v1alpha1.OutcomeProgressing, StartTime: metav1.NewTime(now.Add(-30 * time.Minute)),
+				Stages: []v1alpha1.StageHistory{{Name: "dev", StartTime: metav1.NewTime(now.Add(-30 * time.Minute)), CompletionTime: metav1.NewTime(now.Add(-10 * time.Minute))}}}),
+	})
 
 	setStatus(t, stores, v1alpha1.StagedBindingPolicyStatus{ActiveStage: "prod", Phase: v1alpha1.RolloutProgressing,
 		Conditions: []metav1.Condition{
@@ -305,7 +314,7 @@ func TestOutputs(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v: %s", err, out)
 			}
-			golden(t, tt.name, out)
+			golden(t, tt.name, forecastClocks(out, now))
 		})
 	}
 
@@ -368,6 +377,54 @@ func TestOutputs(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), got); err != nil || got.Kind != "StagedBindingPolicy" || got.Status.ActiveStage != "test" {
 			t.Errorf("-o json printed %v (%v): %s", got, err, out)
 		}
+	})
+}
+
+// shopHistory is one ended entry of status.history per element of
+// minutes, the minutes each of dev, test and prod took, a day apart, the
+// last ended a day before now.
+func shopHistory(now time.Time, minutes [][3]int) []v1alpha1.RevisionHistory {
+	var out []v1alpha1.RevisionHistory
+	for i, took := range minutes {
+		at := now.Add(-time.Duration(len(minutes)-i) * 24 * time.Hour)
+		h := v1alpha1.RevisionHistory{Revision: fmt.Sprintf("v1-%d", i), Outcome: v1alpha1.OutcomeCompleted, StartTime: metav1.NewTime(at)}
+		for j, name := range []string{"dev", "test", "prod"} {
+			end := at.Add(time.Duration(took[j]) * time.Minute)
+			h.Stages = append(h.Stages, v1alpha1.StageHistory{Name: name, StartTime: metav1.NewTime(at), CompletionTime: metav1.NewTime(end)})
+			at = end
+		}
+		h.EndTime = ptr.To(metav1.NewTime(at))
+		out = append(out, h)
+	}
+	return out
+}
+
+// forecastPattern matches the clock of a forecast ("~14:05 UTC", "~Mar 3
+// 14:05 UTC").
+var forecastPattern = regexp.MustCompile(`~(?:[A-Z][a-z]{2} \d{1,2} )?\d\d:\d\d UTC\b`)
+
+// forecastClocks replaces each forecast's clock in out by its distance
+// from now ("~<now+46m0s>"), so that an output stays the same whenever
+// the test runs; now is at a whole minute.
+func forecastClocks(out string, now time.Time) string {
+	return forecastPattern.ReplaceAllStringFunc(out, func(clock string) string {
+		now := now.UTC()
+		layout, text := "15:04 UTC", clock[1:]
+		if len(text) > len("15:04 UTC") {
+			layout = "Jan 2 15:04 UTC"
+		}
+		t, err := time.Parse(layout, text)
+		if err != nil {
+			return clock
+		}
+		at := time.Date(now.Year(), now.Month(), now.Day(), t.Hour(), t.Minute(), 0, 0, time.UTC)
+		if layout != "15:04 UTC" {
+			at = time.Date(now.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), 0, 0, time.UTC)
+		}
+		if d := at.Sub(now); d < 0 {
+			return fmt.Sprintf("~<now%v>", d)
+		}
+		return fmt.Sprintf("~<now+%v>", at.Sub(now))
 	})
 }
 

@@ -27,6 +27,7 @@ import (
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/internal/expression"
+	"github.com/kubestellar/workload-stager/internal/forecast"
 	"github.com/kubestellar/workload-stager/internal/rollout"
 )
 
@@ -43,8 +44,11 @@ condition does not hold for, and what the stage waits for. For a policy in a
 RolloutWave, the Wave line names the wave, the step and its position, and
 whether the wave holds or released the revision; while it holds, "Waits for
 wave" says what for. While a stage waits for its change window, the Window
-line names it and when the window opens, in its time zone and from now. The expressions are evaluated with the stager's own CEL
-engine and limits.`,
+line names it and when the window opens, in its time zone and from now. The
+Forecast lines say when the rollout is expected to complete, from the stage
+durations of the policy's earlier rollouts (status.history), on what basis,
+and each stage left; or why there is no forecast. The expressions are
+evaluated with the stager's own CEL engine and limits.`,
 		Example: `  # why is web's active stage not done?
   kubectl stager explain web
 
@@ -159,6 +163,7 @@ func printStage(out io.Writer, p *v1alpha1.StagedBindingPolicy, stage *v1alpha1.
 	default:
 		fprintf(w, "Waits for:\t%s\n", orNone(record.Message))
 	}
+	printForecast(w, p, o.now())
 	_ = w.Flush()
 	if stage.Batched() {
 		fprintf(out, "\nThe stage places each cluster through a BindingPolicy of its own, labelled %s=<cluster> and %s=%s.\n",
@@ -166,6 +171,25 @@ func printStage(out io.Writer, p *v1alpha1.StagedBindingPolicy, stage *v1alpha1.
 		return
 	}
 	printObjectTable(out, e)
+}
+
+// printForecast prints the rollout's completion forecast
+// (internal/forecast), its basis and its stages left, or why there is
+// none.
+func printForecast(w io.Writer, p *v1alpha1.StagedBindingPolicy, now time.Time) {
+	f := forecast.For(p, now)
+	switch f.Kind {
+	case forecast.NotRunning, forecast.NoHistory:
+		fprintf(w, "Forecast:\tnone: %s\n", f.Sentence(now))
+		return
+	}
+	fprintf(w, "Forecast:\t%s\n", f.Sentence(now))
+	fprintf(w, "Basis:\t%s\n", f.Basis)
+	lines := make([]string, 0, len(f.Stages))
+	for _, s := range f.Stages {
+		lines = append(lines, s.StageLine())
+	}
+	fprintf(w, "Stages left:\t%s\n", strings.Join(lines, "; "))
 }
 
 // printFailureGates prints a stage's failureCondition, onFailure and

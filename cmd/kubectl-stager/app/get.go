@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/internal/forecast"
 )
 
 // Stage marks of the STAGES column.
@@ -62,8 +63,10 @@ its change window, WaitingForWindow with the stage and the time left
 a RolloutWave, is the wave and the step's position ("regions 2/3"), with
 "held" while the wave holds the revision the spec names.
 -o wide adds the active stage's clusters, the soak time left, the approval,
-the progress deadline and what the stage waits for; -o yaml and -o json print
-the objects.`,
+the progress deadline, the completion forecast (FORECAST: the median of each
+stage left over the policy's earlier rollouts in status.history, "-" when
+there is none; explain says why) and what the stage waits for; -o yaml and
+-o json print the objects.`,
 		Example: `  # every rollout of the current context's WDS
   kubectl stager get
 
@@ -193,7 +196,7 @@ func (o *options) printTable(ctx context.Context, found []located, wide, all boo
 	w := printers.GetNewTabWriter(o.streams.Out)
 	header := []string{"NAME", "STAGES", "PHASE", "REVISION", "REASON", "AGE"}
 	if wide {
-		header = []string{"NAME", "STAGES", "PHASE", "REVISION", "REASON", "CLUSTERS", "SOAK LEFT", "APPROVAL", "DEADLINE", "AGE", "MESSAGE"}
+		header = []string{"NAME", "STAGES", "PHASE", "REVISION", "REASON", "CLUSTERS", "SOAK LEFT", "APPROVAL", "DEADLINE", "FORECAST", "AGE", "MESSAGE"}
 	}
 	waves := waveShown(found)
 	if waves {
@@ -215,7 +218,8 @@ func (o *options) printTable(ctx context.Context, found []located, wide, all boo
 			if err != nil {
 				return err
 			}
-			row = append(row, view.clusters, view.soakLeft, view.approval, view.deadline)
+			fc := forecast.For(p, now)
+			row = append(row, view.clusters, view.soakLeft, view.approval, view.deadline, fc.Short(now))
 		}
 		row = append(row, age(p.CreationTimestamp.Time, now))
 		if wide {
