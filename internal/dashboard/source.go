@@ -22,6 +22,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -111,21 +112,41 @@ func (s ClientSource) Events(ctx context.Context, space, name string) ([]corev1.
 	return list.Items, nil
 }
 
-// Watch implements Source with a watch of the space's policies, started
-// again a second after it ends.
+// Watch implements Source: it lists the space's policies once, then
+// watches from that list's resourceVersion, resuming each watch the API
+// server ends from the last version seen, so that nothing is replayed; only
+// when that version has expired does it list again and report every policy
+// listed, as a change may have been missed.
 func (s ClientSource) Watch(ctx context.Context, space string, changed func(name string)) error {
 	c, err := s.client(space)
 	if err != nil {
 		return err
 	}
+	version, relisted := "", false
 	for ctx.Err() == nil {
-		w, err := c.Watch(ctx, &v1alpha1.StagedBindingPolicyList{})
-		if err != nil && !apierrors.IsResourceExpired(err) {
+		if version == "" {
+			list := &v1alpha1.StagedBindingPolicyList{}
+			if err := c.List(ctx, list); err != nil {
+				return fmt.Errorf("listing StagedBindingPolicies: %w", err)
+			}
+			version = list.ResourceVersion
+			if relisted {
+				for _, p := range list.Items {
+					changed(p.Name)
+				}
+			}
+			relisted = true
+		}
+		w, err := c.Watch(ctx, &v1alpha1.StagedBindingPolicyList{},
+			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: version, AllowWatchBookmarks: true}})
+		switch {
+		case apierrors.IsResourceExpired(err) || apierrors.IsGone(err):
+			version = ""
+			continue
+		case err != nil:
 			return fmt.Errorf("watching StagedBindingPolicies: %w", err)
 		}
-		if err == nil {
-			drain(w, changed)
-		}
+		version = drain(w, version, changed)
 		select {
 		case <-ctx.Done():
 		case <-time.After(time.Second):
@@ -134,13 +155,26 @@ func (s ClientSource) Watch(ctx context.Context, space string, changed func(name
 	return nil
 }
 
-// drain passes the name of every policy the watch reports on to changed,
-// until the watch ends.
-func drain(w watch.Interface, changed func(string)) {
+// drain passes the name of every policy the watch reports a change of to
+// changed, until the watch ends, and returns the last resourceVersion seen
+// ("" when the watch reports that the version it started from expired).
+func drain(w watch.Interface, version string, changed func(string)) string {
 	defer w.Stop()
 	for e := range w.ResultChan() {
-		if p, ok := e.Object.(*v1alpha1.StagedBindingPolicy); ok {
+		if e.Type == watch.Error {
+			if err := apierrors.FromObject(e.Object); apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+				return ""
+			}
+			return version
+		}
+		p, ok := e.Object.(*v1alpha1.StagedBindingPolicy)
+		if !ok {
+			continue
+		}
+		version = p.ResourceVersion
+		if e.Type != watch.Bookmark {
 			changed(p.Name)
 		}
 	}
+	return version
 }
