@@ -113,7 +113,11 @@ func viewOf(space string, p *v1alpha1.StagedBindingPolicy, now time.Time) policy
 		}
 	}
 	if f := st.Failure; f != nil {
-		v.Failure = fmt.Sprintf("stage %s: %s (%s), %s ago: %s", f.Stage, f.Reason, f.Action, age(f.Time.Time, now), f.Message)
+		action := ""
+		if f.Action != "" {
+			action = " (" + string(f.Action) + ")"
+		}
+		v.Failure = fmt.Sprintf("stage %s: %s%s, %s ago: %s", f.Stage, f.Reason, action, age(f.Time.Time, now), f.Message)
 	}
 	if w := st.Wave; w != nil {
 		v.Wave = fmt.Sprintf("%s step %s (%s): %s", w.Name, w.Step, w.Position, w.State)
