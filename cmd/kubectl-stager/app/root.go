@@ -67,7 +67,9 @@ and steers them:
            list a policy's last rollouts (status.history); roll a completed
            revision out again (spec.revision)
   promote  break glass: treat the active stage, or every stage left, as done
-           (spec.promotion)`,
+           (spec.promotion)
+  dashboard
+           a live web page of every rollout, with its actions, on this machine`,
 		SilenceUsage: true,
 		Annotations:  map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl stager"},
 	}
@@ -80,6 +82,7 @@ and steers them:
 		newAbortCommand(o, true), newAbortCommand(o, false))
 	root.AddCommand(newHistoryCommand(o), newUndoCommand(o))
 	root.AddCommand(newPromoteCommand(o))
+	root.AddCommand(newDashboardCommand(o))
 	return root
 }
 

@@ -19,6 +19,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubestellar/workload-stager/providers"
@@ -29,6 +30,8 @@ import (
 type target struct {
 	space  string
 	client client.Client
+	// config is what client was made from (the dashboard watches with it).
+	config *rest.Config
 }
 
 // spaceFlags are the flags of --all-spaces: which registrations to read,
@@ -54,16 +57,16 @@ func addSpaceFlags(fs *pflag.FlagSet) *spaceFlags {
 // reported on the error stream and left out: one broken space does not hide
 // the others.
 func (o *options) targets(ctx context.Context, f *spaceFlags) ([]target, error) {
-	if !f.all {
-		c, err := o.client()
-		if err != nil {
-			return nil, err
-		}
-		return []target{{client: c}}, nil
-	}
 	config, err := o.configFlags.ToRESTConfig()
 	if err != nil {
 		return nil, fmt.Errorf("reading the kubeconfig: %w", err)
+	}
+	if !f.all {
+		c, err := clientFor(config)
+		if err != nil {
+			return nil, err
+		}
+		return []target{{client: c, config: config}}, nil
 	}
 	hosting, err := clientFor(config)
 	if err != nil {
@@ -84,7 +87,7 @@ func (o *options) targets(ctx context.Context, f *spaceFlags) ([]target, error) 
 			fprintf(o.streams.ErrOut, "space %s: %v\n", s.Name, err)
 			continue
 		}
-		targets = append(targets, target{space: s.Name, client: c})
+		targets = append(targets, target{space: s.Name, client: c, config: s.Config})
 	}
 	return targets, nil
 }
