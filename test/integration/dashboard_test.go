@@ -19,6 +19,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/url"
@@ -35,6 +36,7 @@ import (
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	plugin "github.com/kubestellar/workload-stager/cmd/kubectl-stager/app"
+	"github.com/kubestellar/workload-stager/internal/forecast"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 )
 
@@ -206,6 +208,13 @@ func TestDashboardShowsEverySpaceLive(t *testing.T) {
 	status, body = b.getQuery("/policy", url.Values{"space": {"wds1"}, "name": {"dash-one"}})
 	if want := "StagedBindingPolicy dash-one: phase Progressing, active stage dev"; status != http.StatusOK || !strings.Contains(body, want) {
 		t.Errorf("the policy's page: %d, want the explanation %q\n%s", status, want, body)
+	}
+	// Without spec.revision there is no history to forecast from; the page
+	// says so rather than guess.
+	section, _, _ := strings.Cut(body[strings.Index(body, `<section id="forecast"`)+1:], "</section>")
+	if f := forecast.For(policies(suite.wds1).Get(t, "dash-one"), time.Now()); f.Kind != forecast.NoHistory ||
+		!strings.Contains(section, html.EscapeString(f.Reason)) {
+		t.Errorf("the policy page's forecast section lacks the forecast %q (%s):\n%s", f.Reason, f.Kind, section)
 	}
 
 	req, err := http.NewRequestWithContext(suite.ctx, http.MethodGet, base.JoinPath("events").String(), nil)

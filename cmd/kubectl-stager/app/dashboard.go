@@ -30,7 +30,9 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/internal/dashboard"
+	"github.com/kubestellar/workload-stager/internal/forecast"
 	"github.com/kubestellar/workload-stager/internal/rollout"
 )
 
@@ -107,6 +109,9 @@ func (o *options) dashboard(ctx context.Context, f *dashboardFlags) error {
 				return "", fmt.Errorf("no space %q", space)
 			}
 			return o.explainFor(ctx, c, name)
+		},
+		Forecast: func(_ context.Context, _ string, p *v1alpha1.StagedBindingPolicy) string {
+			return forecastLine(p, o.now())
 		}}
 	if !f.spaces.all {
 		opts.Act = o.act
@@ -224,4 +229,15 @@ func openBrowser(ctx context.Context, url string, errOut io.Writer) {
 	if err := exec.CommandContext(ctx, opener, url).Start(); err != nil {
 		fprintf(errOut, "opening the browser: %v; open %s yourself\n", err, url)
 	}
+}
+
+// forecastLine is the completion forecast of p as the dashboard shows it:
+// explain's sentence, with its basis when it estimates.
+func forecastLine(p *v1alpha1.StagedBindingPolicy, now time.Time) string {
+	f := forecast.For(p, now)
+	switch f.Kind {
+	case forecast.Estimated, forecast.Gated:
+		return f.Sentence(now) + " (" + f.Basis.String() + ")"
+	}
+	return f.Sentence(now)
 }
