@@ -113,7 +113,7 @@ test-browser: ## The tests that drive a real headless Chromium (installs Debian'
 .PHONY: screenshots
 screenshots: ## Regenerate the screenshots under docs/ in a real headless Chromium (test/dashboardshots)
 	$(ENV_CHROMIUM) \
-	go test -count=1 -timeout=10m -run '^TestScreenshots$$' ./test/dashboardshots/ -update-screenshots
+	go test -count=1 -timeout=10m -v -run '^TestScreenshots$$' ./test/dashboardshots/ -update-screenshots
 
 # What `stager --version` says: the nearest tag (or the commit) and the commit.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
