@@ -16,8 +16,11 @@
 // DevTools protocol (github.com/chromedp/chromedp): open a page, wait for text,
 // click (accepting a confirm() dialog), read text, evaluate a DOM probe, collect
 // console errors and Content-Security-Policy violations, and take full-page
-// screenshots. Every step has a bounded time; the browser, its processes and
-// its profile go when the test ends.
+// screenshots. Every step has a bounded time. A test's browser is a tab in a
+// browser context of its own (fresh cookies, storage and cache) in a Chromium
+// of its own (New) or one its package's tests share (Shared); the tab goes
+// when the test ends, the Chromium with its processes and profile when its
+// owner does.
 //
 // The Chromium is $STAGER_CHROMIUM (make sets it from `hack/tool.sh chromium`,
 // which installs Debian's chromium package), else a chromium on PATH. Without
@@ -51,8 +54,8 @@ const InstallHint = "apt-get install chromium"
 
 // Defaults of the Options.
 const (
-	DefaultStepTimeout  = 10 * time.Second
-	DefaultStartTimeout = 30 * time.Second
+	DefaultStepTimeout  = 30 * time.Second
+	DefaultStartTimeout = 90 * time.Second
 	DefaultWidth        = 1280
 	DefaultHeight       = 800
 )
@@ -84,6 +87,19 @@ type Options struct {
 	Width, Height int
 }
 
+func (o Options) withDefaults() Options {
+	if o.StepTimeout <= 0 {
+		o.StepTimeout = DefaultStepTimeout
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = DefaultStartTimeout
+	}
+	if o.Width <= 0 || o.Height <= 0 {
+		o.Width, o.Height = DefaultWidth, DefaultHeight
+	}
+	return o
+}
+
 // Violation is one securitypolicyviolation event the page fired: a
 // Content-Security-Policy blocked something.
 type Violation struct {
@@ -99,21 +115,6 @@ type Dialog struct {
 	Type     string
 	Message  string
 	Accepted bool
-}
-
-// Browser is one headless Chromium with one tab, for one test.
-type Browser struct {
-	t       testing.TB
-	opts    Options
-	ctx     context.Context // the tab's; ends in the clean-up
-	profile string
-	output  *tail
-
-	mu         sync.Mutex
-	acceptNext int
-	dialogs    []Dialog
-	console    []chromedp.ConsoleMessage
-	violations []Violation
 }
 
 // violationBinding is the function the page calls (through a DevTools
@@ -165,36 +166,38 @@ func unavailable(t testing.TB, err error) {
 	t.Skip(msg)
 }
 
-// New starts a headless Chromium for the test, with a fresh profile in
-// t.TempDir(), and stops it, its processes and the profile when the test
-// ends. An unexpected JavaScript dialog (one no ClickConfirm awaited, an
-// alert() from a hostile string, say) fails the test at its end.
-func New(t testing.TB, options ...Options) *Browser {
-	t.Helper()
+// Chromium is one running headless Chromium. Tests share it, each in a
+// browser context of its own (its own cookies, storage and cache, as a
+// fresh profile has): starting Chromium costs seconds of CPU, a browser
+// context milliseconds.
+type Chromium struct {
+	path    string
+	opts    Options
+	dir     string // the profile and the browser's home; removed by Close
+	profile string
+	output  *tail
+	ctx     context.Context // the browser's; its first tab
+	cancel  func()
+}
+
+// Start starts a headless Chromium found by Find, with a fresh profile in a
+// new temporary directory; Close stops it and removes the directory.
+func Start(options Options) (*Chromium, error) {
 	path, err := Find()
 	if err != nil {
-		unavailable(t, err)
+		return nil, err
 	}
-	var o Options
-	if len(options) > 0 {
-		o = options[0]
+	o := options.withDefaults()
+	dir, err := os.MkdirTemp("", "stager-chromium-")
+	if err != nil {
+		return nil, fmt.Errorf("browser: %w", err)
 	}
-	if o.StepTimeout <= 0 {
-		o.StepTimeout = DefaultStepTimeout
-	}
-	if o.StartTimeout <= 0 {
-		o.StartTimeout = DefaultStartTimeout
-	}
-	if o.Width <= 0 || o.Height <= 0 {
-		o.Width, o.Height = DefaultWidth, DefaultHeight
-	}
-	dir := t.TempDir()
-	b := &Browser{t: t, opts: o, profile: filepath.Join(dir, "profile"), output: &tail{limit: 16 << 10}}
+	c := &Chromium{path: path, opts: o, dir: dir, profile: filepath.Join(dir, "profile"), output: &tail{limit: 16 << 10}}
 	home := filepath.Join(dir, "home")
 	if err := os.Mkdir(home, 0o700); err != nil {
-		t.Fatal(err)
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("browser: %w", err)
 	}
-
 	// docs/testing.md#browser-tests says why each flag is needed here.
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
 		chromedp.ExecPath(path),
@@ -213,28 +216,139 @@ func New(t testing.TB, options ...Options) *Browser {
 		chromedp.Flag("mute-audio", true),
 		chromedp.Flag("force-color-profile", "srgb"),
 		chromedp.WindowSize(o.Width, o.Height),
-		chromedp.UserDataDir(b.profile),
-		chromedp.CombinedOutput(b.output),
+		chromedp.UserDataDir(c.profile),
+		chromedp.CombinedOutput(c.output),
 		// The browser gets none of the test's environment (kubeconfigs,
 		// tokens), and a home of its own.
 		chromedp.NoInheritEnv,
 		chromedp.Env("PATH="+os.Getenv("PATH"), "HOME="+home, "TMPDIR="+dir, "LANG=C.UTF-8"),
 	)
 	ctx, cancelTab := chromedp.NewContext(allocCtx)
-	b.ctx = ctx
+	c.ctx = ctx
+	c.cancel = func() { cancelTab(); cancelAlloc() }
 
+	// Start it under a timer rather than a context with a deadline: the
+	// first run's context is the browser's life (chromedp).
+	timer := time.AfterFunc(o.StartTimeout, cancelAlloc)
+	err = chromedp.Do(ctx)
+	if !timer.Stop() {
+		err = fmt.Errorf("did not start within %s: %w", o.StartTimeout, err)
+	}
+	if err != nil {
+		err = fmt.Errorf("browser: starting %s: %w; chromium's output ends:\n%s", path, err, c.output.String())
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Close stops the browser, kills the processes still running with its
+// profile (a renderer can outlive the browser and write into the profile
+// while it is removed) and removes its directory.
+func (c *Chromium) Close() {
+	closeCtx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+	_ = chromedp.Cancel(closeCtx)
+	cancel()
+	c.cancel()
+	killLeftovers(c.profile)
+	_ = os.RemoveAll(c.dir)
+}
+
+// Shared is a Chromium a test package's tests share, started by the first
+// New and stopped by Close, which the package's TestMain calls after m.Run:
+//
+//	var chromium browser.Shared
+//
+//	func TestMain(m *testing.M) {
+//		code := m.Run()
+//		chromium.Close()
+//		os.Exit(code)
+//	}
+type Shared struct {
+	// Options are the Chromium's, read by the first New.
+	Options Options
+
+	mu       sync.Mutex
+	chromium *Chromium
+	err      error
+}
+
+// New opens a browser for the test in the shared Chromium, starting it on
+// the first call. Without a Chromium, it skips (fails under CI) as the
+// package's New does; a failed start fails every test that asks.
+func (s *Shared) New(t testing.TB) *Browser {
+	t.Helper()
+	s.mu.Lock()
+	if s.chromium == nil && s.err == nil {
+		started := time.Now()
+		s.chromium, s.err = Start(s.Options)
+		if s.err == nil {
+			t.Logf("browser: %s started in %s", s.chromium.path, time.Since(started).Round(time.Millisecond))
+		}
+	}
+	c, err := s.chromium, s.err
+	s.mu.Unlock()
+	if err != nil {
+		unavailable(t, err)
+	}
+	return c.New(t)
+}
+
+// Close stops the shared Chromium, if it was started.
+func (s *Shared) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.chromium != nil {
+		s.chromium.Close()
+		s.chromium = nil
+	}
+}
+
+// New starts a headless Chromium for the test alone, with a fresh profile,
+// and stops it when the test ends. Without a Chromium, it skips the test
+// naming the package to install, or fails under CI=true. The tests of a
+// package share one with Shared.
+func New(t testing.TB, options ...Options) *Browser {
+	t.Helper()
+	var o Options
+	if len(options) > 0 {
+		o = options[0]
+	}
+	started := time.Now()
+	c, err := Start(o)
+	if err != nil {
+		unavailable(t, err)
+	}
+	t.Logf("browser: %s started in %s", c.path, time.Since(started).Round(time.Millisecond))
+	t.Cleanup(c.Close) // registered first, so run after the Browser's clean-up
+	return c.New(t)
+}
+
+// Browser is a tab for one test, in a browser context of its own.
+type Browser struct {
+	t    testing.TB
+	opts Options
+	ctx  context.Context // the tab's; ends in the clean-up
+	c    *Chromium
+
+	mu         sync.Mutex
+	acceptNext int
+	dialogs    []Dialog
+	console    []chromedp.ConsoleMessage
+	violations []Violation
+}
+
+// New opens a tab for the test in a new browser context, closed when the
+// test ends. An unexpected JavaScript dialog (one no ClickConfirm awaited,
+// an alert() from a hostile string, say) fails the test at its end.
+func (c *Chromium) New(t testing.TB) *Browser {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(c.ctx, chromedp.WithNewBrowserContext())
+	b := &Browser{t: t, opts: c.opts, ctx: ctx, c: c}
 	var wg sync.WaitGroup
 	t.Cleanup(func() {
-		// A graceful close first, bounded; then the allocator kills what is
-		// left, and the profile's leftover processes go before t.TempDir's
-		// removal (registered earlier, so run later) would race them.
-		closeCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_ = chromedp.Cancel(closeCtx)
-		cancel()
-		cancelTab()
-		cancelAlloc()
+		cancel() // closes the tab and disposes of its browser context
 		wg.Wait()
-		killLeftovers(b.profile)
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		for _, d := range b.dialogs {
@@ -243,17 +357,16 @@ func New(t testing.TB, options ...Options) *Browser {
 			}
 		}
 	})
-
-	// Start it under a timer rather than a context with a deadline: the
-	// first run's context is the browser's life (chromedp).
-	timer := time.AfterFunc(o.StartTimeout, cancelAlloc)
-	err = chromedp.Do(ctx)
-	stopped := timer.Stop()
+	// The first run's context is the tab's life (chromedp), so it runs on
+	// the tab's own context, bounded by a timer. A new tab starts a
+	// renderer, seconds on a loaded machine: it gets the start's bound.
+	timer := time.AfterFunc(c.opts.StartTimeout, cancel)
+	err := chromedp.Do(ctx)
+	if !timer.Stop() {
+		err = fmt.Errorf("no tab within %s: %w", c.opts.StartTimeout, err)
+	}
 	if err != nil {
-		if !stopped {
-			err = fmt.Errorf("did not start within %s: %w", o.StartTimeout, err)
-		}
-		t.Fatalf("browser: starting %s: %v%s", path, err, b.diagnostics())
+		t.Fatalf("browser: opening a tab: %v%s", err, b.diagnostics())
 	}
 
 	// Subscriptions start when these calls return, before any page loads.
@@ -288,7 +401,7 @@ func New(t testing.TB, options ...Options) *Browser {
 			b.mu.Unlock()
 			// An unexpected dialog is dismissed, so that it blocks nothing;
 			// the clean-up reports it.
-			callCtx, cancel := context.WithTimeout(ctx, o.StepTimeout)
+			callCtx, cancel := context.WithTimeout(ctx, b.opts.StepTimeout)
 			_, _ = chromedp.Call(callCtx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: accept})
 			cancel()
 		}
@@ -488,7 +601,7 @@ func (b *Browser) diagnosticsLocked() string {
 	for _, m := range console {
 		fmt.Fprintf(&s, "\n  console %s", m)
 	}
-	if out := b.output.String(); out != "" {
+	if out := b.c.output.String(); out != "" {
 		fmt.Fprintf(&s, "\n  chromium's output ends:\n%s", out)
 	}
 	return s.String()

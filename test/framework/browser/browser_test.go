@@ -30,6 +30,16 @@ import (
 	"github.com/kubestellar/workload-stager/test/framework/browser"
 )
 
+// chromium is the package's shared Chromium; TestScreenshotIsAPNG starts one
+// of its own (New).
+var chromium browser.Shared
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	chromium.Close()
+	os.Exit(code)
+}
+
 // strictCSP is what the dashboard will send: scripts only from its own files.
 const strictCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'"
 
@@ -94,7 +104,7 @@ func server(t *testing.T) *httptest.Server {
 // returned.
 func TestWaitClickAndConfirm(t *testing.T) {
 	srv := server(t)
-	b := browser.New(t)
+	b := chromium.New(t)
 	b.Open(srv.URL)
 	if got := b.Text("#title"); got != "Harness" {
 		t.Fatalf("title %q, want Harness", got)
@@ -126,7 +136,7 @@ func TestWaitClickAndConfirm(t *testing.T) {
 // same page runs it, so the probe can see a script run.
 func TestStrictCSPBlocksInlineScript(t *testing.T) {
 	srv := server(t)
-	b := browser.New(t)
+	b := chromium.New(t)
 
 	b.Open(srv.URL + "/inline?nocsp")
 	if n := b.ScriptRuns(); n != 1 {
@@ -159,7 +169,7 @@ func TestStrictCSPBlocksInlineScript(t *testing.T) {
 // not have) they run the probe, so the probe can fail.
 func TestHostileStringsAsTextRunNothing(t *testing.T) {
 	srv := server(t)
-	b := browser.New(t)
+	b := chromium.New(t)
 
 	b.Open(srv.URL)
 	b.WaitText("#astext", browser.HostileStrings[len(browser.HostileStrings)-1])
@@ -199,7 +209,7 @@ func TestProbeSeesHostileHTML(t *testing.T) {
 	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	b := browser.New(t)
+	b := chromium.New(t)
 	b.Open(srv.URL)
 	b.WaitText("#end", "end")
 	// The images' error handlers run after the load.
@@ -209,8 +219,26 @@ func TestProbeSeesHostileHTML(t *testing.T) {
 	}
 }
 
-// TestScreenshotIsAPNG: a full-page screenshot is a PNG of the window's width
-// and of plausible size.
+// TestBrowsersAreIsolated: two tests' browsers in the shared Chromium see
+// none of each other's cookies or storage.
+func TestBrowsersAreIsolated(t *testing.T) {
+	srv := server(t)
+	first := chromium.New(t)
+	first.Open(srv.URL)
+	browser.Evaluate[bool](first, `(document.cookie = 'session=first', localStorage.setItem('k', 'first'), true)`)
+	if got := browser.Evaluate[string](first, `document.cookie`); got != "session=first" {
+		t.Fatalf("the first browser's cookie is %q", got)
+	}
+	second := chromium.New(t)
+	second.Open(srv.URL)
+	if got := browser.Evaluate[string](second, `document.cookie + '|' + (localStorage.getItem('k') || '')`); got != "|" {
+		t.Errorf("the second browser sees the first's cookie and storage: %q", got)
+	}
+}
+
+// TestScreenshotIsAPNG: a full-page screenshot, in a Chromium of the test's
+// own (New) with a window of its size, is a PNG of the window's width and of
+// plausible size.
 func TestScreenshotIsAPNG(t *testing.T) {
 	srv := server(t)
 	b := browser.New(t, browser.Options{Width: 800, Height: 600})
@@ -242,15 +270,20 @@ func TestScreenshotIsAPNG(t *testing.T) {
 // package, and under CI=true fails.
 func TestNoChromiumSkipsOrFailsUnderCI(t *testing.T) {
 	if os.Getenv("BROWSER_TEST_CHILD") == "1" {
-		browser.New(t)
+		if os.Getenv("BROWSER_TEST_SHARED") == "1" {
+			chromium.New(t)
+		} else {
+			browser.New(t)
+		}
 		t.Fatal("New returned without a Chromium")
 	}
 	for _, tc := range []struct {
-		ci       string
-		wantFail bool
-	}{{"", false}, {"true", true}} {
+		ci, shared string
+		wantFail   bool
+	}{{"", "0", false}, {"true", "0", true}, {"", "1", false}, {"true", "1", true}} {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestNoChromiumSkipsOrFailsUnderCI$", "-test.v")
-		cmd.Env = []string{"BROWSER_TEST_CHILD=1", "PATH=" + t.TempDir(), "HOME=" + os.Getenv("HOME"), "CI=" + tc.ci}
+		cmd.Env = []string{"BROWSER_TEST_CHILD=1", "BROWSER_TEST_SHARED=" + tc.shared, "PATH=" + t.TempDir(),
+			"HOME=" + os.Getenv("HOME"), "CI=" + tc.ci}
 		out, err := cmd.CombinedOutput()
 		failed := err != nil
 		if failed != tc.wantFail {
