@@ -266,8 +266,9 @@ func TestScreenshotIsAPNG(t *testing.T) {
 }
 
 // TestNoChromiumSkipsOrFailsUnderCI runs this package's test binary again
-// with no Chromium to find: a test asking for a browser skips, naming the
-// package, and under CI=true fails.
+// with no Chromium to find: a test asking for a browser (its own or the
+// shared one) skips, naming the package, and under CI=true fails. A
+// $STAGER_CHROMIUM that names no program fails even outside CI.
 func TestNoChromiumSkipsOrFailsUnderCI(t *testing.T) {
 	if os.Getenv("BROWSER_TEST_CHILD") == "1" {
 		if os.Getenv("BROWSER_TEST_SHARED") == "1" {
@@ -278,22 +279,29 @@ func TestNoChromiumSkipsOrFailsUnderCI(t *testing.T) {
 		t.Fatal("New returned without a Chromium")
 	}
 	for _, tc := range []struct {
-		ci, shared string
-		wantFail   bool
-	}{{"", "0", false}, {"true", "0", true}, {"", "1", false}, {"true", "1", true}} {
+		ci, shared, env string
+		wantFail        bool
+		want            string
+	}{
+		{"", "0", "", false, browser.InstallHint},
+		{"true", "0", "", true, browser.InstallHint},
+		{"", "1", "", false, browser.InstallHint},
+		{"true", "1", "", true, browser.InstallHint},
+		{"", "0", "/nonexistent/chromium", true, "$STAGER_CHROMIUM: stat /nonexistent/chromium"},
+	} {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestNoChromiumSkipsOrFailsUnderCI$", "-test.v")
 		cmd.Env = []string{"BROWSER_TEST_CHILD=1", "BROWSER_TEST_SHARED=" + tc.shared, "PATH=" + t.TempDir(),
-			"HOME=" + os.Getenv("HOME"), "CI=" + tc.ci}
+			"HOME=" + os.Getenv("HOME"), "CI=" + tc.ci, browser.EnvChromium + "=" + tc.env}
 		out, err := cmd.CombinedOutput()
 		failed := err != nil
 		if failed != tc.wantFail {
-			t.Errorf("CI=%q: failed=%v, want %v:\n%s", tc.ci, failed, tc.wantFail, out)
+			t.Errorf("CI=%q shared=%s %s=%q: failed=%v, want %v:\n%s", tc.ci, tc.shared, browser.EnvChromium, tc.env, failed, tc.wantFail, out)
 		}
-		if !strings.Contains(string(out), browser.InstallHint) {
-			t.Errorf("CI=%q: the message does not name %q:\n%s", tc.ci, browser.InstallHint, out)
+		if !strings.Contains(string(out), tc.want) {
+			t.Errorf("CI=%q shared=%s %s=%q: the message does not say %q:\n%s", tc.ci, tc.shared, browser.EnvChromium, tc.env, tc.want, out)
 		}
 		if !tc.wantFail && !strings.Contains(string(out), "--- SKIP") {
-			t.Errorf("CI=%q: the test did not skip:\n%s", tc.ci, out)
+			t.Errorf("CI=%q shared=%s: the test did not skip:\n%s", tc.ci, tc.shared, out)
 		}
 	}
 }
