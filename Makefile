@@ -39,13 +39,16 @@ ENV_DATAPLANE = export STAGER_KS_TRANSPORT_CONTROLLER="$${STAGER_KS_TRANSPORT_CO
 ENV_PROMETHEUS = export STAGER_PROMETHEUS_DIR="$${STAGER_PROMETHEUS_DIR:-$$($(TOOL) prometheus)}";
 ENV_KCP = export STAGER_KCP="$${STAGER_KCP:-$$($(TOOL) kcp)}";
 ENV_HELM = export STAGER_HELM="$${STAGER_HELM:-$$($(TOOL) helm)}";
-TEST_ENV = $(ENV_APISERVER) $(ENV_KUBESTELLAR) $(ENV_DATAPLANE) $(ENV_PROMETHEUS) $(ENV_KCP) $(ENV_HELM) true
+# Chromium is installed (Debian's package, as root or under CI), not built.
+ENV_CHROMIUM = export STAGER_CHROMIUM="$${STAGER_CHROMIUM:-$$($(TOOL) chromium)}";
+TEST_ENV = $(ENV_APISERVER) $(ENV_KUBESTELLAR) $(ENV_DATAPLANE) $(ENV_PROMETHEUS) $(ENV_KCP) $(ENV_HELM) $(ENV_CHROMIUM) true
 
 # The test layers, for a faster inner loop; `make test` runs them all.
 UNIT_PKGS ?= ./api/... ./cmd/... ./internal/... ./providers/... ./hack/...
 INTEGRATION_PKGS ?= ./internal/controller/sharding/ ./internal/controller/spaces/ ./internal/controller/stagedbindingpolicy/ ./test/framework/ ./test/framework/environment/ ./test/framework/kubestellar/ ./test/framework/process/ ./test/framework/shardaudit/ ./test/integration/ ./test/plugin/
 E2E_PKGS ?= ./test/chart/ ./test/install/ ./test/framework/dataplane/ ./test/framework/stack/ ./test/framework/prometheus/ ./test/e2e/ ./test/realdataplane/ ./test/chaos/ ./test/waves/
 KCP_PKGS ?= ./test/framework/kcp/ ./test/kcpe2e/
+BROWSER_PKGS ?= ./test/framework/browser/ ./test/dashboardshots/
 
 # The image's test (hack/tools/image, a module of its own) opens the layout
 # make image wrote.
@@ -101,6 +104,16 @@ chaos: build ## The sharded replicas under faults at full size: 10 spaces, 20 ki
 test-kcp: build ## The stager serving real kcp workspaces
 	$(ENV_APISERVER) $(ENV_KUBESTELLAR) $(ENV_KCP) \
 	go test $(GO_TEST_FLAGS) $(KCP_PKGS)
+
+.PHONY: test-browser
+test-browser: ## The tests that drive a real headless Chromium (installs Debian's chromium as root)
+	$(ENV_CHROMIUM) \
+	go test $(GO_TEST_FLAGS) $(BROWSER_PKGS)
+
+.PHONY: screenshots
+screenshots: ## Regenerate the screenshots under docs/ in a real headless Chromium (test/dashboardshots)
+	$(ENV_CHROMIUM) \
+	go test -count=1 -timeout=10m -v -run '^TestScreenshots$$' ./test/dashboardshots/ -update-screenshots
 
 # What `stager --version` says: the nearest tag (or the commit) and the commit.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)

@@ -26,6 +26,11 @@
 #   helm           Helm, for the chart's lint and template checks and its install
 #   image-builder  the program (hack/tools/image) that writes the stager's
 #                  multi-platform OCI image layout, on go-containerregistry
+#   chromium       a headless-capable Chromium for the browser tests
+#                  (test/framework/browser): not built but installed, as
+#                  Debian's `chromium` package, with apt-get when it is missing
+#                  and this is root (or CI=true with password-less sudo);
+#                  otherwise it fails naming the package to install
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -151,6 +156,44 @@ case "${1:-}" in
       build prometheus "$out" prometheus=github.com/prometheus/prometheus/cmd/prometheus \
       promtool=github.com/prometheus/prometheus/cmd/promtool
     echo "$out"
+    ;;
+  chromium)
+    # A browser cannot be built from a Go module: this one comes from the
+    # distribution, which keeps it patched, like the apt-get of a CI image.
+    if [ -n "${STAGER_CHROMIUM:-}" ]; then
+      path=$STAGER_CHROMIUM
+    else
+      path=$(command -v chromium || true)
+    fi
+    if [ -z "$path" ]; then
+      if [ "$(id -u)" = 0 ]; then
+        sudo=()
+      elif [ "${CI:-}" = true ] && sudo -n true 2>/dev/null; then
+        sudo=(sudo -n)
+      else
+        echo "hack/tool.sh: Chromium is not installed: install Debian's chromium package (apt-get install chromium)," >&2
+        echo "or set STAGER_CHROMIUM to a Chromium or Chrome binary" >&2
+        exit 1
+      fi
+      echo "hack/tool.sh: installing Debian's chromium package with apt-get (about 125 MB); this happens once per machine" >&2
+      # The lock timeout lets two makes started at once wait for each other.
+      install=("${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -q -y -o DPkg::Lock::Timeout=600
+        install --no-install-recommends chromium)
+      # A fresh machine has no package lists, an old one stale ones: update
+      # only when the install fails, which spares the update on later runs.
+      if ! "${install[@]}" >&2; then
+        "${sudo[@]}" apt-get -q -o DPkg::Lock::Timeout=600 update >&2
+        "${install[@]}" >&2
+      fi
+      path=$(command -v chromium || true)
+      [ -n "$path" ] || { echo "hack/tool.sh: apt-get installed chromium, but no chromium is on PATH" >&2; exit 1; }
+    fi
+    # Usable means it runs: a binary that lacks a library fails here, not in a test.
+    if ! version=$("$path" --version 2>/dev/null) || [ -z "$version" ]; then
+      echo "hack/tool.sh: $path does not run (\`$path --version\` failed); reinstall Debian's chromium package" >&2
+      exit 1
+    fi
+    echo "$path"
     ;;
   *)
     sed -n '2,/^set -euo/p' "$0" | sed '$d' >&2

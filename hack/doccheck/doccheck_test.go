@@ -372,6 +372,7 @@ func TestTestLayersMatchTheMakefile(t *testing.T) {
 		"make test-integration": "INTEGRATION_PKGS",
 		"make test-e2e":         "E2E_PKGS",
 		"make test-kcp":         "KCP_PKGS",
+		"make test-browser":     "BROWSER_PKGS",
 	}
 	found := 0
 	for _, line := range strings.Split(read(t, "docs/testing.md"), "\n") {
