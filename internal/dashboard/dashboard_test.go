@@ -231,7 +231,7 @@ func TestSecurityHeaders(t *testing.T) {
 			resp, _ := get(s, target, host)
 			h := resp.Header
 			if h.Get("Content-Security-Policy") != ContentSecurityPolicy || h.Get("X-Content-Type-Options") != "nosniff" ||
-				h.Get("Referrer-Policy") != "no-referrer" {
+				h.Get("Referrer-Policy") != "same-origin" {
 				t.Errorf("GET %s (Host %s): headers %v", target, host, h)
 			}
 		}
