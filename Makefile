@@ -48,7 +48,7 @@ UNIT_PKGS ?= ./api/... ./cmd/... ./internal/... ./providers/... ./hack/...
 INTEGRATION_PKGS ?= ./internal/controller/sharding/ ./internal/controller/spaces/ ./internal/controller/stagedbindingpolicy/ ./test/framework/ ./test/framework/environment/ ./test/framework/kubestellar/ ./test/framework/process/ ./test/framework/shardaudit/ ./test/integration/ ./test/plugin/
 E2E_PKGS ?= ./test/chart/ ./test/install/ ./test/framework/dataplane/ ./test/framework/stack/ ./test/framework/prometheus/ ./test/e2e/ ./test/realdataplane/ ./test/chaos/ ./test/waves/
 KCP_PKGS ?= ./test/framework/kcp/ ./test/kcpe2e/
-BROWSER_PKGS ?= ./test/framework/browser/ ./test/dashboardshots/
+BROWSER_PKGS ?= ./test/framework/browser/ ./test/dashboardbrowser/
 
 # The image's test (hack/tools/image, a module of its own) opens the layout
 # make image wrote.
@@ -106,14 +106,14 @@ test-kcp: build ## The stager serving real kcp workspaces
 	go test $(GO_TEST_FLAGS) $(KCP_PKGS)
 
 .PHONY: test-browser
-test-browser: ## The tests that drive a real headless Chromium (installs Debian's chromium as root)
-	$(ENV_CHROMIUM) \
+test-browser: ## The tests that drive a real headless Chromium (installs Debian's chromium as root), the dashboard's against a real kube-apiserver
+	$(ENV_APISERVER) $(ENV_CHROMIUM) \
 	go test $(GO_TEST_FLAGS) $(BROWSER_PKGS)
 
 .PHONY: screenshots
-screenshots: ## Regenerate the screenshots under docs/ in a real headless Chromium (test/dashboardshots)
-	$(ENV_CHROMIUM) \
-	go test -count=1 -timeout=10m -v -run '^TestScreenshots$$' ./test/dashboardshots/ -update-screenshots
+screenshots: ## Regenerate the dashboard's screenshots under docs/screenshots/ in a real headless Chromium (test/dashboardbrowser)
+	$(ENV_APISERVER) $(ENV_CHROMIUM) \
+	go test -count=1 -timeout=10m -v -run '^TestScreenshots$$' ./test/dashboardbrowser/ -update-screenshots
 
 # What `stager --version` says: the nearest tag (or the commit) and the commit.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)

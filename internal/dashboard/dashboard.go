@@ -229,7 +229,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Security-Policy", ContentSecurityPolicy)
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
+	// Not no-referrer: under it a browser sends "Origin: null" with a
+	// form's POST, and the Origin check would refuse every action.
+	h.Set("Referrer-Policy", ReferrerPolicy)
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Cache-Control", "no-store")
 	if !s.allowed[strings.ToLower(r.Host)] {
@@ -244,6 +246,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // to itself.
 const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; " +
 	"frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+
+// ReferrerPolicy is the Referrer-Policy of every response: no URL of the
+// dashboard goes to another site, and the browser sends the page's Origin
+// with its own form POSTs, which the Origin check of actions needs
+// (no-referrer makes them "Origin: null").
+const ReferrerPolicy = "same-origin"
 
 // CheckAddress checks the address the dashboard is to listen on: a loopback
 // IP or localhost, unless allowRemote; then it returns a warning to print.

@@ -231,7 +231,7 @@ func TestSecurityHeaders(t *testing.T) {
 			resp, _ := get(s, target, host)
 			h := resp.Header
 			if h.Get("Content-Security-Policy") != ContentSecurityPolicy || h.Get("X-Content-Type-Options") != "nosniff" ||
-				h.Get("Referrer-Policy") != "no-referrer" {
+				h.Get("Referrer-Policy") != "same-origin" {
 				t.Errorf("GET %s (Host %s): headers %v", target, host, h)
 			}
 		}
@@ -389,6 +389,28 @@ func TestCheckAddress(t *testing.T) {
 		warning, err := CheckAddress(c.address, c.allowRemote)
 		if (err == nil) != c.ok || (warning != "") != c.warning {
 			t.Errorf("CheckAddress(%q, %t) = %q, %v; want ok %t, warning %t", c.address, c.allowRemote, warning, err, c.ok, c.warning)
+		}
+	}
+}
+
+// iconLink is a page's <link rel="icon">.
+var iconLink = regexp.MustCompile(`<link rel="icon" href="([^"]+)"`)
+
+// TestPagesNameTheirIcon checks that every page names an icon the
+// dashboard serves: without one a browser asks for /favicon.ico, a 404 in
+// the console of every page (found by test/dashboardbrowser).
+func TestPagesNameTheirIcon(t *testing.T) {
+	s := newTestServer(t, sourceWith(hostile{Name: "web", Stage: "test", Space: "wds1"}), Options{})
+	for _, target := range []string{"/", "/policy?space=wds1&name=web"} {
+		_, body := get(s, target, testAddress)
+		m := iconLink.FindStringSubmatch(body)
+		if m == nil {
+			t.Errorf("GET %s: no <link rel=\"icon\"> in the page", target)
+			continue
+		}
+		resp, _ := get(s, m[1], testAddress)
+		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "image/") {
+			t.Errorf("GET %s: the icon %s is %s %q", target, m[1], resp.Status, resp.Header.Get("Content-Type"))
 		}
 	}
 }
