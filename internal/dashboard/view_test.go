@@ -15,11 +15,14 @@
 package dashboard
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
 )
 
 // TestEventViewsCountAndAgeSeries: the stager posts its Events through the
@@ -49,6 +52,37 @@ func TestEventViewsCountAndAgeSeries(t *testing.T) {
 	for _, v := range got {
 		if w := want[v.Reason]; v != w {
 			t.Errorf("view %+v, want %+v", v, w)
+		}
+	}
+}
+
+// TestOfferedVerbsFitTheRolloutsState: each state gets the actions that
+// would change something, and restart always.
+func TestOfferedVerbsFitTheRolloutsState(t *testing.T) {
+	policy := func(change func(*v1alpha1.StagedBindingPolicy)) *v1alpha1.StagedBindingPolicy {
+		p := &v1alpha1.StagedBindingPolicy{Status: v1alpha1.StagedBindingPolicyStatus{Phase: v1alpha1.RolloutProgressing, ActiveStage: "dev",
+			Stages: []v1alpha1.StageStatus{{Name: "dev", Phase: v1alpha1.StageActive}}}}
+		change(p)
+		return p
+	}
+	for _, tc := range []struct {
+		name string
+		p    *v1alpha1.StagedBindingPolicy
+		want []string
+	}{
+		{"progressing", policy(func(*v1alpha1.StagedBindingPolicy) {}), []string{"suspend", "abort", "restart", "promote"}},
+		{"awaiting approval", policy(func(p *v1alpha1.StagedBindingPolicy) {
+			p.Status.Phase, p.Status.Stages[0].Phase = v1alpha1.RolloutAwaitingApproval, v1alpha1.StageAwaitingApproval
+		}), []string{"approve", "suspend", "abort", "restart", "promote"}},
+		{"suspended", policy(func(p *v1alpha1.StagedBindingPolicy) { p.Spec.Suspend = true }), []string{"resume", "abort", "restart", "promote"}},
+		{"aborted", policy(func(p *v1alpha1.StagedBindingPolicy) { p.Spec.Abort, p.Status.Phase = true, v1alpha1.RolloutAborted }),
+			[]string{"suspend", "retry", "restart"}},
+		{"completed", policy(func(p *v1alpha1.StagedBindingPolicy) {
+			p.Status.Phase, p.Status.Stages[0].Phase = v1alpha1.RolloutCompleted, v1alpha1.StageSucceeded
+		}), []string{"suspend", "restart"}},
+	} {
+		if got := offeredVerbs(tc.p); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: offered %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
