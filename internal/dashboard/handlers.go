@@ -82,9 +82,34 @@ func (s *Server) view(space string, p *v1alpha1.StagedBindingPolicy, token strin
 	v := viewOf(space, p, now)
 	v.CSRF = token
 	if s.opts.Act != nil {
-		v.Verbs = Verbs
+		v.Verbs = offeredVerbs(p)
 	}
 	return v
+}
+
+// offeredVerbs are the actions that would change something for p now: a
+// page offering to approve a rollout with nothing awaiting approval, or to
+// resume one that is not suspended, invites a click that does nothing.
+// The API server and the stager still decide; restart is always offered.
+func offeredVerbs(p *v1alpha1.StagedBindingPolicy) []string {
+	ended := p.Status.Phase == v1alpha1.RolloutCompleted || p.Status.Phase == v1alpha1.RolloutAborted
+	awaiting := slices.ContainsFunc(p.Status.Stages, func(r v1alpha1.StageStatus) bool { return r.Phase == v1alpha1.StageAwaitingApproval })
+	offered := map[string]bool{
+		"approve": awaiting,
+		"suspend": !p.Spec.Suspend,
+		"resume":  p.Spec.Suspend,
+		"abort":   !p.Spec.Abort && !ended,
+		"retry":   p.Spec.Abort,
+		"restart": true,
+		"promote": !p.Spec.Abort && !ended && p.Status.ActiveStage != "",
+	}
+	var verbs []string
+	for _, verb := range Verbs {
+		if offered[verb] {
+			verbs = append(verbs, verb)
+		}
+	}
+	return verbs
 }
 
 // recordPage is the page of one policy.

@@ -193,19 +193,34 @@ func eventViews(events []corev1.Event, now time.Time) []eventView {
 		if i == maxEvents {
 			break
 		}
-		out = append(out, eventView{Age: age(eventTime(e), now), Type: e.Type, Reason: e.Reason, Message: e.Message, Count: e.Count})
+		out = append(out, eventView{Age: age(eventTime(e), now), Type: e.Type, Reason: e.Reason, Message: e.Message, Count: eventCount(e)})
 	}
 	return out
 }
 
 func eventTime(e corev1.Event) time.Time {
 	switch {
+	case e.Series != nil && !e.Series.LastObservedTime.IsZero():
+		return e.Series.LastObservedTime.Time
 	case !e.LastTimestamp.IsZero():
 		return e.LastTimestamp.Time
 	case !e.EventTime.IsZero():
 		return e.EventTime.Time
 	}
 	return e.CreationTimestamp.Time
+}
+
+// eventCount is how often an Event happened: its series' count for one
+// posted through the events.k8s.io API (the core API shows count 0 for
+// those), else its count, and at least once.
+func eventCount(e corev1.Event) int32 {
+	switch {
+	case e.Series != nil && e.Series.Count > 0:
+		return e.Series.Count
+	case e.Count > 0:
+		return e.Count
+	}
+	return 1
 }
 
 // age tells how long ago t was, as kubectl does.

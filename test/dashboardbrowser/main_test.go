@@ -26,23 +26,18 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"path/filepath"
-	"regexp"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
-	plugin "github.com/kubestellar/workload-stager/cmd/kubectl-stager/app"
 	"github.com/kubestellar/workload-stager/cmd/stager/app"
 	"github.com/kubestellar/workload-stager/test/framework"
 	"github.com/kubestellar/workload-stager/test/framework/browser"
+	"github.com/kubestellar/workload-stager/test/framework/dashboardrun"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
 	"github.com/kubestellar/workload-stager/test/framework/policytest"
@@ -158,58 +153,9 @@ func openGate(policy, stage string) {
 	suite.sim.Resync()
 }
 
-// lockedBuffer is a buffer the dashboard command writes to while the test
-// reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // runDashboard runs `kubectl stager dashboard` with the kubeconfig until the
 // test ends, and returns the URL it serves at.
 func runDashboard(t *testing.T, kubeconfig []byte) *url.URL {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	out := &lockedBuffer{}
-	cmd := plugin.New(genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: out}, time.Now)
-	cmd.SetArgs([]string{"--kubeconfig=" + path, "dashboard", "--address=127.0.0.1:0"})
-	ctx, cancel := context.WithCancel(suite.ctx)
-	done := make(chan error, 1)
-	go func() { done <- cmd.ExecuteContext(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("the dashboard stopped with %v: %s", err, out.String())
-		}
-		if t.Failed() {
-			t.Logf("the dashboard's output:\n%s", out.String())
-		}
-	})
-	address := regexp.MustCompile(`Serving the dashboard at (http://\S+)`)
-	var served *url.URL
-	environment.Eventually(t, timeout, "the dashboard to serve", func() error {
-		m := address.FindStringSubmatch(out.String())
-		if m == nil {
-			return fmt.Errorf("output so far: %q", out.String())
-		}
-		var err error
-		served, err = url.Parse(m[1])
-		return err
-	})
-	return served
+	return dashboardrun.Run(suite.ctx, t, timeout, kubeconfig)
 }
