@@ -139,18 +139,26 @@ func TestRegressionInDevWhileProdRollsOut(t *testing.T) {
 	}
 
 	// dev's v2 turns unhealthy; the checks are due once the clock has moved past the interval.
-	clk.Step(2 * time.Minute)
 	for _, name := range names {
 		open(name, "dev", "v2", false)
 	}
 	s.sim.Resync()
-
+	regressedAfter := clk.Now()
 	aborted := names[v1alpha1.RegressionAbort]
-	p := ps.WaitFor(t, aborted, "the regression to abort the rollout", func(p *v1alpha1.StagedBindingPolicy) bool {
+	reported := names[v1alpha1.RegressionNone]
+	stepUntil(t, s, clk, "the regression to abort one rollout and be reported in the other", []string{aborted, reported}, func() error {
+		p := ps.Get(t, aborted)
 		f := p.Status.Failure
-		return p.Status.Phase == v1alpha1.RolloutAborted && f != nil && f.Reason == v1alpha1.ReasonStageRegressed &&
-			f.Stage == "dev" && f.Action == v1alpha1.FailureAbort
+		if p.Status.Phase != v1alpha1.RolloutAborted || f == nil || f.Reason != v1alpha1.ReasonStageRegressed ||
+			f.Stage != "dev" || f.Action != v1alpha1.FailureAbort {
+			return fmt.Errorf("%s not aborted by the regression: %s", aborted, policytest.Describe(p))
+		}
+		if p := ps.Get(t, reported); meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionStageRegressed) == nil {
+			return fmt.Errorf("%s reports no regression: %s", reported, policytest.Describe(p))
+		}
+		return nil
 	})
+	p := ps.Get(t, aborted)
 	if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionStageRegressed); c == nil || c.Status != metav1.ConditionTrue ||
 		!strings.Contains(c.Message, `stage "dev" regressed`) {
 		t.Fatalf("StageRegressed = %+v, want True naming dev", c)
@@ -158,13 +166,13 @@ func TestRegressionInDevWhileProdRollsOut(t *testing.T) {
 	// Make-before-break: back on v1 in both stages, v2 taken away.
 	waitForBindingPolicies(t, s, aborted, "dev.v1", "prod.v1")
 
-	reported := names[v1alpha1.RegressionNone]
 	p = ps.WaitForCondition(t, reported, v1alpha1.ConditionStageRegressed, metav1.ConditionTrue, v1alpha1.ReasonStageRegressed)
 	if p.Status.Failure != nil || p.Status.ActiveStage != "prod" || p.Status.UpdateRevision != "v2" {
 		t.Fatalf("a regression with onRegression None changed the rollout: %s", policytest.Describe(p))
 	}
-	if dev := p.Status.StageNamed("dev"); dev.Regressed == nil || dev.LastRegressionCheckTime == nil || !dev.LastRegressionCheckTime.Time.Equal(clk.Now()) {
-		t.Fatalf("dev's record = %+v, want regressed, checked at %s", dev, clk.Now())
+	if dev := p.Status.StageNamed("dev"); dev.Regressed == nil || dev.LastRegressionCheckTime == nil ||
+		!dev.LastRegressionCheckTime.Time.After(regressedAfter) || dev.LastRegressionCheckTime.Time.After(clk.Now()) {
+		t.Fatalf("dev's record = %+v, want regressed, checked after %s and by %s", dev, regressedAfter, clk.Now())
 	}
 	waitFor(t, "one StageRegressed Warning per policy", func() error {
 		for _, name := range names {
@@ -195,24 +203,14 @@ func TestRegressionInDevWhileProdRollsOut(t *testing.T) {
 		t.Fatalf("%s's BindingPolicies = %v, want prod still on v2", reported, got)
 	}
 
-	// Healthy again: a check an interval later clears it. Each try moves
-	// the clock on and makes a change the policy sees, which runs it (a
-	// run between the clock's step and the new CombinedStatus would check
-	// too early).
+	// Healthy again: a check an interval later clears it.
 	open(reported, "dev", "v2", true)
 	s.sim.Resync()
-	waitFor(t, "dev to recover", func() error {
+	stepUntil(t, s, clk, "dev to recover", []string{reported}, func() error {
 		p := ps.Get(t, reported)
 		if meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionStageRegressed) == nil && p.Status.StageNamed("dev").Regressed == nil {
 			return nil
 		}
-		clk.Step(2 * time.Minute)
-		updateObject(t, s, reported, func(p *v1alpha1.StagedBindingPolicy) {
-			if p.Annotations == nil {
-				p.Annotations = map[string]string{}
-			}
-			p.Annotations["example.com/poke"] = clk.Now().Format(time.RFC3339)
-		})
 		return fmt.Errorf("still regressed: %s", policytest.Describe(p))
 	})
 	if v, ok := metricValue(t, "stager_stage_regressed", map[string]string{"space": s.Name, "policy": reported, "stage": "dev"}); !ok || v != 0 {
@@ -223,6 +221,31 @@ func TestRegressionInDevWhileProdRollsOut(t *testing.T) {
 			return fmt.Errorf("%d StageRecovered Events", n)
 		}
 		return nil
+	})
+}
+
+// stepUntil waits until check holds; each try that finds it does not
+// moves clk on by two regression intervals and makes a change each policy
+// sees, which runs it. A single step would race: a run between the step
+// and a new CombinedStatus reaching the cache checks the old status and
+// puts the next check an interval past the clock, which then never moves.
+func stepUntil(t *testing.T, s *space, clk *clocktesting.FakeClock, what string, policies []string, check func() error) {
+	t.Helper()
+	waitFor(t, what, func() error {
+		err := check()
+		if err == nil {
+			return nil
+		}
+		clk.Step(2 * time.Minute)
+		for _, name := range policies {
+			updateObject(t, s, name, func(p *v1alpha1.StagedBindingPolicy) {
+				if p.Annotations == nil {
+					p.Annotations = map[string]string{}
+				}
+				p.Annotations["example.com/poke"] = clk.Now().Format(time.RFC3339)
+			})
+		}
+		return err
 	})
 }
 
