@@ -90,8 +90,8 @@ test-integration: build ## The stager in-process against real kube-apiservers, w
 	go test $(GO_TEST_FLAGS) $(INTEGRATION_PKGS)
 
 .PHONY: test-e2e
-test-e2e: build ## The stager binary with real KubeStellar, its data plane (transport, OCM, WECs) and Prometheus
-	$(ENV_APISERVER) $(ENV_KUBESTELLAR) $(ENV_DATAPLANE) $(ENV_PROMETHEUS) $(ENV_HELM) \
+test-e2e: build ## The stager binary with real KubeStellar, its data plane (transport, OCM, WECs) and Prometheus; the dashboard in headless Chromium
+	$(ENV_APISERVER) $(ENV_KUBESTELLAR) $(ENV_DATAPLANE) $(ENV_PROMETHEUS) $(ENV_HELM) $(ENV_CHROMIUM) \
 	go test $(GO_TEST_FLAGS) $(E2E_PKGS)
 
 .PHONY: chaos

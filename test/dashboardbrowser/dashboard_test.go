@@ -15,90 +15,35 @@
 package dashboardbrowser
 
 import (
-	"context"
 	"fmt"
 	"net/url"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/chromedp/chromedp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/test/framework/browser"
+	"github.com/kubestellar/workload-stager/test/framework/dashboardrun"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 )
 
-// card is the CSS selector of a policy's card on the overview.
-func card(name string) string {
-	return fmt.Sprintf(`article.policy[data-space=""][data-name=%q]`, name)
-}
+// The page helpers are test/framework/dashboardrun's, which test/e2e
+// shares; submit waits as long as the suite's other waits.
+var (
+	card             = dashboardrun.Card
+	markPage         = dashboardrun.MarkPage
+	checkNotReloaded = dashboardrun.CheckNotReloaded
+	waitActive       = dashboardrun.WaitActive
+	waitStage        = dashboardrun.WaitStage
+	checkClean       = dashboardrun.CheckClean
+)
 
-// markPage sets a global in the page a reload would lose, so a test can
-// tell that what it then sees was swapped in by the page's script.
-func markPage(b *browser.Browser) {
-	b.WaitText("#live", "live")
-	browser.Evaluate[int](b, `window.__noReload = 1`)
-}
-
-// checkNotReloaded fails the test if the page was reloaded since markPage.
-func checkNotReloaded(t *testing.T, b *browser.Browser) {
-	t.Helper()
-	if !browser.Evaluate[bool](b, `window.__noReload === 1`) {
-		t.Error("the page was reloaded: what it shows did not come from its live updates")
-	}
-}
-
-// waitActive waits until the card shows stage as its active stage.
-func waitActive(b *browser.Browser, name, stage string) {
-	b.WaitText(card(name)+" li.stage.active .stage-name", stage)
-}
-
-// waitStage waits until the card's stage is shown in phase.
-func waitStage(b *browser.Browser, name, stage string, phase v1alpha1.StagePhase) {
-	b.WaitJS(fmt.Sprintf(`Array.from(document.querySelectorAll(%s)).some(li =>
-		li.querySelector('.stage-name').textContent === %s && li.classList.contains(%s))`,
-		strconv.Quote(card(name)+" li.stage"), strconv.Quote(stage), strconv.Quote("phase-"+string(phase))))
-}
-
-// submit clicks a button that submits a form and waits for the page it
-// navigates to, whose body's data-view is view. It asks the page again
-// until then: an evaluation during the navigation fails.
 func submit(t *testing.T, b *browser.Browser, button, view string) {
 	t.Helper()
-	b.Click(button)
-	var last string
-	err := environment.Poll(suite.ctx, 100*time.Millisecond, timeout, "the "+view+" page", func() error {
-		ctx, cancel := context.WithTimeout(b.Context(), 2*time.Second)
-		defer cancel()
-		got, err := chromedp.Run(ctx, chromedp.Evaluate[string](
-			`document.body ? document.body.dataset.view + ': ' + document.body.innerText.slice(0, 2000) : ''`))
-		if err != nil {
-			return err
-		}
-		last = got
-		if !strings.HasPrefix(got, view+": ") {
-			return fmt.Errorf("the page is %q", got)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("after clicking %s: %v (the page: %q)", button, err, last)
-	}
-}
-
-// checkClean fails the test on a console error or a CSP violation.
-func checkClean(t *testing.T, b *browser.Browser) {
-	t.Helper()
-	if errs := b.ConsoleErrors(); len(errs) != 0 {
-		t.Errorf("console errors: %q", errs)
-	}
-	if v := b.Violations(); len(v) != 0 {
-		t.Errorf("Content-Security-Policy violations: %+v", v)
-	}
+	dashboardrun.Submit(suite.ctx, t, b, timeout, button, view)
 }
 
 // TestRolloutMovesLive opens the overview while a rollout is in dev and
