@@ -43,7 +43,10 @@
 //  5. a stage left that no earlier rollout did has no expected duration,
 //     and then nothing past it is forecast: never a made-up number;
 //  6. the completion is now plus every stage's time left, when every
-//     stage left is known and none is a gate.
+//     stage left is known and none is a gate;
+//  7. when no stage left (before the gate) has time left, the rollout is
+//     overdue by the active stage's overdue: the forecast says when it
+//     was expected and how long ago ("overdue by 5m"), never "in 0s".
 package forecast
 
 import (
@@ -103,6 +106,11 @@ type Forecast struct {
 	Stages []Stage
 	// Basis is what the forecast learnt from.
 	Basis Basis
+	// Overdue is how long ago the rollout was expected to complete
+	// (Estimated) or to reach its gate (Gated, when the gate is not yet
+	// waiting), when Left is 0: every stage before it is past its expected
+	// duration.
+	Overdue time.Duration
 }
 
 // Gate is a stage the forecast cannot see past (rule 4).
@@ -233,11 +241,27 @@ func For(p *v1alpha1.StagedBindingPolicy, now time.Time) Forecast {
 		}
 	case f.Gate != nil:
 		f.Kind, f.Left = Gated, sumLeft(before)
+		if f.Left == 0 && !f.Gate.Waiting {
+			f.Overdue = sumOverdue(before)
+		}
 	default:
 		f.Kind, f.Left = Estimated, sumLeft(f.Stages)
 		f.Completion = now.Add(f.Left)
+		if f.Left == 0 {
+			f.Overdue = sumOverdue(f.Stages)
+		}
 	}
 	return f
+}
+
+// sumOverdue is how far the stages, none with time left, are past their
+// expected durations: the active one's overdue (rule 3).
+func sumOverdue(stages []Stage) time.Duration {
+	var sum time.Duration
+	for _, s := range stages {
+		sum += s.Overdue
+	}
+	return min(sum, MaxStageDuration)
 }
 
 // allKnown reports whether every stage of stages is known.
@@ -394,6 +418,9 @@ func sumLeft(stages []Stage) time.Duration {
 func (f *Forecast) Sentence(now time.Time) string {
 	switch f.Kind {
 	case Estimated:
+		if f.Left == 0 {
+			return "expected by " + overdue(f.Overdue, now)
+		}
 		return "completes " + At(f.Completion, now)
 	case Gated:
 		g := f.Gate
@@ -407,12 +434,18 @@ func (f *Forecast) Sentence(now time.Time) string {
 			}
 			return fmt.Sprintf("stage %s waits for %s; no forecast past it", g.Stage, what)
 		}
-		s := fmt.Sprintf("reaches stage %s, which waits for %s, %s; no forecast past it", g.Stage, what, At(now.Add(f.Left), now))
-		if g.AfterKnown {
-			s = fmt.Sprintf("reaches stage %s, which waits for %s, %s; completes about %s after it starts", g.Stage, what,
-				At(now.Add(f.Left), now), rollout.ShortDuration(g.After))
+		reaches := fmt.Sprintf("reaches stage %s, which waits for %s, %s", g.Stage, what, At(now.Add(f.Left), now))
+		if f.Left == 0 {
+			reaches = fmt.Sprintf("reaches stage %s, which waits for %s, about now", g.Stage, what)
+			if f.Overdue > 0 {
+				reaches = fmt.Sprintf("should have reached stage %s, which waits for %s, by ~%s (overdue by %s)", g.Stage, what,
+					clock(now.Add(-f.Overdue), now), rollout.ShortDuration(f.Overdue))
+			}
 		}
-		return s
+		if g.AfterKnown {
+			return fmt.Sprintf("%s; completes about %s after it starts", reaches, rollout.ShortDuration(g.After))
+		}
+		return reaches + "; no forecast past it"
 	}
 	return f.Reason
 }
@@ -423,6 +456,9 @@ func (f *Forecast) Sentence(now time.Time) string {
 func (f *Forecast) Short(now time.Time) string {
 	switch f.Kind {
 	case Estimated:
+		if f.Left == 0 {
+			return overdueShort(f.Overdue)
+		}
 		return "~" + clock(f.Completion, now) + " (in " + rollout.ShortDuration(f.Completion.Sub(now)) + ")"
 	case Gated:
 		g := f.Gate
@@ -433,6 +469,8 @@ func (f *Forecast) Short(now time.Time) string {
 		switch {
 		case g.Waiting && g.AfterKnown:
 			return "~" + rollout.ShortDuration(g.After) + " after " + what
+		case !g.Waiting && f.Left == 0:
+			return what + ", " + overdueShort(f.Overdue)
 		case !g.Waiting:
 			return what + " ~" + clock(now.Add(f.Left), now)
 		}
@@ -459,6 +497,23 @@ func (s *Stage) StageLine() string {
 			rollout.ShortDuration(s.Expected), rollout.ShortDuration(s.Elapsed))
 	}
 	return fmt.Sprintf("%s: ~%s", s.Name, rollout.ShortDuration(s.Expected))
+}
+
+// overdue writes when something expected overdue ago was expected, and
+// how long ago: "~13:40 UTC, overdue by 5m", or "~14:05 UTC, due now".
+func overdue(overdue time.Duration, now time.Time) string {
+	if overdue <= 0 {
+		return "~" + clock(now, now) + ", due now"
+	}
+	return "~" + clock(now.Add(-overdue), now) + ", overdue by " + rollout.ShortDuration(overdue)
+}
+
+// overdueShort is overdue in a table cell: "overdue 5m", or "due now".
+func overdueShort(overdue time.Duration) string {
+	if overdue <= 0 {
+		return "due now"
+	}
+	return "overdue " + rollout.ShortDuration(overdue)
 }
 
 // At writes t as "~14:05 UTC, in 32m" (with its date when it is 12 hours

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,6 +139,15 @@ func TestForecastProperties(t *testing.T) {
 			}
 		} else if !f.Completion.IsZero() {
 			t.Fatalf("a %s forecast with a completion %v", f.Kind, f.Completion)
+		}
+
+		// Overdue only with no time left, and said so, never "in 0s".
+		if f.Overdue < 0 || f.Overdue > 0 && f.Left != 0 {
+			t.Fatalf("overdue by %v with %v left", f.Overdue, f.Left)
+		}
+		if sentence, short := f.Sentence(now), f.Short(now); strings.Contains(sentence, "in 0s") || strings.Contains(short, "in 0s") ||
+			f.Overdue > 0 && (!strings.Contains(sentence, "overdue by") || !strings.Contains(short, "overdue")) {
+			t.Fatalf("overdue by %v, and the forecast says %q (%q)", f.Overdue, sentence, short)
 		}
 
 		// Absent when a stage left was done by no ended entry.

@@ -296,3 +296,70 @@ func TestShort(t *testing.T) {
 		t.Errorf("short %q without history, want -", got)
 	}
 }
+
+// atLast is running's policy with test done and prod active for activeFor.
+func atLast(activeFor time.Duration, earlier ...v1alpha1.RevisionHistory) *v1alpha1.StagedBindingPolicy {
+	p := running(activeFor, earlier...)
+	started := p.Status.Stages[1].StartTime
+	p.Status.ActiveStage = "prod"
+	p.Status.Stages[1] = v1alpha1.StageStatus{Name: "test", Phase: v1alpha1.StageSucceeded,
+		StartTime: ptr.To(metav1.NewTime(started.Add(-time.Hour))), CompletionTime: started}
+	p.Status.Stages[2] = v1alpha1.StageStatus{Name: "prod", Phase: v1alpha1.StageActive, StartTime: started}
+	return p
+}
+
+// TestOverdue: a rollout whose stages left are all past their expected
+// durations says it is overdue, and by how much, rather than that it
+// completes "in 0s"; so does one past the time it was expected at a gate.
+func TestOverdue(t *testing.T) {
+	completed := v1alpha1.OutcomeCompleted
+	gated := func() *v1alpha1.StagedBindingPolicy {
+		p := running(50*time.Minute, took(10, completed, 10, 20, 30))
+		p.Spec.Stages[2].Approval = v1alpha1.ApprovalRequired
+		return p
+	}
+	for _, tt := range []struct {
+		name            string
+		policy          *v1alpha1.StagedBindingPolicy
+		kind            Kind
+		overdue         time.Duration
+		sentence, short string
+	}{
+		{name: "the last stage past its median",
+			policy: atLast(50*time.Minute, took(10, completed, 10, 20, 30)), kind: Estimated, overdue: 20 * time.Minute,
+			sentence: "expected by ~11:40 UTC, overdue by 20m", short: "overdue 20m"},
+		{name: "the last stage on its median: due now",
+			policy: atLast(30*time.Minute, took(10, completed, 10, 20, 30)), kind: Estimated,
+			sentence: "expected by ~12:00 UTC, due now", short: "due now"},
+		{name: "within its median: not overdue",
+			policy: atLast(20*time.Minute, took(10, completed, 10, 20, 30)), kind: Estimated,
+			sentence: "completes ~12:10 UTC, in 10m", short: "~12:10 UTC (in 10m)"},
+		{name: "overdue in a stage with a later stage left: not overdue as a whole",
+			policy: running(50*time.Minute, took(10, completed, 10, 20, 30)), kind: Estimated,
+			sentence: "completes ~12:30 UTC, in 30m", short: "~12:30 UTC (in 30m)"},
+		{name: "past its median but soaking: its soak left, not overdue",
+			policy: func() *v1alpha1.StagedBindingPolicy {
+				p := atLast(50*time.Minute, took(10, completed, 10, 20, 30))
+				p.Spec.Stages[2].Condition, p.Spec.Stages[2].SoakDuration = "true", &metav1.Duration{Duration: 10 * time.Minute}
+				p.Status.Stages[2].ConditionMetTime = ptr.To(metav1.NewTime(now.Add(-time.Minute)))
+				return p
+			}(), kind: Estimated, sentence: "completes ~12:09 UTC, in 9m", short: "~12:09 UTC (in 9m)"},
+		{name: "past the time it was expected at a gate",
+			policy: gated(), kind: Gated, overdue: 30 * time.Minute,
+			sentence: "should have reached stage prod, which waits for an approval, by ~11:30 UTC (overdue by 30m); completes about 30m after it starts",
+			short:    "prod's approval, overdue 30m"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := For(tt.policy, now)
+			if f.Kind != tt.kind || f.Overdue != tt.overdue {
+				t.Fatalf("%s overdue by %v (%s), want %s overdue by %v", f.Kind, f.Overdue, f.Sentence(now), tt.kind, tt.overdue)
+			}
+			if got := f.Sentence(now); got != tt.sentence {
+				t.Errorf("sentence %q, want %q", got, tt.sentence)
+			}
+			if got := f.Short(now); got != tt.short {
+				t.Errorf("short %q, want %q", got, tt.short)
+			}
+		})
+	}
+}
