@@ -70,7 +70,9 @@ func TestReportRecordsPolicyStageDurations(t *testing.T) {
 	status := func(stages ...v1alpha1.StageStatus) rollout.Action {
 		return rollout.Action{Type: rollout.ActionUpdateStatus, Status: &v1alpha1.StagedBindingPolicyStatus{Stages: stages}}
 	}
-	pending := func(name string) v1alpha1.StageStatus { return v1alpha1.StageStatus{Name: name, Phase: v1alpha1.StagePending} }
+	pending := func(name string) v1alpha1.StageStatus {
+		return v1alpha1.StageStatus{Name: name, Phase: v1alpha1.StagePending}
+	}
 
 	started := status(v1alpha1.StageStatus{Name: "dev", Phase: v1alpha1.StageActive, StartTime: at(0)}, pending("test"), pending("prod"))
 	r.report(policy, &v1alpha1.StagedBindingPolicyStatus{}, started)
