@@ -25,8 +25,9 @@ import (
 )
 
 // policyStageHistograms returns the per-policy stage duration histograms
-// of space, by "policy/stage".
-func policyStageHistograms(t *testing.T, space string) map[string]*dto.Histogram {
+// of the test's space, by "policy/stage".
+func policyStageHistograms(t *testing.T) map[string]*dto.Histogram {
+	const space = "stage-duration-test"
 	t.Helper()
 	out := map[string]*dto.Histogram{}
 	for _, m := range gatherFamily(t, PolicyStageDurationName) {
@@ -65,7 +66,7 @@ func TestPolicyStageDuration(t *testing.T) {
 	s := NewSpace("stage-duration-test")
 	s.PolicyStages("web", []string{"dev", "test", "prod"})
 	s.PolicyStages("api", []string{"dev"})
-	got := policyStageHistograms(t, "stage-duration-test")
+	got := policyStageHistograms(t)
 	if keys := slices.Sorted(maps.Keys(got)); !slices.Equal(keys, []string{"api/dev", "web/dev", "web/prod", "web/test"}) {
 		t.Fatalf("series %v, want one per stage of each policy", keys)
 	}
@@ -81,7 +82,7 @@ func TestPolicyStageDuration(t *testing.T) {
 	s.StageDone("web", "test", 20*time.Minute)
 	s.StageDone("web", "test", 40*time.Minute)
 	s.PolicyStages("web", []string{"dev", "test", "prod"}) // again: keeps what was observed
-	got = policyStageHistograms(t, "stage-duration-test")
+	got = policyStageHistograms(t)
 	if h := got["web/test"]; h.GetSampleCount() != 2 || h.GetSampleSum() != 3600 {
 		t.Errorf("web/test has %d samples summing to %v s, want 2 summing to 3600", h.GetSampleCount(), h.GetSampleSum())
 	}
@@ -90,11 +91,11 @@ func TestPolicyStageDuration(t *testing.T) {
 	}
 
 	s.PolicyDeleted("web")
-	if keys := slices.Sorted(maps.Keys(policyStageHistograms(t, "stage-duration-test"))); !slices.Equal(keys, []string{"api/dev"}) {
+	if keys := slices.Sorted(maps.Keys(policyStageHistograms(t))); !slices.Equal(keys, []string{"api/dev"}) {
 		t.Errorf("series after web's deletion %v, want api's only", keys)
 	}
 	SpaceDisengaged("stage-duration-test")
-	if n := len(policyStageHistograms(t, "stage-duration-test")); n != 0 {
+	if n := len(policyStageHistograms(t)); n != 0 {
 		t.Errorf("%d series after the space's disengagement, want 0", n)
 	}
 }
