@@ -160,6 +160,29 @@ func TestForecasterWithPrometheus(t *testing.T) {
 		}
 	})
 
+	t.Run("after a bad answer, no query for the next policies", func(t *testing.T) {
+		garbage := &fakePrometheus{body: "<html>hello</html>"}
+		server := httptest.NewServer(garbage)
+		defer server.Close()
+		fc, err := newForecaster(&promFlags{address: server.URL, lookback: 30 * 24 * time.Hour}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"web", "api", "shop"} {
+			p := runningPolicy()
+			p.Name = name
+			_, _ = fc.forecast(context.Background(), "", p, promNow)
+		}
+		if n := garbage.queries.Load(); n != 1 {
+			t.Errorf("%d queries for three policies, want 1", n)
+		}
+		// Once the failure is older than promRemember, Prometheus is asked again.
+		_, _ = fc.forecast(context.Background(), "", runningPolicy(), promNow.Add(promRemember))
+		if n := garbage.queries.Load(); n != 2 {
+			t.Errorf("%d queries after %s, want 2", n, promRemember)
+		}
+	})
+
 	t.Run("a Prometheus that never answers holds a command a bounded time", func(t *testing.T) {
 		release := make(chan struct{})
 		server := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
