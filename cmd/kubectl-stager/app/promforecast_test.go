@@ -239,6 +239,32 @@ func TestForecasterWithPrometheus(t *testing.T) {
 	})
 }
 
+// TestDashboardForecastLine: the dashboard's forecast line shows
+// Prometheus's basis when it serves the forecast, and why not when it
+// does not; without --prometheus, the record's.
+func TestDashboardForecastLine(t *testing.T) {
+	good := httptest.NewServer(&fakePrometheus{medians: sample("wds1", "test", "2400"), counts: sample("wds1", "test", "3")})
+	defer good.Close()
+	bad := httptest.NewServer(&fakePrometheus{body: "nope"})
+	defer bad.Close()
+	for _, tt := range []struct {
+		address, want string
+	}{
+		{"", "completes ~12:45 UTC, in 45m (from 1 earlier rollout; median per stage)"},
+		{good.URL, "completes ~13:05 UTC, in 1h5m (from Prometheus: median per stage over 30d (3 completions of test); prod from 1 earlier rollout)"},
+		{bad.URL, "completes ~12:45 UTC, in 45m (from 1 earlier rollout; median per stage) " +
+			"(Prometheus not used: BadAnswer: HTTP 200 with no Prometheus API response; forecasting from status.history)"},
+	} {
+		fc, err := newForecaster(&promFlags{address: tt.address, lookback: 30 * 24 * time.Hour}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := forecastLine(context.Background(), fc, "wds1", runningPolicy(), promNow); got != tt.want {
+			t.Errorf("--prometheus %q: %q, want %q", tt.address, got, tt.want)
+		}
+	}
+}
+
 // TestForecasterFlags: what the flags refuse, before any query, without
 // echoing an address that may hold a password.
 func TestForecasterFlags(t *testing.T) {
