@@ -152,6 +152,12 @@ func TestForecastFromPrometheus(t *testing.T) {
 			t.Errorf("%v:\n%s", err, out)
 		}
 	})
+	t.Run("--prometheus-space is for one space", func(t *testing.T) {
+		if out, err := run(t, now, "", "get", "-A", "-o", "wide", "--prometheus", server.URL, "--prometheus-space", space); err == nil ||
+			!strings.Contains(out, "each space's own name is used") {
+			t.Errorf("get --all-spaces --prometheus-space: %v:\n%s", err, out)
+		}
+	})
 	t.Run("--prometheus is for -o wide", func(t *testing.T) {
 		if out, err := run(t, now, "", "get", "promfc", "--prometheus", server.URL); err == nil || !strings.Contains(out, "-o wide") {
 			t.Errorf("get without -o wide: %v:\n%s", err, out)

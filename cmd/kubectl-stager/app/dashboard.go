@@ -88,6 +88,9 @@ func (o *options) dashboard(ctx context.Context, f *dashboardFlags) error {
 	if err != nil {
 		return err
 	}
+	if f.prom.space != "" && f.spaces.all {
+		return errors.New("--prometheus-space names one space: with --all-spaces, each space's own name is used")
+	}
 	fc, err := newForecaster(f.prom, o.streams.ErrOut)
 	if err != nil {
 		return err

@@ -95,6 +95,9 @@ objects.`,
 			if prom.address != "" && (output != "wide" || watch) {
 				return errors.New("--prometheus serves the FORECAST column of -o wide, without --watch")
 			}
+			if prom.space != "" && spaces.all {
+				return errors.New("--prometheus-space names one space: with --all-spaces, each space's own name is used")
+			}
 			fc, err := newForecaster(prom, o.streams.ErrOut)
 			if err != nil {
 				return err
