@@ -153,6 +153,60 @@ type apiResponse struct {
 
 // Query sends one instant query and decodes the values of its answer.
 func (e *Endpoint) Query(ctx context.Context, query string) ([]float64, error) {
+	answer, err := e.send(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	from := e.answeredBy()
+	values, err := decodeValues(answer.Data.ResultType, answer.Data.Result)
+	if err != nil {
+		return nil, &Error{Reason: ReasonBadAnswer, Message: err.Error(), Err: from}
+	}
+	return values, nil
+}
+
+// Sample is one sample of an instant vector: its labels and its value.
+type Sample struct {
+	Labels map[string]string
+	Value  float64
+}
+
+// QueryVector sends one instant query whose answer must be an instant
+// vector, and decodes its samples with their labels, bounded as Query.
+func (e *Endpoint) QueryVector(ctx context.Context, query string) ([]Sample, error) {
+	answer, err := e.send(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	from := e.answeredBy()
+	if answer.Data.ResultType != "vector" {
+		return nil, &Error{Reason: ReasonBadAnswer, Message: fmt.Sprintf("the query gives a %s, not an instant vector", answer.Data.ResultType), Err: from}
+	}
+	var raw []struct {
+		Metric map[string]string `json:"metric"`
+		Value  [2]any            `json:"value"`
+	}
+	if err := json.Unmarshal(answer.Data.Result, &raw); err != nil {
+		return nil, &Error{Reason: ReasonBadAnswer, Message: "the vector does not decode", Err: from}
+	}
+	samples := make([]Sample, len(raw))
+	for i, r := range raw {
+		v, err := sampleValue(r.Value)
+		if err != nil {
+			return nil, &Error{Reason: ReasonBadAnswer, Message: err.Error(), Err: from}
+		}
+		samples[i] = Sample{Labels: r.Metric, Value: v}
+	}
+	return samples, nil
+}
+
+// answeredBy is, for the log, which address answered.
+func (e *Endpoint) answeredBy() error {
+	return fmt.Errorf("answered by %s", e.base.Redacted())
+}
+
+// send sends one instant query and returns its successful answer.
+func (e *Endpoint) send(ctx context.Context, query string) (*apiResponse, error) {
 	base, token, limit := e.base, e.token, e.limit
 	endpoint := base.JoinPath("api", "v1", "query")
 	endpoint.RawQuery = url.Values{"query": {query}}.Encode()
@@ -171,8 +225,7 @@ func (e *Endpoint) Query(ctx context.Context, query string) ([]float64, error) {
 		return nil, t
 	}
 	defer func() { _ = resp.Body.Close() }()
-	// For the log: which address answered.
-	from := fmt.Errorf("answered by %s", base.Redacted())
+	from := e.answeredBy()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		t := transportError(unwrapURLError(err))
@@ -189,11 +242,7 @@ func (e *Endpoint) Query(ctx context.Context, query string) ([]float64, error) {
 	if answer.Status != "success" {
 		return nil, &Error{Reason: ReasonQueryFailed, Message: fmt.Sprintf("HTTP %d: %s: %s", resp.StatusCode, answer.ErrorType, answer.Error), Err: from}
 	}
-	values, err := decodeValues(answer.Data.ResultType, answer.Data.Result)
-	if err != nil {
-		return nil, &Error{Reason: ReasonBadAnswer, Message: err.Error(), Err: from}
-	}
-	return values, nil
+	return &answer, nil
 }
 
 // unwrapURLError drops the URL, with its query, from a client error.

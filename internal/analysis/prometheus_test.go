@@ -89,6 +89,45 @@ func TestQueryDecodesInstantResults(t *testing.T) {
 	}
 }
 
+// TestQueryVectorDecodesLabelledSamples: QueryVector keeps each sample's
+// labels, refuses what is not an instant vector of numbers, and is
+// bounded as Query.
+func TestQueryVectorDecodesLabelledSamples(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want string
+		err  string
+	}{
+		{`{"status":"success","data":{"resultType":"vector","result":[{"metric":{"stage":"dev"},"value":[1,"0.5"]},{"metric":{},"value":[1,"NaN"]}]}}`,
+			"[{map[stage:dev] 0.5} {map[] NaN}]", ""},
+		{`{"status":"success","data":{"resultType":"vector","result":[]}}`, "[]", ""},
+		{`{"status":"success","data":{"resultType":"scalar","result":[1,"7"]}}`, "", "not an instant vector"},
+		{`{"status":"success","data":{"resultType":"vector","result":{"a":1}}}`, "", "does not decode"},
+		{`{"status":"success","data":{"resultType":"vector","result":[{"metric":{"stage":1},"value":[1,"1"]}]}}`, "", "does not decode"},
+		{`{"status":"success","data":{"resultType":"vector","result":[{"value":[1,"x"]}]}}`, "", "not a number"},
+		{`{"status":"error","errorType":"bad_data","error":"parse error"}`, "", "bad_data: parse error"},
+		{`<html>oops</html>`, "", "no Prometheus API response"},
+	} {
+		s := prometheusAPI(t, tc.body)
+		got, err := endpoint(t, hostingv1alpha1.PrometheusProvider{Address: s.URL}, options).QueryVector(context.Background(), "up")
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("answer %s: got %v, %v; want an error saying %q", tc.body, got, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || fmt.Sprint(got) != tc.want {
+			t.Errorf("answer %s: got %v, %v; want %v", tc.body, got, err, tc.want)
+		}
+	}
+	huge := `{"status":"success","data":{"resultType":"vector","result":[` + strings.Repeat(`{"metric":{"a":"b"},"value":[1,"1"]},`, 1000) + `{"value":[1,"1"]}]}}`
+	s := prometheusAPI(t, huge)
+	_, err := endpoint(t, hostingv1alpha1.PrometheusProvider{Address: s.URL, MaxResponseBytes: ptr.To[int64](4096)}, options).QueryVector(context.Background(), "up")
+	if err == nil || !strings.Contains(err.Error(), "larger than 4096 bytes") {
+		t.Errorf("a %d-byte answer bounded at 4096: got %v", len(huge), err)
+	}
+}
+
 func TestAddressesTheStagerRefuses(t *testing.T) {
 	for _, address := range []string{
 		"http://prometheus:9090",

@@ -32,6 +32,11 @@
 //     rollout was suspended in it; a stage placed in batches scales each
 //     duration by its batches now over its batches then; never less than
 //     its soakDuration;
+//     2a. given Observations (ForObserved: Prometheus's per-policy
+//     histogram), a stage they have, with a completion and a median not
+//     negative, takes their median instead of the record's (not scaled
+//     by batches, which they do not record; still never less than its
+//     soak), and the basis names which stages came from which source;
 //  3. the active stage's time left is its expected duration less the time
 //     it has been active (less its suspended time), floored at 0, and at
 //     least what its soak has left; past its expected duration it is
@@ -43,7 +48,10 @@
 //  5. a stage left that no earlier rollout did has no expected duration,
 //     and then nothing past it is forecast: never a made-up number;
 //  6. the completion is now plus every stage's time left, when every
-//     stage left is known and none is a gate.
+//     stage left is known and none is a gate;
+//  7. when no stage left (before the gate) has time left, the rollout is
+//     overdue by the active stage's overdue: the forecast says when it
+//     was expected and how long ago ("overdue by 5m"), never "in 0s".
 package forecast
 
 import (
@@ -103,6 +111,11 @@ type Forecast struct {
 	Stages []Stage
 	// Basis is what the forecast learnt from.
 	Basis Basis
+	// Overdue is how long ago the rollout was expected to complete
+	// (Estimated) or to reach its gate (Gated, when the gate is not yet
+	// waiting), when Left is 0: every stage before it is past its expected
+	// duration.
+	Overdue time.Duration
 }
 
 // Gate is a stage the forecast cannot see past (rule 4).
@@ -131,8 +144,12 @@ type Stage struct {
 	Name string
 	// Known says whether an earlier rollout did the stage (rule 5).
 	Known bool
-	// Samples is how many earlier rollouts did it.
+	// Samples is how many earlier rollouts did it, or how many
+	// completions of it Source counted.
 	Samples int
+	// Source names where Expected comes from when not status.history:
+	// the Observations' source.
+	Source string
 	// Expected is its expected duration (rule 2).
 	Expected time.Duration
 	// Active says the stage is active now.
@@ -148,28 +165,121 @@ type Stage struct {
 
 // Basis is what a forecast learnt from.
 type Basis struct {
-	// Rollouts is how many earlier rollouts did a stage left.
+	// Rollouts is how many earlier rollouts did a stage left that the
+	// forecast took from status.history.
 	Rollouts int
 	// Method is how their durations are combined.
 	Method string
+	// Source names the Observations the forecast was given ("" for none),
+	// and Window how far back they looked.
+	Source string
+	Window time.Duration
+	// FromSource are the stages left taken from Source, with its counts;
+	// FromRecord those taken from status.history.
+	FromSource []StageCount
+	FromRecord []string
 }
 
 // String is the basis as a sentence: "from 4 earlier rollouts; median per
-// stage".
+// stage", "from Prometheus: median per stage over 30d (7 completions of
+// test, 5 of prod)", or, from both, "from Prometheus: median per stage
+// over 30d (5 completions of prod); test from 2 earlier rollouts".
 func (b Basis) String() string {
-	if b.Rollouts == 0 {
-		return "no earlier rollout"
+	if len(b.FromSource) == 0 {
+		s := "no earlier rollout"
+		if b.Rollouts > 0 {
+			s = fmt.Sprintf("from %s; %s", rollouts(b.Rollouts), b.Method)
+		}
+		if b.Source != "" {
+			s += fmt.Sprintf("; %s has no completion of them over %s", b.Source, window(b.Window))
+		}
+		return s
 	}
-	noun := "rollouts"
-	if b.Rollouts == 1 {
-		noun = "rollout"
+	counts := make([]string, 0, len(b.FromSource))
+	for i, c := range b.FromSource {
+		switch {
+		case i > 0:
+			counts = append(counts, fmt.Sprintf("%d of %s", c.Count, c.Stage))
+		case c.Count == 1:
+			counts = append(counts, "1 completion of "+c.Stage)
+		default:
+			counts = append(counts, fmt.Sprintf("%d completions of %s", c.Count, c.Stage))
+		}
 	}
-	return fmt.Sprintf("from %d earlier %s; %s", b.Rollouts, noun, b.Method)
+	s := fmt.Sprintf("from %s: %s over %s (%s)", b.Source, b.Method, window(b.Window), strings.Join(counts, ", "))
+	if len(b.FromRecord) > 0 {
+		s += fmt.Sprintf("; %s from %s", strings.Join(b.FromRecord, ", "), rollouts(b.Rollouts))
+	}
+	return s
 }
 
-// For forecasts the rollout of p at now.
+// rollouts counts earlier rollouts: "1 earlier rollout", "4 earlier rollouts".
+func rollouts(n int) string {
+	if n == 1 {
+		return "1 earlier rollout"
+	}
+	return fmt.Sprintf("%d earlier rollouts", n)
+}
+
+// window writes a lookback: "30d" in whole days, else "1h30m".
+func window(d time.Duration) string {
+	if d > 0 && d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	}
+	return rollout.ShortDuration(d)
+}
+
+// Observed is what a source other than status.history knows of one
+// stage's durations.
+type Observed struct {
+	// Median is the median of its durations.
+	Median time.Duration
+	// Count is how many completions of the stage it learnt from.
+	Count int
+}
+
+// Observations are the stage durations of one policy that a source other
+// than status.history observed: Prometheus's per-policy histogram, read
+// by the plugin (docs/proposals/forecast.md). They are data: the caller
+// queries, the forecast stays pure.
+type Observations struct {
+	// Source names it in the basis: "Prometheus".
+	Source string
+	// Window is how far back it looked.
+	Window time.Duration
+	// Stages are its durations, by stage name; a stage with no
+	// completion, or a negative median, counts as absent.
+	Stages map[string]Observed
+}
+
+// observed returns what o knows of stage, if it is usable.
+func (o *Observations) observed(stage string) (Observed, bool) {
+	if o == nil {
+		return Observed{}, false
+	}
+	d, ok := o.Stages[stage]
+	return d, ok && d.Count > 0 && d.Median >= 0
+}
+
+// StageCount is a stage and how many completions of it a source counted.
+type StageCount struct {
+	Stage string
+	Count int
+}
+
+// For forecasts the rollout of p at now, from status.history.
 func For(p *v1alpha1.StagedBindingPolicy, now time.Time) Forecast {
+	return ForObserved(p, now, nil)
+}
+
+// ForObserved forecasts the rollout of p at now, from observed where it
+// has a stage left and from status.history for the others (rule 2a).
+// observed may be nil: then it is For.
+func ForObserved(p *v1alpha1.StagedBindingPolicy, now time.Time, observed *Observations) Forecast {
 	f := Forecast{Basis: Basis{Method: Method}}
+	if observed != nil {
+		f.Basis.Source, f.Basis.Window = observed.Source, observed.Window
+	}
 	if why := notRunning(p); why != "" {
 		f.Kind, f.Reason = NotRunning, why
 		return f
@@ -188,7 +298,13 @@ func For(p *v1alpha1.StagedBindingPolicy, now time.Time) Forecast {
 		if record != nil && record.Phase == v1alpha1.StageSkipped {
 			continue
 		}
-		st := stageForecast(&s, record, earlier, used, now)
+		st := stageForecast(&s, record, earlier, used, observed, now)
+		switch {
+		case st.Source != "":
+			f.Basis.FromSource = append(f.Basis.FromSource, StageCount{Stage: st.Name, Count: st.Samples})
+		case st.Known:
+			f.Basis.FromRecord = append(f.Basis.FromRecord, st.Name)
+		}
 		if why := gateOf(&s, record, status, st.Active); why != "" {
 			if gate < 0 {
 				gate = len(f.Stages)
@@ -224,20 +340,40 @@ func For(p *v1alpha1.StagedBindingPolicy, now time.Time) Forecast {
 				unknown = append(unknown, st.Name)
 			}
 		}
-		f.Reason = fmt.Sprintf("no earlier rollout of this policy finished stage %s; no forecast", strings.Join(unknown, ", "))
+		nor := ""
+		if observed != nil {
+			nor = fmt.Sprintf(", nor has %s a completion of it over %s", observed.Source, window(observed.Window))
+		}
+		f.Reason = fmt.Sprintf("no earlier rollout of this policy finished stage %s%s; no forecast", strings.Join(unknown, ", "), nor)
 		if len(earlier) == 0 {
-			f.Reason = "no earlier rollout of this policy finished its stages; no forecast"
+			f.Reason = "no earlier rollout of this policy finished its stages" + strings.Replace(nor, " of it ", " of them ", 1) + "; no forecast"
 			if p.Spec.Revision == nil {
 				f.Reason += " (status.history records the rollouts of a policy with spec.revision only)"
 			}
 		}
 	case f.Gate != nil:
 		f.Kind, f.Left = Gated, sumLeft(before)
+		if f.Left == 0 && !f.Gate.Waiting {
+			f.Overdue = sumOverdue(before)
+		}
 	default:
 		f.Kind, f.Left = Estimated, sumLeft(f.Stages)
 		f.Completion = now.Add(f.Left)
+		if f.Left == 0 {
+			f.Overdue = sumOverdue(f.Stages)
+		}
 	}
 	return f
+}
+
+// sumOverdue is how far the stages, none with time left, are past their
+// expected durations: the active one's overdue (rule 3).
+func sumOverdue(stages []Stage) time.Duration {
+	var sum time.Duration
+	for _, s := range stages {
+		sum += s.Overdue
+	}
+	return min(sum, MaxStageDuration)
 }
 
 // allKnown reports whether every stage of stages is known.
@@ -293,8 +429,17 @@ func endedRollouts(history []v1alpha1.RevisionHistory) []v1alpha1.RevisionHistor
 // stageForecast is the forecast of stage s, whose record is record
 // (nil before the rollout reached it), from the earlier rollouts; it
 // marks in used the rollouts it learnt from (rules 2, 3 and 5).
-func stageForecast(s *v1alpha1.Stage, record *v1alpha1.StageStatus, earlier []v1alpha1.RevisionHistory, used []bool, now time.Time) Stage {
+func stageForecast(s *v1alpha1.Stage, record *v1alpha1.StageStatus, earlier []v1alpha1.RevisionHistory, used []bool,
+	observed *Observations, now time.Time) Stage {
 	st := Stage{Name: s.Name}
+	if o, ok := observed.observed(s.Name); ok {
+		st.Source, st.Samples, st.Known = observed.Source, o.Count, true
+		st.Expected = min(o.Median, MaxStageDuration)
+		if s.SoakDuration != nil {
+			st.Expected = min(max(st.Expected, s.SoakDuration.Duration), MaxStageDuration)
+		}
+		return activeLeft(st, s, record, now)
+	}
 	batches := int32(0)
 	if record != nil && record.Clusters != nil && (record.Phase == v1alpha1.StageActive || record.Phase == v1alpha1.StageSucceeded) {
 		batches = record.Clusters.Batches
@@ -322,6 +467,12 @@ func stageForecast(s *v1alpha1.Stage, record *v1alpha1.StageStatus, earlier []v1
 			st.Expected = min(max(st.Expected, s.SoakDuration.Duration), MaxStageDuration)
 		}
 	}
+	return activeLeft(st, s, record, now)
+}
+
+// activeLeft fills in how long stage s, expected to take st.Expected, has
+// left from now, from its record (rule 3).
+func activeLeft(st Stage, s *v1alpha1.Stage, record *v1alpha1.StageStatus, now time.Time) Stage {
 	st.Left = st.Expected
 	if record == nil {
 		return st
@@ -394,6 +545,9 @@ func sumLeft(stages []Stage) time.Duration {
 func (f *Forecast) Sentence(now time.Time) string {
 	switch f.Kind {
 	case Estimated:
+		if f.Left == 0 {
+			return "expected by " + overdue(f.Overdue, now)
+		}
 		return "completes " + At(f.Completion, now)
 	case Gated:
 		g := f.Gate
@@ -407,12 +561,18 @@ func (f *Forecast) Sentence(now time.Time) string {
 			}
 			return fmt.Sprintf("stage %s waits for %s; no forecast past it", g.Stage, what)
 		}
-		s := fmt.Sprintf("reaches stage %s, which waits for %s, %s; no forecast past it", g.Stage, what, At(now.Add(f.Left), now))
-		if g.AfterKnown {
-			s = fmt.Sprintf("reaches stage %s, which waits for %s, %s; completes about %s after it starts", g.Stage, what,
-				At(now.Add(f.Left), now), rollout.ShortDuration(g.After))
+		reaches := fmt.Sprintf("reaches stage %s, which waits for %s, %s", g.Stage, what, At(now.Add(f.Left), now))
+		if f.Left == 0 {
+			reaches = fmt.Sprintf("reaches stage %s, which waits for %s, about now", g.Stage, what)
+			if f.Overdue > 0 {
+				reaches = fmt.Sprintf("should have reached stage %s, which waits for %s, by ~%s (overdue by %s)", g.Stage, what,
+					clock(now.Add(-f.Overdue), now), rollout.ShortDuration(f.Overdue))
+			}
 		}
-		return s
+		if g.AfterKnown {
+			return fmt.Sprintf("%s; completes about %s after it starts", reaches, rollout.ShortDuration(g.After))
+		}
+		return reaches + "; no forecast past it"
 	}
 	return f.Reason
 }
@@ -423,6 +583,9 @@ func (f *Forecast) Sentence(now time.Time) string {
 func (f *Forecast) Short(now time.Time) string {
 	switch f.Kind {
 	case Estimated:
+		if f.Left == 0 {
+			return overdueShort(f.Overdue)
+		}
 		return "~" + clock(f.Completion, now) + " (in " + rollout.ShortDuration(f.Completion.Sub(now)) + ")"
 	case Gated:
 		g := f.Gate
@@ -433,6 +596,8 @@ func (f *Forecast) Short(now time.Time) string {
 		switch {
 		case g.Waiting && g.AfterKnown:
 			return "~" + rollout.ShortDuration(g.After) + " after " + what
+		case !g.Waiting && f.Left == 0:
+			return what + ", " + overdueShort(f.Overdue)
 		case !g.Waiting:
 			return what + " ~" + clock(now.Add(f.Left), now)
 		}
@@ -459,6 +624,23 @@ func (s *Stage) StageLine() string {
 			rollout.ShortDuration(s.Expected), rollout.ShortDuration(s.Elapsed))
 	}
 	return fmt.Sprintf("%s: ~%s", s.Name, rollout.ShortDuration(s.Expected))
+}
+
+// overdue writes when something expected overdue ago was expected, and
+// how long ago: "~13:40 UTC, overdue by 5m", or "~14:05 UTC, due now".
+func overdue(overdue time.Duration, now time.Time) string {
+	if overdue <= 0 {
+		return "~" + clock(now, now) + ", due now"
+	}
+	return "~" + clock(now.Add(-overdue), now) + ", overdue by " + rollout.ShortDuration(overdue)
+}
+
+// overdueShort is overdue in a table cell: "overdue 5m", or "due now".
+func overdueShort(overdue time.Duration) string {
+	if overdue <= 0 {
+		return "due now"
+	}
+	return "overdue " + rollout.ShortDuration(overdue)
 }
 
 // At writes t as "~14:05 UTC, in 32m" (with its date when it is 12 hours

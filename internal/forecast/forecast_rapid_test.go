@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -116,14 +117,32 @@ func drawPolicy(t *rapid.T) *v1alpha1.StagedBindingPolicy {
 	return p
 }
 
-// TestForecastProperties: for any running rollout and history, forged
-// records included, a forecast is never before now, moves only later as
-// time passes, and is absent whenever no earlier rollout (an ended entry)
-// did a stage left.
+// drawObservations draws none, or what Prometheus may answer of some
+// stages: any count and median, invalid and extreme ones included.
+func drawObservations(t *rapid.T) *Observations {
+	if rapid.Bool().Draw(t, "noObservations") {
+		return nil
+	}
+	o := &Observations{Source: "Prometheus", Window: 30 * 24 * time.Hour, Stages: map[string]Observed{}}
+	for _, name := range append(slices.Clone(stageNames), "edge") {
+		if rapid.Bool().Draw(t, "observed") {
+			o.Stages[name] = Observed{Count: rapid.IntRange(-1, 20).Draw(t, "count"),
+				Median: rapid.SampledFrom([]time.Duration{-time.Minute, 0, time.Minute, 45 * time.Minute, math.MaxInt64}).Draw(t, "median")}
+		}
+	}
+	return o
+}
+
+// TestForecastProperties: for any running rollout, history and
+// observations, forged records and answers included, a forecast is never
+// before now, moves only later as time passes, and is absent whenever
+// neither an earlier rollout (an ended entry) nor a usable observation
+// has a stage left; its basis counts each stage from one source.
 func TestForecastProperties(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		p := drawPolicy(t)
-		f := For(p, now)
+		observed := drawObservations(t)
+		f := ForObserved(p, now, observed)
 		if f.Left < 0 {
 			t.Fatalf("%s: %v left", f.Sentence(now), f.Left)
 		}
@@ -140,12 +159,34 @@ func TestForecastProperties(t *testing.T) {
 			t.Fatalf("a %s forecast with a completion %v", f.Kind, f.Completion)
 		}
 
+		// Each known stage left from one source, counted in the basis.
+		known := 0
+		for _, s := range f.Stages {
+			if s.Known {
+				known++
+			}
+		}
+		if f.Kind != NotRunning && len(f.Basis.FromSource)+len(f.Basis.FromRecord) != known {
+			t.Fatalf("basis %+v for %d known stages", f.Basis, known)
+		}
+
+		// Overdue only with no time left, and said so, never "in 0s".
+		if f.Overdue < 0 || f.Overdue > 0 && f.Left != 0 {
+			t.Fatalf("overdue by %v with %v left", f.Overdue, f.Left)
+		}
+		if sentence, short := f.Sentence(now), f.Short(now); strings.Contains(sentence, "in 0s") || strings.Contains(short, "in 0s") ||
+			f.Overdue > 0 && (!strings.Contains(sentence, "overdue by") || !strings.Contains(short, "overdue")) {
+			t.Fatalf("overdue by %v, and the forecast says %q (%q)", f.Overdue, sentence, short)
+		}
+
 		// Absent when a stage left was done by no ended entry.
 		for i := slices.IndexFunc(p.Spec.Stages, func(s v1alpha1.Stage) bool { return s.Name == p.Status.ActiveStage }); i < len(p.Spec.Stages); i++ {
 			name := p.Spec.Stages[i].Name
 			done := slices.ContainsFunc(p.Status.History, func(h v1alpha1.RevisionHistory) bool {
 				return h.Ended() && slices.ContainsFunc(h.Stages, func(s v1alpha1.StageHistory) bool { return s.Name == name })
 			})
+			o, ok := observed.observed(name)
+			done = done || ok && o.Count > 0 && o.Median >= 0
 			if !done && f.Kind == Estimated {
 				t.Fatalf("stage %s was done by no earlier rollout, and the forecast says %s", name, f.Sentence(now))
 			}
@@ -153,7 +194,7 @@ func TestForecastProperties(t *testing.T) {
 
 		// Monotone: later, the same rollout completes no sooner.
 		later := now.Add(time.Duration(rapid.IntRange(1, 24*60).Draw(t, "later")) * time.Minute)
-		g := For(p, later)
+		g := ForObserved(p, later, observed)
 		if g.Kind != f.Kind {
 			t.Fatalf("the forecast is %s at %v and %s later", f.Kind, now, g.Kind)
 		}

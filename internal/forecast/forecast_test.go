@@ -296,3 +296,169 @@ func TestShort(t *testing.T) {
 		t.Errorf("short %q without history, want -", got)
 	}
 }
+
+// atLast is running's policy with test done and prod active for activeFor.
+func atLast(activeFor time.Duration, earlier ...v1alpha1.RevisionHistory) *v1alpha1.StagedBindingPolicy {
+	p := running(activeFor, earlier...)
+	started := p.Status.Stages[1].StartTime
+	p.Status.ActiveStage = "prod"
+	p.Status.Stages[1] = v1alpha1.StageStatus{Name: "test", Phase: v1alpha1.StageSucceeded,
+		StartTime: ptr.To(metav1.NewTime(started.Add(-time.Hour))), CompletionTime: started}
+	p.Status.Stages[2] = v1alpha1.StageStatus{Name: "prod", Phase: v1alpha1.StageActive, StartTime: started}
+	return p
+}
+
+// TestOverdue: a rollout whose stages left are all past their expected
+// durations says it is overdue, and by how much, rather than that it
+// completes "in 0s"; so does one past the time it was expected at a gate.
+func TestOverdue(t *testing.T) {
+	completed := v1alpha1.OutcomeCompleted
+	gated := func() *v1alpha1.StagedBindingPolicy {
+		p := running(50*time.Minute, took(10, completed, 10, 20, 30))
+		p.Spec.Stages[2].Approval = v1alpha1.ApprovalRequired
+		return p
+	}
+	for _, tt := range []struct {
+		name            string
+		policy          *v1alpha1.StagedBindingPolicy
+		kind            Kind
+		overdue         time.Duration
+		sentence, short string
+	}{
+		{name: "the last stage past its median",
+			policy: atLast(50*time.Minute, took(10, completed, 10, 20, 30)), kind: Estimated, overdue: 20 * time.Minute,
+			sentence: "expected by ~11:40 UTC, overdue by 20m", short: "overdue 20m"},
+		{name: "the last stage on its median: due now",
+			policy: atLast(30*time.Minute, took(10, completed, 10, 20, 30)), kind: Estimated,
+			sentence: "expected by ~12:00 UTC, due now", short: "due now"},
+		{name: "within its median: not overdue",
+			policy: atLast(20*time.Minute, took(10, completed, 10, 20, 30)), kind: Estimated,
+			sentence: "completes ~12:10 UTC, in 10m", short: "~12:10 UTC (in 10m)"},
+		{name: "overdue in a stage with a later stage left: not overdue as a whole",
+			policy: running(50*time.Minute, took(10, completed, 10, 20, 30)), kind: Estimated,
+			sentence: "completes ~12:30 UTC, in 30m", short: "~12:30 UTC (in 30m)"},
+		{name: "past its median but soaking: its soak left, not overdue",
+			policy: func() *v1alpha1.StagedBindingPolicy {
+				p := atLast(50*time.Minute, took(10, completed, 10, 20, 30))
+				p.Spec.Stages[2].Condition, p.Spec.Stages[2].SoakDuration = "true", &metav1.Duration{Duration: 10 * time.Minute}
+				p.Status.Stages[2].ConditionMetTime = ptr.To(metav1.NewTime(now.Add(-time.Minute)))
+				return p
+			}(), kind: Estimated, sentence: "completes ~12:09 UTC, in 9m", short: "~12:09 UTC (in 9m)"},
+		{name: "past the time it was expected at a gate",
+			policy: gated(), kind: Gated, overdue: 30 * time.Minute,
+			sentence: "should have reached stage prod, which waits for an approval, by ~11:30 UTC (overdue by 30m); completes about 30m after it starts",
+			short:    "prod's approval, overdue 30m"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := For(tt.policy, now)
+			if f.Kind != tt.kind || f.Overdue != tt.overdue {
+				t.Fatalf("%s overdue by %v (%s), want %s overdue by %v", f.Kind, f.Overdue, f.Sentence(now), tt.kind, tt.overdue)
+			}
+			if got := f.Sentence(now); got != tt.sentence {
+				t.Errorf("sentence %q, want %q", got, tt.sentence)
+			}
+			if got := f.Short(now); got != tt.short {
+				t.Errorf("short %q, want %q", got, tt.short)
+			}
+		})
+	}
+}
+
+// TestForObserved: the durations another source observed (Prometheus's
+// per-policy histogram) take precedence over status.history for the
+// stages they have; the record serves the others; the basis names each
+// source; invalid observations count for nothing; a stage neither knows
+// gives no forecast.
+func TestForObserved(t *testing.T) {
+	completed := v1alpha1.OutcomeCompleted
+	prom := func(stages map[string]Observed) *Observations {
+		return &Observations{Source: "Prometheus", Window: 30 * 24 * time.Hour, Stages: stages}
+	}
+	for _, tt := range []struct {
+		name     string
+		policy   *v1alpha1.StagedBindingPolicy
+		observed *Observations
+		kind     Kind
+		left     time.Duration
+		basis    string
+		sentence string   // a part of Sentence
+		stages   []string // StageLine of each stage
+	}{
+		{name: "no record, Prometheus has every stage left",
+			policy:   running(5 * time.Minute),
+			observed: prom(map[string]Observed{"test": {Median: 20 * time.Minute, Count: 7}, "prod": {Median: 30 * time.Minute, Count: 5}}),
+			kind:     Estimated, left: 15*time.Minute + 30*time.Minute,
+			basis:  "from Prometheus: median per stage over 30d (7 completions of test, 5 of prod)",
+			stages: []string{"test: ~15m left of 20m (active 5m)", "prod: ~30m"}},
+		{name: "Prometheus wins where it has the stage, the record serves the rest",
+			policy:   running(5*time.Minute, took(10, completed, 10, 20, 30)),
+			observed: prom(map[string]Observed{"test": {Median: 40 * time.Minute, Count: 1}, "dev": {Median: time.Hour, Count: 9}}),
+			kind:     Estimated, left: 35*time.Minute + 30*time.Minute,
+			basis: "from Prometheus: median per stage over 30d (1 completion of test); prod from 1 earlier rollout"},
+		{name: "Prometheus has none of the stages left: the record, and the basis says so",
+			policy:   running(5*time.Minute, took(10, completed, 10, 20, 30)),
+			observed: prom(map[string]Observed{"dev": {Median: time.Hour, Count: 9}}),
+			kind:     Estimated, left: 15*time.Minute + 30*time.Minute,
+			basis: "from 1 earlier rollout; median per stage; Prometheus has no completion of them over 30d"},
+		{name: "invalid observations count for nothing",
+			policy: running(5*time.Minute, took(10, completed, 10, 20, 30)),
+			observed: prom(map[string]Observed{"test": {Median: 40 * time.Minute, Count: 0},
+				"prod": {Median: -time.Minute, Count: 3}}),
+			kind: Estimated, left: 15*time.Minute + 30*time.Minute,
+			basis: "from 1 earlier rollout; median per stage; Prometheus has no completion of them over 30d"},
+		{name: "an observed median beyond the bound counts as the bound",
+			policy:   running(0),
+			observed: prom(map[string]Observed{"test": {Median: 1 << 62, Count: 2}, "prod": {Median: 1 << 62, Count: 2}}),
+			kind:     Estimated, left: 2 * MaxStageDuration},
+		{name: "the soak is the least of an observed stage too",
+			policy: func() *v1alpha1.StagedBindingPolicy {
+				p := running(0)
+				p.Spec.Stages[2].Condition, p.Spec.Stages[2].SoakDuration = "true", &metav1.Duration{Duration: time.Hour}
+				return p
+			}(),
+			observed: prom(map[string]Observed{"test": {Median: 20 * time.Minute, Count: 2}, "prod": {Median: 30 * time.Minute, Count: 2}}),
+			kind:     Estimated, left: 20*time.Minute + time.Hour},
+		{name: "a stage neither has: no forecast, saying so",
+			policy:   running(5*time.Minute, took(10, completed, 10, 20, 0)),
+			observed: prom(map[string]Observed{"test": {Median: 20 * time.Minute, Count: 7}}),
+			kind:     NoHistory,
+			sentence: "no earlier rollout of this policy finished stage prod, nor has Prometheus a completion of it over 30d; no forecast"},
+		{name: "neither has anything",
+			policy: running(5 * time.Minute), observed: prom(nil), kind: NoHistory,
+			sentence: "no earlier rollout of this policy finished its stages, nor has Prometheus a completion of them over 30d; no forecast"},
+		{name: "a window not in days",
+			policy:   running(5 * time.Minute),
+			observed: &Observations{Source: "Prometheus", Window: 90 * time.Minute, Stages: map[string]Observed{"test": {Median: 20 * time.Minute, Count: 2}, "prod": {Median: 30 * time.Minute, Count: 2}}},
+			kind:     Estimated, left: 45 * time.Minute,
+			basis: "from Prometheus: median per stage over 1h30m (2 completions of test, 2 of prod)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := ForObserved(tt.policy, now, tt.observed)
+			if f.Kind != tt.kind {
+				t.Fatalf("kind %s (%s), want %s", f.Kind, f.Sentence(now), tt.kind)
+			}
+			if f.Left != tt.left {
+				t.Errorf("left %v, want %v", f.Left, tt.left)
+			}
+			if tt.basis != "" && f.Basis.String() != tt.basis {
+				t.Errorf("basis %q, want %q", f.Basis.String(), tt.basis)
+			}
+			if got := f.Sentence(now); !strings.Contains(got, tt.sentence) {
+				t.Errorf("sentence %q, want it to say %q", got, tt.sentence)
+			}
+			if tt.stages != nil {
+				var got []string
+				for _, s := range f.Stages {
+					got = append(got, s.StageLine())
+				}
+				if strings.Join(got, "; ") != strings.Join(tt.stages, "; ") {
+					t.Errorf("stages\n  %q\nwant\n  %q", got, tt.stages)
+				}
+			}
+			// Without observations, the same as For.
+			if g, h := ForObserved(tt.policy, now, nil), For(tt.policy, now); g.Sentence(now) != h.Sentence(now) || g.Basis.String() != h.Basis.String() {
+				t.Errorf("without observations %q (%s), For says %q (%s)", g.Sentence(now), g.Basis, h.Sentence(now), h.Basis)
+			}
+		})
+	}
+}

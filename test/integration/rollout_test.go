@@ -104,8 +104,8 @@ func TestThreeStageRollout(t *testing.T) {
 		}
 		return nil
 	})
-	if n := series(t, map[string]string{"space": s.Name, "policy": name, "stage": "dev"}); n != 1 {
-		t.Fatalf("%d series for the dev stage, want only its transition counter (no stale active-stage series)", n)
+	if n := series(t, map[string]string{"space": s.Name, "policy": name, "stage": "dev"}); n != 2 {
+		t.Fatalf("%d series for the dev stage, want only its transition counter and its duration histogram (no stale active-stage series)", n)
 	}
 
 	waitFor(t, "one StageStarted Event per stage", func() error {

@@ -39,6 +39,7 @@ import (
 // dashboardFlags are the flags of `kubectl stager dashboard`.
 type dashboardFlags struct {
 	spaces      *spaceFlags
+	prom        *promFlags
 	address     string
 	allowRemote bool
 	open        bool
@@ -71,6 +72,7 @@ registrations' credentials, not yours. Ctrl-C stops it.`,
 		},
 	}
 	f.spaces = addSpaceFlags(cmd.Flags())
+	f.prom = addPromFlags(cmd.Flags())
 	cmd.Flags().StringVar(&f.address, "address", "127.0.0.1:3100", "The address to listen on: a loopback address unless --allow-remote")
 	cmd.Flags().BoolVar(&f.allowRemote, "allow-remote", false,
 		"Allow a non-loopback --address (one IP address): whoever reaches it acts with your credentials, over plain HTTP")
@@ -83,6 +85,13 @@ registrations' credentials, not yours. Ctrl-C stops it.`,
 // dashboard serves the dashboard until ctx is done.
 func (o *options) dashboard(ctx context.Context, f *dashboardFlags) error {
 	warning, err := dashboard.CheckAddress(f.address, f.allowRemote)
+	if err != nil {
+		return err
+	}
+	if f.prom.space != "" && f.spaces.all {
+		return errors.New("--prometheus-space names one space: with --all-spaces, each space's own name is used")
+	}
+	fc, err := newForecaster(f.prom, o.streams.ErrOut)
 	if err != nil {
 		return err
 	}
@@ -108,10 +117,10 @@ func (o *options) dashboard(ctx context.Context, f *dashboardFlags) error {
 			if !ok {
 				return "", fmt.Errorf("no space %q", space)
 			}
-			return o.explainFor(ctx, c, name)
+			return o.explainFor(ctx, c, space, name, fc)
 		},
-		Forecast: func(_ context.Context, _ string, p *v1alpha1.StagedBindingPolicy) string {
-			return forecastLine(p, o.now())
+		Forecast: func(ctx context.Context, space string, p *v1alpha1.StagedBindingPolicy) string {
+			return forecastLine(ctx, fc, space, p, o.now())
 		}}
 	if !f.spaces.all {
 		opts.Act = o.act
@@ -193,7 +202,7 @@ func (o *options) act(ctx context.Context, a dashboard.Action) (string, error) {
 
 // explainFor returns what `kubectl stager explain NAME` prints, reading
 // through c.
-func (o *options) explainFor(ctx context.Context, c client.Client, name string) (string, error) {
+func (o *options) explainFor(ctx context.Context, c client.Client, space, name string, fc *forecaster) (string, error) {
 	p, err := getPolicy(ctx, c, name)
 	if err != nil {
 		return "", err
@@ -216,7 +225,8 @@ func (o *options) explainFor(ctx context.Context, c client.Client, name string) 
 		return "", err
 	}
 	var out bytes.Buffer
-	printStage(&out, p, stage, objs, e, o)
+	f, _ := fc.forecast(ctx, space, p, o.now())
+	printStage(&out, p, stage, objs, e, o, f)
 	return out.String(), nil
 }
 
@@ -231,13 +241,18 @@ func openBrowser(ctx context.Context, url string, errOut io.Writer) {
 	}
 }
 
-// forecastLine is the completion forecast of p as the dashboard shows it:
-// explain's sentence, with its basis when it estimates.
-func forecastLine(p *v1alpha1.StagedBindingPolicy, now time.Time) string {
-	f := forecast.For(p, now)
+// forecastLine is the completion forecast of p, a policy of space, as the
+// dashboard shows it: explain's sentence, with its basis when it
+// estimates, and why Prometheus did not serve it when it did not.
+func forecastLine(ctx context.Context, fc *forecaster, space string, p *v1alpha1.StagedBindingPolicy, now time.Time) string {
+	f, note := fc.forecast(ctx, space, p, now)
+	line := f.Sentence(now)
 	switch f.Kind {
 	case forecast.Estimated, forecast.Gated:
-		return f.Sentence(now) + " (" + f.Basis.String() + ")"
+		line += " (" + f.Basis.String() + ")"
 	}
-	return f.Sentence(now)
+	if note != "" {
+		line += " (" + note + ")"
+	}
+	return line
 }

@@ -73,7 +73,7 @@ would.`,
 				}
 				s.Filter = filter
 				return "filter"
-			})
+			}, nil)
 		},
 	}
 	cmd.Flags().StringVar(&stageName, "stage", "", "The stage whose objects to use (default: the active stage)")

@@ -33,6 +33,7 @@ import (
 
 func newExplainCommand(o *options) *cobra.Command {
 	var stageName string
+	var prom *promFlags
 	cmd := &cobra.Command{
 		Use:   "explain NAME",
 		Short: "Explain what a stage sees and what it waits for",
@@ -46,27 +47,37 @@ whether the wave holds or released the revision; while it holds, "Waits for
 wave" says what for. While a stage waits for its change window, the Window
 line names it and when the window opens, in its time zone and from now. The
 Forecast lines say when the rollout is expected to complete, from the stage
-durations of the policy's earlier rollouts (status.history), on what basis,
+durations of the policy's earlier rollouts (status.history) or, with
+--prometheus, from that Prometheus's where it has the stage, on what basis,
 and each stage left; or why there is no forecast. The expressions are
 evaluated with the stager's own CEL engine and limits.`,
 		Example: `  # why is web's active stage not done?
   kubectl stager explain web
 
   # what does prod see (once it is placed)?
-  kubectl stager explain web --stage prod`,
+  kubectl stager explain web --stage prod
+
+  # forecast from each stage's median over 30 days in Prometheus
+  kubectl stager explain web --prometheus https://prometheus.example.com \
+    --prometheus-space kubeconfig#wds1 --prometheus-bearer-token-file ~/.prom-token`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: o.completePolicies,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.explain(cmd, args[0], stageName, nil)
+			fc, err := newForecaster(prom, o.streams.ErrOut)
+			if err != nil {
+				return err
+			}
+			return o.explain(cmd, args[0], stageName, nil, fc)
 		},
 	}
 	cmd.Flags().StringVar(&stageName, "stage", "", "The stage to explain (default: the active stage)")
+	prom = addPromFlags(cmd.Flags())
 	return cmd
 }
 
-// explain prints the explanation of a stage; draft, when not nil, changes
-// the stage's expressions first (eval).
-func (o *options) explain(cmd *cobra.Command, name, stageName string, draft func(*v1alpha1.Stage) string) error {
+// explain prints the explanation of a stage, forecasting with fc; draft,
+// when not nil, changes the stage's expressions first (eval).
+func (o *options) explain(cmd *cobra.Command, name, stageName string, draft func(*v1alpha1.Stage) string, fc *forecaster) error {
 	ctx := cmd.Context()
 	c, p, stage, err := o.policyStage(ctx, name, stageName)
 	if err != nil {
@@ -95,13 +106,16 @@ func (o *options) explain(cmd *cobra.Command, name, stageName string, draft func
 		printEvaluation(out, p, tried, what, e)
 		return nil
 	}
-	printStage(out, p, stage, objs, e, o)
+	// Why Prometheus did not serve the forecast is on the error stream.
+	f, _ := fc.forecast(ctx, "", p, o.now())
+	printStage(out, p, stage, objs, e, o, f)
 	return nil
 }
 
-// printStage prints the header of an explanation, then its objects.
+// printStage prints the header of an explanation, with the forecast f,
+// then its objects.
 func printStage(out io.Writer, p *v1alpha1.StagedBindingPolicy, stage *v1alpha1.Stage, objs stageObjects,
-	e rollout.StageExplanation, o *options) {
+	e rollout.StageExplanation, o *options, f forecast.Forecast) {
 	index := 0
 	for i, s := range p.Spec.Stages {
 		if s.Name == stage.Name {
@@ -163,7 +177,7 @@ func printStage(out io.Writer, p *v1alpha1.StagedBindingPolicy, stage *v1alpha1.
 	default:
 		fprintf(w, "Waits for:\t%s\n", orNone(record.Message))
 	}
-	printForecast(w, p, o.now())
+	printForecast(w, f, o.now())
 	_ = w.Flush()
 	if stage.Batched() {
 		fprintf(out, "\nThe stage places each cluster through a BindingPolicy of its own, labelled %s=<cluster> and %s=%s.\n",
@@ -173,18 +187,17 @@ func printStage(out io.Writer, p *v1alpha1.StagedBindingPolicy, stage *v1alpha1.
 	printObjectTable(out, e)
 }
 
-// printForecast prints the rollout's completion forecast
+// printForecast prints the rollout's completion forecast f
 // (internal/forecast), its basis and its stages left, or why there is
 // none.
-func printForecast(w io.Writer, p *v1alpha1.StagedBindingPolicy, now time.Time) {
-	f := forecast.For(p, now)
+func printForecast(w io.Writer, f forecast.Forecast, now time.Time) {
 	switch f.Kind {
 	case forecast.NotRunning, forecast.NoHistory:
 		fprintf(w, "Forecast:\tnone: %s\n", f.Sentence(now))
 		return
 	}
 	fprintf(w, "Forecast:\t%s\n", f.Sentence(now))
-	fprintf(w, "Basis:\t%s\n", f.Basis)
+	fprintf(w, "Basis:\t%s\n", f.Basis.String())
 	lines := make([]string, 0, len(f.Stages))
 	for _, s := range f.Stages {
 		lines = append(lines, s.StageLine())

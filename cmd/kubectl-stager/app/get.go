@@ -16,6 +16,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -30,7 +31,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
-	"github.com/kubestellar/workload-stager/internal/forecast"
 )
 
 // Stage marks of the STAGES column.
@@ -47,6 +47,7 @@ func newGetCommand(o *options) *cobra.Command {
 	var watch bool
 	var interval time.Duration
 	var spaces *spaceFlags
+	var prom *promFlags
 	cmd := &cobra.Command{
 		Use:   "get [NAME]",
 		Short: "Show where each staged rollout is",
@@ -64,14 +65,19 @@ a RolloutWave, is the wave and the step's position ("regions 2/3"), with
 "held" while the wave holds the revision the spec names.
 -o wide adds the active stage's clusters, the soak time left, the approval,
 the progress deadline, the completion forecast (FORECAST: the median of each
-stage left over the policy's earlier rollouts in status.history, "-" when
-there is none; explain says why) and what the stage waits for; -o yaml and
--o json print the objects.`,
+stage left over the policy's earlier rollouts in status.history, or, with
+--prometheus, over that Prometheus's stager_policy_stage_duration_seconds
+where it has the stage; "-" when there is none, explain says why; "overdue
+5m" past it) and what the stage waits for; -o yaml and -o json print the
+objects.`,
 		Example: `  # every rollout of the current context's WDS
   kubectl stager get
 
   # one rollout, with its clusters and what it waits for
   kubectl stager get web -o wide
+
+  # with each stage's median over the last 30 days from Prometheus
+  kubectl stager get -o wide --prometheus http://127.0.0.1:9090
 
   # follow every rollout live, stage by stage
   kubectl stager get --watch
@@ -86,6 +92,16 @@ there is none; explain says why) and what the stage waits for; -o yaml and
 		ValidArgsFunction: o.completePolicies,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if prom.address != "" && (output != "wide" || watch) {
+				return errors.New("--prometheus serves the FORECAST column of -o wide, without --watch")
+			}
+			if prom.space != "" && spaces.all {
+				return errors.New("--prometheus-space names one space: with --all-spaces, each space's own name is used")
+			}
+			fc, err := newForecaster(prom, o.streams.ErrOut)
+			if err != nil {
+				return err
+			}
 			targets, err := o.targets(ctx, spaces)
 			if err != nil {
 				return err
@@ -108,7 +124,7 @@ there is none; explain says why) and what the stage waits for; -o yaml and
 				}
 				return printObjects(o.streams.Out, output, policies)
 			case "", "wide":
-				return o.printTable(ctx, found, output == "wide", spaces.all)
+				return o.printTable(ctx, found, output == "wide", spaces.all, fc)
 			default:
 				return fmt.Errorf("unknown output format %q: want wide, yaml or json", output)
 			}
@@ -118,6 +134,7 @@ there is none; explain says why) and what the stage waits for; -o yaml and
 	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "Redraw a live view of each rollout until interrupted: every stage with its mark, its clusters and what it says")
 	cmd.Flags().DurationVar(&interval, "interval", 2*time.Second, "How often --watch reads the rollouts")
 	spaces = addSpaceFlags(cmd.Flags())
+	prom = addPromFlags(cmd.Flags())
 	return cmd
 }
 
@@ -190,8 +207,8 @@ func printObjects(out io.Writer, format string, policies []v1alpha1.StagedBindin
 }
 
 // printTable prints one row per policy, with its space's name first when
-// all is set.
-func (o *options) printTable(ctx context.Context, found []located, wide, all bool) error {
+// all is set, forecasting with fc.
+func (o *options) printTable(ctx context.Context, found []located, wide, all bool, fc *forecaster) error {
 	now := o.now()
 	w := printers.GetNewTabWriter(o.streams.Out)
 	header := []string{"NAME", "STAGES", "PHASE", "REVISION", "REASON", "AGE"}
@@ -218,8 +235,8 @@ func (o *options) printTable(ctx context.Context, found []located, wide, all boo
 			if err != nil {
 				return err
 			}
-			fc := forecast.For(p, now)
-			row = append(row, view.clusters, view.soakLeft, view.approval, view.deadline, fc.Short(now))
+			f, _ := fc.forecast(ctx, found[i].space, p, now)
+			row = append(row, view.clusters, view.soakLeft, view.approval, view.deadline, f.Short(now))
 		}
 		row = append(row, age(p.CreationTimestamp.Time, now))
 		if wide {

@@ -161,7 +161,8 @@ func SpaceDisengaged(space string) {
 	labels := prometheus.Labels{LabelSpace: space}
 	for _, vec := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
-	}{transitions, stageDuration, evaluations, evaluationLatency, analysisQueries, reconcileErrors, fenceLapsedWrites, promotions, regressionChecks} {
+	}{transitions, stageDuration, evaluations, evaluationLatency, analysisQueries, reconcileErrors, fenceLapsedWrites, promotions, regressionChecks,
+		policyStageDuration} {
 		vec.DeletePartialMatch(labels)
 	}
 }
@@ -171,6 +172,7 @@ func SpaceDisengaged(space string) {
 func (s *Space) PolicyDeleted(policy string) {
 	transitions.DeletePartialMatch(prometheus.Labels{LabelSpace: s.name, LabelPolicy: policy})
 	promotions.DeletePartialMatch(prometheus.Labels{LabelSpace: s.name, LabelPolicy: policy})
+	policyStageDuration.DeletePartialMatch(prometheus.Labels{LabelSpace: s.name, LabelPolicy: policy})
 }
 
 // AnalysisQuery records one query of an analysis by its result:

@@ -286,8 +286,22 @@ func (r *Reconciler) report(policy *v1alpha1.StagedBindingPolicy, before *v1alph
 		r.Recorder.Eventf(policy, nil, e.Type, e.Reason, string(action.Type), "%s", e.Note)
 	}
 	if action.Type == rollout.ActionUpdateStatus && r.Metrics != nil {
+		names := make([]string, 0, len(action.Status.Stages))
+		for _, st := range action.Status.Stages {
+			names = append(names, st.Name)
+		}
+		r.Metrics.PolicyStages(policy.Name, names)
 		for _, st := range CompletedStages(before, action.Status) {
 			r.Metrics.StageCompleted(policy.Name, st.Name, st.CompletionTime.Sub(st.StartTime.Time))
+			// As status.history records it (rollout's stagesDone): a
+			// promotion skipped the time the forecast learns.
+			if st.Promotion == nil && !st.CompletionTime.Before(st.StartTime) {
+				active := st.CompletionTime.Sub(st.StartTime.Time)
+				if st.SuspendedDuration != nil {
+					active -= st.SuspendedDuration.Duration
+				}
+				r.Metrics.StageDone(policy.Name, st.Name, active)
+			}
 		}
 		for _, stage := range PromotedStages(before, action.Status) {
 			r.Metrics.StagePromoted(policy.Name, stage)
