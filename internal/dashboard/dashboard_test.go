@@ -17,6 +17,8 @@ package dashboard
 import (
 	"context"
 	"fmt"
+	"html"
+	"maps"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -81,11 +83,12 @@ func sourceWith(h hostile) *fakeSource {
 }
 
 // pages renders every page that shows the policy of h: the overview, the
-// policy's page, both fragments, and an action's confirmation and refusal.
-func pages(t fataler, h hostile) map[string]string {
+// policy's page, both fragments, and an action's confirmation and refusal,
+// by a dashboard told to redact the strings given.
+func pages(t fataler, h hostile, redact ...string) map[string]string {
 	explain := func(context.Context, string, string) (string, error) { return "Waits for:\t" + h.Message, nil }
 	act := func(context.Context, Action) (string, error) { return "", fmt.Errorf("refused: %s", h.Message) }
-	s, err := New(Options{Source: sourceWith(h), Address: testAddress, Act: act, Explain: explain, Now: func() time.Time { return testNow },
+	s, err := New(Options{Source: sourceWith(h), Address: testAddress, Act: act, Explain: explain, Now: func() time.Time { return testNow }, Redact: redact,
 		Forecast: func(context.Context, string, *v1alpha1.StagedBindingPolicy) string { return h.Value }})
 	if err != nil {
 		t.Fatal(err)
@@ -363,6 +366,35 @@ func TestNoCredentials(t *testing.T) {
 			t.Errorf("page %s shows a credential or redacts nothing:\n%s", page, body)
 		}
 	}
+}
+
+// TestCredentialsInObjectsAreRedacted puts a credential the dashboard is
+// told to redact, drawn with the characters a token or a PEM key carries
+// ('+', '/', '='), inside every string a WDS writes that is not a name (a
+// condition and a record message, a cluster name, an analysis value, an
+// Event's text, an action's refusal): no page shows it, neither as written
+// nor as escaped, and each says [redacted].
+func TestCredentialsInObjectsAreRedacted(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		secret := rapid.StringMatching(`[A-Za-z0-9+/=._-]{16,48}`).Draw(rt, "secret")
+		around := func(label string) string {
+			return rapid.SampledFrom([]string{"", "x", "token: ", "<b>"}).Draw(rt, label) + secret +
+				rapid.SampledFrom([]string{"", " ", "\n", "\"", "&"}).Draw(rt, label+" after")
+		}
+		h := hostile{Name: "web", Stage: "test", Space: "wds1", Message: around("message"), Cluster: around("cluster"),
+			Value: around("value"), Event: around("event")}
+		shown := pages(rt, h, secret)
+		for _, page := range slices.Sorted(maps.Keys(shown)) {
+			body := shown[page]
+			if strings.Contains(body, secret) || strings.Contains(html.UnescapeString(body), secret) {
+				rt.Fatalf("page %s shows the credential %q:\n%s", page, secret, body)
+			}
+			// The confirmation shows no string of the WDS but stage names.
+			if page != "confirm" && !strings.Contains(body, "[redacted]") {
+				rt.Fatalf("page %s redacts nothing:\n%s", page, body)
+			}
+		}
+	})
 }
 
 // TestCheckAddress accepts loopback addresses, refuses others unless

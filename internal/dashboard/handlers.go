@@ -208,6 +208,9 @@ func (s *Server) fragment(w http.ResponseWriter, r *http.Request) {
 // render executes a template into a buffer first, so that a failure gives a
 // clean error rather than half a page.
 func (s *Server) render(w http.ResponseWriter, name string, data any) {
+	if s.redacting {
+		data = redacted(data, s.redactors.Replace)
+	}
 	var buf bytes.Buffer
 	if err := s.pages.ExecuteTemplate(&buf, name, data); err != nil {
 		s.opts.Logger.Error(err, "Rendering a dashboard page failed", "template", name)
