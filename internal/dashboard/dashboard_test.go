@@ -205,6 +205,12 @@ func TestHostileObjects(t *testing.T) {
 			t.Fatalf("page %s does not show %q:\n%s", page, want, got[page])
 		}
 	}
+	// The failed cluster is named on the card and listed on the policy's page.
+	for _, page := range []string{"overview", "card", "policy", "record"} {
+		if want := `prod&#34;1&#39; onclick=&#34;alert(2)`; !strings.Contains(got[page], want) {
+			t.Fatalf("page %s does not show the cluster name %q:\n%s", page, want, got[page])
+		}
+	}
 }
 
 var cutMark = regexp.MustCompile(`… \[truncated, 10485\d\d bytes in all\]`)

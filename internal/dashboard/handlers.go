@@ -117,6 +117,7 @@ type recordPage struct {
 	View        string
 	Policy      policyView
 	Conditions  []metav1.Condition
+	Clusters    []clusterRow
 	History     []v1alpha1.RevisionHistory
 	Events      []eventView
 	EventsError string
@@ -179,7 +180,7 @@ func (s *Server) policy(w http.ResponseWriter, r *http.Request) {
 func (s *Server) record(ctx context.Context, space string, p *v1alpha1.StagedBindingPolicy, token string) recordPage {
 	now := s.opts.Now()
 	page := recordPage{View: "record", Policy: s.view(space, p, token, now), Conditions: p.Status.Conditions,
-		History: p.Status.History, Actions: s.opts.Act != nil}
+		Clusters: clusterRows(p), History: p.Status.History, Actions: s.opts.Act != nil}
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	events, err := s.opts.Source.Events(ctx, space, p.Name)
