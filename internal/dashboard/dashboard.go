@@ -56,8 +56,8 @@ const (
 
 // Action is one action a user asks for on a policy.
 type Action struct {
-	// Verb is one of Verbs.
-	Verb string
+	// Verb is one of Verbs (the dashboard's own word: not redacted).
+	Verb string `redact:"-"`
 	// Space and Policy name the policy.
 	Space, Policy string
 	// Stage is the stage to approve (empty: the one awaiting approval).

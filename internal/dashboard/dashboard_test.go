@@ -452,3 +452,31 @@ func TestPagesNameTheirIcon(t *testing.T) {
 		}
 	}
 }
+
+// TestRedactionSparesThePagesOwnStrings redacts strings so short that the
+// page's own would hold them (letters of every verb and of any CSRF
+// token): the forms still carry the session's token and the verbs, so
+// actions still work, while a WDS's message holding them is redacted.
+func TestRedactionSparesThePagesOwnStrings(t *testing.T) {
+	letters := []string{"a", "e", "o", "s", "t", "A", "E", "O", "S", "T", "1", "-", "_"}
+	src := sourceWith(hostile{Name: "web", Stage: "test", Message: "a test message", Space: "wds1"})
+	s := newTestServer(t, src, Options{Redact: letters, Act: func(context.Context, Action) (string, error) { return "done", nil }})
+	cookie, csrf := session(t, s)
+	if want := s.sessions.tokenOf(cookie.Value); csrf != want {
+		t.Fatalf("the page's CSRF token is %q, want the session's %q", csrf, want)
+	}
+	_, overview := get(s, "/", testAddress, cookie)
+	for _, want := range []string{`name="verb" value="approve"`, `class="verb-suspend"`} {
+		if !strings.Contains(overview, want) {
+			t.Errorf("the overview lacks %s", want)
+		}
+	}
+	if strings.Contains(overview, "a test message") {
+		t.Error("the WDS's message was not redacted")
+	}
+	form := url.Values{"csrf": {csrf}, "space": {"wds1"}, "name": {"web"}, "verb": {"suspend"}}
+	if resp, body := post(s, form, testAddress, "http://"+testAddress, cookie); resp.StatusCode != http.StatusOK ||
+		!strings.Contains(body, `name="csrf" value="`+csrf+`"`) || !strings.Contains(body, `name="verb" value="suspend"`) {
+		t.Errorf("the confirmation: %s, want it to carry the session's token and the verb\n%s", resp.Status, body)
+	}
+}

@@ -21,7 +21,9 @@ import "reflect"
 // interfaces) passed through replace. Pages are redacted before they are
 // rendered because html/template escapes a credential in the context it
 // lands in (a '+' of a token becomes &#43; in text, more in an attribute or
-// a URL): a replacement in the rendered page would miss it. The data
+// a URL): a replacement in the rendered page would miss it. A field
+// tagged redact:"-" is the dashboard's own (a CSRF token, the verbs) and
+// kept: a short credential must not break the page's forms. The data
 // itself is left alone.
 func redacted(data any, replace func(string) string) any {
 	v := reflect.ValueOf(data)
@@ -41,7 +43,7 @@ func redactValue(v reflect.Value, replace func(string) string) reflect.Value {
 		out := reflect.New(v.Type()).Elem()
 		out.Set(v)
 		for i := range v.NumField() {
-			if v.Type().Field(i).IsExported() {
+			if f := v.Type().Field(i); f.IsExported() && f.Tag.Get("redact") != "-" {
 				out.Field(i).Set(redactValue(v.Field(i), replace))
 			}
 		}

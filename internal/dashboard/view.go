@@ -58,8 +58,9 @@ type policyView struct {
 	Window      string
 	Stages      []stageView
 	// Verbs are the actions offered, empty when the dashboard is read-only.
-	Verbs []string
-	CSRF  string
+	// Neither they nor the token come from a WDS: not redacted.
+	Verbs []string `redact:"-"`
+	CSRF  string   `redact:"-"`
 }
 
 // stageView is what the page shows of one stage.
