@@ -35,7 +35,7 @@ type confirmPage struct {
 	View   string
 	Action Action
 	Stages []string
-	CSRF   string
+	CSRF   string `redact:"-"`
 }
 
 type resultPage struct {

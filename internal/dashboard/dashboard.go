@@ -56,8 +56,8 @@ const (
 
 // Action is one action a user asks for on a policy.
 type Action struct {
-	// Verb is one of Verbs.
-	Verb string
+	// Verb is one of Verbs (the dashboard's own word: not redacted).
+	Verb string `redact:"-"`
 	// Space and Policy name the policy.
 	Space, Policy string
 	// Stage is the stage to approve (empty: the one awaiting approval).
@@ -114,6 +114,8 @@ type Server struct {
 	leftOut   int
 	static    http.Handler
 	redactors *strings.Replacer
+	// redacting is whether there is anything to redact.
+	redacting bool
 }
 
 // New returns a dashboard serving o.Source.
@@ -166,7 +168,8 @@ func New(o Options) (*Server, error) {
 	}
 	s := &Server{opts: o, pages: pages, mux: http.NewServeMux(), hub: newHub(o.MaxClients, o.ClientBuffer, o.MaxEventBytes),
 		sessions: ss, allowed: allowed, spaces: spaces, leftOut: leftOut,
-		static: http.StripPrefix("/static/", http.FileServerFS(static)), redactors: strings.NewReplacer(pairs...)}
+		static: http.StripPrefix("/static/", http.FileServerFS(static)), redactors: strings.NewReplacer(pairs...),
+		redacting: len(pairs) > 0}
 	s.mux.HandleFunc("GET /{$}", s.overview)
 	s.mux.HandleFunc("GET /policy", s.policy)
 	s.mux.HandleFunc("GET /fragment", s.fragment)

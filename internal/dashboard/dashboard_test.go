@@ -17,6 +17,8 @@ package dashboard
 import (
 	"context"
 	"fmt"
+	"html"
+	"maps"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -81,11 +83,12 @@ func sourceWith(h hostile) *fakeSource {
 }
 
 // pages renders every page that shows the policy of h: the overview, the
-// policy's page, both fragments, and an action's confirmation and refusal.
-func pages(t fataler, h hostile) map[string]string {
+// policy's page, both fragments, and an action's confirmation and refusal,
+// by a dashboard told to redact the strings given.
+func pages(t fataler, h hostile, redact ...string) map[string]string {
 	explain := func(context.Context, string, string) (string, error) { return "Waits for:\t" + h.Message, nil }
 	act := func(context.Context, Action) (string, error) { return "", fmt.Errorf("refused: %s", h.Message) }
-	s, err := New(Options{Source: sourceWith(h), Address: testAddress, Act: act, Explain: explain, Now: func() time.Time { return testNow },
+	s, err := New(Options{Source: sourceWith(h), Address: testAddress, Act: act, Explain: explain, Now: func() time.Time { return testNow }, Redact: redact,
 		Forecast: func(context.Context, string, *v1alpha1.StagedBindingPolicy) string { return h.Value }})
 	if err != nil {
 		t.Fatal(err)
@@ -200,6 +203,12 @@ func TestHostileObjects(t *testing.T) {
 		"refusal": "refused: &lt;script&gt;alert(1)&lt;/script&gt;"} {
 		if !strings.Contains(got[page], want) {
 			t.Fatalf("page %s does not show %q:\n%s", page, want, got[page])
+		}
+	}
+	// The failed cluster is named on the card and listed on the policy's page.
+	for _, page := range []string{"overview", "card", "policy", "record"} {
+		if want := `prod&#34;1&#39; onclick=&#34;alert(2)`; !strings.Contains(got[page], want) {
+			t.Fatalf("page %s does not show the cluster name %q:\n%s", page, want, got[page])
 		}
 	}
 }
@@ -365,6 +374,35 @@ func TestNoCredentials(t *testing.T) {
 	}
 }
 
+// TestCredentialsInObjectsAreRedacted puts a credential the dashboard is
+// told to redact, drawn with the characters a token or a PEM key carries
+// ('+', '/', '='), inside every string a WDS writes that is not a name (a
+// condition and a record message, a cluster name, an analysis value, an
+// Event's text, an action's refusal): no page shows it, neither as written
+// nor as escaped, and each says [redacted].
+func TestCredentialsInObjectsAreRedacted(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		secret := rapid.StringMatching(`[A-Za-z0-9+/=._-]{16,48}`).Draw(rt, "secret")
+		around := func(label string) string {
+			return rapid.SampledFrom([]string{"", "x", "token: ", "<b>"}).Draw(rt, label) + secret +
+				rapid.SampledFrom([]string{"", " ", "\n", "\"", "&"}).Draw(rt, label+" after")
+		}
+		h := hostile{Name: "web", Stage: "test", Space: "wds1", Message: around("message"), Cluster: around("cluster"),
+			Value: around("value"), Event: around("event")}
+		shown := pages(rt, h, secret)
+		for _, page := range slices.Sorted(maps.Keys(shown)) {
+			body := shown[page]
+			if strings.Contains(body, secret) || strings.Contains(html.UnescapeString(body), secret) {
+				rt.Fatalf("page %s shows the credential %q:\n%s", page, secret, body)
+			}
+			// The confirmation shows no string of the WDS but stage names.
+			if page != "confirm" && !strings.Contains(body, "[redacted]") {
+				rt.Fatalf("page %s redacts nothing:\n%s", page, body)
+			}
+		}
+	})
+}
+
 // TestCheckAddress accepts loopback addresses, refuses others unless
 // allowed (then with a warning), and refuses host names and every
 // interface even then.
@@ -412,5 +450,33 @@ func TestPagesNameTheirIcon(t *testing.T) {
 		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "image/") {
 			t.Errorf("GET %s: the icon %s is %s %q", target, m[1], resp.Status, resp.Header.Get("Content-Type"))
 		}
+	}
+}
+
+// TestRedactionSparesThePagesOwnStrings redacts strings so short that the
+// page's own would hold them (letters of every verb and of any CSRF
+// token): the forms still carry the session's token and the verbs, so
+// actions still work, while a WDS's message holding them is redacted.
+func TestRedactionSparesThePagesOwnStrings(t *testing.T) {
+	letters := []string{"a", "e", "o", "s", "t", "A", "E", "O", "S", "T", "1", "-", "_"}
+	src := sourceWith(hostile{Name: "web", Stage: "test", Message: "a test message", Space: "wds1"})
+	s := newTestServer(t, src, Options{Redact: letters, Act: func(context.Context, Action) (string, error) { return "done", nil }})
+	cookie, csrf := session(t, s)
+	if want := s.sessions.tokenOf(cookie.Value); csrf != want {
+		t.Fatalf("the page's CSRF token is %q, want the session's %q", csrf, want)
+	}
+	_, overview := get(s, "/", testAddress, cookie)
+	for _, want := range []string{`name="verb" value="approve"`, `class="verb-suspend"`} {
+		if !strings.Contains(overview, want) {
+			t.Errorf("the overview lacks %s", want)
+		}
+	}
+	if strings.Contains(overview, "a test message") {
+		t.Error("the WDS's message was not redacted")
+	}
+	form := url.Values{"csrf": {csrf}, "space": {"wds1"}, "name": {"web"}, "verb": {"suspend"}}
+	if resp, body := post(s, form, testAddress, "http://"+testAddress, cookie); resp.StatusCode != http.StatusOK ||
+		!strings.Contains(body, `name="csrf" value="`+csrf+`"`) || !strings.Contains(body, `name="verb" value="suspend"`) {
+		t.Errorf("the confirmation: %s, want it to carry the session's token and the verb\n%s", resp.Status, body)
 	}
 }

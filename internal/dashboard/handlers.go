@@ -117,6 +117,7 @@ type recordPage struct {
 	View        string
 	Policy      policyView
 	Conditions  []metav1.Condition
+	Clusters    []clusterRow
 	History     []v1alpha1.RevisionHistory
 	Events      []eventView
 	EventsError string
@@ -179,7 +180,7 @@ func (s *Server) policy(w http.ResponseWriter, r *http.Request) {
 func (s *Server) record(ctx context.Context, space string, p *v1alpha1.StagedBindingPolicy, token string) recordPage {
 	now := s.opts.Now()
 	page := recordPage{View: "record", Policy: s.view(space, p, token, now), Conditions: p.Status.Conditions,
-		History: p.Status.History, Actions: s.opts.Act != nil}
+		Clusters: clusterRows(p), History: p.Status.History, Actions: s.opts.Act != nil}
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	events, err := s.opts.Source.Events(ctx, space, p.Name)
@@ -208,6 +209,9 @@ func (s *Server) fragment(w http.ResponseWriter, r *http.Request) {
 // render executes a template into a buffer first, so that a failure gives a
 // clean error rather than half a page.
 func (s *Server) render(w http.ResponseWriter, name string, data any) {
+	if s.redacting {
+		data = redacted(data, s.redactors.Replace)
+	}
 	var buf bytes.Buffer
 	if err := s.pages.ExecuteTemplate(&buf, name, data); err != nil {
 		s.opts.Logger.Error(err, "Rendering a dashboard page failed", "template", name)

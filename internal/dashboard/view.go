@@ -19,6 +19,7 @@ import (
 	"html/template"
 	"net/url"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -57,18 +58,21 @@ type policyView struct {
 	Window      string
 	Stages      []stageView
 	// Verbs are the actions offered, empty when the dashboard is read-only.
-	Verbs []string
-	CSRF  string
+	// Neither they nor the token come from a WDS: not redacted.
+	Verbs []string `redact:"-"`
+	CSRF  string   `redact:"-"`
 }
 
 // stageView is what the page shows of one stage.
 type stageView struct {
-	Name, Phase, Revision                    string
-	Active                                   bool
-	Total, Succeeded, Progressing, Failed    int32
-	ToApply                                  int32
-	Batch                                    string
-	Clusters                                 []v1alpha1.ClusterStatus
+	Name, Phase, Revision                 string
+	Active                                bool
+	Total, Succeeded, Progressing, Failed int32
+	ToApply                               int32
+	Batch                                 string
+	Clusters                              []v1alpha1.ClusterStatus
+	// FailedClusters names the clusters that failed or timed out.
+	FailedClusters                           string
 	Approval                                 string
 	AwaitingApproval                         bool
 	Deadline                                 string
@@ -145,6 +149,7 @@ func fillStage(sv *stageView, r *v1alpha1.StageStatus, now time.Time) {
 			sv.Batch = fmt.Sprintf("batch %d of %d", c.Batch, c.Batches)
 		}
 		sv.Clusters = c.Clusters
+		sv.FailedClusters = failedClusters(c.Clusters)
 	}
 	if r.Phase == v1alpha1.StageAwaitingApproval {
 		sv.AwaitingApproval = true
@@ -177,6 +182,44 @@ func fillStage(sv *stageView, r *v1alpha1.StageStatus, now time.Time) {
 		}
 		sv.Analyses = append(sv.Analyses, av)
 	}
+}
+
+// failedClusters names the clusters that failed, and those that timed
+// out marked so, in the record's order (failed and timed out first).
+func failedClusters(clusters []v1alpha1.ClusterStatus) string {
+	var names []string
+	for _, c := range clusters {
+		switch c.State {
+		case v1alpha1.ClusterFailed:
+			names = append(names, c.Name)
+		case v1alpha1.ClusterTimedOut:
+			names = append(names, c.Name+" (timed out)")
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// clusterRow is one cluster of a stage placed in batches, as the policy's
+// page lists it.
+type clusterRow struct {
+	Stage, Name string
+	State       v1alpha1.ClusterState
+}
+
+// clusterRows lists the named clusters of every stage placed in batches,
+// in the stages' order.
+func clusterRows(p *v1alpha1.StagedBindingPolicy) []clusterRow {
+	var rows []clusterRow
+	for _, stage := range p.Spec.Stages {
+		r := p.Status.StageNamed(stage.Name)
+		if r == nil || r.Clusters == nil {
+			continue
+		}
+		for _, c := range r.Clusters.Clusters {
+			rows = append(rows, clusterRow{Stage: stage.Name, Name: c.Name, State: c.State})
+		}
+	}
+	return rows
 }
 
 // eventView is what the page shows of one Event.

@@ -86,3 +86,39 @@ func TestOfferedVerbsFitTheRolloutsState(t *testing.T) {
 		}
 	}
 }
+
+// TestClustersShownByState: a stage placed in batches shows its counts,
+// names its failed and timed-out clusters on the card, and the policy's
+// page lists every named cluster of every such stage, in the stages'
+// order; a stage judged as a whole has no cluster record and shows none.
+func TestClustersShownByState(t *testing.T) {
+	p := &v1alpha1.StagedBindingPolicy{
+		Spec: v1alpha1.StagedBindingPolicySpec{Stages: []v1alpha1.Stage{{Name: "dev"}, {Name: "prod"}, {Name: "edge"}}},
+		Status: v1alpha1.StagedBindingPolicyStatus{ActiveStage: "edge", Stages: []v1alpha1.StageStatus{
+			{Name: "edge", Phase: v1alpha1.StageActive, Clusters: &v1alpha1.StageClusters{Total: 5, Placed: 4, Succeeded: 1, Failed: 1, TimedOut: 1,
+				Batch: 2, Batches: 3, Clusters: []v1alpha1.ClusterStatus{
+					{Name: "e2", State: v1alpha1.ClusterFailed}, {Name: "e4", State: v1alpha1.ClusterTimedOut},
+					{Name: "e3", State: v1alpha1.ClusterProgressing}, {Name: "e1", State: v1alpha1.ClusterSucceeded}}}},
+			{Name: "dev", Phase: v1alpha1.StageSucceeded},
+			{Name: "prod", Phase: v1alpha1.StageSucceeded, Clusters: &v1alpha1.StageClusters{Total: 1, Placed: 1, Succeeded: 1,
+				Batch: 1, Batches: 1, Clusters: []v1alpha1.ClusterStatus{{Name: "p1", State: v1alpha1.ClusterSucceeded}}}},
+		}},
+	}
+	v := viewOf("", p, time.Now())
+	dev, prod, edge := v.Stages[0], v.Stages[1], v.Stages[2]
+	if dev.Total != 0 || dev.FailedClusters != "" {
+		t.Errorf("dev, judged as a whole, shows clusters: %+v", dev)
+	}
+	if prod.Total != 1 || prod.Succeeded != 1 || prod.FailedClusters != "" {
+		t.Errorf("prod: %+v", prod)
+	}
+	if edge.Succeeded != 1 || edge.Progressing != 1 || edge.Failed != 2 || edge.ToApply != 1 || edge.Batch != "batch 2 of 3" ||
+		edge.FailedClusters != "e2, e4 (timed out)" {
+		t.Errorf("edge: %+v", edge)
+	}
+	want := []clusterRow{{"prod", "p1", v1alpha1.ClusterSucceeded}, {"edge", "e2", v1alpha1.ClusterFailed},
+		{"edge", "e4", v1alpha1.ClusterTimedOut}, {"edge", "e3", v1alpha1.ClusterProgressing}, {"edge", "e1", v1alpha1.ClusterSucceeded}}
+	if got := clusterRows(p); !slices.Equal(got, want) {
+		t.Errorf("the policy's page lists %v, want %v", got, want)
+	}
+}

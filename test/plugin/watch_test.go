@@ -34,6 +34,7 @@ import (
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/cmd/kubectl-stager/app"
 	stagerapp "github.com/kubestellar/workload-stager/cmd/stager/app"
+	"github.com/kubestellar/workload-stager/test/framework"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/kubestellar"
 	"github.com/kubestellar/workload-stager/test/framework/policytest"
@@ -85,24 +86,13 @@ func liveSpace(t *testing.T) (*environment.Space, string, *kubestellar.Availabil
 }
 
 // screen collects what a terminal shows.
-type screen struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *screen) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
+type screen struct{ framework.LockedBuffer }
 
 // frame returns the last frame drawn (what follows the last clear-screen
 // sequence), without the terminal's carriage returns and colours, and how
 // many frames were drawn.
 func (s *screen) frame() (string, int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	frames := strings.Split(s.buf.String(), "\x1b[H\x1b[2J")
+	frames := strings.Split(s.String(), "\x1b[H\x1b[2J")
 	last := strings.ReplaceAll(frames[len(frames)-1], "\r", "")
 	for _, code := range []string{"\x1b[0m", "\x1b[32m", "\x1b[34m", "\x1b[36m", "\x1b[31m", "\x1b[2m", "\x1b[1m"} {
 		last = strings.ReplaceAll(last, code, "")
@@ -159,9 +149,7 @@ func TestWatchInATerminal(t *testing.T) {
 	shows("the completed rollout", "watched  Completed", "✓ dev ", "✓ test ", "✓ prod  prod1")
 	frame, frames := terminal.frame()
 	t.Logf("the terminal's last frame, of %d:\n%s", frames, frame)
-	terminal.mu.Lock()
-	raw := terminal.buf.String()
-	terminal.mu.Unlock()
+	raw := terminal.String()
 	if frames < 3 || !strings.Contains(raw, "\x1b[32m✓") {
 		t.Errorf("%d frames, want the view redrawn as the rollout went, with coloured marks:\n%q", frames, raw)
 	}

@@ -101,14 +101,16 @@ func (o *options) dashboard(ctx context.Context, f *dashboardFlags) error {
 	}
 	source := dashboard.ClientSource{}
 	clients := map[string]client.Client{}
-	var redact []string
+	redact, err := o.dashboardRedactions(targets)
+	if err != nil {
+		return err
+	}
 	for _, t := range targets {
 		c, err := client.NewWithWatch(t.config, client.Options{Scheme: t.client.Scheme()})
 		if err != nil {
 			return fmt.Errorf("space %s: connecting: %w", t.space, err)
 		}
 		source[t.space], clients[t.space] = c, t.client
-		redact = append(redact, t.config.BearerToken, t.config.Password, t.config.BearerTokenFile)
 	}
 	opts := dashboard.Options{Source: source, Redact: redact, MaxClients: f.maxClients, MaxSpaces: f.maxSpaces, Now: o.now,
 		Logger: funcr.New(func(prefix, args string) { fprintf(o.streams.ErrOut, "%s %s\n", prefix, args) }, funcr.Options{}),

@@ -24,13 +24,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	plugin "github.com/kubestellar/workload-stager/cmd/kubectl-stager/app"
+	"github.com/kubestellar/workload-stager/test/framework"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 )
 
@@ -48,7 +48,7 @@ func Run(ctx context.Context, t *testing.T, timeout time.Duration, kubeconfig []
 	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out := &lockedBuffer{}
+	out := &framework.LockedBuffer{}
 	cmd := plugin.New(genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: out}, time.Now)
 	cmd.SetArgs(append([]string{"--kubeconfig=" + path, "dashboard", "--address=127.0.0.1:0"}, args...))
 	ctx, cancel := context.WithCancel(ctx)
@@ -74,23 +74,4 @@ func Run(ctx context.Context, t *testing.T, timeout time.Duration, kubeconfig []
 		return err
 	})
 	return base
-}
-
-// lockedBuffer is a buffer the dashboard command writes to while the test
-// reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
