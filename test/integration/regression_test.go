@@ -171,7 +171,7 @@ func TestRegressionInDevWhileProdRollsOut(t *testing.T) {
 		t.Fatalf("a regression with onRegression None changed the rollout: %s", policytest.Describe(p))
 	}
 	if dev := p.Status.StageNamed("dev"); dev.Regressed == nil || dev.LastRegressionCheckTime == nil ||
-		!dev.LastRegressionCheckTime.Time.After(regressedAfter) || dev.LastRegressionCheckTime.Time.After(clk.Now()) {
+		!dev.LastRegressionCheckTime.After(regressedAfter) || dev.LastRegressionCheckTime.After(clk.Now()) {
 		t.Fatalf("dev's record = %+v, want regressed, checked after %s and by %s", dev, regressedAfter, clk.Now())
 	}
 	waitFor(t, "one StageRegressed Warning per policy", func() error {
