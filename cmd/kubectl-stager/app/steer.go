@@ -18,6 +18,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -122,6 +123,9 @@ func whoAmI(ctx context.Context, c client.Client) (string, error) {
 // denied says clearly when RBAC or an admission policy refuses the caller.
 func denied(err error, user, what string) error {
 	switch {
+	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "ValidatingAdmissionPolicy '"):
+		// RBAC let the request through; a hint about RBAC would mislead.
+		return fmt.Errorf("an admission policy refused to let %s %s: %w", user, what, err)
 	case apierrors.IsForbidden(err):
 		return fmt.Errorf("%s may not %s: %w (approvers need the workload-stager-approver ClusterRole; suspend, "+
 			"resume, restart, abort and retry need to patch stagedbindingpolicies)", user, what, err)
