@@ -1,0 +1,151 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package plugin
+
+import (
+	"encoding/base64"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+)
+
+// TestGateTestOutputs runs `kubectl stager test` on the GateTests of
+// internal/gatetest (all pass) and of testdata/gatetest (a mismatch, a case
+// that cannot be judged, files that cannot be read) and compares what it
+// prints, and its JUnit report, with golden files.
+func TestGateTestOutputs(t *testing.T) {
+	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	out, err := run(t, now, "", "test", "../../internal/gatetest/testdata/web")
+	if err != nil {
+		t.Errorf("test of passing cases: %v", err)
+	}
+	golden(t, "gatetest-pass", out)
+
+	junit := filepath.Join(t.TempDir(), "report.xml")
+	out, err = run(t, now, "", "test", "testdata/gatetest/mismatch", "testdata/gatetest/bad", "--junit", junit)
+	if err == nil || err.Error() != "1 case(s) failed, 1 could not be judged, 3 file(s) could not be read" {
+		t.Errorf("test of failing cases: error %v", err)
+	}
+	golden(t, "gatetest-mismatch", out)
+	report, err := os.ReadFile(junit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "gatetest-junit", string(report))
+}
+
+// TestRecordReplay records a stage of a live policy whose status says what
+// the controller says of it (its Progressing condition and stage record,
+// as Plan writes them), replays it with `kubectl stager test`, which must
+// agree, then edits the recorded CombinedStatus so that the condition
+// holds, and sees test report the mismatch. No credential of the
+// kubeconfig it ran with is written.
+func TestRecordReplay(t *testing.T) {
+	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	p := rollout(t, "rec", nil)
+	place(t, p, "dev")
+	const waiting = "condition holds for 0 of 1 object(s); not yet for deployments.apps web/rec"
+	setStatus(t, p, v1alpha1.StagedBindingPolicyStatus{ActiveStage: "dev", Phase: v1alpha1.RolloutProgressing,
+		Conditions: []metav1.Condition{
+			trueCondition(v1alpha1.ConditionProgressing, v1alpha1.ReasonConditionNotMet, `stage "dev": `+waiting, now),
+		},
+		Stages: []v1alpha1.StageStatus{
+			{Name: "dev", Phase: v1alpha1.StageActive, StartTime: at(now.Add(-time.Hour)), BindingPolicy: "rec.stage.dev", Message: waiting},
+			{Name: "test", Phase: v1alpha1.StagePending}, {Name: "prod", Phase: v1alpha1.StagePending},
+		}})
+
+	dir := filepath.Join(t.TempDir(), "rec-dev")
+	hide := func(s string) string { return strings.ReplaceAll(s, dir, "DIR") }
+	out, err := run(t, now, "", "record", "rec", "--stage", "dev", "-o", dir)
+	if err != nil {
+		t.Fatalf("record: %v\n%s", err, out)
+	}
+	golden(t, "record", hide(out))
+	recorded, err := os.ReadFile(filepath.Join(dir, "gatetest.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "record-gatetest", string(recorded))
+	if _, err := run(t, now, "", "record", "rec", "--stage", "dev", "-o", dir); err == nil || !strings.Contains(err.Error(), "already holds a gatetest.yaml") {
+		t.Errorf("a second record into the same directory: %v", err)
+	}
+	assertNoCredentials(t, dir)
+
+	out, err = run(t, now, "", "test", dir)
+	if err != nil {
+		t.Errorf("replay: %v", err)
+	}
+	golden(t, "record-replay", hide(out))
+
+	statuses := filepath.Join(dir, "combinedstatuses.yaml")
+	data, err := os.ReadFile(statuses)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `float: "0"`) {
+		t.Fatalf("the recorded statuses hold no 0:\n%s", data)
+	}
+	if err := os.WriteFile(statuses, []byte(strings.Replace(string(data), `float: "0"`, `float: "1"`, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err = run(t, now, "", "test", dir)
+	if err == nil {
+		t.Errorf("replay of an edited status passed")
+	}
+	golden(t, "record-edited", hide(out))
+}
+
+// assertNoCredentials fails when a file under dir holds a credential of
+// the suite's kubeconfig, as written or base64-encoded.
+func assertNoCredentials(t *testing.T, dir string) {
+	t.Helper()
+	config, err := clientcmd.LoadFromFile(suite.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var secrets []string
+	for _, a := range config.AuthInfos {
+		for _, s := range []string{a.Token, a.Password, string(a.ClientKeyData), string(a.ClientCertificateData)} {
+			if len(s) >= 8 {
+				secrets = append(secrets, s, base64.StdEncoding.EncodeToString([]byte(s)))
+			}
+		}
+	}
+	if len(secrets) == 0 {
+		t.Fatal("the suite's kubeconfig holds no credential to look for")
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range secrets {
+			if strings.Contains(string(data), s) {
+				t.Errorf("%s holds a credential of the kubeconfig", e.Name())
+			}
+		}
+	}
+}
