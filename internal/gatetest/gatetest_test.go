@@ -19,8 +19,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/kubestellar/workload-stager/internal/expression"
 	"github.com/kubestellar/workload-stager/internal/rollout"
@@ -248,5 +250,36 @@ func TestLoadSymlinkOut(t *testing.T) {
 	_, err := Load(rootFS(t, dir), "gatetest.yaml", DefaultLimits)
 	if err == nil || !strings.Contains(err.Error(), "cases[0].inputs.binding: binding-dev.yaml: path escapes from parent") {
 		t.Errorf("error %v, want the link refused", err)
+	}
+}
+
+// TestLoadNamedPipe checks that an input that is a named pipe is refused
+// without being read: reading it would wait for a writer for ever.
+func TestLoadNamedPipe(t *testing.T) {
+	dir := t.TempDir()
+	for name, f := range webFS(t) {
+		if err := os.WriteFile(filepath.Join(dir, name), f.Data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pipe := filepath.Join(dir, "binding-dev.yaml")
+	if err := os.Remove(pipe); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(pipe, 0o600); err != nil {
+		t.Skipf("no named pipes here: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := Load(rootFS(t, dir), "gatetest.yaml", DefaultLimits)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "cases[0].inputs.binding: binding-dev.yaml: not a regular file") {
+			t.Errorf("error %v, want the pipe refused", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Load waits on a named pipe")
 	}
 }

@@ -294,13 +294,21 @@ func (l *loader) read(p string) ([]byte, error) {
 	if !fs.ValidPath(p) || strings.Contains(p, `\`) {
 		return nil, fmt.Errorf("%q: not a path inside the test's directory (relative, with / between names, no . or ..)", p)
 	}
+	// A directory, a device or a named pipe is no input; opening a pipe
+	// waits for a writer, so it is refused before it is opened, and
+	// again once open, should it have been swapped in meanwhile.
+	info, err := fs.Stat(l.fsys, p)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p, unwrapPath(err))
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", p)
+	}
 	f, err := l.fsys.Open(p)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", p, unwrapPath(err))
 	}
 	defer func() { _ = f.Close() }()
-	// A directory, a device or a named pipe is no input, and reading a
-	// pipe could wait for ever.
 	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s: not a regular file", p)
 	}
