@@ -70,7 +70,8 @@ type GateAnswer struct {
 }
 
 // JudgeGates judges the gates of the named stage of policy (its filter,
-// condition, failureCondition and analyses) on the given Binding (nil: none
+// condition, failureCondition and analyses; and, as rule 5 does, whether
+// every stage's expressions compile) on the given Binding (nil: none
 // yet), CombinedStatuses and analysis answers (by analysis name, oldest
 // first), as Plan's rules 5 and 15 do, with the controller's engine, limits
 // and messages, at now. It reads no clock and nothing else: the timers
@@ -89,11 +90,12 @@ func JudgeGates(engine *expression.Engine, policy *v1alpha1.StagedBindingPolicy,
 		return GateVerdict{}, fmt.Errorf("StagedBindingPolicy %s has no stage %q", policy.Name, stageName)
 	}
 	stage := policy.Spec.Stages[active]
-	compiled, reason, err := compileStages(engine, []v1alpha1.Stage{stage})
+	// Rule 5 compiles every stage: one that does not compile blocks them all.
+	compiled, reason, err := compileStages(engine, policy.Spec.Stages)
 	if err != nil {
-		return GateVerdict{Outcome: GateBlocked, Reason: reason, Message: cutMessage(err.Error(), MaxConditionMessage)}, nil
+		return GateVerdict{Outcome: GateBlocked, Reason: reason, Message: compileFailures(errorList(err), MaxConditionMessage)}, nil
 	}
-	programs := compiled[0]
+	programs := compiled[active]
 	binding = binding.DeepCopy()
 	bp := gateBindingPolicy(policy, stage, binding, bpUID)
 	budget := engine.NewBudget()
@@ -111,16 +113,18 @@ func JudgeGates(engine *expression.Engine, policy *v1alpha1.StagedBindingPolicy,
 		v.Outcome, v.Reason, v.Message = outcome, f.Reason, f.Message
 		return v, nil
 	}
+	// planAfterAssessment's order: a failure first, even beside an
+	// evaluation error (an analysis can fail while a condition errs).
 	switch {
-	case result.evaluationError:
-		v.Outcome, v.Reason, v.Message = GateBlocked, result.reason, cutMessage(result.message, MaxConditionMessage)
-		return v, nil
 	case result.failed:
 		return fail(GateFailed, v1alpha1.ReasonFailureConditionMet, result.message)
 	case an.failed != nil:
 		return fail(GateFailed, v1alpha1.ReasonAnalysisFailed, describeAnalysis(an.failed))
 	case an.inconclusive != nil:
 		return fail(GateInconclusive, v1alpha1.ReasonAnalysisInconclusive, describeAnalysis(an.inconclusive))
+	case result.evaluationError:
+		v.Outcome, v.Reason, v.Message = GateBlocked, result.reason, cutMessage(result.message, MaxConditionMessage)
+		return v, nil
 	}
 	gated := an.gate(result)
 	v.Outcome, v.Reason, v.Message = GateNotDone, gated.reason, cutMessage(gated.message, MaxConditionMessage)

@@ -42,7 +42,7 @@ func TestGateTestOutputs(t *testing.T) {
 
 	junit := filepath.Join(t.TempDir(), "report.xml")
 	out, err = run(t, now, "", "test", "testdata/gatetest/mismatch", "testdata/gatetest/bad", "--junit", junit)
-	if err == nil || err.Error() != "1 case(s) failed, 1 could not be judged, 3 file(s) could not be read" {
+	if err == nil || err.Error() != "2 case(s) failed, 1 could not be judged, 3 file(s) could not be read" {
 		t.Errorf("test of failing cases: error %v", err)
 	}
 	golden(t, "gatetest-mismatch", out)

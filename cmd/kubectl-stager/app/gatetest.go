@@ -254,6 +254,10 @@ func printGates(out io.Writer, r gatetest.Result) {
 		}
 		fprintf(out, "  analysis %s: %s\n", a.Name, summary)
 	}
+	if r.Verdict.Explanation.Objects == nil && slices.Contains([]string{v1alpha1.ReasonInvalidExpression, v1alpha1.ReasonExpressionTooCostly},
+		r.Verdict.Reason) {
+		return // no object was judged: an expression does not compile
+	}
 	printObjectTable(out, r.Verdict.Explanation)
 }
 
