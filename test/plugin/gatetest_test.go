@@ -96,6 +96,22 @@ func TestRecordReplay(t *testing.T) {
 	}
 	golden(t, "record-replay", hide(out))
 
+	// The same case on the WDS's policy (policyRef) passes too.
+	ref := strings.Replace(string(recorded), "policy: policy.yaml", "policyRef: {name: rec}", 1)
+	if ref == string(recorded) {
+		t.Fatal("the recorded gatetest.yaml names no policy.yaml")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ref.gatetest.yaml"), []byte(ref), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run(t, now, "", "test", filepath.Join(dir, "ref.gatetest.yaml")); err != nil ||
+		!strings.Contains(out, "(StagedBindingPolicy rec)") || !strings.Contains(out, "1 passed") {
+		t.Errorf("replay with policyRef: %v\n%s", err, out)
+	}
+	if err := os.Remove(filepath.Join(dir, "ref.gatetest.yaml")); err != nil {
+		t.Fatal(err)
+	}
+
 	statuses := filepath.Join(dir, "combinedstatuses.yaml")
 	data, err := os.ReadFile(statuses)
 	if err != nil {
