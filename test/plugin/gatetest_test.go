@@ -16,15 +16,21 @@ package plugin
 
 import (
 	"encoding/base64"
+	"encoding/pem"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	hostingv1alpha1 "github.com/kubestellar/workload-stager/api/hosting/v1alpha1"
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 )
 
@@ -164,4 +170,81 @@ func assertNoCredentials(t *testing.T, dir string) {
 			}
 		}
 	}
+}
+
+// TestRecordAnalysisWithToken records a stage with an analysis whose
+// MetricProvider needs a CA and a bearer token from a Secret: the answer
+// is recorded, the replay agrees with what the controller recorded, and
+// neither the token nor the CA is in the directory.
+func TestRecordAnalysisWithToken(t *testing.T) {
+	const secretNamespace, token = "record-secrets", "rec0rd-s3cret-token"
+	api := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+token {
+			http.Error(w, `{"status":"error","errorType":"unauthorized","error":"no token"}`, http.StatusUnauthorized)
+			return
+		}
+		_, _ = w.Write([]byte(`{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"0.004"]}]}}`))
+	}))
+	t.Cleanup(api.Close)
+	c := suite.wds.Client
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: api.Certificate().Raw})
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: secretNamespace}}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: secretNamespace, Name: "prom-access",
+		Labels: map[string]string{hostingv1alpha1.CredentialLabel: "true"}}, Data: map[string][]byte{"ca.crt": ca, "token": []byte(token)}}
+	provider := &hostingv1alpha1.MetricProvider{ObjectMeta: metav1.ObjectMeta{Name: "recorded-prom"},
+		Spec: hostingv1alpha1.MetricProviderSpec{Spaces: []string{hostingv1alpha1.AllSpaces}, Prometheus: hostingv1alpha1.PrometheusProvider{Address: api.URL,
+			CASecretRef:          &hostingv1alpha1.SecretKeyRef{Name: "prom-access", Key: "ca.crt"},
+			BearerTokenSecretRef: &hostingv1alpha1.SecretKeyRef{Name: "prom-access", Key: "token"}}}}
+	for _, obj := range []client.Object{ns, secret, provider} {
+		if err := c.Create(suite.ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { _ = c.Delete(suite.ctx, provider); _ = c.Delete(suite.ctx, ns) })
+	p := rollout(t, "recmeasured", func(p *v1alpha1.StagedBindingPolicy) {
+		p.Spec.Stages[0].Analysis = []v1alpha1.Analysis{{Name: "error-rate", Provider: "recorded-prom", Query: "vector(0.004)",
+			SuccessCondition: "result.all(v, v < 0.01)"}}
+	})
+	place(t, p, "dev")
+	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	const waiting = "condition holds for 0 of 1 object(s); not yet for deployments.apps web/recmeasured"
+	setStatus(t, p, v1alpha1.StagedBindingPolicyStatus{ActiveStage: "dev", Phase: v1alpha1.RolloutProgressing,
+		Conditions: []metav1.Condition{
+			trueCondition(v1alpha1.ConditionProgressing, v1alpha1.ReasonConditionNotMet, `stage "dev": `+waiting, now),
+		},
+		Stages: []v1alpha1.StageStatus{
+			{Name: "dev", Phase: v1alpha1.StageActive, StartTime: at(now.Add(-time.Hour)), PlacedTime: at(now.Add(-time.Hour)),
+				BindingPolicy: "recmeasured.stage.dev", Message: waiting},
+			{Name: "test", Phase: v1alpha1.StagePending}, {Name: "prod", Phase: v1alpha1.StagePending},
+		}})
+
+	dir := filepath.Join(t.TempDir(), "recmeasured-dev")
+	out, err := run(t, now, "", "record", "recmeasured", "--analysis", "-o", dir, "--metric-provider-secret-namespace", secretNamespace)
+	if err != nil {
+		t.Fatalf("record: %v\n%s", err, out)
+	}
+	answer, err := os.ReadFile(filepath.Join(dir, "analysis-error-rate.yaml"))
+	if err != nil || !strings.Contains(string(answer), "- 0.004") {
+		t.Errorf("the recorded answer: %v\n%s", err, answer)
+	}
+	if out, err := run(t, now, "", "test", dir); err != nil {
+		t.Errorf("replay: %v\n%s", err, out)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []string{token, base64.StdEncoding.EncodeToString([]byte(token)), string(ca),
+			base64.StdEncoding.EncodeToString(ca), "prom-access"} {
+			if strings.Contains(string(data), s) {
+				t.Errorf("%s holds the MetricProvider's Secret (%.20q...)", e.Name(), s)
+			}
+		}
+	}
+	assertNoCredentials(t, dir)
 }
