@@ -283,3 +283,21 @@ func TestLoadNamedPipe(t *testing.T) {
 		t.Fatal("Load waits on a named pipe")
 	}
 }
+
+// TestRunUnknownAnalysis checks that answers to an analysis the stage
+// does not have make the case an error naming the field, rather than
+// being ignored: a typo in its name would leave the analysis without
+// answers, and the case judging something else than it says.
+func TestRunUnknownAnalysis(t *testing.T) {
+	m := webFS(t)
+	replace(m, "error-rate: {file: answers-error-rate.yaml}", "error-rates: {file: answers-error-rate.yaml}")
+	s, err := Load(m, "gatetest.yaml", DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Run(newEngine(t), s, s.Policy)[3]
+	want := `cases[3].inputs.analyses[error-rates]: stage "prod" of web has no analysis "error-rates"`
+	if r.Err == nil || r.Err.Error() != want {
+		t.Errorf("error %v, want %q", r.Err, want)
+	}
+}

@@ -16,6 +16,7 @@ package gatetest
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -56,8 +57,8 @@ func Run(engine *expression.Engine, s *Suite, policy *v1alpha1.StagedBindingPoli
 		if c.Now != nil {
 			now = c.Now.Time
 		}
-		if policy.Spec.StageNamed(c.Stage) == nil {
-			r.Err = fmt.Errorf("cases[%d].stage: StagedBindingPolicy %s has no stage %q", i, policy.Name, c.Stage)
+		if err := checkStage(policy, i, c); err != nil {
+			r.Err = err
 			results = append(results, r)
 			continue
 		}
@@ -70,6 +71,26 @@ func Run(engine *expression.Engine, s *Suite, policy *v1alpha1.StagedBindingPoli
 		results = append(results, r)
 	}
 	return results
+}
+
+// checkStage checks that the policy has the case's stage, and the stage
+// each analysis the case answers.
+func checkStage(policy *v1alpha1.StagedBindingPolicy, i int, c LoadedCase) error {
+	stage := policy.Spec.StageNamed(c.Stage)
+	if stage == nil {
+		return fmt.Errorf("cases[%d].stage: StagedBindingPolicy %s has no stage %q", i, policy.Name, c.Stage)
+	}
+	names := make([]string, 0, len(c.Answers))
+	for name := range c.Answers {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if !slices.ContainsFunc(stage.Analysis, func(a v1alpha1.Analysis) bool { return a.Name == name }) {
+			return fmt.Errorf("cases[%d].inputs.analyses[%s]: stage %q of %s has no analysis %q", i, name, stage.Name, policy.Name, name)
+		}
+	}
+	return nil
 }
 
 // Compare says how a verdict differs from what is expected: the outcome
