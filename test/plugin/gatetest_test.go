@@ -17,6 +17,7 @@ package plugin
 import (
 	"encoding/base64"
 	"encoding/pem"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -24,6 +25,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -247,4 +249,57 @@ func TestRecordAnalysisWithToken(t *testing.T) {
 		}
 	}
 	assertNoCredentials(t, dir)
+}
+
+// TestGateTestHostileTextIsEscaped runs a GateTest whose case name,
+// expected message and CombinedStatus carry terminal control sequences
+// and a U+202E, and requires that no control character other than a
+// newline or tab reaches the output, and that the JUnit report holds none
+// XML cannot.
+func TestGateTestHostileTextIsEscaped(t *testing.T) {
+	dir := t.TempDir()
+	src := "testdata/gatetest/mismatch"
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(data)
+		switch e.Name() {
+		case "gatetest.yaml":
+			text = strings.Replace(text, "name: dev is done (it is not)", fmt.Sprintf("name: %q", "dev is done"+hideText+rightToLeft), 1)
+			text = strings.Replace(text, "message: not yet for deployments.apps default/web", fmt.Sprintf("message: %q", writeClipoard), 1)
+		case "statuses.yaml":
+			text = strings.Replace(text, "columnNames: [available]", fmt.Sprintf("columnNames: [%q]", "avail"+hideText), 1)
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	junit := filepath.Join(t.TempDir(), "report.xml")
+	out, err := run(t, time.Time{}, "", "test", dir, "--junit", junit)
+	if err == nil {
+		t.Fatal("a run with mismatches passed")
+	}
+	report, err := os.ReadFile(junit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{"output": out, "JUnit report": string(report)} {
+		for _, r := range text {
+			if r != '\n' && r != '\t' && (unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r)) {
+				t.Errorf("the %s holds %U", name, r)
+				break
+			}
+		}
+	}
+	for _, escaped := range []string{`\x1b[8m`, `\u202e`, `\x1b]52`} {
+		if !strings.Contains(out, escaped) {
+			t.Errorf("the output does not show %s escaped:\n%s", escaped, out)
+		}
+	}
 }

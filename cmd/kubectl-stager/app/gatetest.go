@@ -360,15 +360,16 @@ func junitReport(runs []testFile) junitSuites {
 	return report
 }
 
-// xmlText drops what XML 1.0 cannot hold (most control characters, which
-// encoding/xml would write as they are), keeping tabs and newlines.
+// xmlText escapes text for the JUnit report as the plugin escapes what
+// it prints (printable), line by line: a CI system's page shows it, and
+// XML 1.0 cannot hold most control characters, which encoding/xml would
+// write as they are.
 func xmlText(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '\t' || r == '\n' || r == '\r' || (r >= 0x20 && r != 0xFFFE && r != 0xFFFF) {
-			return r
-		}
-		return -1
-	}, strings.ToValidUTF8(s, "\uFFFD"))
+	lines := strings.Split(s, "\n")
+	for i, line := range lines {
+		lines[i] = printable(line)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // writeJUnit writes the JUnit report of runs to path.
