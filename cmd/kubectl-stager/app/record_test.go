@@ -24,6 +24,7 @@ import (
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/internal/expression"
+	"github.com/kubestellar/workload-stager/internal/gatetest"
 	"github.com/kubestellar/workload-stager/internal/rollout"
 )
 
@@ -92,5 +93,55 @@ func TestSelectedStatusesLeavesSecretsOut(t *testing.T) {
 		if strings.Join(names, ",") != strings.Join(tc.want, ",") || strings.Join(left, ",") != strings.Join(tc.left, ",") {
 			t.Errorf("filter %q: recorded %v, left out %v; want %v, %v", tc.filter, names, left, tc.want, tc.left)
 		}
+	}
+}
+
+// TestRecordedExpectation checks what record expects of a stage from the
+// policy's status, for each way the controller records a stage.
+func TestRecordedExpectation(t *testing.T) {
+	progressing := func(reason string) []metav1.Condition {
+		return []metav1.Condition{{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: reason, Message: "m"}}
+	}
+	active := []v1alpha1.StageStatus{{Name: "dev", Phase: v1alpha1.StageActive, Message: "waiting"}}
+	for _, tc := range []struct {
+		name   string
+		status v1alpha1.StagedBindingPolicyStatus
+		want   gatetest.Expect
+		err    string
+	}{
+		{"failed", v1alpha1.StagedBindingPolicyStatus{ActiveStage: "dev", Stages: active, Conditions: progressing(v1alpha1.ReasonFailureConditionMet),
+			Failure: &v1alpha1.RolloutFailure{Stage: "dev", Reason: v1alpha1.ReasonFailureConditionMet, Message: `stage "dev" failed: x`}},
+			gatetest.Expect{Outcome: rollout.GateFailed, Reason: v1alpha1.ReasonFailureConditionMet, Message: `stage "dev" failed: x`}, ""},
+		{"inconclusive", v1alpha1.StagedBindingPolicyStatus{ActiveStage: "dev", Stages: active,
+			Failure: &v1alpha1.RolloutFailure{Stage: "dev", Reason: v1alpha1.ReasonAnalysisInconclusive, Message: "y"}},
+			gatetest.Expect{Outcome: rollout.GateInconclusive, Reason: v1alpha1.ReasonAnalysisInconclusive, Message: "y"}, ""},
+		{"blocked", v1alpha1.StagedBindingPolicyStatus{ActiveStage: "dev", Stages: active, Conditions: progressing(v1alpha1.ReasonEvaluationError)},
+			gatetest.Expect{Outcome: rollout.GateBlocked, Reason: v1alpha1.ReasonEvaluationError}, ""},
+		{"waiting", v1alpha1.StagedBindingPolicyStatus{ActiveStage: "dev", Stages: active, Conditions: progressing(v1alpha1.ReasonWaitingForStatus)},
+			gatetest.Expect{Outcome: rollout.GateNotDone, Reason: v1alpha1.ReasonWaitingForStatus, Message: "waiting"}, ""},
+		{"soaking", v1alpha1.StagedBindingPolicyStatus{ActiveStage: "dev", Stages: active, Conditions: progressing(v1alpha1.ReasonSoaking)},
+			gatetest.Expect{Outcome: rollout.GateDone}, ""},
+		{"past its deadline", v1alpha1.StagedBindingPolicyStatus{ActiveStage: "dev", Stages: active,
+			Conditions: progressing(v1alpha1.ReasonProgressDeadlineExceeded)}, gatetest.Expect{Outcome: rollout.GateNotDone}, ""},
+		{"done", v1alpha1.StagedBindingPolicyStatus{ActiveStage: "prod", Conditions: progressing(v1alpha1.ReasonConditionNotMet),
+			Stages: []v1alpha1.StageStatus{{Name: "dev", Phase: v1alpha1.StageSucceeded, Message: "condition holds"}}},
+			gatetest.Expect{Outcome: rollout.GateDone, Message: "condition holds"}, ""},
+		{"waits for a window", v1alpha1.StagedBindingPolicyStatus{ActiveStage: "dev", Stages: active,
+			Conditions: progressing(v1alpha1.ReasonWaitingForWindow)}, gatetest.Expect{}, "waits for WaitingForWindow, not for its gates"},
+		{"not started", v1alpha1.StagedBindingPolicyStatus{}, gatetest.Expect{}, "has not started"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &v1alpha1.StagedBindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Status: tc.status}
+			got, err := recordedExpectation(p, "dev")
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Errorf("error %v, want one containing %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Errorf("got %+v, %v; want %+v", got, err, tc.want)
+			}
+		})
 	}
 }
