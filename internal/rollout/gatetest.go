@@ -76,7 +76,7 @@ type GateAnswer struct {
 // first), as Plan's rules 5 and 15 do, with the controller's engine, limits
 // and messages, at now. It reads no clock and nothing else: the timers
 // around the gates (soak, progressDeadline, windows, approvals) are not
-// judged.
+// judged. A stage placed in batches is refused.
 //
 // The stage's BindingPolicy is the one the Binding's owner reference of
 // kind BindingPolicy names (KubeStellar sets it); a Binding without one is
@@ -90,6 +90,11 @@ func JudgeGates(engine *expression.Engine, policy *v1alpha1.StagedBindingPolicy,
 		return GateVerdict{}, fmt.Errorf("StagedBindingPolicy %s has no stage %q", policy.Name, stageName)
 	}
 	stage := policy.Spec.Stages[active]
+	if stage.Batched() {
+		// Rule 15 judges a batched stage per cluster, on the Bindings and
+		// statuses of one BindingPolicy per cluster.
+		return GateVerdict{}, fmt.Errorf("stage %q of %s is placed in batches: gate tests do not judge a batched stage", stage.Name, policy.Name)
+	}
 	// Rule 5 compiles every stage: one that does not compile blocks them all.
 	compiled, reason, err := compileStages(engine, policy.Spec.Stages)
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"pgregory.net/rapid"
 
@@ -136,4 +137,17 @@ func TestJudgeGatesAgreesWithPlan(t *testing.T) {
 // message is prefixed), or is empty (a handover writes no message).
 func containsOrEqual(planned, judged string) bool {
 	return planned == "" || planned == judged || len(planned) > len(judged) && planned[len(planned)-len(judged):] == judged
+}
+
+// TestJudgeGatesRefusesBatchedStage checks that a stage placed in batches,
+// whose gates Plan judges per cluster (rule 15), is refused rather than
+// judged as one placement.
+func TestJudgeGatesRefusesBatchedStage(t *testing.T) {
+	dev := stageWith("dev", "", seedCondition)
+	dev.MaxConcurrency = ptr.To(intstr.FromInt32(1))
+	f := at("dev", dev, stage("prod")).bound().reporting(deployment, "1")
+	_, err := JudgeGates(newEngine(t), f.Policy, "dev", f.Binding, f.CombinedStatuses, nil, "unused", f.Now.Time)
+	if err == nil || err.Error() != `stage "dev" of `+testPolicyName+` is placed in batches: gate tests do not judge a batched stage` {
+		t.Errorf("error %v", err)
+	}
 }

@@ -93,6 +93,9 @@ func (o *options) record(ctx context.Context, name, stageName, dir string, withA
 	if err != nil {
 		return err
 	}
+	if stage.Batched() {
+		return fmt.Errorf("stage %q of %s is placed in batches: gate tests do not judge a batched stage", stage.Name, p.Name)
+	}
 	expect, err := recordedExpectation(p, stage.Name)
 	if err != nil {
 		return err
