@@ -27,6 +27,7 @@ import (
 	"time"
 	"unicode"
 
+	ksv1alpha1 "github.com/kubestellar/kubestellar/api/control/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
@@ -70,6 +71,7 @@ func TestGateTestOutputs(t *testing.T) {
 func TestRecordReplay(t *testing.T) {
 	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	p := rollout(t, "rec", nil)
+	t.Cleanup(func() { removePolicy(p) }) // TestOutputs lists every policy
 	place(t, p, "dev")
 	const waiting = "condition holds for 0 of 1 object(s); not yet for deployments.apps web/rec"
 	setStatus(t, p, v1alpha1.StagedBindingPolicyStatus{ActiveStage: "dev", Phase: v1alpha1.RolloutProgressing,
@@ -136,6 +138,14 @@ func TestRecordReplay(t *testing.T) {
 		t.Errorf("replay of an edited status passed")
 	}
 	golden(t, "record-edited", hide(out))
+}
+
+// removePolicy deletes a policy and the BindingPolicy place made for its
+// dev stage, so that the tests that list them see only their own.
+func removePolicy(p *v1alpha1.StagedBindingPolicy) {
+	_ = suite.wds.Client.Delete(suite.ctx, &ksv1alpha1.BindingPolicy{ObjectMeta: metav1.ObjectMeta{
+		Name: v1alpha1.StagePlacement(p.Name, "dev").String()}})
+	_ = suite.wds.Client.Delete(suite.ctx, p)
 }
 
 // assertNoCredentials fails when a file under dir holds a credential of
@@ -207,6 +217,7 @@ func TestRecordAnalysisWithToken(t *testing.T) {
 		p.Spec.Stages[0].Analysis = []v1alpha1.Analysis{{Name: "error-rate", Provider: "recorded-prom", Query: "vector(0.004)",
 			SuccessCondition: "result.all(v, v < 0.01)"}}
 	})
+	t.Cleanup(func() { removePolicy(p) })
 	place(t, p, "dev")
 	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	const waiting = "condition holds for 0 of 1 object(s); not yet for deployments.apps web/recmeasured"
