@@ -69,7 +69,10 @@ and steers them:
   promote  break glass: treat the active stage, or every stage left, as done
            (spec.promotion)
   dashboard
-           a live web page of every rollout, with its actions, on this machine`,
+           a live web page of every rollout, with its actions, on this machine
+  record, test
+           record what a stage's gates read into a GateTest; run GateTests
+           offline, with the stager's own engine, limits and messages`,
 		SilenceUsage: true,
 		Annotations:  map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl stager"},
 	}
@@ -83,6 +86,7 @@ and steers them:
 	root.AddCommand(newHistoryCommand(o), newUndoCommand(o))
 	root.AddCommand(newPromoteCommand(o))
 	root.AddCommand(newDashboardCommand(o))
+	root.AddCommand(newTestCommand(o), newRecordCommand(o))
 	return root
 }
 
