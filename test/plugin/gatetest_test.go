@@ -167,6 +167,13 @@ func assertNoCredentials(t *testing.T, dir string) {
 	if len(secrets) == 0 {
 		t.Fatal("the suite's kubeconfig holds no credential to look for")
 	}
+	assertNoneOf(t, dir, "a credential of the kubeconfig", secrets)
+}
+
+// assertNoneOf fails when a file under dir holds one of secrets, which
+// are what.
+func assertNoneOf(t *testing.T, dir, what string, secrets []string) {
+	t.Helper()
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -178,7 +185,7 @@ func assertNoCredentials(t *testing.T, dir string) {
 		}
 		for _, s := range secrets {
 			if strings.Contains(string(data), s) {
-				t.Errorf("%s holds a credential of the kubeconfig", e.Name())
+				t.Errorf("%s holds %s (%.20q...)", e.Name(), what, s)
 			}
 		}
 	}
@@ -243,22 +250,8 @@ func TestRecordAnalysisWithToken(t *testing.T) {
 	if out, err := run(t, now, "", "test", dir); err != nil {
 		t.Errorf("replay: %v\n%s", err, out)
 	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range []string{token, base64.StdEncoding.EncodeToString([]byte(token)), string(ca),
-			base64.StdEncoding.EncodeToString(ca), "prom-access"} {
-			if strings.Contains(string(data), s) {
-				t.Errorf("%s holds the MetricProvider's Secret (%.20q...)", e.Name(), s)
-			}
-		}
-	}
+	assertNoneOf(t, dir, "the MetricProvider's Secret", []string{token, base64.StdEncoding.EncodeToString([]byte(token)),
+		string(ca), base64.StdEncoding.EncodeToString(ca), "prom-access"})
 	assertNoCredentials(t, dir)
 }
 
