@@ -267,8 +267,9 @@ func TestScreenshotIsAPNG(t *testing.T) {
 
 // TestNoChromiumSkipsOrFailsUnderCI runs this package's test binary again
 // with no Chromium to find: a test asking for a browser (its own or the
-// shared one) skips, naming the package, and under CI=true fails. A
-// $STAGER_CHROMIUM that names no program fails even outside CI.
+// shared one) fails, naming the package; it skips only when
+// $STAGER_SKIP_BROWSER=1 asks, and never under CI=true. A $STAGER_CHROMIUM
+// that names no program fails whatever is asked.
 func TestNoChromiumSkipsOrFailsUnderCI(t *testing.T) {
 	if os.Getenv("BROWSER_TEST_CHILD") == "1" {
 		if os.Getenv("BROWSER_TEST_SHARED") == "1" {
@@ -279,19 +280,21 @@ func TestNoChromiumSkipsOrFailsUnderCI(t *testing.T) {
 		t.Fatal("New returned without a Chromium")
 	}
 	for _, tc := range []struct {
-		ci, shared, env string
-		wantFail        bool
-		want            string
+		ci, shared, env, skip string
+		wantFail              bool
+		want                  string
 	}{
-		{"", "0", "", false, browser.InstallHint},
-		{"true", "0", "", true, browser.InstallHint},
-		{"", "1", "", false, browser.InstallHint},
-		{"true", "1", "", true, browser.InstallHint},
-		{"", "0", "/nonexistent/chromium", true, "$STAGER_CHROMIUM: stat /nonexistent/chromium"},
+		{"", "0", "", "", true, browser.InstallHint},
+		{"", "0", "", "1", false, browser.InstallHint},
+		{"true", "0", "", "1", true, browser.InstallHint},
+		{"", "1", "", "", true, browser.InstallHint},
+		{"", "1", "", "1", false, browser.InstallHint},
+		{"true", "1", "", "1", true, browser.InstallHint},
+		{"", "0", "/nonexistent/chromium", "1", true, "$STAGER_CHROMIUM: stat /nonexistent/chromium"},
 	} {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestNoChromiumSkipsOrFailsUnderCI$", "-test.v")
 		cmd.Env = []string{"BROWSER_TEST_CHILD=1", "BROWSER_TEST_SHARED=" + tc.shared, "PATH=" + t.TempDir(),
-			"HOME=" + os.Getenv("HOME"), "CI=" + tc.ci, browser.EnvChromium + "=" + tc.env}
+			"HOME=" + os.Getenv("HOME"), "CI=" + tc.ci, browser.EnvChromium + "=" + tc.env, browser.EnvSkipBrowser + "=" + tc.skip}
 		out, err := cmd.CombinedOutput()
 		failed := err != nil
 		if failed != tc.wantFail {
