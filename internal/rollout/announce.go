@@ -44,14 +44,14 @@ import (
 // it twice, never zero times.
 func announce(snap *Snapshot, action *Action) {
 	before := &snap.Policy.Status
-	switch {
-	case action.Type == ActionUpdateStatus:
+	switch action.Type {
+	case ActionUpdateStatus:
 		change := action.Type
 		if action.Announces != "" {
 			change = action.Announces
 		}
 		record(before, action.Status, snap.Announced, string(change), action.Events, snap.Now)
-	case action.Type == ActionNone:
+	case ActionNone:
 		if !anyAnnounced(before.PendingEvents, snap.Announced) {
 			return
 		}

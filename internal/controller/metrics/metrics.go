@@ -161,7 +161,8 @@ func SpaceDisengaged(space string) {
 	labels := prometheus.Labels{LabelSpace: space}
 	for _, vec := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
-	}{transitions, stageDuration, evaluations, evaluationLatency, analysisQueries, reconcileErrors, fenceLapsedWrites, promotions, regressionChecks} {
+	}{transitions, stageDuration, evaluations, evaluationLatency, analysisQueries, reconcileErrors, fenceLapsedWrites, promotions, regressionChecks,
+		announcements} {
 		vec.DeletePartialMatch(labels)
 	}
 }
