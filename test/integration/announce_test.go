@@ -25,12 +25,15 @@ import (
 
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
+	"github.com/kubestellar/workload-stager/test/framework/policytest"
 	"github.com/kubestellar/workload-stager/test/framework/process"
 	"github.com/kubestellar/workload-stager/test/framework/stack"
 )
@@ -45,10 +48,11 @@ const (
 
 // TestEventsSurviveKillsAroundStatusWrites runs the stager binary on a
 // space of its own and SIGKILLs it, a random few milliseconds after it
-// wrote the policy's status, while a three-stage rollout goes on, then
-// starts it again; at the end, every Event the rollout's writes promise
-// (each stage started, each stage before the last done, the rollout
-// completed) is in the API server at least once (issue 60).
+// wrote a policy's status, while two rollouts go on (dev -> test -> prod,
+// and dev -> prod placed a cluster at a time, one cluster failing), then
+// starts it again; at the end, every Event the writes promise (each stage
+// started, each stage before the last done, the cluster failed, the
+// rollouts completed) is in the API server at least once (issue 60).
 func TestEventsSurviveKillsAroundStatusWrites(t *testing.T) {
 	kills := 8
 	if v := os.Getenv(crashKillsEnv); v != "" {
@@ -95,7 +99,18 @@ func TestEventsSurviveKillsAroundStatusWrites(t *testing.T) {
 		wds.openGate(name, stage)
 	}
 	create(t, wds, newPolicy(name, name))
-	key := types.NamespacedName{Name: name}
+	// batch's prod is placed a cluster at a time, prod1 first, which
+	// never gets the workload available: it fails past its 3 s deadline,
+	// within the budget of one, and prod2 completes the rollout.
+	const batch = "announce-batch"
+	createWorkload(t, wds, batch)
+	wds.openGate(batch, "dev")
+	wds.availability.SetAvailable(v1alpha1.StagePlacement(batch, "prod").On("prod2").String(), true)
+	prod := policytest.Stage("prod", policytest.Deployments, policytest.Available)
+	one := intstr.FromInt32(1)
+	prod.MaxConcurrency, prod.MaxFailures, prod.ProgressDeadline = &one, &one, &metav1.Duration{Duration: 3 * time.Second}
+	create(t, wds, policytest.Policy(batch, map[string]string{policytest.AppLabel: batch},
+		policytest.Stage("dev", policytest.Deployments, policytest.Available), prod))
 
 	// Kill the stager a random 0-10 ms after it wrote the status, as a
 	// watch tells, up to kills times, and start it again.
@@ -103,23 +118,28 @@ func TestEventsSurviveKillsAroundStatusWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	watch, err := wc.Watch(suite.ctx, &v1alpha1.StagedBindingPolicyList{}, client.MatchingFields{"metadata.name": name})
+	watch, err := wc.Watch(suite.ctx, &v1alpha1.StagedBindingPolicyList{})
 	if err != nil {
 		t.Fatalf("watching the policy: %v", err)
 	}
 	defer watch.Stop()
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 60))
-	var last *v1alpha1.StagedBindingPolicyStatus
+	last := map[string]*v1alpha1.StagedBindingPolicyStatus{}
 	killed := 0
 	deadline := time.After(90 * time.Second)
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	done := func() bool {
-		p := &v1alpha1.StagedBindingPolicy{}
-		if err := wds.Client.Get(suite.ctx, key, p); err != nil {
-			t.Fatalf("reading the policy: %v", err)
+		for _, n := range []string{name, batch} {
+			p := &v1alpha1.StagedBindingPolicy{}
+			if err := wds.Client.Get(suite.ctx, types.NamespacedName{Name: n}, p); err != nil {
+				t.Fatalf("reading policy %s: %v", n, err)
+			}
+			if p.Status.Phase != v1alpha1.RolloutCompleted || len(p.Status.PendingEvents) > 0 {
+				return false
+			}
 		}
-		return p.Status.Phase == v1alpha1.RolloutCompleted && len(p.Status.PendingEvents) == 0 && killed >= min(kills, 3)
+		return killed >= min(kills, 3)
 	}
 	for !done() {
 		select {
@@ -135,8 +155,8 @@ func TestEventsSurviveKillsAroundStatusWrites(t *testing.T) {
 			if !isPolicy {
 				continue
 			}
-			changed := last != nil && !equality.Semantic.DeepEqual(last, &p.Status)
-			last = p.Status.DeepCopy()
+			changed := last[p.Name] != nil && !equality.Semantic.DeepEqual(last[p.Name], &p.Status)
+			last[p.Name] = p.Status.DeepCopy()
 			if !changed || killed >= kills {
 				continue
 			}
@@ -145,8 +165,8 @@ func TestEventsSurviveKillsAroundStatusWrites(t *testing.T) {
 				t.Fatal(err)
 			}
 			killed++
-			t.Logf("killed the stager after a status write (%d): phase %s, active stage %s, %d Events pending",
-				killed, p.Status.Phase, p.Status.ActiveStage, len(p.Status.PendingEvents))
+			t.Logf("killed the stager after a status write of %s (%d): phase %s, active stage %s, %d Events pending",
+				p.Name, killed, p.Status.Phase, p.Status.ActiveStage, len(p.Status.PendingEvents))
 			stager = start()
 		}
 	}
@@ -154,13 +174,16 @@ func TestEventsSurviveKillsAroundStatusWrites(t *testing.T) {
 		t.Fatal("the stager was never killed")
 	}
 
-	want := []struct{ reason, note string }{
-		{v1alpha1.EventReasonStageStarted, `stage "dev" started`},
-		{v1alpha1.EventReasonStageSucceeded, `stage "dev" is done`},
-		{v1alpha1.EventReasonStageStarted, `stage "test" started`},
-		{v1alpha1.EventReasonStageSucceeded, `stage "test" is done`},
-		{v1alpha1.EventReasonStageStarted, `stage "prod" started`},
-		{v1alpha1.ReasonRolloutCompleted, ""},
+	want := []struct{ policy, reason, note string }{
+		{name, v1alpha1.EventReasonStageStarted, `stage "dev" started`},
+		{name, v1alpha1.EventReasonStageSucceeded, `stage "dev" is done`},
+		{name, v1alpha1.EventReasonStageStarted, `stage "test" started`},
+		{name, v1alpha1.EventReasonStageSucceeded, `stage "test" is done`},
+		{name, v1alpha1.EventReasonStageStarted, `stage "prod" started`},
+		{name, v1alpha1.ReasonRolloutCompleted, ""},
+		{batch, v1alpha1.EventReasonStageStarted, `stage "prod" started`},
+		{batch, v1alpha1.EventReasonClusterFailed, `stage "prod": cluster prod1 is`},
+		{batch, v1alpha1.ReasonRolloutCompleted, ""},
 	}
 	environment.Eventually(t, 10*time.Second, "every promised Event posted", func() error {
 		list := &eventsv1.EventList{}
@@ -171,12 +194,12 @@ func TestEventsSurviveKillsAroundStatusWrites(t *testing.T) {
 		for _, w := range want {
 			found := false
 			for _, e := range list.Items {
-				if e.Regarding.Name == name && e.Reason == w.reason && strings.HasPrefix(e.Note, w.note) {
+				if e.Regarding.Name == w.policy && e.Reason == w.reason && strings.HasPrefix(e.Note, w.note) {
 					found = true
 				}
 			}
 			if !found {
-				missing = append(missing, fmt.Sprintf("%s %q", w.reason, w.note))
+				missing = append(missing, fmt.Sprintf("%s: %s %q", w.policy, w.reason, w.note))
 			}
 		}
 		if len(missing) > 0 {
