@@ -840,6 +840,49 @@ type StagedBindingPolicyStatus struct {
 	// that window opens next; absent when no stage waits for one.
 	// +optional
 	Window *WindowStatus `json:"window,omitempty"`
+	// PendingEvents are the Events the stager has recorded and not yet
+	// known to be posted, oldest first, at most MaxPendingEvents: written
+	// with the change they announce, posted after the write and again by
+	// a restarted stager, cleared once posted
+	// (docs/proposals/announcements.md).
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	// +optional
+	PendingEvents []PendingEvent `json:"pendingEvents,omitempty"`
+	// EventSequence is the sequence number of the last Event recorded in
+	// PendingEvents.
+	// +optional
+	EventSequence int64 `json:"eventSequence,omitempty"`
+	// DroppedEvents counts the pending Events dropped unposted, the
+	// oldest first, because more than MaxPendingEvents were pending.
+	// +optional
+	DroppedEvents int64 `json:"droppedEvents,omitempty"`
+}
+
+// MaxPendingEvents is the most Events status.pendingEvents holds.
+const MaxPendingEvents = 32
+
+// PendingEvent is an Event recorded in the status with the change it
+// announces, posted from that record.
+type PendingEvent struct {
+	// Sequence numbers the policy's Events in the order they were
+	// recorded.
+	Sequence int64 `json:"sequence"`
+	// Type is Normal or Warning.
+	// +kubebuilder:validation:Enum=Normal;Warning
+	Type string `json:"type"`
+	// Reason is the Event's reason.
+	// +kubebuilder:validation:MaxLength=128
+	Reason string `json:"reason"`
+	// Action is the change that the Event announces.
+	// +kubebuilder:validation:MaxLength=128
+	Action string `json:"action"`
+	// Note is the Event's note.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Note string `json:"note,omitempty"`
+	// Time is when the change was recorded.
+	Time metav1.Time `json:"time"`
 }
 
 // WaveState is whether a wave holds a policy's revision.

@@ -203,3 +203,25 @@ func eventKeys(events []Event) []string {
 func timeEqual(a *metav1.Time, b metav1.Time) bool {
 	return a != nil && a.Equal(&b)
 }
+
+// planThrough plans on snap and, when the plan is rule 20's status write
+// that records the Events of a change before it is made
+// (Action.Announces), plans again on the policy with that status written,
+// as the reconciler's next step does: it returns that change, with the
+// Events the write recorded, or the write if the next plan is another
+// change.
+func planThrough(snap *Snapshot, engine *expression.Engine, opts ...PlanOption) Action {
+	action := Plan(snap, engine, opts...)
+	if action.Announces == "" {
+		return action
+	}
+	next := *snap
+	next.Policy = snap.Policy.DeepCopy()
+	next.Policy.Status = *action.Status
+	change := Plan(&next, engine, opts...)
+	if change.Type != action.Announces {
+		return action
+	}
+	change.Events = action.Events
+	return change
+}

@@ -66,7 +66,7 @@ func TestPlanSealsUnderTheKeyItIsGiven(t *testing.T) {
 	}
 
 	t.Run("the handover is marked under the key", func(t *testing.T) {
-		action := Plan(at("dev").bound().reporting(deployment, "1").Snapshot, engine, WithHandoverKey(ours))
+		action := planThrough(at("dev").bound().reporting(deployment, "1").Snapshot, engine, WithHandoverKey(ours))
 		if action.Type != ActionCreateBindingPolicy ||
 			action.BindingPolicy.Annotations[v1alpha1.HandedOverFromAnnotation] != ours.Mark(testPolicyUID, "dev", earlier.Time) {
 			t.Fatalf("action = %s (%s), want test's BindingPolicy marked under the key given", action.Type, action.Why)
@@ -74,7 +74,7 @@ func TestPlanSealsUnderTheKeyItIsGiven(t *testing.T) {
 	})
 	t.Run("a mark under the key records the advance", func(t *testing.T) {
 		snap := at("dev").bound().reporting(deployment, "0").with(withNextBP(markedBy(ours))).Snapshot
-		action := Plan(snap, engine, WithHandoverKey(ours))
+		action := planThrough(snap, engine, WithHandoverKey(ours))
 		if action.Type != ActionUpdateStatus || action.Status.ActiveStage != "test" {
 			t.Fatalf("action = %s (%s), want the advance recorded", action.Type, action.Why)
 		}
@@ -84,7 +84,7 @@ func TestPlanSealsUnderTheKeyItIsGiven(t *testing.T) {
 	})
 	t.Run("a mark under another key is taken away", func(t *testing.T) {
 		for _, k := range []HandoverKey{theirs, {}} {
-			action := Plan(at("dev").bound().reporting(deployment, "0").with(withNextBP(markedBy(k))).Snapshot, engine, WithHandoverKey(ours))
+			action := planThrough(at("dev").bound().reporting(deployment, "0").with(withNextBP(markedBy(k))).Snapshot, engine, WithHandoverKey(ours))
 			if action.Type != ActionDeleteBindingPolicy || action.BindingPolicy.Name != "web.stage.test" {
 				t.Fatalf("action = %s (%s), want test's BindingPolicy taken away", action.Type, action.Why)
 			}
@@ -99,14 +99,14 @@ func TestPlanSealsUnderTheKeyItIsGiven(t *testing.T) {
 		return f
 	}
 	t.Run("a cluster sealed under another key is taken over, sealed under the key", func(t *testing.T) {
-		action := Plan(sealedBy(theirs).Snapshot, engine, WithHandoverKey(ours))
+		action := planThrough(sealedBy(theirs).Snapshot, engine, WithHandoverKey(ours))
 		if action.Type != ActionUpdateBindingPolicy || action.BindingPolicy.Name != "web.stage.prod.on.store-a" ||
 			action.BindingPolicy.Annotations[v1alpha1.PlacedAnnotation] != ours.Placement(testPolicyUID, "prod", "", "store-a", now.Time) {
 			t.Fatalf("action = %s (%s), want store-a taken over and sealed under the key given", action.Type, action.Why)
 		}
 	})
 	t.Run("a cluster sealed under the key counts as placed", func(t *testing.T) {
-		action := Plan(sealedBy(ours).Snapshot, engine, WithHandoverKey(ours))
+		action := planThrough(sealedBy(ours).Snapshot, engine, WithHandoverKey(ours))
 		if action.Type == ActionUpdateBindingPolicy || action.Type == ActionCreateBindingPolicy {
 			t.Fatalf("action = %s (%s), want store-a counted as placed", action.Type, action.Why)
 		}

@@ -90,6 +90,10 @@ type Action struct {
 	// RequeueAfter, when positive, is when Plan's decision changes with time
 	// alone (a threshold is crossed): the next run is due then at the latest.
 	RequeueAfter time.Duration
+
+	// Announces is the change whose Events a status write records before
+	// it is made (rule 20, announceFirst); empty for the write's own.
+	Announces ActionType
 }
 
 // Bounds on what Plan writes. The API server rejects a condition message of
@@ -225,6 +229,10 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //     (superseding the one before), which ends Completed (Promoted when a stage was promoted) or Aborted with
 //     the write's phase, lists who approved and who promoted its stages and when each stage it did (not
 //     promoted) started and was done, and the oldest entries go beyond ten (keepHistory, stagesDone).
+//  20. every Event is announced through status.pendingEvents: a status write records its Events there, an
+//     Event-bearing change that is not a status write (a batch's BindingPolicy) is preceded by a status write
+//     that records them, a run with nothing else to write clears the entries the reconciler posted
+//     (Snapshot.Announced), and the oldest go beyond MaxPendingEvents, counted in status.droppedEvents (announce).
 //
 // Rules 13, 14, 16 and 17 write the Placements of desiredPlacement, each
 // BindingPolicy with the Reason it is kept, through one diff
@@ -251,6 +259,7 @@ func Plan(snap *Snapshot, engine *expression.Engine, opts ...PlanOption) Action 
 	keyed.startFrozen, keyed.frozen = startsFirstStage(&keyed) && keyed.Freeze.For(firstStage(keyed.Policy)) != nil, &frozenMark{}
 	snap = &keyed
 	action := plan(snap, engine, cfg)
+	announceFirst(snap, &action)
 	waveAfter(snap, &action)
 	windowAfter(snap, &action)
 	freezeAfter(snap, &action)
@@ -271,6 +280,7 @@ func Plan(snap *Snapshot, engine *expression.Engine, opts ...PlanOption) Action 
 	for i := range action.Events {
 		action.Events[i].Note = cutMessage(action.Events[i].Note, MaxEventNote)
 	}
+	announce(snap, &action)
 	return action
 }
 

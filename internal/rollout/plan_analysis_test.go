@@ -125,7 +125,7 @@ func TestPlanAnalyses(t *testing.T) {
 	engine := newEngine(t)
 
 	t.Run("a successful analysis lets the stage advance, recording its measurement", func(t *testing.T) {
-		action := Plan(healthyTest(analysed(v1alpha1.FailureHold, errorRate(1))).with(measured(now, 0.01)).Snapshot, engine)
+		action := planThrough(healthyTest(analysed(v1alpha1.FailureHold, errorRate(1))).with(measured(now, 0.01)).Snapshot, engine)
 		if action.Type != ActionUpdateStatus || action.Status.ActiveStage != "prod" {
 			t.Fatalf("action %s (%s), want the advance to prod recorded (not the handover: the measurement goes first)", action.Type, action.Why)
 		}
@@ -138,7 +138,7 @@ func TestPlanAnalyses(t *testing.T) {
 	t.Run("analyses not started hold a stage without a condition", func(t *testing.T) {
 		stages := analysed(v1alpha1.FailureHold, errorRate(1))
 		stages[1].Condition = ""
-		action := Plan(at("test", stages...).bound().Snapshot, engine)
+		action := planThrough(at("test", stages...).bound().Snapshot, engine)
 		if action.Type != ActionUpdateStatus || action.Status.ActiveStage != "test" || action.Status.StageNamed("test").PlacedTime == nil {
 			t.Fatalf("action %s (%s), want test to stay active, its placement recorded", action.Type, action.Why)
 		}
@@ -148,7 +148,7 @@ func TestPlanAnalyses(t *testing.T) {
 	})
 
 	t.Run("a running analysis holds a stage whose condition holds", func(t *testing.T) {
-		action := Plan(healthyTest(analysed(v1alpha1.FailureHold, errorRate(3))).with(measured(now, 0.01)).Snapshot, engine)
+		action := planThrough(healthyTest(analysed(v1alpha1.FailureHold, errorRate(3))).with(measured(now, 0.01)).Snapshot, engine)
 		if action.Type != ActionUpdateStatus || action.Status.ActiveStage != "test" {
 			t.Fatalf("action %s (%s), want test to stay active", action.Type, action.Why)
 		}
@@ -162,9 +162,9 @@ func TestPlanAnalyses(t *testing.T) {
 
 	t.Run("a measurement counts once, and not before the stage started", func(t *testing.T) {
 		f := healthyTest(analysed(v1alpha1.FailureHold, errorRate(3))).with(measured(now, 0.01))
-		first := Plan(f.Snapshot, engine)
+		first := planThrough(f.Snapshot, engine)
 		f.Policy.Status = *first.Status
-		again := Plan(f.with(measured(muchEarlier, 0.01)).Snapshot, engine)
+		again := planThrough(f.with(measured(muchEarlier, 0.01)).Snapshot, engine)
 		if again.Type == ActionUpdateStatus {
 			if r := errorRateRecord(t, again.Status); r.Taken() != 1 {
 				t.Errorf("record %+v after the same and an earlier measurement again, want 1 taken", r)
@@ -173,7 +173,7 @@ func TestPlanAnalyses(t *testing.T) {
 	})
 
 	t.Run("a failed analysis with onFailure Hold stalls the rollout where it is", func(t *testing.T) {
-		action := Plan(healthyTest(analysed(v1alpha1.FailureHold, errorRate(3))).with(measured(now, 0.5)).Snapshot, engine)
+		action := planThrough(healthyTest(analysed(v1alpha1.FailureHold, errorRate(3))).with(measured(now, 0.5)).Snapshot, engine)
 		if action.Type != ActionUpdateStatus || action.Status.Failure == nil || action.Status.Phase != v1alpha1.RolloutStalled {
 			t.Fatalf("action %s (%s), want the failure recorded and the rollout Stalled", action.Type, action.Why)
 		}
@@ -192,7 +192,7 @@ func TestPlanAnalyses(t *testing.T) {
 	t.Run("failures within the failureLimit do not fail the analysis", func(t *testing.T) {
 		tolerant := errorRate(3)
 		tolerant.FailureLimit = 1
-		action := Plan(healthyTest(analysed(v1alpha1.FailureHold, tolerant)).with(measured(now, 0.5)).Snapshot, engine)
+		action := planThrough(healthyTest(analysed(v1alpha1.FailureHold, tolerant)).with(measured(now, 0.5)).Snapshot, engine)
 		if action.Type != ActionUpdateStatus || action.Status.Failure != nil {
 			t.Fatalf("action %s (%s), want the measurement recorded and no failure", action.Type, action.Why)
 		}
@@ -202,7 +202,7 @@ func TestPlanAnalyses(t *testing.T) {
 	})
 
 	t.Run("a provider that does not answer is inconclusive, which holds even with onFailure Abort", func(t *testing.T) {
-		action := Plan(healthyTest(analysed(v1alpha1.FailureAbort, errorRate(3))).with(unreachable(now)).Snapshot, engine)
+		action := planThrough(healthyTest(analysed(v1alpha1.FailureAbort, errorRate(3))).with(unreachable(now)).Snapshot, engine)
 		if action.Type != ActionUpdateStatus || action.Status.Failure == nil {
 			t.Fatalf("action %s (%s), want the failure recorded", action.Type, action.Why)
 		}
@@ -218,7 +218,7 @@ func TestPlanAnalyses(t *testing.T) {
 	t.Run("neither condition holding is inconclusive, within the inconclusiveLimit", func(t *testing.T) {
 		both := errorRate(3)
 		both.FailureCondition, both.InconclusiveLimit = `result.all(v, v > 0.2)`, 1
-		action := Plan(healthyTest(analysed(v1alpha1.FailureHold, both)).with(measured(now, 0.1)).Snapshot, engine)
+		action := planThrough(healthyTest(analysed(v1alpha1.FailureHold, both)).with(measured(now, 0.1)).Snapshot, engine)
 		if action.Type != ActionUpdateStatus || action.Status.Failure != nil {
 			t.Fatalf("action %s (%s), want the measurement recorded and no failure", action.Type, action.Why)
 		}
@@ -230,7 +230,7 @@ func TestPlanAnalyses(t *testing.T) {
 	t.Run("an evaluation error is inconclusive", func(t *testing.T) {
 		indexing := errorRate(1)
 		indexing.SuccessCondition = `result[0] < 0.05`
-		action := Plan(healthyTest(analysed(v1alpha1.FailureHold, indexing)).with(measured(now)).Snapshot, engine)
+		action := planThrough(healthyTest(analysed(v1alpha1.FailureHold, indexing)).with(measured(now)).Snapshot, engine)
 		if action.Status == nil || action.Status.Failure == nil || action.Status.Failure.Reason != v1alpha1.ReasonAnalysisInconclusive {
 			t.Fatalf("action %s (%s), want the rollout held as inconclusive", action.Type, action.Why)
 		}
@@ -239,7 +239,7 @@ func TestPlanAnalyses(t *testing.T) {
 	t.Run("a dry run is recorded and never gates", func(t *testing.T) {
 		dry := errorRate(3)
 		dry.DryRun = true
-		action := Plan(healthyTest(analysed(v1alpha1.FailureAbort, dry)).with(measured(now, 0.9)).Snapshot, engine)
+		action := planThrough(healthyTest(analysed(v1alpha1.FailureAbort, dry)).with(measured(now, 0.9)).Snapshot, engine)
 		if action.Type != ActionUpdateStatus || action.Status.ActiveStage != "prod" || action.Status.Failure != nil {
 			t.Fatalf("action %s (%s), want the advance to prod", action.Type, action.Why)
 		}
@@ -251,7 +251,7 @@ func TestPlanAnalyses(t *testing.T) {
 	t.Run("an analysis condition that does not compile blocks the rollout", func(t *testing.T) {
 		broken := errorRate(1)
 		broken.SuccessCondition = `result.nope(`
-		action := Plan(healthyTest(analysed(v1alpha1.FailureHold, broken)).Snapshot, engine)
+		action := planThrough(healthyTest(analysed(v1alpha1.FailureHold, broken)).Snapshot, engine)
 		if action.Status == nil || action.Status.Phase != v1alpha1.RolloutBlocked {
 			t.Fatalf("action %s (%s), want the rollout Blocked", action.Type, action.Why)
 		}
@@ -263,14 +263,14 @@ func TestPlanFailureCondition(t *testing.T) {
 	stages := analysed(v1alpha1.FailureHold)
 	stages[1].FailureCondition = `obj.results.exists(r, r.rows.exists(row, row.columns.exists(c, c.type == 'Number' && c.float == '0')))`
 
-	action := Plan(at("test", stages...).bound().reporting(deployment, "0").Snapshot, engine)
+	action := planThrough(at("test", stages...).bound().reporting(deployment, "0").Snapshot, engine)
 	if action.Type != ActionUpdateStatus || action.Status.Failure == nil || action.Status.Failure.Reason != v1alpha1.ReasonFailureConditionMet {
 		t.Fatalf("action %s (%s), want the failure recorded as FailureConditionMet", action.Type, action.Why)
 	}
 	if !strings.Contains(action.Status.Failure.Message, "deployments.apps web/nginx") {
 		t.Errorf("failure message %q, want it to name the object", action.Status.Failure.Message)
 	}
-	if action := Plan(at("test", stages...).bound().reporting(deployment, "1").Snapshot, engine); action.Type != ActionCreateBindingPolicy ||
+	if action := planThrough(at("test", stages...).bound().reporting(deployment, "1").Snapshot, engine); action.Type != ActionCreateBindingPolicy ||
 		action.BindingPolicy.Name != "web.stage.prod" {
 		t.Errorf("a healthy object: action %s (%s), want the handover to prod", action.Type, action.Why)
 	}
@@ -286,7 +286,7 @@ func TestPlanHeld(t *testing.T) {
 	}
 	t.Run("a held rollout stays, changing nothing placed, and takes no measurement", func(t *testing.T) {
 		f := held()
-		if action := Plan(f.Snapshot, engine); action.Type != ActionNone {
+		if action := planThrough(f.Snapshot, engine); action.Type != ActionNone {
 			t.Errorf("action %s (%s), want none", action.Type, action.Why)
 		}
 		if due := DueAnalyses(f.Policy, now); len(due) != 0 {
@@ -302,7 +302,7 @@ func TestPlanHeld(t *testing.T) {
 		t.Run(name+" releases it", func(t *testing.T) {
 			f := held()
 			change(f.Policy)
-			action := Plan(f.Snapshot, engine)
+			action := planThrough(f.Snapshot, engine)
 			if action.Type != ActionUpdateStatus || action.Status.Failure != nil || len(action.Status.StageNamed("test").Analyses) != 0 {
 				t.Fatalf("action %s (%s), want the failure and the stage's analyses cleared", action.Type, action.Why)
 			}
@@ -319,7 +319,7 @@ func TestPlanOnFailureAbort(t *testing.T) {
 	engine := newEngine(t)
 	failed := func(f fixture) fixture {
 		f = f.with(measured(now, 0.5))
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		if action.Status == nil || action.Status.Failure == nil || action.Status.Failure.Action != v1alpha1.FailureAbort {
 			t.Fatalf("action %s (%s), want the failure recorded with Abort", action.Type, action.Why)
 		}
@@ -330,7 +330,7 @@ func TestPlanOnFailureAbort(t *testing.T) {
 
 	t.Run("without a revision, the failed stage goes and the last good one comes back", func(t *testing.T) {
 		f := failed(healthyTest(analysed(v1alpha1.FailureAbort, errorRate(1))))
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		if action.Type != ActionUpdateStatus || action.Status.Phase != v1alpha1.RolloutAborted || action.Status.ActiveStage != "" {
 			t.Fatalf("action %s (%s), want the abort recorded", action.Type, action.Why)
 		}
@@ -344,17 +344,17 @@ func TestPlanOnFailureAbort(t *testing.T) {
 			t.Errorf("Progressing %q, want it to say dev stays", c.Message)
 		}
 		f.Policy.Status = *action.Status
-		action = Plan(f.Snapshot, engine)
+		action = planThrough(f.Snapshot, engine)
 		if action.Type != ActionCreateBindingPolicy || action.BindingPolicy.Name != "web.stage.dev" {
 			t.Fatalf("action %s (%s), want web.stage.dev placed again first", action.Type, action.Why)
 		}
 		dev := ownedBP(f.Policy, "dev", types.UID("bp-dev"))
 		f = f.alsoBP(dev)
-		if action := Plan(f.Snapshot, engine); action.Type != ActionNone {
+		if action := planThrough(f.Snapshot, engine); action.Type != ActionNone {
 			t.Fatalf("action %s (%s), want to wait until dev's BindingPolicy is resolved", action.Type, action.Why)
 		}
 		f.Bindings = append(f.Bindings, *bindingFor(dev))
-		action = Plan(f.Snapshot, engine)
+		action = planThrough(f.Snapshot, engine)
 		if action.Type != ActionDeleteBindingPolicy || action.BindingPolicy.Name != "web.stage.test" {
 			t.Fatalf("action %s (%s), want web.stage.test taken away", action.Type, action.Why)
 		}
@@ -367,12 +367,12 @@ func TestPlanOnFailureAbort(t *testing.T) {
 		f.Policy.Status.StageNamed("test").PlacedTime = ptr.To(earlier)
 		f.Policy.Status = *Plan(f.Snapshot, engine).Status
 		f.Measurements = nil
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		if action.Type != ActionUpdateStatus || !strings.Contains(condition(t, action.Status, v1alpha1.ConditionProgressing).Message, "none stays placed") {
 			t.Fatalf("action %s (%s), want the abort recorded with nothing kept", action.Type, action.Why)
 		}
 		f.Policy.Status = *action.Status
-		if action := Plan(f.Snapshot, engine); action.Type != ActionDeleteBindingPolicy || action.BindingPolicy.Name != "web.stage.test" {
+		if action := planThrough(f.Snapshot, engine); action.Type != ActionDeleteBindingPolicy || action.BindingPolicy.Name != "web.stage.test" {
 			t.Fatalf("action %s (%s), want web.stage.test taken away", action.Type, action.Why)
 		}
 	})
@@ -383,7 +383,7 @@ func TestPlanOnFailureAbort(t *testing.T) {
 		f.CombinedStatuses = append(f.CombinedStatuses, combinedStatus(f.ActiveBindingPolicy, deployment, "1"))
 		f.Policy.Status.StageNamed("test").PlacedTime = ptr.To(earlier)
 		f = failed(f)
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		if action.Type != ActionUpdateStatus || action.Status.Phase != v1alpha1.RolloutAborted {
 			t.Fatalf("action %s (%s), want the abort recorded", action.Type, action.Why)
 		}
@@ -394,21 +394,21 @@ func TestPlanOnFailureAbort(t *testing.T) {
 			t.Errorf("Progressing %q, want it to say test failed", c.Message)
 		}
 		f.Policy.Status = *action.Status
-		if action := Plan(f.Snapshot, engine); action.Type != ActionCreateBindingPolicy || action.BindingPolicy.Name != "web.stage.dev.v1" {
+		if action := planThrough(f.Snapshot, engine); action.Type != ActionCreateBindingPolicy || action.BindingPolicy.Name != "web.stage.dev.v1" {
 			t.Errorf("action %s (%s), want web.stage.dev.v1 placed again", action.Type, action.Why)
 		}
 		t.Run("and stays aborted until a new revision", func(t *testing.T) {
 			f.Policy.Generation++
-			if action := Plan(f.Snapshot, engine); action.Type != ActionCreateBindingPolicy {
+			if action := planThrough(f.Snapshot, engine); action.Type != ActionCreateBindingPolicy {
 				t.Errorf("a new spec of the same revision: action %s (%s), want the abort to go on", action.Type, action.Why)
 			}
 			f.Policy.Spec.Revision.Name = "v3"
-			action := Plan(f.Snapshot, engine)
+			action := planThrough(f.Snapshot, engine)
 			if action.Type != ActionUpdateStatus || action.Status.Failure != nil {
 				t.Fatalf("a new revision: action %s (%s), want the failure released", action.Type, action.Why)
 			}
 			f.Policy.Status = *action.Status
-			if action := Plan(f.Snapshot, engine); action.Type != ActionUpdateStatus || action.Status.UpdateRevision != "v3" {
+			if action := planThrough(f.Snapshot, engine); action.Type != ActionUpdateStatus || action.Status.UpdateRevision != "v3" {
 				t.Errorf("then: action %s (%s), want v3's rollout started", action.Type, action.Why)
 			}
 		})
@@ -424,7 +424,7 @@ func TestFailuresOfBatchedStages(t *testing.T) {
 		})
 		f := batched(prod).on("store-a", minutesAgo(30), "0").on("store-b", minutesAgo(30), "1").
 			on("store-c", minutesAgo(15), "0").on("store-d", minutesAgo(15), "1")
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		if action.Type != ActionUpdateStatus || action.Status.Failure == nil ||
 			action.Status.Failure.Reason != v1alpha1.ReasonFailureBudgetExceeded || action.Status.Failure.Action != v1alpha1.FailureAbort {
 			t.Fatalf("action %s (%s), want the failure recorded with Abort", action.Type, action.Why)
@@ -440,13 +440,13 @@ func TestFailuresOfBatchedStages(t *testing.T) {
 		})
 		f := batched(prod).on("store-a", minutesAgo(1), "0").on("store-b", minutesAgo(1), "1")
 		// Were store-a Progressing, its batch would wait for it.
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		if action.Type != ActionCreateBindingPolicy || action.BindingPolicy.Name != "web.stage.prod.on.store-c" {
 			t.Fatalf("action %s (%s), want store-c placed, store-a failed within the budget", action.Type, action.Why)
 		}
 		prod.FailureCondition = ""
 		f.Policy.Spec.Stages[2] = prod
-		if action := Plan(f.Snapshot, engine); action.Type == ActionCreateBindingPolicy {
+		if action := planThrough(f.Snapshot, engine); action.Type == ActionCreateBindingPolicy {
 			t.Errorf("without the failureCondition: action %s (%s), want the batch to wait for store-a", action.Type, action.Why)
 		}
 	})
@@ -483,7 +483,7 @@ func TestAnalysisFailureStaysHeldUntilReleased(t *testing.T) {
 			f.Policy.Status.RestartedAt = "t1"
 			writes := 0
 			for range 6 {
-				action := Plan(f.Snapshot, engine)
+				action := planThrough(f.Snapshot, engine)
 				if action.Type != ActionUpdateStatus {
 					break
 				}
@@ -503,7 +503,7 @@ func TestAnalysisFailureStaysHeldUntilReleased(t *testing.T) {
 		f.Policy.Spec.Suspend, f.Policy.Generation = true, f.Policy.Generation+1
 		f.Policy.Status = *Plan(f.Snapshot, engine).Status
 		f.Policy.Spec.Suspend, f.Policy.Generation = false, f.Policy.Generation+1
-		if action := Plan(f.Snapshot, engine); action.Status != nil && action.Status.Failure == nil {
+		if action := planThrough(f.Snapshot, engine); action.Status != nil && action.Status.Failure == nil {
 			t.Errorf("suspend and resume released the hold: %s", action.Why)
 		}
 	})
@@ -521,7 +521,7 @@ func TestAnalysisAbortWithdrawsToStagesThatWereDone(t *testing.T) {
 		f.Policy.Status = *Plan(f.Snapshot, engine).Status
 		f.Policy.Spec.Stages = []v1alpha1.Stage{f.Policy.Spec.Stages[0], f.Policy.Spec.Stages[2]}
 		f.Policy.Generation++
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		if action.Type != ActionCreateBindingPolicy || action.BindingPolicy.Name != "web.stage.dev" {
 			t.Errorf("action %s (%s), want dev, the stage done before, placed again", action.Type, action.Why)
 		}
@@ -534,12 +534,12 @@ func TestAnalysisAbortWithdrawsToStagesThatWereDone(t *testing.T) {
 		f.Policy.Spec.Abort = true
 		f.Policy.Status = *Plan(f.Snapshot, engine).Status
 		f.Policy.Spec.Abort, f.Policy.Generation = false, f.Policy.Generation+1
-		failed := Plan(f.Snapshot, engine)
+		failed := planThrough(f.Snapshot, engine)
 		if failed.Status == nil || failed.Status.Failure == nil {
 			t.Fatalf("action %s (%s), want the failure recorded", failed.Type, failed.Why)
 		}
 		f.Policy.Status = *failed.Status
-		if action := Plan(f.Snapshot, engine); action.Type != ActionUpdateStatus || action.Status.ActiveStage != "" {
+		if action := planThrough(f.Snapshot, engine); action.Type != ActionUpdateStatus || action.Status.ActiveStage != "" {
 			t.Errorf("action %s (%s), want the withdraw recorded first", action.Type, action.Why)
 		}
 	})
@@ -557,11 +557,11 @@ func TestAnalysisMeasurementsCountOnceFromPlacement(t *testing.T) {
 			t.Errorf("due %v before the stage's Binding placed anything", due)
 		}
 		f := fixture{newSnapshot(p, ownedBP(p, "test", types.UID("bp-test")))}.with(measured(now))
-		if action := Plan(f.Snapshot, engine); action.Status != nil && (action.Status.Failure != nil || len(action.Status.StageNamed("test").Analyses) > 0) {
+		if action := planThrough(f.Snapshot, engine); action.Status != nil && (action.Status.Failure != nil || len(action.Status.StageNamed("test").Analyses) > 0) {
 			t.Errorf("a measurement before the placement was recorded: %+v", action.Status.StageNamed("test"))
 		}
 		placed := at("test", analysed(v1alpha1.FailureAbort, errorRate(1))...).bound()
-		action := Plan(placed.Snapshot, engine)
+		action := planThrough(placed.Snapshot, engine)
 		if action.Status == nil || !timeEqual(action.Status.StageNamed("test").PlacedTime, now) || action.RequeueAfter != time.Second {
 			t.Fatalf("action %s (%s), want placedTime recorded now and a requeue in 1s", action.Type, action.Why)
 		}
@@ -580,9 +580,9 @@ func TestAnalysisMeasurementsCountOnceFromPlacement(t *testing.T) {
 
 	t.Run("a measurement's time counts to the second, as the status keeps it", func(t *testing.T) {
 		f := healthyTest(analysed(v1alpha1.FailureHold, errorRate(3))).with(measured(metav1.NewTime(now.Add(700*time.Millisecond)), 0.01))
-		first := Plan(f.Snapshot, engine)
+		first := planThrough(f.Snapshot, engine)
 		f.Policy.Status = *first.Status
-		if again := Plan(f.Snapshot, engine); again.Status != nil {
+		if again := planThrough(f.Snapshot, engine); again.Status != nil {
 			if r := errorRateRecord(t, again.Status); r.Taken() != 1 {
 				t.Errorf("the same measurement counted %d times", r.Taken())
 			}
@@ -595,7 +595,7 @@ func TestAnalysisMeasurementsCountOnceFromPlacement(t *testing.T) {
 			t.Fatal(err)
 		}
 		f := healthyTest(analysed(v1alpha1.FailureHold, errorRate(3))).with(measured(now, 0.01))
-		action := Plan(f.Snapshot, poor)
+		action := planThrough(f.Snapshot, poor)
 		if action.Status == nil {
 			t.Fatalf("action %s (%s), want the measurement recorded", action.Type, action.Why)
 		}
@@ -618,7 +618,7 @@ func TestAnalysisHoldDoesNotCountAgainstTheDeadline(t *testing.T) {
 		f.Measurements = nil
 		f.Policy.Spec.Placement = v1alpha1.PlacementAccumulate
 		f.Now = metav1.NewTime(now.Add(time.Hour))
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		r := action.Status.StageNamed("test")
 		if r.SuspendedDuration == nil || r.SuspendedDuration.Duration != time.Hour || r.PlacedTime != nil {
 			t.Errorf("record %+v, want the hour held in suspendedDuration and the analyses to start over", r)

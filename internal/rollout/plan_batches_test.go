@@ -122,7 +122,7 @@ func TestBatchedStageLearnsItsClustersFromItsCensus(t *testing.T) {
 
 	t.Run("the census is created, not the stage's BindingPolicy", func(t *testing.T) {
 		p := atStage(newPolicy(stage("dev"), stage("test"), prod), "prod")
-		action := Plan(newSnapshot(p), engine)
+		action := planThrough(newSnapshot(p), engine)
 		if action.Type != ActionCreateBindingPolicy || action.BindingPolicy.Name != "web.stage.prod.clusters.selected" {
 			t.Fatalf("action = %s %v, want the census created", action.Type, action.BindingPolicy)
 		}
@@ -135,7 +135,7 @@ func TestBatchedStageLearnsItsClustersFromItsCensus(t *testing.T) {
 	t.Run("nothing is placed until KubeStellar resolves the census", func(t *testing.T) {
 		f := batched(prod)
 		f.Binding = nil
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		if action.Type == ActionCreateBindingPolicy {
 			t.Fatalf("placed %s before the census was resolved", action.BindingPolicy.Name)
 		}
@@ -147,7 +147,7 @@ func TestBatchedStageLearnsItsClustersFromItsCensus(t *testing.T) {
 	t.Run("a census that names no cluster waits, saying so", func(t *testing.T) {
 		f := batched(prod, []string{}...)
 		f.Binding.Spec.Destinations = nil
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		if got := condition(t, action.Status, v1alpha1.ConditionProgressing).Reason; got != v1alpha1.ReasonNoClustersSelected {
 			t.Errorf("reason = %s, want NoClustersSelected", got)
 		}
@@ -159,7 +159,7 @@ func TestBatchesPlaceClustersByNameAFewAtATime(t *testing.T) {
 	prod := fleetStage(nil)
 
 	t.Run("the first cluster by name starts batch 1", func(t *testing.T) {
-		action := Plan(batched(prod).Snapshot, engine)
+		action := planThrough(batched(prod).Snapshot, engine)
 		if action.Type != ActionCreateBindingPolicy || action.BindingPolicy.Name != "web.stage.prod.on.store-a" {
 			t.Fatalf("action = %s (%s), want store-a placed", action.Type, action.Why)
 		}
@@ -181,7 +181,7 @@ func TestBatchesPlaceClustersByNameAFewAtATime(t *testing.T) {
 	})
 
 	t.Run("a batch fills at once", func(t *testing.T) {
-		action := Plan(batched(prod).on("store-a", now, "").Snapshot, engine)
+		action := planThrough(batched(prod).on("store-a", now, "").Snapshot, engine)
 		if action.Type != ActionCreateBindingPolicy || action.BindingPolicy.Name != "web.stage.prod.on.store-b" {
 			t.Fatalf("action = %s (%s), want store-b placed", action.Type, action.Why)
 		}
@@ -192,7 +192,7 @@ func TestBatchesPlaceClustersByNameAFewAtATime(t *testing.T) {
 
 	t.Run("the next batch waits while a cluster of this one progresses", func(t *testing.T) {
 		f := batched(prod).on("store-a", minutesAgo(2), "1").on("store-b", minutesAgo(2), "0")
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		got := clusterRecord(t, action)
 		want := v1alpha1.StageClusters{Total: 5, Placed: 2, Succeeded: 1, Batch: 1, Batches: 3}
 		if got.Total != want.Total || got.Placed != want.Placed || got.Succeeded != want.Succeeded || got.Batch != want.Batch || got.Batches != want.Batches {
@@ -212,7 +212,7 @@ func TestBatchesPlaceClustersByNameAFewAtATime(t *testing.T) {
 
 	t.Run("a done batch starts the next", func(t *testing.T) {
 		f := batched(prod).on("store-a", minutesAgo(2), "1").on("store-b", minutesAgo(2), "1")
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		if action.Type != ActionCreateBindingPolicy || action.BindingPolicy.Name != "web.stage.prod.on.store-c" {
 			t.Fatalf("action = %s (%s), want store-c placed", action.Type, action.Why)
 		}
@@ -224,12 +224,12 @@ func TestBatchesPlaceClustersByNameAFewAtATime(t *testing.T) {
 	t.Run("a done batch soaks before the next", func(t *testing.T) {
 		soaking := fleetStage(func(s *v1alpha1.Stage) { s.SoakDuration = &metav1.Duration{Duration: 5 * time.Minute} })
 		f := batched(soaking).on("store-a", minutesAgo(9), "1").on("store-b", minutesAgo(9), "1")
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		if action.Type != ActionUpdateStatus || !timeEqual(action.Status.StageNamed("prod").ConditionMetTime, now) {
 			t.Fatalf("action = %s (%s), want the soak's start recorded", action.Type, action.Why)
 		}
 		f.Policy.Status.StageNamed("prod").ConditionMetTime = ptr.To(minutesAgo(6))
-		if action := Plan(f.Snapshot, engine); action.Type != ActionCreateBindingPolicy || action.BindingPolicy.Name != "web.stage.prod.on.store-c" {
+		if action := planThrough(f.Snapshot, engine); action.Type != ActionCreateBindingPolicy || action.BindingPolicy.Name != "web.stage.prod.on.store-c" {
 			t.Fatalf("after the soak: action = %s (%s), want store-c placed", action.Type, action.Why)
 		}
 	})
@@ -237,7 +237,7 @@ func TestBatchesPlaceClustersByNameAFewAtATime(t *testing.T) {
 	t.Run("a percentage is of the stage's clusters, rounded up", func(t *testing.T) {
 		pct := fleetStage(func(s *v1alpha1.Stage) { s.MaxConcurrency = ptr.To(intstr.FromString("50%")) })
 		f := batched(pct).on("store-a", minutesAgo(2), "0").on("store-b", minutesAgo(2), "0")
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		if action.Type != ActionCreateBindingPolicy || action.BindingPolicy.Name != "web.stage.prod.on.store-c" {
 			t.Fatalf("action = %s (%s), want store-c placed: 50%% of 5 is 3", action.Type, action.Why)
 		}
@@ -248,7 +248,7 @@ func TestBatchesPlaceClustersByNameAFewAtATime(t *testing.T) {
 		for _, c := range stores {
 			f = f.on(c, minutesAgo(2), "1")
 		}
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		if action.Type != ActionUpdateStatus || action.Status.Phase != v1alpha1.RolloutCompleted {
 			t.Fatalf("action = %s (%s), want the rollout completed", action.Type, action.Why)
 		}
@@ -266,7 +266,7 @@ func TestBatchesCountFailuresAgainstTheBudget(t *testing.T) {
 		f := batched(fleetStage(func(s *v1alpha1.Stage) { s.MaxFailures = ptr.To(intstr.FromInt32(2)) })).
 			on("store-a", minutesAgo(30), "0").on("store-b", minutesAgo(30), "").
 			on("store-c", minutesAgo(1), "0").on("store-d", minutesAgo(1), "0")
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		got := clusterRecord(t, action)
 		if got.Failed != 1 || got.TimedOut != 1 || got.Placed != 4 || got.Batch != 2 {
 			t.Errorf("clusters = %+v", got)
@@ -282,14 +282,14 @@ func TestBatchesCountFailuresAgainstTheBudget(t *testing.T) {
 		}
 		// Announced once: a status that says so already emits no Event.
 		f.Policy.Status = *action.Status
-		if again := Plan(f.Snapshot, engine); len(again.Events) != 0 {
+		if again := planThrough(f.Snapshot, engine); len(again.Events) != 0 {
 			t.Errorf("events again = %v", eventKeys(again.Events))
 		}
 	})
 
 	t.Run("within the budget the next batch goes on without the failed cluster", func(t *testing.T) {
 		f := batched(budget1).on("store-a", minutesAgo(30), "1").on("store-b", minutesAgo(30), "0")
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		if action.Type != ActionCreateBindingPolicy || action.BindingPolicy.Name != "web.stage.prod.on.store-c" {
 			t.Fatalf("action = %s (%s), want store-c placed", action.Type, action.Why)
 		}
@@ -298,7 +298,7 @@ func TestBatchesCountFailuresAgainstTheBudget(t *testing.T) {
 	t.Run("over the budget the rollout stalls, naming the failed clusters, and places no more", func(t *testing.T) {
 		f := batched(budget1).on("store-a", minutesAgo(30), "0").on("store-b", minutesAgo(30), "1").
 			on("store-c", minutesAgo(15), "0").on("store-d", minutesAgo(15), "1")
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		if action.Type != ActionUpdateStatus || action.Status.Phase != v1alpha1.RolloutStalled {
 			t.Fatalf("action = %s (%s), want the rollout Stalled", action.Type, action.Why)
 		}
@@ -311,7 +311,7 @@ func TestBatchesCountFailuresAgainstTheBudget(t *testing.T) {
 			t.Errorf("events = %v", eventKeys(action.Events))
 		}
 		f.Policy.Status = *action.Status
-		if again := Plan(f.Snapshot, engine); again.Type != ActionNone {
+		if again := planThrough(f.Snapshot, engine); again.Type != ActionNone {
 			t.Errorf("then: action = %s (%s), want none", again.Type, again.Why)
 		}
 	})
@@ -319,7 +319,7 @@ func TestBatchesCountFailuresAgainstTheBudget(t *testing.T) {
 	t.Run("a failed cluster that recovers lets the rollout go on", func(t *testing.T) {
 		f := batched(budget1).on("store-a", minutesAgo(30), "1").on("store-b", minutesAgo(30), "1").
 			on("store-c", minutesAgo(15), "0").on("store-d", minutesAgo(15), "1")
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		if action.Type != ActionCreateBindingPolicy || action.BindingPolicy.Name != "web.stage.prod.on.store-e" {
 			t.Fatalf("action = %s (%s), want store-e placed", action.Type, action.Why)
 		}
@@ -330,7 +330,7 @@ func TestBatchesCountFailuresAgainstTheBudget(t *testing.T) {
 		for _, c := range stores {
 			f = f.on(c, minutesAgo(30), map[bool]string{true: "0", false: "1"}[c == "store-d"])
 		}
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		if action.Type != ActionUpdateStatus || action.Status.Phase != v1alpha1.RolloutCompleted {
 			t.Fatalf("action = %s (%s), want the rollout completed", action.Type, action.Why)
 		}
@@ -342,7 +342,7 @@ func TestBatchesCountFailuresAgainstTheBudget(t *testing.T) {
 	t.Run("a stage where no cluster succeeded is not done", func(t *testing.T) {
 		all := fleetStage(func(s *v1alpha1.Stage) { s.MaxFailures = ptr.To(intstr.FromString("100%")) })
 		f := batched(all, "store-a").on("store-a", minutesAgo(30), "0")
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		if action.Status == nil || action.Status.Phase == v1alpha1.RolloutCompleted {
 			t.Fatalf("action = %s (%s), want the stage not done", action.Type, action.Why)
 		}
@@ -351,7 +351,7 @@ func TestBatchesCountFailuresAgainstTheBudget(t *testing.T) {
 	t.Run("a failure in the canary batch stalls whatever the budget", func(t *testing.T) {
 		canary := fleetStage(func(s *v1alpha1.Stage) { s.Canary = ptr.To[int32](1); s.MaxFailures = ptr.To(intstr.FromInt32(3)) })
 		f := batched(canary).on("store-a", minutesAgo(30), "0")
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		if action.Type != ActionUpdateStatus || action.Status.Phase != v1alpha1.RolloutStalled ||
 			!strings.Contains(condition(t, action.Status, v1alpha1.ConditionProgressing).Message, "canary cluster(s) store-a failed") {
 			t.Fatalf("action = %s (%s), want the rollout stalled by its canary", action.Type, action.Why)
@@ -361,11 +361,11 @@ func TestBatchesCountFailuresAgainstTheBudget(t *testing.T) {
 	t.Run("the canary batch is done before the next is placed", func(t *testing.T) {
 		canary := fleetStage(func(s *v1alpha1.Stage) { s.Canary = ptr.To[int32](1) })
 		f := batched(canary).on("store-a", minutesAgo(1), "0")
-		if action := Plan(f.Snapshot, engine); action.Type == ActionCreateBindingPolicy {
+		if action := planThrough(f.Snapshot, engine); action.Type == ActionCreateBindingPolicy {
 			t.Fatalf("placed %s while the canary progresses", action.BindingPolicy.Name)
 		}
 		f = batched(canary).on("store-a", minutesAgo(1), "1")
-		if action := Plan(f.Snapshot, engine); action.Type != ActionCreateBindingPolicy || action.BindingPolicy.Name != "web.stage.prod.on.store-b" {
+		if action := planThrough(f.Snapshot, engine); action.Type != ActionCreateBindingPolicy || action.BindingPolicy.Name != "web.stage.prod.on.store-b" {
 			t.Fatalf("action = %s (%s), want store-b placed", action.Type, action.Why)
 		}
 	})
@@ -373,7 +373,7 @@ func TestBatchesCountFailuresAgainstTheBudget(t *testing.T) {
 	t.Run("a cluster whose BindingPolicy selects nothing says which label is missing", func(t *testing.T) {
 		f := batched(budget1).on("store-a", minutesAgo(1), "").on("store-b", minutesAgo(1), "")
 		f.Bindings[0].Spec.Destinations = nil
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		if msg := condition(t, action.Status, v1alpha1.ConditionProgressing).Message; !strings.Contains(msg, "does cluster store-a carry the label name=store-a?") {
 			t.Errorf("message = %q", msg)
 		}
@@ -382,7 +382,7 @@ func TestBatchesCountFailuresAgainstTheBudget(t *testing.T) {
 	t.Run("an evaluation error on one cluster blocks the rollout", func(t *testing.T) {
 		erring := fleetStage(func(s *v1alpha1.Stage) { s.Condition = `obj.results[5].name == 'x'` })
 		f := batched(erring).on("store-a", minutesAgo(1), "1")
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		if action.Status == nil || action.Status.Phase != v1alpha1.RolloutBlocked ||
 			!strings.Contains(condition(t, action.Status, v1alpha1.ConditionProgressing).Message, "cluster store-a:") {
 			t.Fatalf("action = %s (%s), want the rollout blocked naming store-a", action.Type, action.Why)
@@ -400,7 +400,7 @@ func TestBatchesFollowTheCensus(t *testing.T) {
 		// KubeStellar v0.30.0's transport, which then leaves the
 		// cluster's ManifestWork behind (docs/proposals/batches.md).
 		f := batched(prod, "store-b", "store-c").on("store-a", minutesAgo(2), "1").on("store-b", minutesAgo(2), "1")
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		if action.Type == ActionDeleteBindingPolicy {
 			t.Fatalf("deleted %s", action.BindingPolicy.Name)
 		}
@@ -415,7 +415,7 @@ func TestBatchesFollowTheCensus(t *testing.T) {
 
 	t.Run("a cluster that joined is placed in name order among the unplaced", func(t *testing.T) {
 		f := batched(prod, "store-0", "store-a", "store-b", "store-c").on("store-a", minutesAgo(2), "1").on("store-b", minutesAgo(2), "1")
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		if action.Type != ActionCreateBindingPolicy || action.BindingPolicy.Name != "web.stage.prod.on.store-0" {
 			t.Fatalf("action = %s (%s), want store-0 placed", action.Type, action.Why)
 		}
@@ -429,7 +429,7 @@ func TestBatchesKeepMakeBeforeBreak(t *testing.T) {
 	t.Run("the stage before goes once a cluster is placed, the clusters' BindingPolicies stay", func(t *testing.T) {
 		f := batched(prod).on("store-a", minutesAgo(1), "0").on("store-b", minutesAgo(1), "0")
 		f = f.alsoBP(ownedBP(f.Policy, "test", "bp-test"))
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		if action.Type != ActionDeleteBindingPolicy || action.BindingPolicy.Name != "web.stage.test" {
 			t.Fatalf("action = %s (%s), want stage test's BindingPolicy deleted", action.Type, action.Why)
 		}
@@ -439,7 +439,7 @@ func TestBatchesKeepMakeBeforeBreak(t *testing.T) {
 		f := batched(prod).on("store-a", now, "").on("store-b", now, "")
 		f.Bindings = nil
 		f = f.alsoBP(ownedBP(f.Policy, "test", "bp-test"))
-		if action := Plan(f.Snapshot, engine); action.Type == ActionDeleteBindingPolicy {
+		if action := planThrough(f.Snapshot, engine); action.Type == ActionDeleteBindingPolicy {
 			t.Fatalf("deleted %s before the stage placed a cluster", action.BindingPolicy.Name)
 		}
 	})
@@ -447,7 +447,7 @@ func TestBatchesKeepMakeBeforeBreak(t *testing.T) {
 	t.Run("the stage's own BindingPolicy from before it had batches stays until every cluster has its own", func(t *testing.T) {
 		f := batched(prod).on("store-a", minutesAgo(1), "1").on("store-b", minutesAgo(1), "0")
 		f = f.alsoBP(ownedBP(f.Policy, "prod", "bp-prod"))
-		if action := Plan(f.Snapshot, engine); action.Type == ActionDeleteBindingPolicy {
+		if action := planThrough(f.Snapshot, engine); action.Type == ActionDeleteBindingPolicy {
 			t.Fatalf("deleted %s with clusters unplaced", action.BindingPolicy.Name)
 		}
 		f = batched(prod)
@@ -455,7 +455,7 @@ func TestBatchesKeepMakeBeforeBreak(t *testing.T) {
 			f = f.on(c, minutesAgo(1), "0")
 		}
 		f = f.alsoBP(ownedBP(f.Policy, "prod", "bp-prod"))
-		if action := Plan(f.Snapshot, engine); action.Type != ActionDeleteBindingPolicy || action.BindingPolicy.Name != "web.stage.prod" {
+		if action := planThrough(f.Snapshot, engine); action.Type != ActionDeleteBindingPolicy || action.BindingPolicy.Name != "web.stage.prod" {
 			t.Fatalf("action = %s (%s), want web.stage.prod deleted", action.Type, action.Why)
 		}
 	})
@@ -463,7 +463,7 @@ func TestBatchesKeepMakeBeforeBreak(t *testing.T) {
 	t.Run("a done stage does not hand over to a stage placed in batches", func(t *testing.T) {
 		p := atStage(newPolicy(stage("dev"), stage("test"), prod), "test")
 		f := at("test", p.Spec.Stages...).bound().reporting(deployment, "1")
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		if action.Type != ActionUpdateStatus || action.Status.ActiveStage != "prod" {
 			t.Fatalf("action = %s (%s), want the advance recorded first", action.Type, action.Why)
 		}
@@ -503,12 +503,12 @@ func TestAccumulatedBatchesGoOnceTheStageWidePlacementIsResolved(t *testing.T) {
 	stageWide := ownedBP(f.Policy, "dev", "bp-dev")
 	stageWide.Status.ObservedGeneration = 0
 	f = f.alsoBP(perCluster).alsoBP(stageWide)
-	if action := Plan(f.Snapshot, engine); action.Type == ActionDeleteBindingPolicy {
+	if action := planThrough(f.Snapshot, engine); action.Type == ActionDeleteBindingPolicy {
 		t.Fatalf("deleted %s before stage dev's own BindingPolicy was resolved", action.BindingPolicy.Name)
 	}
 	f.BindingPolicies[len(f.BindingPolicies)-1].Status.ObservedGeneration = 1
 	f.Bindings = append(f.Bindings, *bindingFor(stageWide))
-	if action := Plan(f.Snapshot, engine); action.Type != ActionDeleteBindingPolicy || action.BindingPolicy.Name != perCluster.Name {
+	if action := planThrough(f.Snapshot, engine); action.Type != ActionDeleteBindingPolicy || action.BindingPolicy.Name != perCluster.Name {
 		t.Fatalf("action = %s (%s), want %s deleted", action.Type, action.Why, perCluster.Name)
 	}
 }
@@ -525,7 +525,7 @@ func TestBatchesRefuseClustersTheyCannotPlace(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := batched(prod, tt.cluster, "store-b")
-			action := Plan(f.Snapshot, engine)
+			action := planThrough(f.Snapshot, engine)
 			if action.Type == ActionCreateBindingPolicy {
 				t.Fatalf("created %s", action.BindingPolicy.Name)
 			}
@@ -572,7 +572,7 @@ func TestBatchedClusterBindingPolicyFollowsTheDownsync(t *testing.T) {
 		downsync := *f.Policy.Spec.DeepCopy()
 		downsync.Downsync[0].Namespaces = []string{"web", "shop"}
 		f.Policy.Spec.Downsync = downsync.Downsync
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		if action.Type != ActionUpdateBindingPolicy || action.BindingPolicy.Labels[v1alpha1.ClusterLabel] == "" {
 			t.Fatalf("action = %s (%s), want a cluster's BindingPolicy updated", action.Type, action.Why)
 		}
@@ -598,7 +598,7 @@ func TestCompletedBatchedStageReleasesAndRecords(t *testing.T) {
 		f = f.on("store-a", minutesAgo(5), "1")
 		old := RevisionBindingPolicy(f.Policy, prod, "r1")
 		f = f.alsoBP(resolvedAs(old, "bp-r1", muchEarlier))
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		if action.Type != ActionDeleteBindingPolicy || action.BindingPolicy.Name != "web.stage.prod.r1" {
 			t.Fatalf("action = %s (%s), want web.stage.prod.r1 deleted", action.Type, action.Why)
 		}
@@ -626,7 +626,7 @@ func TestCompletedBatchedStageReleasesAndRecords(t *testing.T) {
 			f.ClusterStatuses = append(f.ClusterStatuses, combinedStatus(bp, deployment, c.count))
 		}
 		f.Policy.Status.StageNamed("test").StartTime = nil // no handover: the status records the advance
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		if action.Type != ActionUpdateStatus || action.Status.ActiveStage != "prod" {
 			t.Fatalf("action = %s (%s), want the advance to prod", action.Type, action.Why)
 		}
@@ -652,7 +652,7 @@ func TestStageWideBindingPolicyStaysUntilClustersAreResolved(t *testing.T) {
 		}
 		f.BindingPolicies[len(f.BindingPolicies)-1].Status.ObservedGeneration = 0
 		f = f.alsoBP(ownedBP(f.Policy, "prod", "bp-prod"))
-		if action := Plan(f.Snapshot, engine); action.Type == ActionDeleteBindingPolicy && action.BindingPolicy.Name == "web.stage.prod" {
+		if action := planThrough(f.Snapshot, engine); action.Type == ActionDeleteBindingPolicy && action.BindingPolicy.Name == "web.stage.prod" {
 			t.Fatalf("deleted web.stage.prod before every cluster's BindingPolicy was resolved")
 		}
 	})
@@ -668,7 +668,7 @@ func TestBatchSoakStartsAtItsLastPlacement(t *testing.T) {
 		f := batched(soaking).on("store-a", minutesAgo(30), "1").on("store-b", minutesAgo(30), "1").
 			on("store-c", minutesAgo(2), "1").on("store-d", minutesAgo(2), "1")
 		f.Policy.Status.StageNamed("prod").ConditionMetTime = ptr.To(minutesAgo(20)) // batch 1's
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		if action.Type == ActionCreateBindingPolicy {
 			t.Fatalf("placed %s without batch 2 soaking", action.BindingPolicy.Name)
 		}
@@ -684,7 +684,7 @@ func TestBatchedStageCountsOnlyLivePlacements(t *testing.T) {
 	t.Run("a cluster's BindingPolicy being deleted does not count as placed", func(t *testing.T) {
 		f := batched(prod).on("store-a", minutesAgo(2), "1").on("store-b", minutesAgo(2), "1")
 		beingDeleted(&f.BindingPolicies[len(f.BindingPolicies)-1])
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		if action.Type == ActionCreateBindingPolicy {
 			t.Fatalf("placed %s while store-b's BindingPolicy is being deleted", action.BindingPolicy.Name)
 		}
@@ -693,7 +693,7 @@ func TestBatchedStageCountsOnlyLivePlacements(t *testing.T) {
 	t.Run("an empty census withdraws nothing", func(t *testing.T) {
 		f := batched(prod, []string{}...).on("store-a", minutesAgo(2), "1")
 		f.Binding.Spec.Destinations = nil
-		if action := Plan(f.Snapshot, engine); action.Type == ActionDeleteBindingPolicy {
+		if action := planThrough(f.Snapshot, engine); action.Type == ActionDeleteBindingPolicy {
 			t.Fatalf("deleted %s on an empty census", action.BindingPolicy.Name)
 		}
 	})
@@ -723,7 +723,7 @@ func TestBatchesRefuseNumbersTheCRDAdmits(t *testing.T) {
 			`stage "prod": maxFailures must be a number of at least 0 or a percentage from 0% to 100%, not -1`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			action := Plan(batched(fleetStage(tt.change)).Snapshot, engine)
+			action := planThrough(batched(fleetStage(tt.change)).Snapshot, engine)
 			if action.Type != ActionUpdateStatus || action.Status.Phase != v1alpha1.RolloutBlocked {
 				t.Fatalf("action = %s (%s), want the rollout blocked", action.Type, action.Why)
 			}

@@ -67,7 +67,7 @@ func TestBatchesReportATakenClusterName(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := tt.fixture()
-			action := Plan(f.Snapshot, engine)
+			action := planThrough(f.Snapshot, engine)
 			if action.Type != ActionUpdateStatus {
 				t.Fatalf("action = %s (%s), want the conflict reported in the status", action.Type, action.Why)
 			}
@@ -85,12 +85,12 @@ func TestBatchesReportATakenClusterName(t *testing.T) {
 			}
 			// Reported once: the status that says so already changes nothing.
 			f.Policy.Status = *action.Status
-			if again := Plan(f.Snapshot, engine); again.Type != ActionNone || len(again.Events) != 0 {
+			if again := planThrough(f.Snapshot, engine); again.Type != ActionNone || len(again.Events) != 0 {
 				t.Errorf("then: action = %s (%s), events %v, want none", again.Type, again.Why, eventKeys(again.Events))
 			}
 			// Once the name is free, the cluster is placed.
 			f.BindingPolicies = slices.DeleteFunc(f.BindingPolicies, func(bp ksv1alpha1.BindingPolicy) bool { return bp.Name == "web.stage.prod.on.store-a" })
-			if freed := Plan(f.Snapshot, engine); freed.Type != ActionCreateBindingPolicy || freed.BindingPolicy.Name != "web.stage.prod.on.store-a" {
+			if freed := planThrough(f.Snapshot, engine); freed.Type != ActionCreateBindingPolicy || freed.BindingPolicy.Name != "web.stage.prod.on.store-a" {
 				t.Errorf("freed: action = %s (%s), want store-a placed", freed.Type, freed.Why)
 			}
 		})
@@ -101,7 +101,7 @@ func TestBatchesReportATakenClusterName(t *testing.T) {
 		bp := resolvedAs(ClusterBindingPolicy(f.Policy, prod, "store-a"), "bp-store-a", muchEarlier)
 		delete(bp.Labels, v1alpha1.ClusterLabel)
 		f = f.with(func(s *Snapshot) { s.BindingPolicies = append(s.BindingPolicies, *bp) })
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		if action.Type != ActionUpdateBindingPolicy || action.BindingPolicy.Name != "web.stage.prod.on.store-a" ||
 			action.BindingPolicy.Labels[v1alpha1.ClusterLabel] != "store-a" {
 			t.Fatalf("action = %s (%s), want store-a's BindingPolicy labelled again", action.Type, action.Why)
@@ -112,7 +112,7 @@ func TestBatchesReportATakenClusterName(t *testing.T) {
 		f := batched(prod)
 		bp := beingDeleted(resolvedAs(ClusterBindingPolicy(f.Policy, prod, "store-a"), "bp-store-a", muchEarlier))
 		f = f.with(func(s *Snapshot) { s.BindingPolicies = append(s.BindingPolicies, *bp) })
-		if action := Plan(f.Snapshot, engine); action.Type != ActionNone {
+		if action := planThrough(f.Snapshot, engine); action.Type != ActionNone {
 			t.Fatalf("action = %s (%s), want none while it goes", action.Type, action.Why)
 		}
 	})
@@ -141,7 +141,7 @@ func TestBatchesCountOnlyTheClustersTheStagerPlaced(t *testing.T) {
 
 	t.Run("a forged BindingPolicy does not pick the canary", func(t *testing.T) {
 		f := batched(canary).forged("store-c", minutesAgo(30), "1")
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		if action.Type != ActionCreateBindingPolicy || action.BindingPolicy.Name != "web.stage.prod.on.store-a" {
 			t.Fatalf("action = %s (%s), want store-a placed", action.Type, action.Why)
 		}
@@ -155,7 +155,7 @@ func TestBatchesCountOnlyTheClustersTheStagerPlaced(t *testing.T) {
 
 	t.Run("a forged failure neither stalls the stage nor counts against its budget", func(t *testing.T) {
 		f := batched(canary).on("store-a", minutesAgo(2), "1").forged("store-b", minutesAgo(30), "0")
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		if action.Type != ActionUpdateBindingPolicy || action.BindingPolicy.Name != "web.stage.prod.on.store-b" ||
 			action.BindingPolicy.Annotations[v1alpha1.PlacedAnnotation] == "" {
 			t.Fatalf("action = %s (%s), want store-b taken over, sealed, as the next cluster", action.Type, action.Why)
@@ -167,7 +167,7 @@ func TestBatchesCountOnlyTheClustersTheStagerPlaced(t *testing.T) {
 		for _, c := range []string{"store-b", "store-c", "store-d", "store-e"} {
 			f = f.forged(c, minutesAgo(2), "1")
 		}
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		if action.Status != nil && action.Status.Phase == v1alpha1.RolloutCompleted {
 			t.Fatalf("the rollout completed on forged placements")
 		}
@@ -175,7 +175,7 @@ func TestBatchesCountOnlyTheClustersTheStagerPlaced(t *testing.T) {
 
 	t.Run("the stage's order takes a forged one over, its deadline counting from then", func(t *testing.T) {
 		f := batched(canary).forged("store-a", minutesAgo(30), "0")
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		if action.Type != ActionUpdateBindingPolicy || action.BindingPolicy.Name != "web.stage.prod.on.store-a" {
 			t.Fatalf("action = %s (%s), want store-a's BindingPolicy taken over", action.Type, action.Why)
 		}
@@ -184,7 +184,7 @@ func TestBatchesCountOnlyTheClustersTheStagerPlaced(t *testing.T) {
 			t.Fatalf("seal = %q, want this process's, dated now", sealed)
 		}
 		f.BindingPolicies[len(f.BindingPolicies)-1] = *action.BindingPolicy
-		then := Plan(f.Snapshot, engine)
+		then := planThrough(f.Snapshot, engine)
 		got := clusterRecord(t, then)
 		if got.Placed != 1 || got.Failed != 0 || then.Status.Phase != v1alpha1.RolloutProgressing {
 			t.Errorf("clusters = %+v, phase %s: want store-a placed now and progressing, not failed past a deadline from its creation",
@@ -196,7 +196,7 @@ func TestBatchesCountOnlyTheClustersTheStagerPlaced(t *testing.T) {
 		f := batched(canary).forged("store-c", minutesAgo(30), "0")
 		bp := &f.BindingPolicies[len(f.BindingPolicies)-1]
 		bp.Annotations = map[string]string{v1alpha1.PlacedAnnotation: SealedPlacement(testPolicyUID, "prod", "", "store-a", minutesAgo(30).Time)}
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		if action.Type != ActionCreateBindingPolicy || action.BindingPolicy.Name != "web.stage.prod.on.store-a" {
 			t.Fatalf("action = %s (%s), want store-a placed: store-a's seal does not seal store-c", action.Type, action.Why)
 		}
@@ -207,7 +207,7 @@ func TestBatchesCountOnlyTheClustersTheStagerPlaced(t *testing.T) {
 		record := f.Policy.Status.StageNamed("prod")
 		record.Clusters = &v1alpha1.StageClusters{Total: 5, Placed: 2, Succeeded: 1, Batch: 1, Batches: 3,
 			Clusters: []v1alpha1.ClusterStatus{{Name: "store-b", State: v1alpha1.ClusterProgressing}, {Name: "store-a", State: v1alpha1.ClusterSucceeded}}}
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		if action.Type == ActionCreateBindingPolicy || action.Type == ActionUpdateBindingPolicy {
 			t.Fatalf("action = %s (%s), want the stage to wait for store-b", action.Type, action.Why)
 		}

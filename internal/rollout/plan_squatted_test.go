@@ -97,7 +97,7 @@ var squatters = map[string]func(bp *ksv1alpha1.BindingPolicy) *ksv1alpha1.Bindin
 func TestPlanReportsEveryTakenName(t *testing.T) {
 	engine := newEngine(t)
 	for kind, base := range creates(engine) {
-		first := Plan(base().Snapshot, engine)
+		first := planThrough(base().Snapshot, engine)
 		if first.Type != ActionCreateBindingPolicy {
 			t.Fatalf("%s: the fixture does not create: action %s (%s)", kind, first.Type, first.Why)
 		}
@@ -116,14 +116,14 @@ func TestPlanReportsEveryTakenName(t *testing.T) {
 				}
 
 				snap := reportsConflict(t, f.Snapshot, engine, name)
-				if again := Plan(snap, engine); again.Type != ActionNone || len(again.Events) != 0 {
+				if again := planThrough(snap, engine); again.Type != ActionNone || len(again.Events) != 0 {
 					t.Errorf("reported, then: action %s (%s), events %v; want none", again.Type, again.Why, eventKeys(again.Events))
 				}
 				snap.BindingPolicies = slices.DeleteFunc(snap.BindingPolicies, func(bp ksv1alpha1.BindingPolicy) bool { return bp.Name == name })
 				if snap.ActiveBindingPolicy != nil && snap.ActiveBindingPolicy.Name == name {
 					snap.ActiveBindingPolicy = nil
 				}
-				if freed := Plan(snap, engine); freed.Type != ActionCreateBindingPolicy || freed.BindingPolicy.Name != name {
+				if freed := planThrough(snap, engine); freed.Type != ActionCreateBindingPolicy || freed.BindingPolicy.Name != name {
 					t.Errorf("the name freed: action %s (%s), want %s created", freed.Type, freed.Why, name)
 				}
 			})
@@ -137,7 +137,7 @@ func TestPlanReportsEveryTakenName(t *testing.T) {
 func reportsConflict(t *testing.T, snap *Snapshot, engine *expression.Engine, name string) *Snapshot {
 	t.Helper()
 	for step := 1; ; step++ {
-		action := Plan(snap, engine)
+		action := planThrough(snap, engine)
 		if action.Type == ActionCreateBindingPolicy && action.BindingPolicy.Name == name {
 			t.Fatalf("step %d: creates %s, whose name is taken (%s)", step, name, action.Why)
 		}
@@ -178,7 +178,7 @@ func TestAbortSaysSoAgainOnceTheNameIsFree(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			f := creates(engine)[kind]()
 			aborted := condition(t, &f.Policy.Status, v1alpha1.ConditionReady)
-			name := Plan(f.Snapshot, engine).BindingPolicy.Name
+			name := planThrough(f.Snapshot, engine).BindingPolicy.Name
 			taken := ownedBP(f.Policy, "dev", "squat")
 			taken.Name, taken.OwnerReferences = name, nil
 			f.BindingPolicies = append(f.BindingPolicies, *taken)
@@ -187,7 +187,7 @@ func TestAbortSaysSoAgainOnceTheNameIsFree(t *testing.T) {
 				t.Errorf("phase %s while the name is taken, want Aborted", snap.Policy.Status.Phase)
 			}
 
-			created := Plan(&Snapshot{Policy: snap.Policy, Now: snap.Now, Bindings: snap.Bindings,
+			created := planThrough(&Snapshot{Policy: snap.Policy, Now: snap.Now, Bindings: snap.Bindings,
 				BindingPolicies: slices.DeleteFunc(slices.Clone(snap.BindingPolicies), func(bp ksv1alpha1.BindingPolicy) bool { return bp.Name == name })}, engine)
 			if created.Type != ActionCreateBindingPolicy {
 				t.Fatalf("the name freed: action %s (%s), want %s created", created.Type, created.Why, name)
@@ -196,7 +196,7 @@ func TestAbortSaysSoAgainOnceTheNameIsFree(t *testing.T) {
 			placed.UID = "placed"
 			snap.BindingPolicies = slices.DeleteFunc(snap.BindingPolicies, func(bp ksv1alpha1.BindingPolicy) bool { return bp.Name == name })
 			snap.BindingPolicies = append(snap.BindingPolicies, *placed)
-			action := Plan(snap, engine)
+			action := planThrough(snap, engine)
 			if action.Type != ActionUpdateStatus || action.Status.Phase != v1alpha1.RolloutAborted {
 				t.Fatalf("placed: action %s (%s), want the abort's status again", action.Type, action.Why)
 			}
@@ -224,7 +224,7 @@ func TestACopiedSealPlacesOnlyWhatTheStagerPlaced(t *testing.T) {
 	forged.Spec.ClusterSelectors = []metav1.LabelSelector{{}} // every cluster
 	forged.Spec.Downsync = nil
 
-	action := Plan(f.Snapshot, engine)
+	action := planThrough(f.Snapshot, engine)
 	want := ClusterBindingPolicy(f.Policy, f.Policy.Spec.Stages[2], "store-a")
 	if action.Type != ActionUpdateBindingPolicy || action.BindingPolicy.Name != want.Name || !BindingPolicyInSync(action.BindingPolicy, want) {
 		t.Fatalf("action %s (%s), want %s brought in line with the stage's spec first", action.Type, action.Why, want.Name)
@@ -243,7 +243,7 @@ func TestACopiedSealPlacesOnlyWhatTheStagerPlaced(t *testing.T) {
 func TestASealFromAnEarlierRunDoesNotCount(t *testing.T) {
 	engine := newEngine(t)
 	f := batched(fleetStage(nil)).on("store-a", minutesAgo(90), "1") // the stage started an hour ago
-	action := Plan(f.Snapshot, engine)
+	action := planThrough(f.Snapshot, engine)
 	if action.Type != ActionUpdateBindingPolicy || action.BindingPolicy.Name != "web.stage.prod.on.store-a" ||
 		action.BindingPolicy.Annotations[v1alpha1.PlacedAnnotation] != SealedPlacement(testPolicyUID, "prod", "", "store-a", now.Time) {
 		t.Fatalf("action %s (%s), want store-a taken over, sealed now", action.Type, action.Why)

@@ -88,7 +88,7 @@ func TestPlanWindowGatesTheFirstStage(t *testing.T) {
 	}
 
 	t.Run("open: the rollout starts", func(t *testing.T) {
-		action := Plan(notStartedWith(closedNow, openNow), engine)
+		action := planThrough(notStartedWith(closedNow, openNow), engine)
 		if action.Type != ActionUpdateStatus || action.Status.ActiveStage != "dev" {
 			t.Fatalf("action = %s (%s), want dev started", action.Type, action.Why)
 		}
@@ -99,7 +99,7 @@ func TestPlanWindowGatesTheFirstStage(t *testing.T) {
 
 	t.Run("closed: the rollout waits, saying when the window opens", func(t *testing.T) {
 		snap := notStartedWith(closedNow)
-		action := Plan(snap, engine)
+		action := planThrough(snap, engine)
 		waitingFor(t, action, "dev", "opens at 2026-03-01 14:00 UTC, in 2h0m", 2*time.Hour)
 		if action.Status.ActiveStage != "" || action.Status.Phase != v1alpha1.RolloutPending {
 			t.Errorf("active stage %q, phase %s: want none started, Pending", action.Status.ActiveStage, action.Status.Phase)
@@ -110,7 +110,7 @@ func TestPlanWindowGatesTheFirstStage(t *testing.T) {
 
 		// A minute later nothing is written again (the clock alone
 		// changes no status) and the run is still due at the opening.
-		later := Plan(appliedAt(snap, action, now.Add(time.Minute)), engine)
+		later := planThrough(appliedAt(snap, action, now.Add(time.Minute)), engine)
 		if later.Type != ActionNone || len(later.Events) != 0 || later.RequeueAfter != 119*time.Minute {
 			t.Errorf("a minute later: %s %v requeue %s, want None, no Event, requeue 1h59m", later.Type, eventKeys(later.Events), later.RequeueAfter)
 		}
@@ -118,8 +118,8 @@ func TestPlanWindowGatesTheFirstStage(t *testing.T) {
 
 	t.Run("opening during a run: the stage waits, then starts", func(t *testing.T) {
 		snap := notStartedWith(closedNow)
-		waiting := Plan(snap, engine)
-		started := Plan(appliedAt(snap, waiting, now.Add(2*time.Hour+30*time.Second)), engine)
+		waiting := planThrough(snap, engine)
+		started := planThrough(appliedAt(snap, waiting, now.Add(2*time.Hour+30*time.Second)), engine)
 		if started.Type != ActionUpdateStatus || started.Status.ActiveStage != "dev" {
 			t.Fatalf("in the window: action = %s (%s), want dev started", started.Type, started.Why)
 		}
@@ -131,7 +131,7 @@ func TestPlanWindowGatesTheFirstStage(t *testing.T) {
 	t.Run("a new revision waits for the first stage's window; the rollout keeps what it runs", func(t *testing.T) {
 		f := completedAt("v2")
 		f.Policy.Spec.Stages[0].Windows = []v1alpha1.ChangeWindow{closedNow}
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		waitingFor(t, action, "dev", "in 2h0m", 2*time.Hour)
 		if action.Status.UpdateRevision != "v1" || action.Status.Phase != v1alpha1.RolloutCompleted {
 			t.Errorf("update revision %s, phase %s: want v1 kept, Completed", action.Status.UpdateRevision, action.Status.Phase)
@@ -141,7 +141,7 @@ func TestPlanWindowGatesTheFirstStage(t *testing.T) {
 	t.Run("a first stage awaiting approval asks for it; once approved it waits for its window", func(t *testing.T) {
 		dev := windowed("dev", closedNow)
 		dev.Approval = v1alpha1.ApprovalRequired
-		action := Plan(newSnapshot(newPolicy(dev, stage("prod"))), engine)
+		action := planThrough(newSnapshot(newPolicy(dev, stage("prod"))), engine)
 		if action.Type != ActionUpdateStatus || action.Status.StageNamed("dev").Phase != v1alpha1.StageAwaitingApproval {
 			t.Fatalf("action = %s (%s), want dev entered, awaiting approval", action.Type, action.Why)
 		}
@@ -158,7 +158,7 @@ func TestPlanWindowGatesTheNextStage(t *testing.T) {
 	}
 
 	t.Run("open: the done stage hands over", func(t *testing.T) {
-		action := Plan(doneDev(openNow).Snapshot, engine)
+		action := planThrough(doneDev(openNow).Snapshot, engine)
 		if action.Type != ActionCreateBindingPolicy || action.BindingPolicy.Name != "web.stage.test" {
 			t.Fatalf("action = %s (%s), want the handover to test", action.Type, action.Why)
 		}
@@ -166,13 +166,13 @@ func TestPlanWindowGatesTheNextStage(t *testing.T) {
 
 	t.Run("closed: the done stage stays active, nothing is placed", func(t *testing.T) {
 		snap := doneDev(closedNow).Snapshot
-		action := Plan(snap, engine)
+		action := planThrough(snap, engine)
 		waitingFor(t, action, "test", "2026-03-01 14:00 UTC, in 2h0m", 2*time.Hour)
 		if action.Status.ActiveStage != "dev" || action.BindingPolicy != nil {
 			t.Errorf("active stage %s, BindingPolicy %v: want dev still active, nothing placed", action.Status.ActiveStage, action.BindingPolicy)
 		}
 		// The window opens: the handover goes.
-		open := Plan(appliedAt(snap, action, now.Add(2*time.Hour)), engine)
+		open := planThrough(appliedAt(snap, action, now.Add(2*time.Hour)), engine)
 		if open.Type != ActionCreateBindingPolicy || open.BindingPolicy.Name != "web.stage.test" {
 			t.Fatalf("at the opening: action = %s (%s), want the handover to test", open.Type, open.Why)
 		}
@@ -180,7 +180,7 @@ func TestPlanWindowGatesTheNextStage(t *testing.T) {
 
 	t.Run("a started stage whose window closed goes on to done", func(t *testing.T) {
 		f := at("test", stage("dev"), windowed("test", closedNow), stage("prod")).bound().reporting(deployment, "1")
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		if action.Type != ActionCreateBindingPolicy || action.BindingPolicy.Name != "web.stage.prod" {
 			t.Fatalf("action = %s (%s), want test done and handed over to prod", action.Type, action.Why)
 		}
@@ -190,20 +190,20 @@ func TestPlanWindowGatesTheNextStage(t *testing.T) {
 		test := windowed("test", closedNow)
 		test.Approval = v1alpha1.ApprovalRequired
 		f := at("dev", stage("dev"), test, stage("prod")).bound().reporting(deployment, "1")
-		if action := Plan(f.Snapshot, engine); action.Type != ActionCreateStageApproval {
+		if action := planThrough(f.Snapshot, engine); action.Type != ActionCreateStageApproval {
 			t.Fatalf("action = %s (%s), want test's StageApproval created: its window does not hold the request", action.Type, action.Why)
 		}
 
 		waiting := awaitingAt()
 		waiting.Policy.Spec.Stages[1].Windows = []v1alpha1.ChangeWindow{closedNow}
 		waiting = waiting.with(withApprovals(approvedBy("test", "alice")))
-		action := Plan(waiting.Snapshot, engine)
+		action := planThrough(waiting.Snapshot, engine)
 		waitingFor(t, action, "test", "opens at 2026-03-01 14:00 UTC", 2*time.Hour)
 		if r := action.Status.StageNamed("test"); r.Phase != v1alpha1.StageAwaitingApproval || r.StartTime != nil ||
 			!strings.Contains(r.Message, "change window") {
 			t.Errorf("test's record = %s start %v %q, want it awaiting its window, not started", r.Phase, r.StartTime, r.Message)
 		}
-		started := Plan(appliedAt(waiting.Snapshot, action, now.Add(2*time.Hour)), engine)
+		started := planThrough(appliedAt(waiting.Snapshot, action, now.Add(2*time.Hour)), engine)
 		if started.Type != ActionUpdateStatus || started.Status.StageNamed("test").Phase != v1alpha1.StageActive {
 			t.Fatalf("at the opening: action = %s (%s), want test started", started.Type, started.Why)
 		}
@@ -237,7 +237,7 @@ func TestPlanWindowTimeZones(t *testing.T) {
 	t.Run("open at 09:30 Berlin time", func(t *testing.T) {
 		snap := newSnapshot(newPolicy(windowed("dev", berlin), stage("prod")))
 		snap.Now = metav1.NewTime(time.Date(2026, 3, 29, 7, 30, 0, 0, time.UTC))
-		if action := Plan(snap, engine); action.Type != ActionUpdateStatus || action.Status.ActiveStage != "dev" {
+		if action := planThrough(snap, engine); action.Type != ActionUpdateStatus || action.Status.ActiveStage != "dev" {
 			t.Fatalf("action = %s (%s), want dev started", action.Type, action.Why)
 		}
 	})
@@ -280,7 +280,7 @@ func TestPlanInvalidWindowBlocks(t *testing.T) {
 			// The bad window is prod's, which is not reached: the policy is
 			// blocked all the same, before anything starts.
 			snap := newSnapshot(newPolicy(stage("dev"), windowed("prod", openNow, tt.window)))
-			action := Plan(snap, engine)
+			action := planThrough(snap, engine)
 			if action.Type != ActionUpdateStatus || action.Status.ActiveStage != "" {
 				t.Fatalf("action = %s (%s), want the status blocked, nothing started", action.Type, action.Why)
 			}
@@ -292,7 +292,7 @@ func TestPlanInvalidWindowBlocks(t *testing.T) {
 				t.Errorf("events = %v, want one InvalidWindow Warning", got)
 			}
 			// Once written, nothing more: no second Event, no spin.
-			if again := Plan(appliedAt(snap, action, now.Add(time.Minute)), engine); again.Type != ActionNone || len(again.Events) != 0 {
+			if again := planThrough(appliedAt(snap, action, now.Add(time.Minute)), engine); again.Type != ActionNone || len(again.Events) != 0 {
 				t.Errorf("a minute later: %s %v, want None and no Event", again.Type, eventKeys(again.Events))
 			}
 		})
@@ -302,7 +302,7 @@ func TestPlanInvalidWindowBlocks(t *testing.T) {
 		for i := range many {
 			many[i] = openNow
 		}
-		action := Plan(newSnapshot(newPolicy(windowed("dev", many...))), engine)
+		action := planThrough(newSnapshot(newPolicy(windowed("dev", many...))), engine)
 		if ready := condition(t, action.Status, v1alpha1.ConditionReady); ready.Reason != v1alpha1.ReasonInvalidWindow ||
 			!strings.Contains(ready.Message, "9 windows, more than the 8 allowed") {
 			t.Errorf("Ready = %s %q", ready.Reason, ready.Message)
@@ -316,13 +316,13 @@ func TestPlanWindowGatesBatches(t *testing.T) {
 
 	t.Run("the next batch waits for the window", func(t *testing.T) {
 		f := batched(prod).on("store-a", minutesAgo(2), "1").on("store-b", minutesAgo(2), "1")
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		if action.BindingPolicy != nil {
 			t.Fatalf("placed %s with the window closed", action.BindingPolicy.Name)
 		}
 		waitingFor(t, action, "prod", "to start its next batch: the next opens at 2026-03-01 14:00 UTC", 2*time.Hour)
 		// At the opening, batch 2 starts.
-		open := Plan(appliedAt(f.Snapshot, action, now.Add(2*time.Hour)), engine)
+		open := planThrough(appliedAt(f.Snapshot, action, now.Add(2*time.Hour)), engine)
 		if open.Type != ActionCreateBindingPolicy || open.BindingPolicy.Name != "web.stage.prod.on.store-c" {
 			t.Fatalf("at the opening: action = %s (%s), want store-c placed", open.Type, open.Why)
 		}
@@ -352,7 +352,7 @@ func TestPlanWindowGatesBatches(t *testing.T) {
 	})
 
 	t.Run("a batch that started fills", func(t *testing.T) {
-		action := Plan(batched(prod).on("store-a", now, "").Snapshot, engine)
+		action := planThrough(batched(prod).on("store-a", now, "").Snapshot, engine)
 		if action.Type != ActionCreateBindingPolicy || action.BindingPolicy.Name != "web.stage.prod.on.store-b" {
 			t.Fatalf("action = %s (%s), want store-b placed: batch 1 started", action.Type, action.Why)
 		}
@@ -361,14 +361,14 @@ func TestPlanWindowGatesBatches(t *testing.T) {
 	t.Run("a done stage made batched since moves its clusters all the same", func(t *testing.T) {
 		f := batched(prod).on("store-a", minutesAgo(2), "1").on("store-b", minutesAgo(2), "1")
 		f.Policy.Status.StageNamed("prod").Phase = v1alpha1.StageSucceeded
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		if action.Type != ActionCreateBindingPolicy || action.BindingPolicy.Name != "web.stage.prod.on.store-c" {
 			t.Fatalf("action = %s (%s), want store-c placed: the stage is done, nothing starts", action.Type, action.Why)
 		}
 	})
 
 	t.Run("the first batch waits too", func(t *testing.T) {
-		action := Plan(batched(prod).Snapshot, engine)
+		action := planThrough(batched(prod).Snapshot, engine)
 		if action.BindingPolicy != nil {
 			t.Fatalf("placed %s with the window closed", action.BindingPolicy.Name)
 		}
@@ -384,7 +384,7 @@ func TestPlanWindowNeverHoldsAbortOrSuspension(t *testing.T) {
 			f.Policy.Spec.Stages[i].Windows = []v1alpha1.ChangeWindow{closedNow}
 		}
 		f.Policy.Spec.Abort = true
-		action := Plan(f.Snapshot, engine)
+		action := planThrough(f.Snapshot, engine)
 		if action.Type != ActionUpdateStatus || action.Status.Phase != v1alpha1.RolloutAborted {
 			t.Fatalf("action = %s (%s), want the abort recorded", action.Type, action.Why)
 		}
@@ -396,7 +396,7 @@ func TestPlanWindowNeverHoldsAbortOrSuspension(t *testing.T) {
 	t.Run("a suspended rollout says Suspended, not WaitingForWindow", func(t *testing.T) {
 		p := newPolicy(windowed("dev", closedNow), stage("prod"))
 		p.Spec.Suspend = true
-		action := Plan(newSnapshot(p), engine)
+		action := planThrough(newSnapshot(p), engine)
 		if action.Type != ActionUpdateStatus || action.Status.Phase != v1alpha1.RolloutSuspended {
 			t.Fatalf("action = %s (%s), want Suspended", action.Type, action.Why)
 		}
@@ -407,10 +407,10 @@ func TestPlanWindowNeverHoldsAbortOrSuspension(t *testing.T) {
 
 	t.Run("a left WaitingForWindow goes once no stage waits", func(t *testing.T) {
 		snap := newSnapshot(newPolicy(windowed("dev", closedNow), stage("prod")))
-		waiting := Plan(snap, engine)
+		waiting := planThrough(snap, engine)
 		next := appliedAt(snap, waiting, now.Add(time.Minute))
 		next.Policy.Spec.Stages[0].Windows = nil // the author drops the window
-		action := Plan(next, engine)
+		action := planThrough(next, engine)
 		if action.Type != ActionUpdateStatus || action.Status.Window != nil ||
 			meta.FindStatusCondition(action.Status.Conditions, v1alpha1.ConditionWaitingForWindow) != nil {
 			t.Fatalf("action = %s (%s), status.window %+v: want both gone", action.Type, action.Why, action.Status)

@@ -106,6 +106,11 @@ type Snapshot struct {
 	// Now is the time of the snapshot, used for the times recorded in status.
 	Now metav1.Time
 
+	// Announced are the sequence numbers of the policy's pending Events
+	// (status.pendingEvents) that the reconciler has posted: Plan clears
+	// them (rule 20, announce). Nil: none posted yet.
+	Announced map[int64]bool
+
 	// key is the HandoverKey Plan was given (WithHandoverKey), set by Plan
 	// on its copy of the snapshot.
 	key HandoverKey

@@ -88,6 +88,9 @@ type machine struct {
 	// promotions are the promotion requests applied
 	// (statemachine_promote_test.go).
 	promotions map[string]bool
+	// ann models the reconciler's announcements of the policy
+	// (statemachine_announce_test.go).
+	ann *announcer
 }
 
 var stageNames = []string{"dev", "test", "prod"}
@@ -336,6 +339,9 @@ func (m *machine) restartStager() {
 	}
 	m.key = key
 	m.last = nil
+	if m.ann != nil {
+		m.ann.posted = map[int64]bool{}
+	}
 }
 
 // planOptions are the options the reconciler passes to Plan that matter
@@ -353,11 +359,17 @@ func (m *machine) stagerStep(t *rapid.T) rollout.Action {
 		return rollout.Action{Type: rollout.ActionNone}
 	}
 	snap := m.w.snapshot()
+	ann := m.announcements()
+	ann.post(&snap.Policy.Status)
+	snap.Announced = ann.announced(&snap.Policy.Status)
 	action := rollout.Plan(snap, m.w.engine, m.planOptions()...)
 	action = m.measureWatched(t, snap, action)
 	m.steps++
 	seen["plan "+string(action.Type)]++
 	if action.Type == rollout.ActionNone {
+		if len(snap.Announced) > 0 {
+			m.fatalf(t, "announcements: no change, with %d posted Events pending", len(snap.Announced))
+		}
 		m.last = nil
 		return action
 	}
@@ -370,8 +382,18 @@ func (m *machine) stagerStep(t *rapid.T) rollout.Action {
 	m.checkRegressionStep(t, snap, action)
 	var err error
 	m.keepsRunning(t, fmt.Sprintf("%s (%s)", action.Type, action.Why), func() { err = m.w.apply(action) })
+	m.checkAnnounceStep(t, ann, snap, action, err == nil)
 	if err == nil {
 		m.last = &action
+		if action.Type == rollout.ActionUpdateStatus && m.w.policy != nil {
+			// The stager may die between its write and the posts.
+			if rapid.IntRange(0, 7).Draw(t, "killed after the write") == 0 {
+				seen["announce: killed after a write"]++
+				m.restartStager()
+			} else {
+				ann.post(&m.w.policy.Status)
+			}
+		}
 	}
 	return action
 }
@@ -726,6 +748,7 @@ func (m *machine) settle(t *rapid.T) {
 			w.policy.Status.UpdateRevision == w.policy.Spec.SpecRevision() && m.atRest(t) {
 			seen["settled: completed"]++
 			m.completedClean(t)
+			m.checkAnnouncedAtRest(t)
 			return
 		}
 		w.now = w.now.Add(max(a.RequeueAfter, time.Second))

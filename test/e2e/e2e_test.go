@@ -155,12 +155,16 @@ func TestKilledStagerResumes(t *testing.T) {
 	makeAvailable(space, name, "dev")
 	before := policies(space).WaitForActiveStage(t, name, "test")
 	devDone := before.Status.Stages[0].CompletionTime
-	// Events are sent asynchronously: a process killed right after a
-	// transition may lose its Events. Kill it once test's are out, so that
-	// the counts below show duplicates, not losses.
-	environment.Eventually(t, timeout, "the StageStarted Event of test", func() error {
+	// A process killed before it has recorded its Events as posted posts
+	// them again once restarted (at least once, docs/proposals/announcements.md).
+	// Kill it once test's is out and recorded as posted, so that the
+	// counts below show any Event posted twice without a cause.
+	environment.Eventually(t, timeout, "the StageStarted Event of test, recorded as posted", func() error {
 		if n := policies(space).EventCounts(t, before)[`StageStarted/stage "test" started`]; n != 1 {
 			return fmt.Errorf("%d", n)
+		}
+		if pending := policies(space).Get(t, name).Status.PendingEvents; len(pending) > 0 {
+			return fmt.Errorf("%d Events still pending: %+v", len(pending), pending)
 		}
 		return nil
 	})

@@ -16,6 +16,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -97,12 +98,9 @@ func (o *options) undo(ctx context.Context, name, to string) error {
 	if err != nil {
 		return err
 	}
-	updated := p.DeepCopy()
-	from := updated.Spec.Revision.Name
-	updated.Spec.Revision.Name = target
-	updated.Spec.Abort = false
-	if err := c.Patch(ctx, updated, client.MergeFromWithOptions(p, client.MergeFromWithOptimisticLock{})); err != nil {
-		if apierrors.IsConflict(err) {
+	from := p.Spec.Revision.Name
+	if err := patchUndo(ctx, c, p, target, to); err != nil {
+		if apierrors.IsConflict(err) || errors.Is(err, errChangedWhileUndoing) {
 			return fmt.Errorf("StagedBindingPolicy %s changed while undoing it: look again (kubectl stager history %s) and undo again", name, name)
 		}
 		user, whoErr := whoAmI(ctx, c)
@@ -117,6 +115,38 @@ func (o *options) undo(ctx context.Context, name, to string) error {
 		fprintf(o.streams.Out, "stagedbindingpolicy/%s: spec.abort cleared\n", name)
 	}
 	return nil
+}
+
+// errChangedWhileUndoing: the policy's spec, or the revision undo would
+// pick, changed between undo's read and its write.
+var errChangedWhileUndoing = errors.New("changed while undoing it")
+
+// maxUndoRetries bounds undo's writes lost to the stager's status writes.
+const maxUndoRetries = 5
+
+// patchUndo points p's spec.revision at target (and clears spec.abort),
+// locked on p's resourceVersion. The stager writes the status often, and a
+// status write changes the resourceVersion too: when only the status
+// changed (same generation) and undo would still pick target, it writes
+// again on the fresh object; any other change is errChangedWhileUndoing.
+func patchUndo(ctx context.Context, c client.Client, p *v1alpha1.StagedBindingPolicy, target, to string) error {
+	for attempt := 0; ; attempt++ {
+		updated := p.DeepCopy()
+		updated.Spec.Revision.Name = target
+		updated.Spec.Abort = false
+		err := c.Patch(ctx, updated, client.MergeFromWithOptions(p, client.MergeFromWithOptimisticLock{}))
+		if !apierrors.IsConflict(err) || attempt == maxUndoRetries {
+			return err
+		}
+		fresh, getErr := getPolicy(ctx, c, p.Name)
+		if getErr != nil {
+			return getErr
+		}
+		if again, targetErr := undoTarget(fresh, to); fresh.Generation != p.Generation || targetErr != nil || again != target {
+			return errChangedWhileUndoing
+		}
+		p = fresh
+	}
 }
 
 // undoTarget is the revision undo rolls out: to, which must be Completed

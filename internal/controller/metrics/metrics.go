@@ -162,7 +162,7 @@ func SpaceDisengaged(space string) {
 	for _, vec := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
 	}{transitions, stageDuration, evaluations, evaluationLatency, analysisQueries, reconcileErrors, fenceLapsedWrites, promotions, regressionChecks,
-		policyStageDuration} {
+		policyStageDuration, announcements} {
 		vec.DeletePartialMatch(labels)
 	}
 }

@@ -99,8 +99,12 @@ type Reconciler struct {
 
 	// Unconfirmed keeps the status writes whose answers were lost until a
 	// run, of this reconciler or the space's next one, sees whether they
-	// were made; nil keeps none, and their Events are not posted.
+	// were made, for the metrics of the stages they completed; nil keeps
+	// none. Their Events are pending in the status they wrote (announce).
 	Unconfirmed *Unconfirmed
+
+	// announced remembers the pending Events this process posted.
+	announced announcements
 
 	// own lets runs read the reconciler's writes of policies before the
 	// cache has them.
@@ -144,8 +148,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // it leads to, creating the stage's BindingPolicy or StageApproval, on the
 // policy as written (see ownWrites): waiting for the write's watch event and
 // the queue would make every advance two round trips and two turns in the
-// queue long. The policy's own status writes do not queue it (see
-// policyEvents).
+// queue long; so would a status write that records the Events of the
+// change that follows it (rule 20), a batch's BindingPolicy. The policy's
+// own status writes do not queue it (see policyEvents).
 const maxStepsPerRun = 2
 
 func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -162,6 +167,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		if snap == nil {
 			r.own.forget(req.NamespacedName)
+			r.announced.forget(req.NamespacedName)
 			r.foreignBPs.forget(req.Name)
 			r.Unconfirmed.drop(r.Space, req.NamespacedName)
 			if r.Metrics != nil {
@@ -175,6 +181,10 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 			logger.Info("A status write whose answer was lost has been made; reporting it", "action", w.action.Type, "why", w.action.Why)
 			r.report(snap.Policy, w.previous, w.action)
 		}
+		// Pending Events not posted by this process (a write made before
+		// a crash or a failover) are posted now; Plan clears those posted.
+		var announcing time.Duration
+		snap.Announced, announcing = r.announce(snap.Policy)
 
 		action, err := r.planRun(ctx, snap)
 		if err != nil {
@@ -187,7 +197,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 			// A BindingPolicy seen only through the reconciler's own
 			// create is looked at again once that view expires: its events
 			// may have come and gone already.
-			wait := rollout.Earliest(requeueWhileWaiting, action.RequeueAfter)
+			wait := rollout.Earliest(rollout.Earliest(requeueWhileWaiting, action.RequeueAfter), announcing)
 			return reconcile.Result{RequeueAfter: rollout.Earliest(wait, r.ownBPs.believedFor(snap.Policy, r.clock().Now()))}, nil
 		}
 		logger.Info("Making a change", "action", action.Type, "why", action.Why, "step", step)
@@ -236,9 +246,13 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		if action.Type == rollout.ActionUpdateStatus {
 			r.Unconfirmed.drop(r.Space, req.NamespacedName)
+			r.countDropped(&snap.Policy.Status, snap.Announced, action)
+		}
+		if written != nil {
+			_, _ = r.announce(written)
 		}
 		r.report(snap.Policy, &snap.Policy.Status, action)
-		if step == maxStepsPerRun || !entersStage(snap.Policy, action) {
+		if step == maxStepsPerRun || !entersStage(snap.Policy, action) && action.Announces == "" {
 			return reconcile.Result{RequeueAfter: rollout.Earliest(requeueAfterChange, action.RequeueAfter)}, nil
 		}
 	}
@@ -279,12 +293,10 @@ func (r *Reconciler) keepUnconfirmed(ctx context.Context, policy *v1alpha1.Stage
 	logger.Info("A status write's outcome is not known; its Events are posted once its status is seen", "why", action.Why)
 }
 
-// report posts the Events of action, a change made to policy, and records
-// the stages it completed; before is the status the action replaced.
+// report records the stages action, a change made to policy, completed
+// and promoted; before is the status the action replaced. Its Events are
+// posted from the status it wrote (announce).
 func (r *Reconciler) report(policy *v1alpha1.StagedBindingPolicy, before *v1alpha1.StagedBindingPolicyStatus, action rollout.Action) {
-	for _, e := range action.Events {
-		r.Recorder.Eventf(policy, nil, e.Type, e.Reason, string(action.Type), "%s", e.Note)
-	}
 	if action.Type == rollout.ActionUpdateStatus && r.Metrics != nil {
 		names := make([]string, 0, len(action.Status.Stages))
 		for _, st := range action.Status.Stages {

@@ -1,0 +1,45 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// The results of an announcement (Announcement).
+const (
+	// AnnouncementPosted is an Event of status.pendingEvents handed to
+	// the space's Event recorder.
+	AnnouncementPosted = "posted"
+	// AnnouncementDropped is a pending Event dropped unposted because
+	// more than v1alpha1.MaxPendingEvents were pending.
+	AnnouncementDropped = "dropped"
+)
+
+var announcements = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "stager_announcements_total",
+	Help: "Events recorded in a policy's status.pendingEvents, by result (posted: handed to the Event recorder, again after a restart; dropped: unposted, over the bound of pending Events) and the Event's reason.",
+}, []string{LabelSpace, LabelResult, LabelReason})
+
+func init() {
+	ctrlmetrics.Registry.MustRegister(announcements)
+}
+
+// Announcement records a pending Event of reason posted or dropped
+// (AnnouncementPosted, AnnouncementDropped).
+func (s *Space) Announcement(result, reason string) {
+	announcements.WithLabelValues(s.name, result, reason).Inc()
+}

@@ -1,0 +1,214 @@
+// Copyright 2026 The KubeStellar Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package integration
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/test/framework/environment"
+	"github.com/kubestellar/workload-stager/test/framework/policytest"
+	"github.com/kubestellar/workload-stager/test/framework/process"
+	"github.com/kubestellar/workload-stager/test/framework/stack"
+)
+
+// crashKillsEnv, set to a number, is how many times
+// TestEventsSurviveKillsAroundStatusWrites kills the stager (default 8);
+// crashLogEnv, set to a path, keeps the stager's log there.
+const (
+	crashKillsEnv = "STAGER_ANNOUNCE_KILLS"
+	crashLogEnv   = "STAGER_ANNOUNCE_LOG"
+)
+
+// TestEventsSurviveKillsAroundStatusWrites runs the stager binary on a
+// space of its own and SIGKILLs it, a random few milliseconds after it
+// wrote a policy's status, while two rollouts go on (dev -> test -> prod,
+// and dev -> prod placed a cluster at a time, one cluster failing), then
+// starts it again; at the end, every Event the writes promise (each stage
+// started, each stage before the last done, the cluster failed, the
+// rollouts completed) is in the API server at least once (issue 60).
+func TestEventsSurviveKillsAroundStatusWrites(t *testing.T) {
+	kills := 8
+	if v := os.Getenv(crashKillsEnv); v != "" {
+		if _, err := fmt.Sscan(v, &kills); err != nil {
+			t.Fatalf("$%s: %v", crashKillsEnv, err)
+		}
+	}
+	wds := newSpace(t, "wds-announce", true)
+	dir := t.TempDir()
+	binary, err := stack.StagerBinary(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, wds.Kubeconfig(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := func() ([]string, error) {
+		addr, err := process.FreeAddress()
+		if err != nil {
+			return nil, err
+		}
+		return []string{"--kubeconfig=" + kubeconfig, "--provider=single", "--leader-elect=false",
+			"--metrics-bind-address=0", "--health-probe-bind-address=" + addr}, nil
+	}
+	logPath := filepath.Join(dir, "stager.log")
+	if debugLog := os.Getenv(crashLogEnv); debugLog != "" {
+		logPath = debugLog
+	}
+	start := func() *process.Process {
+		t.Helper()
+		p, err := stack.StartStager(suite.ctx, binary, args, logPath)
+		if err != nil {
+			t.Fatalf("starting the stager: %v", err)
+		}
+		return p
+	}
+	stager := start()
+	t.Cleanup(func() { _ = stager.Stop() })
+
+	const name = "announce"
+	createWorkload(t, wds, name)
+	for _, stage := range []string{"dev", "test", "prod"} {
+		wds.openGate(name, stage)
+	}
+	create(t, wds, newPolicy(name, name))
+	// batch's prod is placed a cluster at a time, prod1 first, which
+	// never gets the workload available: it fails past its 3 s deadline,
+	// within the budget of one, and prod2 completes the rollout.
+	const batch = "announce-batch"
+	createWorkload(t, wds, batch)
+	wds.openGate(batch, "dev")
+	wds.availability.SetAvailable(v1alpha1.StagePlacement(batch, "prod").On("prod2").String(), true)
+	prod := policytest.Stage("prod", policytest.Deployments, policytest.Available)
+	one := intstr.FromInt32(1)
+	prod.MaxConcurrency, prod.MaxFailures, prod.ProgressDeadline = &one, &one, &metav1.Duration{Duration: 3 * time.Second}
+	create(t, wds, policytest.Policy(batch, map[string]string{policytest.AppLabel: batch},
+		policytest.Stage("dev", policytest.Deployments, policytest.Available), prod))
+
+	// Kill the stager a random 0-10 ms after it wrote the status, as a
+	// watch tells, up to kills times, and start it again.
+	wc, err := client.NewWithWatch(wds.Config, client.Options{Scheme: wds.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	watch, err := wc.Watch(suite.ctx, &v1alpha1.StagedBindingPolicyList{})
+	if err != nil {
+		t.Fatalf("watching the policy: %v", err)
+	}
+	defer watch.Stop()
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 60))
+	last := map[string]*v1alpha1.StagedBindingPolicyStatus{}
+	killed := 0
+	deadline := time.After(90 * time.Second)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	done := func() bool {
+		for _, n := range []string{name, batch} {
+			p := &v1alpha1.StagedBindingPolicy{}
+			if err := wds.Client.Get(suite.ctx, types.NamespacedName{Name: n}, p); err != nil {
+				t.Fatalf("reading policy %s: %v", n, err)
+			}
+			if p.Status.Phase != v1alpha1.RolloutCompleted || len(p.Status.PendingEvents) > 0 {
+				return false
+			}
+		}
+		return killed >= min(kills, 3)
+	}
+	for !done() {
+		select {
+		case <-deadline:
+			t.Fatalf("the rollout did not complete and announce everything in time after %d kills; the stager's log %s ends with:\n%s",
+				killed, logPath, stager.Tail())
+		case <-tick.C:
+		case ev, ok := <-watch.ResultChan():
+			if !ok {
+				t.Fatal("the watch ended")
+			}
+			p, isPolicy := ev.Object.(*v1alpha1.StagedBindingPolicy)
+			if !isPolicy {
+				continue
+			}
+			changed := last[p.Name] != nil && !equality.Semantic.DeepEqual(last[p.Name], &p.Status)
+			last[p.Name] = p.Status.DeepCopy()
+			if !changed || killed >= kills {
+				continue
+			}
+			time.Sleep(time.Duration(rng.IntN(10)) * time.Millisecond)
+			if err := stager.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			killed++
+			t.Logf("killed the stager after a status write of %s (%d): phase %s, active stage %s, %d Events pending",
+				p.Name, killed, p.Status.Phase, p.Status.ActiveStage, len(p.Status.PendingEvents))
+			stager = start()
+		}
+	}
+	if killed == 0 {
+		t.Fatal("the stager was never killed")
+	}
+
+	want := []struct{ policy, reason, note string }{
+		{name, v1alpha1.EventReasonStageStarted, `stage "dev" started`},
+		{name, v1alpha1.EventReasonStageSucceeded, `stage "dev" is done`},
+		{name, v1alpha1.EventReasonStageStarted, `stage "test" started`},
+		{name, v1alpha1.EventReasonStageSucceeded, `stage "test" is done`},
+		{name, v1alpha1.EventReasonStageStarted, `stage "prod" started`},
+		{name, v1alpha1.ReasonRolloutCompleted, ""},
+		{batch, v1alpha1.EventReasonStageStarted, `stage "prod" started`},
+		{batch, v1alpha1.EventReasonClusterFailed, `stage "prod": cluster prod1 is`},
+		{batch, v1alpha1.ReasonRolloutCompleted, ""},
+	}
+	environment.Eventually(t, 10*time.Second, "every promised Event posted", func() error {
+		list := &eventsv1.EventList{}
+		if err := wds.Client.List(suite.ctx, list); err != nil {
+			return err
+		}
+		var missing []string
+		for _, w := range want {
+			found := false
+			for _, e := range list.Items {
+				if e.Regarding.Name == w.policy && e.Reason == w.reason && strings.HasPrefix(e.Note, w.note) {
+					found = true
+				}
+			}
+			if !found {
+				missing = append(missing, fmt.Sprintf("%s: %s %q", w.policy, w.reason, w.note))
+			}
+		}
+		if len(missing) > 0 {
+			var all []string
+			for _, e := range list.Items {
+				all = append(all, fmt.Sprintf("%s/%s %s %q", e.Namespace, e.Name, e.Reason, e.Note))
+			}
+			return fmt.Errorf("after %d kills, missing %s; the API server has %s", killed, strings.Join(missing, ", "), strings.Join(all, "; "))
+		}
+		return nil
+	})
+}
