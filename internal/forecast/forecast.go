@@ -566,7 +566,7 @@ func (f *Forecast) Sentence(now time.Time) string {
 			reaches = fmt.Sprintf("reaches stage %s, which waits for %s, about now", g.Stage, what)
 			if f.Overdue > 0 {
 				reaches = fmt.Sprintf("should have reached stage %s, which waits for %s, by ~%s (overdue by %s)", g.Stage, what,
-					clock(now.Add(-f.Overdue), now), rollout.ShortDuration(f.Overdue))
+					clock(now.Add(-f.Overdue), now), span(f.Overdue))
 			}
 		}
 		if g.AfterKnown {
@@ -586,7 +586,7 @@ func (f *Forecast) Short(now time.Time) string {
 		if f.Left == 0 {
 			return overdueShort(f.Overdue)
 		}
-		return "~" + clock(f.Completion, now) + " (in " + rollout.ShortDuration(f.Completion.Sub(now)) + ")"
+		return "~" + clock(f.Completion, now) + " (in " + span(f.Completion.Sub(now)) + ")"
 	case Gated:
 		g := f.Gate
 		what := g.Stage + "'s approval"
@@ -632,7 +632,7 @@ func overdue(overdue time.Duration, now time.Time) string {
 	if overdue <= 0 {
 		return "~" + clock(now, now) + ", due now"
 	}
-	return "~" + clock(now.Add(-overdue), now) + ", overdue by " + rollout.ShortDuration(overdue)
+	return "~" + clock(now.Add(-overdue), now) + ", overdue by " + span(overdue)
 }
 
 // overdueShort is overdue in a table cell: "overdue 5m", or "due now".
@@ -640,13 +640,22 @@ func overdueShort(overdue time.Duration) string {
 	if overdue <= 0 {
 		return "due now"
 	}
-	return "overdue " + rollout.ShortDuration(overdue)
+	return "overdue " + span(overdue)
 }
 
 // At writes t as "~14:05 UTC, in 32m" (with its date when it is 12 hours
 // or more from now).
 func At(t, now time.Time) string {
-	return "~" + clock(t, now) + ", in " + rollout.ShortDuration(t.Sub(now))
+	return "~" + clock(t, now) + ", in " + span(t.Sub(now))
+}
+
+// span writes a time left or overdue; under a second it says 1s, since a
+// time that is not zero must not read "in 0s".
+func span(d time.Duration) string {
+	if d > 0 && d < time.Second {
+		d = time.Second
+	}
+	return rollout.ShortDuration(d)
 }
 
 // clock writes t in UTC to the minute, with its date when it is 12 hours
