@@ -54,6 +54,8 @@ const (
 	promRemember = 30 * time.Second
 	// promMaxCached bounds the answers kept.
 	promMaxCached = 1024
+	// promMaxWarned bounds the warnings remembered as written.
+	promMaxWarned = 64
 	// promSource names Prometheus in the forecast's basis.
 	promSource = "Prometheus"
 )
@@ -88,8 +90,14 @@ type forecaster struct {
 
 	mu     sync.Mutex
 	warned map[string]bool
-	cache  map[string]promAnswer
+	cache  map[promKey]promAnswer
+	// down is the last failure of Prometheus itself (not of a query),
+	// which every policy's forecast then waits out.
+	down *promAnswer
 }
+
+// promKey names a policy in a space.
+type promKey struct{ space, policy string }
 
 // promAnswer is what Prometheus answered of a policy, or why it did not.
 type promAnswer struct {
@@ -144,7 +152,7 @@ func newForecaster(f *promFlags, warnings io.Writer) (*forecaster, error) {
 		return nil, fmt.Errorf("--prometheus: %w", err)
 	}
 	return &forecaster{endpoint: endpoint, space: f.space, lookback: f.lookback, warnings: warnings,
-		warned: map[string]bool{}, cache: map[string]promAnswer{}}, nil
+		warned: map[string]bool{}, cache: map[promKey]promAnswer{}}, nil
 }
 
 // loopback reports whether host is a loopback address or localhost.
@@ -187,6 +195,9 @@ func (fc *forecaster) warn(note string) {
 	if fc.warned[note] || fc.warnings == nil {
 		return
 	}
+	if len(fc.warned) >= promMaxWarned {
+		clear(fc.warned) // a long-running dashboard meets ever new error texts
+	}
 	fc.warned[note] = true
 	fprintf(fc.warnings, "warning: %s\n", note)
 }
@@ -195,11 +206,11 @@ func (fc *forecaster) warn(note string) {
 // the cache when recent; a failure is remembered as long, for every
 // policy, so that an unreachable Prometheus delays a command once.
 func (fc *forecaster) observations(ctx context.Context, space, policy string, now time.Time) promAnswer {
-	key := space + "\x00" + policy
+	key := promKey{space, policy}
 	fc.mu.Lock()
-	if down, ok := fc.cache["\x00down"]; ok && now.Sub(down.at) < promRemember {
+	if down := fc.down; down != nil && now.Sub(down.at) < promRemember {
 		fc.mu.Unlock()
-		return down
+		return *down
 	}
 	if a, ok := fc.cache[key]; ok && now.Sub(a.at) < promRemember {
 		fc.mu.Unlock()
@@ -220,7 +231,7 @@ func (fc *forecaster) observations(ctx context.Context, space, policy string, no
 	fc.cache[key] = a
 	var e *analysis.Error
 	if errors.As(err, &e) && e.Reason != analysis.ReasonQueryFailed {
-		fc.cache["\x00down"] = a
+		fc.down = &a
 	}
 	return a
 }

@@ -323,3 +323,47 @@ func TestPromObservations(t *testing.T) {
 		t.Errorf("observations %v, want %v", o.Stages, want)
 	}
 }
+
+// TestForecasterKeepsPoliciesApart: what Prometheus answers of one
+// policy is never another's, whatever the policies are called; a policy
+// named as the forecaster's outage marker once was took every other
+// policy's forecast.
+func TestForecasterKeepsPoliciesApart(t *testing.T) {
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		median := "600"
+		if strings.Contains(r.URL.Query().Get("query"), `policy="web"`) {
+			median = "2400"
+		}
+		_, _ = fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":[%s]}}`, sample("wds1", "test", median))
+	}))
+	defer server.Close()
+	fc, err := newForecaster(&promFlags{address: server.URL, lookback: 30 * 24 * time.Hour}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"down", "\x00down", "web"} {
+		p := runningPolicy()
+		p.Name = name
+		_, _ = fc.forecast(context.Background(), "", p, promNow)
+	}
+	f, _ := fc.forecast(context.Background(), "", runningPolicy(), promNow)
+	if got, want := f.Short(promNow), "~13:05 UTC (in 1h5m)"; got != want {
+		t.Errorf("web's forecast %q, want %q (from its own median of test, 40m)", got, want)
+	}
+}
+
+// TestForecasterRemembersBoundedWarnings: a long-running dashboard meets
+// ever new error texts; the warnings remembered as written stay bounded.
+func TestForecasterRemembersBoundedWarnings(t *testing.T) {
+	var warnings strings.Builder
+	fc := &forecaster{warnings: &warnings, warned: map[string]bool{}}
+	for i := range 10 * promMaxWarned {
+		fc.warn(fmt.Sprintf("Prometheus not used: error %d", i))
+	}
+	if len(fc.warned) > promMaxWarned {
+		t.Errorf("%d warnings remembered, want at most %d", len(fc.warned), promMaxWarned)
+	}
+	if n := strings.Count(warnings.String(), "\n"); n != 10*promMaxWarned {
+		t.Errorf("%d warnings written, want each of the %d once", n, 10*promMaxWarned)
+	}
+}
