@@ -34,8 +34,8 @@ const (
 type confirmPage struct {
 	View   string
 	Action Action
-	Stages []string
-	CSRF   string `redact:"-"`
+	Stages []string `redact:"-"`
+	CSRF   string   `redact:"-"`
 }
 
 type resultPage struct {

@@ -58,12 +58,13 @@ const (
 type Action struct {
 	// Verb is one of Verbs (the dashboard's own word: not redacted).
 	Verb string `redact:"-"`
-	// Space and Policy name the policy.
-	Space, Policy string
+	// Space and Policy name the policy. Names, like the verb, are not
+	// redacted: the forms must carry them back as the API has them.
+	Space, Policy string `redact:"-"`
 	// Stage is the stage to approve (empty: the one awaiting approval).
-	Stage string
-	// Reason is why a promotion skips the gates.
-	Reason string
+	Stage string `redact:"-"`
+	// Reason is why a promotion skips the gates: the user's own words.
+	Reason string `redact:"-"`
 }
 
 // Verbs are the actions the dashboard offers, as the plugin names them.

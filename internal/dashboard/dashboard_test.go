@@ -480,3 +480,44 @@ func TestRedactionSparesThePagesOwnStrings(t *testing.T) {
 		t.Errorf("the confirmation: %s, want it to carry the session's token and the verb\n%s", resp.Status, body)
 	}
 }
+
+// TestRedactionKeepsThePagesFormsWorking follows the page's own forms, as
+// a browser does, with credentials so short that the names in them hold
+// them: the policy, space and stage names the forms and links carry are
+// the API's names, not a WDS's text, and an action still reaches the
+// policy it was asked on.
+func TestRedactionKeepsThePagesFormsWorking(t *testing.T) {
+	letters := []string{"w", "e", "b", "d", "s", "1", "t"}
+	var acted []Action
+	src := sourceWith(hostile{Name: "web", Stage: "test", Space: "wds1"})
+	s := newTestServer(t, src, Options{Redact: letters, Act: func(_ context.Context, a Action) (string, error) {
+		acted = append(acted, a)
+		return "done", nil
+	}})
+	cookie, csrf := session(t, s)
+	field := func(page, name string) string {
+		m := regexp.MustCompile(`name="` + name + `" value="([^"]*)"`).FindStringSubmatch(page)
+		if m == nil {
+			t.Fatalf("no %s field in the page\n%s", name, page)
+		}
+		return html.UnescapeString(m[1])
+	}
+	_, overview := get(s, "/", testAddress, cookie)
+	if link := regexp.MustCompile(`href="(/policy\?[^"]*)"`).FindStringSubmatch(overview); link == nil ||
+		html.UnescapeString(link[1]) != "/policy?space=wds1&name=web" {
+		t.Errorf("the policy's link is %q, want /policy?space=wds1&name=web", link)
+	}
+	ask := url.Values{"csrf": {csrf}, "space": {field(overview, "space")}, "name": {field(overview, "name")}, "verb": {"approve"}}
+	_, confirm := post(s, ask, testAddress, "http://"+testAddress, cookie)
+	if !strings.Contains(confirm, `<option value="test"`) {
+		t.Errorf("the confirmation offers no stage test\n%s", confirm)
+	}
+	confirmed := url.Values{"csrf": {csrf}, "space": {field(confirm, "space")}, "name": {field(confirm, "name")},
+		"verb": {field(confirm, "verb")}, "stage": {"test"}, "confirmed": {"yes"}}
+	if resp, body := post(s, confirmed, testAddress, "http://"+testAddress, cookie); resp.StatusCode != http.StatusOK {
+		t.Fatalf("the confirmed action: %s\n%s", resp.Status, body)
+	}
+	if want := (Action{Verb: "approve", Space: "wds1", Policy: "web", Stage: "test"}); len(acted) != 1 || acted[0] != want {
+		t.Errorf("acted on %+v, want %+v", acted, want)
+	}
+}

@@ -44,7 +44,7 @@ func (s *Server) clean(msg string) string {
 
 // spaceView is what the overview shows of one space.
 type spaceView struct {
-	Name     string
+	Name     string `redact:"-"` // the live updates find the section by it
 	Error    string
 	Policies []policyView
 }

@@ -47,7 +47,9 @@ var funcs = template.FuncMap{
 
 // policyView is what the page shows of one policy.
 type policyView struct {
-	Space, Name string
+	// Space and Name are the API's names, which links and forms carry
+	// back: not redacted.
+	Space, Name string `redact:"-"`
 	Phase       string
 	Revision    string
 	Suspended   bool
