@@ -17,6 +17,7 @@ package stagedbindingpolicy
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -305,15 +306,10 @@ func (r *Reconciler) report(policy *v1alpha1.StagedBindingPolicy, before *v1alph
 		r.Metrics.PolicyStages(policy.Name, names)
 		for _, st := range CompletedStages(before, action.Status) {
 			r.Metrics.StageCompleted(policy.Name, st.Name, st.CompletionTime.Sub(st.StartTime.Time))
-			// As status.history records it (rollout's stagesDone): a
-			// promotion skipped the time the forecast learns.
-			if st.Promotion == nil && !st.CompletionTime.Before(st.StartTime) {
-				active := st.CompletionTime.Sub(st.StartTime.Time)
-				if st.SuspendedDuration != nil {
-					active -= st.SuspendedDuration.Duration
-				}
-				r.Metrics.StageDone(policy.Name, st.Name, active)
-			}
+		}
+		// The forecast's durations are those status.history records.
+		for _, st := range RecordedStages(before, action.Status) {
+			r.Metrics.StageDone(policy.Name, st.Name, st.Duration())
 		}
 		for _, stage := range PromotedStages(before, action.Status) {
 			r.Metrics.StagePromoted(policy.Name, stage)
@@ -384,6 +380,29 @@ func CompletedStages(before, after *v1alpha1.StagedBindingPolicyStatus) []v1alph
 		}
 	}
 	return completed
+}
+
+// RecordedStages returns the stage durations status.history records in
+// after and did not in before: the stages a status write recorded done.
+func RecordedStages(before, after *v1alpha1.StagedBindingPolicyStatus) []v1alpha1.StageHistory {
+	type run struct {
+		revision string
+		start    time.Time
+	}
+	was := map[run][]v1alpha1.StageHistory{}
+	for _, h := range before.History {
+		was[run{h.Revision, h.StartTime.Time}] = h.Stages
+	}
+	var recorded []v1alpha1.StageHistory
+	for _, h := range after.History {
+		known := was[run{h.Revision, h.StartTime.Time}]
+		for _, st := range h.Stages {
+			if !slices.ContainsFunc(known, func(k v1alpha1.StageHistory) bool { return k.Name == st.Name }) {
+				recorded = append(recorded, st)
+			}
+		}
+	}
+	return recorded
 }
 
 // snapshot reads the policy and the objects around its active stage that

@@ -16,6 +16,7 @@ package stagedbindingpolicy
 
 import (
 	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -67,25 +68,32 @@ func TestReportRecordsPolicyStageDurations(t *testing.T) {
 	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	at := func(d time.Duration) *metav1.Time { return ptr.To(metav1.NewTime(start.Add(d))) }
 	policy := &v1alpha1.StagedBindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
-	status := func(stages ...v1alpha1.StageStatus) rollout.Action {
-		return rollout.Action{Type: rollout.ActionUpdateStatus, Status: &v1alpha1.StagedBindingPolicyStatus{Stages: stages}}
+	// recorded is status.history's entry of the rollout, with the stage
+	// durations it records.
+	recorded := func(stages ...v1alpha1.StageHistory) []v1alpha1.RevisionHistory {
+		return []v1alpha1.RevisionHistory{{Revision: "v2", Outcome: v1alpha1.OutcomeProgressing, StartTime: *at(0), Stages: stages}}
+	}
+	status := func(history []v1alpha1.RevisionHistory, stages ...v1alpha1.StageStatus) rollout.Action {
+		return rollout.Action{Type: rollout.ActionUpdateStatus, Status: &v1alpha1.StagedBindingPolicyStatus{Stages: stages, History: history}}
 	}
 	pending := func(name string) v1alpha1.StageStatus {
 		return v1alpha1.StageStatus{Name: name, Phase: v1alpha1.StagePending}
 	}
 
-	started := status(v1alpha1.StageStatus{Name: "dev", Phase: v1alpha1.StageActive, StartTime: at(0)}, pending("test"), pending("prod"))
+	started := status(recorded(), v1alpha1.StageStatus{Name: "dev", Phase: v1alpha1.StageActive, StartTime: at(0)}, pending("test"), pending("prod"))
 	r.report(policy, &v1alpha1.StagedBindingPolicyStatus{}, started)
 	if got, want := policyStageSamples(t, space, "web"), map[string][2]float64{"dev": {}, "test": {}, "prod": {}}; !maps.Equal(got, want) {
 		t.Fatalf("after the rollout's start: %v, want every stage at zero", got)
 	}
 
-	devDone := status(v1alpha1.StageStatus{Name: "dev", Phase: v1alpha1.StageSucceeded, StartTime: at(0), CompletionTime: at(30 * time.Minute),
+	devRecord := v1alpha1.StageHistory{Name: "dev", StartTime: *at(0), CompletionTime: *at(30 * time.Minute),
+		SuspendedDuration: &metav1.Duration{Duration: 10 * time.Minute}}
+	devDone := status(recorded(devRecord), v1alpha1.StageStatus{Name: "dev", Phase: v1alpha1.StageSucceeded, StartTime: at(0), CompletionTime: at(30 * time.Minute),
 		SuspendedDuration: &metav1.Duration{Duration: 10 * time.Minute}},
 		v1alpha1.StageStatus{Name: "test", Phase: v1alpha1.StageActive, StartTime: at(30 * time.Minute)}, pending("prod"))
 	r.report(policy, started.Status, devDone)
 	r.report(policy, devDone.Status, devDone) // a write that completes nothing
-	testPromoted := status(devDone.Status.Stages[0],
+	testPromoted := status(recorded(devRecord), devDone.Status.Stages[0],
 		v1alpha1.StageStatus{Name: "test", Phase: v1alpha1.StageSucceeded, StartTime: at(30 * time.Minute), CompletionTime: at(31 * time.Minute),
 			Promotion: &v1alpha1.StagePromotion{}},
 		v1alpha1.StageStatus{Name: "prod", Phase: v1alpha1.StageActive, StartTime: at(31 * time.Minute)})
@@ -93,5 +101,50 @@ func TestReportRecordsPolicyStageDurations(t *testing.T) {
 	want := map[string][2]float64{"dev": {1, 20 * 60}, "test": {}, "prod": {}}
 	if got := policyStageSamples(t, space, "web"); !maps.Equal(got, want) {
 		t.Errorf("after dev completed and test was promoted: %v, want %v", got, want)
+	}
+
+	// A stage done that status.history leaves out (done before the
+	// rollout started, say) is no duration the forecast learns.
+	early := v1alpha1.StageStatus{Name: "prod", Phase: v1alpha1.StageSucceeded, StartTime: at(-time.Hour), CompletionTime: at(32 * time.Minute)}
+	prodDone := status(recorded(devRecord), devDone.Status.Stages[0], testPromoted.Status.Stages[1], early)
+	r.report(policy, testPromoted.Status, prodDone)
+	if got := policyStageSamples(t, space, "web"); !maps.Equal(got, want) {
+		t.Errorf("after a stage done that the history leaves out: %v, want %v", got, want)
+	}
+}
+
+// TestRecordedStages: the stage durations a write adds to status.history,
+// each once, per rollout (revision and start).
+func TestRecordedStages(t *testing.T) {
+	at := func(m int) metav1.Time { return metav1.NewTime(time.Date(2026, 3, 1, 12, m, 0, 0, time.UTC)) }
+	dev := v1alpha1.StageHistory{Name: "dev", StartTime: at(0), CompletionTime: at(10)}
+	test := v1alpha1.StageHistory{Name: "test", StartTime: at(10), CompletionTime: at(20)}
+	entry := func(revision string, start int, stages ...v1alpha1.StageHistory) v1alpha1.RevisionHistory {
+		return v1alpha1.RevisionHistory{Revision: revision, StartTime: at(start), Stages: stages}
+	}
+	for _, tt := range []struct {
+		name          string
+		before, after []v1alpha1.RevisionHistory
+		want          []string
+	}{
+		{name: "nothing recorded", want: nil},
+		{name: "a stage added", before: []v1alpha1.RevisionHistory{entry("v2", 0, dev)},
+			after: []v1alpha1.RevisionHistory{entry("v2", 0, dev, test)}, want: []string{"test"}},
+		{name: "the same again", before: []v1alpha1.RevisionHistory{entry("v2", 0, dev)},
+			after: []v1alpha1.RevisionHistory{entry("v2", 0, dev)}, want: nil},
+		{name: "a new rollout of the revision records dev again", before: []v1alpha1.RevisionHistory{entry("v2", 0, dev)},
+			after: []v1alpha1.RevisionHistory{entry("v2", 0, dev), entry("v2", 30, dev)}, want: []string{"dev"}},
+		{name: "an entry the bound dropped records nothing", before: []v1alpha1.RevisionHistory{entry("v1", 0, dev), entry("v2", 30, dev)},
+			after: []v1alpha1.RevisionHistory{entry("v2", 30, dev)}, want: nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, st := range RecordedStages(&v1alpha1.StagedBindingPolicyStatus{History: tt.before}, &v1alpha1.StagedBindingPolicyStatus{History: tt.after}) {
+				got = append(got, st.Name)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("recorded %v, want %v", got, tt.want)
+			}
+		})
 	}
 }
