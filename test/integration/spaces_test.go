@@ -156,6 +156,17 @@ func TestRestartResumesMidRollout(t *testing.T) {
 	before := policies(s).WaitForActiveStage(t, name, "test")
 	waitForBindingPolicies(t, s, name, "test")
 	devDone := before.Status.Stages[0].CompletionTime
+	// A stager stopped before it has recorded its Events as posted posts
+	// them again once restarted (at least once,
+	// docs/proposals/announcements.md). Stop it once they are recorded
+	// posted, so that the counts below show any Event posted twice
+	// without a cause.
+	waitFor(t, "the Events so far recorded as posted", func() error {
+		if pending := policies(s).Get(t, name).Status.PendingEvents; len(pending) > 0 {
+			return fmt.Errorf("%d Events still pending: %+v", len(pending), pending)
+		}
+		return nil
+	})
 
 	suite.stager.stop()
 	s.openGate(name, "test")
