@@ -169,7 +169,7 @@ func (o *options) runTestFile(ctx context.Context, engine *expression.Engine, pa
 		return run
 	}
 	defer func() { _ = root.Close() }()
-	s, err := gatetest.Load(root.FS(), filepath.Base(path), gatetest.DefaultLimits)
+	s, err := gatetest.Load(testDir{root}, filepath.Base(path), gatetest.DefaultLimits)
 	if err != nil {
 		run.err = fmt.Errorf("%s%w", strings.TrimSuffix(path, filepath.Base(path)), err)
 		return run
