@@ -75,7 +75,7 @@ func TestRecordAndReplayAStage(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := runPlugin(suite.ctx, "test", notDone)
-	if err == nil || !strings.Contains(out, "0 passed, 1 failed") || !strings.Contains(out, "Done") {
+	if err == nil || !strings.Contains(out, "0 passed, 1 failed") || !strings.Contains(out, "outcome: expected NotDone, got Done\n") {
 		t.Fatalf("replaying the waiting stage's expectation on the done stage's statuses: %v\n%s\nwant a mismatch, got Done", err, out)
 	}
 }
