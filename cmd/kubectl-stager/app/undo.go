@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
@@ -121,32 +122,31 @@ func (o *options) undo(ctx context.Context, name, to string) error {
 // pick, changed between undo's read and its write.
 var errChangedWhileUndoing = errors.New("changed while undoing it")
 
-// maxUndoRetries bounds undo's writes lost to the stager's status writes.
-const maxUndoRetries = 5
-
 // patchUndo points p's spec.revision at target (and clears spec.abort),
 // locked on p's resourceVersion. The stager writes the status often, and a
 // status write changes the resourceVersion too: when only the status
 // changed (same generation) and undo would still pick target, it writes
-// again on the fresh object; any other change is errChangedWhileUndoing.
+// again on the fresh object, as client-go's retry.RetryOnConflict allows;
+// any other change is errChangedWhileUndoing.
 func patchUndo(ctx context.Context, c client.Client, p *v1alpha1.StagedBindingPolicy, target, to string) error {
-	for attempt := 0; ; attempt++ {
+	first := true
+	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		if !first {
+			fresh, err := getPolicy(ctx, c, p.Name)
+			if err != nil {
+				return err
+			}
+			if again, err := undoTarget(fresh, to); fresh.Generation != p.Generation || err != nil || again != target {
+				return errChangedWhileUndoing
+			}
+			p = fresh
+		}
+		first = false
 		updated := p.DeepCopy()
 		updated.Spec.Revision.Name = target
 		updated.Spec.Abort = false
-		err := c.Patch(ctx, updated, client.MergeFromWithOptions(p, client.MergeFromWithOptimisticLock{}))
-		if !apierrors.IsConflict(err) || attempt == maxUndoRetries {
-			return err
-		}
-		fresh, getErr := getPolicy(ctx, c, p.Name)
-		if getErr != nil {
-			return getErr
-		}
-		if again, targetErr := undoTarget(fresh, to); fresh.Generation != p.Generation || targetErr != nil || again != target {
-			return errChangedWhileUndoing
-		}
-		p = fresh
-	}
+		return c.Patch(ctx, updated, client.MergeFromWithOptions(p, client.MergeFromWithOptimisticLock{}))
+	})
 }
 
 // undoTarget is the revision undo rolls out: to, which must be Completed
