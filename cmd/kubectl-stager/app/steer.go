@@ -18,7 +18,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
+	"regexp"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -120,11 +120,17 @@ func whoAmI(ctx context.Context, c client.Client) (string, error) {
 	return review.Status.UserInfo.Username, nil
 }
 
+// rbacRefusal is how the API server's authorizer words a refusal
+// ("User \"pat\" cannot patch resource ..."); any other Forbidden is an
+// admission's.
+var rbacRefusal = regexp.MustCompile(`User ".*" cannot [a-z]+ resource`)
+
 // denied says clearly when RBAC or an admission policy refuses the caller.
 func denied(err error, user, what string) error {
 	switch {
-	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "ValidatingAdmissionPolicy '"):
-		// RBAC let the request through; a hint about RBAC would mislead.
+	case apierrors.IsForbidden(err) && !rbacRefusal.MatchString(err.Error()):
+		// RBAC let the request through (an admission policy or webhook
+		// refused it); a hint about RBAC would mislead.
 		return fmt.Errorf("an admission policy refused to let %s %s: %w", user, what, err)
 	case apierrors.IsForbidden(err):
 		return fmt.Errorf("%s may not %s: %w (approvers need the workload-stager-approver ClusterRole; suspend, "+

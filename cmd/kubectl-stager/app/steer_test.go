@@ -16,10 +16,12 @@ package app
 
 import (
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -32,6 +34,8 @@ func TestDeniedSaysWhoRefused(t *testing.T) {
 	rbac := apierrors.NewForbidden(sbp, "web", errors.New(`User "pat" cannot patch resource "stagedbindingpolicies"`))
 	admission := apierrors.NewForbidden(sbp, "web", errors.New("ValidatingAdmissionPolicy 'workload-stager-promotions' "+
 		"with binding 'workload-stager-promotions' denied request: only spec.promotion may change"))
+	webhook := &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusForbidden,
+		Message: `admission webhook "freeze.example.com" denied the request: production is frozen`}}
 	invalid := apierrors.NewInvalid(schema.GroupKind{Group: sbp.Group, Kind: "StagedBindingPolicy"}, "web", nil)
 	for _, tc := range []struct {
 		name      string
@@ -42,6 +46,8 @@ func TestDeniedSaysWhoRefused(t *testing.T) {
 		{name: "RBAC", err: rbac, want: []string{"pat may not suspend StagedBindingPolicy web", "cannot patch", "ClusterRole"}},
 		{name: "admission policy", err: admission, wantNotIn: "ClusterRole",
 			want: []string{"an admission policy refused to let pat suspend StagedBindingPolicy web", "only spec.promotion may change"}},
+		{name: "admission webhook", err: webhook, wantNotIn: "ClusterRole",
+			want: []string{"an admission policy refused to let pat suspend StagedBindingPolicy web", "production is frozen"}},
 		{name: "validation", err: invalid, want: []string{"the API server refused to suspend StagedBindingPolicy web"}},
 		{name: "other", err: errors.New("connection refused"), want: []string{"suspend StagedBindingPolicy web: connection refused"}},
 	} {
