@@ -316,7 +316,8 @@ func strippedStatus(cs *ksv1alpha1.CombinedStatus) *ksv1alpha1.CombinedStatus {
 	}
 }
 
-// fileSafe keeps the letters, digits, '-' and '.' of a name for a file name.
+// fileSafe keeps the letters, digits and '-' of a name for a file name;
+// anything else, '.' too (no name may be . or ..), becomes '_'.
 func fileSafe(name string) string {
 	return strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' {
