@@ -123,7 +123,9 @@ func TestEventsSurviveKillsAroundStatusWrites(t *testing.T) {
 		t.Fatalf("watching the policy: %v", err)
 	}
 	defer watch.Stop()
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 60))
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("kill times drawn with seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 60))
 	last := map[string]*v1alpha1.StagedBindingPolicyStatus{}
 	killed := 0
 	deadline := time.After(90 * time.Second)
@@ -139,7 +141,7 @@ func TestEventsSurviveKillsAroundStatusWrites(t *testing.T) {
 				return false
 			}
 		}
-		return killed >= min(kills, 3)
+		return true
 	}
 	for !done() {
 		select {
@@ -170,8 +172,8 @@ func TestEventsSurviveKillsAroundStatusWrites(t *testing.T) {
 			stager = start()
 		}
 	}
-	if killed == 0 {
-		t.Fatal("the stager was never killed")
+	if killed < min(kills, 3) {
+		t.Fatalf("the rollouts completed after %d kills, want at least %d: the test proves too little", killed, min(kills, 3))
 	}
 
 	want := []struct{ policy, reason, note string }{
