@@ -42,7 +42,7 @@ func TestEvalAnalysis(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = server.Stop() })
 	provider := &hostingv1alpha1.MetricProvider{ObjectMeta: metav1.ObjectMeta{Name: "prom"},
-		Spec: hostingv1alpha1.MetricProviderSpec{Spaces: []string{hostingv1alpha1.AllSpaces}, Prometheus: hostingv1alpha1.PrometheusProvider{Address: server.URL}}}
+		Spec: hostingv1alpha1.MetricProviderSpec{Spaces: []string{hostingv1alpha1.AllSpaces}, Prometheus: &hostingv1alpha1.PrometheusProvider{Address: server.URL}}}
 	if err := suite.wds.Client.Create(suite.ctx, provider); err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestEvalAnalysisWithCAAndToken(t *testing.T) {
 		"token":  []byte(token),
 	}}
 	provider := &hostingv1alpha1.MetricProvider{ObjectMeta: metav1.ObjectMeta{Name: "authenticating"},
-		Spec: hostingv1alpha1.MetricProviderSpec{Spaces: []string{hostingv1alpha1.AllSpaces}, Prometheus: hostingv1alpha1.PrometheusProvider{Address: api.URL,
+		Spec: hostingv1alpha1.MetricProviderSpec{Spaces: []string{hostingv1alpha1.AllSpaces}, Prometheus: &hostingv1alpha1.PrometheusProvider{Address: api.URL,
 			CASecretRef:          &hostingv1alpha1.SecretKeyRef{Name: "prom-access", Key: "ca.crt"},
 			BearerTokenSecretRef: &hostingv1alpha1.SecretKeyRef{Name: "prom-access", Key: "token"}}}}
 	for _, obj := range []client.Object{ns, secret, provider} {
