@@ -102,7 +102,7 @@ func (c *costEstimator) EstimateSize(node celcost.AstNode) *celcost.SizeEstimate
 	if len(path) == 1 && path[0] == VarResult && !c.webResult {
 		return &celcost.SizeEstimate{Min: 0, Max: MaxResultValues}
 	}
-	if len(path) == 0 || !(inputRoots[path[0]] || c.webResult && path[0] == VarResult) {
+	if len(path) == 0 || !inputRoots[path[0]] && (!c.webResult || path[0] != VarResult) {
 		return nil
 	}
 	switch node.Type().Kind() {

@@ -112,8 +112,8 @@ func TestPlanWebAnalyses(t *testing.T) {
 	f := healthyTest(analysed(v1alpha1.FailureAbort, changeTicket(1, 5)))
 	for i, answer := range []string{`{"state": "pending"}`, `{"state": "pending"}`, `{"state": "approved"}`} {
 		at := metav1.NewTime(now.Add(time.Duration(i) * time.Minute))
-		f.Snapshot.Now = at
-		f.Snapshot.Measurements = nil
+		f.Now = at
+		f.Measurements = nil
 		action := planThrough(f.with(answered(at, answer)).Snapshot, engine)
 		want := "test"
 		if i == 2 {
