@@ -409,10 +409,11 @@ const (
 	FailureAbort FailureAction = "Abort"
 )
 
-// Analysis is a PromQL query measured while a stage is active, and how its
-// measurements judge the stage, after Argo Rollouts' AnalysisTemplate
-// metrics.
+// Analysis is a PromQL query, or a web request, measured while a stage is
+// active, and how its measurements judge the stage, after Argo Rollouts'
+// AnalysisTemplate metrics (and its web provider).
 // +kubebuilder:validation:XValidation:rule="has(self.successCondition) || has(self.failureCondition)",message="an analysis needs a successCondition or a failureCondition"
+// +kubebuilder:validation:XValidation:rule="has(self.query) != has(self.web)",message="an analysis needs exactly one of query and web"
 type Analysis struct {
 	// Name identifies the analysis in the stage. It is a DNS label.
 	// +kubebuilder:validation:MinLength=1
@@ -432,10 +433,16 @@ type Analysis struct {
 	// {{clusters}} (the names of the clusters the stage's Binding places
 	// the workload on, as a regular expression that matches exactly them,
 	// e.g. `cluster=~"{{clusters}}"`); each value is escaped for a PromQL
-	// string.
+	// string. It needs a provider with spec.prometheus.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
-	Query string `json:"query"`
+	// +optional
+	Query string `json:"query,omitempty"`
+
+	// Web is a GET request to a provider with spec.web (an external gate),
+	// instead of a query: its JSON answer is the conditions' `result`.
+	// +optional
+	Web *WebRequest `json:"web,omitempty"`
 
 	// InitialDelay is how long after the stage's Binding first places the
 	// workload the first measurement is taken. At most 24h.
@@ -464,7 +471,9 @@ type Analysis struct {
 	// SuccessCondition is a CEL expression over the query's result, with
 	// root `result`: the list of the sample values of the answer (one for a
 	// scalar), as doubles, e.g. `result.size() > 0 && result.all(v, v <
-	// 0.01)`. A measurement is Successful when it is true (and the
+	// 0.01)`; for a web analysis, the JSON answer (objects are maps, numbers
+	// ints when whole, else doubles), e.g. `result.state == 'approved'`. A
+	// measurement is Successful when it is true (and the
 	// failureCondition, if any, false), Failed when it is false and there is
 	// no failureCondition.
 	// +kubebuilder:validation:MaxLength=1024
@@ -499,6 +508,41 @@ type Analysis struct {
 	// or fail the stage.
 	// +optional
 	DryRun bool `json:"dryRun,omitempty"`
+}
+
+// Bounds of a web request.
+const (
+	// MaxWebPath is the most bytes of a web request's path.
+	MaxWebPath = 1024
+	// MaxWebParams is the most query parameters of a web request.
+	MaxWebParams = 16
+	// MaxWebParamValue is the most bytes of a query parameter's value.
+	MaxWebParamValue = 1024
+)
+
+// WebRequest is the GET request of a web analysis: a path under the web
+// provider's address and query parameters. A policy cannot change the
+// scheme, host or method: the path is relative, has no "..", query or
+// fragment, and each placeholder's value is escaped as one path segment or
+// one parameter value.
+type WebRequest struct {
+	// Path is appended to the provider's address. These placeholders are
+	// replaced, each value escaped as a path segment: {{space}},
+	// {{policy}}, {{stage}} and {{revision}}. Empty: the address itself.
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9._~!$&'()*+,;=:@%{}/-]*$`
+	// +kubebuilder:validation:XValidation:rule="!self.split('/').exists(s, s == '..' || s == '.')",message="path may have no . or .. segment"
+	// +optional
+	Path string `json:"path,omitempty"`
+
+	// Params are the query parameters, by name, at most 16. Their values
+	// may hold the placeholders of path and {{clusters}} (the names of the
+	// clusters the stage's Binding places the workload on, joined by
+	// commas); each value is escaped as a query value.
+	// +kubebuilder:validation:MaxProperties=16
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.size() >= 1 && k.size() <= 63 && self[k].size() <= 1024)",message="a parameter's name is 1 to 63 bytes, its value at most 1024"
+	// +optional
+	Params map[string]string `json:"params,omitempty"`
 }
 
 // MeasurementCount returns how many measurements the analysis takes: Count,

@@ -418,6 +418,9 @@ var (
 	yamlComment   = regexp.MustCompile(`\s{2,}#.*$`)
 	// An analysis's failureCondition reads the variable result.
 	analysisVariable = regexp.MustCompile(`\bresult\b`)
+	// A web analysis has a web key; a list item starts another analysis.
+	webKey   = regexp.MustCompile(`^\s*web:`)
+	listItem = regexp.MustCompile(`^\s*- `)
 )
 
 // shownExpression is a CEL expression a page shows, where it shows it.
@@ -430,19 +433,26 @@ type shownExpression struct {
 // expressions returns the filters, conditions and analysis conditions the
 // page's code blocks show, with their kinds: YAML keys (one line, or a
 // literal block) and kubectl stager eval's flags. "..." stands for an
-// expression left out.
+// expression left out. An analysis's conditions after a web key, in the
+// same list item, are a web analysis's.
 func expressions(page, text string) []shownExpression {
 	var out []shownExpression
 	lines := strings.Split(text, "\n")
-	inFence := false
+	inFence, web := false, false
 	for i := 0; i < len(lines); i++ {
 		line := lines[i]
 		if fence.MatchString(line) {
-			inFence = !inFence
+			inFence, web = !inFence, false
 			continue
 		}
 		if !inFence {
 			continue
+		}
+		switch {
+		case webKey.MatchString(line):
+			web = true
+		case listItem.MatchString(line):
+			web = false
 		}
 		where := page + ":" + strconv.Itoa(i+1)
 		for _, m := range evalFlag.FindAllStringSubmatch(line, -1) {
@@ -468,6 +478,8 @@ func expressions(page, text string) []shownExpression {
 		switch {
 		case m[2] == "filter":
 			kind = expression.KindFilter
+		case (m[2] == "successCondition" || analysisVariable.MatchString(src)) && web:
+			kind = expression.KindWebAnalysis
 		case m[2] == "successCondition", analysisVariable.MatchString(src):
 			kind = expression.KindAnalysis
 		}
@@ -493,7 +505,7 @@ func TestShownExpressionsCompile(t *testing.T) {
 			}
 		}
 	}
-	for _, kind := range []expression.Kind{expression.KindFilter, expression.KindCondition, expression.KindAnalysis} {
+	for _, kind := range []expression.Kind{expression.KindFilter, expression.KindCondition, expression.KindAnalysis, expression.KindWebAnalysis} {
 		if kinds[kind] == 0 {
 			t.Errorf("no %s found in the pages: the patterns are broken", kind)
 		}

@@ -26,7 +26,7 @@ import (
 // Reason is a word that says why a query got no answer.
 type Reason string
 
-// The reasons of Error. The first four are the platform team's to fix,
+// The reasons of Error. The first five are the platform team's to fix,
 // not the policy's (Refused).
 const (
 	// ReasonNotFound: no MetricProvider has the name.
@@ -40,6 +40,9 @@ const (
 	// ReasonAddressRefused: the provider's address is not one the stager
 	// may call.
 	ReasonAddressRefused Reason = "AddressRefused"
+	// ReasonWrongKind: the provider is not of the kind the analysis needs
+	// (a query needs spec.prometheus, a web analysis spec.web).
+	ReasonWrongKind Reason = "WrongKind"
 	// ReasonRateLimited: the space sent more queries than the stager's
 	// bound; the query was not sent and is taken again later.
 	ReasonRateLimited Reason = "RateLimited"
@@ -51,9 +54,14 @@ const (
 	// ReasonTooLarge: the answer is larger than the bound.
 	ReasonTooLarge Reason = "TooLarge"
 	// ReasonBadAnswer: the answer is not a Prometheus API response, or its
-	// result is not an instant vector or scalar of numbers.
+	// result is not an instant vector or scalar of numbers; for a web
+	// provider, not JSON within the bounds of expression.DecodeJSON.
 	ReasonBadAnswer Reason = "BadAnswer"
-	// ReasonQueryFailed: the provider answered with an error.
+	// ReasonBadRequest: a web analysis's path, its placeholders replaced,
+	// is not a path under the provider's address; nothing was sent.
+	ReasonBadRequest Reason = "BadRequest"
+	// ReasonQueryFailed: the provider answered with an error (for a web
+	// provider, a status other than 2xx).
 	ReasonQueryFailed Reason = "QueryFailed"
 )
 
@@ -61,7 +69,7 @@ const (
 // provider's configuration for the space, before any query is sent.
 func (r Reason) Refused() bool {
 	switch r {
-	case ReasonNotFound, ReasonSpaceNotAllowed, ReasonCredentialsRefused, ReasonAddressRefused:
+	case ReasonNotFound, ReasonSpaceNotAllowed, ReasonCredentialsRefused, ReasonAddressRefused, ReasonWrongKind:
 		return true
 	}
 	return false

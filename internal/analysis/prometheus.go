@@ -207,12 +207,31 @@ func (e *Endpoint) answeredBy() error {
 
 // send sends one instant query and returns its successful answer.
 func (e *Endpoint) send(ctx context.Context, query string) (*apiResponse, error) {
-	base, token, limit := e.base, e.token, e.limit
-	endpoint := base.JoinPath("api", "v1", "query")
+	endpoint := e.base.JoinPath("api", "v1", "query")
 	endpoint.RawQuery = url.Values{"query": {query}}.Encode()
+	status, body, err := e.get(ctx, endpoint)
+	if err != nil {
+		return nil, err
+	}
+	from := e.answeredBy()
+	var answer apiResponse
+	if err := json.Unmarshal(body, &answer); err != nil {
+		return nil, &Error{Reason: ReasonBadAnswer, Message: fmt.Sprintf("HTTP %d with no Prometheus API response", status), Err: from}
+	}
+	if answer.Status != "success" {
+		return nil, &Error{Reason: ReasonQueryFailed, Message: fmt.Sprintf("HTTP %d: %s: %s", status, answer.ErrorType, answer.Error), Err: from}
+	}
+	return &answer, nil
+}
+
+// get sends a GET request to endpoint, an address under the endpoint's
+// base, and returns the status and the body of its answer, within the
+// endpoint's bounds.
+func (e *Endpoint) get(ctx context.Context, endpoint *url.URL) (int, []byte, error) {
+	base, token, limit := e.base, e.token, e.limit
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint.String(), nil)
 	if err != nil {
-		return nil, &Error{Reason: ReasonBadAnswer, Message: "the query could not be built", Err: err}
+		return 0, nil, &Error{Reason: ReasonBadAnswer, Message: "the request could not be built", Err: err}
 	}
 	req.Header.Set("Accept", "application/json")
 	if token != "" {
@@ -222,27 +241,19 @@ func (e *Endpoint) send(ctx context.Context, query string) (*apiResponse, error)
 	if err != nil {
 		t := transportError(unwrapURLError(err))
 		t.Err = fmt.Errorf("querying %s: %w", base.Redacted(), unwrapURLError(err))
-		return nil, t
+		return 0, nil, t
 	}
 	defer func() { _ = resp.Body.Close() }()
-	from := e.answeredBy()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		t := transportError(unwrapURLError(err))
 		t.Err = fmt.Errorf("reading the answer of %s: %w", base.Redacted(), unwrapURLError(err))
-		return nil, t
+		return 0, nil, t
 	}
 	if int64(len(body)) > limit {
-		return nil, &Error{Reason: ReasonTooLarge, Message: fmt.Sprintf("the answer is larger than %d bytes", limit), Err: from}
+		return 0, nil, &Error{Reason: ReasonTooLarge, Message: fmt.Sprintf("the answer is larger than %d bytes", limit), Err: e.answeredBy()}
 	}
-	var answer apiResponse
-	if err := json.Unmarshal(body, &answer); err != nil {
-		return nil, &Error{Reason: ReasonBadAnswer, Message: fmt.Sprintf("HTTP %d with no Prometheus API response", resp.StatusCode), Err: from}
-	}
-	if answer.Status != "success" {
-		return nil, &Error{Reason: ReasonQueryFailed, Message: fmt.Sprintf("HTTP %d: %s: %s", resp.StatusCode, answer.ErrorType, answer.Error), Err: from}
-	}
-	return &answer, nil
+	return resp.StatusCode, body, nil
 }
 
 // unwrapURLError drops the URL, with its query, from a client error.

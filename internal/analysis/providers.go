@@ -126,6 +126,41 @@ func (p *Providers) Query(ctx context.Context, space, provider, query string) ([
 }
 
 func (p *Providers) query(ctx context.Context, space, provider, query string) ([]float64, error) {
+	endpoint, err := p.resolve(ctx, space, provider, hostingv1alpha1.ProviderPrometheus)
+	if err != nil {
+		return nil, err
+	}
+	return endpoint.Query(ctx, query)
+}
+
+// Fetch sends a web analysis's GET request (RenderWeb) to the web provider
+// named provider for a policy of space, and returns its JSON answer, which
+// expression.DecodeJSON accepts. Its errors are *Error, as Query's.
+func (p *Providers) Fetch(ctx context.Context, space, provider string, req WebRequest) ([]byte, error) {
+	answer, err := p.fetch(ctx, space, provider, req)
+	if err != nil {
+		var e *Error
+		if !errors.As(err, &e) {
+			e = &Error{Reason: ReasonUnreachable, Message: "the request failed", Err: err}
+		}
+		e.Provider = provider
+		return nil, e
+	}
+	return answer, nil
+}
+
+func (p *Providers) fetch(ctx context.Context, space, provider string, req WebRequest) ([]byte, error) {
+	endpoint, err := p.resolve(ctx, space, provider, hostingv1alpha1.ProviderWeb)
+	if err != nil {
+		return nil, err
+	}
+	return endpoint.Fetch(ctx, req)
+}
+
+// resolve returns the endpoint of the provider named provider, of the
+// given kind, for a policy of space, once the space may use it and its
+// bucket has a token.
+func (p *Providers) resolve(ctx context.Context, space, provider, kind string) (*Endpoint, error) {
 	// The first read of the cache waits for its watch: not longer than a
 	// query may take (a stager without list and watch on MetricProviders
 	// would otherwise hold the space's worker for the whole reconcile).
@@ -139,6 +174,12 @@ func (p *Providers) query(ctx context.Context, space, provider, query string) ([
 		}
 		return nil, &Error{Reason: ReasonUnreachable, Message: "the stager could not read it", Err: err}
 	}
+	if got := mp.Kind(); got != kind {
+		return nil, &Error{Reason: ReasonWrongKind,
+			Message: fmt.Sprintf("it is not a %s provider (it has no spec.%s); a %s", kind, kind, map[string]string{
+				hostingv1alpha1.ProviderPrometheus: "query needs spec.prometheus", hostingv1alpha1.ProviderWeb: "web analysis needs spec.web"}[kind]),
+			Err: fmt.Errorf("provider kind %q, not %q", got, kind)}
+	}
 	if !mp.Serves(space) {
 		return nil, &Error{Reason: ReasonSpaceNotAllowed, Message: "its spec.spaces does not name this space",
 			Err: fmt.Errorf("space %q is not in spec.spaces", space)}
@@ -148,11 +189,7 @@ func (p *Providers) query(ctx context.Context, space, provider, query string) ([
 			Message: fmt.Sprintf("the space's queries are over the stager's bound (%g a second, %d at once); measured again shortly",
 				p.Options.SpaceQPS, p.Options.SpaceBurst)}
 	}
-	endpoint, err := p.endpoint(readCtx, mp)
-	if err != nil {
-		return nil, err
-	}
-	return endpoint.Query(ctx, query)
+	return p.endpoint(readCtx, mp)
 }
 
 // readTimeout bounds the reads of a query's provider and Secrets.
@@ -190,15 +227,16 @@ func (p *Providers) allow(space string) bool {
 // idle connections are closed.
 func (p *Providers) endpoint(ctx context.Context, mp *hostingv1alpha1.MetricProvider) (*Endpoint, error) {
 	key := string(mp.UID) + "/" + mp.ResourceVersion
+	spec := mp.Endpoint()
 	var ca, token []byte
-	if ref := mp.Spec.Prometheus.CASecretRef; ref != nil {
+	if ref := spec.CASecretRef; ref != nil {
 		value, version, err := p.secretKey(ctx, ref)
 		if err != nil {
 			return nil, credentialsRefused(fmt.Errorf("CA: %w", err))
 		}
 		ca, key = value, key+"/ca:"+version
 	}
-	if ref := mp.Spec.Prometheus.BearerTokenSecretRef; ref != nil {
+	if ref := spec.BearerTokenSecretRef; ref != nil {
 		value, version, err := p.secretKey(ctx, ref)
 		if err != nil {
 			return nil, credentialsRefused(fmt.Errorf("bearer token: %w", err))
@@ -214,7 +252,7 @@ func (p *Providers) endpoint(ctx context.Context, mp *hostingv1alpha1.MetricProv
 		c.endpoint.close()
 		delete(p.endpoints, mp.Name)
 	}
-	endpoint, err := NewEndpoint(&mp.Spec.Prometheus, ca, token, p.Options)
+	endpoint, err := NewEndpoint(spec, ca, token, p.Options)
 	if err != nil {
 		return nil, err
 	}

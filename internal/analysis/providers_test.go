@@ -150,7 +150,7 @@ func (f *fixture) provider(suffix string, spec hostingv1alpha1.MetricProviderSpe
 // withSecrets is a spec of p's address, with its CA and token from the
 // Secret named secret.
 func withSecrets(p *prometheusTLS, secret string, spaces ...string) hostingv1alpha1.MetricProviderSpec {
-	return hostingv1alpha1.MetricProviderSpec{Spaces: spaces, Prometheus: hostingv1alpha1.PrometheusProvider{Address: p.URL,
+	return hostingv1alpha1.MetricProviderSpec{Spaces: spaces, Prometheus: &hostingv1alpha1.PrometheusProvider{Address: p.URL,
 		CASecretRef:          &hostingv1alpha1.SecretKeyRef{Name: secret, Key: "ca.crt"},
 		BearerTokenSecretRef: &hostingv1alpha1.SecretKeyRef{Name: secret, Key: "token"}}}
 }
@@ -380,7 +380,7 @@ func TestStatusShowsNoAddressOrSecret(t *testing.T) {
 		return name
 	}
 	spec := func(address, caName, tokenName string) hostingv1alpha1.MetricProviderSpec {
-		s := hostingv1alpha1.MetricProviderSpec{Spaces: []string{hostingv1alpha1.AllSpaces}, Prometheus: hostingv1alpha1.PrometheusProvider{Address: address}}
+		s := hostingv1alpha1.MetricProviderSpec{Spaces: []string{hostingv1alpha1.AllSpaces}, Prometheus: &hostingv1alpha1.PrometheusProvider{Address: address}}
 		if caName != "" {
 			s.Prometheus.CASecretRef = &hostingv1alpha1.SecretKeyRef{Name: caName, Key: "ca.crt"}
 		}
@@ -412,7 +412,7 @@ func TestStatusShowsNoAddressOrSecret(t *testing.T) {
 		{f.provider("down", spec(closedAddress, "", "")), "wds1", ReasonUnreachable},
 		{f.provider("untrusted", spec(p.URL, "", "prom-access")), "wds1", ReasonUnreachable},
 		{f.provider("redirected", spec(elsewhere.URL, elsewhereCA, "prom-access")), "wds1", ReasonUnreachable},
-		{f.provider("silent", hostingv1alpha1.MetricProviderSpec{Spaces: []string{hostingv1alpha1.AllSpaces}, Prometheus: hostingv1alpha1.PrometheusProvider{
+		{f.provider("silent", hostingv1alpha1.MetricProviderSpec{Spaces: []string{hostingv1alpha1.AllSpaces}, Prometheus: &hostingv1alpha1.PrometheusProvider{
 			Address: slow.URL, CASecretRef: &hostingv1alpha1.SecretKeyRef{Name: slowCA, Key: "ca.crt"},
 			Timeout: &metav1.Duration{Duration: 200 * time.Millisecond}}}), "wds1", ReasonTimeout},
 		{f.provider("wrong-token", spec(p.URL, "prom-access", "prom-wrong")), "wds1", ReasonQueryFailed},

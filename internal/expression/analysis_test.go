@@ -16,6 +16,7 @@ package expression
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -88,5 +89,63 @@ func TestAnalysisErrors(t *testing.T) {
 	}
 	if _, err := square.EvalAnalysis(make([]float64, MaxResultValues)); !IsTooCostly(err) {
 		t.Errorf("a condition square in %d values: got %v, want it stopped by the cost limit", MaxResultValues, err)
+	}
+}
+
+// TestWebAnalyses evaluates web analysis conditions on JSON answers: the
+// answer is `result`, objects are maps, whole numbers ints and others
+// doubles; an answer DecodeJSON refuses, or a condition over a missing
+// field, is an evaluation error (the measurement is inconclusive); the
+// kinds do not mix.
+func TestWebAnalyses(t *testing.T) {
+	e := newEngine(t)
+	for _, tc := range []struct {
+		source, answer string
+		want           bool
+		err            ErrorReason
+	}{
+		{`result.state == 'approved'`, `{"state": "approved"}`, true, ""},
+		{`result.state == 'approved'`, `{"state": "pending"}`, false, ""},
+		{`result.approvals >= 2 && result.approvals == 2`, `{"approvals": 2}`, true, ""},
+		{`type(result.approvals) == int && type(result.ratio) == double`, `{"approvals": 2, "ratio": 0.5}`, true, ""},
+		{`result.checks.all(c, c.ok)`, `{"checks": [{"ok": true}, {"ok": true}]}`, true, ""},
+		{`result.size() == 2 && result[1] == null`, `[1, null]`, true, ""},
+		{`has(result.ticket) && result.ticket.closed`, `{}`, false, ""},
+		{`result.state == 'approved'`, `{}`, false, ReasonEvaluationError},
+		{`result.state == 'approved'`, `not json`, false, ReasonEvaluationError},
+		{`result == 1`, strings.Repeat("[", MaxJSONDepth+1) + strings.Repeat("]", MaxJSONDepth+1), false, ReasonEvaluationError},
+	} {
+		p, err := e.Compile(KindWebAnalysis, tc.source)
+		if err != nil {
+			t.Fatalf("Compile(%q): %v", tc.source, err)
+		}
+		got, err := p.EvalWebAnalysis([]byte(tc.answer))
+		if reasonOf(err) != tc.err || got != tc.want {
+			t.Errorf("%q on %s = %v, %v; want %v, %q", tc.source, tc.answer, got, err, tc.want, tc.err)
+		}
+	}
+	p, err := e.Compile(KindWebAnalysis, `result.state == 'approved'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.EvalAnalysis([]float64{1}); reasonOf(err) != ReasonWrongKind {
+		t.Errorf("a web analysis program on values: got %v, want a wrong kind error", err)
+	}
+	if _, err := e.Compile(KindWebAnalysis, `result.size()`); err == nil {
+		t.Error("a web analysis condition that is not boolean compiled")
+	}
+	if _, err := p.EvalWebAnalysis([]byte(`{"state": 1}`)); err != nil {
+		t.Errorf("a field of another type compared: %v", err)
+	}
+	// What the estimate lets through (it spreads an answer's bytes over
+	// the levels of nesting, as for a CombinedStatus), the cost limit
+	// stops on a large answer.
+	cubic, err := e.Compile(KindWebAnalysis, `result.items.all(a, result.items.all(b, result.items.all(c, a == b && b == c)))`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := `{"items": [` + strings.TrimSuffix(strings.Repeat(`1, `, 1000), ", ") + `]}`
+	if _, err := cubic.EvalWebAnalysis([]byte(items)); !IsTooCostly(err) {
+		t.Errorf("a condition cubic in 1000 items: got %v, want it stopped by the cost limit", err)
 	}
 }

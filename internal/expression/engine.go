@@ -42,6 +42,10 @@ const (
 	// KindAnalysis is an analysis's success or failure condition,
 	// evaluated per measurement with the variable result.
 	KindAnalysis Kind = "analysis"
+	// KindWebAnalysis is a web analysis's success or failure condition,
+	// evaluated per measurement with the variable result: the endpoint's
+	// JSON answer.
+	KindWebAnalysis Kind = "webAnalysis"
 )
 
 // Variable names visible to expressions.
@@ -203,9 +207,11 @@ type Engine struct {
 	filterEnv    *cel.Env
 	conditionEnv *cel.Env
 	analysisEnv  *cel.Env
-	// filterCharges, conditionCharges and analysisCharges charge the calls
-	// of precharges before they run, in the programs of each environment.
-	filterCharges, conditionCharges, analysisCharges []cel.ProgramOption
+	webEnv       *cel.Env
+	// filterCharges, conditionCharges, analysisCharges and webCharges
+	// charge the calls of precharges before they run, in the programs of
+	// each environment.
+	filterCharges, conditionCharges, analysisCharges, webCharges []cel.ProgramOption
 
 	compilations atomic.Uint64
 	conversions  *conversions
@@ -278,6 +284,22 @@ func NewEngine(opts ...Option) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating CEL environment for analyses: %w", err)
 	}
+	// A web answer is JSON converted as a CombinedStatus is (celValue),
+	// whence the condition environment's adapter.
+	webEnv, err := cel.NewEnv(append(commonEnvOptions(cfg.costLimit),
+		cel.Variable(VarResult, cel.DynType),
+	)...)
+	if err != nil {
+		return nil, fmt.Errorf("creating CEL environment for web analyses: %w", err)
+	}
+	webEnv, err = webEnv.Extend(cel.CustomTypeAdapter(celValuesAdapter{webEnv.CELTypeAdapter()}))
+	if err != nil {
+		return nil, fmt.Errorf("creating CEL environment for web analyses: %w", err)
+	}
+	webCharges, err := prechargeOptions(webEnv, cfg.costLimit)
+	if err != nil {
+		return nil, fmt.Errorf("creating CEL environment for web analyses: %w", err)
+	}
 	filterCharges, err := prechargeOptions(filterEnv, cfg.costLimit)
 	if err != nil {
 		return nil, fmt.Errorf("creating CEL environment for filters: %w", err)
@@ -300,6 +322,8 @@ func NewEngine(opts ...Option) (*Engine, error) {
 		filterEnv:        filterEnv,
 		conditionEnv:     conditionEnv,
 		analysisEnv:      analysisEnv,
+		webEnv:           webEnv,
+		webCharges:       webCharges,
 		filterCharges:    filterCharges,
 		conditionCharges: conditionCharges,
 		analysisCharges:  analysisCharges,
@@ -338,7 +362,7 @@ func (e *Engine) Compile(kind Kind, source string) (*Program, error) {
 	if e == nil || e.filterEnv == nil {
 		return nil, newError(kind, source, ReasonCompileError, errors.New("engine not initialized; use NewEngine"))
 	}
-	if kind != KindFilter && kind != KindCondition && kind != KindAnalysis {
+	if kind != KindFilter && kind != KindCondition && kind != KindAnalysis && kind != KindWebAnalysis {
 		return nil, newError(kind, source, ReasonCompileError, fmt.Errorf("unknown expression kind %q", kind))
 	}
 	if strings.TrimSpace(source) == "" {
@@ -396,6 +420,8 @@ func (e *Engine) compile(kind Kind, source string) (prog *Program, err error) {
 		env, charges = e.conditionEnv, e.conditionCharges
 	case KindAnalysis:
 		env, charges = e.analysisEnv, e.analysisCharges
+	case KindWebAnalysis:
+		env, charges = e.webEnv, e.webCharges
 	}
 	ast, issues := env.Compile(source)
 	if issues != nil && issues.Err() != nil {
@@ -405,7 +431,7 @@ func (e *Engine) compile(kind Kind, source string) (prog *Program, err error) {
 		return nil, newError(kind, source, ReasonNotBoolean,
 			fmt.Errorf("expression has type %s, want bool", out))
 	}
-	estimate, err := env.EstimateCost(ast, newCostEstimator(nestingDepth(ast.NativeRep().Expr())))
+	estimate, err := env.EstimateCost(ast, newCostEstimator(kind, nestingDepth(ast.NativeRep().Expr())))
 	if err != nil {
 		return nil, newError(kind, source, ReasonCompileError, fmt.Errorf("estimating cost: %w", err))
 	}

@@ -122,6 +122,7 @@ type evalRequest struct {
 	StatusUID, StatusVersion string           `json:",omitempty"`
 	Status                   *json.RawMessage `json:",omitempty"`
 	Values                   []float64        `json:",omitempty"`
+	Answer                   *json.RawMessage `json:",omitempty"`
 }
 
 // evalResponse is a worker's outcome of an evalRequest.

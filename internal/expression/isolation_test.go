@@ -61,6 +61,10 @@ func TestIsolatedEvaluationsAgree(t *testing.T) {
 		{KindFilter, `downsyncClause.name.indexOf('g') == 1 && downsyncClause.namespace == ''`},
 		{KindAnalysis, `result.all(v, v < 0.5)`},
 		{KindAnalysis, `result[7] > 0.0`},
+		{KindWebAnalysis, `result.state == 'approved' && result.approvals >= 2`},
+		{KindWebAnalysis, `result.items.map(i, i.name).join(',') == 'a,b'`},
+		{KindWebAnalysis, `result.missing == 1`},
+		{KindWebAnalysis, `lists.range(100000).map(i, i).size() > 0`},
 	}
 	for _, c := range cases {
 		t.Run(c.source, func(t *testing.T) {
@@ -74,6 +78,8 @@ func TestIsolatedEvaluationsAgree(t *testing.T) {
 					return p.EvalFilter(clause)
 				case KindAnalysis:
 					return e.NewBudget().EvalAnalysis(p, []float64{0.1, 0.2})
+				case KindWebAnalysis:
+					return e.NewBudget().EvalWebAnalysis(p, []byte(`{"state": "approved", "approvals": 2, "items": [{"name": "a"}, {"name": "b"}]}`))
 				}
 				return e.NewBudget().EvalCondition(p, cs)
 			}

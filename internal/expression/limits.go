@@ -51,6 +51,11 @@ import (
 // server stores by default (etcd's request limit, 1.5 MiB).
 const MaxObjectSize = 3 << 19
 
+// MaxWebAnswerBytes is the most bytes of a web analysis's JSON answer that
+// a condition is evaluated on: the compile-time estimate takes
+// MaxObjectSize for it, so no larger answer may be handed to a condition.
+const MaxWebAnswerBytes = MaxObjectSize
+
 // costPerByte is what handling one byte of a string costs: cel-go's
 // StringTraversalCostFactor, one unit per ten bytes.
 const costPerByte = 0.1
@@ -72,14 +77,20 @@ const bytesPerCostUnit = 10
 // does not depend on the input (lists.range, replace, join, nested ranges),
 // which is estimated from the expression's literals. The runtime cost limit,
 // the evaluation timeout and the budget bound everything else.
+//
+// A web analysis's result is such an input too: a JSON answer, at most the
+// stager's --analysis-max-response-bytes, which cannot be more than
+// MaxObjectSize (MaxWebAnswerBytes).
 type costEstimator struct {
 	levelSize uint64
+	// webResult says result is a web answer, not a list of values.
+	webResult bool
 }
 
 // newCostEstimator returns the estimator for an expression whose deepest
 // nesting of comprehensions is depth.
-func newCostEstimator(depth int) *costEstimator {
-	return &costEstimator{levelSize: uint64(math.Ceil(math.Pow(MaxObjectSize, 1/float64(depth+2))))}
+func newCostEstimator(kind Kind, depth int) *costEstimator {
+	return &costEstimator{levelSize: uint64(math.Ceil(math.Pow(MaxObjectSize, 1/float64(depth+2)))), webResult: kind == KindWebAnalysis}
 }
 
 // inputRoots are the variables bound to the input.
@@ -88,10 +99,10 @@ var inputRoots = map[string]bool{VarObj: true, VarCombinedStatus: true, VarDowns
 // EstimateSize implements cost.Estimator.
 func (c *costEstimator) EstimateSize(node celcost.AstNode) *celcost.SizeEstimate {
 	path := node.Path()
-	if len(path) == 1 && path[0] == VarResult {
+	if len(path) == 1 && path[0] == VarResult && !c.webResult {
 		return &celcost.SizeEstimate{Min: 0, Max: MaxResultValues}
 	}
-	if len(path) == 0 || !inputRoots[path[0]] {
+	if len(path) == 0 || !inputRoots[path[0]] && (!c.webResult || path[0] != VarResult) {
 		return nil
 	}
 	switch node.Type().Kind() {

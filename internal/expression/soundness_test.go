@@ -101,6 +101,17 @@ func (g *soundGen) leaf(k types.Kind) string {
 		case types.DoubleKind:
 			return "result[0]"
 		}
+	case KindWebAnalysis:
+		switch k {
+		case types.ListKind:
+			return g.pick("result.items", "result.items.map(i, i.name)", "result.items[0].tags")
+		case types.StringKind:
+			return g.pick("result.state", "result.note", "result.items[0].name")
+		case types.MapKind:
+			return g.pick("result", "result.items[0]")
+		case types.IntKind:
+			return "result.count"
+		}
 	case KindFilter:
 		switch k {
 		case types.ListKind:
@@ -282,11 +293,42 @@ func soundInputs() map[Kind][]*evalVars {
 		collectors[i] = "collector-" + strconv.Itoa(i)
 	}
 	clause := Clause{Name: strings.Repeat("n", 100_000), DownsyncModulation: ksv1alpha1.DownsyncModulation{StatusCollectors: collectors}}
-	return map[Kind][]*evalVars{
-		KindCondition: conditions,
-		KindAnalysis:  {analysisVars(types.DefaultTypeAdapter.NativeToValue(values))},
-		KindFilter:    {filterVars(Clause{Name: "web"}.celView()), filterVars(clause.celView())},
+	var answers []*evalVars
+	for _, answer := range webAnswers() {
+		vars, err := webVars(answer)
+		if err != nil {
+			panic(fmt.Sprintf("a web answer of %d bytes does not decode: %v", len(answer), err))
+		}
+		answers = append(answers, vars)
 	}
+	return map[Kind][]*evalVars{
+		KindWebAnalysis: answers,
+		KindCondition:   conditions,
+		KindAnalysis:    {analysisVars(types.DefaultTypeAdapter.NativeToValue(values))},
+		KindFilter:      {filterVars(Clause{Name: "web"}.celView()), filterVars(clause.celView())},
+	}
+}
+
+// webAnswers are web analyses' answers: a small one, and ones of about
+// MaxWebAnswerBytes, the largest a condition is handed: one of many small
+// items (as many values as MaxJSONNodes allows), one of a long string, one nested MaxJSONDepth deep.
+func webAnswers() [][]byte {
+	small := `{"state": "approved", "note": "ok", "count": 3, "items": [{"name": "a", "tags": ["x", "y"]}]}`
+	var many strings.Builder
+	many.WriteString(`{"state": "pending", "note": "n", "count": 1, "items": [`)
+	for i := 0; many.Len() < MaxWebAnswerBytes-200; i++ {
+		if i > 0 {
+			many.WriteString(", ")
+		}
+		// Four values an item, of about 80 bytes: MaxJSONNodes at
+		// MaxWebAnswerBytes.
+		fmt.Fprintf(&many, `{"name": "item-%d-%s", "tags": ["t", "u", "v"]}`, i, strings.Repeat("p", 30))
+	}
+	many.WriteString(`]}`)
+	long := `{"state": "` + strings.Repeat("s", MaxWebAnswerBytes/2) + `", "note": "` + strings.Repeat("n", MaxWebAnswerBytes/2-200) +
+		`", "count": 9007199254740993, "items": [{"name": "` + strings.Repeat("a", 100) + `", "tags": []}]}`
+	deep := `{"state": "x", "count": 1, "items": [{"name": "d", "tags": ` + strings.Repeat("[", MaxJSONDepth-3) + strings.Repeat("]", MaxJSONDepth-3) + `}]}`
+	return [][]byte{[]byte(small), []byte(many.String()), []byte(long), []byte(deep)}
 }
 
 // soundMeasure is what one evaluation took and was charged.
@@ -345,9 +387,11 @@ func envInt(t *testing.T, name string, def int64) int64 {
 // small inputs and on large ones, with the compile-time estimate lifted.
 // Every evaluation must stay within soundBytesPerUnit bytes allocated and
 // soundTimePerUnit of time a unit charged (up to the cost limit), plus
-// slack. CEL_SOUND_CASES sets how many expressions (1,000 by default, a few
-// seconds) and CEL_SOUND_SEED the seed (make fuzz-cel runs 20,000 with a
-// new seed). With -tags celholes, which removes the charges of N1, N2 and
+// slack. The inputs include web analyses' JSON answers of the largest size a
+// condition is handed (MaxWebAnswerBytes). CEL_SOUND_CASES sets how many
+// expressions (1,000 by default, a few seconds), CEL_SOUND_SEED the seed
+// (make fuzz-cel runs 20,000 with a new seed) and CEL_SOUND_KINDS, a comma
+// list, the kinds tried (default all). With -tags celholes, which removes the charges of N1, N2 and
 // N11, it finds all three (docs/security.md).
 func TestCostIsSound(t *testing.T) {
 	cases := envInt(t, "CEL_SOUND_CASES", 1000)
@@ -355,7 +399,7 @@ func TestCostIsSound(t *testing.T) {
 	t.Logf("CEL_SOUND_SEED=%d CEL_SOUND_CASES=%d", seed, cases)
 	e := newEngine(t, WithCostLimit(soundCostLimit), WithEstimatedCostLimit(math.MaxUint64), WithEvalTimeout(time.Minute))
 	inputs := soundInputs()
-	envs := map[Kind]*cel.Env{KindFilter: e.filterEnv, KindCondition: e.conditionEnv, KindAnalysis: e.analysisEnv}
+	envs := map[Kind]*cel.Env{KindFilter: e.filterEnv, KindCondition: e.conditionEnv, KindAnalysis: e.analysisEnv, KindWebAnalysis: e.webEnv}
 	gens := map[Kind]*soundGen{}
 	r := rand.New(rand.NewPCG(uint64(seed), 2026))
 	for kind, env := range envs {
@@ -366,7 +410,16 @@ func TestCostIsSound(t *testing.T) {
 		sort.Strings(g.functions)
 		gens[kind] = g
 	}
-	kinds := []Kind{KindCondition, KindCondition, KindAnalysis, KindFilter}
+	kinds := []Kind{KindCondition, KindCondition, KindAnalysis, KindWebAnalysis, KindWebAnalysis, KindFilter}
+	if only := os.Getenv("CEL_SOUND_KINDS"); only != "" {
+		kinds = nil
+		for _, k := range strings.Split(only, ",") {
+			if envs[Kind(k)] == nil {
+				t.Fatalf("CEL_SOUND_KINDS=%q: no kind %q", only, k)
+			}
+			kinds = append(kinds, Kind(k))
+		}
+	}
 	report := envInt(t, "CEL_SOUND_REPORT", 5)
 	compiled, evaluated, unsound := 0, 0, 0
 	// The most allocated (beyond the slack) and the longest taken (of

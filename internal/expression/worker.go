@@ -150,6 +150,13 @@ func (e *Engine) serve(req *evalRequest) evalResponse {
 		vars = conditionVars(conv.obj)
 	case KindAnalysis:
 		vars = analysisValues(req.Values)
+	case KindWebAnalysis:
+		if req.Answer == nil {
+			return failed(errors.New("no answer given"))
+		}
+		if vars, err = webVars(*req.Answer); err != nil {
+			return failed(err)
+		}
 	}
 	// The timeout counts from here, as it does in the stager's process:
 	// compiling, decoding and converting are the engine's work, not the

@@ -22,6 +22,7 @@
 package gatetest
 
 import (
+	"encoding/json"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -105,6 +106,8 @@ type Answer struct {
 	Time *metav1.Time `json:"time,omitempty"`
 	// Values are the samples' values.
 	Values []float64 `json:"values,omitempty"`
+	// Answer is a web analysis's JSON answer.
+	Answer json.RawMessage `json:"answer,omitempty"`
 	// Error says why there was no answer.
 	Error string `json:"error,omitempty"`
 }
@@ -131,7 +134,7 @@ func toAnswers(in []Answer) []rollout.GateAnswer {
 		if a.Time != nil {
 			t = a.Time.Time
 		}
-		out = append(out, rollout.GateAnswer{Time: t, Values: a.Values, Error: a.Error})
+		out = append(out, rollout.GateAnswer{Time: t, Values: a.Values, Answer: a.Answer, Error: a.Error})
 	}
 	return out
 }

@@ -15,6 +15,8 @@
 package rollout
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -36,8 +38,10 @@ type Measurement struct {
 	Stage, Analysis string
 	// Time is when the query was sent.
 	Time metav1.Time
-	// Values are the sample values of the answer.
+	// Values are the sample values of the answer of a query.
 	Values []float64
+	// Answer is the JSON answer of a web analysis's request.
+	Answer []byte
 	// Error says why there is no answer (the provider could not be
 	// reached, answered an error, too slowly or too much): the measurement
 	// is inconclusive.
@@ -173,7 +177,7 @@ func assessAnalyses(snap *Snapshot, active int, programs []compiledAnalysis, bud
 				out.inconclusive = &out.records[len(out.records)-1]
 			}
 		case v1alpha1.AnalysisRunning:
-			out.running = append(out.running, fmt.Sprintf("%s (%d of %d)", a.Name, r.Taken(), a.MeasurementCount()))
+			out.running = append(out.running, fmt.Sprintf("%s (%d of %d)", a.Name, counted(a, &r), a.MeasurementCount()))
 		}
 	}
 	if len(out.records) != len(record.Analyses) {
@@ -219,17 +223,27 @@ func recordMeasurement(r *v1alpha1.AnalysisStatus, m v1alpha1.Measurement) {
 
 // analysisPhase is the phase of an analysis with the counts of r: Failed
 // past failureLimit, Inconclusive past inconclusiveLimit, Successful once
-// count measurements are taken, else Running.
+// count measurements are taken (for a web analysis, count conclusive
+// ones: a gate that says wait has not passed), else Running.
 func analysisPhase(a v1alpha1.Analysis, r *v1alpha1.AnalysisStatus) v1alpha1.AnalysisPhase {
 	switch {
 	case r.Failed > a.FailureLimit:
 		return v1alpha1.AnalysisFailed
 	case r.Inconclusive > a.InconclusiveLimit:
 		return v1alpha1.AnalysisInconclusive
-	case r.Taken() >= a.MeasurementCount():
+	case counted(a, r) >= a.MeasurementCount():
 		return v1alpha1.AnalysisSuccessful
 	}
 	return v1alpha1.AnalysisRunning
+}
+
+// counted is how many of r's measurements count towards a's count: all
+// of them, or, for a web analysis, the conclusive ones.
+func counted(a v1alpha1.Analysis, r *v1alpha1.AnalysisStatus) int32 {
+	if a.Web != nil {
+		return r.Successful + r.Failed
+	}
+	return r.Taken()
 }
 
 // judge gives the verdict of one measurement of an analysis with the
@@ -247,13 +261,19 @@ func judge(programs compiledAnalysis, m Measurement, budget *expression.Budget) 
 		out.Phase, out.Message = v1alpha1.MeasurementInconclusive, cutMessage(m.Error, v1alpha1.MaxMeasurementMessage)
 		return out, true
 	}
-	out.Value = formatValues(m.Values)
 	var exhausted bool
+	evalOn := func(p *expression.Program) (bool, error) { return budget.EvalAnalysis(p, m.Values) }
+	if programs.web {
+		out.Value = formatAnswer(m.Answer)
+		evalOn = func(p *expression.Program) (bool, error) { return budget.EvalWebAnalysis(p, m.Answer) }
+	} else {
+		out.Value = formatValues(m.Values)
+	}
 	eval := func(p *expression.Program) (bool, bool) {
 		if p == nil {
 			return false, true
 		}
-		holds, err := budget.EvalAnalysis(p, m.Values)
+		holds, err := evalOn(p)
 		if err != nil {
 			var e *expression.Error
 			exhausted = errors.As(err, &e) && e.Reason == expression.ReasonBudgetExhausted
@@ -289,16 +309,45 @@ func judge(programs compiledAnalysis, m Measurement, budget *expression.Budget) 
 // and limits, at time at. It returns an error when a condition does not
 // compile. It is what `kubectl stager eval --analysis` prints.
 func JudgeMeasurement(engine *expression.Engine, a v1alpha1.Analysis, values []float64, queryErr error, at metav1.Time) (v1alpha1.Measurement, error) {
+	return judgeOne(engine, a, Measurement{Analysis: a.Name, Time: at, Values: values}, queryErr)
+}
+
+// JudgeWebMeasurement is JudgeMeasurement for a web analysis, on its JSON
+// answer (or queryErr when there was none).
+func JudgeWebMeasurement(engine *expression.Engine, a v1alpha1.Analysis, answer []byte, queryErr error, at metav1.Time) (v1alpha1.Measurement, error) {
+	return judgeOne(engine, a, Measurement{Analysis: a.Name, Time: at, Answer: answer}, queryErr)
+}
+
+// judgeOne judges m, an answer to a, as Plan does.
+func judgeOne(engine *expression.Engine, a v1alpha1.Analysis, m Measurement, queryErr error) (v1alpha1.Measurement, error) {
 	compiled, _, err := compileStages(engine, []v1alpha1.Stage{{Name: "eval", Analysis: []v1alpha1.Analysis{a}}})
 	if err != nil {
 		return v1alpha1.Measurement{}, err
 	}
-	m := Measurement{Analysis: a.Name, Time: at, Values: values}
 	if queryErr != nil {
 		m.Error = queryErr.Error()
 	}
 	judged, _ := judge(compiled[0].analyses[0], m, engine.NewBudget())
 	return judged, nil
+}
+
+// formatAnswer renders a web answer, compacted, bounded: its head, and
+// how many bytes are left out.
+func formatAnswer(answer []byte) string {
+	var b bytes.Buffer
+	if err := json.Compact(&b, answer); err != nil {
+		b.Reset()
+		b.Write(answer)
+	}
+	s := strings.ToValidUTF8(b.String(), "?")
+	if len(s) <= v1alpha1.MaxMeasurementValue {
+		return s
+	}
+	// Room is kept for the longest tail, " ... 1572864 more bytes"; a
+	// rune cut in two is dropped.
+	tail := len(fmt.Sprintf(" ... %d more bytes", expression.MaxWebAnswerBytes))
+	head := strings.ToValidUTF8(s[:v1alpha1.MaxMeasurementValue-tail], "")
+	return fmt.Sprintf("%s ... %d more bytes", head, len(s)-len(head))
 }
 
 // formatValues renders values as the conditions saw them, bounded.

@@ -96,6 +96,8 @@ type compiledStage struct {
 // expression".
 type compiledAnalysis struct {
 	success, failure *expression.Program
+	// web says the analysis is a web one: its programs judge a JSON answer.
+	web bool
 }
 
 // compileStages compiles the expressions of every stage. It returns one
@@ -131,11 +133,15 @@ func compileStages(engine *expression.Engine, stages []v1alpha1.Stage) ([]compil
 		}
 		compiled[i].analyses = make([]compiledAnalysis, len(stage.Analysis))
 		for j, a := range stage.Analysis {
+			kind := expression.KindAnalysis
+			if a.Web != nil {
+				kind, compiled[i].analyses[j].web = expression.KindWebAnalysis, true
+			}
 			if a.SuccessCondition != "" {
-				compiled[i].analyses[j].success = compile(stage, expression.KindAnalysis, a.SuccessCondition)
+				compiled[i].analyses[j].success = compile(stage, kind, a.SuccessCondition)
 			}
 			if a.FailureCondition != "" {
-				compiled[i].analyses[j].failure = compile(stage, expression.KindAnalysis, a.FailureCondition)
+				compiled[i].analyses[j].failure = compile(stage, kind, a.FailureCondition)
 			}
 		}
 	}

@@ -61,11 +61,13 @@ type GateVerdict struct {
 	Analyses []v1alpha1.AnalysisStatus
 }
 
-// GateAnswer is one recorded answer to an analysis's query: its values,
-// or Error when there was none. Time is when it was taken.
+// GateAnswer is one recorded answer to an analysis's query: its values
+// (for a web analysis, its JSON Answer), or Error when there was none.
+// Time is when it was taken.
 type GateAnswer struct {
 	Time   time.Time
 	Values []float64
+	Answer []byte
 	Error  string
 }
 
@@ -182,7 +184,7 @@ func gateSnapshot(policy *v1alpha1.StagedBindingPolicy, active int, answers map[
 				placed = at
 			}
 			measurements = append(measurements, Measurement{Stage: stage.Name, Analysis: a.Name,
-				Time: metav1.NewTime(at), Values: ans.Values, Error: ans.Error})
+				Time: metav1.NewTime(at), Values: ans.Values, Answer: ans.Answer, Error: ans.Error})
 		}
 	}
 	placedTime := metav1.NewTime(placed.Add(-time.Second))

@@ -211,6 +211,9 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //     taken (an old request written back), is consumed, PromotionIgnored; one whose
 //     next stage a change window or a freeze holds stays pending until it may start (promote, startHeldAfter);
 //  15. the stage is assessed, soaked and its analyses judged; a failed stage's failure is recorded (planAfterAssessment);
+//     a web analysis's measurement is judged on its JSON answer (Measurement.Answer) as a query's is on its
+//     values, with the same limits, dryRun and onFailure (judge), but only its conclusive measurements count
+//     towards its count: an answer saying wait (Inconclusive) never passes it (analysisPhase);
 //     15b. a done stage whose regressionWatch is due (an interval after its last check, by Snapshot.Now) is judged
 //     over its placement's CombinedStatuses within the space's budget, and with regressionWatch.analyses on one
 //     measurement of each analysis not dryRun (Snapshot.WatchedMeasurements: Failed regresses, Inconclusive or

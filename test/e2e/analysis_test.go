@@ -277,7 +277,7 @@ func createProvider(t *testing.T, name string, spec hostingv1alpha1.PrometheusPr
 	t.Helper()
 	c := hostingClient(t)
 	mp := &hostingv1alpha1.MetricProvider{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: hostingv1alpha1.MetricProviderSpec{Prometheus: spec, Spaces: spaces}}
+		Spec: hostingv1alpha1.MetricProviderSpec{Prometheus: &spec, Spaces: spaces}}
 	if err := c.Create(suite.ctx, mp); err != nil {
 		t.Fatalf("creating MetricProvider %s: %v", name, err)
 	}

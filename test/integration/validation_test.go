@@ -15,6 +15,7 @@
 package integration
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -61,6 +62,12 @@ func TestCRDValidation(t *testing.T) {
 	batched := func(name string, maxConcurrency, maxFailures *intstr.IntOrString, canary *int32) v1alpha1.Stage {
 		st := deadlined(name, "", "10m")
 		st.MaxConcurrency, st.MaxFailures, st.Canary = maxConcurrency, maxFailures, canary
+		return st
+	}
+	analysed := func(name string, a v1alpha1.Analysis) v1alpha1.Stage {
+		st := stage(name)
+		a.Name, a.Provider, a.SuccessCondition = "gate", "change", "true"
+		st.Analysis = []v1alpha1.Analysis{a}
 		return st
 	}
 	num, pct := intstr.FromInt32, intstr.FromString
@@ -114,6 +121,23 @@ func TestCRDValidation(t *testing.T) {
 			stages: []v1alpha1.Stage{batched("dev", nil, nil, ptr.To[int32](1))}, want: "canary needs maxConcurrency"},
 		{name: "canary of zero", policy: "canary-zero",
 			stages: []v1alpha1.Stage{batched("dev", ptr.To(num(2)), nil, ptr.To[int32](0))}, want: "spec.stages[0].canary"},
+		{name: "an analysis with a query and web", policy: "query-and-web",
+			stages: []v1alpha1.Stage{analysed("dev", v1alpha1.Analysis{Query: "up", Web: &v1alpha1.WebRequest{Path: "x"}})},
+			want:   "an analysis needs exactly one of query and web"},
+		{name: "an analysis with neither query nor web", policy: "no-query-no-web",
+			stages: []v1alpha1.Stage{analysed("dev", v1alpha1.Analysis{})}, want: "an analysis needs exactly one of query and web"},
+		{name: "a web path with a .. segment", policy: "web-dotdot",
+			stages: []v1alpha1.Stage{analysed("dev", v1alpha1.Analysis{Web: &v1alpha1.WebRequest{Path: "a/../b"}})}, want: "path may have no . or .. segment"},
+		{name: "a web path with a query", policy: "web-query",
+			stages: []v1alpha1.Stage{analysed("dev", v1alpha1.Analysis{Web: &v1alpha1.WebRequest{Path: "a?b=1"}})}, want: "spec.stages[0].analysis[0].web.path"},
+		{name: "too many web params", policy: "web-params",
+			stages: []v1alpha1.Stage{analysed("dev", v1alpha1.Analysis{Web: &v1alpha1.WebRequest{Params: func() map[string]string {
+				m := map[string]string{}
+				for i := range 17 {
+					m[fmt.Sprint("p", i)] = "v"
+				}
+				return m
+			}()}})}, want: "spec.stages[0].analysis[0].web.params"},
 		{name: "clusterNameLabelKey not a label key", policy: "bad-name-key", stages: []v1alpha1.Stage{stage("dev")},
 			nameKey: "a b", want: "spec.clusterNameLabelKey"},
 	}
@@ -139,6 +163,11 @@ func TestCRDValidation(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "deadline-after-soak"},
 		Spec: v1alpha1.StagedBindingPolicySpec{Suspend: true, ClusterNameLabelKey: "example.com/cluster-name",
 			Stages: []v1alpha1.Stage{deadlined("dev", "10m", "11m"),
+				// A path like an address is a path under the provider's
+				// (TestWebGateRequests).
+				analysed("web-host", v1alpha1.Analysis{Web: &v1alpha1.WebRequest{Path: "https://evil.example/x"}}),
+				analysed("web", v1alpha1.Analysis{Web: &v1alpha1.WebRequest{Path: "tickets/{{policy}}/{{stage}}",
+					Params: map[string]string{"revision": "{{revision}}", "clusters": "{{clusters}}"}}}),
 				batched("test", ptr.To(num(1)), ptr.To(num(0)), ptr.To[int32](1)),
 				batched("prod", ptr.To(pct("100%")), ptr.To(pct("0%")), nil),
 				batched("edge", ptr.To(pct("25%")), ptr.To(pct("10%")), nil)},

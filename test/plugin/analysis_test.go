@@ -42,7 +42,7 @@ func TestEvalAnalysis(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = server.Stop() })
 	provider := &hostingv1alpha1.MetricProvider{ObjectMeta: metav1.ObjectMeta{Name: "prom"},
-		Spec: hostingv1alpha1.MetricProviderSpec{Spaces: []string{hostingv1alpha1.AllSpaces}, Prometheus: hostingv1alpha1.PrometheusProvider{Address: server.URL}}}
+		Spec: hostingv1alpha1.MetricProviderSpec{Spaces: []string{hostingv1alpha1.AllSpaces}, Prometheus: &hostingv1alpha1.PrometheusProvider{Address: server.URL}}}
 	if err := suite.wds.Client.Create(suite.ctx, provider); err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestEvalAnalysisWithCAAndToken(t *testing.T) {
 		"token":  []byte(token),
 	}}
 	provider := &hostingv1alpha1.MetricProvider{ObjectMeta: metav1.ObjectMeta{Name: "authenticating"},
-		Spec: hostingv1alpha1.MetricProviderSpec{Spaces: []string{hostingv1alpha1.AllSpaces}, Prometheus: hostingv1alpha1.PrometheusProvider{Address: api.URL,
+		Spec: hostingv1alpha1.MetricProviderSpec{Spaces: []string{hostingv1alpha1.AllSpaces}, Prometheus: &hostingv1alpha1.PrometheusProvider{Address: api.URL,
 			CASecretRef:          &hostingv1alpha1.SecretKeyRef{Name: "prom-access", Key: "ca.crt"},
 			BearerTokenSecretRef: &hostingv1alpha1.SecretKeyRef{Name: "prom-access", Key: "token"}}}}
 	for _, obj := range []client.Object{ns, secret, provider} {
@@ -133,5 +133,75 @@ func TestEvalAnalysisWithCAAndToken(t *testing.T) {
 	out, err = run(t, now, "", "eval", "authenticated", "--analysis", "error-rate", "--metric-provider-secret-namespace", "default")
 	if err != nil || !strings.Contains(out, "verdict:    Inconclusive") || !strings.Contains(out, `Secret default/prom-access`) {
 		t.Errorf("with the Secrets looked for in another namespace: %v\n%s", err, out)
+	}
+}
+
+// TestEvalWebAnalysis: eval --analysis sends a web analysis's GET request
+// through a web MetricProvider, with its CA and token from a labelled
+// Secret, shows the request and the JSON answer and judges it as the
+// stager does; explain shows the request as written.
+func TestEvalWebAnalysis(t *testing.T) {
+	const secretNamespace, token = "web-gate-secrets", "gate-token"
+	var state atomic.Pointer[string]
+	pending := "pending"
+	state.Store(&pending)
+	var asked atomic.Pointer[string]
+	gate := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+token {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		uri := r.URL.RequestURI()
+		asked.Store(&uri)
+		_, _ = w.Write([]byte(`{"state": "` + *state.Load() + `"}`))
+	}))
+	t.Cleanup(gate.Close)
+	c := suite.wds.Client
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: secretNamespace}}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: secretNamespace, Name: "gate-access",
+		Labels: map[string]string{hostingv1alpha1.CredentialLabel: "true"}}, Data: map[string][]byte{
+		"ca.crt": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: gate.Certificate().Raw}),
+		"token":  []byte(token),
+	}}
+	provider := &hostingv1alpha1.MetricProvider{ObjectMeta: metav1.ObjectMeta{Name: "change-gate"},
+		Spec: hostingv1alpha1.MetricProviderSpec{Spaces: []string{hostingv1alpha1.AllSpaces}, Web: &hostingv1alpha1.WebProvider{Address: gate.URL + "/api",
+			CASecretRef:          &hostingv1alpha1.SecretKeyRef{Name: "gate-access", Key: "ca.crt"},
+			BearerTokenSecretRef: &hostingv1alpha1.SecretKeyRef{Name: "gate-access", Key: "token"}}}}
+	for _, obj := range []client.Object{ns, secret, provider} {
+		if err := c.Create(suite.ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { _ = c.Delete(suite.ctx, provider); _ = c.Delete(suite.ctx, ns) })
+	p := rollout(t, "web-gated", func(p *v1alpha1.StagedBindingPolicy) {
+		p.Spec.Stages[0].Analysis = []v1alpha1.Analysis{{Name: "change", Provider: "change-gate",
+			Web:              &v1alpha1.WebRequest{Path: "tickets/{{policy}}/{{stage}}", Params: map[string]string{"space": "{{space}}"}},
+			SuccessCondition: "result.state == 'approved'", FailureCondition: "result.state == 'rejected'"}}
+	})
+	t.Cleanup(func() { _ = c.Delete(suite.ctx, p) })
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+
+	for _, tc := range []struct{ state, verdict string }{
+		{"pending", "verdict:    Inconclusive: neither the successCondition nor the failureCondition holds"},
+		{"approved", "verdict:    Successful"},
+		{"rejected", "verdict:    Failed"},
+	} {
+		state.Store(&tc.state)
+		out, err := run(t, now, "", "eval", "web-gated", "--analysis", "change", "--space", "wds1",
+			"--metric-provider-secret-namespace", secretNamespace)
+		if err != nil || !strings.Contains(out, "request:    GET /tickets/web-gated/dev?space=wds1") ||
+			!strings.Contains(out, `answer:     {"state":"`+tc.state+`"}`) || !strings.Contains(out, tc.verdict) {
+			t.Errorf("ticket %s: %v\n%s", tc.state, err, out)
+		}
+		if got := asked.Load(); got == nil || *got != "/api/tickets/web-gated/dev?space=wds1" {
+			t.Errorf("ticket %s: the gate was asked %v", tc.state, got)
+		}
+		if strings.Contains(out, token) {
+			t.Errorf("the output shows the token:\n%s", out)
+		}
+	}
+	out, err := run(t, now, "", "explain", "web-gated", "--stage", "dev")
+	if err != nil || !strings.Contains(out, "web GET on change-gate: /tickets/{{policy}}/{{stage}}?space={{space}}") {
+		t.Errorf("explain: %v\n%s", err, out)
 	}
 }

@@ -17,6 +17,7 @@ package app
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -62,33 +63,56 @@ func (o *options) evalAnalysis(cmd *cobra.Command, name, stageName string, q que
 	}
 	a := stage.Analysis[i]
 	if q.query != "" {
+		if a.Web != nil {
+			return fmt.Errorf("analysis %q is a web analysis: --query drafts a PromQL query", a.Name)
+		}
 		a.Query = q.query
 	}
 	objs, err := readStage(ctx, c, p, stage.Name)
 	if err != nil {
 		return err
 	}
-	query := analysis.Render(a.Query, analysis.Context{Space: q.space, Policy: p.Name, Stage: stage.Name, Revision: p.Status.UpdateRevision,
-		Clusters: analysis.ClusterNames(objs.binding)})
+	qc := analysis.Context{Space: q.space, Policy: p.Name, Stage: stage.Name, Revision: p.Status.UpdateRevision,
+		Clusters: analysis.ClusterNames(objs.binding)}
 	hosting, err := o.hostingClient(q.hostingContext)
 	if err != nil {
 		return err
 	}
 	providers := &analysis.Providers{Reader: hosting, Options: analysis.Options{AllowInsecure: q.allowInsecure,
 		Timeout: analysis.DefaultTimeout, MaxResponseBytes: analysis.DefaultMaxResponseBytes, SecretNamespace: q.secretNamespace}}
-	values, queryErr := providers.Query(ctx, q.space, a.Provider, query)
 	engine, err := newEngine()
 	if err != nil {
 		return err
 	}
 	defer engine.Close()
-	m, err := rollout.JudgeMeasurement(engine, a, values, queryErr, metav1.NewTime(o.now()))
+	var m v1alpha1.Measurement
+	var queryErr error
+	var request string
+	if a.Web != nil {
+		req := analysis.RenderWeb(a.Web, qc)
+		request = "GET /" + strings.TrimLeft(req.Path, "/")
+		if len(req.Params) > 0 {
+			request += "?" + req.Params.Encode()
+		}
+		var answer []byte
+		answer, queryErr = providers.Fetch(ctx, q.space, a.Provider, req)
+		m, err = rollout.JudgeWebMeasurement(engine, a, answer, queryErr, metav1.NewTime(o.now()))
+	} else {
+		request = analysis.Render(a.Query, qc)
+		var values []float64
+		values, queryErr = providers.Query(ctx, q.space, a.Provider, request)
+		m, err = rollout.JudgeMeasurement(engine, a, values, queryErr, metav1.NewTime(o.now()))
+	}
 	if err != nil {
 		return err
 	}
 	out := o.streams.Out
 	fprintf(out, "Analysis %s of stage %s of %s, on MetricProvider %s:\n", a.Name, stage.Name, p.Name, a.Provider)
-	fprintf(out, "  query:      %s\n", query)
+	if a.Web != nil {
+		fprintf(out, "  request:    %s\n", request)
+	} else {
+		fprintf(out, "  query:      %s\n", request)
+	}
 	if queryErr != nil {
 		// The hosting cluster's reader may see what the space's may not.
 		fprintf(out, "  answer:     none: %s\n", analysis.Detail(queryErr))

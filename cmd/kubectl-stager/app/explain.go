@@ -17,6 +17,8 @@ package app
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -222,7 +224,11 @@ func printFailureGates(w io.Writer, p *v1alpha1.StagedBindingPolicy, stage *v1al
 	fprintf(w, "On failure:\t%s\n", onFailure)
 	for _, a := range stage.Analysis {
 		fprintf(w, "Analysis %s:\t%s\n", a.Name, analysisSummary(a, record, now))
-		fprintf(w, "\tquery on %s: %s\n", a.Provider, a.Query)
+		if a.Web != nil {
+			fprintf(w, "\tweb GET on %s: %s\n", a.Provider, webRequestText(a.Web))
+		} else {
+			fprintf(w, "\tquery on %s: %s\n", a.Provider, a.Query)
+		}
 	}
 	if f := p.Status.Failure; f != nil && f.Stage == stage.Name {
 		fprintf(w, "Failed:\t%s, %s ago (%s): %s\n", f.Reason, age(f.Time.Time, now), f.Action, f.Message)
@@ -356,4 +362,19 @@ func yesNo(b bool) string {
 // a hostile expression costs the user's machine no more than the stager.
 func newEngine() (*expression.Engine, error) {
 	return expression.NewEngine(expression.WithIsolation(expression.Isolation{Workers: 1}))
+}
+
+// webRequestText shows a web analysis's request as written: its path and
+// its parameters, sorted, placeholders unreplaced.
+func webRequestText(req *v1alpha1.WebRequest) string {
+	names := slices.Sorted(maps.Keys(req.Params))
+	params := make([]string, len(names))
+	for i, k := range names {
+		params[i] = k + "=" + req.Params[k]
+	}
+	text := "/" + strings.TrimLeft(req.Path, "/")
+	if len(params) > 0 {
+		text += "?" + strings.Join(params, "&")
+	}
+	return text
 }

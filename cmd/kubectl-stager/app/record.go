@@ -260,11 +260,20 @@ func (o *options) recordAnswers(ctx context.Context, p *v1alpha1.StagedBindingPo
 		Timeout: analysis.DefaultTimeout, MaxResponseBytes: analysis.DefaultMaxResponseBytes, SecretNamespace: q.secretNamespace}}
 	answers := map[string]gatetest.Answer{}
 	for _, a := range stage.Analysis {
-		query := analysis.Render(a.Query, analysis.Context{Space: q.space, Policy: p.Name, Stage: stage.Name, Revision: p.Status.UpdateRevision,
-			Clusters: analysis.ClusterNames(objs.binding)})
+		qc := analysis.Context{Space: q.space, Policy: p.Name, Stage: stage.Name, Revision: p.Status.UpdateRevision,
+			Clusters: analysis.ClusterNames(objs.binding)}
 		at := metav1.NewTime(o.now().UTC().Truncate(time.Second))
-		values, queryErr := providers.Query(ctx, q.space, a.Provider, query)
-		answer := gatetest.Answer{Time: &at, Values: values}
+		var answer gatetest.Answer
+		var queryErr error
+		if a.Web != nil {
+			var body []byte
+			body, queryErr = providers.Fetch(ctx, q.space, a.Provider, analysis.RenderWeb(a.Web, qc))
+			answer = gatetest.Answer{Time: &at, Answer: body}
+		} else {
+			var values []float64
+			values, queryErr = providers.Query(ctx, q.space, a.Provider, analysis.Render(a.Query, qc))
+			answer = gatetest.Answer{Time: &at, Values: values}
+		}
 		if queryErr != nil {
 			answer = gatetest.Answer{Time: &at, Error: analysis.Detail(queryErr)}
 		}

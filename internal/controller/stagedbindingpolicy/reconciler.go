@@ -129,6 +129,14 @@ type Measurer interface {
 	Query(ctx context.Context, space, provider, query string) ([]float64, error)
 }
 
+// WebMeasurer is a Measurer that also sends web analyses' requests to the
+// web MetricProviders they name and returns their JSON answers
+// (analysis.Providers). A Measurer that is not one answers no web
+// analysis: its measurements are inconclusive, saying so.
+type WebMeasurer interface {
+	Fetch(ctx context.Context, space, provider string, req analysis.WebRequest) ([]byte, error)
+}
+
 // Reconcile makes the single next change for one StagedBindingPolicy.
 // Its requeues (timers, retries) are at the default priority, whatever the
 // priority of the event that queued the run (see bindingPolicyEvents).
@@ -592,7 +600,19 @@ func (r *Reconciler) measure(ctx context.Context, policy *v1alpha1.StagedBinding
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			values, err := r.Measurer.Query(ctx, r.Space, a.Provider, analysis.Render(a.Query, qc))
+			var values []float64
+			var answer []byte
+			var err error
+			if a.Web != nil {
+				web, ok := r.Measurer.(WebMeasurer)
+				if !ok {
+					out[i].Error = "the stager calls no web MetricProvider"
+					return
+				}
+				answer, err = web.Fetch(ctx, r.Space, a.Provider, analysis.RenderWeb(a.Web, qc))
+			} else {
+				values, err = r.Measurer.Query(ctx, r.Space, a.Provider, analysis.Render(a.Query, qc))
+			}
 			result := metrics.QueryAnswered
 			if err != nil {
 				out[i].Error, details[i], reasons[i] = err.Error(), analysis.Detail(err), analysis.ReasonOf(err)
@@ -605,7 +625,7 @@ func (r *Reconciler) measure(ctx context.Context, policy *v1alpha1.StagedBinding
 					result = metrics.QueryFailed
 				}
 			}
-			out[i].Values = values
+			out[i].Values, out[i].Answer = values, answer
 			if r.Metrics != nil {
 				r.Metrics.AnalysisQuery(result)
 			}
