@@ -195,6 +195,15 @@ type StagedBindingPolicySpec struct {
 	// soak or analyses (never without its approval); see Promotion.
 	// +optional
 	Promotion *Promotion `json:"promotion,omitempty"`
+
+	// Notifications subscribe notification destinations of the hosting
+	// cluster to the rollout's events, at most 4, one per destination;
+	// see Notification.
+	// +kubebuilder:validation:MaxItems=4
+	// +listType=map
+	// +listMapKey=destination
+	// +optional
+	Notifications []Notification `json:"notifications,omitempty"`
 }
 
 // Revision names the revision of the workload to roll out.
