@@ -762,6 +762,11 @@ const (
 	// EventReasonWaveReleased marks a revision a RolloutWave held and has
 	// now released: its rollout starts.
 	EventReasonWaveReleased = "WaveReleased"
+	// EventReasonNotificationFailed means a notification of one of the
+	// policy's Events was given up: a destination of spec.notifications
+	// refused it, or did not take it within the stager's bound of
+	// attempts and time. The note names the Event and the destination.
+	EventReasonNotificationFailed = "NotificationFailed"
 	// EventReasonWaveRevisionGivenUp (Warning) marks a revision that an
 	// earlier step of the policy's RolloutWave gave up: it never starts
 	// here; a new revision is the way on.
