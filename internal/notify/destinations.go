@@ -92,6 +92,9 @@ type cachedTarget struct {
 // of the answer.
 const DefaultTimeout = 10 * time.Second
 
+// readTimeout bounds a read of the hosting cluster's cache.
+const readTimeout = 5 * time.Second
+
 // maxIdleConns is how many connections to a destination a target keeps.
 const maxIdleConns = 2
 
@@ -109,6 +112,10 @@ func CacheOptions(scheme *runtime.Scheme, secretNamespace string) cache.Options 
 
 // Resolve implements Resolver.
 func (d *Destinations) Resolve(ctx context.Context, space, name string) (*Target, error) {
+	// A cache that has never synced (no list on the kind, no CRD yet)
+	// would hold the read until ctx ends.
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
 	dest := &hostingv1alpha1.NotificationDestination{}
 	if err := d.Reader.Get(ctx, types.NamespacedName{Name: name}, dest); err != nil {
 		if apierrors.IsNotFound(err) {
