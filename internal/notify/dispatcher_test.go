@@ -292,7 +292,8 @@ func TestADownDestinationHoldsOnlyItsOwnQueues(t *testing.T) {
 }
 
 // TestNewTargetRefusesWhatTheGuardRefuses: plain http, user information,
-// a query and an unreadable CA or token are refused.
+// a query and an unreadable CA or token are refused; a target takes no
+// proxy from the environment.
 func TestNewTargetRefusesWhatTheGuardRefuses(t *testing.T) {
 	for _, tc := range []struct {
 		address   string
@@ -311,8 +312,14 @@ func TestNewTargetRefusesWhatTheGuardRefuses(t *testing.T) {
 			t.Errorf("the error shows the password: %v", err)
 		}
 	}
-	if _, err := NewTarget(&hostingv1alpha1.NotificationDestinationSpec{Address: "https://hooks.example.com/x"}, nil, nil, 0); err != nil {
-		t.Error(err)
+	target, err := NewTarget(&hostingv1alpha1.NotificationDestinationSpec{Address: "https://hooks.example.com/x"}, nil, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// http.ProxyFromEnvironment never proxies loopback, so a test
+	// receiver could not show a proxy taken from the environment.
+	if tr, ok := target.Client.Transport.(*http.Transport); !ok || tr.Proxy != nil {
+		t.Errorf("the target's transport %#v takes a proxy", target.Client.Transport)
 	}
 	var refusal *Refusal
 	if _, err := (staticResolver{}).Resolve(context.Background(), "s", "x"); !errors.As(err, &refusal) {
