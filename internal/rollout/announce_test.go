@@ -16,6 +16,7 @@ package rollout
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -222,10 +223,10 @@ func TestPlanAnnouncesThroughTheStatus(t *testing.T) {
 							fails = append(fails, p.Note)
 						}
 					}
-					if fmt.Sprint(kept) != fmt.Sprint(tc.wantKept) && !(len(kept) == 0 && len(tc.wantKept) == 0) {
+					if !slices.Equal(kept, tc.wantKept) {
 						t.Errorf("kept %v, want %v", kept, tc.wantKept)
 					}
-					if fmt.Sprint(fails) != fmt.Sprint(tc.wantFails) && !(len(fails) == 0 && len(tc.wantFails) == 0) {
+					if !slices.Equal(fails, tc.wantFails) {
 						t.Errorf("NotificationFailed notes %q, want %q", fails, tc.wantFails)
 					}
 				})
