@@ -26,7 +26,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -100,14 +99,17 @@ const maxIdleConns = 2
 
 // CacheOptions configure the cache of the hosting cluster the
 // Destinations read: the NotificationDestinations, and the Secrets of
-// secretNamespace labelled NotificationCredentialLabel=true only.
+// secretNamespace labelled NotificationCredentialLabel=true only (none
+// when secretNamespace is empty), each from its first read on.
 func CacheOptions(scheme *runtime.Scheme, secretNamespace string) cache.Options {
-	return cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields(),
-		ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: {
+	byObject := map[client.Object]cache.ByObject{}
+	if secretNamespace != "" {
+		byObject[&corev1.Secret{}] = cache.ByObject{
 			Namespaces: map[string]cache.Config{secretNamespace: {}},
 			Label:      labels.SelectorFromSet(labels.Set{hostingv1alpha1.NotificationCredentialLabel: "true"}),
-			Field:      fields.Everything(),
-		}}}
+		}
+	}
+	return cache.Options{Scheme: scheme, ByObject: byObject, DefaultTransform: cache.TransformStripManagedFields()}
 }
 
 // Resolve implements Resolver.

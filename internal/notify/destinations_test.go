@@ -21,6 +21,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	hostingv1alpha1 "github.com/kubestellar/workload-stager/api/hosting/v1alpha1"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
@@ -31,7 +32,8 @@ import (
 // names ("*" every one) and refuses the others for good (a *Refusal); a
 // missing one is an error to retry; its token comes only from a Secret of
 // the Secret namespace labelled for notifications, not from one labelled
-// for MetricProviders or unlabelled; a changed token is used at once.
+// for MetricProviders or unlabelled, which the stager's cache
+// (CacheOptions) does not even hold; a changed token is used at once.
 func TestDestinationsReadsTheHostingCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs a kube-apiserver; run without -short (make test)")
@@ -44,7 +46,8 @@ func TestDestinationsReadsTheHostingCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := environment.StartTestSpace(t, "destinations", environment.WithCRDDirs(crds), environment.WithScheme(scheme)).Client
+	space := environment.StartTestSpace(t, "destinations", environment.WithCRDDirs(crds), environment.WithScheme(scheme))
+	c := space.Client
 	ctx := t.Context()
 	const ns = "stager"
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -93,6 +96,23 @@ func TestDestinationsReadsTheHostingCluster(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "is not labelled "+hostingv1alpha1.NotificationCredentialLabel) {
 			t.Errorf("%s's Secret: %v, want it refused as not labelled for notifications", name, err)
 		}
+	}
+	// The stager reads through a cache of CacheOptions, which holds the
+	// Secrets labelled for notifications only.
+	cached, err := cache.New(space.Config, CacheOptions(scheme, ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = cached.Start(ctx) }()
+	if !cached.WaitForCacheSync(ctx) {
+		t.Fatal("the cache did not sync")
+	}
+	viaCache := &Destinations{Reader: cached, SecretNamespace: ns}
+	if target, err := viaCache.Resolve(ctx, "wds1", "chat"); err != nil || target.Token != "good" {
+		t.Errorf("chat through the cache: %+v, %v", target, err)
+	}
+	if _, err := viaCache.Resolve(ctx, "wds1", "metric"); err == nil || !strings.Contains(err.Error(), "no Secret stager/metric labelled "+hostingv1alpha1.NotificationCredentialLabel) {
+		t.Errorf("the MetricProviders' Secret through the cache: %v, want it absent", err)
 	}
 	labelled.Data["token"] = []byte("rotated")
 	if err := c.Update(ctx, labelled); err != nil {
