@@ -180,7 +180,7 @@ manifests: ## Generate the CRD and RBAC manifests
 	cp config/rbac/hosting/service_account.yaml config/rbac/hosting/role.yaml config/rbac/hosting/leader_election_role.yaml \
 		config/rbac/hosting/metrics_auth_role.yaml config/rbac/hosting/metrics_reader_role.yaml \
 		config/rbac/hosting/metric_provider_role.yaml config/rbac/hosting/rollout_wave_role.yaml \
-		config/rbac/hosting/rollout_freeze_role.yaml $(CHART)/files/rbac/
+		config/rbac/hosting/rollout_freeze_role.yaml config/rbac/hosting/notification_destination_role.yaml $(CHART)/files/rbac/
 	cp config/rbac/kubeflex/role.yaml $(CHART)/files/kubeflex/role.yaml
 	cp config/prometheus/monitor.yaml config/prometheus/rules.yaml $(CHART)/files/prometheus/
 	cp config/grafana/stage-progress.json $(CHART)/files/grafana/

@@ -195,6 +195,15 @@ type StagedBindingPolicySpec struct {
 	// soak or analyses (never without its approval); see Promotion.
 	// +optional
 	Promotion *Promotion `json:"promotion,omitempty"`
+
+	// Notifications subscribe notification destinations of the hosting
+	// cluster to the rollout's events, at most 4, one per destination;
+	// see Notification.
+	// +kubebuilder:validation:MaxItems=4
+	// +listType=map
+	// +listMapKey=destination
+	// +optional
+	Notifications []Notification `json:"notifications,omitempty"`
 }
 
 // Revision names the revision of the workload to roll out.
@@ -797,6 +806,11 @@ const (
 	// EventReasonWaveReleased marks a revision a RolloutWave held and has
 	// now released: its rollout starts.
 	EventReasonWaveReleased = "WaveReleased"
+	// EventReasonNotificationFailed means a notification of one of the
+	// policy's Events was given up: a destination of spec.notifications
+	// refused it, or did not take it within the stager's bound of
+	// attempts and time. The note names the Event and the destination.
+	EventReasonNotificationFailed = "NotificationFailed"
 	// EventReasonWaveRevisionGivenUp (Warning) marks a revision that an
 	// earlier step of the policy's RolloutWave gave up: it never starts
 	// here; a new revision is the way on.

@@ -16,8 +16,6 @@ package analysis
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -68,14 +66,6 @@ func NewEndpoint(spec *hostingv1alpha1.PrometheusProvider, ca, token []byte, opt
 	if err != nil {
 		return nil, err
 	}
-	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
-	if ca != nil {
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(ca) {
-			return nil, credentialsRefused(errors.New("the CA Secret's key holds no PEM certificate"))
-		}
-		tlsConfig.RootCAs = pool
-	}
 	e := &Endpoint{base: base, limit: opts.MaxResponseBytes}
 	if token != nil {
 		e.token = strings.TrimSpace(string(token))
@@ -90,23 +80,11 @@ func NewEndpoint(spec *hostingv1alpha1.PrometheusProvider, ca, token []byte, opt
 	if t := spec.Timeout; t != nil && t.Duration > 0 && t.Duration < timeout {
 		timeout = t.Duration
 	}
-	e.client = &http.Client{
-		Timeout: timeout,
-		// No proxy from the stager's environment. The connections are
-		// kept for the provider's next queries (Providers keeps its
-		// endpoint): at most one per analysis of a stage, queried side
-		// by side.
-		Transport: &http.Transport{TLSClientConfig: tlsConfig, ResponseHeaderTimeout: timeout,
-			MaxIdleConnsPerHost: maxIdleConns, IdleConnTimeout: idleConnTimeout, ForceAttemptHTTP2: true},
-		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if len(via) > maxRedirects {
-				return errTooManyRedirects
-			}
-			if req.URL.Scheme != base.Scheme || req.URL.Host != base.Host {
-				return fmt.Errorf("%w: %s://%s, not %s://%s", errRedirectElsewhere, req.URL.Scheme, req.URL.Host, base.Scheme, base.Host)
-			}
-			return nil
-		},
+	// The connections are kept for the provider's next queries
+	// (Providers keeps its endpoint): at most one per analysis of a
+	// stage, queried side by side.
+	if e.client, err = NewGuardedClient(base, ca, timeout, maxIdleConns); err != nil {
+		return nil, err
 	}
 	return e, nil
 }

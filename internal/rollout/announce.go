@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
@@ -37,28 +38,36 @@ import (
 //   - a run with no change but posted entries pending clears them
 //     ("announced N Events");
 //   - past MaxPendingEvents the oldest entries are dropped and counted
-//     (status.droppedEvents).
+//     (status.droppedEvents);
+//   - (20a) an entry a subscription of spec.notifications wants is
+//     cleared only once its notifications are settled too
+//     (Snapshot.Delivered); one given up on is cleared with a
+//     NotificationFailed Warning Event, recorded by the same write, which
+//     no subscription wants.
 //
-// Only announced entries are cleared, so an entry is pending until the
-// reconciler has posted it; a crash between the post and the clear posts
-// it twice, never zero times.
+// Only clearable entries are cleared, so an entry is pending until the
+// reconciler has posted it and, if wanted, notified it; a crash between
+// the post and the clear posts it twice, never zero times.
 func announce(snap *Snapshot, action *Action) {
 	before := &snap.Policy.Status
+	clear := clearable(snap)
 	switch action.Type {
 	case ActionUpdateStatus:
 		change := action.Type
 		if action.Announces != "" {
 			change = action.Announces
 		}
-		record(before, action.Status, snap.Announced, string(change), action.Events, snap.Now)
+		action.Events = append(action.Events, notificationsFailed(snap, clear)...)
+		record(before, action.Status, clear, string(change), action.Events, snap.Now)
 	case ActionNone:
-		if !anyAnnounced(before.PendingEvents, snap.Announced) {
+		if !anyAnnounced(before.PendingEvents, clear) {
 			return
 		}
 		status := before.DeepCopy()
-		record(before, status, snap.Announced, "", nil, snap.Now)
-		n := len(before.PendingEvents) - len(status.PendingEvents)
-		*action = Action{Type: ActionUpdateStatus, Status: status, RequeueAfter: action.RequeueAfter,
+		events := notificationsFailed(snap, clear)
+		record(before, status, clear, string(ActionUpdateStatus), events, snap.Now)
+		n := len(before.PendingEvents) + len(events) - len(status.PendingEvents)
+		*action = Action{Type: ActionUpdateStatus, Status: status, Events: events, RequeueAfter: action.RequeueAfter,
 			Why: fmt.Sprintf("announced %d Events (%s)", n, action.Why)}
 	default:
 		// announceFirst left only Events already pending.
@@ -104,6 +113,41 @@ func record(before, after *v1alpha1.StagedBindingPolicyStatus, announced map[int
 		pending = nil
 	}
 	after.PendingEvents, after.EventSequence = pending, seq
+}
+
+// clearable are the pending Events rule 20 may clear: posted
+// (Snapshot.Announced) and, when a subscription of spec.notifications
+// wants one, its notifications settled (Snapshot.Delivered, rule 20a).
+func clearable(snap *Snapshot) map[int64]bool {
+	out := map[int64]bool{}
+	for _, e := range snap.Policy.Status.PendingEvents {
+		if !snap.Announced[e.Sequence] {
+			continue
+		}
+		if _, settled := snap.Delivered[e.Sequence]; settled || !Notified(snap.Policy, e.Reason) {
+			out[e.Sequence] = true
+		}
+	}
+	return out
+}
+
+// Notified reports whether a subscription of policy's spec.notifications
+// wants the Events of reason.
+func Notified(policy *v1alpha1.StagedBindingPolicy, reason string) bool {
+	return slices.ContainsFunc(policy.Spec.Notifications, func(n v1alpha1.Notification) bool { return n.Wants(reason) })
+}
+
+// notificationsFailed are the NotificationFailed Warning Events of the
+// clearable entries whose notifications were given up (rule 20a).
+func notificationsFailed(snap *Snapshot, clear map[int64]bool) []Event {
+	var events []Event
+	for _, e := range snap.Policy.Status.PendingEvents {
+		if why := snap.Delivered[e.Sequence]; why != "" && clear[e.Sequence] && Notified(snap.Policy, e.Reason) {
+			events = append(events, Event{Type: corev1.EventTypeWarning, Reason: v1alpha1.EventReasonNotificationFailed,
+				Note: fmt.Sprintf("%s Event #%d: %s", e.Reason, e.Sequence, why)})
+		}
+	}
+	return events
 }
 
 // anyAnnounced reports whether an entry of pending is announced.

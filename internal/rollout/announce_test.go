@@ -16,6 +16,7 @@ package rollout
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -157,6 +158,79 @@ func TestPlanAnnouncesThroughTheStatus(t *testing.T) {
 		}
 		if action.Status.DroppedEvents != int64(7+n) {
 			t.Errorf("droppedEvents = %d, want %d", action.Status.DroppedEvents, 7+n)
+		}
+	})
+
+	t.Run("20a: a wanted entry waits for its notifications; one given up is told", func(t *testing.T) {
+		for _, tc := range []struct {
+			name      string
+			announced map[int64]bool
+			delivered map[int64]string
+			wantKept  []int64
+			wantFails []string
+		}{
+			{name: "posted, not notified: the wanted entries stay", announced: map[int64]bool{1: true, 2: true, 3: true},
+				wantKept: []int64{1, 3}},
+			{name: "notified, not posted: they stay", delivered: map[int64]string{1: "", 2: "", 3: ""},
+				wantKept: []int64{1, 2, 3}},
+			{name: "posted and delivered: cleared, no warning", announced: map[int64]bool{1: true, 2: true, 3: true},
+				delivered: map[int64]string{1: "", 3: ""}},
+			{name: "posted and given up: cleared with a NotificationFailed Warning", announced: map[int64]bool{1: true, 2: true, 3: true},
+				delivered: map[int64]string{1: "notification to chat given up: HTTP 401", 3: ""}, wantFails: []string{"StageStarted Event #1: notification to chat given up: HTTP 401"}},
+			{name: "given up, not posted: no warning yet", announced: map[int64]bool{3: true},
+				delivered: map[int64]string{1: "given up", 3: ""}, wantKept: []int64{1, 2}},
+		} {
+			for _, change := range []bool{true, false} {
+				t.Run(fmt.Sprintf("%s, with a change %v", tc.name, change), func(t *testing.T) {
+					snap := at("dev").bound().Snapshot
+					if change {
+						snap = suspending()
+					} else {
+						for range 5 {
+							action := Plan(snap, engine)
+							if action.Type != ActionUpdateStatus {
+								break
+							}
+							snap.Policy.Status = *action.Status
+						}
+					}
+					snap.Policy.Spec.Notifications = []v1alpha1.Notification{{Destination: "chat",
+						Events: []v1alpha1.NotificationEvent{v1alpha1.NotifyStageStarted, v1alpha1.NotifyFailed}}}
+					pending := pendingAt(1, 3)
+					pending[0].Reason, pending[2].Reason = v1alpha1.EventReasonStageStarted, v1alpha1.EventReasonClusterFailed
+					snap.Policy.Status.PendingEvents, snap.Policy.Status.EventSequence = pending, 3
+					snap.Announced, snap.Delivered = tc.announced, tc.delivered
+					action := Plan(snap, engine)
+					if action.Type != ActionUpdateStatus {
+						if !change && len(tc.wantKept) == 3 && action.Type == ActionNone {
+							return
+						}
+						t.Fatalf("action = %s (%s), want a status write", action.Type, action.Why)
+					}
+					var kept []int64
+					var fails []string
+					for _, p := range action.Status.PendingEvents {
+						if p.Sequence <= 3 {
+							kept = append(kept, p.Sequence)
+						}
+						if p.Reason == v1alpha1.EventReasonNotificationFailed {
+							if p.Type != corev1.EventTypeWarning || p.Sequence <= 3 {
+								t.Errorf("pending %+v, want a new Warning", p)
+							}
+							if Notified(snap.Policy, p.Reason) {
+								t.Errorf("a subscription wants NotificationFailed: it would never be cleared")
+							}
+							fails = append(fails, p.Note)
+						}
+					}
+					if !slices.Equal(kept, tc.wantKept) {
+						t.Errorf("kept %v, want %v", kept, tc.wantKept)
+					}
+					if !slices.Equal(fails, tc.wantFails) {
+						t.Errorf("NotificationFailed notes %q, want %q", fails, tc.wantFails)
+					}
+				})
+			}
 		}
 	})
 

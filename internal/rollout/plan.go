@@ -236,6 +236,9 @@ func WithDeletionWarningAfter(d time.Duration) PlanOption {
 //     Event-bearing change that is not a status write (a batch's BindingPolicy) is preceded by a status write
 //     that records them, a run with nothing else to write clears the entries the reconciler posted
 //     (Snapshot.Announced), and the oldest go beyond MaxPendingEvents, counted in status.droppedEvents (announce).
+//     20a. an entry that a subscription of spec.notifications wants is cleared only once posted and its
+//     notifications settled (Snapshot.Delivered); one given up on is cleared with a NotificationFailed
+//     Warning Event, recorded by the same write (announce, clearable).
 //
 // Rules 13, 14, 16 and 17 write the Placements of desiredPlacement, each
 // BindingPolicy with the Reason it is kept, through one diff

@@ -111,6 +111,13 @@ type Snapshot struct {
 	// them (rule 20, announce). Nil: none posted yet.
 	Announced map[int64]bool
 
+	// Delivered are the sequence numbers of the policy's pending Events
+	// whose notifications are settled: delivered to, or given up by, every
+	// destination of spec.notifications that wants them (rule 20a). The
+	// value is "" when each delivered, else why some were given up. Nil:
+	// none settled.
+	Delivered map[int64]string
+
 	// key is the HandoverKey Plan was given (WithHandoverKey), set by Plan
 	// on its copy of the snapshot.
 	key HandoverKey

@@ -15,6 +15,10 @@
 package rollout_test
 
 import (
+	"fmt"
+	"slices"
+	"strings"
+
 	"k8s.io/apimachinery/pkg/types"
 	"pgregory.net/rapid"
 
@@ -35,13 +39,23 @@ type announcer struct {
 	recorded map[int64]bool
 	// dropped counts the entries that left the list unposted.
 	dropped int64
+	// settled are the outcomes of the notifications of the wanted
+	// entries, as this process's dispatcher knows them ("": delivered,
+	// else why given up), which a restart loses (rule 20a).
+	settled map[int64]string
+	// notified counts the settled notifications of each sequence number,
+	// across restarts; wanted are the recorded entries a subscription
+	// wants.
+	notified map[int64]int
+	wanted   map[int64]bool
 }
 
 // announcements returns the model of the policy's announcements, new
 // for a new policy.
 func (m *machine) announcements() *announcer {
 	if m.ann == nil || m.ann.uid != m.w.policy.UID {
-		m.ann = &announcer{uid: m.w.policy.UID, posted: map[int64]bool{}, ever: map[int64]int{}, recorded: map[int64]bool{}}
+		m.ann = &announcer{uid: m.w.policy.UID, posted: map[int64]bool{}, ever: map[int64]int{}, recorded: map[int64]bool{},
+			settled: map[int64]string{}, notified: map[int64]int{}, wanted: map[int64]bool{}}
 	}
 	return m.ann
 }
@@ -56,6 +70,58 @@ func (a *announcer) post(status *v1alpha1.StagedBindingPolicyStatus) {
 			seen["announce: posted"]++
 		}
 	}
+}
+
+// notify is the dispatcher delivering the notifications of the posted
+// entries a subscription wants: each settles now or later, delivered or
+// given up; at once while the model settles.
+func (a *announcer) notify(t *rapid.T, policy *v1alpha1.StagedBindingPolicy, settling bool) {
+	for _, e := range policy.Status.PendingEvents {
+		if _, done := a.settled[e.Sequence]; done || !a.posted[e.Sequence] || !rollout.Notified(policy, e.Reason) {
+			continue
+		}
+		outcome := rapid.IntRange(0, 3).Draw(t, "notification")
+		if settling && outcome == 0 {
+			outcome = 1
+		}
+		switch outcome {
+		case 0:
+			continue
+		case 3:
+			a.settled[e.Sequence] = "given up"
+			seen["announce: notification given up"]++
+		default:
+			a.settled[e.Sequence] = ""
+			seen["announce: notification delivered"]++
+		}
+		a.notified[e.Sequence]++
+	}
+}
+
+// delivered is Snapshot.Delivered: the settled notifications of the
+// pending entries.
+func (a *announcer) delivered(status *v1alpha1.StagedBindingPolicyStatus) map[int64]string {
+	out := map[int64]string{}
+	for _, e := range status.PendingEvents {
+		if why, ok := a.settled[e.Sequence]; ok {
+			out[e.Sequence] = why
+		}
+	}
+	return out
+}
+
+// clearable are the entries of snap's status that rule 20 may clear, as
+// the model reads the rule: posted and, if a subscription wants them,
+// notified.
+func (a *announcer) clearable(snap *rollout.Snapshot) map[int64]bool {
+	out := map[int64]bool{}
+	for _, e := range snap.Policy.Status.PendingEvents {
+		_, settled := snap.Delivered[e.Sequence]
+		if snap.Announced[e.Sequence] && (settled || !rollout.Notified(snap.Policy, e.Reason)) {
+			out[e.Sequence] = true
+		}
+	}
+	return out
 }
 
 // announced is Snapshot.Announced: the pending entries posted by this
@@ -85,6 +151,7 @@ func (m *machine) checkAnnounceStep(t *rapid.T, a *announcer, snap *rollout.Snap
 		return
 	}
 	after := action.Status
+	clear := a.clearable(snap)
 	if len(after.PendingEvents) > v1alpha1.MaxPendingEvents {
 		m.fatalf(t, "announcements: %d pending, over the bound %d", len(after.PendingEvents), v1alpha1.MaxPendingEvents)
 	}
@@ -94,8 +161,8 @@ func (m *machine) checkAnnounceStep(t *rapid.T, a *announcer, snap *rollout.Snap
 	pending := map[int64]bool{}
 	for i, e := range after.PendingEvents {
 		pending[e.Sequence] = true
-		if snap.Announced[e.Sequence] {
-			m.fatalf(t, "announcements: #%d posted, still pending after the status write (%s)", e.Sequence, action.Why)
+		if clear[e.Sequence] {
+			m.fatalf(t, "announcements: #%d posted and notified, still pending after the status write (%s)", e.Sequence, action.Why)
 		}
 		if i > 0 && after.PendingEvents[i-1].Sequence >= e.Sequence {
 			m.fatalf(t, "announcements: pending out of order: %v", after.PendingEvents)
@@ -103,8 +170,13 @@ func (m *machine) checkAnnounceStep(t *rapid.T, a *announcer, snap *rollout.Snap
 	}
 	var gone int64
 	for _, e := range before.PendingEvents {
-		if !pending[e.Sequence] && !snap.Announced[e.Sequence] {
+		if !pending[e.Sequence] && !clear[e.Sequence] {
 			gone++
+		}
+		if why := snap.Delivered[e.Sequence]; why != "" && clear[e.Sequence] && !slices.ContainsFunc(action.Events, func(ev rollout.Event) bool {
+			return ev.Reason == v1alpha1.EventReasonNotificationFailed && strings.Contains(ev.Note, fmt.Sprintf("#%d:", e.Sequence))
+		}) {
+			m.fatalf(t, "announcements: #%d's notification given up and cleared without a NotificationFailed Event (%s)", e.Sequence, action.Why)
 		}
 	}
 	for seq := before.EventSequence + 1; seq <= after.EventSequence; seq++ {
@@ -119,8 +191,11 @@ func (m *machine) checkAnnounceStep(t *rapid.T, a *announcer, snap *rollout.Snap
 		return
 	}
 	a.dropped += gone
-	for seq := range pending {
-		a.recorded[seq] = true
+	for _, e := range after.PendingEvents {
+		a.recorded[e.Sequence] = true
+		if rollout.Notified(snap.Policy, e.Reason) {
+			a.wanted[e.Sequence] = true
+		}
 	}
 	seen["announce: status writes"]++
 }
@@ -136,12 +211,12 @@ func (m *machine) checkAnnouncedAtRest(t *rapid.T) {
 	}
 	var lost int64
 	for seq := range a.recorded {
-		if a.ever[seq] == 0 {
+		if a.ever[seq] == 0 || a.wanted[seq] && a.notified[seq] == 0 {
 			lost++
 		}
 	}
 	if lost > a.dropped {
-		m.fatalf(t, "announcements: %d Events recorded never posted, %d dropped", lost, a.dropped)
+		m.fatalf(t, "announcements: %d Events recorded never posted or never notified, %d dropped", lost, a.dropped)
 	}
 	seen["announce: checked at rest"]++
 }

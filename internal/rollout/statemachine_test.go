@@ -91,6 +91,9 @@ type machine struct {
 	// ann models the reconciler's announcements of the policy
 	// (statemachine_announce_test.go).
 	ann *announcer
+	// settling is whether settle runs: every notification settles at
+	// once.
+	settling bool
 }
 
 var stageNames = []string{"dev", "test", "prod"}
@@ -157,6 +160,10 @@ func (m *machine) create(t *rapid.T) {
 	}
 	if rapid.Bool().Draw(t, "accumulate") {
 		p.Spec.Placement = v1alpha1.PlacementAccumulate
+	}
+	if rapid.Bool().Draw(t, "notifications") {
+		p.Spec.Notifications = []v1alpha1.Notification{{Destination: "chat", Events: []v1alpha1.NotificationEvent{
+			v1alpha1.NotifyStageStarted, v1alpha1.NotifyCompleted, v1alpha1.NotifyFailed, v1alpha1.NotifyAborted}}}
 	}
 	m.w.policy = p
 	m.handedOver = map[string]bool{}
@@ -340,7 +347,7 @@ func (m *machine) restartStager() {
 	m.key = key
 	m.last = nil
 	if m.ann != nil {
-		m.ann.posted = map[int64]bool{}
+		m.ann.posted, m.ann.settled = map[int64]bool{}, map[int64]string{}
 	}
 }
 
@@ -361,14 +368,16 @@ func (m *machine) stagerStep(t *rapid.T) rollout.Action {
 	snap := m.w.snapshot()
 	ann := m.announcements()
 	ann.post(&snap.Policy.Status)
+	ann.notify(t, snap.Policy, m.settling)
 	snap.Announced = ann.announced(&snap.Policy.Status)
+	snap.Delivered = ann.delivered(&snap.Policy.Status)
 	action := rollout.Plan(snap, m.w.engine, m.planOptions()...)
 	action = m.measureWatched(t, snap, action)
 	m.steps++
 	seen["plan "+string(action.Type)]++
 	if action.Type == rollout.ActionNone {
-		if len(snap.Announced) > 0 {
-			m.fatalf(t, "announcements: no change, with %d posted Events pending", len(snap.Announced))
+		if n := len(ann.clearable(snap)); n > 0 {
+			m.fatalf(t, "announcements: no change, with %d posted (and notified) Events pending", n)
 		}
 		m.last = nil
 		return action
@@ -712,6 +721,9 @@ func (m *machine) settle(t *rapid.T) {
 		m.releaseWave()
 	}
 	w.freeze = nil // the platform team lifts its freeze
+	// The destinations take every notification from now on.
+	m.settling = true
+	defer func() { m.settling = false }()
 	// A user may change the downsync once while it settles: a stage
 	// approved and measured then awaits approval again, and starts over.
 	editAt := -1

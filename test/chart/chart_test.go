@@ -122,7 +122,7 @@ func TestChartsLint(t *testing.T) {
 func TestChartShipsWhatConfigShips(t *testing.T) {
 	rendered := objects(t, helm(t, "template", "stager", chart, "--namespace", "kubestellar-stager", "--include-crds"))
 	want := configObjects(t, "rbac/hosting", "service_account.yaml", "role.yaml", "leader_election_role.yaml", "metrics_auth_role.yaml", "metrics_reader_role.yaml",
-		"metric_provider_role.yaml", "rollout_wave_role.yaml", "rollout_freeze_role.yaml")
+		"metric_provider_role.yaml", "rollout_wave_role.yaml", "rollout_freeze_role.yaml", "notification_destination_role.yaml")
 	for _, w := range want {
 		got := find(t, rendered, w.GetKind(), w.GetName())
 		switch w.GetKind() {
@@ -162,7 +162,7 @@ func TestChartShipsWhatConfigShips(t *testing.T) {
 	}
 	wantCRDs := append(configObjects(t, "crd/bases", "community.kubestellar.io_stagedbindingpolicies.yaml", "community.kubestellar.io_stageapprovals.yaml"),
 		configObjects(t, "crd/hosting", "community.kubestellar.io_metricproviders.yaml", "community.kubestellar.io_rolloutwaves.yaml",
-			"community.kubestellar.io_rolloutfreezes.yaml")...)
+			"community.kubestellar.io_rolloutfreezes.yaml", "community.kubestellar.io_notificationdestinations.yaml")...)
 	for _, wantCRD := range wantCRDs {
 		if crd := find(t, rendered, "CustomResourceDefinition", wantCRD.GetName()); !reflect.DeepEqual(crd.Object, wantCRD.Object) {
 			t.Errorf("the chart's CRD %s differs from config/crd/bases'", wantCRD.GetName())

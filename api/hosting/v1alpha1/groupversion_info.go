@@ -17,7 +17,8 @@
 // MetricProvider, through which the platform team declares the metric
 // endpoints that policies' analyses may query, the RolloutWave, through
 // which it orders a revision's rollouts across spaces, and the RolloutFreeze,
-// through which it stops rollouts from starting stages. Their CRDs are
+// through which it stops rollouts from starting stages, and the
+// NotificationDestination, to which it posts rollout events. Their CRDs are
 // applied to the hosting cluster only (config/crd/hosting).
 // +kubebuilder:object:generate=true
 // +groupName=community.kubestellar.io
@@ -43,7 +44,7 @@ var (
 // addKnownTypes registers the types of this API.
 func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(GroupVersion, &MetricProvider{}, &MetricProviderList{}, &RolloutWave{}, &RolloutWaveList{},
-		&RolloutFreeze{}, &RolloutFreezeList{})
+		&RolloutFreeze{}, &RolloutFreezeList{}, &NotificationDestination{}, &NotificationDestinationList{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }

@@ -58,6 +58,7 @@ import (
 	"github.com/kubestellar/workload-stager/internal/controller/stagedbindingpolicy"
 	"github.com/kubestellar/workload-stager/internal/controller/wave"
 	"github.com/kubestellar/workload-stager/internal/expression"
+	"github.com/kubestellar/workload-stager/internal/notify"
 	mcproviders "github.com/kubestellar/workload-stager/internal/providers"
 	mckcp "github.com/kubestellar/workload-stager/internal/providers/kcp"
 	"github.com/kubestellar/workload-stager/internal/rollout"
@@ -701,6 +702,24 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 	})); err != nil {
 		return nil, fmt.Errorf("adding the waves' metrics: %w", err)
 	}
+	// The NotificationDestinations and their labelled Secrets, watched on
+	// every replica, and the Dispatcher that posts the notifications of
+	// the spaces the replica serves (docs/proposals/notifications.md).
+	destinations, err := cluster.New(cfg, func(co *cluster.Options) {
+		co.Scheme = scheme
+		co.Cache = notify.CacheOptions(scheme, o.metricProviderSecretNamespace())
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the NotificationDestinations' cache: %w", err)
+	}
+	if err := hosting.Add(destinations); err != nil {
+		return nil, fmt.Errorf("adding the NotificationDestinations' cache: %w", err)
+	}
+	dispatcher := &notify.Dispatcher{Clock: clk, Resolver: &notify.Destinations{Reader: destinations.GetCache(),
+		SecretNamespace: o.metricProviderSecretNamespace()}}
+	if err := hosting.Add(dispatcher); err != nil {
+		return nil, fmt.Errorf("adding the notifications' dispatcher: %w", err)
+	}
 	unconfirmed := stagedbindingpolicy.NewUnconfirmed()
 	// One key per process seals the handover marks of every space: a mark
 	// outlives neither a restart nor a move to another replica.
@@ -728,6 +747,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		Unconfirmed: unconfirmed,
 		Waves:       gates,
 		Freezes:     frozen,
+		Notifier:    dispatcher,
 		Clock:       clk,
 	}
 	if shard {

@@ -16,6 +16,7 @@ package stagedbindingpolicy
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/internal/controller/metrics"
+	"github.com/kubestellar/workload-stager/internal/notify"
 	"github.com/kubestellar/workload-stager/internal/rollout"
 )
 
@@ -95,11 +97,14 @@ func (a *announcements) unposted(policy *v1alpha1.StagedBindingPolicy, now time.
 }
 
 // announce posts the pending Events of policy, as the API server holds
-// it (read, or as written), that this process has not posted, and returns
-// the sequence numbers of its pending Events posted (Snapshot.Announced),
-// and how long until the others count as posted (announceGrace). Every
-// Event the reconciler posts on a change goes this way.
-func (r *Reconciler) announce(policy *v1alpha1.StagedBindingPolicy) (map[int64]bool, time.Duration) {
+// it (read, or as written), that this process has not posted, and offers
+// those a subscription of spec.notifications wants to the Notifier; it
+// returns the sequence numbers of its pending Events posted
+// (Snapshot.Announced) and of those whose notifications are settled
+// (Snapshot.Delivered), and how long until the others count as posted
+// (announceGrace) or are looked at again (notifyPoll). Every Event the
+// reconciler posts on a change goes this way.
+func (r *Reconciler) announce(policy *v1alpha1.StagedBindingPolicy) (map[int64]bool, map[int64]string, time.Duration) {
 	todo, announced, wait := r.announced.unposted(policy, r.clock().Now())
 	for _, e := range todo {
 		r.Recorder.Eventf(pendingEventRef(policy, e.Sequence), nil, e.Type, e.Reason, e.Action, "%s", e.Note)
@@ -107,7 +112,70 @@ func (r *Reconciler) announce(policy *v1alpha1.StagedBindingPolicy) (map[int64]b
 			r.Metrics.Announcement(metrics.AnnouncementPosted, e.Reason)
 		}
 	}
-	return announced, wait
+	delivered, settling := r.notify(policy)
+	if settling {
+		wait = rollout.Earliest(wait, notifyPoll)
+	}
+	return announced, delivered, wait
+}
+
+// Notifier delivers the notifications of pending Events
+// (notify.Dispatcher): Offer never blocks, and is a no-op for a notice
+// queued, in flight or settled already.
+type Notifier interface {
+	Offer(destination string, n notify.Notice) bool
+	Outcome(destination string, uid types.UID, seq int64) (settled bool, gaveUp string)
+}
+
+// notifyPoll is how often a policy whose notifications are not all
+// settled is looked at again, for Plan to clear those that are.
+const notifyPoll = 5 * time.Second
+
+// noNotifier is why a stager without a Notifier gives up every
+// notification.
+const noNotifier = "this stager sends no notifications"
+
+// notify offers every pending Event of policy that a subscription wants
+// to the Notifier, for each destination that wants it, in the list's
+// order, and returns those settled for each (rule 20a's
+// Snapshot.Delivered: "" if delivered to each, else why some were given
+// up), and whether some are not settled yet. An offer the Notifier's queue
+// refuses is made again on the next run.
+func (r *Reconciler) notify(policy *v1alpha1.StagedBindingPolicy) (map[int64]string, bool) {
+	if len(policy.Spec.Notifications) == 0 {
+		return nil, false
+	}
+	delivered := map[int64]string{}
+	settling := false
+	for _, e := range policy.Status.PendingEvents {
+		var why []string
+		settled := true
+		for _, sub := range policy.Spec.Notifications {
+			if !sub.Wants(e.Reason) {
+				continue
+			}
+			if r.Notifier == nil {
+				why = append(why, fmt.Sprintf("notification to %s given up: %s", sub.Destination, noNotifier))
+				continue
+			}
+			r.Notifier.Offer(sub.Destination, notify.NoticeOf(r.Space, policy, e))
+			done, gaveUp := r.Notifier.Outcome(sub.Destination, policy.UID, e.Sequence)
+			if !done {
+				settled = false
+			} else if gaveUp != "" {
+				why = append(why, gaveUp)
+			}
+		}
+		if !rollout.Notified(policy, e.Reason) {
+			continue
+		}
+		if !settled {
+			settling = true
+			continue
+		}
+		delivered[e.Sequence] = strings.Join(why, "; ")
+	}
+	return delivered, settling
 }
 
 // pendingEventRef is what the Event of policy's pending entry seq is

@@ -104,6 +104,9 @@ type Options struct {
 	// Freezes, when set, is the hosting cluster's RolloutFreezes
 	// (Reconciler.Freezes), and its Source one of the controller's watches.
 	Freezes Freezes
+	// Notifier delivers the notifications of the policies'
+	// spec.notifications (Reconciler.Notifier); nil gives each up.
+	Notifier Notifier
 	// Clock is the reconciler's clock (Reconciler.Clock); nil means the
 	// real clock. The stager gives the same one to Waves.
 	Clock clock.PassiveClock
@@ -167,6 +170,7 @@ func NewController(space string, cl cluster.Cluster, engine *expression.Engine, 
 		Unconfirmed:  opts.Unconfirmed,
 		Waves:        opts.Waves,
 		Freezes:      opts.Freezes,
+		Notifier:     opts.Notifier,
 		Clock:        opts.Clock,
 
 		DeletionWarningAfter: opts.DeletionWarningAfter,

@@ -97,6 +97,9 @@ type Reconciler struct {
 	// Freezes, when set, is the hosting cluster's RolloutFreezes; nil: no
 	// freeze holds any policy (see Freezes).
 	Freezes Freezes
+	// Notifier, when set, delivers the notifications of the pending
+	// Events that spec.notifications wants (rule 20a); nil gives each up.
+	Notifier Notifier
 
 	// Unconfirmed keeps the status writes whose answers were lost until a
 	// run, of this reconciler or the space's next one, sees whether they
@@ -193,7 +196,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		// Pending Events not posted by this process (a write made before
 		// a crash or a failover) are posted now; Plan clears those posted.
 		var announcing time.Duration
-		snap.Announced, announcing = r.announce(snap.Policy)
+		snap.Announced, snap.Delivered, announcing = r.announce(snap.Policy)
 
 		action, err := r.planRun(ctx, snap)
 		if err != nil {
@@ -258,7 +261,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 			r.countDropped(&snap.Policy.Status, snap.Announced, action)
 		}
 		if written != nil {
-			_, _ = r.announce(written)
+			_, _, _ = r.announce(written)
 		}
 		r.report(snap.Policy, &snap.Policy.Status, action)
 		if step == maxStepsPerRun || !entersStage(snap.Policy, action) && action.Announces == "" {
