@@ -448,6 +448,11 @@ func (m *machine) checkStep(t *rapid.T, snap *rollout.Snapshot, action rollout.A
 		m.fatalf(t, "idempotence: a status write that changes nothing (%s)", action.Why)
 	}
 	seen["step"]++
+	for _, e := range action.Events {
+		if !v1alpha1.IsEventReason(e.Reason) {
+			m.fatalf(t, "announce: an Event of reason %q, which the reconciler takes for forged and never posts", e.Reason)
+		}
+	}
 	if action.Type == rollout.ActionRemoveFinalizer {
 		for _, bp := range m.w.ownedBindingPolicies() {
 			m.fatalf(t, "deletion: the finalizer goes while BindingPolicy %s is left", bp.Name)

@@ -17,6 +17,8 @@ package metrics
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/kubestellar/workload-stager/api/v1alpha1"
 )
 
 // The results of an announcement (Announcement).
@@ -27,19 +29,30 @@ const (
 	// AnnouncementDropped is a pending Event dropped unposted because
 	// more than v1alpha1.MaxPendingEvents were pending.
 	AnnouncementDropped = "dropped"
+	// AnnouncementRefused is a pending Event not posted because its
+	// reason is none the stager gives: it did not write it.
+	AnnouncementRefused = "refused"
 )
 
 var announcements = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "stager_announcements_total",
-	Help: "Events recorded in a policy's status.pendingEvents, by result (posted: handed to the Event recorder, again after a restart; dropped: unposted, over the bound of pending Events) and the Event's reason.",
+	Help: "Events recorded in a policy's status.pendingEvents, by result (posted: handed to the Event recorder, again after a restart; dropped: unposted, over the bound of pending Events; refused: a reason the stager never gives, not posted) and the Event's reason (Other for such a reason).",
 }, []string{LabelSpace, LabelResult, LabelReason})
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(announcements)
 }
 
-// Announcement records a pending Event of reason posted or dropped
-// (AnnouncementPosted, AnnouncementDropped).
+// Announcement records a pending Event of reason posted, dropped or
+// refused (AnnouncementPosted, AnnouncementDropped, AnnouncementRefused);
+// a reason the stager never gives is labelled Other, so that entries
+// written into the status by someone else cannot grow the series.
 func (s *Space) Announcement(result, reason string) {
+	if !v1alpha1.IsEventReason(reason) {
+		reason = OtherReason
+	}
 	announcements.WithLabelValues(s.name, result, reason).Inc()
 }
+
+// OtherReason labels the announcements of a reason the stager never gives.
+const OtherReason = "Other"

@@ -107,9 +107,15 @@ func (a *announcements) unposted(policy *v1alpha1.StagedBindingPolicy, now time.
 func (r *Reconciler) announce(policy *v1alpha1.StagedBindingPolicy) (map[int64]bool, map[int64]string, time.Duration) {
 	todo, announced, wait := r.announced.unposted(policy, r.clock().Now())
 	for _, e := range todo {
-		r.Recorder.Eventf(pendingEventRef(policy, e.Sequence), nil, e.Type, e.Reason, e.Action, "%s", e.Note)
+		result := metrics.AnnouncementPosted
+		if v1alpha1.IsEventReason(e.Reason) {
+			r.Recorder.Eventf(pendingEventRef(policy, e.Sequence), nil, e.Type, e.Reason, e.Action, "%s", e.Note)
+		} else {
+			// Not the stager's: Plan clears it as if posted.
+			result = metrics.AnnouncementRefused
+		}
 		if r.Metrics != nil {
-			r.Metrics.Announcement(metrics.AnnouncementPosted, e.Reason)
+			r.Metrics.Announcement(result, e.Reason)
 		}
 	}
 	delivered, settling := r.notify(policy)

@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/internal/controller/metrics"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 )
 
@@ -170,4 +171,32 @@ func TestPendingEventsOfOneReasonArePostedApart(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestForgedPendingEventsAreNotPosted: an entry of status.pendingEvents
+// whose reason the stager never gives was written by someone else who
+// may write the status; it is not posted (nor offered to a Notifier),
+// counted as refused under the reason Other, and Plan clears it as if
+// posted. The stager's own entry beside it is posted.
+func TestForgedPendingEventsAreNotPosted(t *testing.T) {
+	const space = "announce-forged"
+	r := &Reconciler{Space: space, Recorder: events.NewFakeRecorder(10), Metrics: metrics.NewSpace(space),
+		Clock: clocktesting.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))}
+	t.Cleanup(func() { metrics.SpaceDisengaged(space) })
+	policy := &v1alpha1.StagedBindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: "web", UID: "u1"}}
+	policy.Status.PendingEvents = []v1alpha1.PendingEvent{
+		{Sequence: 1, Type: corev1.EventTypeNormal, Reason: "RolloutCompletedForReal", Action: "forged", Note: "all good, ship it"},
+		{Sequence: 2, Type: corev1.EventTypeNormal, Reason: v1alpha1.EventReasonStageStarted, Action: "start", Note: `stage "dev" started`},
+	}
+	r.announce(policy)
+	got := postedEvents(r.Recorder.(*events.FakeRecorder))
+	if want := map[string]int{`Normal StageStarted stage "dev" started`: 1}; !sameCounts(got, want) {
+		t.Errorf("posted %v, want only the stager's own %v", got, want)
+	}
+	if n := counterSum(t, "stager_announcements_total", metrics.LabelReason, metrics.OtherReason); n != 1 {
+		t.Errorf("%v announcements of reason Other, want the forged one", n)
+	}
+	if n := counterSum(t, "stager_announcements_total", metrics.LabelReason, "RolloutCompletedForReal"); n != 0 {
+		t.Errorf("a series of the forged reason: %v", n)
+	}
 }
