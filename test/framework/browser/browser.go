@@ -43,6 +43,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
@@ -449,10 +450,12 @@ func (b *Browser) WaitText(selector, text string) {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, b.opts.StepTimeout)
 	defer cancel()
-	_, err := chromedp.Run(ctx, chromedp.PollFunction[bool](
-		`(sel, text) => { const e = document.querySelector(sel); return !!e && e.textContent.includes(text); }`,
-		chromedp.WithPollingArgs(selector, text), chromedp.WithPollingInterval(50*time.Millisecond),
-		chromedp.WithPollingTimeout(b.opts.StepTimeout)))
+	_, err := retryStale(ctx, func(ctx context.Context) (bool, error) {
+		return chromedp.Run(ctx, chromedp.PollFunction[bool](
+			`(sel, text) => { const e = document.querySelector(sel); return !!e && e.textContent.includes(text); }`,
+			chromedp.WithPollingArgs(selector, text), chromedp.WithPollingInterval(50*time.Millisecond),
+			chromedp.WithPollingTimeout(remaining(ctx))))
+	})
 	if err != nil {
 		now, _ := b.textContent(selector)
 		b.t.Fatalf("browser: waiting for %q in %s: %v (it holds %q)%s", text, selector, err, now, b.diagnostics())
@@ -465,8 +468,10 @@ func (b *Browser) WaitJS(expression string) {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, b.opts.StepTimeout)
 	defer cancel()
-	_, err := chromedp.Run(ctx, chromedp.Poll[bool](expression,
-		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(b.opts.StepTimeout)))
+	_, err := retryStale(ctx, func(ctx context.Context) (bool, error) {
+		return chromedp.Run(ctx, chromedp.Poll[bool](expression,
+			chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(remaining(ctx))))
+	})
 	if err != nil {
 		b.t.Fatalf("browser: waiting for %s: %v%s", expression, err, b.diagnostics())
 	}
@@ -482,8 +487,10 @@ func (b *Browser) Text(selector string) string {
 func (b *Browser) textContent(selector string) (string, error) {
 	ctx, cancel := context.WithTimeout(b.ctx, time.Second)
 	defer cancel()
-	return chromedp.Run(ctx, chromedp.Evaluate[string](
-		`(e => e ? e.textContent : '<no element>')(document.querySelector(`+strconv.Quote(selector)+`))`))
+	return retryStale(ctx, func(ctx context.Context) (string, error) {
+		return chromedp.Run(ctx, chromedp.Evaluate[string](
+			`(e => e ? e.textContent : '<no element>')(document.querySelector(`+strconv.Quote(selector)+`))`))
+	})
 }
 
 // Click clicks the first element selector matches, once it is visible.
@@ -586,11 +593,47 @@ func run[T any](b *Browser, step string, action chromedp.Action[T]) T {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, b.opts.StepTimeout)
 	defer cancel()
-	v, err := chromedp.Run(ctx, action)
+	v, err := retryStale(ctx, func(ctx context.Context) (T, error) { return chromedp.Run(ctx, action) })
 	if err != nil {
 		b.t.Fatalf("browser: %s: %v%s", step, err, b.diagnostics())
 	}
 	return v
+}
+
+// retryStale runs an evaluation again while DevTools refuses the execution
+// context it ran in as unknown: chromedp learns that a navigation replaced
+// the page's context from an event it may not have handled when the load
+// event ends Open, so the first evaluation after it can name the old one.
+// Nothing ran in the page then, so running it again is safe.
+func retryStale[T any](ctx context.Context, evaluate func(context.Context) (T, error)) (T, error) {
+	for {
+		v, err := evaluate(ctx)
+		if !staleContext(err) {
+			return v, err
+		}
+		select {
+		case <-ctx.Done():
+			return v, err
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// staleContext reports whether err is DevTools' answer to an evaluation in
+// an execution context that no longer exists.
+func staleContext(err error) bool {
+	var cdp *cdproto.Error
+	return errors.As(err, &cdp) && cdp.Code == -32000 &&
+		(strings.Contains(cdp.Message, "Cannot find context with specified id") ||
+			strings.Contains(cdp.Message, "Execution context was destroyed"))
+}
+
+// remaining is what is left of ctx's deadline, for a poll's own timeout.
+func remaining(ctx context.Context) time.Duration {
+	if d, ok := ctx.Deadline(); ok {
+		return max(time.Until(d), time.Millisecond)
+	}
+	return 0
 }
 
 // diagnostics is what a failure message adds: the console's last messages

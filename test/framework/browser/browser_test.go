@@ -164,6 +164,27 @@ func TestStrictCSPBlocksInlineScript(t *testing.T) {
 	}
 }
 
+// TestEvaluateRightAfterOpen: an evaluation just after a navigation runs in
+// the new page. chromedp can still hold the old page's execution context
+// then, and DevTools refuses it ("Cannot find context with specified id");
+// CI saw that fail TestStrictCSPBlocksInlineScript on a loaded machine. The
+// pages alternate so that every Open replaces a context.
+func TestEvaluateRightAfterOpen(t *testing.T) {
+	srv := server(t)
+	b := chromium.New(t)
+	for i := range 40 {
+		b.Open(srv.URL + "/inline?nocsp")
+		if n := b.ScriptRuns(); n != 1 {
+			t.Fatalf("round %d: the page without a CSP ran its script %d times, want 1", i, n)
+		}
+		b.Open(srv.URL + "/inline")
+		b.WaitText("#p", "inline")
+		if n := b.ScriptRuns(); n != 0 {
+			t.Fatalf("round %d: the strict CSP let the inline script run %d times", i, n)
+		}
+	}
+}
+
 // TestHostileStringsAsTextRunNothing: every hostile string inserted as text
 // shows verbatim and runs nothing; inserted as HTML (the bug a dashboard must
 // not have) they run the probe, so the probe can fail.
