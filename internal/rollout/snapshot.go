@@ -107,8 +107,8 @@ type Snapshot struct {
 	Now metav1.Time
 
 	// Announced are the sequence numbers of the policy's pending Events
-	// (status.pendingEvents) that the reconciler has posted: Plan clears
-	// them (rule 20, announce). Nil: none posted yet.
+	// (status.pendingEvents) that the API server took, or refused as
+	// such: Plan clears them (rule 20, announce). Nil: none yet.
 	Announced map[int64]bool
 
 	// Delivered are the sequence numbers of the policy's pending Events

@@ -19,13 +19,20 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/internal/announce"
 )
 
 // The results of an announcement (Announcement).
 const (
-	// AnnouncementPosted is an Event of status.pendingEvents handed to
-	// the space's Event recorder.
-	AnnouncementPosted = "posted"
+	// AnnouncementPosted is an Event of status.pendingEvents the API
+	// server took (announce.ResultPosted).
+	AnnouncementPosted = announce.ResultPosted
+	// AnnouncementRetried is a failed try to post one, to be tried
+	// again (announce.ResultRetried).
+	AnnouncementRetried = announce.ResultRetried
+	// AnnouncementRejected is one the API server refused as such, not
+	// posted (announce.ResultRejected).
+	AnnouncementRejected = announce.ResultRejected
 	// AnnouncementDropped is a pending Event dropped unposted because
 	// more than v1alpha1.MaxPendingEvents were pending.
 	AnnouncementDropped = "dropped"
@@ -36,15 +43,15 @@ const (
 
 var announcements = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "stager_announcements_total",
-	Help: "Events recorded in a policy's status.pendingEvents, by result (posted: handed to the Event recorder, again after a restart; dropped: unposted, over the bound of pending Events; refused: a reason the stager never gives, not posted) and the Event's reason (Other for such a reason).",
+	Help: "Events recorded in a policy's status.pendingEvents, by result (posted: taken by the API server, again after a restart; retried: a failed try, tried again; rejected: refused by the API server as invalid, not posted; dropped: unposted, over the bound of pending Events; refused: a reason the stager never gives, not posted) and the Event's reason (Other for such a reason).",
 }, []string{LabelSpace, LabelResult, LabelReason})
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(announcements)
 }
 
-// Announcement records a pending Event of reason posted, dropped or
-// refused (AnnouncementPosted, AnnouncementDropped, AnnouncementRefused);
+// Announcement records a result of a pending Event of reason (one of the
+// Announcement* constants);
 // a reason the stager never gives is labelled Other, so that entries
 // written into the status by someone else cannot grow the series.
 func (s *Space) Announcement(result, reason string) {

@@ -22,101 +22,146 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/internal/announce"
 	"github.com/kubestellar/workload-stager/internal/controller/metrics"
 	"github.com/kubestellar/workload-stager/internal/notify"
 	"github.com/kubestellar/workload-stager/internal/rollout"
 )
 
-// announcements remembers, per policy, the sequence numbers of the
-// pending Events (status.pendingEvents) this process posted: Plan clears
-// those (rule 20). A restarted stager remembers none and posts every
-// pending Event again: a duplicate, never a loss.
-type announcements struct {
+// EventPoster posts the Events of status.pendingEvents and tells which
+// ones the API server took (announce.Poster), for Plan to clear only
+// those (rule 20).
+type EventPoster interface {
+	// Post offers a pending Event, regarding ref, and returns its outcome
+	// and, while pending, how soon to look again.
+	Post(policy types.NamespacedName, ref *corev1.ObjectReference, e v1alpha1.PendingEvent) (announce.Outcome, time.Duration)
+	// Refuse settles a pending Event unposted, reporting whether it was
+	// not settled before.
+	Refuse(policy types.NamespacedName, uid types.UID, seq int64) bool
+	// Sync forgets the Events of policy no longer pending.
+	Sync(policy types.NamespacedName, uid types.UID, pending []v1alpha1.PendingEvent)
+	// Forget forgets a deleted policy's Events.
+	Forget(policy types.NamespacedName)
+}
+
+// handedPoster is the EventPoster of a Reconciler built without one (as
+// the unit tests build theirs): it posts through the Reconciler's
+// Recorder, which tells nothing of the API server's answer, and counts an
+// Event posted once handed, right for a recorder that records as it is
+// called (events.FakeRecorder). NewController always gives an
+// announce.Poster.
+type handedPoster struct {
+	recorder func() events.EventRecorder
+	metrics  func() *metrics.Space
+
 	mu     sync.Mutex
-	policy map[types.NamespacedName]*posted
+	handed map[types.NamespacedName]*handedEntries
 }
 
-// posted are the sequence numbers posted for one policy, with when, by
-// UID: a policy made anew under the same name numbers its Events from 1
-// again.
-type posted struct {
+type handedEntries struct {
 	uid  types.UID
-	seqs map[int64]time.Time
+	seqs map[int64]announce.Outcome
 }
 
-// announceGrace is how long after an Event is handed to the recorder it
-// counts as posted, for Plan to clear it: the recorder posts it from a
-// queue of its own, and a stager killed before it has would lose it were
-// its entry cleared at once.
-const announceGrace = 2 * time.Second
-
-// forget drops what is remembered of a deleted policy.
-func (a *announcements) forget(key types.NamespacedName) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	delete(a.policy, key)
-}
-
-// unposted marks as posted at now, and returns, the pending Events of
-// policy this process has not posted; it returns with them the sequence
-// numbers of the pending Events it posted announceGrace ago or more
-// (Snapshot.Announced), and how long until the others are. It remembers
-// no more than the pending list holds.
-func (a *announcements) unposted(policy *v1alpha1.StagedBindingPolicy, now time.Time) ([]v1alpha1.PendingEvent, map[int64]bool, time.Duration) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.policy == nil {
-		a.policy = map[types.NamespacedName]*posted{}
+func (h *handedPoster) entries(policy types.NamespacedName, uid types.UID) *handedEntries {
+	if h.handed == nil {
+		h.handed = map[types.NamespacedName]*handedEntries{}
 	}
+	he := h.handed[policy]
+	if he == nil || he.uid != uid {
+		he = &handedEntries{uid: uid, seqs: map[int64]announce.Outcome{}}
+		h.handed[policy] = he
+	}
+	return he
+}
+
+func (h *handedPoster) Post(policy types.NamespacedName, ref *corev1.ObjectReference, e v1alpha1.PendingEvent) (announce.Outcome, time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	he := h.entries(policy, ref.UID)
+	if outcome, ok := he.seqs[e.Sequence]; ok {
+		return outcome, 0
+	}
+	he.seqs[e.Sequence] = announce.Posted
+	h.recorder().Eventf(ref, nil, e.Type, e.Reason, e.Action, "%s", e.Note)
+	if m := h.metrics(); m != nil {
+		m.Announcement(metrics.AnnouncementPosted, e.Reason)
+	}
+	return announce.Posted, 0
+}
+
+func (h *handedPoster) Refuse(policy types.NamespacedName, uid types.UID, seq int64) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	he := h.entries(policy, uid)
+	_, seen := he.seqs[seq]
+	he.seqs[seq] = announce.Rejected
+	return !seen
+}
+
+func (h *handedPoster) Sync(policy types.NamespacedName, uid types.UID, pending []v1alpha1.PendingEvent) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	he := h.entries(policy, uid)
+	keep := make(map[int64]bool, len(pending))
+	for _, e := range pending {
+		keep[e.Sequence] = true
+	}
+	for seq := range he.seqs {
+		if !keep[seq] {
+			delete(he.seqs, seq)
+		}
+	}
+}
+
+func (h *handedPoster) Forget(policy types.NamespacedName) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.handed, policy)
+}
+
+// poster is the reconciler's EventPoster.
+func (r *Reconciler) poster() EventPoster {
+	if r.Events != nil {
+		return r.Events
+	}
+	r.handedOnce.Do(func() {
+		r.handed = &handedPoster{recorder: func() events.EventRecorder { return r.Recorder }, metrics: func() *metrics.Space { return r.Metrics }}
+	})
+	return r.handed
+}
+
+// announce offers the pending Events of policy, as the API server holds
+// it (read, or as written), to the EventPoster, and those a subscription
+// of spec.notifications wants to the Notifier; it returns the sequence
+// numbers of its pending Events posted (Snapshot.Announced) and of those
+// whose notifications are settled (Snapshot.Delivered), and how soon to
+// look at the others again. Every Event the reconciler posts on a change
+// goes this way.
+func (r *Reconciler) announce(policy *v1alpha1.StagedBindingPolicy) (map[int64]bool, map[int64]string, time.Duration) {
+	poster := r.poster()
 	key := types.NamespacedName{Namespace: policy.Namespace, Name: policy.Name}
-	p := a.policy[key]
-	if p == nil || p.uid != policy.UID {
-		p = &posted{uid: policy.UID}
-		a.policy[key] = p
-	}
-	seqs := make(map[int64]time.Time, len(policy.Status.PendingEvents))
+	poster.Sync(key, policy.UID, policy.Status.PendingEvents)
 	announced := map[int64]bool{}
-	var todo []v1alpha1.PendingEvent
 	var wait time.Duration
 	for _, e := range policy.Status.PendingEvents {
-		at, ok := p.seqs[e.Sequence]
-		if !ok {
-			todo, at = append(todo, e), now
-		}
-		seqs[e.Sequence] = at
-		if left := at.Add(announceGrace).Sub(now); left > 0 {
-			wait = max(wait, left)
-		} else {
-			announced[e.Sequence] = true
-		}
-	}
-	p.seqs = seqs
-	return todo, announced, wait
-}
-
-// announce posts the pending Events of policy, as the API server holds
-// it (read, or as written), that this process has not posted, and offers
-// those a subscription of spec.notifications wants to the Notifier; it
-// returns the sequence numbers of its pending Events posted
-// (Snapshot.Announced) and of those whose notifications are settled
-// (Snapshot.Delivered), and how long until the others count as posted
-// (announceGrace) or are looked at again (notifyPoll). Every Event the
-// reconciler posts on a change goes this way.
-func (r *Reconciler) announce(policy *v1alpha1.StagedBindingPolicy) (map[int64]bool, map[int64]string, time.Duration) {
-	todo, announced, wait := r.announced.unposted(policy, r.clock().Now())
-	for _, e := range todo {
-		result := metrics.AnnouncementPosted
-		if v1alpha1.IsEventReason(e.Reason) {
-			r.Recorder.Eventf(pendingEventRef(policy, e.Sequence), nil, e.Type, e.Reason, e.Action, "%s", e.Note)
-		} else {
+		if !v1alpha1.IsEventReason(e.Reason) {
 			// Not the stager's: Plan clears it as if posted.
-			result = metrics.AnnouncementRefused
+			if poster.Refuse(key, policy.UID, e.Sequence) && r.Metrics != nil {
+				r.Metrics.Announcement(metrics.AnnouncementRefused, e.Reason)
+			}
+			announced[e.Sequence] = true
+			continue
 		}
-		if r.Metrics != nil {
-			r.Metrics.Announcement(result, e.Reason)
+		outcome, again := poster.Post(key, pendingEventRef(policy, e.Sequence), e)
+		if outcome != announce.Pending {
+			announced[e.Sequence] = true
+			continue
 		}
+		wait = rollout.Earliest(wait, again)
 	}
 	delivered, settling := r.notify(policy)
 	if settling {

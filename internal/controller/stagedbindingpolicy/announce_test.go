@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/internal/announce"
 	"github.com/kubestellar/workload-stager/internal/controller/metrics"
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 )
@@ -87,9 +88,7 @@ func TestReconcilePostsPendingEventsAgainAfterARestart(t *testing.T) {
 	start := time.Now()
 	restarted := newTestReconciler(t, start)
 	for i := range 4 {
-		// Posted Events are cleared once the recorder has had
-		// announceGrace to post them.
-		restarted.Clock.(*clocktesting.FakePassiveClock).SetTime(start.Add(time.Duration(i) * announceGrace))
+		restarted.Clock.(*clocktesting.FakePassiveClock).SetTime(start.Add(time.Duration(i) * runGap))
 		run(restarted)
 	}
 	if got := postedEvents(restarted.Recorder.(*events.FakeRecorder)); !containsCounts(got, want) {
@@ -125,9 +124,10 @@ func containsCounts(got, want map[string]int) bool {
 
 // TestPendingEventsOfOneReasonArePostedApart: pending Events of one
 // reason posted at once (a restarted stager's; clusters failed together)
-// reach the API server each with its own note, through a real Event
-// broadcaster, which takes Events of one object, type, reason and action
-// as one series and keeps the first one's note.
+// reach the API server each with its own note, through the Poster
+// NewController gives: client-go's broadcaster took Events of one object,
+// type, reason and action as one series and kept the first one's note.
+// Plan is told each is posted only once the API server has it.
 func TestPendingEventsOfOneReasonArePostedApart(t *testing.T) {
 	needsAPIServer(t)
 	ctx := t.Context()
@@ -144,14 +144,19 @@ func TestPendingEventsOfOneReasonArePostedApart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: sink})
-	if err := broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(broadcaster.Shutdown)
 	r := newTestReconciler(t, time.Now())
-	r.Recorder = broadcaster.NewRecorder(testSpace.Client.Scheme(), "announce-test")
-	r.announce(p)
+	poster := announce.NewPoster(sink, announce.Options{Controller: "announce-test"})
+	r.Events = poster
+	if announced, _, wait := r.announce(p); len(announced) != 0 || wait <= 0 {
+		t.Errorf("announced %v (look again in %v) before the Poster ran", announced, wait)
+	}
+	go func() { _ = poster.Start(ctx) }()
+	environment.Eventually(t, 10*time.Second, "every entry posted", func() error {
+		if announced, _, _ := r.announce(p); len(announced) != len(p.Status.PendingEvents) {
+			return fmt.Errorf("posted %v of %d", announced, len(p.Status.PendingEvents))
+		}
+		return nil
+	})
 
 	environment.Eventually(t, 10*time.Second, "an Event per pending entry", func() error {
 		list := &eventsv1.EventList{}

@@ -43,6 +43,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/internal/announce"
 	"github.com/kubestellar/workload-stager/internal/controller/metrics"
 	"github.com/kubestellar/workload-stager/internal/expression"
 	"github.com/kubestellar/workload-stager/internal/rollout"
@@ -157,6 +158,15 @@ func NewController(space string, cl cluster.Cluster, engine *expression.Engine, 
 		}()
 		recorder = broadcaster.NewRecorder(cl.GetScheme(), ControllerName)
 	}
+	spaceMetrics := metrics.NewSpace(space)
+	logger := opts.Logger.WithValues("space", space)
+	poster, err := newPoster(cl, opts.EventQPS, opts.EventBurst, announce.Options{
+		Controller: ControllerName, Clock: opts.Clock, Logger: logger,
+		OnOutcome: func(reason, result string) { spaceMetrics.Announcement(result, reason) },
+	})
+	if err != nil {
+		return nil, err
+	}
 	r := &Reconciler{
 		Space:        space,
 		Client:       writer,
@@ -164,7 +174,8 @@ func NewController(space string, cl cluster.Cluster, engine *expression.Engine, 
 		IndexedCache: true,
 		Recorder:     recorder,
 		Engine:       engine,
-		Metrics:      metrics.NewSpace(space),
+		Metrics:      spaceMetrics,
+		Events:       poster,
 		Measurer:     opts.Measurer,
 		Fence:        opts.Fence,
 		Unconfirmed:  opts.Unconfirmed,
@@ -178,7 +189,6 @@ func NewController(space string, cl cluster.Cluster, engine *expression.Engine, 
 		// As many runs plan at once as the process has CPUs for.
 		planning: newPlanGate(runtime.GOMAXPROCS(0)),
 	}
-	logger := opts.Logger.WithValues("space", space)
 	c, err := controller.NewUnmanaged(SpaceControllerName(space), controller.Options{
 		Reconciler:              r,
 		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
@@ -223,10 +233,7 @@ func NewController(space string, cl cluster.Cluster, engine *expression.Engine, 
 		}
 	}
 	var served controller.Controller = withPolicyGauges{Controller: c, space: space, policies: metrics.CachedPolicies(informers)}
-	if broadcaster != nil {
-		return withEvents{Controller: served, broadcaster: broadcaster}, nil
-	}
-	return served, nil
+	return withEvents{Controller: served, broadcaster: broadcaster, poster: poster}, nil
 }
 
 // withPolicyGauges is a controller whose space's policy gauges are served,

@@ -17,12 +17,15 @@ package stagedbindingpolicy
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	"github.com/kubestellar/workload-stager/internal/announce"
 )
 
 // DefaultEventBurst is the most Events a controller posts to its space in a
@@ -52,20 +55,46 @@ func newEventBroadcaster(cl cluster.Cluster, qps float32, burst int) (events.Eve
 	return events.NewBroadcaster(&events.EventSinkImpl{Interface: sink}), nil
 }
 
-// withEvents is a controller whose Events go through a broadcaster of its
-// own, which starts with the controller and stops once its workers have.
-// Events not yet posted then are dropped, as with the recorder of the
-// space's cluster when it stops.
+// newPoster returns the Poster of the space's pending Events (rule 20): over
+// the space's HTTP client, at up to qps a second in bursts of up to burst
+// when qps is positive (the Events' own rate, see eventsConfig), else at
+// the space's.
+func newPoster(cl cluster.Cluster, qps float32, burst int, opts announce.Options) (*announce.Poster, error) {
+	cfg := rest.CopyConfig(cl.GetConfig())
+	if qps > 0 {
+		cfg = eventsConfig(cl.GetConfig(), qps, burst)
+	}
+	client, err := eventsv1client.NewForConfigAndClient(cfg, cl.GetHTTPClient())
+	if err != nil {
+		return nil, fmt.Errorf("building the Events client: %w", err)
+	}
+	return announce.NewPoster(client, opts), nil
+}
+
+// withEvents is a controller whose pending Events go through a Poster of
+// its own, and its other Events through a broadcaster of its own when it
+// has one; both start with the controller and stop once its workers have.
+// Events not yet posted then are dropped: the pending ones stay in their
+// policies' status for the next stager to post.
 type withEvents struct {
 	controller.Controller
 	broadcaster events.EventBroadcaster
+	poster      *announce.Poster
 }
 
-// Start starts the broadcaster, then runs the controller until ctx is done.
+// Start starts the broadcaster and the Poster, then runs the controller
+// until ctx is done.
 func (c withEvents) Start(ctx context.Context) error {
-	if err := c.broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
-		return fmt.Errorf("starting to post Events: %w", err)
+	if c.broadcaster != nil {
+		if err := c.broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
+			return fmt.Errorf("starting to post Events: %w", err)
+		}
+		defer c.broadcaster.Shutdown()
 	}
-	defer c.broadcaster.Shutdown()
+	ctx, cancel := context.WithCancel(ctx)
+	var posting sync.WaitGroup
+	posting.Go(func() { _ = c.poster.Start(ctx) })
+	defer posting.Wait()
+	defer cancel()
 	return c.Controller.Start(ctx)
 }

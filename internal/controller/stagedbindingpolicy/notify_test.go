@@ -158,7 +158,7 @@ func TestReconcileKeepsAWantedEventUntilNotified(t *testing.T) {
 		t.Fatalf("the rollout's start left no StageStarted pending: %+v", read().Status.PendingEvents)
 	}
 	for i := 1; i <= 3; i++ {
-		run(r, time.Duration(i)*announceGrace)
+		run(r, time.Duration(i)*runGap)
 	}
 	pending := read().Status.PendingEvents
 	if !slices.ContainsFunc(pending, func(e v1alpha1.PendingEvent) bool { return e.Sequence == started.Sequence }) {
@@ -184,7 +184,7 @@ func TestReconcileKeepsAWantedEventUntilNotified(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("StageStarted #%d still pending 30 s after its destination came up; received %v", started.Sequence, receiver.received())
 		}
-		run(restarted, time.Duration(i)*announceGrace)
+		run(restarted, time.Duration(i)*runGap)
 		time.Sleep(10 * time.Millisecond)
 	}
 	if got := receiver.received(); !slices.Contains(got, want) {
@@ -227,7 +227,7 @@ func TestReconcileTellsAGivenUpNotification(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("no NotificationFailed Event 30 s on")
 		}
-		r.Clock.(*clocktesting.FakePassiveClock).SetTime(start.Add(time.Duration(i) * announceGrace))
+		r.Clock.(*clocktesting.FakePassiveClock).SetTime(start.Add(time.Duration(i) * runGap))
 		if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: key}); err != nil {
 			t.Fatal(err)
 		}
@@ -261,3 +261,6 @@ func (w *wrongTokenResolver) Resolve(ctx context.Context, space, name string) (*
 	wrong.Token = "wrong"
 	return &wrong, nil
 }
+
+// runGap is how far the fake clock moves between a test's runs.
+const runGap = 2 * time.Second

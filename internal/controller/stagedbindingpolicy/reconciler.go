@@ -107,8 +107,12 @@ type Reconciler struct {
 	// none. Their Events are pending in the status they wrote (announce).
 	Unconfirmed *Unconfirmed
 
-	// announced remembers the pending Events this process posted.
-	announced announcements
+	// Events posts the Events of status.pendingEvents (rule 20); nil:
+	// through Recorder, counting one posted once handed (handedPoster).
+	Events EventPoster
+	// handed is the EventPoster when Events is nil.
+	handed     *handedPoster
+	handedOnce sync.Once
 
 	// own lets runs read the reconciler's writes of policies before the
 	// cache has them.
@@ -179,7 +183,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		if snap == nil {
 			r.own.forget(req.NamespacedName)
-			r.announced.forget(req.NamespacedName)
+			r.poster().Forget(req.NamespacedName)
 			r.foreignBPs.forget(req.Name)
 			r.Unconfirmed.drop(r.Space, req.NamespacedName)
 			if r.Metrics != nil {
