@@ -38,6 +38,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
@@ -139,8 +140,11 @@ func (o Options) withDefaults() Options {
 // posts every pending Event again, a duplicate, never a loss.
 type Poster struct {
 	client eventsv1client.EventsGetter
-	opts   Options
-	queue  chan job
+	// recorder, when set, posts instead of client, as it is called
+	// (NewRecorded).
+	recorder events.EventRecorder
+	opts     Options
+	queue    chan job
 
 	mu       sync.Mutex
 	policies map[types.NamespacedName]*policyEntries
@@ -178,6 +182,17 @@ func NewPoster(client eventsv1client.EventsGetter, opts Options) *Poster {
 		policies: map[types.NamespacedName]*policyEntries{}}
 }
 
+// NewRecorded returns a Poster that posts each Event through recorder
+// when offered, and counts it posted then: client-go's recorders tell
+// nothing of the API server's answer, so this is right only for one that
+// records as it is called (events.FakeRecorder, a unit test's). It needs
+// no Start.
+func NewRecorded(recorder events.EventRecorder, opts Options) *Poster {
+	p := NewPoster(nil, opts)
+	p.recorder = recorder
+	return p
+}
+
 // Start posts the queued Events until ctx is done; those still queued
 // then are not posted, and stay pending in their policies' status.
 func (p *Poster) Start(ctx context.Context) error {
@@ -207,6 +222,12 @@ func (p *Poster) Post(policy types.NamespacedName, ref *corev1.ObjectReference, 
 	}
 	if en.queued {
 		return Pending, Poll
+	}
+	if p.recorder != nil {
+		p.recorder.Eventf(ref, nil, e.Type, e.Reason, e.Action, "%s", e.Note)
+		en.outcome = Posted
+		p.opts.OnOutcome(e.Reason, ResultPosted)
+		return Posted, 0
 	}
 	now := p.opts.Clock.Now()
 	if wait := en.retryAt.Sub(now); wait > 0 {

@@ -32,6 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
@@ -315,5 +316,28 @@ func TestSyncForgetsWhatIsNoLongerPending(t *testing.T) {
 	p.Forget(policy)
 	if len(p.policies) != 0 {
 		t.Errorf("Forget kept %v", p.policies)
+	}
+}
+
+// TestRecordedPostsAsOffered: a Poster over a recorder posts an Event when
+// first offered, counts it posted then, and posts it once however often
+// it is offered.
+func TestRecordedPostsAsOffered(t *testing.T) {
+	recorder := events.NewFakeRecorder(10)
+	o := &outcomes{}
+	p := NewRecorded(recorder, Options{Controller: "stager", OnOutcome: o.record})
+	for range 3 {
+		if got, _ := p.Post(policy, ref("u1", 1), pending(1)); got != Posted {
+			t.Fatalf("outcome %v, want Posted", got)
+		}
+	}
+	if got := len(recorder.Events); got != 1 {
+		t.Errorf("%d Events recorded, want 1", got)
+	}
+	if got := <-recorder.Events; got != "Normal StageStarted entry 1" {
+		t.Errorf("recorded %q", got)
+	}
+	if got, want := o.list(), []string{"StageStarted posted"}; !slices.Equal(got, want) {
+		t.Errorf("outcomes %v, want %v", got, want)
 	}
 }

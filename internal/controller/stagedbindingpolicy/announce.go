@@ -17,12 +17,10 @@ package stagedbindingpolicy
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/internal/announce"
@@ -47,91 +45,22 @@ type EventPoster interface {
 	Forget(policy types.NamespacedName)
 }
 
-// handedPoster is the EventPoster of a Reconciler built without one (as
-// the unit tests build theirs): it posts through the Reconciler's
-// Recorder, which tells nothing of the API server's answer, and counts an
-// Event posted once handed, right for a recorder that records as it is
-// called (events.FakeRecorder). NewController always gives an
-// announce.Poster.
-type handedPoster struct {
-	recorder func() events.EventRecorder
-	metrics  func() *metrics.Space
-
-	mu     sync.Mutex
-	handed map[types.NamespacedName]*handedEntries
-}
-
-type handedEntries struct {
-	uid  types.UID
-	seqs map[int64]announce.Outcome
-}
-
-func (h *handedPoster) entries(policy types.NamespacedName, uid types.UID) *handedEntries {
-	if h.handed == nil {
-		h.handed = map[types.NamespacedName]*handedEntries{}
-	}
-	he := h.handed[policy]
-	if he == nil || he.uid != uid {
-		he = &handedEntries{uid: uid, seqs: map[int64]announce.Outcome{}}
-		h.handed[policy] = he
-	}
-	return he
-}
-
-func (h *handedPoster) Post(policy types.NamespacedName, ref *corev1.ObjectReference, e v1alpha1.PendingEvent) (announce.Outcome, time.Duration) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	he := h.entries(policy, ref.UID)
-	if outcome, ok := he.seqs[e.Sequence]; ok {
-		return outcome, 0
-	}
-	he.seqs[e.Sequence] = announce.Posted
-	h.recorder().Eventf(ref, nil, e.Type, e.Reason, e.Action, "%s", e.Note)
-	if m := h.metrics(); m != nil {
-		m.Announcement(metrics.AnnouncementPosted, e.Reason)
-	}
-	return announce.Posted, 0
-}
-
-func (h *handedPoster) Refuse(policy types.NamespacedName, uid types.UID, seq int64) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	he := h.entries(policy, uid)
-	_, seen := he.seqs[seq]
-	he.seqs[seq] = announce.Rejected
-	return !seen
-}
-
-func (h *handedPoster) Sync(policy types.NamespacedName, uid types.UID, pending []v1alpha1.PendingEvent) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	he := h.entries(policy, uid)
-	keep := make(map[int64]bool, len(pending))
-	for _, e := range pending {
-		keep[e.Sequence] = true
-	}
-	for seq := range he.seqs {
-		if !keep[seq] {
-			delete(he.seqs, seq)
-		}
-	}
-}
-
-func (h *handedPoster) Forget(policy types.NamespacedName) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	delete(h.handed, policy)
-}
-
-// poster is the reconciler's EventPoster.
+// poster is the reconciler's EventPoster: Events, or else one posting
+// through Recorder (announce.NewRecorded), as a Reconciler built by hand
+// (the unit tests') has; NewController always gives an announce.Poster.
 func (r *Reconciler) poster() EventPoster {
 	if r.Events != nil {
 		return r.Events
 	}
-	r.handedOnce.Do(func() {
-		r.handed = &handedPoster{recorder: func() events.EventRecorder { return r.Recorder }, metrics: func() *metrics.Space { return r.Metrics }}
+	r.recordedOnce.Do(func() {
+		r.recorded = announce.NewRecorded(r.Recorder, announce.Options{Controller: ControllerName, Clock: r.clock(),
+			OnOutcome: func(reason, result string) {
+				if r.Metrics != nil {
+					r.Metrics.Announcement(result, reason)
+				}
+			}})
 	})
-	return r.handed
+	return r.recorded
 }
 
 // announce offers the pending Events of policy, as the API server holds

@@ -37,6 +37,7 @@ import (
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/internal/analysis"
+	"github.com/kubestellar/workload-stager/internal/announce"
 	"github.com/kubestellar/workload-stager/internal/controller/metrics"
 	"github.com/kubestellar/workload-stager/internal/expression"
 	"github.com/kubestellar/workload-stager/internal/rollout"
@@ -108,11 +109,11 @@ type Reconciler struct {
 	Unconfirmed *Unconfirmed
 
 	// Events posts the Events of status.pendingEvents (rule 20); nil:
-	// through Recorder, counting one posted once handed (handedPoster).
+	// through Recorder, counting one posted once handed (poster).
 	Events EventPoster
-	// handed is the EventPoster when Events is nil.
-	handed     *handedPoster
-	handedOnce sync.Once
+	// recorded is the EventPoster when Events is nil.
+	recorded     *announce.Poster
+	recordedOnce sync.Once
 
 	// own lets runs read the reconciler's writes of policies before the
 	// cache has them.
