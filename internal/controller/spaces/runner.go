@@ -31,6 +31,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -737,6 +738,9 @@ func (r *Runner) changed(state State) {
 // and which APIs it serves.
 type prober struct {
 	discovery discovery.DiscoveryInterface
+	// noReadyz is set once the server answered that it has no /readyz:
+	// its later probes ask discovery at once, one request, not two.
+	noReadyz atomic.Bool
 }
 
 func newProber(cl cluster.Cluster) (*prober, error) {
@@ -751,8 +755,12 @@ func newProber(cl cluster.Cluster) (*prober, error) {
 // that it is not ready. Servers without /readyz, as kcp's virtual
 // workspaces, are alive when they answer discovery.
 func (p *prober) alive(ctx context.Context) error {
-	err := p.discovery.RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
-	if apierrors.IsNotFound(err) {
+	var err error
+	if !p.noReadyz.Load() {
+		err = p.discovery.RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
+		p.noReadyz.Store(apierrors.IsNotFound(err))
+	}
+	if p.noReadyz.Load() {
 		err = p.discovery.RESTClient().Get().AbsPath("/apis").Do(ctx).Error()
 	}
 	if err != nil {
