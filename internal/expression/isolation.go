@@ -149,18 +149,32 @@ func (p *Program) isolated(req evalRequest, b *Budget, status func() (*json.RawM
 		}
 	}
 	// A worker that ended before the request reached it is no fault of
-	// the evaluation's: it goes to another, once.
-	for attempt := 0; ; attempt++ {
-		result, err := p.isolatedOnce(req, b, status)
-		if !errors.Is(err, errNotSent) || attempt == 1 {
+	// the evaluation's: it goes to another, once. Nor is a worker that
+	// ran out of memory after other evaluations: what the Go runtime
+	// keeps mapped of them is not the evaluation's, which goes to a fresh
+	// worker, once, and fails for memory only there.
+	notSent, fresh := false, false
+	for {
+		result, err := p.isolatedOnce(req, b, status, fresh)
+		switch {
+		case errors.Is(err, errNotSent) && !notSent:
+			notSent = true
+		case errors.Is(err, errOutOfMemoryAfterOthers) && !fresh:
+			fresh = true
+		default:
 			return result, err
 		}
 	}
 }
 
-// isolatedOnce is one attempt of isolated, on one worker.
-func (p *Program) isolatedOnce(req evalRequest, b *Budget, status func() (*json.RawMessage, error)) (bool, error) {
-	w, waited, err := p.workers.acquire()
+// errOutOfMemoryAfterOthers is an evaluation's worker running out of
+// memory when it had answered other evaluations before.
+var errOutOfMemoryAfterOthers = errors.New("the worker ran out of memory after other evaluations")
+
+// isolatedOnce is one attempt of isolated, on one worker, a fresh one if
+// asked.
+func (p *Program) isolatedOnce(req evalRequest, b *Budget, status func() (*json.RawMessage, error), fresh bool) (bool, error) {
+	w, waited, err := p.workers.acquire(fresh)
 	if err != nil {
 		return false, newError(p.kind, p.source, ReasonEvaluationError, err)
 	}
@@ -179,6 +193,7 @@ func (p *Program) isolatedOnce(req evalRequest, b *Budget, status func() (*json.
 		return false, err
 	}
 	req.Kind, req.Source, req.Timeout, req.Allowance = p.kind, p.source, l.deadline.Sub(now), l.allowance
+	used := w.evaluations > 0
 	res, stopped, err := w.evaluate(&req, l.deadline.Add(workerGrace))
 	if err == nil && stopped == nil && res.NeedStatus && status != nil {
 		if req.Status, err = status(); err != nil {
@@ -189,7 +204,7 @@ func (p *Program) isolatedOnce(req evalRequest, b *Budget, status func() (*json.
 			// its status, goes to another.
 			w.retiring = true
 			p.workers.release(w)
-			if w, waited, err = p.workers.acquire(); err != nil {
+			if w, waited, err = p.workers.acquire(fresh); err != nil {
 				w = nil
 				return false, newError(p.kind, p.source, ReasonEvaluationError, err)
 			}
@@ -197,6 +212,7 @@ func (p *Program) isolatedOnce(req evalRequest, b *Budget, status func() (*json.
 				b.deadline = b.deadline.Add(waited)
 			}
 		}
+		used = w.evaluations > 0
 		req.Timeout = time.Until(l.deadline)
 		res, stopped, err = w.evaluate(&req, l.deadline.Add(workerGrace))
 	}
@@ -207,6 +223,9 @@ func (p *Program) isolatedOnce(req evalRequest, b *Budget, status func() (*json.
 		w.retiring = true
 	}
 	if stopped != nil {
+		if stopped.why == "memory" && used && !fresh {
+			return false, errOutOfMemoryAfterOthers
+		}
 		if b != nil {
 			b.spent += p.costLimit
 		}

@@ -19,6 +19,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -398,5 +399,64 @@ func TestAnAnswerThatRetiresItsWorkerIsNotFollowedUp(t *testing.T) {
 		if ok, err := benign.EvalCondition(cs); err != nil || !ok {
 			t.Fatalf("evaluation %d: %v, %v; want true", i, ok, err)
 		}
+	}
+}
+
+// TestAUsedWorkerOutOfMemoryIsNotTheEvaluations: a worker killed as out
+// of memory (SIGKILL, as the kernel's out-of-memory killer sends) during
+// an evaluation after it had answered others does not fail that
+// evaluation, which goes to a fresh worker: what the Go runtime kept
+// mapped of the earlier ones is not its doing (CI once saw
+// TestWorkersRetireBeforeTheirMemoryRunsOut's 19th evaluation fail so).
+// Killed in a fresh worker, the evaluation fails for memory.
+func TestAUsedWorkerOutOfMemoryIsNotTheEvaluations(t *testing.T) {
+	e := isolatedEngine(t, Isolation{Workers: 1}, append(unlimited, WithEvalTimeout(time.Minute))...)
+	slow, err := e.Compile(KindCondition, `lists.range(2000).all(i, lists.range(2000).all(j, i + j >= 0))`)
+	if err != nil {
+		t.Fatalf("Compile: %v", err)
+	}
+	_, benign := hostileAndBenign(t, e)
+	// killDuring evaluates slow and kills the worker it runs in once it
+	// is busy with it.
+	killDuring := func() error {
+		result := make(chan error, 1)
+		go func() {
+			ok, err := slow.EvalCondition(combinedStatus("x"))
+			if err == nil && !ok {
+				err = errors.New("false")
+			}
+			result <- err
+		}()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			e.workers.mu.Lock()
+			var busy *worker
+			if len(e.workers.idle) == 0 {
+				for w := range e.workers.all {
+					busy = w
+				}
+			}
+			e.workers.mu.Unlock()
+			if busy != nil && busy.cmd.Process != nil {
+				time.Sleep(50 * time.Millisecond)
+				_ = busy.cmd.Process.Signal(syscall.SIGKILL)
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the evaluation never reached a worker")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		return <-result
+	}
+
+	if err := killDuring(); err == nil || !strings.Contains(err.Error(), "memory") {
+		t.Fatalf("killed in a fresh worker: %v, want a memory error", err)
+	}
+	if ok, err := benign.EvalCondition(combinedStatus("x")); err != nil || !ok {
+		t.Fatalf("benign: %v, %v", ok, err)
+	}
+	if err := killDuring(); err != nil {
+		t.Fatalf("killed in a worker that had answered before: %v, want it evaluated again in a fresh one", err)
 	}
 }

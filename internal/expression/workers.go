@@ -113,8 +113,9 @@ func (p *workerPool) wake() {
 }
 
 // acquire returns a free worker, or one it starts, and how long it waited
-// for it.
-func (p *workerPool) acquire() (*worker, time.Duration, error) {
+// for it. A fresh one has answered no evaluation: a free worker that has
+// is retired for one started in its place.
+func (p *workerPool) acquire(fresh bool) (*worker, time.Duration, error) {
 	start := time.Now()
 	overflowAt, giveUpAt := start.Add(overflowAfter), start.Add(p.iso.Wait)
 	p.mu.Lock()
@@ -132,14 +133,23 @@ func (p *workerPool) acquire() (*worker, time.Duration, error) {
 		for len(p.idle) > 0 {
 			w := p.idle[len(p.idle)-1]
 			p.idle = p.idle[:len(p.idle)-1]
-			if !w.exited() {
-				p.mu.Unlock()
-				return w, time.Since(start), nil
+			if w.exited() {
+				// It died idle (the kernel's out-of-memory killer
+				// prefers workers): no evaluation's doing.
+				p.live--
+				delete(p.all, w)
+				continue
 			}
-			// It died idle (the kernel's out-of-memory killer prefers
-			// workers): no evaluation's doing.
-			p.live--
-			delete(p.all, w)
+			if fresh && w.evaluations > 0 {
+				p.retired.Add(1)
+				p.live--
+				delete(p.all, w)
+				w.closing.Store(true)
+				w.kill()
+				break
+			}
+			p.mu.Unlock()
+			return w, time.Since(start), nil
 		}
 		now := time.Now()
 		if p.live < p.iso.Workers || (!now.Before(overflowAt) && p.live < p.iso.MaxWorkers) {
@@ -253,6 +263,9 @@ type worker struct {
 	killedBy string
 	// retiring is set when the worker said it ends after its answer.
 	retiring bool
+	// evaluations counts the evaluations it answered: a worker that has
+	// answered none is fresh.
+	evaluations int
 	// closing is set when the engine closes, so that the worker's end is
 	// not reported.
 	closing   atomic.Bool
@@ -380,6 +393,9 @@ func (w *worker) evaluate(req *evalRequest, killAt time.Time) (evalResponse, *wo
 	select {
 	case res, ok := <-w.responses:
 		if ok {
+			if !res.NeedStatus {
+				w.evaluations++
+			}
 			return res, nil, nil
 		}
 	case <-timer.C:
