@@ -296,6 +296,22 @@ func (c *Coordinator) releaseLocked(name multicluster.ClusterName, f *fenceGuard
 	}()
 }
 
+// endTakeLocked ends a take of a space's fence and, when the space is gone
+// and no other take of it is in flight, releases the fence, held or not,
+// and so forgets its guard: a release at the disengagement that ended
+// before this take left the guard to it, and one still pending may have
+// looked before the take held the fence. A release, not a deletion here,
+// since it waits for the guard's lock, behind a failed renewal's release
+// still in flight, which a later guard's take must not overtake. The
+// caller holds c.mu.
+func (c *Coordinator) endTakeLocked(e *engagement, f *fenceGuard) {
+	e.taking = false
+	f.taking--
+	if f.taking == 0 && c.engaged[e.name] == nil && c.fences[e.name] == f {
+		c.releaseLocked(e.name, f)
+	}
+}
+
 // take tries a space's fence, when a slot is free, and serves the space
 // once it is held.
 func (c *Coordinator) take(ctx context.Context, e *engagement, f *fenceGuard) {
@@ -303,8 +319,7 @@ func (c *Coordinator) take(ctx context.Context, e *engagement, f *fenceGuard) {
 	case c.takes <- struct{}{}:
 	case <-ctx.Done():
 		c.mu.Lock()
-		e.taking = false
-		f.taking--
+		c.endTakeLocked(e, f)
 		c.mu.Unlock()
 		return
 	}
@@ -312,8 +327,7 @@ func (c *Coordinator) take(ctx context.Context, e *engagement, f *fenceGuard) {
 	// What was decided may have changed while the take waited for a slot.
 	c.mu.Lock()
 	if c.engaged[e.name] != e || !c.opts.Sharder.ShouldOwn(string(e.key), c.opts.Peers.Snapshot(), c.self) {
-		e.taking = false
-		f.taking--
+		c.endTakeLocked(e, f)
 		c.mu.Unlock()
 		return
 	}
@@ -324,19 +338,14 @@ func (c *Coordinator) take(ctx context.Context, e *engagement, f *fenceGuard) {
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e.taking = false
-	f.taking--
-	cur := c.engaged[e.name]
-	switch {
+	c.endTakeLocked(e, f)
+	switch cur := c.engaged[e.name]; {
 	case !held || !f.held.Load():
 		// Not taken, or lost again since (a failed renewal).
 		e.nextTry = c.clock.Now().Add(c.opts.Throttle)
 	case cur != e:
 		// Engaged again while the fence was taken, and the later
-		// engagement has it; or gone, and the fence is released.
-		if cur == nil {
-			c.releaseLocked(e.name, f)
-		}
+		// engagement has it; or gone, and endTakeLocked released it.
 	case !c.opts.Sharder.ShouldOwn(string(e.key), c.opts.Peers.Snapshot(), c.self):
 		c.releaseLocked(e.name, f)
 	default:

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -724,4 +725,74 @@ func TestFirstRenewalCountsFromTheTakesSend(t *testing.T) {
 		t.Errorf("the take sent at %s and answered %v later was first renewed %v after its send, want by %v",
 			sent.Format(time.StampMicro), answered.Sub(sent), firstRenewal.Sub(sent), due.Sub(sent))
 	}
+}
+
+// TestCoordinatorForgetsTheGuardsOfSpacesGone: spaces disengaged while
+// takes of their fences are in flight, one waiting for a slot and one
+// whose write then fails, leave no fence guard behind. The release at the
+// disengagement skipped the guard while a take was in flight, and the take
+// that ended after it only set the gone engagement's next try: a guard
+// stayed for every such space, for ever.
+func TestCoordinatorForgetsTheGuardsOfSpacesGone(t *testing.T) {
+	ns := newNamespace(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	const slow, waiting = multicluster.ClusterName("kcp#root:slow"), multicluster.ClusterName("kcp#root:waiting")
+	sent, answer := make(chan struct{}), make(chan struct{})
+	direct := newDirect(t)
+	leases := interceptor.NewClient(direct, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if obj.GetName() != leaseOf(fencePrefix, FenceKey(slow)) {
+				return c.Create(ctx, obj, opts...)
+			}
+			close(sent)
+			<-answer
+			return apierrors.NewAlreadyExists(coordinationv1.Resource("leases"), obj.GetName())
+		},
+	})
+	c := newCoordinator(leases, direct, ns, "a", time.Minute, 15*time.Second)
+	c.takes = make(chan struct{}, 1) // the slow take holds the only slot
+	done := make(chan struct{})
+	go func() { defer close(done); _ = c.Runnable().Start(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	slowCtx, disengageSlow := context.WithCancel(ctx)
+	if err := c.Engage(slowCtx, slow, nil); err != nil {
+		t.Fatal(err)
+	}
+	<-sent
+	waitingCtx, disengageWaiting := context.WithCancel(ctx)
+	if err := c.Engage(waitingCtx, waiting, nil); err != nil {
+		t.Fatal(err)
+	}
+	environment.Eventually(t, 10*time.Second, "the second take waiting for a slot", func() error {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if f := c.fences[waiting]; f == nil || f.taking == 0 {
+			return errors.New("not taking yet")
+		}
+		return nil
+	})
+	disengageWaiting()
+	disengageSlow()
+	environment.Eventually(t, 10*time.Second, "both spaces gone and the waiting one's release done", func() error {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if len(c.engaged) > 0 {
+			return fmt.Errorf("%d spaces engaged", len(c.engaged))
+		}
+		if f := c.fences[waiting]; f != nil && f.releasing > 0 {
+			return errors.New("the waiting space's fence still being released")
+		}
+		return nil
+	})
+	close(answer)
+	environment.Eventually(t, 10*time.Second, "no fence guard left", func() error {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if len(c.fences) > 0 {
+			return fmt.Errorf("guards left: %v", slices.Collect(maps.Keys(c.fences)))
+		}
+		return nil
+	})
 }

@@ -58,6 +58,10 @@ type Tenures struct {
 	mu     sync.Mutex
 	idle   *sync.Cond // signalled whenever a write ends
 	fences map[string]*fence
+	// sweepAt is when a record may next have become prunable by the clock
+	// alone, or zero: the fence of a space gone is never touched again, so
+	// any access past it sweeps every record.
+	sweepAt time.Time
 }
 
 // fence is this replica's view of one fence Lease.
@@ -71,6 +75,10 @@ type fence struct {
 	lasts time.Duration
 	// writing counts the writes to the space in flight.
 	writing int
+	// pinned counts the writes of the fence Lease in flight and the
+	// releases waiting for the space's writes: each holds on to this
+	// record, which must stay the fence's until they are done.
+	pinned int
 	// unansweredUntil is when the fence, as renewed when a write that
 	// ended without the API server's answer began, expires: that write
 	// may land until then, so the fence is not released before.
@@ -144,27 +152,29 @@ func (t *Tenures) write(obj client.Object, send func() error) error {
 		return send()
 	}
 	t.mu.Lock()
+	t.sweepLocked()
 	f := t.fenceLocked(lease.Name)
 	epoch := f.epoch
+	f.pinned++
 	t.mu.Unlock()
-	if err := send(); err != nil {
-		// The tenure already recorded stands: no other replica takes the
-		// fence before it expires.
-		return err
-	}
-	lasts := time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second
-	until := lease.Spec.RenewTime.Add(lasts - lasts/4)
+	err := send()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	// A tenure that ended while the write was in flight stays ended.
-	if f.epoch != epoch {
-		return nil
+	f.pinned--
+	// A failed write leaves the tenure recorded as it was: no other
+	// replica takes the fence before it expires. A tenure that ended while
+	// the write was in flight stays ended.
+	if err == nil && f.epoch == epoch {
+		lasts := time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second
+		f.lasts = lasts
+		if until := lease.Spec.RenewTime.Add(lasts - lasts/4); until.After(f.until) {
+			f.until = until
+		}
 	}
-	f.lasts = lasts
-	if until.After(f.until) {
-		f.until = until
-	}
-	return nil
+	// A take that failed, for a space that then moves away, is never
+	// written again: its record goes now or at a later sweep.
+	t.pruneLocked(lease.Name, f)
+	return err
 }
 
 // fenceLocked returns the record of a fence Lease, made on first use.
@@ -182,8 +192,40 @@ func (t *Tenures) fenceLocked(lease string) *fence {
 func (t *Tenures) endLocked(lease string, f *fence) {
 	f.until = time.Time{}
 	f.epoch++
-	if f.writing == 0 && !t.clock.Now().Before(f.unansweredUntil) && t.fences[lease] == f {
+	t.pruneLocked(lease, f)
+}
+
+// pruneLocked forgets the fence once its record holds nothing: no tenure
+// in force, no write of the space or of the fence in flight, and no
+// unanswered write that may land yet. Otherwise, when only the clock
+// stands in the way, it has the record swept once that time has come.
+func (t *Tenures) pruneLocked(lease string, f *fence) {
+	if t.fences[lease] != f || f.writing > 0 || f.pinned > 0 {
+		return // whoever is in flight prunes it once done
+	}
+	due := f.until
+	if f.unansweredUntil.After(due) {
+		due = f.unansweredUntil
+	}
+	if !t.clock.Now().Before(due) {
 		delete(t.fences, lease)
+		return
+	}
+	if t.sweepAt.IsZero() || due.Before(t.sweepAt) {
+		t.sweepAt = due
+	}
+}
+
+// sweepLocked prunes every record once one may have become prunable by the
+// clock: a release refused while a write may land, or a tenure that lapsed
+// unrenewed, leaves a record that nothing else touches again.
+func (t *Tenures) sweepLocked() {
+	if t.sweepAt.IsZero() || t.clock.Now().Before(t.sweepAt) {
+		return
+	}
+	t.sweepAt = time.Time{}
+	for lease, f := range t.fences {
+		t.pruneLocked(lease, f)
 	}
 }
 
@@ -191,6 +233,7 @@ func (t *Tenures) endLocked(lease string, f *fence) {
 func (t *Tenures) lost(lease string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.sweepLocked()
 	if f := t.fences[lease]; f != nil {
 		t.endLocked(lease, f)
 	}
@@ -201,12 +244,28 @@ func (t *Tenures) lost(lease string) {
 func (t *Tenures) end(lease string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.sweepLocked()
 	f := t.fences[lease]
 	if f == nil {
 		return nil
 	}
 	f.until = time.Time{}
 	f.epoch++
+	f.pinned++
+	err := t.awaitWritesLocked(f)
+	f.pinned--
+	if err == nil && t.clock.Now().Before(f.unansweredUntil) {
+		t.log.Info("Not releasing a fence: a write to its space went unanswered and may land until the fence expires",
+			"fence", lease, "until", f.unansweredUntil)
+		err = errWritesUnanswered
+	}
+	t.pruneLocked(lease, f)
+	return err
+}
+
+// awaitWritesLocked waits for the space's writes in flight, and refuses
+// when a take of the fence overtook the release meanwhile.
+func (t *Tenures) awaitWritesLocked(f *fence) error {
 	// Every write's context ends by the end of the tenure as it was when
 	// the write began, so this wait ends too.
 	for f.writing > 0 {
@@ -218,12 +277,6 @@ func (t *Tenures) end(lease string) error {
 	if !f.until.IsZero() {
 		return errTakenAgain
 	}
-	if t.clock.Now().Before(f.unansweredUntil) {
-		t.log.Info("Not releasing a fence: a write to its space went unanswered and may land until the fence expires",
-			"fence", lease, "until", f.unansweredUntil)
-		return errWritesUnanswered
-	}
-	t.endLocked(lease, f)
 	return nil
 }
 
@@ -244,6 +297,7 @@ type Tenure struct {
 func (t Tenure) HeldUntil() time.Time {
 	t.tenures.mu.Lock()
 	defer t.tenures.mu.Unlock()
+	t.tenures.sweepLocked()
 	if f := t.tenures.fences[t.lease]; f != nil {
 		return f.until
 	}
@@ -273,6 +327,7 @@ func (e *LapsedError) Error() string {
 func (t Tenure) Hold(ctx context.Context, now time.Time) (context.Context, func(error), error) {
 	tt := t.tenures
 	tt.mu.Lock()
+	tt.sweepLocked()
 	f := tt.fences[t.lease]
 	if f == nil || !now.Before(f.until) {
 		var until time.Time
@@ -295,6 +350,8 @@ func (t Tenure) Hold(ctx context.Context, now time.Time) (context.Context, func(
 		if unanswered(err) && expires.After(f.unansweredUntil) {
 			f.unansweredUntil = expires
 		}
+		// The last write of a space whose tenure was lost meanwhile.
+		tt.pruneLocked(t.lease, f)
 		tt.idle.Broadcast()
 	}, nil
 }

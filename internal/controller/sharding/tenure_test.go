@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+	"pgregory.net/rapid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -86,6 +87,9 @@ func TestTenuresFollowTheFenceWrites(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tenures := NewTenures(fencePrefix, "a", logr.Discard())
+			// At the first renewal: a tenure that has lapsed by the clock
+			// is forgotten.
+			tenures.clock = clocktesting.NewFakePassiveClock(renewed)
 			for _, w := range tc.writes {
 				var during time.Time
 				err := tenures.write(w.lease, func() error {
@@ -433,5 +437,136 @@ func testRenewalAnsweredAfterARelease(t *testing.T, unanswered bool) {
 	}
 	if until := tenures.Of(space).HeldUntil(); !until.IsZero() {
 		t.Errorf("released, and held until %v", until)
+	}
+}
+
+// TestTenuresForgetFencesNoLongerHeld runs random sequences of fence
+// writes (takes and renewals that succeed, conflict, already exist or go
+// unanswered, some with other steps happening while they are in flight),
+// writes to the spaces answered or not, releases, reads of another holder
+// and clock steps, over three spaces. Once no write is in flight and the
+// clock has passed every unanswered write's window, the tenures keep a
+// record of exactly the fences whose tenure is in force, each unchanged:
+// a record of anything else would stay for ever once its space has gone.
+func TestTenuresForgetFencesNoLongerHeld(t *testing.T) {
+	spaces := []multicluster.ClusterName{"kcp#root:wds001", "kcp#root:wds002", "kcp#root:wds003"}
+	conflict := apierrors.NewConflict(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "x", errors.New("changed"))
+	exists := apierrors.NewAlreadyExists(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "x")
+	rapid.Check(t, func(rt *rapid.T) {
+		start := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+		clock := clocktesting.NewFakePassiveClock(start)
+		tenures := NewTenures(fencePrefix, "a", logr.Discard())
+		tenures.clock = clock
+		h := &tenureHarness{rt: rt, tenures: tenures, clock: clock, spaces: spaces,
+			sendErrs: []error{nil, conflict, exists, context.DeadlineExceeded}, holds: map[multicluster.ClusterName][]func(error){}}
+		steps := rapid.IntRange(1, 40).Draw(rt, "steps")
+		for range steps {
+			h.step(true)
+		}
+		h.settle()
+	})
+}
+
+// tenureHarness drives one random sequence of TestTenuresForgetFencesNoLongerHeld.
+type tenureHarness struct {
+	rt       *rapid.T
+	tenures  *Tenures
+	clock    *clocktesting.FakePassiveClock
+	spaces   []multicluster.ClusterName
+	sendErrs []error
+	// holds are the writes to each space in flight: their done funcs.
+	holds map[multicluster.ClusterName][]func(error)
+}
+
+// step draws one step and takes it; nest allows a fence write whose send
+// takes another step while it is in flight.
+func (h *tenureHarness) step(nest bool) {
+	space := rapid.SampledFrom(h.spaces).Draw(h.rt, "space")
+	lease := leaseOf(fencePrefix, FenceKey(space))
+	now := h.clock.Now()
+	switch rapid.IntRange(0, 5).Draw(h.rt, "step") {
+	case 0: // a take or renewal
+		renewed := now.Add(time.Duration(rapid.IntRange(-2000, 2000).Draw(h.rt, "renewedMs")) * time.Millisecond)
+		seconds := int32(rapid.IntRange(4, 20).Draw(h.rt, "seconds"))
+		sendErr := rapid.SampledFrom(h.sendErrs).Draw(h.rt, "sendErr")
+		inner := nest && rapid.Bool().Draw(h.rt, "nested")
+		_ = h.tenures.write(fenceOf(space, "a", renewed, seconds), func() error {
+			if inner {
+				h.step(false)
+			}
+			return sendErr
+		})
+	case 1: // a write to the space starts
+		if _, done, err := h.tenures.Of(space).Hold(context.Background(), now); err == nil {
+			h.holds[space] = append(h.holds[space], done)
+		}
+	case 2: // a write to the space ends
+		if n := len(h.holds[space]); n > 0 {
+			i := rapid.IntRange(0, n-1).Draw(h.rt, "hold")
+			h.answer(space, i)
+		}
+	case 3: // a release, once the space's writes have ended (it waits for them)
+		if len(h.holds[space]) == 0 {
+			refused := rapid.Bool().Draw(h.rt, "releaseRefused")
+			_ = h.tenures.write(fenceOf(space, "", now, 20), func() error {
+				if refused {
+					return errors.New("refused")
+				}
+				return nil
+			})
+		}
+	case 4: // the fence read with another holder
+		h.tenures.lost(lease)
+	case 5:
+		h.clock.SetTime(now.Add(time.Duration(rapid.IntRange(0, 30000).Draw(h.rt, "stepMs")) * time.Millisecond))
+	}
+}
+
+// answer ends the space's i-th write in flight, answered or not.
+func (h *tenureHarness) answer(space multicluster.ClusterName, i int) {
+	done := h.holds[space][i]
+	h.holds[space] = append(h.holds[space][:i], h.holds[space][i+1:]...)
+	if rapid.Bool().Draw(h.rt, "unanswered") {
+		done(fmt.Errorf("patching: %w", context.DeadlineExceeded))
+	} else {
+		done(nil)
+	}
+}
+
+// settle ends every write in flight, moves the clock to the end of the
+// last unanswered window, and checks what the tenures remember.
+func (h *tenureHarness) settle() {
+	for _, space := range h.spaces {
+		for len(h.holds[space]) > 0 {
+			h.answer(space, 0)
+		}
+	}
+	h.tenures.mu.Lock()
+	last := h.clock.Now()
+	for _, f := range h.tenures.fences {
+		if f.unansweredUntil.After(last) {
+			last = f.unansweredUntil
+		}
+	}
+	held := map[string]time.Time{}
+	for lease, f := range h.tenures.fences {
+		if last.Before(f.until) {
+			held[lease] = f.until
+		}
+	}
+	h.tenures.mu.Unlock()
+	h.clock.SetTime(last)
+	for _, space := range h.spaces {
+		lease := leaseOf(fencePrefix, FenceKey(space))
+		if got := h.tenures.Of(space).HeldUntil(); !got.Equal(held[lease]) && last.Before(held[lease]) {
+			h.rt.Errorf("the tenure of %s is held until %v, want %v unchanged", space, got, held[lease])
+		}
+	}
+	h.tenures.mu.Lock()
+	defer h.tenures.mu.Unlock()
+	for lease, f := range h.tenures.fences {
+		if _, ok := held[lease]; !ok {
+			h.rt.Errorf("%s still recorded at %v, its tenure not in force: %+v", lease, last, *f)
+		}
 	}
 }
