@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -199,4 +200,32 @@ func testThrottledRenewal(t *testing.T, renew time.Duration, retryAfter int) {
 	if got := timed.of(renewalUnanswered); len(got) != 0 {
 		t.Errorf("renewals timed as unanswered: %v", got)
 	}
+}
+
+// TestThrottledPeerRenewalIsTriedAgainSoon: a renewal of the replica's peer
+// Lease answered 429 is tried again after the server's wait, here 1 s,
+// not a renew period (an hour) later: the Lease client no longer sleeps
+// the Retry-After inside the request (LeaseConfig), which was the peer
+// Lease's only retry before the next period.
+func TestThrottledPeerRenewalIsTriedAgainSoon(t *testing.T) {
+	var creates atomic.Int32
+	c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithInterceptorFuncs(interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if creates.Add(1) == 1 {
+				return apierrors.NewTooManyRequests("Too many requests, please try again later.", 1)
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+	}).Build()
+	r := NewPeerRegistry(c, "ns", prefix, "me", 2*time.Hour, time.Hour, logr.Discard())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = r.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	environment.Eventually(t, 20*time.Second, "the refused peer Lease created on a retry", func() error {
+		if n := creates.Load(); n != 2 {
+			return fmt.Errorf("%d creates sent", n)
+		}
+		return nil
+	})
 }
