@@ -838,9 +838,9 @@ func (o *Options) shardingCoordinator(cfg *rest.Config, scheme *runtime.Scheme, 
 	if err != nil {
 		return nil, nil, err
 	}
-	direct, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	direct, err := leaseClient(cfg, scheme)
 	if err != nil {
-		return nil, nil, fmt.Errorf("creating the sharding Leases' client: %w", err)
+		return nil, nil, err
 	}
 	log := logger.WithName("sharding")
 	peers := sharding.NewPeerRegistry(direct, namespace, ShardPeerLeasePrefix, replica,
@@ -857,6 +857,17 @@ func (o *Options) shardingCoordinator(cfg *rest.Config, scheme *runtime.Scheme, 
 		Peers:         peers,
 		Log:           log,
 	}), tenures, nil
+}
+
+// leaseClient is the uncached client of the sharding Leases: the fences
+// and the peer Leases, on connections of their own and answered at once
+// when the API server is too busy (sharding.LeaseConfig).
+func leaseClient(cfg *rest.Config, scheme *runtime.Scheme) (client.WithWatch, error) {
+	c, err := client.NewWithWatch(sharding.LeaseConfig(cfg), client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("creating the sharding Leases' client: %w", err)
+	}
+	return c, nil
 }
 
 // shardPeerLeaseDuration is how long a peer Lease lasts: by default as

@@ -75,7 +75,8 @@ func leaseOf(prefix string, key multicluster.ClusterName) string {
 // duration is given up and the next one sent, and neither it nor one whose
 // connection broke, nor one the API server was too busy to act on, gives
 // the fence up (upstream waited for the answer however long, and gave the
-// fence up at any error); the first renewal comes at a random point of the
+// fence up at any error), and one the API server was too busy for is
+// tried again within a quarter period (busyRetry); the first renewal comes at a random point of the
 // period's second half, counted from the take's send (or, if the take is
 // answered after that point, at a random point of the quarter period after
 // the answer), so that fences taken together are renewed apart and a take
@@ -195,6 +196,7 @@ func (g *fenceGuard) renewals(ctx context.Context, last *coordinationv1.Lease, s
 	}
 	ticker := g.clock.NewTicker(g.renew)
 	defer ticker.Stop()
+	early := false // whether this renewal is a busy one's early retry
 	for {
 		start := g.clock.Now()
 		renewed, err := g.renewWithin(ctx, last)
@@ -206,7 +208,7 @@ func (g *fenceGuard) renewals(ctx context.Context, last *coordinationv1.Lease, s
 		case ctx.Err() != nil:
 			// Cut off by a release: it says nothing of the API server.
 		case silent(err):
-			g.observe(renewalUnanswered, took)
+			g.observe(silentResult(err), took)
 			// Silence is not a loss: the fence is lost to a holder or
 			// a refusal that an answer shows. A saturated API server
 			// answers late, and giving the space up for it costs a
@@ -220,12 +222,63 @@ func (g *fenceGuard) renewals(ctx context.Context, last *coordinationv1.Lease, s
 			g.renewalFailed(ctx, err)
 			return
 		}
-		select {
-		case <-ctx.Done():
+		var ok bool
+		if early, ok = g.next(ctx, ticker, err, !early); !ok {
 			return
-		case <-ticker.C():
 		}
 	}
+}
+
+// next waits for the next renewal: the next period or, if mayRetry and
+// the API server refused the last renewal as too busy, sooner
+// (busyRetry). Only a renewal sent on the period is retried early, so
+// that a fleet of fences refused together at most doubles its renewals
+// while the API server sheds load. It reports whether the next renewal
+// is such a retry, and false once ctx ends.
+func (g *fenceGuard) next(ctx context.Context, ticker clock.Ticker, err error, mayRetry bool) (early, ok bool) {
+	var retry <-chan time.Time
+	if delay, busy := busyRetry(err, g.renew); busy && mayRetry {
+		timer := g.clock.NewTimer(delay)
+		defer timer.Stop()
+		retry = timer.C()
+	}
+	select {
+	case <-ctx.Done():
+		return false, false
+	case <-ticker.C():
+		return false, true
+	case <-retry:
+		return true, true
+	}
+}
+
+// busyRetry returns when to try again a renewal that the API server
+// refused as too busy (429, 5xx), and whether it did: at a random point
+// of the second half of the server's wait or a quarter of the renew
+// period, whichever is shorter. The Lease client does not wait inside the
+// request (LeaseConfig), and a whole period, or kcp's 32 s, would use up
+// much of the tenure; the jitter keeps the fences refused together from
+// being retried together. A renewal not answered is not: the next period
+// has come by the time it is given up.
+func busyRetry(err error, renew time.Duration) (time.Duration, bool) {
+	var status apierrors.APIStatus
+	if err == nil || !errors.As(err, &status) || !silent(err) {
+		return 0, false
+	}
+	limit := renew / 4
+	if seconds, ok := apierrors.SuggestsClientDelay(err); ok && seconds > 0 {
+		limit = min(limit, time.Duration(seconds)*time.Second)
+	}
+	return limit - rand.N(limit/2+1), true
+}
+
+// silentResult is the result a silent renewal is timed under: throttled
+// for a 429, so that the API server's shedding shows apart.
+func silentResult(err error) string {
+	if apierrors.IsTooManyRequests(err) {
+		return renewalThrottled
+	}
+	return renewalUnanswered
 }
 
 // renewalFailed stops serving the space and releases the fence, unless the

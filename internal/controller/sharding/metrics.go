@@ -26,16 +26,17 @@ const (
 	renewalRenewed    = "renewed"
 	renewalUnanswered = "unanswered"
 	renewalFailed     = "failed"
+	renewalThrottled  = "throttled"
 )
 
 // renewalDuration times the fences' renewals, one series per result and
-// not per space, so that a fleet of many spaces keeps three. A tenure ends
+// not per space, so that a fleet of many spaces keeps four. A tenure ends
 // three quarters of the fence's duration after the last renewal answered
 // was sent, and the space's changes are refused from then on: this is
 // where an operator sees renewals come close to that (docs/metrics.md).
 var renewalDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 	Name:    "stager_fence_renewal_duration_seconds",
-	Help:    "Time from the send of a space's fence Lease renewal to its answer or its give-up, by result: renewed, unanswered (no answer, a broken connection, 429 or 5xx; the fence is kept), failed (the fence is lost).",
+	Help:    "Time from the send of a space's fence Lease renewal to its answer or its give-up, by result: renewed, throttled (answered 429), unanswered (no answer, a broken connection or 5xx), both keeping the fence, a 429 or 5xx tried again within a quarter period; failed (the fence is lost).",
 	Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30, 45, 60, 90, 120},
 }, []string{"result"})
 

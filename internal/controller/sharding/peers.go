@@ -120,8 +120,9 @@ func (r *PeerRegistry) Snapshot() []sharder.PeerInfo {
 // Run renews this replica's Lease and reads its peers' every renew until ctx
 // ends, then deletes this replica's Lease. The renewals and the reads run
 // apart, so that a read the API server is slow to answer does not hold up
-// a renewal. Failures are logged and retried at the next renewal or read:
-// until then the last snapshot stands, as the fences do.
+// a renewal. Failures are logged and retried at the next renewal or read,
+// or sooner when the API server was too busy for them: until then the
+// last snapshot stands, as the fences do.
 func (r *PeerRegistry) Run(ctx context.Context) error {
 	r.log.Info("Peer registry starting", "duration", r.duration, "renew", r.renew)
 	r.mu.Lock()
@@ -142,10 +143,13 @@ func (r *PeerRegistry) Run(ctx context.Context) error {
 // every runs step at once and then every renew until ctx ends, logging its
 // failures with msg. A step not answered once the Lease's duration less a
 // renewal period has passed (when a renewal sent on time can no longer
-// keep the Lease) is given up, and the next one runs at once.
+// keep the Lease) is given up, and the next one runs at once. A step on
+// the period that the API server refused as too busy runs again sooner,
+// as a fence's renewal does (busyRetry).
 func (r *PeerRegistry) every(ctx context.Context, step func(context.Context) error, msg string) {
 	t := time.NewTicker(r.renew)
 	defer t.Stop()
+	early := false // whether this step is a busy one's early retry
 	for {
 		sctx, cancel := context.WithTimeout(ctx, max(r.duration-r.renew, r.renew))
 		err := step(sctx)
@@ -153,11 +157,31 @@ func (r *PeerRegistry) every(ctx context.Context, step func(context.Context) err
 		if err != nil && ctx.Err() == nil {
 			r.log.Error(err, msg)
 		}
-		select {
-		case <-ctx.Done():
+		var ok bool
+		if early, ok = r.next(ctx, t, err, !early); !ok {
 			return
-		case <-t.C:
 		}
+	}
+}
+
+// next waits for the next step: the next tick of t or, if mayRetry and
+// the API server refused the last step (which failed with err) as too
+// busy, sooner. It reports whether the next step is such a retry, and
+// false once ctx ends.
+func (r *PeerRegistry) next(ctx context.Context, t *time.Ticker, err error, mayRetry bool) (early, ok bool) {
+	var retry <-chan time.Time
+	if delay, busy := busyRetry(err, r.renew); busy && mayRetry {
+		timer := time.NewTimer(delay)
+		defer timer.Stop()
+		retry = timer.C
+	}
+	select {
+	case <-ctx.Done():
+		return false, false
+	case <-t.C:
+		return false, true
+	case <-retry:
+		return true, true
 	}
 }
 
