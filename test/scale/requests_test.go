@@ -385,17 +385,9 @@ workqueue_work_duration_seconds_count{controller="stagedbindingpolicy/wds01",nam
 // /metrics as the shard admin of its admin kubeconfig (the workspaces'
 // admin may not read it).
 func kcpWatches(ctx context.Context, adminKubeconfig string) (float64, error) {
-	raw, err := clientcmd.LoadFromFile(adminKubeconfig)
+	body, err := kcpMetrics(ctx, adminKubeconfig)
 	if err != nil {
 		return 0, err
-	}
-	cfg, err := clientcmd.NewNonInteractiveClientConfig(*raw, "shard-base", &clientcmd.ConfigOverrides{}, nil).ClientConfig()
-	if err != nil {
-		return 0, fmt.Errorf("the shard admin's context of %s: %w", adminKubeconfig, err)
-	}
-	body, err := apiServerMetrics(ctx, cfg)
-	if err != nil {
-		return 0, fmt.Errorf("reading kcp's metrics: %w", err)
 	}
 	families, err := metricFamilies(bytes.NewReader(body), "kcp's")
 	if err != nil {
@@ -408,6 +400,34 @@ func kcpWatches(ctx context.Context, adminKubeconfig string) (float64, error) {
 		}
 	}
 	return watches, nil
+}
+
+// kcpMetrics reads kcp's /metrics as the shard admin of its admin
+// kubeconfig (the workspaces' admin may not read it).
+func kcpMetrics(ctx context.Context, adminKubeconfig string) ([]byte, error) {
+	raw, err := clientcmd.LoadFromFile(adminKubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := clientcmd.NewNonInteractiveClientConfig(*raw, "shard-base", &clientcmd.ConfigOverrides{}, nil).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("the shard admin's context of %s: %w", adminKubeconfig, err)
+	}
+	body, err := apiServerMetrics(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("reading kcp's metrics: %w", err)
+	}
+	return body, nil
+}
+
+// kcpWork reads the requests kcp served so far, from every client, by
+// verb and resource (apiserver_request_total), and those it refused.
+func kcpWork(ctx context.Context, adminKubeconfig string) (apiServerWork, error) {
+	body, err := kcpMetrics(ctx, adminKubeconfig)
+	if err != nil {
+		return apiServerWork{}, err
+	}
+	return parseAPIServerWork(bytes.NewReader(body))
 }
 
 // stagerRequests returns the requests the stager served at addr has sent to

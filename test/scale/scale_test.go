@@ -125,6 +125,10 @@ func BenchmarkKCPWorkspaces(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	kcpBefore, err := kcpWork(ctx, kcp.KCP.Kubeconfig)
+	if err != nil {
+		b.Fatal(err)
+	}
 	started := time.Now()
 	b.ResetTimer()
 	profiles := os.Getenv(HeapProfilesEnv)
@@ -187,6 +191,10 @@ func BenchmarkKCPWorkspaces(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	kcpEngaged, err := kcpWork(ctx, kcp.KCP.Kubeconfig)
+	if err != nil {
+		b.Fatal(err)
+	}
 
 	rollout := time.Now()
 	if err := forEach(n, func(i int) error { return startRollout(ctx, workspaces[i]) }); err != nil {
@@ -220,6 +228,20 @@ func BenchmarkKCPWorkspaces(b *testing.B) {
 		b.Fatal(err)
 	}
 	convergeRequests := convergedRequests.since(engagedRequests)
+	kcpConverged, err := kcpWork(ctx, kcp.KCP.Kubeconfig)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// kcp counts every client's requests (the replicas', the simulators',
+	// the observer's) by verb and resource, where the replicas' own count
+	// has only the verb: which reads grow is told here.
+	for _, window := range []struct {
+		name string
+		work apiServerWork
+	}{{"engaging", kcpEngaged.minus(kcpBefore)}, {"converging", kcpConverged.minus(kcpEngaged)}} {
+		b.Logf("kcp's requests while %s, every client, by verb and resource: %s; refused: %s",
+			window.name, top(window.work.requests, 16), top(window.work.refused, 8))
+	}
 	// The watches the replicas hold: kcp's open watches with the spaces
 	// engaged, less those before they started (the simulators' and the
 	// observer's).
