@@ -223,29 +223,30 @@ func (g *fenceGuard) renewals(ctx context.Context, last *coordinationv1.Lease, s
 			return
 		}
 		var ok bool
-		if early, ok = g.next(ctx, ticker, err, !early); !ok {
+		if early, ok = nextStep(ctx, g.clock, ticker.C(), err, g.renew, !early); !ok {
 			return
 		}
 	}
 }
 
-// next waits for the next renewal: the next period or, if mayRetry and
-// the API server refused the last renewal as too busy, sooner
-// (busyRetry). Only a renewal sent on the period is retried early, so
-// that a fleet of fences refused together at most doubles its renewals
-// while the API server sheds load. It reports whether the next renewal
-// is such a retry, and false once ctx ends.
-func (g *fenceGuard) next(ctx context.Context, ticker clock.Ticker, err error, mayRetry bool) (early, ok bool) {
+// nextStep waits for a Lease's next step (a fence's renewal, a peer
+// Lease's renewal or read): the next tick or, if mayRetry and the API
+// server refused the last step, which failed with err, as too busy,
+// sooner (busyRetry), on clk. Only a step sent on the period is retried
+// early, so that a fleet of Leases refused together at most doubles its
+// steps while the API server sheds load. It reports whether the next
+// step is such a retry, and false once ctx ends.
+func nextStep(ctx context.Context, clk clock.Clock, tick <-chan time.Time, err error, renew time.Duration, mayRetry bool) (early, ok bool) {
 	var retry <-chan time.Time
-	if delay, busy := busyRetry(err, g.renew); busy && mayRetry {
-		timer := g.clock.NewTimer(delay)
+	if delay, busy := busyRetry(err, renew); busy && mayRetry {
+		timer := clk.NewTimer(delay)
 		defer timer.Stop()
 		retry = timer.C()
 	}
 	select {
 	case <-ctx.Done():
 		return false, false
-	case <-ticker.C():
+	case <-tick:
 		return false, true
 	case <-retry:
 		return true, true

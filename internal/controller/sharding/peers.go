@@ -32,6 +32,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/peers"
@@ -158,30 +159,9 @@ func (r *PeerRegistry) every(ctx context.Context, step func(context.Context) err
 			r.log.Error(err, msg)
 		}
 		var ok bool
-		if early, ok = r.next(ctx, t, err, !early); !ok {
+		if early, ok = nextStep(ctx, clock.RealClock{}, t.C, err, r.renew, !early); !ok {
 			return
 		}
-	}
-}
-
-// next waits for the next step: the next tick of t or, if mayRetry and
-// the API server refused the last step (which failed with err) as too
-// busy, sooner. It reports whether the next step is such a retry, and
-// false once ctx ends.
-func (r *PeerRegistry) next(ctx context.Context, t *time.Ticker, err error, mayRetry bool) (early, ok bool) {
-	var retry <-chan time.Time
-	if delay, busy := busyRetry(err, r.renew); busy && mayRetry {
-		timer := time.NewTimer(delay)
-		defer timer.Stop()
-		retry = timer.C
-	}
-	select {
-	case <-ctx.Done():
-		return false, false
-	case <-t.C:
-		return false, true
-	case <-retry:
-		return true, true
 	}
 }
 
