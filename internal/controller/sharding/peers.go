@@ -77,8 +77,10 @@ type PeerRegistry struct {
 	duration, renew time.Duration
 	log             logr.Logger
 
-	mu    sync.RWMutex
-	peers []sharder.PeerInfo
+	mu sync.RWMutex
+	// peers are the peers of the last read, each with when its Lease
+	// ends; Snapshot leaves out those ended since.
+	peers []listedPeer
 	// read is when the peer Leases were last read, or the registry
 	// started; under mu.
 	read time.Time
@@ -88,6 +90,13 @@ type PeerRegistry struct {
 }
 
 var _ peers.Registry = &PeerRegistry{}
+
+// listedPeer is a peer as the last read of the peer Leases saw it.
+type listedPeer struct {
+	info sharder.PeerInfo
+	// ends is when its Lease ends, unless it was renewed since the read.
+	ends time.Time
+}
 
 // NewPeerRegistry returns the registry of the replica named replica, whose
 // Lease in namespace, named <prefix>-<replica>, lasts duration and is
@@ -111,11 +120,26 @@ func NewPeerRegistry(c client.Client, namespace, prefix, replica string, duratio
 func (r *PeerRegistry) Self() sharder.PeerInfo { return r.self }
 
 // Snapshot returns the live replicas, this one included, as of the last
-// refresh; none before the first.
+// refresh, less those whose Leases have ended since; none before the first
+// refresh. A dead peer so counts out when its Lease ends, not up to a
+// renewal period later at the next read. A peer renewed since the read and
+// counted out by mistake counts again at the next read; its fences stay its
+// own meanwhile, as they outlast its peer Lease's last renewal.
 func (r *PeerRegistry) Snapshot() []sharder.PeerInfo {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return slices.Clone(r.peers)
+	if r.peers == nil {
+		return nil
+	}
+	now := time.Now()
+	live := []sharder.PeerInfo{r.self}
+	for _, p := range r.peers {
+		if !now.After(p.ends) {
+			live = append(live, p.info)
+		}
+	}
+	slices.SortFunc(live, func(a, b sharder.PeerInfo) int { return strings.Compare(a.ID, b.ID) })
+	return live
 }
 
 // Run renews this replica's Lease and reads its peers' every renew until ctx
@@ -233,34 +257,34 @@ func (r *PeerRegistry) refresh(ctx context.Context) error {
 		return fmt.Errorf("listing the peer Leases in %s: %w", r.namespace, err)
 	}
 	now := time.Now()
-	live := []sharder.PeerInfo{r.self}
+	live := []listedPeer{}
 	for _, l := range list.Items {
 		if !strings.HasPrefix(l.Name, r.prefix+"-") || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" ||
 			*l.Spec.HolderIdentity == r.self.ID || l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
 			continue
 		}
-		if !r.alive(l.Spec.RenewTime.Time, *l.Spec.LeaseDurationSeconds, now) {
+		ends, ok := r.ends(l.Spec.RenewTime.Time, *l.Spec.LeaseDurationSeconds, now)
+		if !ok || now.After(ends) {
 			continue
 		}
-		live = append(live, sharder.PeerInfo{ID: *l.Spec.HolderIdentity, Weight: 1})
+		live = append(live, listedPeer{info: sharder.PeerInfo{ID: *l.Spec.HolderIdentity, Weight: 1}, ends: ends})
 	}
-	slices.SortFunc(live, func(a, b sharder.PeerInfo) int { return strings.Compare(a.ID, b.ID) })
 	r.mu.Lock()
 	r.peers, r.read = live, now
 	r.mu.Unlock()
 	return nil
 }
 
-// alive reports whether a peer Lease renewed at renewed for seconds still
-// holds at now. Whoever can write Leases in the namespace can write any
-// time and duration, so neither is taken beyond this replica's own
-// duration: a renewal further ahead than that is not one, and a Lease
-// lasts at most that long after it.
-func (r *PeerRegistry) alive(renewed time.Time, seconds int32, now time.Time) bool {
+// ends returns when a peer Lease renewed at renewed for seconds ends, read
+// at now. Whoever can write Leases in the namespace can write any time and
+// duration, so neither is taken beyond this replica's own duration: a
+// renewal further ahead than that is not one (false), and a Lease lasts at
+// most that long after it.
+func (r *PeerRegistry) ends(renewed time.Time, seconds int32, now time.Time) (time.Time, bool) {
 	if renewed.After(now.Add(r.duration)) {
-		return false
+		return time.Time{}, false
 	}
-	return !now.After(renewed.Add(min(time.Duration(seconds)*time.Second, r.duration)))
+	return renewed.Add(min(time.Duration(seconds)*time.Second, r.duration)), true
 }
 
 // release deletes this replica's Lease, so that its peers count it out at

@@ -161,6 +161,29 @@ func TestDeadReplicaLeavesOnceItsLeaseExpires(t *testing.T) {
 	}
 }
 
+// TestDeadReplicaLeavesWithoutWaitingForARead: a dead replica's Lease that
+// expires between two reads of the peer Leases counts out when it expires,
+// not at the next read: a failover starts up to a renewal period sooner.
+func TestDeadReplicaLeavesWithoutWaitingForARead(t *testing.T) {
+	ns := newNamespace(t)
+	renewed := metav1.NowMicro()
+	dead := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: prefix + "-dead", Labels: map[string]string{PeerLabel: prefix}},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("dead"), RenewTime: &renewed, LeaseDurationSeconds: ptr.To[int32](3)},
+	}
+	if err := space.Client.Create(context.Background(), dead); err != nil {
+		t.Fatal(err)
+	}
+	// The peer Leases are read at the start and then only a minute later.
+	r := NewPeerRegistry(space.Client, ns, prefix, "alive", 2*time.Minute, time.Minute, logr.Discard())
+	start(t, r)
+	waitFor(t, r, "alive", "dead")
+	waitFor(t, r, "alive")
+	if gone := time.Since(renewed.Time); gone < 3*time.Second {
+		t.Errorf("the dead replica left %s after its last renewal, before its Lease's 3 s", gone)
+	}
+}
+
 // TestStoppedReplicaLeavesAtOnce: a replica that stops deletes its Lease, and
 // its peers count it out at their next refresh, long before the Lease's 30 s.
 func TestStoppedReplicaLeavesAtOnce(t *testing.T) {
