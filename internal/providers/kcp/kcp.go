@@ -462,6 +462,13 @@ func (s *SpaceCluster) RefuseCache() { s.refuse() }
 // CacheRefused reports whether the shared caches refuse the space's objects.
 func (s *SpaceCluster) CacheRefused() bool { return s.refused() }
 
+// ProbeEndpoint names the virtual workspace endpoint serving the space:
+// its URL without the space's /clusters/<id>. The stager probes an endpoint
+// once for all its spaces (spaces.SharedEndpoint).
+func (s *SpaceCluster) ProbeEndpoint() string {
+	return strings.TrimSuffix(s.GetConfig().Host, s.clusterID.Path().RequestPath())
+}
+
 // LogicalCluster returns the ID of the space's logical cluster.
 func (s *SpaceCluster) LogicalCluster() logicalcluster.Name { return s.clusterID }
 

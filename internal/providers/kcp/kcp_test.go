@@ -53,6 +53,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/internal/controller/spaces"
 	"github.com/kubestellar/workload-stager/internal/controller/stagedbindingpolicy"
 )
 
@@ -525,5 +526,28 @@ func TestSpaceRequestsWaitForTheSpacesRateLimiter(t *testing.T) {
 	}
 	if endpoint.RateLimiter != nil {
 		t.Error("the endpoint's config was given a space's limiter")
+	}
+}
+
+var _ spaces.SharedEndpoint = &SpaceCluster{}
+
+// TestSpacesOfAnEndpointNameIt checks that the spaces of one virtual
+// workspace endpoint name it, and only it, as the endpoint the stager
+// probes once for all of them (issue 61).
+func TestSpacesOfAnEndpointNameIt(t *testing.T) {
+	p := sharedCacheTestProvider(t)
+	p.ctx, p.shared = t.Context(), map[string]*sharedCache{}
+	endpoints := []string{"https://kcp.example:6443/services/apiexport/root/stager", "https://kcp.example:6443/services/apiexport/root/other"}
+	for _, endpoint := range endpoints {
+		for _, id := range []logicalcluster.Name{"lc1", "2x8nq1yvtkgv0ebb"} {
+			cl, err := p.newCluster(&rest.Config{Host: endpoint}, id, nil, clientgoscheme.Scheme, nil)
+			if err != nil {
+				t.Fatalf("building the cluster of %s: %v", id, err)
+			}
+			space := p.space(multicluster.ClusterName(id), cl)
+			if got := space.ProbeEndpoint(); got != endpoint {
+				t.Errorf("space %s of %s (at %s) names endpoint %s", id, endpoint, cl.GetConfig().Host, got)
+			}
+		}
 	}
 }
