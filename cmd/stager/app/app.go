@@ -35,6 +35,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -589,8 +590,15 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		co.Cache = spaceCache
 		co.NewClient = spaces.WithRequestRate(o.SpaceQPS, o.SpaceBurst, co.NewClient)
 	}
-	// The kcp provider's shared caches are narrowed as a space's own.
-	provider, err := mcproviders.New(o.Providers, hosting, mckcp.CacheOptions{Narrow: stagedbindingpolicy.NarrowCache}, spaceClusterOptions)
+	// The kcp provider's shared caches are narrowed as a space's own, and
+	// its spaces' requests limited as theirs (it builds their clients).
+	kcpOptions := mckcp.CacheOptions{
+		Narrow: stagedbindingpolicy.NarrowCache,
+		NewRateLimiter: func() flowcontrol.RateLimiter {
+			return flowcontrol.NewTokenBucketRateLimiter(o.SpaceQPS, o.SpaceBurst)
+		},
+	}
+	provider, err := mcproviders.New(o.Providers, hosting, kcpOptions, spaceClusterOptions)
 	if err != nil {
 		return nil, fmt.Errorf("building the cluster provider: %w", err)
 	}

@@ -191,6 +191,12 @@ type Runner struct {
 	serving sync.WaitGroup
 	started chan struct{}
 	once    sync.Once
+
+	// probesMu guards endpoints and the subscribers of every probe.
+	probesMu sync.Mutex
+	// endpoints are the probes of the shared endpoints that have a space
+	// running its controller, by ProbeEndpoint.
+	endpoints map[string]*endpointProbe
 }
 
 // engagement is one engaged cluster under a space's name. A later engagement
@@ -222,10 +228,11 @@ func New(opts Options) (*Runner, error) {
 		opts.OverLimitBackoff = &wait.Backoff{Duration: time.Minute, Factor: 2, Jitter: 0.1, Steps: 1 << 30, Cap: 30 * time.Minute}
 	}
 	return &Runner{
-		opts:    opts,
-		spaces:  map[multicluster.ClusterName]*engagement{},
-		running: map[multicluster.ClusterName]int{},
-		started: make(chan struct{}),
+		opts:      opts,
+		spaces:    map[multicluster.ClusterName]*engagement{},
+		running:   map[multicluster.ClusterName]int{},
+		started:   make(chan struct{}),
+		endpoints: map[string]*endpointProbe{},
 	}, nil
 }
 
@@ -646,41 +653,22 @@ func (r *Runner) runController(ctx context.Context, e *engagement, cl cluster.Cl
 	return err
 }
 
-// probeUntilDone probes the space until ctx is done (nil), the controller
-// stops (stopped, with its error), or the space answers again after an outage
-// (errRecovered): its caches may then lag behind for as long as client-go's
-// watch backoff, up to a minute, so the controller is better restarted on
-// fresh ones. While the space does not answer it is probed more often.
+// probeUntilDone has the space probed until ctx is done (nil), the
+// controller stops (stopped, with its error), or the space answers again
+// after an outage (errRecovered): its caches may then lag behind for as long
+// as client-go's watch backoff, up to a minute, so the controller is better
+// restarted on fresh ones. The space is probed with the other spaces of its
+// endpoint, if it shares one (SharedEndpoint).
 func (r *Runner) probeUntilDone(ctx context.Context, e *engagement, probe *prober, done <-chan error, logger logr.Logger) (stopped bool, err error) {
-	unreachable := false
-	timer := time.NewTimer(r.opts.ProbeInterval)
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return false, nil
-		case err := <-done:
-			return true, err
-		case <-timer.C:
-		}
-		probeCtx, probeCancel := context.WithTimeout(ctx, r.opts.ProbeInterval)
-		err = probe.alive(probeCtx)
-		probeCancel()
-		next := r.opts.ProbeInterval
-		switch {
-		case err != nil:
-			if !unreachable {
-				logger.Info("Space does not answer", "error", err.Error())
-			}
-			unreachable = true
-			r.setState(e, false, ReasonUnreachable, err.Error())
-			next = min(next, outageProbeInterval)
-		case unreachable:
-			return false, errRecovered
-		default:
-			r.setState(e, true, ReasonReady, "serving")
-		}
-		timer.Reset(next)
+	sub := &probeSubscriber{runner: r, e: e, probe: probe, logger: logger, recovered: make(chan struct{}, 1)}
+	defer r.subscribe(endpointOf(e.cluster), sub)()
+	select {
+	case <-ctx.Done():
+		return false, nil
+	case err := <-done:
+		return true, err
+	case <-sub.recovered:
+		return false, errRecovered
 	}
 }
 

@@ -54,6 +54,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -79,6 +80,11 @@ type CacheOptions struct {
 	// cluster-aware informers, and its DefaultTransform applies to every
 	// object of every space.
 	Narrow func(cache.Options) cache.Options
+	// NewRateLimiter, when set, makes the rate limiter of a space's
+	// requests (the stager's --space-qps and --space-burst), one a space:
+	// kcp's provider builds each space's client itself, where no
+	// client.NewClientFunc is given a say.
+	NewRateLimiter func() flowcontrol.RateLimiter
 }
 
 // Provider is a multicluster-runtime provider of the logical clusters bound
@@ -295,12 +301,17 @@ func workspacePath(ctx context.Context, cl cluster.Cluster) (string, error) {
 
 // newCluster builds the cluster of a logical cluster served at cfg's
 // endpoint, as the provider's default (mcpcache.NewScopedCluster) does, but
-// on the provider's own shared cache of that endpoint instead of base.
+// on the provider's own shared cache of that endpoint instead of base, and
+// with the space's requests limited by a rate limiter of its own.
 func (p *Provider) newCluster(cfg *rest.Config, id logicalcluster.Name, _ mcpcache.WildcardCache, scheme *runtime.Scheme,
 	recorder mcrecorder.EventRecorderGetter) (*mcpcache.ScopedCluster, error) {
 	shared, err := p.sharedCache(cfg)
 	if err != nil {
 		return nil, err
+	}
+	if p.cacheOptions.NewRateLimiter != nil && cfg.RateLimiter == nil && cfg.QPS >= 0 {
+		cfg = rest.CopyConfig(cfg)
+		cfg.RateLimiter = p.cacheOptions.NewRateLimiter()
 	}
 	cl, err := mcpcache.NewScopedCluster(cfg, id, shared, scheme, recorder)
 	if err != nil {
@@ -450,6 +461,13 @@ func (s *SpaceCluster) RefuseCache() { s.refuse() }
 
 // CacheRefused reports whether the shared caches refuse the space's objects.
 func (s *SpaceCluster) CacheRefused() bool { return s.refused() }
+
+// ProbeEndpoint names the virtual workspace endpoint serving the space:
+// its URL without the space's /clusters/<id>. The stager probes an endpoint
+// once for all its spaces (spaces.SharedEndpoint).
+func (s *SpaceCluster) ProbeEndpoint() string {
+	return strings.TrimSuffix(s.GetConfig().Host, s.clusterID.Path().RequestPath())
+}
 
 // LogicalCluster returns the ID of the space's logical cluster.
 func (s *SpaceCluster) LogicalCluster() logicalcluster.Name { return s.clusterID }

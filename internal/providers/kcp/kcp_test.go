@@ -45,6 +45,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -52,6 +53,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
+	"github.com/kubestellar/workload-stager/internal/controller/spaces"
 	"github.com/kubestellar/workload-stager/internal/controller/stagedbindingpolicy"
 )
 
@@ -464,4 +466,88 @@ func (c *readingCluster) GetRESTMapper() meta.RESTMapper {
 	m := meta.NewDefaultRESTMapper(nil)
 	m.Add(corev1.SchemeGroupVersion.WithKind("ConfigMap"), meta.RESTScopeNamespace)
 	return m
+}
+
+// waitRefusingLimiter is a rate limiter whose Wait refuses every request,
+// and counts them.
+type waitRefusingLimiter struct {
+	flowcontrol.RateLimiter
+	waits atomic.Int32
+}
+
+var errNoToken = errors.New("no token for this request")
+
+func (l *waitRefusingLimiter) Wait(context.Context) error {
+	l.waits.Add(1)
+	return errNoToken
+}
+
+// TestSpaceRequestsWaitForTheSpacesRateLimiter checks that the requests
+// of a kcp space's client, its discovery among them, go through a rate
+// limiter of the space's own, from CacheOptions.NewRateLimiter (the
+// stager's --space-qps and --space-burst): before issue 61 they went
+// unlimited to the API server, as kcp's provider builds the client
+// itself. A limiter that refuses every request must keep them all from
+// the server.
+func TestSpaceRequestsWaitForTheSpacesRateLimiter(t *testing.T) {
+	p := sharedCacheTestProvider(t)
+	p.ctx, p.shared = t.Context(), map[string]*sharedCache{}
+	var limiters []*waitRefusingLimiter
+	p.cacheOptions.NewRateLimiter = func() flowcontrol.RateLimiter {
+		l := &waitRefusingLimiter{RateLimiter: flowcontrol.NewFakeAlwaysRateLimiter()}
+		limiters = append(limiters, l)
+		return l
+	}
+	var served atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		http.Error(w, "unexpected", http.StatusInternalServerError)
+	}))
+	defer srv.Close()
+	endpoint := &rest.Config{Host: srv.URL}
+	for i, id := range []logicalcluster.Name{"lc1", "lc2"} {
+		cl, err := p.newCluster(endpoint, id, nil, clientgoscheme.Scheme, nil)
+		if err != nil {
+			t.Fatalf("building the cluster of %s: %v", id, err)
+		}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm"}}
+		if err := cl.GetClient().Create(t.Context(), cm); err == nil {
+			t.Errorf("%s: a create went through a limiter refusing every request", id)
+		}
+		if len(limiters) != i+1 {
+			t.Fatalf("%s: %d limiters made for %d spaces, want one a space", id, len(limiters), i+1)
+		}
+		if limiters[i].waits.Load() == 0 {
+			t.Errorf("%s: the space's limiter was never waited on", id)
+		}
+	}
+	if n := served.Load(); n != 0 {
+		t.Errorf("the server was sent %d requests past the limiters", n)
+	}
+	if endpoint.RateLimiter != nil {
+		t.Error("the endpoint's config was given a space's limiter")
+	}
+}
+
+var _ spaces.SharedEndpoint = &SpaceCluster{}
+
+// TestSpacesOfAnEndpointNameIt checks that the spaces of one virtual
+// workspace endpoint name it, and only it, as the endpoint the stager
+// probes once for all of them (issue 61).
+func TestSpacesOfAnEndpointNameIt(t *testing.T) {
+	p := sharedCacheTestProvider(t)
+	p.ctx, p.shared = t.Context(), map[string]*sharedCache{}
+	endpoints := []string{"https://kcp.example:6443/services/apiexport/root/stager", "https://kcp.example:6443/services/apiexport/root/other"}
+	for _, endpoint := range endpoints {
+		for _, id := range []logicalcluster.Name{"lc1", "2x8nq1yvtkgv0ebb"} {
+			cl, err := p.newCluster(&rest.Config{Host: endpoint}, id, nil, clientgoscheme.Scheme, nil)
+			if err != nil {
+				t.Fatalf("building the cluster of %s: %v", id, err)
+			}
+			space := p.space(multicluster.ClusterName(id), cl)
+			if got := space.ProbeEndpoint(); got != endpoint {
+				t.Errorf("space %s of %s (at %s) names endpoint %s", id, endpoint, cl.GetConfig().Host, got)
+			}
+		}
+	}
 }
