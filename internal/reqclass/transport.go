@@ -15,6 +15,7 @@
 package reqclass
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 
@@ -94,6 +95,10 @@ type counting struct {
 
 // RoundTrip sends req and counts it.
 func (c *counting) RoundTrip(req *http.Request) (*http.Response, error) {
+	if seen, probe := req.Context().Value(probeKey{}).(*bool); probe {
+		*seen = true
+		return c.next.RoundTrip(req)
+	}
 	class, verb := c.options.Classify(req.Method, req.URL)
 	start := c.clock.Now()
 	resp, err := c.next.RoundTrip(req)
@@ -121,4 +126,36 @@ func codeOf(resp *http.Response, err error) string {
 	default:
 		return ClassOther
 	}
+}
+
+// probeKey marks the request of Instrumented in its context: the counting
+// transport notes that it saw it, and does not count it.
+type probeKey struct{}
+
+// answering is the transport under Instrumented's chain: it answers at once.
+type answering struct{}
+
+// RoundTrip answers 200 with no body.
+func (answering) RoundTrip(req *http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: req}, nil
+}
+
+// Instrumented tells whether the clients of cfg count their requests: a
+// request sent through its transport wrappers (whatever they are) passes a
+// counting one. Tests of the wiring ask it.
+func Instrumented(cfg *rest.Config) bool {
+	if cfg == nil || cfg.WrapTransport == nil {
+		return false
+	}
+	seen := new(bool)
+	ctx := context.WithValue(context.Background(), probeKey{}, seen)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://probe.invalid/readyz", http.NoBody)
+	if err != nil {
+		return false
+	}
+	resp, err := cfg.WrapTransport(answering{}).RoundTrip(req)
+	if err == nil {
+		_ = resp.Body.Close()
+	}
+	return *seen
 }

@@ -15,6 +15,7 @@
 package reqclass_test
 
 import (
+	"net/http"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -102,3 +103,31 @@ func counts() map[string]float64 {
 	}
 	return out
 }
+
+// TestInstrumented finds the counting transport behind other wrappers, and
+// not where there is none.
+func TestInstrumented(t *testing.T) {
+	var opts reqclass.Options
+	cfg := &rest.Config{Host: "https://example.invalid"}
+	if reqclass.Instrumented(cfg) {
+		t.Error("a bare config is instrumented")
+	}
+	other := func(next http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(r *http.Request) (*http.Response, error) { return next.RoundTrip(r) })
+	}
+	cfg.Wrap(other)
+	if reqclass.Instrumented(cfg) {
+		t.Error("a config wrapped by another transport alone is instrumented")
+	}
+	wrapped := opts.Instrument(cfg)
+	wrapped.Wrap(other)
+	if !reqclass.Instrumented(wrapped) || !reqclass.Instrumented(rest.CopyConfig(wrapped)) {
+		t.Error("an instrumented config, wrapped again, or its copy, is not instrumented")
+	}
+}
+
+// roundTripperFunc is a function as a RoundTripper.
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+// RoundTrip calls f.
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
