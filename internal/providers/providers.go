@@ -38,6 +38,7 @@ import (
 	"github.com/kubestellar/workload-stager/internal/providers/kubeconfig"
 	"github.com/kubestellar/workload-stager/internal/providers/kubeflex"
 	"github.com/kubestellar/workload-stager/internal/providers/single"
+	"github.com/kubestellar/workload-stager/internal/reqclass"
 	findproviders "github.com/kubestellar/workload-stager/providers"
 )
 
@@ -153,6 +154,9 @@ func newProvider(kind string, o *findproviders.Options, hosting manager.Manager,
 		if err != nil {
 			return nil, err
 		}
+		// Every workspace's config is a copy of cfg's, counting its
+		// requests as the hosting cluster's do (once, when cfg is its).
+		cfg = reqclass.Options{}.Instrument(cfg)
 		p, err := kcp.New(cfg, o.KCP.EndpointSlice, hosting.GetScheme(), hosting.GetLogger().WithName("kcp-provider"), kcpCache)
 		if err != nil {
 			return nil, err

@@ -164,6 +164,37 @@ func (f *fleet) shares(ctx context.Context) (map[string]int, error) {
 	return out, nil
 }
 
+// startCPUProfiles starts taking each live replica's CPU profile over the
+// next seconds, into <dir>/<id>-<name>.cpu.pb.gz; the returned function
+// waits for them and returns the first error.
+func (f *fleet) startCPUProfiles(ctx context.Context, dir, name string, seconds int) func() error {
+	errs := make(chan error, len(f.replicas))
+	started := 0
+	for _, r := range f.alive() {
+		if r.pprof == "" {
+			continue
+		}
+		started++
+		go func() {
+			body, err := httpGet(ctx, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", r.pprof, seconds))
+			if err != nil {
+				errs <- fmt.Errorf("reading %s's CPU profile: %w", r.id, err)
+				return
+			}
+			errs <- os.WriteFile(filepath.Join(dir, r.id+"-"+name+".cpu.pb.gz"), body, 0o644)
+		}()
+	}
+	return func() error {
+		var first error
+		for range started {
+			if err := <-errs; err != nil && first == nil {
+				first = err
+			}
+		}
+		return first
+	}
+}
+
 // saveHeapProfiles writes each live replica's heap profile (after a
 // collection) to <dir>/<id>-<name>.heap.pb.gz.
 func (f *fleet) saveHeapProfiles(ctx context.Context, dir, name string) error {
@@ -230,6 +261,20 @@ func (f *fleet) requests(ctx context.Context) (requestCounts, error) {
 			return nil, err
 		}
 		sum.add(n)
+	}
+	return sum, nil
+}
+
+// apiRequests returns the requests the live replicas have sent so far, by
+// verb and class (stager_api_requests_total), summed over the replicas.
+func (f *fleet) apiRequests(ctx context.Context) (apiServerWork, error) {
+	sum := newAPIServerWork()
+	for _, r := range f.alive() {
+		w, err := stagerAPIRequests(ctx, r.metrics)
+		if err != nil {
+			return apiServerWork{}, fmt.Errorf("replica %s: %w", r.id, err)
+		}
+		sum.add(w)
 	}
 	return sum, nil
 }

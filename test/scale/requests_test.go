@@ -131,12 +131,7 @@ func spacesWork(ctx context.Context, spaces []*latencySpace) (apiServerWork, err
 		if err != nil {
 			return apiServerWork{}, fmt.Errorf("space %s: %w", sp.Name, err)
 		}
-		from := w.counters()
-		for i, to := range sum.counters() {
-			for k, v := range from[i] {
-				to[k] += v
-			}
-		}
+		sum.add(w)
 	}
 	return sum, nil
 }
@@ -178,6 +173,72 @@ func top(m map[string]float64, n int) string {
 		parts = append(parts, fmt.Sprintf("%s %.0f", k, m[k]))
 	}
 	return fmt.Sprintf("%.0f in all; %s", total, strings.Join(parts, ", "))
+}
+
+// topPer formats the n largest counts of m divided by spaces, largest
+// first, and their sum so divided: what each space cost, on average.
+func topPer(m map[string]float64, spaces, n int) string {
+	keys := make([]string, 0, len(m))
+	total := 0.0
+	for k, v := range m {
+		keys = append(keys, k)
+		total += v
+	}
+	per := func(v float64) float64 {
+		if spaces == 0 {
+			return 0
+		}
+		return v / float64(spaces)
+	}
+	slices.SortFunc(keys, func(a, b string) int { return cmp.Or(cmp.Compare(m[b], m[a]), strings.Compare(a, b)) })
+	parts := make([]string, 0, n)
+	for _, k := range keys[:min(n, len(keys))] {
+		parts = append(parts, fmt.Sprintf("%s %.2f", k, per(m[k])))
+	}
+	return fmt.Sprintf("%.2f a space; %s", per(total), strings.Join(parts, ", "))
+}
+
+// stagerAPIRequests reads the stager's own count of the requests it sent,
+// by verb and class (stager_api_requests_total), from its /metrics at addr.
+func stagerAPIRequests(ctx context.Context, addr string) (apiServerWork, error) {
+	body, err := httpGet(ctx, "http://"+addr+"/metrics")
+	if err != nil {
+		return apiServerWork{}, fmt.Errorf("reading the stager's metrics: %w", err)
+	}
+	return parseStagerAPIRequests(bytes.NewReader(body))
+}
+
+// parseStagerAPIRequests reads stager_api_requests_total into an
+// apiServerWork's requests ("<verb> <class>", as kcp's are "<verb>
+// <resource>") and refused (those answered 400 or more, or not at all:
+// "<verb> <class> <code>").
+func parseStagerAPIRequests(r io.Reader) (apiServerWork, error) {
+	families, err := metricFamilies(r, "the stager's")
+	if err != nil {
+		return apiServerWork{}, err
+	}
+	w := newAPIServerWork()
+	for _, m := range families["stager_api_requests_total"].GetMetric() {
+		request := label(m, "verb") + " " + label(m, "class")
+		n := m.GetCounter().GetValue()
+		w.requests[request] += n
+		code := label(m, "code")
+		// Codes are exact, a hundred ("4xx") or "error" (no answer).
+		if code == "error" || strings.HasPrefix(code, "4") || strings.HasPrefix(code, "5") {
+			w.refused[request+" "+code] += n
+		}
+	}
+	return w, nil
+}
+
+// add adds other's counts to w's.
+func (w apiServerWork) add(other apiServerWork) {
+	from := other.counters()
+	for i, to := range w.counters() {
+		for k, v := range from[i] {
+			to[k] += v
+		}
+	}
 }
 
 // TestParseAPIServerWork reads the counters the harness reports from a
@@ -508,4 +569,49 @@ func (c requestCounts) String() string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// TestParseStagerAPIRequests reads the stager's own count of its requests
+// by verb and class, those refused apart with their code, and what a window
+// added, per space.
+func TestParseStagerAPIRequests(t *testing.T) {
+	const before = `# TYPE stager_api_requests_total counter
+stager_api_requests_total{class="leases/fence",code="200",verb="PUT"} 100
+stager_api_requests_total{class="stagedbindingpolicies/status",code="200",verb="PUT"} 10
+stager_api_requests_total{class="events",code="201",verb="POST"} 4
+`
+	const after = `# TYPE stager_api_requests_total counter
+stager_api_requests_total{class="leases/fence",code="200",verb="PUT"} 400
+stager_api_requests_total{class="leases/fence",code="429",verb="PUT"} 6
+stager_api_requests_total{class="stagedbindingpolicies/status",code="200",verb="PUT"} 110
+stager_api_requests_total{class="stagedbindingpolicies/status",code="409",verb="PUT"} 2
+stager_api_requests_total{class="events",code="201",verb="POST"} 4
+stager_api_requests_total{class="readyz",code="error",verb="GET"} 1
+stager_api_requests_total{class="events",code="2xx",verb="GET"} 3
+# TYPE stager_api_request_duration_seconds histogram
+stager_api_request_duration_seconds_bucket{class="events",verb="POST",le="+Inf"} 4
+stager_api_request_duration_seconds_sum{class="events",verb="POST"} 0.4
+stager_api_request_duration_seconds_count{class="events",verb="POST"} 4
+`
+	then, err := parseStagerAPIRequests(strings.NewReader(before))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, err := parseStagerAPIRequests(strings.NewReader(after))
+	if err != nil {
+		t.Fatal(err)
+	}
+	window := now.minus(then)
+	if got, want := top(window.requests, 5), "412 in all; PUT leases/fence 306, PUT stagedbindingpolicies/status 102, GET events 3, GET readyz 1"; got != want {
+		t.Errorf("requests: %q, want %q", got, want)
+	}
+	if got, want := top(window.refused, 5), "9 in all; PUT leases/fence 429 6, PUT stagedbindingpolicies/status 409 2, GET readyz error 1"; got != want {
+		t.Errorf("refused: %q, want %q", got, want)
+	}
+	if got, want := topPer(window.requests, 4, 2), "103.00 a space; PUT leases/fence 76.50, PUT stagedbindingpolicies/status 25.50"; got != want {
+		t.Errorf("per space: %q, want %q", got, want)
+	}
+	if got, want := topPer(map[string]float64{}, 0, 2), "0.00 a space; "; got != want {
+		t.Errorf("per no space: %q, want %q", got, want)
+	}
 }

@@ -63,6 +63,12 @@ const (
 	// heap profile once the spaces are engaged and once the rollouts have
 	// converged.
 	HeapProfilesEnv = "STAGER_SCALE_HEAP_PROFILES"
+	// CPUProfileDirEnv, when set, names a directory that receives each
+	// replica's CPU profile over cpuProfileSeconds from the rollouts' start
+	// (<id>-converging.cpu.pb.gz), while they converge.
+	CPUProfileDirEnv = "STAGER_SCALE_CPU_PROFILE_DIR"
+	// cpuProfileSeconds is how long each CPU profile lasts.
+	cpuProfileSeconds = 60
 	// SimulatorIntervalEnv sets the milliseconds between two passes of each
 	// workspace's KubeStellar simulator (default 1000); each pass lists
 	// every kind of object the simulator reads.
@@ -131,8 +137,8 @@ func BenchmarkKCPWorkspaces(b *testing.B) {
 	}
 	started := time.Now()
 	b.ResetTimer()
-	profiles := os.Getenv(HeapProfilesEnv)
-	f, err := startFleet(binary, dir, kubeconfig, replicas, profiles != "")
+	profiles, cpuProfiles := os.Getenv(HeapProfilesEnv), os.Getenv(CPUProfileDirEnv)
+	f, err := startFleet(binary, dir, kubeconfig, replicas, profiles != "" || cpuProfiles != "")
 	defer f.stop()
 	if err != nil {
 		b.Fatal(err)
@@ -195,10 +201,18 @@ func BenchmarkKCPWorkspaces(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	stagerEngaged, err := f.apiRequests(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
 
 	rollout := time.Now()
 	if err := forEach(n, func(i int) error { return startRollout(ctx, workspaces[i]) }); err != nil {
 		b.Fatal(err)
+	}
+	cpuProfiled := func() error { return nil }
+	if cpuProfiles != "" {
+		cpuProfiled = f.startCPUProfiles(ctx, cpuProfiles, "converging", cpuProfileSeconds)
 	}
 	if err := pollUntilAll(ctx, 20*time.Minute, n, "rollouts completed", func() (int, error) {
 		if err := f.lost(); err != nil {
@@ -232,15 +246,29 @@ func BenchmarkKCPWorkspaces(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	stagerConverged, err := f.apiRequests(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
 	// kcp counts every client's requests (the replicas', the simulators',
 	// the observer's) by verb and resource, where the replicas' own count
 	// has only the verb: which reads grow is told here.
+	// The replicas' own count (stager_api_requests_total) has their
+	// requests alone, by verb and class, through the virtual workspace
+	// too, fence renewals apart; the engaging window's start is the
+	// replicas' start, where they had sent nothing.
 	for _, window := range []struct {
-		name string
-		work apiServerWork
-	}{{"engaging", kcpEngaged.minus(kcpBefore)}, {"converging", kcpConverged.minus(kcpEngaged)}} {
+		name         string
+		work, stager apiServerWork
+	}{{"engaging", kcpEngaged.minus(kcpBefore), stagerEngaged},
+		{"converging", kcpConverged.minus(kcpEngaged), stagerConverged.minus(stagerEngaged)}} {
 		b.Logf("kcp's requests while %s, every client, by verb and resource: %s; refused: %s",
 			window.name, top(window.work.requests, 16), top(window.work.refused, 8))
+		b.Logf("the replicas' requests while %s, by verb and class: %s; per space: %s; refused or unanswered: %s",
+			window.name, top(window.stager.requests, 16), topPer(window.stager.requests, n, 16), top(window.stager.refused, 8))
+	}
+	if err := cpuProfiled(); err != nil {
+		b.Fatal(err)
 	}
 	// The watches the replicas hold: kcp's open watches with the spaces
 	// engaged, less those before they started (the simulators' and the

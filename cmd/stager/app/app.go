@@ -62,6 +62,7 @@ import (
 	"github.com/kubestellar/workload-stager/internal/notify"
 	mcproviders "github.com/kubestellar/workload-stager/internal/providers"
 	mckcp "github.com/kubestellar/workload-stager/internal/providers/kcp"
+	"github.com/kubestellar/workload-stager/internal/reqclass"
 	"github.com/kubestellar/workload-stager/internal/rollout"
 	"github.com/kubestellar/workload-stager/providers"
 	"github.com/kubestellar/workload-stager/providers/kcp"
@@ -432,6 +433,12 @@ const (
 	ShardFenceLeasePrefix = "workload-stager-shard"
 )
 
+// instrument returns a copy of cfg whose clients count their requests
+// (stager_api_requests_total), the sharding Leases apart.
+func instrument(cfg *rest.Config) *rest.Config {
+	return reqclass.Options{FenceLeasePrefix: ShardFenceLeasePrefix, PeerLeasePrefix: ShardPeerLeasePrefix}.Instrument(cfg)
+}
+
 // replicaID is the name of this replica among its peers.
 func (o *Options) replicaID() string {
 	if o.ReplicaID != "" {
@@ -553,6 +560,9 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 	if err != nil {
 		return nil, err
 	}
+	// Every client of the hosting cluster, the Leases' among them, and of
+	// the kcp workspaces reached through it, is built from cfg's copies.
+	cfg = instrument(cfg)
 	spaceCache := stagedbindingpolicy.NarrowCache(cache.Options{Scheme: scheme})
 	shard := o.Coordination == CoordinationSharded
 	replica := o.replicaID()

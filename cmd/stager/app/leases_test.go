@@ -26,6 +26,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,6 +35,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubestellar/workload-stager/internal/reqclass"
 )
 
 // busyLeases is an API server whose first write of each Lease is refused
@@ -201,5 +205,31 @@ func TestLeaseClientHasItsOwnConnection(t *testing.T) {
 	}
 	if _, connections := server.counts(); connections != 2 {
 		t.Errorf("the Lease client and another client of its config opened %d connections, want 2", connections)
+	}
+}
+
+// TestLeaseRequestsAreCountedApart: the sharding Leases' client, built on
+// the hosting config as New instruments it, counts the fences' and the
+// peer Leases' requests apart (stager_api_requests_total).
+func TestLeaseRequestsAreCountedApart(t *testing.T) {
+	server := &busyLeases{status: http.StatusTooManyRequests, retryAfter: "1"}
+	c, err := leaseClient(instrument(server.start(t)), scheme(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func(class string) float64 {
+		return testutil.ToFloat64(reqclass.Collectors()[0].(*prometheus.CounterVec).WithLabelValues(class, reqclass.VerbGet, "200"))
+	}
+	fences, peers := count(reqclass.ClassFenceLeases), count(reqclass.ClassPeerLeases)
+	for _, name := range []string{ShardFenceLeasePrefix + "-x", ShardPeerLeasePrefix + "-r1"} {
+		if err := c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: name}, &coordinationv1.Lease{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := count(reqclass.ClassFenceLeases) - fences; got != 1 {
+		t.Errorf("%v fence Lease reads counted, want 1", got)
+	}
+	if got := count(reqclass.ClassPeerLeases) - peers; got != 1 {
+		t.Errorf("%v peer Lease reads counted, want 1", got)
 	}
 }

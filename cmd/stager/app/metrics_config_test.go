@@ -32,13 +32,14 @@ import (
 	"github.com/kubestellar/workload-stager/internal/controller/wave"
 	"github.com/kubestellar/workload-stager/internal/providers/kubeconfig"
 	"github.com/kubestellar/workload-stager/internal/providers/kubeflex"
+	"github.com/kubestellar/workload-stager/internal/reqclass"
 )
 
 // exportedMetrics returns the name of every metric the stager exports,
 // sorted; a histogram's series add _bucket, _sum and _count to its name.
 func exportedMetrics(t *testing.T) []string {
 	t.Helper()
-	collectors := slices.Concat(metrics.Collectors(), spaces.MetricCollectors(), sharding.MetricCollectors(), kubeconfig.MetricCollectors(), kubeflex.MetricCollectors(), wave.MetricCollectors())
+	collectors := slices.Concat(metrics.Collectors(), spaces.MetricCollectors(), sharding.MetricCollectors(), kubeconfig.MetricCollectors(), kubeflex.MetricCollectors(), wave.MetricCollectors(), reqclass.Collectors())
 	var names []string
 	descs := 0
 	for _, c := range collectors {

@@ -22,11 +22,13 @@ import (
 	"sync"
 
 	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
+	"github.com/kubestellar/workload-stager/internal/reqclass"
 	findkubeconfig "github.com/kubestellar/workload-stager/providers/kubeconfig"
 )
 
@@ -137,7 +139,7 @@ func (c *Clusters) Engage(name string, raw []byte, log logr.Logger) error {
 	if old != nil && old.hash == hash {
 		return nil
 	}
-	cfg, err := c.policy.RESTConfig(raw)
+	cfg, err := spaceConfig(c.policy, raw)
 	if err != nil {
 		return err
 	}
@@ -190,4 +192,14 @@ func (c *Clusters) Disengage(name string, log logr.Logger) {
 		e.cancel()
 		log.Info("Space disengaged")
 	}
+}
+
+// spaceConfig is the config of a space's cluster made of its kubeconfig:
+// as policy allows it, counting its requests (stager_api_requests_total).
+func spaceConfig(policy findkubeconfig.Policy, raw []byte) (*rest.Config, error) {
+	cfg, err := policy.RESTConfig(raw)
+	if err != nil {
+		return nil, err
+	}
+	return reqclass.Options{}.Instrument(cfg), nil
 }

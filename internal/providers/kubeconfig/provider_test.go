@@ -15,10 +15,12 @@
 package kubeconfig
 
 import (
+	"bytes"
 	"testing"
 
 	mcrkubeconfig "sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
 
+	"github.com/kubestellar/workload-stager/internal/reqclass"
 	findkubeconfig "github.com/kubestellar/workload-stager/providers/kubeconfig"
 )
 
@@ -31,5 +33,36 @@ func TestDefaultsAreMulticlusterRuntimes(t *testing.T) {
 	}
 	if findkubeconfig.DefaultKey != mcrkubeconfig.DefaultKubeconfigSecretKey {
 		t.Errorf("DefaultKey = %q, multicluster-runtime's is %q", findkubeconfig.DefaultKey, mcrkubeconfig.DefaultKubeconfigSecretKey)
+	}
+}
+
+// TestSpaceConfigCountsRequests: the config every kubeconfig (and KubeFlex)
+// space is built from counts its requests by class (internal/reqclass),
+// and is refused as the policy refuses it.
+func TestSpaceConfigCountsRequests(t *testing.T) {
+	raw := []byte(`apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster:
+    server: https://wds1.example:6443
+contexts:
+- name: c
+  context: {cluster: c, user: u}
+current-context: c
+users:
+- name: u
+  user: {token: t}
+`)
+	cfg, err := spaceConfig(findkubeconfig.Policy{}, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reqclass.Instrumented(cfg) {
+		t.Error("a space's config does not count its requests")
+	}
+	insecure := bytes.Replace(raw, []byte("https://"), []byte("http://"), 1)
+	if _, err := spaceConfig(findkubeconfig.Policy{}, insecure); err == nil {
+		t.Error("a plain http kubeconfig was not refused")
 	}
 }
