@@ -38,6 +38,12 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/util/sanitize"
 )
 
+// Slots is how many fences the spaces share: a space hashes to one of
+// Slots fixed slots, and the slot is what is placed, fenced, renewed,
+// taken and released (docs/reliability.md, "Slot fences", says why 64).
+// Every replica of a fleet must agree on it, so it is no option.
+const Slots = 64
+
 // maxReadableKey is how much of a space's sanitized name its key keeps.
 const maxReadableKey = 40
 
