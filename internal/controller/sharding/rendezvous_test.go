@@ -16,6 +16,8 @@ package sharding
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"testing"
 
 	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/sharder"
@@ -35,11 +37,13 @@ func owners(keys []string, peers []sharder.PeerInfo) map[string]string {
 	return out
 }
 
-// fenceKeys are the fence keys of n spaces named by format.
+// fenceKeys are n keys named by format, as the sharder is given them.
+// These test the hash over many keys; the coordinator gives it the Slots
+// slot keys (TestSlotShares).
 func fenceKeys(format string, n int) []string {
 	keys := make([]string, n)
 	for i := range keys {
-		keys[i] = string(FenceKey(multicluster.ClusterName(fmt.Sprintf(format, i))))
+		keys[i] = fmt.Sprintf(format, i)
 	}
 	return keys
 }
@@ -125,5 +129,39 @@ func TestRendezvousEdges(t *testing.T) {
 		if (Rendezvous{}).ShouldOwn(k, zero, zero[0]) != (Rendezvous{}).ShouldOwn(k, peersNamed("r1", "r2"), zero[0]) {
 			t.Errorf("%s: weight 0 does not count as 1", k)
 		}
+	}
+}
+
+// slotKeys are the keys the coordinator gives the sharder: the Slots slots.
+func slotKeys() []string {
+	seen := map[string]bool{}
+	for i := 0; len(seen) < Slots; i++ {
+		seen[string(FenceKey(multicluster.ClusterName(fmt.Sprintf("kcp#root:wds%d", i))))] = true
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// TestSlotShares bounds what slot fences cost in balance: a replica's
+// share of the spaces is its share of the Slots slots, fewer keys than
+// spaces and so further from fair (docs/reliability.md, "Slot fences").
+// For fleets named as TestRendezvousSharesEvenly names them, each replica
+// gets between half and twice its fair share of the slots.
+func TestSlotShares(t *testing.T) {
+	for _, peers := range [][]sharder.PeerInfo{
+		peersNamed("r1", "r2"), peersNamed("r1", "r2", "r3"), peersNamed("stager-0", "stager-1", "stager-2"),
+		peersNamed("r1", "r2", "r3", "r4"),
+	} {
+		shares := map[string]int{}
+		for _, owner := range owners(slotKeys(), peers) {
+			shares[owner]++
+		}
+		fair := float64(Slots) / float64(len(peers))
+		for _, p := range peers {
+			if got := float64(shares[p.ID]); got < fair/2 || got > 2*fair {
+				t.Errorf("slot shares %v, want each between %.0f and %.0f", shares, fair/2, 2*fair)
+				break
+			}
+		}
+		t.Logf("slot shares of %d replicas: %v", len(peers), shares)
 	}
 }
