@@ -27,9 +27,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"pgregory.net/rapid"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/utils/ptr"
+	"pgregory.net/rapid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -141,7 +141,9 @@ func (v *views) set(id string, peers []sharder.PeerInfo) {
 }
 
 // of returns the registry of replica id.
-func (v *views) of(id string) *view { return &view{views: v, self: sharder.PeerInfo{ID: id, Weight: 1}} }
+func (v *views) of(id string) *view {
+	return &view{views: v, self: sharder.PeerInfo{ID: id, Weight: 1}}
+}
 
 type view struct {
 	views *views
