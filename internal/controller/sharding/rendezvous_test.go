@@ -141,27 +141,77 @@ func slotKeys() []string {
 	return slices.Sorted(maps.Keys(seen))
 }
 
-// TestSlotShares bounds what slot fences cost in balance: a replica's
-// share of the spaces is its share of the Slots slots, fewer keys than
-// spaces and so further from fair (docs/reliability.md, "Slot fences").
-// For fleets named as TestRendezvousSharesEvenly names them, each replica
-// gets between half and twice its fair share of the slots.
-func TestSlotShares(t *testing.T) {
-	for _, peers := range [][]sharder.PeerInfo{
-		peersNamed("r1", "r2"), peersNamed("r1", "r2", "r3"), peersNamed("stager-0", "stager-1", "stager-2"),
-		peersNamed("r1", "r2", "r3", "r4"),
-	} {
-		shares := map[string]int{}
-		for _, owner := range owners(slotKeys(), peers) {
-			shares[owner]++
-		}
-		fair := float64(Slots) / float64(len(peers))
+// slotOwners maps each slot key to the peer the sharder gives it.
+func slotOwners(sh sharder.Sharder, peers []sharder.PeerInfo) map[string]string {
+	out := map[string]string{}
+	for _, k := range slotKeys() {
 		for _, p := range peers {
-			if got := float64(shares[p.ID]); got < fair/2 || got > 2*fair {
-				t.Errorf("slot shares %v, want each between %.0f and %.0f", shares, fair/2, 2*fair)
-				break
+			if sh.ShouldOwn(k, peers, p) {
+				if prev, dup := out[k]; dup {
+					panic(fmt.Sprintf("%s owned by %s and %s", k, prev, p.ID))
+				}
+				out[k] = p.ID
 			}
 		}
-		t.Logf("slot shares of %d replicas: %v", len(peers), shares)
+	}
+	return out
+}
+
+// TestSlotShares: with 64 slots, rendezvous hashing alone gave one of three
+// replicas 30 slots and another 15 (docs/reliability.md, "Slot fences");
+// SlotRendezvous gives every replica its fair share of the slots, rounded
+// up, and every slot exactly one owner, for fleets named as
+// TestRendezvousSharesEvenly names them, of one to eight replicas.
+func TestSlotShares(t *testing.T) {
+	for n := 1; n <= 8; n++ {
+		for _, format := range []string{"r%d", "stager-%d"} {
+			ids := make([]string, n)
+			for i := range ids {
+				ids[i] = fmt.Sprintf(format, i+1)
+			}
+			peers := peersNamed(ids...)
+			owned := slotOwners(SlotRendezvous{}, peers)
+			if len(owned) != Slots {
+				t.Fatalf("%v: %d of %d slots owned", ids, len(owned), Slots)
+			}
+			shares := map[string]int{}
+			for _, owner := range owned {
+				shares[owner]++
+			}
+			most := (Slots + n - 1) / n
+			for _, p := range peers {
+				if shares[p.ID] > most {
+					t.Errorf("slot shares %v, want none above %d", shares, most)
+					break
+				}
+			}
+		}
+	}
+}
+
+// TestSlotsStayWhenAPeerLeaves bounds the slots that move between replicas
+// that stay when one leaves: a failover should take the dead replica's
+// slots, and move few others.
+func TestSlotsStayWhenAPeerLeaves(t *testing.T) {
+	for n := 2; n <= 8; n++ {
+		ids := make([]string, n)
+		for i := range ids {
+			ids[i] = fmt.Sprintf("stager-%d", i)
+		}
+		before := slotOwners(SlotRendezvous{}, peersNamed(ids...))
+		for gone := range ids {
+			rest := slices.Delete(slices.Clone(ids), gone, gone+1)
+			after := slotOwners(SlotRendezvous{}, peersNamed(rest...))
+			moved := 0
+			for k, owner := range before {
+				if owner != ids[gone] && after[k] != owner {
+					moved++
+				}
+			}
+			t.Logf("%d replicas, %s leaves: %d of the survivors' slots move", n, ids[gone], moved)
+			if moved > Slots/8 {
+				t.Errorf("%d replicas, %s leaves: %d of the survivors' slots move, want at most %d", n, ids[gone], moved, Slots/8)
+			}
+		}
 	}
 }
