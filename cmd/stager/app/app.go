@@ -95,7 +95,7 @@ type Options struct {
 	LeaderElectionNamespace string
 	// Coordination is how replicas share the work: CoordinationLeaderElection
 	// (one leader serves every space) or CoordinationSharded (the replicas
-	// split the spaces, each fenced by a Lease of its own).
+	// split the spaces, fenced by the Leases of their slots).
 	Coordination string
 	// ReplicaID names this replica among its peers: in the sharding Leases,
 	// the field manager of its writes, the stager_space_owner metric and the
@@ -248,7 +248,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader among replicas, so that only one works at a time")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "namespace of the leader election and sharding Leases (default: the pod's, outside a pod --kubeconfig-namespace)")
 	fs.StringVar(&o.Coordination, "coordination", o.Coordination,
-		`how replicas share the spaces: "leader-election" (one replica serves them all) or "sharded" (each serves a share, fenced by a Lease per space)`)
+		`how replicas share the spaces: "leader-election" (one replica serves them all) or "sharded" (each serves a share, fenced by the Lease of its slot of spaces)`)
 	fs.StringVar(&o.ReplicaID, "replica-id", o.ReplicaID, "this replica's name in the sharding Leases, its writes' field manager, metrics and logs (default: $POD_NAME, else the hostname)")
 	fs.DurationVar(&o.ShardLeaseDuration, "shard-lease-duration", o.ShardLeaseDuration, "with --coordination=sharded: how long a space's fence Lease lasts unrenewed (whole seconds)")
 	fs.DurationVar(&o.ShardPeerLeaseDuration, "shard-peer-lease-duration", o.ShardPeerLeaseDuration, "with --coordination=sharded: how long a replica's peer Lease lasts unrenewed, after which its peers take its spaces (whole seconds, at least --shard-lease-duration; 0: --shard-lease-duration)")
@@ -871,7 +871,7 @@ func (o *Options) shardingCoordinator(cfg *rest.Config, scheme *runtime.Scheme, 
 		LeaseRenew:    o.ShardLeaseRenew,
 		Throttle:      time.Second,
 		Probe:         o.ShardProbeInterval,
-		Sharder:       sharding.Rendezvous{},
+		Sharder:       sharding.SlotRendezvous{},
 		Peers:         peers,
 		Log:           log,
 	}), tenures, nil

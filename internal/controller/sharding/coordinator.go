@@ -36,7 +36,7 @@ const DefaultConcurrentTakes = 8
 
 // CoordinatorOptions configure a Coordinator.
 type CoordinatorOptions struct {
-	// Namespace holds the fence Leases, named <Prefix>-<the space's FenceKey>.
+	// Namespace holds the fence Leases, named <Prefix>-<the slot's FenceKey>.
 	Namespace, Prefix string
 	// LeaseDuration is how long a fence lasts unrenewed, in whole seconds;
 	// LeaseRenew how often its holder renews it.
@@ -49,7 +49,7 @@ type CoordinatorOptions struct {
 	// ConcurrentTakes bounds the fences taken at once (DefaultConcurrentTakes
 	// when zero).
 	ConcurrentTakes int
-	// Sharder decides which replica should serve a space, by its FenceKey.
+	// Sharder decides which replica should serve a slot, by its FenceKey.
 	Sharder sharder.Sharder
 	// Peers is the replicas' membership.
 	Peers peers.Registry
@@ -58,22 +58,28 @@ type CoordinatorOptions struct {
 	Log   logr.Logger
 }
 
-// Coordinator serves a share of the spaces: a space is served (its awares
-// engaged) by the replica that the sharder picks for it among the live
-// peers, and only while that replica holds the space's fence Lease.
+// Coordinator serves a share of the spaces: each space falls into one of
+// Slots slots (FenceKey), and the engaged spaces of a slot are served
+// (their awares engaged) by the replica that the sharder picks for the
+// slot among the live peers, and only while that replica holds the slot's
+// fence Lease. A slot's fence is taken when one of its spaces is to be
+// served, shared by its spaces, and released when the last of them is
+// disengaged or the slot moves away: the fleet renews at most Slots
+// fences a period, and a survivor takes at most Slots/R of them after a
+// peer dies, however many spaces there are.
 //
 // It is a fork of multicluster-runtime v0.24.1's sharded.Coordinator
 // (pkg/manager/coordinator/sharded: coordinator.go and leaseguard.go),
 // which it replaces, and keeps its rules: which replica should serve a
-// space; how a fence is taken, renewed, given up at the first failed
+// key; how a fence is taken, renewed, given up at the first failed
 // renewal and released. It is forked because upstream took every fence
 // one after another under its lock, inside unexported code, so a replica
 // that inherited a dead peer's spaces served the last of them only after
 // the sum of every take's round trips; this one takes up to
-// ConcurrentTakes at once, outside its lock. It also names each fence by
-// its space's FenceKey, and mends what upstream got wrong across
-// engagements and releases; docs/reliability.md ("Why the coordinator is
-// a fork") lists every difference.
+// ConcurrentTakes at once, outside its lock. It also fences slots rather
+// than spaces, and mends what upstream got wrong across engagements and
+// releases; docs/reliability.md ("Why the coordinator is a fork") lists
+// every difference.
 type Coordinator struct {
 	kube  client.Client
 	opts  CoordinatorOptions
@@ -85,8 +91,10 @@ type Coordinator struct {
 
 	mu      sync.Mutex
 	engaged map[multicluster.ClusterName]*engagement
-	fences  map[multicluster.ClusterName]*fenceGuard // by space, until released
-	awares  []multicluster.Aware
+	// slots holds the engaged spaces of each slot, by the slot's key.
+	slots  map[multicluster.ClusterName]map[multicluster.ClusterName]*engagement
+	fences map[multicluster.ClusterName]*fenceGuard // by slot key, until released
+	awares []multicluster.Aware
 }
 
 var _ mcmanager.Coordinator = &Coordinator{}
@@ -94,14 +102,13 @@ var _ mcmanager.Coordinator = &Coordinator{}
 // engagement is the coordinator's state of one engaged space.
 type engagement struct {
 	name multicluster.ClusterName
-	key  multicluster.ClusterName // FenceKey(name)
+	key  multicluster.ClusterName // FenceKey(name): the slot
 	cl   cluster.Cluster
 	// cancel stops the space's awares; set while started.
 	cancel  context.CancelFunc
 	started bool
-	// taking is set while a take of the fence is in flight.
-	taking bool
-	// nextTry is when a fence that could not be taken is tried again.
+	// nextTry is when a space whose fence could not be taken, or whose
+	// awares failed, is tried again.
 	nextTry time.Time
 }
 
@@ -139,6 +146,7 @@ func NewCoordinator(kube client.Client, opts CoordinatorOptions) *Coordinator {
 		wake:    make(chan struct{}, 1),
 		takes:   make(chan struct{}, opts.ConcurrentTakes),
 		engaged: map[multicluster.ClusterName]*engagement{},
+		slots:   map[multicluster.ClusterName]map[multicluster.ClusterName]*engagement{},
 		fences:  map[multicluster.ClusterName]*fenceGuard{},
 	}
 }
@@ -189,24 +197,40 @@ func (c *Coordinator) Engage(ctx context.Context, name multicluster.ClusterName,
 		cur.cancel()
 	}
 	c.engaged[name] = e
+	if c.slots[e.key] == nil {
+		c.slots[e.key] = map[multicluster.ClusterName]*engagement{}
+	}
+	c.slots[e.key][name] = e
 	c.mu.Unlock()
 	go func() {
 		<-ctx.Done()
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if c.engaged[name] != e {
-			return
-		}
-		if e.cancel != nil {
-			e.cancel()
-		}
-		delete(c.engaged, name)
-		if f := c.fences[name]; f != nil {
-			c.releaseLocked(name, f)
-		}
+		c.disengageLocked(e)
 	}()
 	c.wakeUp()
 	return nil
+}
+
+// disengageLocked stops and forgets an engagement that ended, unless a
+// later one replaced it, and releases the slot's fence once no space of
+// the slot is left engaged. The caller holds c.mu.
+func (c *Coordinator) disengageLocked(e *engagement) {
+	if c.engaged[e.name] != e {
+		return
+	}
+	if e.cancel != nil {
+		e.cancel()
+	}
+	delete(c.engaged, e.name)
+	delete(c.slots[e.key], e.name)
+	if len(c.slots[e.key]) > 0 {
+		return // the slot's other spaces keep the fence
+	}
+	delete(c.slots, e.key)
+	if f := c.fences[e.key]; f != nil {
+		c.releaseLocked(e.key, f)
+	}
 }
 
 func (c *Coordinator) wakeUp() {
@@ -216,9 +240,10 @@ func (c *Coordinator) wakeUp() {
 	}
 }
 
-// decide starts a take of every fence this replica should hold for a space
-// it does not serve, stops serving the spaces it should not, and releases
-// the fences it holds for spaces it neither serves nor should.
+// decide, for every slot with an engaged space, starts a take of its
+// fence or serves its spaces under the fence held when this replica should
+// serve the slot, and otherwise stops serving its spaces and releases its
+// fence.
 func (c *Coordinator) decide(ctx context.Context) {
 	peers := c.opts.Peers.Snapshot()
 	if len(peers) == 0 {
@@ -227,60 +252,105 @@ func (c *Coordinator) decide(ctx context.Context) {
 	now := c.clock.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for name, e := range c.engaged {
-		f := c.fences[name]
-		should := c.opts.Sharder.ShouldOwn(string(e.key), peers, c.self)
-		switch {
-		case should && !e.started && !e.taking && !now.Before(e.nextTry):
-			if f == nil {
-				f = c.newFence(name, e.key)
-				c.fences[name] = f
-			}
-			if f.releasing > 0 {
-				continue
-			}
-			e.taking = true
-			f.taking++
-			go c.take(ctx, e, f)
-		case !should && e.started:
-			e.cancel()
-			e.cancel, e.started, e.nextTry = nil, false, time.Time{}
-			c.releaseLocked(name, f)
-			c.log.Info("Stopped serving a space another replica should serve", "space", name, "peer", c.self.ID)
-		case !should && !e.taking && f != nil && f.held.Load() && f.releasing == 0:
-			c.releaseLocked(name, f)
+	for key, spaces := range c.slots {
+		if c.opts.Sharder.ShouldOwn(string(key), peers, c.self) {
+			c.claimLocked(ctx, key, spaces, now)
+		} else {
+			c.yieldLocked(key, spaces)
 		}
 	}
 }
 
-// newFence returns the guard of a space's fence, which stops serving the
-// space when a renewal fails.
-func (c *Coordinator) newFence(name, key multicluster.ClusterName) *fenceGuard {
+// claimLocked serves the slot's spaces that wait (and are not held back
+// by a failure) once its fence is held, or starts a take of the fence for
+// them. The caller holds c.mu.
+func (c *Coordinator) claimLocked(ctx context.Context, key multicluster.ClusterName, spaces map[multicluster.ClusterName]*engagement, now time.Time) {
+	waiting := false
+	for _, e := range spaces {
+		waiting = waiting || !e.started && !now.Before(e.nextTry)
+	}
+	if !waiting {
+		return
+	}
+	f := c.fences[key]
+	switch {
+	case f == nil:
+		f = c.newFence(key)
+		c.fences[key] = f
+	case f.releasing > 0 || f.taking > 0:
+		return
+	case f.held.Load():
+		c.startLocked(ctx, key, now)
+		return
+	}
+	f.taking++
+	go c.take(ctx, key, f)
+}
+
+// yieldLocked stops serving the spaces of a slot another replica should
+// serve, and releases its fence. The caller holds c.mu.
+func (c *Coordinator) yieldLocked(key multicluster.ClusterName, spaces map[multicluster.ClusterName]*engagement) {
+	stopped := false
+	for _, e := range spaces {
+		if e.started {
+			e.cancel()
+			e.cancel, e.started, e.nextTry = nil, false, time.Time{}
+			stopped = true
+			c.log.Info("Stopped serving a space another replica should serve", "space", e.name, "slot", key, "peer", c.self.ID)
+		}
+	}
+	f := c.fences[key]
+	if f != nil && (stopped || f.taking == 0 && f.held.Load() && f.releasing == 0) {
+		c.releaseLocked(key, f)
+	}
+}
+
+// startLocked serves the slot's spaces that wait and are not held back by
+// a failure; its fence is held. The caller holds c.mu.
+func (c *Coordinator) startLocked(ctx context.Context, key multicluster.ClusterName, now time.Time) {
+	for _, e := range c.slots[key] {
+		if e.started || now.Before(e.nextTry) {
+			continue
+		}
+		sctx, stop := context.WithCancel(ctx)
+		e.cancel, e.started = stop, true
+		c.log.Info("Serving a space", "space", e.name, "slot", key, "peer", c.self.ID)
+		go c.serve(sctx, e, append([]multicluster.Aware(nil), c.awares...))
+	}
+}
+
+// newFence returns the guard of a slot's fence, which stops serving the
+// slot's spaces when a renewal fails.
+func (c *Coordinator) newFence(key multicluster.ClusterName) *fenceGuard {
 	var f *fenceGuard
 	lost := func(err error) {
-		c.log.Info("Lost a space's fence; stopped serving it", "space", name, "peer", c.self.ID, "reason", err.Error())
+		c.log.Info("Lost a slot's fence; stopped serving its spaces", "slot", key, "peer", c.self.ID, "reason", err.Error())
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if e := c.engaged[name]; e != nil && c.fences[name] == f && e.started {
-			e.cancel()
-			e.cancel, e.started = nil, false
+		if c.fences[key] == f {
+			for _, e := range c.slots[key] {
+				if e.started {
+					e.cancel()
+					e.cancel, e.started = nil, false
+				}
+			}
 		}
 		c.wakeUp()
 	}
 	f = newFenceGuard(c.kube, c.clock, c.opts.Namespace, leaseOf(c.opts.Prefix, key), c.self.ID,
 		c.opts.LeaseDuration, c.opts.LeaseRenew, lost)
 	f.unanswered = func(err error) {
-		c.log.Info("A renewal of a space's fence got no answer, or was refused as too busy; serving on and renewing again", "space", name,
+		c.log.Info("A renewal of a slot's fence got no answer, or was refused as too busy; serving on and renewing again", "slot", key,
 			"peer", c.self.ID, "reason", err.Error())
 	}
 	return f
 }
 
-// releaseLocked releases a space's fence in the background, its requests
+// releaseLocked releases a slot's fence in the background, its requests
 // bounded by half the fence's duration, and forgets the guard once it is
-// released, no take of it is in flight and the space is not engaged; the
-// caller holds c.mu.
-func (c *Coordinator) releaseLocked(name multicluster.ClusterName, f *fenceGuard) {
+// released, no take of it is in flight and no space of the slot is
+// engaged; the caller holds c.mu.
+func (c *Coordinator) releaseLocked(key multicluster.ClusterName, f *fenceGuard) {
 	f.releasing++
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), c.opts.LeaseDuration/2)
@@ -289,45 +359,44 @@ func (c *Coordinator) releaseLocked(name multicluster.ClusterName, f *fenceGuard
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		f.releasing--
-		if f.releasing == 0 && f.taking == 0 && !f.held.Load() && c.engaged[name] == nil && c.fences[name] == f {
-			delete(c.fences, name)
+		if f.releasing == 0 && f.taking == 0 && !f.held.Load() && len(c.slots[key]) == 0 && c.fences[key] == f {
+			delete(c.fences, key)
 		}
 		c.wakeUp()
 	}()
 }
 
-// endTakeLocked ends a take of a space's fence and, when the space is gone
-// and no other take of it is in flight, releases the fence, held or not,
-// and so forgets its guard: a release at the disengagement that ended
-// before this take left the guard to it, and one still pending may have
-// looked before the take held the fence. A release, not a deletion here,
-// since it waits for the guard's lock, behind a failed renewal's release
-// still in flight, which a later guard's take must not overtake. The
-// caller holds c.mu.
-func (c *Coordinator) endTakeLocked(e *engagement, f *fenceGuard) {
-	e.taking = false
+// endTakeLocked ends a take of a slot's fence and, when no space of the
+// slot is engaged any more, releases the fence, held or not, and so
+// forgets its guard: a release at the last disengagement that ended before
+// this take left the guard to it, and one still pending may have looked
+// before the take held the fence. A release, not a deletion here, since it
+// waits for the guard's lock, behind a failed renewal's release still in
+// flight, which a later guard's take must not overtake. The caller holds
+// c.mu.
+func (c *Coordinator) endTakeLocked(key multicluster.ClusterName, f *fenceGuard) {
 	f.taking--
-	if f.taking == 0 && c.engaged[e.name] == nil && c.fences[e.name] == f {
-		c.releaseLocked(e.name, f)
+	if f.taking == 0 && len(c.slots[key]) == 0 && c.fences[key] == f {
+		c.releaseLocked(key, f)
 	}
 }
 
-// take tries a space's fence, when a slot is free, and serves the space
-// once it is held.
-func (c *Coordinator) take(ctx context.Context, e *engagement, f *fenceGuard) {
+// take tries a slot's fence, when a take slot is free, and serves the
+// slot's spaces once it is held.
+func (c *Coordinator) take(ctx context.Context, key multicluster.ClusterName, f *fenceGuard) {
 	select {
 	case c.takes <- struct{}{}:
 	case <-ctx.Done():
 		c.mu.Lock()
-		c.endTakeLocked(e, f)
+		c.endTakeLocked(key, f)
 		c.mu.Unlock()
 		return
 	}
 	defer func() { <-c.takes }()
-	// What was decided may have changed while the take waited for a slot.
+	// What was decided may have changed while the take waited.
 	c.mu.Lock()
-	if c.engaged[e.name] != e || !c.opts.Sharder.ShouldOwn(string(e.key), c.opts.Peers.Snapshot(), c.self) {
-		c.endTakeLocked(e, f)
+	if len(c.slots[key]) == 0 || !c.opts.Sharder.ShouldOwn(string(key), c.opts.Peers.Snapshot(), c.self) {
+		c.endTakeLocked(key, f)
 		c.mu.Unlock()
 		return
 	}
@@ -338,21 +407,22 @@ func (c *Coordinator) take(ctx context.Context, e *engagement, f *fenceGuard) {
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.endTakeLocked(e, f)
-	switch cur := c.engaged[e.name]; {
+	c.endTakeLocked(key, f)
+	switch {
 	case !held || !f.held.Load():
 		// Not taken, or lost again since (a failed renewal).
-		e.nextTry = c.clock.Now().Add(c.opts.Throttle)
-	case cur != e:
-		// Engaged again while the fence was taken, and the later
-		// engagement has it; or gone, and endTakeLocked released it.
-	case !c.opts.Sharder.ShouldOwn(string(e.key), c.opts.Peers.Snapshot(), c.self):
-		c.releaseLocked(e.name, f)
+		next := c.clock.Now().Add(c.opts.Throttle)
+		for _, e := range c.slots[key] {
+			if !e.started {
+				e.nextTry = next
+			}
+		}
+	case len(c.slots[key]) == 0:
+		// Gone, and endTakeLocked released the fence.
+	case !c.opts.Sharder.ShouldOwn(string(key), c.opts.Peers.Snapshot(), c.self):
+		c.releaseLocked(key, f)
 	default:
-		sctx, stop := context.WithCancel(ctx)
-		e.cancel, e.started = stop, true
-		c.log.Info("Serving a space", "space", e.name, "peer", c.self.ID)
-		go c.serve(sctx, e, append([]multicluster.Aware(nil), c.awares...))
+		c.startLocked(ctx, key, c.clock.Now())
 	}
 }
 

@@ -738,6 +738,9 @@ func TestCoordinatorForgetsTheGuardsOfSpacesGone(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	const slow, waiting = multicluster.ClusterName("kcp#root:slow"), multicluster.ClusterName("kcp#root:waiting")
+	if FenceKey(slow) == FenceKey(waiting) {
+		t.Fatalf("%s and %s share a slot: pick spaces of two", slow, waiting)
+	}
 	sent, answer := make(chan struct{}), make(chan struct{})
 	direct := newDirect(t)
 	leases := interceptor.NewClient(direct, interceptor.Funcs{
@@ -768,7 +771,7 @@ func TestCoordinatorForgetsTheGuardsOfSpacesGone(t *testing.T) {
 	environment.Eventually(t, 10*time.Second, "the second take waiting for a slot", func() error {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if f := c.fences[waiting]; f == nil || f.taking == 0 {
+		if f := c.fences[FenceKey(waiting)]; f == nil || f.taking == 0 {
 			return errors.New("not taking yet")
 		}
 		return nil
@@ -781,7 +784,7 @@ func TestCoordinatorForgetsTheGuardsOfSpacesGone(t *testing.T) {
 		if len(c.engaged) > 0 {
 			return fmt.Errorf("%d spaces engaged", len(c.engaged))
 		}
-		if f := c.fences[waiting]; f != nil && f.releasing > 0 {
+		if f := c.fences[FenceKey(waiting)]; f != nil && f.releasing > 0 {
 			return errors.New("the waiting space's fence still being released")
 		}
 		return nil

@@ -16,12 +16,10 @@ package sharding
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,30 +33,31 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
-	"sigs.k8s.io/multicluster-runtime/pkg/util/sanitize"
 )
 
-// maxReadableKey is how much of a space's sanitized name its key keeps.
-const maxReadableKey = 40
+// Slots is how many fences the spaces share: a space hashes to one of
+// Slots fixed slots, and the slot is what is placed, fenced, renewed,
+// taken and released (docs/reliability.md, "Slot fences", says why 64).
+// Every replica of a fleet must agree on it, so it is no option.
+const Slots = 64
 
-// FenceKey is the name the coordinator knows a space by: its name
-// sanitized and cut to 40 characters, for people reading the Leases, and a
-// digest of the whole name, which tells spaces apart.
+// FenceKey is the name the coordinator knows a space by: its slot,
+// "slot-<k>", k the space's name hashed (FNV-1a, then MurmurHash3's
+// finalizer, as Rendezvous does) modulo Slots. The spaces of a slot share
+// its fence, and the sharder places the slot, not the space.
 func FenceKey(space multicluster.ClusterName) multicluster.ClusterName {
-	sum := sha256.Sum256([]byte(space))
-	readable := sanitize.DNS1123(string(space))
-	if len(readable) > maxReadableKey {
-		readable = strings.TrimRight(readable[:maxReadableKey], "-.")
-	}
-	return multicluster.ClusterName(fmt.Sprintf("%s-%s", readable, hex.EncodeToString(sum[:5])))
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(space))
+	return multicluster.ClusterName(fmt.Sprintf("slot-%d", fmix64(h.Sum64())%Slots))
 }
 
-// leaseOf names the fence Lease of the space whose FenceKey is key.
+// leaseOf names the fence Lease of the slot whose FenceKey is key.
 func leaseOf(prefix string, key multicluster.ClusterName) string {
 	return prefix + "-" + string(key)
 }
 
-// fenceGuard takes, renews and releases one space's fence Lease. It is a
+// fenceGuard takes, renews and releases one slot's fence Lease, which the
+// engaged spaces of the slot share. It is a
 // fork of multicluster-runtime v0.24.1's leaseGuard
 // (pkg/manager/coordinator/sharded/leaseguard.go), whose rules it keeps: a
 // take creates the Lease or adopts it when free, expired or already its

@@ -48,20 +48,31 @@ import (
 // Lease name.
 var kcpLike = []multicluster.ClusterName{"kcp#root:a-b", "kcp#root:a:b", multicluster.ClusterName("kcp#root:" + strings.Repeat("x", 240))}
 
+// TestFenceKeys: every space's fence is a valid Lease name, one of Slots
+// slots, the same each time.
 func TestFenceKeys(t *testing.T) {
-	seen := map[multicluster.ClusterName]multicluster.ClusterName{}
+	slots := map[multicluster.ClusterName]bool{}
+	for i := range 10 * Slots {
+		slots[FenceKey(multicluster.ClusterName(fmt.Sprintf("kcp#root:wds%d", i)))] = true
+	}
 	for _, name := range kcpLike {
+		slots[FenceKey(name)] = true
 		key := FenceKey(name)
 		if errs := validation.IsDNS1123Subdomain("workload-stager-shard-" + string(key)); len(errs) > 0 {
 			t.Errorf("the fence of %q would be named %q: %v", name, key, errs)
 		}
-		if other, ok := seen[key]; ok {
-			t.Errorf("%q and %q share the fence key %q", name, other, key)
-		}
-		seen[key] = name
 		if FenceKey(name) != key {
 			t.Errorf("the fence key of %q is not stable", name)
 		}
+	}
+	for key := range slots {
+		var k int
+		if _, err := fmt.Sscanf(string(key), "slot-%d", &k); err != nil || k < 0 || k >= Slots || string(key) != fmt.Sprintf("slot-%d", k) {
+			t.Errorf("fence key %q is not one of slot-0 to slot-%d", key, Slots-1)
+		}
+	}
+	if len(slots) != Slots {
+		t.Errorf("%d spaces fall into %d slots, want all %d", 10*Slots+len(kcpLike), len(slots), Slots)
 	}
 }
 
@@ -80,8 +91,8 @@ func (r *recorder) Engage(_ context.Context, name multicluster.ClusterName, _ cl
 
 // TestCoordinatorServesEverySpace runs the coordinator as the stager does,
 // alone, over spaces whose sanitized names collide or are too
-// long for a Lease name: every space is served under its own name, each
-// with a fence Lease of its own.
+// long for a Lease name: every space is served under its own name, and
+// its slot's fence Lease exists, held by the replica.
 func TestCoordinatorServesEverySpace(t *testing.T) {
 	ns := newNamespace(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -111,14 +122,16 @@ func TestCoordinatorServesEverySpace(t *testing.T) {
 	if err := space.Client.List(ctx, leases, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
-	fences := 0
+	held := map[string]bool{}
 	for _, l := range leases.Items {
-		if strings.HasPrefix(l.Name, "workload-stager-shard-") {
-			fences++
+		if strings.HasPrefix(l.Name, "workload-stager-shard-") && ptr.Deref(l.Spec.HolderIdentity, "") == "alone" {
+			held[l.Name] = true
 		}
 	}
-	if fences != len(kcpLike) {
-		t.Errorf("%d fence Leases for %d spaces", fences, len(kcpLike))
+	for _, name := range kcpLike {
+		if !held[leaseOf(fencePrefix, FenceKey(name))] {
+			t.Errorf("the fence of %q is not held: held %v", name, held)
+		}
 	}
 }
 

@@ -15,8 +15,14 @@
 package sharding
 
 import (
+	"cmp"
+	"fmt"
 	"hash/fnv"
 	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
 
 	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/sharder"
 )
@@ -77,4 +83,106 @@ func fmix64(k uint64) uint64 {
 	k *= 0xc4ceb9fe1a85ec53
 	k ^= k >> 33
 	return k
+}
+
+// SlotRendezvous places the Slots slots (keys "slot-<k>", FenceKey) by
+// rendezvous hashing with bounded loads: each peer takes at most its share
+// of the slots by weight, rounded up. Rendezvous alone places each key
+// apart, which is even over thousands of spaces but not over 64 slots (one
+// of three replicas got 30 and another 15). Every slot is placed at once:
+// the (slot, peer) pairs in the order of their scores, highest first, each
+// slot to the first peer that has room. So every replica that sees the
+// same peers computes the same placement, and a peer that leaves moves
+// its own slots and few others (TestSlotsStayWhenAPeerLeaves). Keys that
+// are not slots are placed by Rendezvous alone.
+type SlotRendezvous struct{}
+
+var _ sharder.Sharder = SlotRendezvous{}
+
+// ShouldOwn reports whether self is given key among peers.
+func (SlotRendezvous) ShouldOwn(key string, peers []sharder.PeerInfo, self sharder.PeerInfo) bool {
+	slot, ok := slotIndex(key)
+	if !ok || len(peers) == 0 {
+		return Rendezvous{}.ShouldOwn(key, peers, self)
+	}
+	return placements.of(peers)[slot] == self.ID
+}
+
+// placements remembers the last placement computed: the coordinator asks
+// for each slot in turn with the same peers.
+var placements placementMemo
+
+// placementMemo is placeSlots of the peers it last saw.
+type placementMemo struct {
+	mu     sync.Mutex
+	peers  []sharder.PeerInfo
+	placed [Slots]string
+}
+
+// of returns placeSlots(peers), computed again only when peers differ from
+// the last ones.
+func (m *placementMemo) of(peers []sharder.PeerInfo) [Slots]string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !slices.Equal(m.peers, peers) {
+		m.placed, m.peers = placeSlots(peers), slices.Clone(peers)
+	}
+	return m.placed
+}
+
+// slotIndex returns k of a key "slot-<k>", k < Slots.
+func slotIndex(key string) (int, bool) {
+	digits, ok := strings.CutPrefix(key, "slot-")
+	if !ok {
+		return 0, false
+	}
+	k, err := strconv.Atoi(digits)
+	if err != nil || k < 0 || k >= Slots || strconv.Itoa(k) != digits {
+		return 0, false
+	}
+	return k, true
+}
+
+// placeSlots returns the peer ID that each slot goes to among peers.
+func placeSlots(peers []sharder.PeerInfo) [Slots]string {
+	type pair struct {
+		slot, peer int
+		score      float64
+	}
+	pairs := make([]pair, 0, Slots*len(peers))
+	var total float64
+	for _, p := range peers {
+		total += float64(max(p.Weight, 1))
+	}
+	room := make([]int, len(peers))
+	for j, p := range peers {
+		room[j] = int(math.Ceil(Slots * float64(max(p.Weight, 1)) / total))
+		for k := range Slots {
+			pairs = append(pairs, pair{slot: k, peer: j, score: weighted(hash(fmt.Sprintf("slot-%d", k), p.ID), p.Weight)})
+		}
+	}
+	// Equal scores go to the smaller ID, as Rendezvous does.
+	slices.SortFunc(pairs, func(a, b pair) int {
+		if c := cmp.Compare(b.score, a.score); c != 0 {
+			return c
+		}
+		if c := strings.Compare(peers[a.peer].ID, peers[b.peer].ID); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.slot, b.slot)
+	})
+	var placed [Slots]string
+	left := Slots
+	for _, pr := range pairs {
+		if left == 0 {
+			break
+		}
+		if placed[pr.slot] != "" || room[pr.peer] == 0 {
+			continue
+		}
+		placed[pr.slot] = peers[pr.peer].ID
+		room[pr.peer]--
+		left--
+	}
+	return placed
 }

@@ -16,6 +16,8 @@ package sharding
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"testing"
 
 	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/sharder"
@@ -35,11 +37,13 @@ func owners(keys []string, peers []sharder.PeerInfo) map[string]string {
 	return out
 }
 
-// fenceKeys are the fence keys of n spaces named by format.
+// fenceKeys are n keys named by format, as the sharder is given them.
+// These test the hash over many keys; the coordinator gives it the Slots
+// slot keys (TestSlotShares).
 func fenceKeys(format string, n int) []string {
 	keys := make([]string, n)
 	for i := range keys {
-		keys[i] = string(FenceKey(multicluster.ClusterName(fmt.Sprintf(format, i))))
+		keys[i] = fmt.Sprintf(format, i)
 	}
 	return keys
 }
@@ -124,6 +128,90 @@ func TestRendezvousEdges(t *testing.T) {
 	for _, k := range fenceKeys("wds%d", 50) {
 		if (Rendezvous{}).ShouldOwn(k, zero, zero[0]) != (Rendezvous{}).ShouldOwn(k, peersNamed("r1", "r2"), zero[0]) {
 			t.Errorf("%s: weight 0 does not count as 1", k)
+		}
+	}
+}
+
+// slotKeys are the keys the coordinator gives the sharder: the Slots slots.
+func slotKeys() []string {
+	seen := map[string]bool{}
+	for i := 0; len(seen) < Slots; i++ {
+		seen[string(FenceKey(multicluster.ClusterName(fmt.Sprintf("kcp#root:wds%d", i))))] = true
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// slotOwners maps each slot key to the peer the sharder gives it.
+func slotOwners(sh sharder.Sharder, peers []sharder.PeerInfo) map[string]string {
+	out := map[string]string{}
+	for _, k := range slotKeys() {
+		for _, p := range peers {
+			if sh.ShouldOwn(k, peers, p) {
+				if prev, dup := out[k]; dup {
+					panic(fmt.Sprintf("%s owned by %s and %s", k, prev, p.ID))
+				}
+				out[k] = p.ID
+			}
+		}
+	}
+	return out
+}
+
+// TestSlotShares: with 64 slots, rendezvous hashing alone gave one of three
+// replicas 30 slots and another 15 (docs/reliability.md, "Slot fences");
+// SlotRendezvous gives every replica its fair share of the slots, rounded
+// up, and every slot exactly one owner, for fleets named as
+// TestRendezvousSharesEvenly names them, of one to eight replicas.
+func TestSlotShares(t *testing.T) {
+	for n := 1; n <= 8; n++ {
+		for _, format := range []string{"r%d", "stager-%d"} {
+			ids := make([]string, n)
+			for i := range ids {
+				ids[i] = fmt.Sprintf(format, i+1)
+			}
+			peers := peersNamed(ids...)
+			owned := slotOwners(SlotRendezvous{}, peers)
+			if len(owned) != Slots {
+				t.Fatalf("%v: %d of %d slots owned", ids, len(owned), Slots)
+			}
+			shares := map[string]int{}
+			for _, owner := range owned {
+				shares[owner]++
+			}
+			most := (Slots + n - 1) / n
+			for _, p := range peers {
+				if shares[p.ID] > most {
+					t.Errorf("slot shares %v, want none above %d", shares, most)
+					break
+				}
+			}
+		}
+	}
+}
+
+// TestSlotsStayWhenAPeerLeaves bounds the slots that move between replicas
+// that stay when one leaves: a failover should take the dead replica's
+// slots, and move few others.
+func TestSlotsStayWhenAPeerLeaves(t *testing.T) {
+	for n := 2; n <= 8; n++ {
+		ids := make([]string, n)
+		for i := range ids {
+			ids[i] = fmt.Sprintf("stager-%d", i)
+		}
+		before := slotOwners(SlotRendezvous{}, peersNamed(ids...))
+		for gone := range ids {
+			rest := slices.Delete(slices.Clone(ids), gone, gone+1)
+			after := slotOwners(SlotRendezvous{}, peersNamed(rest...))
+			moved := 0
+			for k, owner := range before {
+				if owner != ids[gone] && after[k] != owner {
+					moved++
+				}
+			}
+			t.Logf("%d replicas, %s leaves: %d of the survivors' slots move", n, ids[gone], moved)
+			if moved > Slots/8 {
+				t.Errorf("%d replicas, %s leaves: %d of the survivors' slots move, want at most %d", n, ids[gone], moved, Slots/8)
+			}
 		}
 	}
 }
