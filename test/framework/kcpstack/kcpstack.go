@@ -19,6 +19,9 @@
 // ServiceAccount the stager runs as; and WDS workspaces binding both exports
 // and accepting the claims, each with the KubeStellar simulator
 // (test/framework/kubestellar) playing KubeStellar's part inside it.
+// SaveSnapshot saves kcp's data once WDS workspaces are bound, and
+// StartFromSnapshot starts a Stack on a copy of it, so that a scale run
+// need not create its workspaces again.
 package kcpstack
 
 import (
