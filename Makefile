@@ -47,7 +47,7 @@ TEST_ENV = $(ENV_APISERVER) $(ENV_KUBESTELLAR) $(ENV_DATAPLANE) $(ENV_PROMETHEUS
 UNIT_PKGS ?= ./api/... ./cmd/... ./internal/... ./providers/... ./hack/...
 INTEGRATION_PKGS ?= ./internal/controller/sharding/ ./internal/controller/spaces/ ./internal/controller/stagedbindingpolicy/ ./test/framework/ ./test/framework/environment/ ./test/framework/kubestellar/ ./test/framework/process/ ./test/framework/shardaudit/ ./test/integration/ ./test/plugin/
 E2E_PKGS ?= ./test/chart/ ./test/install/ ./test/framework/dataplane/ ./test/framework/stack/ ./test/framework/prometheus/ ./test/e2e/ ./test/realdataplane/ ./test/chaos/ ./test/waves/
-KCP_PKGS ?= ./test/framework/kcp/ ./test/kcpe2e/
+KCP_PKGS ?= ./test/framework/kcp/ ./test/framework/kcpstack/ ./test/kcpe2e/
 BROWSER_PKGS ?= ./test/framework/browser/ ./test/dashboardbrowser/
 
 # The image's test (hack/tools/image, a module of its own) opens the layout

@@ -21,6 +21,7 @@ package scale
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -79,6 +80,14 @@ const (
 	// ReplicasEnv overrides the number of replicas (default 3), sharded
 	// when more than one.
 	ReplicasEnv = "STAGER_SCALE_REPLICAS"
+	// KCPDataEnv names a directory of kcp data (kcpstack.SaveSnapshot) with
+	// the workspaces created and bound: a run starts kcp from a copy of it
+	// when it was made for the same workspaces, kcp binary and set-up, and
+	// otherwise creates them and saves them there.
+	KCPDataEnv = "STAGER_SCALE_KCP_DATA"
+	// CreateParallelismEnv overrides how many workspaces are created at a
+	// time (default parallelism).
+	CreateParallelismEnv = "STAGER_SCALE_CREATE_PARALLELISM"
 	// parallelism bounds the concurrent workspace set-ups and writes.
 	parallelism = 10
 )
@@ -96,23 +105,9 @@ func BenchmarkKCPWorkspaces(b *testing.B) {
 		identity = kcpstack.IdentityUser
 	}
 	simInterval := time.Duration(envInt(b, SimulatorIntervalEnv, 1000)) * time.Millisecond
-	kcp, err := kcpstack.Start(ctx, kcpstack.Options{WorkDir: dir, Scheme: scheme, Clusters: clusters, SimulatorInterval: simInterval,
-		StagerIdentity: identity})
-	if err != nil {
-		b.Fatal(err)
-	}
+	kcp, workspaces := startWorkspaces(ctx, b, n, kcpstack.Options{WorkDir: dir, Scheme: scheme, Clusters: clusters,
+		SimulatorInterval: simInterval, StagerIdentity: identity})
 	defer func() { _ = kcp.Stop() }()
-
-	began := time.Now()
-	workspaces := make([]*kcpstack.Workspace, n)
-	if err := forEach(n, func(i int) error {
-		w, err := kcp.AddWorkspace(ctx, fmt.Sprintf("wds%03d", i))
-		workspaces[i] = w
-		return err
-	}); err != nil {
-		b.Fatal(err)
-	}
-	b.Logf("%d workspaces created and bound in %s", n, time.Since(began).Round(time.Millisecond))
 
 	kubeconfig, err := kcp.WriteStagerKubeconfig(dir)
 	if err != nil {
@@ -498,10 +493,86 @@ func startHarness(b *testing.B, prefix string) *harness {
 	return &harness{ctx: ctx, dir: dir, binary: binary, scheme: scheme}
 }
 
+// startWorkspaces starts kcp with n bound workspaces, each with its
+// simulator: from a copy of the kcp data in $STAGER_SCALE_KCP_DATA when it
+// holds them, otherwise created (and then saved there when it is set).
+func startWorkspaces(ctx context.Context, b *testing.B, n int, o kcpstack.Options) (*kcpstack.Stack, []*kcpstack.Workspace) {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("wds%03d", i)
+	}
+	data := os.Getenv(KCPDataEnv)
+	var key kcpstack.SnapshotKey
+	if data != "" {
+		var err error
+		if key, err = kcpstack.NewSnapshotKey("", names); err != nil {
+			b.Fatal(err)
+		}
+		kcp, workspaces, snap, err := kcpstack.StartFromSnapshot(ctx, data, key, o)
+		switch {
+		case err == nil:
+			b.Logf("%d workspaces reused from %s (created in %s on %s); kcp ready after %s", n, data,
+				snap.CreatedIn.Round(time.Second), snap.SavedAt.Format(time.DateOnly), kcp.KCP.ReadyAfter().Round(time.Millisecond))
+			return kcp, workspaces
+		case errors.Is(err, kcpstack.ErrNoSnapshot) || errors.Is(err, kcpstack.ErrSnapshotMismatch):
+			b.Logf("creating the workspaces: %v", err)
+		default:
+			b.Fatal(err)
+		}
+	}
+	kcp, err := kcpstack.Start(ctx, o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	workspaces, err := createWorkspaces(ctx, b, kcp, names)
+	if err == nil && data != "" {
+		// Saved before the simulators start: the snapshot holds what
+		// CreateWorkspace made, nothing a run did.
+		if err = kcp.SaveSnapshot(ctx, data, key, workspaces.list, workspaces.took); err == nil {
+			b.Logf("%d workspaces saved in %s", n, data)
+		}
+	}
+	for i := 0; err == nil && i < n; i++ {
+		err = kcp.Attach(ctx, workspaces.list[i])
+	}
+	if err != nil {
+		_ = kcp.Stop()
+		b.Fatal(err)
+	}
+	return kcp, workspaces.list
+}
+
+// created are workspaces created by createWorkspaces and how long that took.
+type created struct {
+	list []*kcpstack.Workspace
+	took time.Duration
+}
+
+// createWorkspaces creates and binds the named workspaces,
+// $STAGER_SCALE_CREATE_PARALLELISM (default parallelism) at a time.
+func createWorkspaces(ctx context.Context, b *testing.B, kcp *kcpstack.Stack, names []string) (created, error) {
+	limit := envInt(b, CreateParallelismEnv, parallelism)
+	began := time.Now()
+	out := created{list: make([]*kcpstack.Workspace, len(names))}
+	err := forEachAt(limit, len(names), func(i int) error {
+		w, err := kcp.CreateWorkspace(ctx, names[i])
+		out.list[i] = w
+		return err
+	})
+	out.took = time.Since(began)
+	b.Logf("%d workspaces created and bound in %s, %d at a time", len(names), out.took.Round(time.Millisecond), limit)
+	return out, err
+}
+
 // forEach calls f for 0..n-1, parallelism at a time, and returns the first error.
 func forEach(n int, f func(i int) error) error {
+	return forEachAt(parallelism, n, f)
+}
+
+// forEachAt calls f for 0..n-1, limit at a time, and returns the first error.
+func forEachAt(limit, n int, f func(i int) error) error {
 	var g errgroup.Group
-	g.SetLimit(parallelism)
+	g.SetLimit(limit)
 	for i := range n {
 		g.Go(func() error { return f(i) })
 	}

@@ -125,6 +125,33 @@ type Options struct {
 	StartTimeout time.Duration
 	// ExtraArgs are appended to the arguments of `kcp start`.
 	ExtraArgs []string
+	// Ports are the ports to listen on; zero means free ones chosen by
+	// Start. Set them to start kcp on a copy of a root directory: kcp keeps
+	// its URL, with the port, in the objects it stores (Workspace
+	// spec.URL, APIExportEndpointSlice status.endpoints), so the copy is
+	// served correctly only on the ports it was made with. Start fails,
+	// naming the port, when one of them is taken.
+	Ports Ports
+}
+
+// Ports are the loopback ports of a kcp: its API server's and its embedded
+// etcd's.
+type Ports struct {
+	// API is the API server's (secure) port.
+	API int `json:"api"`
+	// EtcdClient and EtcdPeer are the embedded etcd's ports.
+	EtcdClient int `json:"etcdClient"`
+	EtcdPeer   int `json:"etcdPeer"`
+}
+
+// IsZero reports whether no port is set.
+func (p Ports) IsZero() bool {
+	return p == Ports{}
+}
+
+// list returns the ports as strings, in the order of freePorts.
+func (p Ports) list() []string {
+	return []string{strconv.Itoa(p.API), strconv.Itoa(p.EtcdClient), strconv.Itoa(p.EtcdPeer)}
 }
 
 // Server is a kcp started by Start. Its methods may be called concurrently,
@@ -141,6 +168,8 @@ type Server struct {
 	// URL is the base URL of the server, without any /clusters/ path:
 	// https://127.0.0.1:<port>.
 	URL string
+	// Ports are the ports kcp listens on.
+	Ports Ports
 
 	binary       string
 	args         []string
@@ -197,22 +226,16 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	_, statErr := os.Stat(s.RootDir)
 	fresh := errors.Is(statErr, fs.ErrNotExist)
 
+	if !o.Ports.IsZero() {
+		return s.startOnPorts(ctx, o.Ports, o.ExtraArgs)
+	}
 	var errs []error
 	for range startAttempts {
 		ports, err := freePorts(3)
 		if err != nil {
 			return nil, fmt.Errorf("starting kcp: %w", err)
 		}
-		s.URL = "https://127.0.0.1:" + ports[0]
-		s.args = append([]string{
-			"start",
-			"--root-directory=" + s.RootDir,
-			"--kubeconfig-path=" + s.Kubeconfig,
-			"--bind-address=127.0.0.1",
-			"--secure-port=" + ports[0],
-			"--embedded-etcd-client-port=" + ports[1],
-			"--embedded-etcd-peer-port=" + ports[2],
-		}, o.ExtraArgs...)
+		s.setArgs(ports, o.ExtraArgs)
 		retry, err := s.launch(ctx)
 		if err == nil {
 			return s, nil
@@ -231,6 +254,54 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		}
 	}
 	return nil, errors.Join(errs...)
+}
+
+// startOnPorts starts kcp on the given ports, once: other ports would not
+// do, so a taken one is an error naming it.
+func (s *Server) startOnPorts(ctx context.Context, ports Ports, extraArgs []string) (*Server, error) {
+	if err := checkFree(ports); err != nil {
+		return nil, fmt.Errorf("starting kcp on the ports of its data: %w", err)
+	}
+	s.setArgs(ports.list(), extraArgs)
+	if _, err := s.launch(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// setArgs sets the URL, the ports and the arguments of `kcp start` for the
+// given ports (API server, etcd client, etcd peer).
+func (s *Server) setArgs(ports, extraArgs []string) {
+	s.URL = "https://127.0.0.1:" + ports[0]
+	api, _ := strconv.Atoi(ports[0])
+	etcdClient, _ := strconv.Atoi(ports[1])
+	etcdPeer, _ := strconv.Atoi(ports[2])
+	s.Ports = Ports{API: api, EtcdClient: etcdClient, EtcdPeer: etcdPeer}
+	s.args = append([]string{
+		"start",
+		"--root-directory=" + s.RootDir,
+		"--kubeconfig-path=" + s.Kubeconfig,
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + ports[0],
+		"--embedded-etcd-client-port=" + ports[1],
+		"--embedded-etcd-peer-port=" + ports[2],
+	}, extraArgs...)
+}
+
+// ErrPortTaken means that a port kcp must listen on is in use.
+var ErrPortTaken = errors.New("port taken")
+
+// checkFree fails, naming the port, when one of ports is in use on the
+// loopback address.
+func checkFree(ports Ports) error {
+	for _, port := range ports.list() {
+		l, err := net.Listen("tcp", "127.0.0.1:"+port)
+		if err != nil {
+			return fmt.Errorf("%w: 127.0.0.1:%s (%w): stop what listens there, or start from fresh data", ErrPortTaken, port, err)
+		}
+		_ = l.Close()
+	}
+	return nil
 }
 
 // Restart stops kcp (if it still runs) and starts it again with the same

@@ -19,6 +19,9 @@
 // ServiceAccount the stager runs as; and WDS workspaces binding both exports
 // and accepting the claims, each with the KubeStellar simulator
 // (test/framework/kubestellar) playing KubeStellar's part inside it.
+// SaveSnapshot saves kcp's data once WDS workspaces are bound, and
+// StartFromSnapshot starts a Stack on a copy of it, so that a scale run
+// need not create its workspaces again.
 package kcpstack
 
 import (
@@ -35,6 +38,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -145,6 +149,13 @@ type Workspace struct {
 
 // Start starts kcp and sets up the provider workspace.
 func Start(ctx context.Context, o Options) (*Stack, error) {
+	return start(ctx, o, kcp.Ports{}, (*Stack).setUpProvider)
+}
+
+// start checks o, writes kcp's token file, starts kcp on ports (free ones
+// when zero) in o.WorkDir and prepares the provider workspace with
+// provider.
+func start(ctx context.Context, o Options, ports kcp.Ports, provider func(*Stack, context.Context) error) (*Stack, error) {
 	if o.StagerIdentity != "" && o.StagerIdentity != IdentityUser && o.StagerIdentity != IdentityServiceAccount {
 		return nil, fmt.Errorf("unknown stager identity %q", o.StagerIdentity)
 	}
@@ -161,12 +172,12 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		return nil, fmt.Errorf("writing kcp's token file: %w", err)
 	}
 	args := []string{"--token-auth-file=" + tokens}
-	server, err := kcp.Start(ctx, kcp.Options{WorkDir: o.WorkDir, Scheme: o.Scheme, ExtraArgs: args})
+	server, err := kcp.Start(ctx, kcp.Options{WorkDir: o.WorkDir, Scheme: o.Scheme, ExtraArgs: args, Ports: ports})
 	if err != nil {
 		return nil, err
 	}
 	s := &Stack{KCP: server, opts: o, workspaces: map[string]*Workspace{}, userToken: userToken}
-	if err := s.setUpProvider(ctx); err != nil {
+	if err := provider(s, ctx); err != nil {
 		return nil, errors.Join(err, server.Stop())
 	}
 	return s, nil
@@ -216,19 +227,7 @@ func (s *Stack) setUpProvider(ctx context.Context) error {
 	if err := s.apply(ctx, c, "kubestellar"); err != nil {
 		return err
 	}
-	export := &unstructured.Unstructured{}
-	export.SetAPIVersion("apis.kcp.io/v1alpha2")
-	export.SetKind("APIExport")
-	if err := environment.Poll(ctx, environment.PollInterval, waitTimeout, "the identity hash of KubeStellar's export", func() error {
-		if err := c.Get(ctx, types.NamespacedName{Name: "control.kubestellar.io"}, export); err != nil {
-			return err
-		}
-		s.IdentityHash, _, _ = unstructured.NestedString(export.Object, "status", "identityHash")
-		if s.IdentityHash == "" {
-			return errors.New("no status.identityHash yet")
-		}
-		return nil
-	}); err != nil {
+	if err := s.readIdentityHash(ctx, c); err != nil {
 		return err
 	}
 	if err := s.apply(ctx, c, "stager"); err != nil {
@@ -237,10 +236,49 @@ func (s *Stack) setUpProvider(ctx context.Context) error {
 	if err := s.apply(ctx, c, "rbac"); err != nil {
 		return err
 	}
-	if s.ServiceAccountKubeconfig, err = s.serviceAccountKubeconfig(ctx, c, path); err != nil {
+	return s.makeKubeconfigs(ctx, c)
+}
+
+// loadProvider reads what setUpProvider made from a kcp started on its
+// data: the identity hash and the stager's kubeconfigs.
+func (s *Stack) loadProvider(ctx context.Context) error {
+	s.ProviderPath = kcp.RootPath + ":" + ProviderWorkspace
+	c, err := s.KCP.Client(s.ProviderPath)
+	if err != nil {
 		return err
 	}
-	if s.UserKubeconfig, err = s.tokenKubeconfig(path, s.userToken); err != nil {
+	if err := s.readIdentityHash(ctx, c); err != nil {
+		return err
+	}
+	return s.makeKubeconfigs(ctx, c)
+}
+
+// readIdentityHash waits for the identity hash of KubeStellar's export in
+// the provider workspace and keeps it.
+func (s *Stack) readIdentityHash(ctx context.Context, c client.Client) error {
+	export := &unstructured.Unstructured{}
+	export.SetAPIVersion("apis.kcp.io/v1alpha2")
+	export.SetKind("APIExport")
+	return environment.Poll(ctx, environment.PollInterval, waitTimeout, "the identity hash of KubeStellar's export", func() error {
+		if err := c.Get(ctx, types.NamespacedName{Name: "control.kubestellar.io"}, export); err != nil {
+			return err
+		}
+		s.IdentityHash, _, _ = unstructured.NestedString(export.Object, "status", "identityHash")
+		if s.IdentityHash == "" {
+			return errors.New("no status.identityHash yet")
+		}
+		return nil
+	})
+}
+
+// makeKubeconfigs makes the kubeconfigs of the stager's identities in the
+// provider workspace.
+func (s *Stack) makeKubeconfigs(ctx context.Context, c client.Client) error {
+	var err error
+	if s.ServiceAccountKubeconfig, err = s.serviceAccountKubeconfig(ctx, c, s.ProviderPath); err != nil {
+		return err
+	}
+	if s.UserKubeconfig, err = s.tokenKubeconfig(s.ProviderPath, s.userToken); err != nil {
 		return err
 	}
 	s.StagerKubeconfig = s.UserKubeconfig
@@ -318,7 +356,8 @@ func (s *Stack) serviceAccountKubeconfig(ctx context.Context, c client.Client, p
 			Annotations: map[string]string{corev1.ServiceAccountNameKey: serviceAccount}},
 		Type: corev1.SecretTypeServiceAccountToken,
 	}
-	if err := c.Create(ctx, secret); err != nil {
+	// A kcp started on saved data has the Secret already.
+	if err := c.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("creating the ServiceAccount's token Secret: %w", err)
 	}
 	if err := environment.Poll(ctx, environment.PollInterval, waitTimeout, "the ServiceAccount's token", func() error {
@@ -354,8 +393,23 @@ func (s *Stack) tokenKubeconfig(path, token string) ([]byte, error) {
 
 // AddWorkspace creates a WDS workspace under root, binds the exports
 // (accepting the claims), creates the workload namespace and StatusCollector
-// and starts the simulator in it.
+// and starts the simulator in it: CreateWorkspace, then Attach.
 func (s *Stack) AddWorkspace(ctx context.Context, name string) (*Workspace, error) {
+	w, err := s.CreateWorkspace(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Attach(ctx, w); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// CreateWorkspace creates a WDS workspace under root, binds the exports
+// (accepting the claims) and creates the workload namespace and
+// StatusCollector, without starting its simulator (Attach does): what a
+// snapshot (SaveSnapshot) holds.
+func (s *Stack) CreateWorkspace(ctx context.Context, name string) (*Workspace, error) {
 	path, id, err := s.KCP.CreateWorkspace(ctx, kcp.RootPath, name)
 	if err != nil {
 		return nil, err
@@ -380,15 +434,33 @@ func (s *Stack) AddWorkspace(ctx context.Context, name string) (*Workspace, erro
 	if err := s.apply(ctx, c, "../approval"); err != nil {
 		return nil, err
 	}
-	for _, obj := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}},
-		stack.NewDeploymentsAggregator(Collector),
-	} {
+	for _, obj := range workspaceObjects() {
 		if err := c.Create(ctx, obj); err != nil {
 			return nil, fmt.Errorf("creating %T in %s: %w", obj, path, err)
 		}
 	}
-	w := &Workspace{Name: name, Path: path, ClusterID: id, Client: c, Availability: kubestellar.NewAvailability(Collector)}
+	return &Workspace{Name: name, Path: path, ClusterID: id, Client: c}, nil
+}
+
+// workspaceObjects are the objects CreateWorkspace creates in every WDS
+// workspace besides config/kcp's and config/approval's.
+func workspaceObjects() []client.Object {
+	return []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}},
+		stack.NewDeploymentsAggregator(Collector),
+	}
+}
+
+// Attach starts the simulator in a workspace made by CreateWorkspace (or
+// read from a snapshot), with a new admin client of the running kcp (kcp
+// changes its admin token at every start).
+func (s *Stack) Attach(ctx context.Context, w *Workspace) error {
+	c, err := s.KCP.Client(w.Path)
+	if err != nil {
+		return err
+	}
+	w.Client = c
+	w.Availability = kubestellar.NewAvailability(Collector)
 	simOpts := []kubestellar.Option{kubestellar.WithReporter(w.Availability.Report)}
 	if s.opts.SimulatorInterval > 0 {
 		simOpts = append(simOpts, kubestellar.WithInterval(s.opts.SimulatorInterval))
@@ -398,9 +470,9 @@ func (s *Stack) AddWorkspace(ctx context.Context, name string) (*Workspace, erro
 	w.cancel = cancel
 	go func() { _ = w.Simulator.Run(simCtx) }()
 	s.mu.Lock()
-	s.workspaces[name] = w
+	s.workspaces[w.Name] = w
 	s.mu.Unlock()
-	return w, nil
+	return nil
 }
 
 // Unbind deletes a workspace's binding to the stager's export, which
