@@ -313,7 +313,15 @@ func (p *Provider) newCluster(cfg *rest.Config, id logicalcluster.Name, _ mcpcac
 		cfg = rest.CopyConfig(cfg)
 		cfg.RateLimiter = p.cacheOptions.NewRateLimiter()
 	}
-	cl, err := mcpcache.NewScopedCluster(cfg, id, shared, scheme, recorder)
+	return scopedCluster(cfg, id, shared, scheme, recorder)
+}
+
+// scopedCluster builds the cluster of logical cluster id on the shared
+// cache of cfg's endpoint, whose informers it reads through their
+// demultiplexers (demux.go).
+func scopedCluster(cfg *rest.Config, id logicalcluster.Name, shared *sharedCache, scheme *runtime.Scheme,
+	recorder mcrecorder.EventRecorderGetter) (*mcpcache.ScopedCluster, error) {
+	cl, err := mcpcache.NewScopedCluster(cfg, id, shared.forCluster(id), scheme, recorder)
 	if err != nil {
 		return nil, fmt.Errorf("building the cluster of logical cluster %s: %w", id, err)
 	}
@@ -565,6 +573,10 @@ type sharedCache struct {
 
 	indexMu sync.Mutex
 	indexed map[string]bool
+
+	demuxMu sync.Mutex
+	// demuxes are the demultiplexers of the informers, by informer.
+	demuxes map[cache.Informer]*demux
 }
 
 var _ mcpcache.WildcardCache = &sharedCache{}
@@ -587,7 +599,12 @@ func newSharedCache(cfg *rest.Config, opts cache.Options) (*sharedCache, error) 
 	if err != nil {
 		return nil, fmt.Errorf("building the cache: %w", err)
 	}
-	return &sharedCache{Cache: c, scheme: opts.Scheme, mapper: mapper, indexed: map[string]bool{}}, nil
+	return newSharedCacheOf(c, opts.Scheme, mapper), nil
+}
+
+// newSharedCacheOf returns the shared cache made of c.
+func newSharedCacheOf(c cache.Cache, scheme *runtime.Scheme, mapper apimeta.RESTMapper) *sharedCache {
+	return &sharedCache{Cache: c, scheme: scheme, mapper: mapper, indexed: map[string]bool{}, demuxes: map[cache.Informer]*demux{}}
 }
 
 // GetSharedInformer returns the informer of obj's kind, with its kind and scope.
