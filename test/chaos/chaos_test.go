@@ -321,7 +321,7 @@ func TestKilledReplicasNeverShareASpace(t *testing.T) {
 	}
 	var share []string
 	for _, s := range suite.spaces {
-		if (sharding.Rendezvous{}).ShouldOwn(shardaudit.FenceOf(s.Name), peers, peers[0]) {
+		if (sharding.SlotRendezvous{}).ShouldOwn(shardaudit.FenceOf(s.Name), peers, peers[0]) {
 			share = append(share, s.Name)
 		}
 	}

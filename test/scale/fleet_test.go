@@ -237,7 +237,7 @@ func (f *fleet) unsettled(ctx context.Context, spaces []string) error {
 	for _, s := range spaces {
 		var want string
 		for _, p := range peers {
-			if (sharding.Rendezvous{}).ShouldOwn(shardaudit.FenceOf(s), peers, p) {
+			if (sharding.SlotRendezvous{}).ShouldOwn(shardaudit.FenceOf(s), peers, p) {
 				want = p.ID
 			}
 		}

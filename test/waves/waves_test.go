@@ -295,7 +295,7 @@ func replicasApart(t *testing.T, a, b string) ([]string, map[string]string) {
 		owners := map[string]string{}
 		for _, s := range []string{a, b} {
 			for _, p := range peers {
-				if (sharding.Rendezvous{}).ShouldOwn(shardaudit.FenceOf(s), peers, p) {
+				if (sharding.SlotRendezvous{}).ShouldOwn(shardaudit.FenceOf(s), peers, p) {
 					owners[s] = p.ID
 				}
 			}
