@@ -53,6 +53,7 @@ import (
 	"github.com/kubestellar/workload-stager/api/v1alpha1"
 	"github.com/kubestellar/workload-stager/internal/analysis"
 	stagerfreeze "github.com/kubestellar/workload-stager/internal/controller/freeze"
+	"github.com/kubestellar/workload-stager/internal/controller/hostingwatch"
 	"github.com/kubestellar/workload-stager/internal/controller/metrics"
 	"github.com/kubestellar/workload-stager/internal/controller/sharding"
 	"github.com/kubestellar/workload-stager/internal/controller/spaces"
@@ -429,9 +430,14 @@ const (
 const (
 	// ShardPeerLeasePrefix starts the name of each replica's peer Lease.
 	ShardPeerLeasePrefix = "workload-stager-peer"
-	// ShardFenceLeasePrefix starts the name of each space's fence Lease.
+	// ShardFenceLeasePrefix starts the name of each slot's fence Lease.
 	ShardFenceLeasePrefix = "workload-stager-shard"
 )
+
+// missingKindRecheck is how long the hosting caches believe that the
+// hosting cluster lacks the RolloutWave or RolloutFreeze kind: one that is
+// installed at run time is seen within it.
+const missingKindRecheck = time.Minute
 
 // instrument returns a copy of cfg whose clients count their requests
 // (stager_api_requests_total), the sharding Leases apart.
@@ -692,7 +698,11 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 	if err := hosting.Add(waves); err != nil {
 		return nil, fmt.Errorf("adding the RolloutWaves' cache: %w", err)
 	}
-	gates.Waves = waves.GetCache()
+	// Every served space asks these caches for their kinds, which the
+	// hosting cluster may lack: it is asked once a minute, whatever the
+	// number of spaces.
+	wavesCache := hostingwatch.RememberMissingKinds(waves.GetCache(), clk, missingKindRecheck)
+	gates.Waves = wavesCache
 	// The RolloutFreezes, watched on every replica in a cache of their
 	// own (its list's failures are the freezes', not the waves'): every
 	// space's reconciler asks which stages they hold (Plan's rule 6c),
@@ -709,8 +719,8 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 	if err := hosting.Add(freezeCluster); err != nil {
 		return nil, fmt.Errorf("adding the RolloutFreezes' cache: %w", err)
 	}
-	frozen.Cache = freezeCluster.GetCache()
-	reporter := &wave.Reporter{Client: hosting.GetClient(), Waves: waves.GetCache(), Clock: clk, Log: logger.WithName("waves")}
+	frozen.Cache = hostingwatch.RememberMissingKinds(freezeCluster.GetCache(), clk, missingKindRecheck)
+	reporter := &wave.Reporter{Client: hosting.GetClient(), Waves: wavesCache, Clock: clk, Log: logger.WithName("waves")}
 	// Its series (stager_wave_*) are served on the metrics endpoint while
 	// the stager runs, on every replica.
 	if err := hosting.Add(onEveryReplica(func(ctx context.Context) error {

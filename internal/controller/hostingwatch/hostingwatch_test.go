@@ -18,13 +18,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/workqueue"
@@ -154,6 +160,54 @@ func TestAgainstAPIServers(t *testing.T) {
 		return installed, lists, errs
 	}
 
+	t.Run("a missing kind is asked for once a recheck", func(t *testing.T) {
+		var discovery atomic.Int64
+		cfg := rest.CopyConfig(hosting.Config)
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+			return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+				if strings.HasPrefix(req.URL.Path, "/api") {
+					discovery.Add(1)
+				}
+				return rt.RoundTrip(req)
+			})
+		})
+		c, err := cache.New(cfg, cache.Options{Scheme: scheme})
+		if err != nil {
+			t.Fatal(err)
+		}
+		clk := clocktesting.NewFakeClock(time.Now())
+		kinds := hostingwatch.RememberMissingKinds(c, clk, time.Minute)
+		// Every space's reconciler and watch asks; the hosting cluster is
+		// asked once a recheck period, whatever their number.
+		ask := func() {
+			var wg sync.WaitGroup
+			for range 20 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if _, err := kinds.GetInformer(t.Context(), &hostingv1alpha1.RolloutFreeze{}, cache.BlockUntilSynced(false)); !meta.IsNoMatchError(err) {
+						t.Errorf("GetInformer = %v, want a no-match error", err)
+					}
+				}()
+			}
+			wg.Wait()
+		}
+		ask()
+		first := discovery.Load()
+		ask()
+		if again := discovery.Load() - first; again != 0 {
+			t.Errorf("asking again within the recheck period sent %d discovery requests, want none (%d the first time)", again, first)
+		}
+		if first > 4 {
+			t.Errorf("20 asks at once sent %d discovery requests, want those of one", first)
+		}
+		clk.Step(time.Minute)
+		ask()
+		if discovery.Load() == first {
+			t.Error("asking after the recheck period sent no discovery request")
+		}
+	})
+
 	t.Run("until the kind is installed", func(t *testing.T) {
 		f, c := newCache(t, "")
 		installed, _, errs := read(t, f, c)
@@ -221,3 +275,8 @@ func TestAgainstAPIServers(t *testing.T) {
 		}
 	})
 }
+
+// roundTripperFunc is a function as an http.RoundTripper.
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
