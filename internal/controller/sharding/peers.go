@@ -75,7 +75,9 @@ type PeerRegistry struct {
 	prefix, name    string
 	self            sharder.PeerInfo
 	duration, renew time.Duration
-	log             logr.Logger
+	// readEvery is how often the peer Leases are read.
+	readEvery time.Duration
+	log       logr.Logger
 
 	mu sync.RWMutex
 	// peers are the peers of the last read, each with when its Lease
@@ -112,6 +114,7 @@ func NewPeerRegistry(c client.Client, namespace, prefix, replica string, duratio
 		self:      sharder.PeerInfo{ID: id, Weight: 1},
 		duration:  duration,
 		renew:     renew,
+		readEvery: min(renew, peerReadPeriod),
 		log:       log.WithName("peers").WithValues("namespace", namespace, "lease", prefix+"-"+id),
 	}
 }
@@ -142,8 +145,16 @@ func (r *PeerRegistry) Snapshot() []sharder.PeerInfo {
 	return live
 }
 
-// Run renews this replica's Lease and reads its peers' every renew until ctx
-// ends, then deletes this replica's Lease. The renewals and the reads run
+// peerReadPeriod is how often, at most, a replica reads the peer Leases:
+// more often than it renews its own, so that a replica that joins is
+// counted in within seconds. Until then the replica that started first
+// serves the newcomer's share, whose fences the newcomer asks for in
+// vain; the read is one LIST of a few Leases.
+const peerReadPeriod = 5 * time.Second
+
+// Run renews this replica's Lease every renew and reads its peers' every
+// renew or peerReadPeriod, whichever is shorter, until ctx ends, then
+// deletes this replica's Lease. The renewals and the reads run
 // apart, so that a read the API server is slow to answer does not hold up
 // a renewal. Failures are logged and retried at the next renewal or read,
 // or sooner when the API server was too busy for them: until then the
@@ -157,22 +168,22 @@ func (r *PeerRegistry) Run(ctx context.Context) error {
 	reads.Add(1)
 	go func() {
 		defer reads.Done()
-		r.every(ctx, r.refresh, "Cannot read the peer Leases; retrying")
+		r.every(ctx, r.readEvery, r.refresh, "Cannot read the peer Leases; retrying")
 	}()
-	r.every(ctx, r.renewWhileReading, "Cannot renew this replica's peer Lease; retrying")
+	r.every(ctx, r.renew, r.renewWhileReading, "Cannot renew this replica's peer Lease; retrying")
 	reads.Wait()
 	r.release()
 	return ctx.Err()
 }
 
-// every runs step at once and then every renew until ctx ends, logging its
+// every runs step at once and then every period until ctx ends, logging its
 // failures with msg. A step not answered once the Lease's duration less a
 // renewal period has passed (when a renewal sent on time can no longer
 // keep the Lease) is given up, and the next one runs at once. A step on
 // the period that the API server refused as too busy runs again sooner,
 // as a fence's renewal does (busyRetry).
-func (r *PeerRegistry) every(ctx context.Context, step func(context.Context) error, msg string) {
-	t := time.NewTicker(r.renew)
+func (r *PeerRegistry) every(ctx context.Context, period time.Duration, step func(context.Context) error, msg string) {
+	t := time.NewTicker(period)
 	defer t.Stop()
 	early := false // whether this step is a busy one's early retry
 	for {
@@ -183,7 +194,7 @@ func (r *PeerRegistry) every(ctx context.Context, step func(context.Context) err
 			r.log.Error(err, msg)
 		}
 		var ok bool
-		if early, ok = nextStep(ctx, clock.RealClock{}, t.C, err, r.renew, !early); !ok {
+		if early, ok = nextStep(ctx, clock.RealClock{}, t.C, err, period, !early); !ok {
 			return
 		}
 	}

@@ -176,12 +176,29 @@ func TestDeadReplicaLeavesWithoutWaitingForARead(t *testing.T) {
 	}
 	// The peer Leases are read at the start and then only a minute later.
 	r := NewPeerRegistry(space.Client, ns, prefix, "alive", 2*time.Minute, time.Minute, logr.Discard())
+	r.readEvery = time.Minute
 	start(t, r)
 	waitFor(t, r, "alive", "dead")
 	waitFor(t, r, "alive")
 	if gone := time.Since(renewed.Time); gone < 3*time.Second {
 		t.Errorf("the dead replica left %s after its last renewal, before its Lease's 3 s", gone)
 	}
+}
+
+// TestNewReplicaIsSeenSoon: a replica that joins is counted in within
+// peerReadPeriod, not at its peers' next renewal, up to a renewal period
+// later: until then the replica that started first keeps the newcomer's
+// share, whose fences the newcomer asks for in vain (issue 61: 30 s of
+// a fleet's start).
+func TestNewReplicaIsSeenSoon(t *testing.T) {
+	ns := newNamespace(t)
+	first := NewPeerRegistry(space.Client, ns, prefix, "first", 2*time.Minute, time.Minute, logr.Discard())
+	start(t, first)
+	waitFor(t, first, "first")
+	later := NewPeerRegistry(space.Client, ns, prefix, "later", 2*time.Minute, time.Minute, logr.Discard())
+	start(t, later)
+	waitFor(t, later, "first", "later")
+	waitFor(t, first, "first", "later")
 }
 
 // TestStoppedReplicaLeavesAtOnce: a replica that stops deletes its Lease, and
