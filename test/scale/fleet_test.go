@@ -279,6 +279,19 @@ func (f *fleet) apiRequests(ctx context.Context) (apiServerWork, error) {
 	return sum, nil
 }
 
+// renewals sums the fence renewal times of the live replicas so far.
+func (f *fleet) renewals(ctx context.Context) (renewalTimes, error) {
+	sum := renewalTimes{}
+	for _, r := range f.alive() {
+		t, err := readRenewalTimes(ctx, r.metrics)
+		if err != nil {
+			return nil, fmt.Errorf("replica %s: %w", r.id, err)
+		}
+		sum.add(t)
+	}
+	return sum, nil
+}
+
 // use is what one replica has used so far: CPU seconds, RSS and peak RSS
 // (KiB).
 type use struct {

@@ -20,6 +20,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -613,5 +615,89 @@ stager_api_request_duration_seconds_count{class="events",verb="POST"} 4
 	}
 	if got, want := topPer(map[string]float64{}, 0, 2), "0.00 a space; "; got != want {
 		t.Errorf("per no space: %q, want %q", got, want)
+	}
+}
+
+// renewalTimes are the fence renewals of replicas by result, each as the
+// cumulative counts of stager_fence_renewal_duration_seconds' buckets.
+type renewalTimes map[string]map[float64]float64
+
+// readRenewalTimes reads a replica's renewalTimes from its /metrics at addr.
+func readRenewalTimes(ctx context.Context, addr string) (renewalTimes, error) {
+	body, err := httpGet(ctx, "http://"+addr+"/metrics")
+	if err != nil {
+		return nil, fmt.Errorf("reading the stager's metrics: %w", err)
+	}
+	return parseRenewalTimes(bytes.NewReader(body))
+}
+
+// parseRenewalTimes reads stager_fence_renewal_duration_seconds, the +Inf
+// bucket being the count.
+func parseRenewalTimes(r io.Reader) (renewalTimes, error) {
+	families, err := metricFamilies(r, "the stager's")
+	if err != nil {
+		return nil, err
+	}
+	out := renewalTimes{}
+	f := families["stager_fence_renewal_duration_seconds"]
+	if f == nil {
+		return out, nil
+	}
+	for _, m := range f.GetMetric() {
+		h := m.GetHistogram()
+		buckets := map[float64]float64{math.Inf(1): float64(h.GetSampleCount())}
+		for _, b := range h.GetBucket() {
+			buckets[b.GetUpperBound()] = float64(b.GetCumulativeCount())
+		}
+		out[label(m, "result")] = buckets
+	}
+	return out, nil
+}
+
+// add adds other's counts to t's.
+func (t renewalTimes) add(other renewalTimes) {
+	for result, buckets := range other {
+		if t[result] == nil {
+			t[result] = map[float64]float64{}
+		}
+		for le, n := range buckets {
+			t[result][le] += n
+		}
+	}
+}
+
+// String tells, for each result, how many renewals took up to 1, 10, 30
+// and 60 s, and longer.
+func (t renewalTimes) String() string {
+	var parts []string
+	for _, result := range slices.Sorted(maps.Keys(t)) {
+		b := t[result]
+		parts = append(parts, fmt.Sprintf("%s %.0f (≤1 s %.0f, 1–10 s %.0f, 10–30 s %.0f, 30–60 s %.0f, >60 s %.0f)", result,
+			b[math.Inf(1)], b[1], b[10]-b[1], b[30]-b[10], b[60]-b[30], b[math.Inf(1)]-b[60]))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, "; ")
+}
+
+func TestParseRenewalTimes(t *testing.T) {
+	metrics := `# TYPE stager_fence_renewal_duration_seconds histogram
+stager_fence_renewal_duration_seconds_bucket{result="renewed",le="1"} 5
+stager_fence_renewal_duration_seconds_bucket{result="renewed",le="10"} 7
+stager_fence_renewal_duration_seconds_bucket{result="renewed",le="30"} 7
+stager_fence_renewal_duration_seconds_bucket{result="renewed",le="60"} 8
+stager_fence_renewal_duration_seconds_bucket{result="renewed",le="+Inf"} 9
+stager_fence_renewal_duration_seconds_sum{result="renewed"} 100
+stager_fence_renewal_duration_seconds_count{result="renewed"} 9
+`
+	got, err := parseRenewalTimes(strings.NewReader(metrics))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.add(got)
+	want := "renewed 18 (≤1 s 10, 1–10 s 4, 10–30 s 0, 30–60 s 2, >60 s 2)"
+	if s := got.String(); s != want {
+		t.Errorf("String() = %q, want %q", s, want)
 	}
 }

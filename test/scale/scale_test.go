@@ -265,6 +265,11 @@ func BenchmarkKCPWorkspaces(b *testing.B) {
 	if err := cpuProfiled(); err != nil {
 		b.Fatal(err)
 	}
+	renewals, err := f.renewals(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("fence renewals since the replicas started, by result and time to answer: %s", renewals)
 	// The watches the replicas hold: kcp's open watches with the spaces
 	// engaged, less those before they started (the simulators' and the
 	// observer's).
@@ -370,6 +375,11 @@ func killOneReplica(ctx context.Context, b *testing.B, f *fleet, obs *observer, 
 		"every rollout completed again after %s; shares then %v; %d writes audited, %d out of their writer's tenure",
 		victim.id, len(held), moved.Round(100*time.Millisecond), served.Round(100*time.Millisecond), reconverged.Round(time.Second),
 		shares, audited, len(problems))
+	if renewals, err := f.renewals(ctx); err != nil {
+		b.Error(err)
+	} else {
+		b.Logf("the survivors' fence renewals since they started, by result and time to answer: %s", renewals)
+	}
 }
 
 // restartRollout restarts a workspace's rollout, with restartedAt as its
