@@ -784,6 +784,15 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 		controllerOptions.FieldOwner = FieldOwnerPrefix + replica
 	}
 	janitor := metrics.NewSeriesJanitor(stagedbindingpolicy.SpaceControllerName, metrics.DefaultSeriesGrace, logger.WithName("space-metrics"))
+	// A sharded replica starts a space's controller again only once the
+	// writes of the one before can no longer land; an unsharded one does
+	// not count its writes, and waits for nothing.
+	var quiet func(ctx context.Context, space string) error
+	if tenures != nil {
+		quiet = func(ctx context.Context, space string) error {
+			return tenures.Of(multicluster.ClusterName(space)).Quiet(ctx)
+		}
+	}
 	runner, err := spaces.New(spaces.Options{
 		Replica:  replica,
 		Required: stagedbindingpolicy.WatchedObjects(),
@@ -810,6 +819,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options, logger logr.Logger) 
 			}
 			return cluster.New(cl.GetConfig(), spaceClusterOptions)
 		},
+		Quiet:            quiet,
 		IndexFields:      stagedbindingpolicy.IndexFields,
 		ProbeInterval:    o.SpaceProbeInterval,
 		CacheSyncTimeout: o.CacheSyncTimeout,

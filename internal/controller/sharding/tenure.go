@@ -47,16 +47,20 @@ import (
 // replicas' clocks to differ. A release ends the tenure before it is sent,
 // waits for the writes in flight, and is not sent while a write that ended
 // without an answer may land yet, that is, until the fence as renewed when
-// that write began expires: the Lease expires instead. Safe for
-// concurrent use.
+// that write began expires: the Lease expires instead. A space's Quiet
+// waits the same way, per space, before its controller starts again on
+// this replica. Safe for concurrent use.
 type Tenures struct {
 	prefix string
 	holder string
-	clock  clock.PassiveClock
+	clock  clock.Clock
 	log    logr.Logger
 
-	mu     sync.Mutex
-	idle   *sync.Cond // signalled whenever a write ends
+	mu   sync.Mutex
+	idle *sync.Cond // signalled whenever a write ends
+	// ended is closed, and replaced, whenever a write ends: Quiet waits
+	// on it with a context, which idle cannot do.
+	ended  chan struct{}
 	fences map[string]*fence
 	// sweepAt is when a record may next have become prunable by the clock
 	// alone, or zero: the fence of a space gone is never touched again, so
@@ -83,13 +87,44 @@ type fence struct {
 	// ended without the API server's answer began, expires: that write
 	// may land until then, so the fence is not released before.
 	unansweredUntil time.Time
+	// spaces are the same counts per space of the slot, for a space's
+	// Quiet: the other spaces' writes are not its business. Each goes
+	// once it holds nothing.
+	spaces map[multicluster.ClusterName]*spaceWrites
+}
+
+// spaceWrites are one space's writes that may still land.
+type spaceWrites struct {
+	// writing counts the space's writes in flight.
+	writing int
+	// unansweredUntil is the latest a write to the space that ended
+	// without an answer may land.
+	unansweredUntil time.Time
+}
+
+// settled reports whether no write to the space may land after now.
+func (w *spaceWrites) settled(now time.Time) bool {
+	return w.writing == 0 && !now.Before(w.unansweredUntil)
+}
+
+// spaceLocked returns the record of one space's writes, made on first use.
+func (f *fence) spaceLocked(space multicluster.ClusterName) *spaceWrites {
+	if f.spaces == nil {
+		f.spaces = map[multicluster.ClusterName]*spaceWrites{}
+	}
+	w := f.spaces[space]
+	if w == nil {
+		w = &spaceWrites{}
+		f.spaces[space] = w
+	}
+	return w
 }
 
 // NewTenures returns the tenures of holder (the fences' holder identity:
 // the peer registry's Self().ID) over the fences named
 // <prefix>-<space's fence key>.
 func NewTenures(prefix, holder string, log logr.Logger) *Tenures {
-	t := &Tenures{prefix: prefix, holder: holder, clock: clock.RealClock{}, log: log, fences: map[string]*fence{}}
+	t := &Tenures{prefix: prefix, holder: holder, clock: clock.RealClock{}, log: log, ended: make(chan struct{}), fences: map[string]*fence{}}
 	t.idle = sync.NewCond(&t.mu)
 	return t
 }
@@ -200,6 +235,12 @@ func (t *Tenures) endLocked(lease string, f *fence) {
 // unanswered write that may land yet. Otherwise, when only the clock
 // stands in the way, it has the record swept once that time has come.
 func (t *Tenures) pruneLocked(lease string, f *fence) {
+	now := t.clock.Now()
+	for space, w := range f.spaces {
+		if w.settled(now) {
+			delete(f.spaces, space)
+		}
+	}
 	if t.fences[lease] != f || f.writing > 0 || f.pinned > 0 {
 		return // whoever is in flight prunes it once done
 	}
@@ -207,7 +248,7 @@ func (t *Tenures) pruneLocked(lease string, f *fence) {
 	if f.unansweredUntil.After(due) {
 		due = f.unansweredUntil
 	}
-	if !t.clock.Now().Before(due) {
+	if !now.Before(due) {
 		delete(t.fences, lease)
 		return
 	}
@@ -337,7 +378,9 @@ func (t Tenure) Hold(ctx context.Context, now time.Time) (context.Context, func(
 		tt.mu.Unlock()
 		return nil, nil, &LapsedError{Space: t.space, Until: until}
 	}
+	w := f.spaceLocked(t.space)
 	f.writing++
+	w.writing++
 	left := f.until.Sub(now)
 	expires := f.until.Add(f.lasts / 4)
 	tt.mu.Unlock()
@@ -347,13 +390,114 @@ func (t Tenure) Hold(ctx context.Context, now time.Time) (context.Context, func(
 		tt.mu.Lock()
 		defer tt.mu.Unlock()
 		f.writing--
-		if unanswered(err) && expires.After(f.unansweredUntil) {
-			f.unansweredUntil = expires
+		w.writing--
+		if unanswered(err) {
+			f.unansweredUntil = later(f.unansweredUntil, expires)
+			w.unansweredUntil = later(w.unansweredUntil, expires)
 		}
 		// The last write of a space whose tenure was lost meanwhile.
 		tt.pruneLocked(t.lease, f)
 		tt.idle.Broadcast()
+		close(tt.ended)
+		tt.ended = make(chan struct{})
 	}, nil
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// NotQuietError says that a space's writes outlasted Quiet's bound, the
+// fence's duration.
+type NotQuietError struct {
+	Space multicluster.ClusterName
+	// Writing counts the space's writes still in flight.
+	Writing int
+	// Until is the latest an unanswered write to the space may land.
+	Until time.Time
+	// After is how long Quiet waited.
+	After time.Duration
+}
+
+// Error says what is left to wait for.
+func (e *NotQuietError) Error() string {
+	return fmt.Sprintf("space %s not quiet after %s, the fence's duration: %d write(s) in flight, unanswered ones may land until %s",
+		e.Space, e.After, e.Writing, e.Until.Format(time.RFC3339Nano))
+}
+
+// Quiet waits until no write to the space that this replica started may
+// still land: until the space's writes in flight have returned and, after
+// one that returned without an answer (cut off by its context, say), until
+// the fence as renewed when that write began expires. A controller started
+// on the space afterwards finds every write of the one before in what it
+// reads. The other spaces of the slot are not waited for.
+//
+// The wait is bounded by the fence's duration, from when Quiet is called:
+// each write's context ends with the tenure as it was when the write began,
+// and an unanswered write's window with the fence's expiry, both within
+// it. Past that bound Quiet returns a NotQuietError, and the ctx's error
+// if ctx ends first.
+func (t Tenure) Quiet(ctx context.Context) error {
+	tt := t.tenures
+	var began, deadline time.Time
+	for {
+		now := tt.clock.Now()
+		writing, until, lasts, ended := t.pending()
+		if writing == 0 && !now.Before(until) {
+			return nil
+		}
+		if began.IsZero() {
+			began, deadline = now, now.Add(lasts)
+			tt.log.Info("Waiting for the writes to the space that may still land before serving it again",
+				"space", t.space, "inFlight", writing, "unansweredUntil", until, "atMost", lasts)
+		}
+		if !now.Before(deadline) {
+			return &NotQuietError{Space: t.space, Writing: writing, Until: until, After: now.Sub(began)}
+		}
+		wake := deadline
+		if writing == 0 && until.Before(wake) {
+			wake = until
+		}
+		if err := tt.sleep(ctx, wake.Sub(now), ended); err != nil {
+			return fmt.Errorf("waiting for the writes to space %s: %w", t.space, err)
+		}
+	}
+}
+
+// pending returns how many writes to the space are in flight,
+// until when an unanswered one may land, the fence's duration, and the
+// channel closed once the next write ends.
+func (t Tenure) pending() (writing int, until time.Time, lasts time.Duration, ended <-chan struct{}) {
+	tt := t.tenures
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	tt.sweepLocked()
+	f := tt.fences[t.lease]
+	if f == nil {
+		return 0, time.Time{}, 0, tt.ended
+	}
+	if w := f.spaces[t.space]; w != nil {
+		writing, until = w.writing, w.unansweredUntil
+	}
+	return writing, until, f.lasts, tt.ended
+}
+
+// sleep waits for d on the tenures' clock, or until ended is closed; it
+// returns ctx's error if ctx ends first.
+func (t *Tenures) sleep(ctx context.Context, d time.Duration, ended <-chan struct{}) error {
+	timer := t.clock.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-ended:
+	case <-timer.C():
+	}
+	return nil
 }
 
 // unanswered reports whether a write may have landed without the API

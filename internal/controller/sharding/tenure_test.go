@@ -89,7 +89,7 @@ func TestTenuresFollowTheFenceWrites(t *testing.T) {
 			tenures := NewTenures(fencePrefix, "a", logr.Discard())
 			// At the first renewal: a tenure that has lapsed by the clock
 			// is forgotten.
-			tenures.clock = clocktesting.NewFakePassiveClock(renewed)
+			tenures.clock = clocktesting.NewFakeClock(renewed)
 			for _, w := range tc.writes {
 				var during time.Time
 				err := tenures.write(w.lease, func() error {
@@ -349,7 +349,7 @@ func TestTenureReleaseWaitsForWrites(t *testing.T) {
 	// A write that ends without an answer may land yet: no release until
 	// the fence, as renewed when the write began, expires; taking the
 	// fence again does not change that.
-	clock := clocktesting.NewFakePassiveClock(now)
+	clock := clocktesting.NewFakeClock(now)
 	tenures.clock = clock
 	take()
 	_, done, err = tenure.Hold(context.Background(), now)
@@ -448,13 +448,15 @@ func testRenewalAnsweredAfterARelease(t *testing.T, unanswered bool) {
 // clock has passed every unanswered write's window, the tenures keep a
 // record of exactly the fences whose tenure is in force, each unchanged:
 // a record of anything else would stay for ever once its space has gone.
+// Every space is quiet then (Tenure.Quiet), and none ever is while a
+// write to it is in flight.
 func TestTenuresForgetFencesNoLongerHeld(t *testing.T) {
 	spaces := []multicluster.ClusterName{"kcp#root:wds001", "kcp#root:wds002", "kcp#root:wds003"}
 	conflict := apierrors.NewConflict(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "x", errors.New("changed"))
 	exists := apierrors.NewAlreadyExists(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "x")
 	rapid.Check(t, func(rt *rapid.T) {
 		start := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
-		clock := clocktesting.NewFakePassiveClock(start)
+		clock := clocktesting.NewFakeClock(start)
 		tenures := NewTenures(fencePrefix, "a", logr.Discard())
 		tenures.clock = clock
 		h := &tenureHarness{rt: rt, tenures: tenures, clock: clock, spaces: spaces,
@@ -471,7 +473,7 @@ func TestTenuresForgetFencesNoLongerHeld(t *testing.T) {
 type tenureHarness struct {
 	rt       *rapid.T
 	tenures  *Tenures
-	clock    *clocktesting.FakePassiveClock
+	clock    *clocktesting.FakeClock
 	spaces   []multicluster.ClusterName
 	sendErrs []error
 	// holds are the writes to each space in flight: their done funcs.
@@ -484,7 +486,7 @@ func (h *tenureHarness) step(nest bool) {
 	space := rapid.SampledFrom(h.spaces).Draw(h.rt, "space")
 	lease := leaseOf(fencePrefix, FenceKey(space))
 	now := h.clock.Now()
-	switch rapid.IntRange(0, 5).Draw(h.rt, "step") {
+	switch rapid.IntRange(0, 6).Draw(h.rt, "step") {
 	case 0: // a take or renewal
 		renewed := now.Add(time.Duration(rapid.IntRange(-2000, 2000).Draw(h.rt, "renewedMs")) * time.Millisecond)
 		seconds := int32(rapid.IntRange(4, 20).Draw(h.rt, "seconds"))
@@ -519,7 +521,19 @@ func (h *tenureHarness) step(nest bool) {
 		h.tenures.lost(lease)
 	case 5:
 		h.clock.SetTime(now.Add(time.Duration(rapid.IntRange(0, 30000).Draw(h.rt, "stepMs")) * time.Millisecond))
+	case 6: // a space with a write in flight is not quiet
+		if err := h.quietNow(space); len(h.holds[space]) > 0 && err == nil {
+			h.rt.Errorf("%s is quiet with %d write(s) in flight", space, len(h.holds[space]))
+		}
 	}
+}
+
+// quietNow returns what the space's Quiet returns at once: nil when it is
+// quiet, else its context's end.
+func (h *tenureHarness) quietNow(space multicluster.ClusterName) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return h.tenures.Of(space).Quiet(ctx)
 }
 
 // answer ends the space's i-th write in flight, answered or not.
@@ -557,6 +571,9 @@ func (h *tenureHarness) settle() {
 	h.tenures.mu.Unlock()
 	h.clock.SetTime(last)
 	for _, space := range h.spaces {
+		if err := h.quietNow(space); err != nil {
+			h.rt.Errorf("%s not quiet at %v, no write in flight and every unanswered window past: %v", space, last, err)
+		}
 		lease := leaseOf(fencePrefix, FenceKey(space))
 		if got := h.tenures.Of(space).HeldUntil(); !got.Equal(held[lease]) && last.Before(held[lease]) {
 			h.rt.Errorf("the tenure of %s is held until %v, want %v unchanged", space, got, held[lease])

@@ -139,6 +139,11 @@ type Options struct {
 	// went over MaxCacheBytes: each attempt lists the space's objects
 	// again. Default: 1m doubling up to 30m.
 	OverLimitBackoff *wait.Backoff
+	// Quiet, when set, waits until no write to the space by a controller
+	// the Runner ran before may still land, or until ctx ends; it
+	// returns an error when it gave up waiting. Nil (an unsharded
+	// replica, whose writes are not counted) waits for nothing.
+	Quiet func(ctx context.Context, space string) error
 	// Logger is the base logger.
 	Logger logr.Logger
 }
@@ -386,6 +391,11 @@ func (r *Runner) serve(e *engagement, name multicluster.ClusterName) {
 	defer func() { stopServing() }()
 	backoff, overBackoff := *r.opts.RetryBackoff, *r.opts.OverLimitBackoff
 	for ctx.Err() == nil {
+		// A controller of the space may have run before: the one this
+		// engagement replaced, or this engagement's own.
+		if !r.awaitQuiet(ctx, name, logger) {
+			return
+		}
 		reason, err := ReasonUnreachable, error(nil)
 		if probe == nil {
 			probe, err = newProber(cl)
@@ -434,6 +444,11 @@ func (r *Runner) serve(e *engagement, name multicluster.ClusterName) {
 				return
 			}
 			if errors.Is(err, errRecovered) {
+				// Before the fresh caches list the space, so that they
+				// show what the controller before wrote.
+				if !r.awaitQuiet(ctx, name, logger) {
+					return
+				}
 				fresh, stopFresh, freshErr := r.freshCluster(ctx, name, cl)
 				if freshErr == nil {
 					stopServing()
@@ -459,6 +474,25 @@ func (r *Runner) serve(e *engagement, name multicluster.ClusterName) {
 		case <-time.After(delay):
 		}
 	}
+}
+
+// awaitQuiet waits, through Options.Quiet, until no write to the space by
+// a controller that ran before may still land, so that the next one does
+// not plan on caches that miss it (its writes would conflict, its Events
+// repeat). It returns false once ctx ends. A wait given up (Quiet bounds
+// it) is logged, and the controller started all the same.
+func (r *Runner) awaitQuiet(ctx context.Context, name multicluster.ClusterName, logger logr.Logger) bool {
+	if r.opts.Quiet == nil {
+		return true
+	}
+	err := r.opts.Quiet(ctx, string(name))
+	if ctx.Err() != nil {
+		return false
+	}
+	if err != nil {
+		logger.Error(err, "Starting the space's controller while writes of the one before may still land")
+	}
+	return true
 }
 
 // errRecovered ends a controller's run when its space's API server answers
