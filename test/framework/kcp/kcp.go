@@ -80,6 +80,9 @@ const (
 	// startAttempts is how many times Start tries fresh ports when one of
 	// them was taken between choosing it and kcp binding it.
 	startAttempts = 3
+	// crashAttempts is how many times kcp is started on the same data when
+	// it dies of a race at start (diedOfStartRace).
+	crashAttempts = 3
 	// maxLineLength is how many bytes of each of the last log lines
 	// (process.TailLines) a failing kcp's error quotes.
 	maxLineLength = 400
@@ -391,9 +394,50 @@ func (s *Server) process() *process.Process {
 	return s.proc
 }
 
-// launch starts kcp with s.args and waits until it is ready. On failure it
-// kills kcp and says whether trying again with other ports may help.
+// launch starts kcp with s.args and waits until it is ready, starting it
+// again on the same data when it died of a race at start
+// (diedOfStartRace). On failure it kills kcp and says whether trying again
+// with other ports may help.
 func (s *Server) launch(ctx context.Context) (retry bool, err error) {
+	for attempt := 1; ; attempt++ {
+		logged := logSize(s.Log)
+		retry, err = s.launchOnce(ctx)
+		if err == nil || attempt == crashAttempts || !diedOfStartRace(s.Log, logged) {
+			return retry, err
+		}
+	}
+}
+
+// logSize is the size of the log at path, 0 if there is none.
+func logSize(path string) int64 {
+	info, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return info.Size()
+}
+
+// diedOfStartRace reports whether the log at path, from offset on, shows
+// kcp dead of a concurrent map access: kcp v0.28.0 compiles the
+// ValidatingAdmissionPolicies of every workspace concurrently at start
+// (k8s.io/apiserver v0.32.3's CEL DeclTypeProvider), and started on the
+// data of a hundred workspaces that each hold config/approval's policy it
+// died so once, with nothing wrong in its data: it is started again.
+func diedOfStartRace(path string, offset int64) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer func() { _ = f.Close() }()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return false
+	}
+	data, err := io.ReadAll(io.LimitReader(f, 64<<20))
+	return err == nil && bytes.Contains(data, []byte("fatal error: concurrent map"))
+}
+
+// launchOnce starts kcp once and waits until it is ready.
+func (s *Server) launchOnce(ctx context.Context) (retry bool, err error) {
 	// An admin kubeconfig left by an earlier kcp has a token that the new
 	// one rejects: wait until the new kcp has written its own.
 	previous, _ := os.ReadFile(s.Kubeconfig)
