@@ -553,6 +553,24 @@ func (b *Browser) ConsoleErrors() []string {
 	return out
 }
 
+// WaitViolations waits until the pages have fired at least n
+// Content-Security-Policy violations and returns them. A violation reaches
+// the harness through a DevTools binding event, after the page's DOM has
+// changed: a check right after WaitText can come before it.
+func (b *Browser) WaitViolations(n int) []Violation {
+	b.t.Helper()
+	deadline := time.Now().Add(b.opts.StepTimeout)
+	for {
+		if v := b.Violations(); len(v) >= n {
+			return v
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("browser: waiting for %d Content-Security-Policy violations: %d within %s%s", n, len(b.Violations()), b.opts.StepTimeout, b.diagnostics())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // Violations returns the Content-Security-Policy violations the pages fired.
 func (b *Browser) Violations() []Violation {
 	b.mu.Lock()
