@@ -26,27 +26,30 @@ import (
 // use, neither picks others nor launches kcp when one is taken: each port in
 // turn is held by a listener.
 func TestStartOnATakenPortFailsNamingIt(t *testing.T) {
-	free, err := freePorts(3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ports []int
-	for _, p := range free {
-		n, _ := strconv.Atoi(p)
-		ports = append(ports, n)
-	}
-	for i := range ports {
-		l, err := net.Listen("tcp", "127.0.0.1:"+free[i])
+	for i := range 3 {
+		// The taken port is a listener's own, so it cannot be lost meanwhile.
+		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			t.Skipf("port %s was taken meanwhile: %v", free[i], err)
+			t.Fatal(err)
+		}
+		free, err := freePorts(3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		taken := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+		free[i] = taken
+		var ports []int
+		for _, p := range free {
+			n, _ := strconv.Atoi(p)
+			ports = append(ports, n)
 		}
 		// /bin/false would exit at once: an error that is not ErrPortTaken
 		// shows Start launched it.
 		_, err = Start(t.Context(), Options{WorkDir: t.TempDir(), Binary: "/bin/false",
 			Ports: Ports{API: ports[0], EtcdClient: ports[1], EtcdPeer: ports[2]}})
 		_ = l.Close()
-		if !errors.Is(err, ErrPortTaken) || !strings.Contains(err.Error(), "127.0.0.1:"+free[i]) {
-			t.Errorf("with port %s taken, Start returned %v, want ErrPortTaken naming it", free[i], err)
+		if !errors.Is(err, ErrPortTaken) || !strings.Contains(err.Error(), "127.0.0.1:"+taken) {
+			t.Errorf("with port %s taken, Start returned %v, want ErrPortTaken naming it", taken, err)
 		}
 	}
 }
