@@ -85,6 +85,15 @@ const (
 	// when it was made for the same workspaces, kcp binary and set-up, and
 	// otherwise creates them and saves them there.
 	KCPDataEnv = "STAGER_SCALE_KCP_DATA"
+	// KCPBaseEnv names a directory of kcp data saved for fewer workspaces
+	// (the first of this run's): when $STAGER_SCALE_KCP_DATA holds no
+	// snapshot for this run, kcp starts from a copy of this one and only
+	// the rest are created.
+	KCPBaseEnv = "STAGER_SCALE_KCP_BASE"
+	// SnapshotOnlyEnv, when set, ends the run once the workspaces are saved
+	// in $STAGER_SCALE_KCP_DATA, before any replica starts: it makes the
+	// snapshots that measured runs then start from alike.
+	SnapshotOnlyEnv = "STAGER_SCALE_SNAPSHOT_ONLY"
 	// CreateParallelismEnv overrides how many workspaces are created at a
 	// time (default parallelism).
 	CreateParallelismEnv = "STAGER_SCALE_CREATE_PARALLELISM"
@@ -108,6 +117,10 @@ func BenchmarkKCPWorkspaces(b *testing.B) {
 	kcp, workspaces := startWorkspaces(ctx, b, n, kcpstack.Options{WorkDir: dir, Scheme: scheme, Clusters: clusters,
 		SimulatorInterval: simInterval, StagerIdentity: identity})
 	defer func() { _ = kcp.Stop() }()
+	if os.Getenv(SnapshotOnlyEnv) != "" {
+		b.Logf("%s is set: the snapshot is made, no replica runs", SnapshotOnlyEnv)
+		return
+	}
 
 	kubeconfig, err := kcp.WriteStagerKubeconfig(dir)
 	if err != nil {
@@ -505,7 +518,8 @@ func startHarness(b *testing.B, prefix string) *harness {
 
 // startWorkspaces starts kcp with n bound workspaces, each with its
 // simulator: from a copy of the kcp data in $STAGER_SCALE_KCP_DATA when it
-// holds them, otherwise created (and then saved there when it is set).
+// holds them, otherwise created (and then saved there when it is set),
+// beginning from $STAGER_SCALE_KCP_BASE's when that holds the first ones.
 func startWorkspaces(ctx context.Context, b *testing.B, n int, o kcpstack.Options) (*kcpstack.Stack, []*kcpstack.Workspace) {
 	names := make([]string, n)
 	for i := range names {
@@ -530,11 +544,10 @@ func startWorkspaces(ctx context.Context, b *testing.B, n int, o kcpstack.Option
 			b.Fatal(err)
 		}
 	}
-	kcp, err := kcpstack.Start(ctx, o)
-	if err != nil {
-		b.Fatal(err)
-	}
-	workspaces, err := createWorkspaces(ctx, b, kcp, names)
+	kcp, earlier := startEarlier(ctx, b, key, o)
+	workspaces, err := createWorkspaces(ctx, b, kcp, names[len(earlier.list):])
+	workspaces.list = append(earlier.list, workspaces.list...)
+	workspaces.took += earlier.took
 	if err == nil && data != "" {
 		// Saved before the simulators start: the snapshot holds what
 		// CreateWorkspace made, nothing a run did.
@@ -550,6 +563,28 @@ func startWorkspaces(ctx context.Context, b *testing.B, n int, o kcpstack.Option
 		b.Fatal(err)
 	}
 	return kcp, workspaces.list
+}
+
+// startEarlier starts kcp from a copy of $STAGER_SCALE_KCP_BASE's snapshot
+// when it holds the first of key's workspaces, and otherwise with none.
+func startEarlier(ctx context.Context, b *testing.B, key kcpstack.SnapshotKey, o kcpstack.Options) (*kcpstack.Stack, created) {
+	if base := os.Getenv(KCPBaseEnv); base != "" && len(key.Workspaces) > 0 {
+		kcp, workspaces, snap, err := kcpstack.StartFromEarlierSnapshot(ctx, base, key, o)
+		switch {
+		case err == nil:
+			b.Logf("%d workspaces begun from %s (created in %s)", len(workspaces), base, snap.CreatedIn.Round(time.Second))
+			return kcp, created{list: workspaces, took: snap.CreatedIn}
+		case errors.Is(err, kcpstack.ErrNoSnapshot) || errors.Is(err, kcpstack.ErrSnapshotMismatch):
+			b.Logf("not beginning from %s: %v", base, err)
+		default:
+			b.Fatal(err)
+		}
+	}
+	kcp, err := kcpstack.Start(ctx, o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return kcp, created{}
 }
 
 // created are workspaces created by createWorkspaces and how long that took.

@@ -150,10 +150,16 @@ func hashFiles(files []string) (string, error) {
 
 // equal reports whether two keys are the same.
 func (k SnapshotKey) equal(o SnapshotKey) bool {
-	if k.KCP != o.KCP || k.Setup != o.Setup || len(k.Workspaces) != len(o.Workspaces) {
+	return len(k.Workspaces) == len(o.Workspaces) && k.begins(o)
+}
+
+// begins reports whether o is k made for fewer workspaces: the same kcp and
+// set-up, and its workspaces the first of k's.
+func (k SnapshotKey) begins(o SnapshotKey) bool {
+	if k.KCP != o.KCP || k.Setup != o.Setup || len(o.Workspaces) > len(k.Workspaces) {
 		return false
 	}
-	for i := range k.Workspaces {
+	for i := range o.Workspaces {
 		if k.Workspaces[i] != o.Workspaces[i] {
 			return false
 		}
@@ -213,6 +219,12 @@ func (s *Stack) SaveSnapshot(ctx context.Context, dir string, key SnapshotKey, w
 // ErrNoSnapshot when there is none, and ErrSnapshotMismatch when its key
 // differs from key.
 func ReadSnapshot(dir string, key SnapshotKey) (*Snapshot, error) {
+	return readSnapshot(dir, key, SnapshotKey.equal)
+}
+
+// readSnapshot reads the description of the snapshot in dir, and fails
+// with ErrSnapshotMismatch unless fits(key, its key).
+func readSnapshot(dir string, key SnapshotKey, fits func(SnapshotKey, SnapshotKey) bool) (*Snapshot, error) {
 	data, err := os.ReadFile(filepath.Join(dir, snapshotFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w in %s", ErrNoSnapshot, dir)
@@ -224,7 +236,7 @@ func ReadSnapshot(dir string, key SnapshotKey) (*Snapshot, error) {
 	if err := json.Unmarshal(data, snap); err != nil {
 		return nil, fmt.Errorf("reading the kcp snapshot in %s: %w", dir, err)
 	}
-	if !snap.Key.equal(key) {
+	if !fits(key, snap.Key) {
 		return nil, fmt.Errorf("%w in %s: its key is %s, want %s", ErrSnapshotMismatch, dir, describe(snap.Key), describe(key))
 	}
 	return snap, nil
@@ -245,7 +257,33 @@ func describe(k SnapshotKey) string {
 // with ErrNoSnapshot or ErrSnapshotMismatch (see ReadSnapshot) before
 // touching anything, and with kcp.ErrPortTaken when a port is in use.
 func StartFromSnapshot(ctx context.Context, dir string, key SnapshotKey, o Options) (*Stack, []*Workspace, *Snapshot, error) {
-	snap, err := ReadSnapshot(dir, key)
+	s, workspaces, snap, err := startFrom(ctx, dir, key, o, SnapshotKey.equal)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	for _, w := range workspaces {
+		if err := s.Attach(ctx, w); err != nil {
+			return nil, nil, nil, errors.Join(err, s.Stop())
+		}
+	}
+	return s, workspaces, snap, nil
+}
+
+// StartFromEarlierSnapshot starts a Stack, as StartFromSnapshot does, on a
+// snapshot made for the first of key's workspaces (or all of them), so that
+// a larger snapshot is made without creating again what a smaller one
+// holds. It leaves the saved workspaces unattached: the caller creates the
+// rest (CreateWorkspace), may save them all (SaveSnapshot), then attaches
+// them. It fails with ErrSnapshotMismatch when the snapshot's workspaces
+// are not the first of key's, or its kcp or set-up differ.
+func StartFromEarlierSnapshot(ctx context.Context, dir string, key SnapshotKey, o Options) (*Stack, []*Workspace, *Snapshot, error) {
+	return startFrom(ctx, dir, key, o, SnapshotKey.begins)
+}
+
+// startFrom starts a Stack on a copy of the snapshot in dir when
+// fits(key, its key), and returns its workspaces unattached.
+func startFrom(ctx context.Context, dir string, key SnapshotKey, o Options, fits func(SnapshotKey, SnapshotKey) bool) (*Stack, []*Workspace, *Snapshot, error) {
+	snap, err := readSnapshot(dir, key, fits)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -266,9 +304,6 @@ func StartFromSnapshot(ctx context.Context, dir string, key SnapshotKey, o Optio
 	workspaces := make([]*Workspace, len(snap.Workspaces))
 	for i, saved := range snap.Workspaces {
 		workspaces[i] = &Workspace{Name: saved.Name, Path: saved.Path, ClusterID: saved.ClusterID}
-		if err := s.Attach(ctx, workspaces[i]); err != nil {
-			return nil, nil, nil, errors.Join(err, s.Stop())
-		}
 	}
 	return s, workspaces, snap, nil
 }

@@ -42,8 +42,9 @@ import (
 // TestSnapshotServesItsWorkspacesFromACopy saves a kcp with three bound
 // workspaces, starts a second Stack from the snapshot in another work
 // directory, and checks that the stager's export serves the three
-// workspaces there, that the snapshot is unchanged afterwards, and that a
-// snapshot is not used for another key.
+// workspaces there, that the snapshot is unchanged afterwards, that a
+// snapshot is not used for another key, and that a larger snapshot begun
+// from it serves its workspaces and the new one.
 func TestSnapshotServesItsWorkspacesFromACopy(t *testing.T) {
 	log.SetLogger(logr.Discard())
 	if _, err := kcp.Binary(); err != nil {
@@ -115,6 +116,41 @@ func TestSnapshotServesItsWorkspacesFromACopy(t *testing.T) {
 	}
 
 	checkNotUsed(ctx, t, snapDir, key, base)
+
+	// A larger snapshot begins from this one: only the new workspace is
+	// created, and the larger snapshot serves all four.
+	more := append(append([]string(nil), names...), "wds3")
+	moreKey, err := kcpstack.NewSnapshotKey("", more)
+	if err != nil {
+		t.Fatal(err)
+	}
+	third, earlier, _, err := kcpstack.StartFromEarlierSnapshot(ctx, snapDir, moreKey, kcpstack.Options{
+		WorkDir: filepath.Join(base, "third"), Scheme: scheme, SimulatorInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = third.Stop() }()
+	if len(earlier) != len(names) || earlier[0].Simulator != nil {
+		t.Fatalf("%d workspaces from the earlier snapshot (the first attached: %v), want %d unattached", len(earlier), earlier[0].Simulator != nil, len(names))
+	}
+	w, err := third.CreateWorkspace(ctx, "wds3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := append(earlier, w)
+	moreDir := filepath.Join(base, "more")
+	if err := third.SaveSnapshot(ctx, moreDir, moreKey, all, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range all {
+		if err := third.Attach(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkServed(ctx, t, third, all)
+	if _, err := kcpstack.ReadSnapshot(moreDir, moreKey); err != nil {
+		t.Errorf("the larger snapshot: %v", err)
+	}
 }
 
 // checkNotUsed checks that a snapshot is refused, before anything is
@@ -143,8 +179,14 @@ func checkNotUsed(ctx context.Context, t *testing.T, snapDir string, key kcpstac
 		if !errors.Is(err, kcpstack.ErrSnapshotMismatch) {
 			t.Errorf("%s: StartFromSnapshot returned %v, want ErrSnapshotMismatch", name, err)
 		}
+		if name != "more workspaces" {
+			_, _, _, err := kcpstack.StartFromEarlierSnapshot(ctx, snapDir, k, kcpstack.Options{WorkDir: workDir})
+			if !errors.Is(err, kcpstack.ErrSnapshotMismatch) {
+				t.Errorf("%s: StartFromEarlierSnapshot returned %v, want ErrSnapshotMismatch", name, err)
+			}
+		}
 		if _, err := os.Stat(workDir); !errors.Is(err, fs.ErrNotExist) {
-			t.Errorf("%s: StartFromSnapshot made %s (%v) for a snapshot it does not use", name, workDir, err)
+			t.Errorf("%s: a snapshot it does not use made %s (%v)", name, workDir, err)
 		}
 	}
 	if _, err := kcpstack.ReadSnapshot(t.TempDir(), key); !errors.Is(err, kcpstack.ErrNoSnapshot) {
