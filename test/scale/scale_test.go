@@ -314,9 +314,48 @@ func BenchmarkKCPWorkspaces(b *testing.B) {
 		n, converged.Round(time.Millisecond), convergedCPU-engagedCPU, convergeRequests.total(), convergeRequests, rss/1024, peak/1024,
 		watches, watches/float64(n), convergedUse.describe(shares))
 
+	watchAtRest(ctx, b, f, n)
+
 	if replicas > 1 && os.Getenv(NoFailoverEnv) == "" {
 		killOneReplica(ctx, b, f, obs, workspaces, started)
 	}
+}
+
+// restWindow is how long watchAtRest watches the fleet.
+const restWindow = time.Minute
+
+// watchAtRest reports the replicas' requests and CPU a second over
+// restWindow with every rollout converged: what the fleet costs kcp and
+// the machine for holding its spaces, the simulators still passing.
+func watchAtRest(ctx context.Context, b *testing.B, f *fleet, n int) {
+	before, err := f.apiRequests(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cpuBefore, _, _ := f.usage().totals()
+	select {
+	case <-time.After(restWindow):
+	case <-ctx.Done():
+		b.Fatal(ctx.Err())
+	}
+	if err := f.lost(); err != nil {
+		b.Fatal(err)
+	}
+	after, err := f.apiRequests(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cpuAfter, _, _ := f.usage().totals()
+	requests := after.minus(before)
+	sum := 0.0
+	for _, v := range requests.requests {
+		sum += v
+	}
+	perSecond, cpuPerSecond := sum/restWindow.Seconds(), 1000*(cpuAfter-cpuBefore)/restWindow.Seconds()
+	b.ReportMetric(perSecond, "requests-per-s-at-rest")
+	b.ReportMetric(cpuPerSecond, "cpu-ms-per-s-at-rest")
+	b.Logf("at rest for %s, every rollout converged: %.2f requests a second (%.4f a space), by verb and class: %s; %.1f CPU-ms a second (%.3f a space)",
+		restWindow, perSecond, perSecond/float64(n), top(requests.requests, 16), cpuPerSecond, cpuPerSecond/float64(n))
 }
 
 // bound is a wait's limit for n workspaces: limit up to 300, growing with
