@@ -48,17 +48,21 @@ type apiServerWork struct {
 	refused     map[string]float64
 	watchEvents map[string]float64
 	watchBytes  map[string]float64
+	// durations are the stager's requests' times to answer, watches left
+	// out: "count", "sum" (seconds) and each bucket's cumulative count
+	// under its bound ("le 0.1").
+	durations map[string]float64
 }
 
 // newAPIServerWork returns an apiServerWork with nothing counted.
 func newAPIServerWork() apiServerWork {
 	return apiServerWork{requests: map[string]float64{}, refused: map[string]float64{}, watchEvents: map[string]float64{},
-		watchBytes: map[string]float64{}}
+		watchBytes: map[string]float64{}, durations: map[string]float64{}}
 }
 
 // counters lists w's maps, in the same order for every apiServerWork.
 func (w apiServerWork) counters() []map[string]float64 {
-	return []map[string]float64{w.requests, w.refused, w.watchEvents, w.watchBytes}
+	return []map[string]float64{w.requests, w.refused, w.watchEvents, w.watchBytes, w.durations}
 }
 
 // readAPIServerWork reads the counters of the kube-apiserver that cfg
@@ -230,7 +234,31 @@ func parseStagerAPIRequests(r io.Reader) (apiServerWork, error) {
 			w.refused[request+" "+code] += n
 		}
 	}
+	for _, m := range families["stager_api_request_duration_seconds"].GetMetric() {
+		if label(m, "verb") == "WATCH" {
+			continue
+		}
+		h := m.GetHistogram()
+		w.durations["count"] += float64(h.GetSampleCount())
+		w.durations["sum"] += h.GetSampleSum()
+		for _, b := range h.GetBucket() {
+			w.durations[fmt.Sprintf("le %g", b.GetUpperBound())] += float64(b.GetCumulativeCount())
+		}
+	}
 	return w, nil
+}
+
+// latency describes the stager's requests' times to answer in w: their
+// mean, and the shares answered within 0.1 s and after more than 1 s and
+// 10 s.
+func latency(w apiServerWork) string {
+	n := w.durations["count"]
+	if n == 0 {
+		return "no request answered"
+	}
+	share := func(bound string) float64 { return 100 * w.durations["le "+bound] / n }
+	return fmt.Sprintf("%.0f answered, mean %.0f ms; within 0.1 s %.1f %%, after more than 1 s %.2f %%, after more than 10 s %.2f %%",
+		n, 1000*w.durations["sum"]/n, share("0.1"), 100-share("1"), 100-share("10"))
 }
 
 // add adds other's counts to w's.
@@ -591,9 +619,15 @@ stager_api_requests_total{class="events",code="201",verb="POST"} 4
 stager_api_requests_total{class="readyz",code="error",verb="GET"} 1
 stager_api_requests_total{class="events",code="2xx",verb="GET"} 3
 # TYPE stager_api_request_duration_seconds histogram
+stager_api_request_duration_seconds_bucket{class="events",verb="POST",le="0.1"} 2
+stager_api_request_duration_seconds_bucket{class="events",verb="POST",le="1"} 3
+stager_api_request_duration_seconds_bucket{class="events",verb="POST",le="10"} 4
 stager_api_request_duration_seconds_bucket{class="events",verb="POST",le="+Inf"} 4
-stager_api_request_duration_seconds_sum{class="events",verb="POST"} 0.4
+stager_api_request_duration_seconds_sum{class="events",verb="POST"} 6.4
 stager_api_request_duration_seconds_count{class="events",verb="POST"} 4
+stager_api_request_duration_seconds_bucket{class="bindings",verb="WATCH",le="+Inf"} 9
+stager_api_request_duration_seconds_sum{class="bindings",verb="WATCH"} 900
+stager_api_request_duration_seconds_count{class="bindings",verb="WATCH"} 9
 `
 	then, err := parseStagerAPIRequests(strings.NewReader(before))
 	if err != nil {
@@ -615,6 +649,12 @@ stager_api_request_duration_seconds_count{class="events",verb="POST"} 4
 	}
 	if got, want := topPer(map[string]float64{}, 0, 2), "0.00 a space; "; got != want {
 		t.Errorf("per no space: %q, want %q", got, want)
+	}
+	if got, want := latency(window), "4 answered, mean 1600 ms; within 0.1 s 50.0 %, after more than 1 s 25.00 %, after more than 10 s 0.00 %"; got != want {
+		t.Errorf("latency: %q, want %q", got, want)
+	}
+	if got, want := latency(then), "no request answered"; got != want {
+		t.Errorf("latency before: %q, want %q", got, want)
 	}
 }
 

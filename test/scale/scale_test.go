@@ -146,6 +146,12 @@ func BenchmarkKCPWorkspaces(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// Where the machine's CPU went, beside the fleet's: kcp's, and this
+	// process's (the simulators and the observer).
+	others := func() otherCPU {
+		return otherCPU{kcp: cpuSeconds(kcp.KCP.Process().Pid()), harness: cpuSeconds(os.Getpid())}
+	}
+	othersBefore := others()
 	started := time.Now()
 	b.ResetTimer()
 	profiles, cpuProfiles := os.Getenv(HeapProfilesEnv), os.Getenv(CPUProfileDirEnv)
@@ -191,6 +197,7 @@ func BenchmarkKCPWorkspaces(b *testing.B) {
 	}
 	engaged := time.Since(started)
 	engagedUse := f.usage()
+	othersEngaged := others()
 	if profiles != "" {
 		if err := f.saveHeapProfiles(ctx, profiles, "engaged"); err != nil {
 			b.Fatal(err)
@@ -239,6 +246,7 @@ func BenchmarkKCPWorkspaces(b *testing.B) {
 		b.Fatal(err)
 	}
 	convergedUse := f.usage()
+	othersConverged := others()
 	if profiles != "" {
 		if err := f.saveHeapProfiles(ctx, profiles, "converged"); err != nil {
 			b.Fatal(err)
@@ -271,12 +279,13 @@ func BenchmarkKCPWorkspaces(b *testing.B) {
 	for _, window := range []struct {
 		name         string
 		work, stager apiServerWork
-	}{{"engaging", kcpEngaged.minus(kcpBefore), stagerEngaged},
-		{"converging", kcpConverged.minus(kcpEngaged), stagerConverged.minus(stagerEngaged)}} {
-		b.Logf("kcp's requests while %s, every client, by verb and resource: %s; refused: %s",
-			window.name, top(window.work.requests, 16), top(window.work.refused, 8))
-		b.Logf("the replicas' requests while %s, by verb and class: %s; per space: %s; refused or unanswered: %s",
-			window.name, top(window.stager.requests, 16), topPer(window.stager.requests, n, 16), top(window.stager.refused, 8))
+		others       otherCPU
+	}{{"engaging", kcpEngaged.minus(kcpBefore), stagerEngaged, othersEngaged.minus(othersBefore)},
+		{"converging", kcpConverged.minus(kcpEngaged), stagerConverged.minus(stagerEngaged), othersConverged.minus(othersEngaged)}} {
+		b.Logf("kcp's requests while %s, every client, by verb and resource: %s; refused: %s; kcp used %.1f CPU-s, the harness (simulators, observer) %.1f",
+			window.name, top(window.work.requests, 16), top(window.work.refused, 8), window.others.kcp, window.others.harness)
+		b.Logf("the replicas' requests while %s, by verb and class: %s; per space: %s; refused or unanswered: %s; times to answer: %s",
+			window.name, top(window.stager.requests, 16), topPer(window.stager.requests, n, 16), top(window.stager.refused, 8), latency(window.stager))
 	}
 	if err := cpuProfiled(); err != nil {
 		b.Fatal(err)
@@ -314,7 +323,7 @@ func BenchmarkKCPWorkspaces(b *testing.B) {
 		n, converged.Round(time.Millisecond), convergedCPU-engagedCPU, convergeRequests.total(), convergeRequests, rss/1024, peak/1024,
 		watches, watches/float64(n), convergedUse.describe(shares))
 
-	watchAtRest(ctx, b, f, n)
+	watchAtRest(ctx, b, f, n, others)
 
 	if replicas > 1 && os.Getenv(NoFailoverEnv) == "" {
 		killOneReplica(ctx, b, f, obs, workspaces, started)
@@ -327,12 +336,13 @@ const restWindow = time.Minute
 // watchAtRest reports the replicas' requests and CPU a second over
 // restWindow with every rollout converged: what the fleet costs kcp and
 // the machine for holding its spaces, the simulators still passing.
-func watchAtRest(ctx context.Context, b *testing.B, f *fleet, n int) {
+func watchAtRest(ctx context.Context, b *testing.B, f *fleet, n int, others func() otherCPU) {
 	before, err := f.apiRequests(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
 	cpuBefore, _, _ := f.usage().totals()
+	othersBefore := others()
 	select {
 	case <-time.After(restWindow):
 	case <-ctx.Done():
@@ -346,6 +356,7 @@ func watchAtRest(ctx context.Context, b *testing.B, f *fleet, n int) {
 		b.Fatal(err)
 	}
 	cpuAfter, _, _ := f.usage().totals()
+	othersAt := others().minus(othersBefore)
 	requests := after.minus(before)
 	sum := 0.0
 	for _, v := range requests.requests {
@@ -354,8 +365,18 @@ func watchAtRest(ctx context.Context, b *testing.B, f *fleet, n int) {
 	perSecond, cpuPerSecond := sum/restWindow.Seconds(), 1000*(cpuAfter-cpuBefore)/restWindow.Seconds()
 	b.ReportMetric(perSecond, "requests-per-s-at-rest")
 	b.ReportMetric(cpuPerSecond, "cpu-ms-per-s-at-rest")
-	b.Logf("at rest for %s, every rollout converged: %.2f requests a second (%.4f a space), by verb and class: %s; %.1f CPU-ms a second (%.3f a space)",
-		restWindow, perSecond, perSecond/float64(n), top(requests.requests, 16), cpuPerSecond, cpuPerSecond/float64(n))
+	b.Logf("at rest for %s, every rollout converged: %.2f requests a second (%.4f a space), by verb and class: %s; times to answer: %s; "+
+		"%.1f CPU-ms a second (%.3f a space); kcp %.0f CPU-ms a second, the harness %.0f",
+		restWindow, perSecond, perSecond/float64(n), top(requests.requests, 16), latency(requests), cpuPerSecond, cpuPerSecond/float64(n),
+		1000*othersAt.kcp/restWindow.Seconds(), 1000*othersAt.harness/restWindow.Seconds())
+}
+
+// otherCPU is the CPU-seconds used by the processes beside the fleet.
+type otherCPU struct{ kcp, harness float64 }
+
+// minus returns what was used since before.
+func (c otherCPU) minus(before otherCPU) otherCPU {
+	return otherCPU{kcp: c.kcp - before.kcp, harness: c.harness - before.harness}
 }
 
 // bound is a wait's limit for n workspaces: limit up to 300, growing with
