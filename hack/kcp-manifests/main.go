@@ -660,6 +660,17 @@ to them, and
 concurrent requests can stop kcp with a fatal concurrent map read and write. A user without extra
 attributes gets a fresh map on each request. docs/performance.md has the figures.
 
+## Admission policies in every workspace
+
+config/approval's ValidatingAdmissionPolicies declare no `+"`spec.variables`"+`, and a policy put in
+every WDS workspace should not either. kcp v0.28.0 builds on k8s.io/apiserver v0.32.3, which adds a
+policy's variables to a type shared by every policy compiled from the same template
+(`+"`CompositionEnv.AddField`"+`), and kcp compiles each workspace's policies on its own goroutine
+when requests first reach the workspace. Restarted on the data of 300 workspaces that held such a
+policy, kcp died of `+"`concurrent map writes`"+` there 40 s after it was ready, as the first
+requests came. `+"`TestApprovalPoliciesDeclareNoVariables`"+` (hack/kcp-manifests) keeps
+config/approval free of them.
+
 ## Order
 
 `+"```sh"+`

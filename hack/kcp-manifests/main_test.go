@@ -770,3 +770,55 @@ func TestFilesStagerCRDs(t *testing.T) {
 		})
 	}
 }
+
+// TestApprovalPoliciesDeclareNoVariables reads config/approval, which every
+// kcp WDS workspace gets (ApprovalDir), and fails on a
+// ValidatingAdmissionPolicy with spec.variables. k8s.io/apiserver v0.32.3,
+// which kcp v0.28.0 builds on, adds each variable to a type shared by every
+// policy compiled from the same template (CompositionEnv.AddField), and kcp
+// compiles each workspace's policies in a goroutine of its own: with a
+// policy with variables in hundreds of workspaces, kcp restarted on their
+// data died of "concurrent map writes" there once the first requests
+// reached the workspaces (the 300-workspace scale run, 2026-11-30).
+func TestApprovalPoliciesDeclareNoVariables(t *testing.T) {
+	root, err := environment.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(root, "config", "approval", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no files in config/approval (%v)", err)
+	}
+	policies := 0
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, doc := range strings.Split(string(data), "\n---\n") {
+			var obj struct {
+				Kind     string `json:"kind"`
+				Metadata struct {
+					Name string `json:"name"`
+				} `json:"metadata"`
+				Spec struct {
+					Variables []any `json:"variables"`
+				} `json:"spec"`
+			}
+			if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			if obj.Kind != "ValidatingAdmissionPolicy" {
+				continue
+			}
+			policies++
+			if len(obj.Spec.Variables) > 0 {
+				t.Errorf("%s: ValidatingAdmissionPolicy %s declares %d variables: kcp v0.28.0 compiling it in many workspaces at once races on them; write them into the expressions",
+					filepath.Base(file), obj.Metadata.Name, len(obj.Spec.Variables))
+			}
+		}
+	}
+	if policies == 0 {
+		t.Error("no ValidatingAdmissionPolicy in config/approval: the check checks nothing")
+	}
+}
