@@ -15,11 +15,12 @@
 // Command scaleplot draws the kcp scale figures of docs/performance.md as an
 // SVG image: one panel per figure, each against the number of workspaces.
 // It reads the tab-separated figures that BenchmarkKCPWorkspaces runs gave
-// (a header line naming the columns, the first being "workspaces") and
-// writes the image; `make generate` runs it, and `make verify` fails when
-// the image is not what the figures make.
+// (a header line naming the columns, the first being "workspaces"), one
+// file a series, named by a "# series: <name>" line, and writes the image;
+// `make generate` runs it, and `make verify` fails when the image is not
+// what the figures make.
 //
-//	go run ./hack/scaleplot docs/figures/kcp-scale.tsv docs/figures/kcp-scale.svg
+//	go run ./hack/scaleplot docs/figures/kcp-scale.tsv docs/figures/kcp-scale-2.tsv docs/figures/kcp-scale.svg
 package main
 
 import (
@@ -43,43 +44,65 @@ const (
 	marginTop   = 36
 	marginBelow = 44
 	columns     = 3
+	legendRow   = 18
+	seriesMark  = "# series:"
 )
 
-// table is the figures: a column name per series, the rows' values.
+// colors are the series' colors, in the order of the files.
+var colors = []string{"#1f77b4", "#d62728", "#2ca02c", "#9467bd"}
+
+// table is one series of figures: its name, a column name per figure, the
+// rows' values.
 type table struct {
-	names []string
-	rows  [][]float64
+	series string
+	names  []string
+	rows   [][]float64
 }
 
 func main() {
-	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: scaleplot <figures.tsv> <image.svg>")
+	if len(os.Args) < 3 || len(os.Args) > 2+len(colors) {
+		fmt.Fprintf(os.Stderr, "usage: scaleplot <figures.tsv>... <image.svg> (at most %d series)\n", len(colors))
 		os.Exit(2)
 	}
-	if err := run(os.Args[1], os.Args[2]); err != nil {
+	if err := run(os.Args[1:len(os.Args)-1], os.Args[len(os.Args)-1]); err != nil {
 		fmt.Fprintln(os.Stderr, "scaleplot:", err)
 		os.Exit(1)
 	}
 }
 
-func run(in, out string) error {
-	data, err := os.ReadFile(in)
-	if err != nil {
-		return err
+func run(ins []string, out string) error {
+	var tables []*table
+	for _, in := range ins {
+		data, err := os.ReadFile(in)
+		if err != nil {
+			return err
+		}
+		t, err := parse(data)
+		if err != nil {
+			return fmt.Errorf("%s: %w", in, err)
+		}
+		if t.series == "" {
+			t.series = in
+		}
+		if len(tables) > 0 && strings.Join(t.names, "\t") != strings.Join(tables[0].names, "\t") {
+			return fmt.Errorf("%s: its header differs from %s's", in, ins[0])
+		}
+		tables = append(tables, t)
 	}
-	t, err := parse(data)
-	if err != nil {
-		return fmt.Errorf("%s: %w", in, err)
-	}
-	return os.WriteFile(out, render(t), 0o644)
+	return os.WriteFile(out, render(tables), 0o644)
 }
 
-// parse reads the figures; lines starting with # are comments.
+// parse reads the figures; lines starting with # are comments, but for the
+// series' name.
 func parse(data []byte) (*table, error) {
 	t := &table{}
 	scanner := bufio.NewScanner(bytes.NewReader(data))
 	for line := 1; scanner.Scan(); line++ {
 		text := strings.TrimSpace(scanner.Text())
+		if name, ok := strings.CutPrefix(text, seriesMark); ok {
+			t.series = strings.TrimSpace(name)
+			continue
+		}
 		if text == "" || strings.HasPrefix(text, "#") {
 			continue
 		}
@@ -114,33 +137,45 @@ func parse(data []byte) (*table, error) {
 	return t, nil
 }
 
-// render draws one panel per figure column, the workspaces across.
-func render(t *table) []byte {
-	panels := len(t.names) - 1
+// render draws one panel per figure column, the workspaces across, each
+// series a line of its color, and the series' names above the panels, a
+// row each.
+func render(tables []*table) []byte {
+	names := tables[0].names
+	panels := len(names) - 1
 	rows := (panels + columns - 1) / columns
-	width, height := columns*panelWidth, rows*panelHeight
+	legend := len(tables) * legendRow
+	width, height := columns*panelWidth, rows*panelHeight+legend
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`+"\n",
 		width, height, width, height)
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", width, height)
+	for i, t := range tables {
+		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="10" height="10" fill="%s"/>`+"\n", marginLeft, 5+i*legendRow, colors[i])
+		fmt.Fprintf(&b, `<text x="%d" y="%d">%s</text>`+"\n", marginLeft+14, 14+i*legendRow, escape(t.series))
+	}
 	xMax := 0.0
-	for _, r := range t.rows {
-		xMax = math.Max(xMax, r[0])
+	for _, t := range tables {
+		for _, r := range t.rows {
+			xMax = math.Max(xMax, r[0])
+		}
 	}
 	xMax = niceCeiling(xMax)
 	for p := range panels {
 		col := p + 1
-		ox, oy := float64((p%columns)*panelWidth), float64((p/columns)*panelHeight)
+		ox, oy := float64((p%columns)*panelWidth), float64((p/columns)*panelHeight+legend)
 		yMax := 0.0
-		for _, r := range t.rows {
-			yMax = math.Max(yMax, r[col])
+		for _, t := range tables {
+			for _, r := range t.rows {
+				yMax = math.Max(yMax, r[col])
+			}
 		}
 		yMax = niceCeiling(yMax)
 		left, top := ox+marginLeft, oy+marginTop
 		w, h := float64(panelWidth-marginLeft-marginRight), float64(panelHeight-marginTop-marginBelow)
 		x := func(v float64) float64 { return left + v/xMax*w }
 		y := func(v float64) float64 { return top + h - v/yMax*h }
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-weight="bold">%s</text>`+"\n", left, oy+20, escape(t.names[col]))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-weight="bold">%s</text>`+"\n", left, oy+20, escape(names[col]))
 		for i := 0; i <= 4; i++ {
 			yv, xv := tick(yMax, i), tick(xMax, i)
 			fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", left, y(yv), left+w, y(yv))
@@ -149,13 +184,15 @@ func render(t *table) []byte {
 		}
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">workspaces</text>`+"\n", left+w/2, top+h+30)
 		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#888"/>`+"\n", left, top, w, h)
-		var points []string
-		for _, r := range t.rows {
-			points = append(points, fmt.Sprintf("%.1f,%.1f", x(r[0]), y(r[col])))
-		}
-		fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="#1f77b4" stroke-width="2"/>`+"\n", strings.Join(points, " "))
-		for _, r := range t.rows {
-			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3" fill="#1f77b4"/>`+"\n", x(r[0]), y(r[col]))
+		for i, t := range tables {
+			var points []string
+			for _, r := range t.rows {
+				points = append(points, fmt.Sprintf("%.1f,%.1f", x(r[0]), y(r[col])))
+			}
+			fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"/>`+"\n", strings.Join(points, " "), colors[i])
+			for _, r := range t.rows {
+				fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>`+"\n", x(r[0]), y(r[col]), colors[i])
+			}
 		}
 	}
 	b.WriteString("</svg>\n")

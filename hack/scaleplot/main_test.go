@@ -45,14 +45,44 @@ func TestRenderDrawsAPanelPerFigure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svg := string(render(tab))
+	svg := string(render([]*table{tab}))
 	if n := strings.Count(svg, "<polyline"); n != 3 {
 		t.Errorf("%d lines, want 3", n)
 	}
 	if n := strings.Count(svg, "<circle"); n != 6 {
 		t.Errorf("%d points, want 6", n)
 	}
-	for _, want := range []string{">engage s<", ">converge s<", ">RSS &lt;MiB&gt;<", `height="220"`} {
+	for _, want := range []string{">engage s<", ">converge s<", ">RSS &lt;MiB&gt;<", `height="238"`} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("the image lacks %q", want)
+		}
+	}
+}
+
+func TestRenderDrawsEachSeries(t *testing.T) {
+	before, err := parse([]byte("# series: before\nworkspaces\tconverge s\n100\t80\n400\t776\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := parse([]byte("# series: after <fix>\nworkspaces\tconverge s\n100\t40\n400\t200\n1000\t900\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.series != "before" || after.series != "after <fix>" {
+		t.Fatalf("series %q and %q, want before and after <fix>", before.series, after.series)
+	}
+	svg := string(render([]*table{before, after}))
+	if n := strings.Count(svg, "<polyline"); n != 2 {
+		t.Errorf("%d lines, want 2", n)
+	}
+	for color, points := range map[string]int{colors[0]: 2, colors[1]: 3} {
+		if n := strings.Count(svg, `r="3" fill="`+color+`"`); n != points {
+			t.Errorf("%d points of %s, want %d", n, color, points)
+		}
+	}
+	// The x axis reaches 1,000 for both series: 400 of the first is drawn
+	// at 40 % of the width, not at its end.
+	for _, want := range []string{">before<", ">after &lt;fix&gt;<", ">1000<", `height="256"`} {
 		if !strings.Contains(svg, want) {
 			t.Errorf("the image lacks %q", want)
 		}
