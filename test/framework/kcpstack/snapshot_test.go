@@ -137,7 +137,7 @@ func TestSnapshotServesItsWorkspacesFromACopy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := append(earlier, w)
+	all := append(append([]*kcpstack.Workspace(nil), earlier...), w)
 	moreDir := filepath.Join(base, "more")
 	if err := third.SaveSnapshot(ctx, moreDir, moreKey, all, time.Minute); err != nil {
 		t.Fatal(err)
