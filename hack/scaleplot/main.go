@@ -15,8 +15,8 @@
 // Command scaleplot draws the kcp scale figures of docs/performance.md as an
 // SVG image: one panel per figure, each against the number of workspaces.
 // It reads the tab-separated figures that BenchmarkKCPWorkspaces runs gave
-// (a header line naming the columns, the first being "workspaces"), one
-// file a series, named by a "# series: <name>" line, and writes the image;
+// (a header line naming the columns, the first being "workspaces"; "-" for
+// a figure a run did not reach), one file a series, named by a "# series: <name>" line, and writes the image;
 // `make generate` runs it, and `make verify` fails when the image is not
 // what the figures make.
 //
@@ -46,6 +46,8 @@ const (
 	columns     = 3
 	legendRow   = 18
 	seriesMark  = "# series:"
+	// missing stands for a figure a run did not reach; it is not drawn.
+	missing = "-"
 )
 
 // colors are the series' colors, in the order of the files.
@@ -119,6 +121,10 @@ func parse(data []byte) (*table, error) {
 		}
 		row := make([]float64, len(fields))
 		for i, f := range fields {
+			if f == missing && i > 0 {
+				row[i] = math.NaN()
+				continue
+			}
 			v, err := strconv.ParseFloat(f, 64)
 			if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
 				return nil, fmt.Errorf("line %d: %q is not a figure", line, f)
@@ -167,7 +173,9 @@ func render(tables []*table) []byte {
 		yMax := 0.0
 		for _, t := range tables {
 			for _, r := range t.rows {
-				yMax = math.Max(yMax, r[col])
+				if !math.IsNaN(r[col]) {
+					yMax = math.Max(yMax, r[col])
+				}
 			}
 		}
 		yMax = niceCeiling(yMax)
@@ -187,11 +195,15 @@ func render(tables []*table) []byte {
 		for i, t := range tables {
 			var points []string
 			for _, r := range t.rows {
-				points = append(points, fmt.Sprintf("%.1f,%.1f", x(r[0]), y(r[col])))
+				if !math.IsNaN(r[col]) {
+					points = append(points, fmt.Sprintf("%.1f,%.1f", x(r[0]), y(r[col])))
+				}
 			}
 			fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"/>`+"\n", strings.Join(points, " "), colors[i])
 			for _, r := range t.rows {
-				fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>`+"\n", x(r[0]), y(r[col]), colors[i])
+				if !math.IsNaN(r[col]) {
+					fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>`+"\n", x(r[0]), y(r[col]), colors[i])
+				}
 			}
 		}
 	}

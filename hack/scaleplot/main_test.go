@@ -29,6 +29,8 @@ func TestParse(t *testing.T) {
 		{"not a number", "workspaces\tengage s\n100\tfast\n", `"fast" is not a figure`},
 		{"negative", "workspaces\tengage s\n100\t-1\n", `"-1" is not a figure`},
 		{"NaN", "workspaces\tengage s\n100\tNaN\n", `"NaN" is not a figure`},
+		{"a figure not reached", "workspaces\tengage s\tconverge s\n100\t8.5\t80\n1000\t444\t-\n", ""},
+		{"workspaces not given", "workspaces\tengage s\n-\t8.5\n", `"-" is not a figure`},
 		{"nothing", "workspaces\tengage s\n", "no figures"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -86,6 +88,20 @@ func TestRenderDrawsEachSeries(t *testing.T) {
 		if !strings.Contains(svg, want) {
 			t.Errorf("the image lacks %q", want)
 		}
+	}
+}
+
+func TestMissingFiguresAreNotDrawn(t *testing.T) {
+	tab, err := parse([]byte("workspaces\tengage s\tconverge s\n100\t8.5\t80\n400\t134\t570\n1000\t444\t-\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg := string(render([]*table{tab}))
+	if n := strings.Count(svg, "<circle"); n != 5 {
+		t.Errorf("%d points, want 5: the missing one is not drawn", n)
+	}
+	if strings.Contains(svg, "NaN") {
+		t.Error("the image has NaN in it")
 	}
 }
 
