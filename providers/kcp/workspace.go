@@ -41,8 +41,9 @@ const (
 	LogicalClusterName = "cluster"
 )
 
-// logicalClusters is the resource read for the workspace path.
-var logicalClusters = schema.GroupVersionResource{Group: "core.kcp.io", Version: "v1alpha1", Resource: "logicalclusters"}
+// LogicalClusters is the resource whose object in each workspace
+// (LogicalClusterName) holds the workspace path.
+var LogicalClusters = schema.GroupVersionResource{Group: "core.kcp.io", Version: "v1alpha1", Resource: "logicalclusters"}
 
 // AddToScheme adds the kcp types the provider reads in the provider
 // workspace (APIExportEndpointSlices) and through the virtual workspace
@@ -54,7 +55,7 @@ func AddToScheme(s *runtime.Scheme) error {
 // WorkspacePath reads the kcp.io/path annotation of the workspace's
 // LogicalCluster through mc: the name of the space.
 func WorkspacePath(ctx context.Context, mc metadata.Interface) (string, error) {
-	obj, err := mc.Resource(logicalClusters).Get(ctx, LogicalClusterName, metav1.GetOptions{})
+	obj, err := mc.Resource(LogicalClusters).Get(ctx, LogicalClusterName, metav1.GetOptions{})
 	if err != nil {
 		return "", fmt.Errorf("reading LogicalCluster %s: %w", LogicalClusterName, err)
 	}

@@ -96,10 +96,17 @@ type Provider struct {
 	scheme *runtime.Scheme
 	// cacheOptions narrow the shared caches.
 	cacheOptions CacheOptions
-	// pathOf reads a logical cluster's workspace path; replaced in tests.
+	// indexedPath looks a logical cluster's workspace path up in the path
+	// indexes (pathIndex.path); replaced in tests.
+	indexedPath func(id logicalcluster.Name) (path string, found, synced bool)
+	// pathOf reads a logical cluster's workspace path from kcp, for those
+	// the indexes lack; replaced in tests.
 	pathOf func(ctx context.Context, cl cluster.Cluster) (string, error)
 	// pathTimeout bounds the attempts to read the path of a new space.
 	pathTimeout time.Duration
+	// indexTimeout is how long a new space waits for the path indexes to
+	// list before its path is read.
+	indexTimeout time.Duration
 
 	mu sync.RWMutex
 	// ids maps a space name to the logical cluster ID it stands for.
@@ -142,6 +149,7 @@ func New(cfg *rest.Config, endpointSlice string, scheme *runtime.Scheme, log log
 		cacheOptions: cacheOptions,
 		pathOf:       workspacePath,
 		pathTimeout:  PathTimeout,
+		indexTimeout: pathAttemptTimeout,
 		ids:          map[multicluster.ClusterName]multicluster.ClusterName{},
 		shared:       map[string]*sharedCache{},
 		refused:      map[logicalcluster.Name]bool{},
@@ -160,6 +168,7 @@ func New(cfg *rest.Config, endpointSlice string, scheme *runtime.Scheme, log log
 		return nil, fmt.Errorf("creating the kcp apiexport provider for endpoint slice %s: %w", endpointSlice, err)
 	}
 	p.inner = inner
+	p.indexedPath = p.pathFromIndexes
 	return p, nil
 }
 
@@ -194,22 +203,34 @@ func (p *Provider) IndexField(ctx context.Context, obj client.Object, field stri
 
 // SpaceName returns the name of the space of a logical cluster: its
 // workspace path, or its ID once kcp has refused the path (or answered
-// without one) for PathTimeout. A binding may be ready a moment before its
-// claims take effect, so refusals are retried; a read that fails otherwise
-// (a timeout, an overloaded kcp) is retried for as long as ctx lasts,
-// since a name taken from kcp's load would differ from one replica to the
-// next, and so would the space's fence.
+// without one) for PathTimeout. The path comes from the endpoint's path
+// index, which a replica fills with one list and watch; only a logical
+// cluster the index lacks once it has listed (or that it has not listed
+// within pathAttemptTimeout) costs a read of its own. A binding may be
+// ready a moment before its claims take effect, so refusals are retried; a
+// read that fails otherwise (a timeout, an overloaded kcp) is retried for
+// as long as ctx lasts, since a name taken from kcp's load would differ
+// from one replica to the next, and so would the space's fence.
 func (p *Provider) SpaceName(ctx context.Context, id multicluster.ClusterName, cl cluster.Cluster) multicluster.ClusterName {
 	name := id
+	start := time.Now()
 	var refusedSince time.Time
 	var lastErr error
-	// Pauses after each failed read doubling from 50 ms to a second (sliding).
+	// Pauses after each failed look-up doubling from 50 ms to a second (sliding).
 	retry := wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Cap: time.Second, Steps: math.MaxInt32}
 	_ = retry.DelayFunc().Until(ctx, true, true, func(ctx context.Context) (bool, error) {
-		attempt, cancel := context.WithTimeout(ctx, pathAttemptTimeout)
-		defer cancel()
-		var path string
-		path, lastErr = p.pathOf(attempt, cl)
+		path, found, synced := p.indexedPath(logicalcluster.Name(id))
+		switch {
+		case found:
+			lastErr = nil
+		case !synced && time.Since(start) < p.indexTimeout:
+			lastErr = errors.New("the path index has not listed the logical clusters yet")
+			return false, nil
+		default:
+			attempt, cancel := context.WithTimeout(ctx, pathAttemptTimeout)
+			defer cancel()
+			path, lastErr = p.pathOf(attempt, cl)
+		}
 		switch {
 		case lastErr == nil && path != "":
 			name = multicluster.ClusterName(path)
@@ -289,6 +310,29 @@ func (p *Provider) forget(name, id multicluster.ClusterName) {
 	}
 }
 
+// pathFromIndexes looks a logical cluster up in the path indexes of every
+// endpoint (IDs are unique across kcp's shards): synced is whether every
+// index has listed, found whether one has the logical cluster.
+func (p *Provider) pathFromIndexes(id logicalcluster.Name) (path string, found, synced bool) {
+	p.sharedMu.Lock()
+	indexes := make([]*pathIndex, 0, len(p.shared))
+	for _, c := range p.shared {
+		if c.paths != nil {
+			indexes = append(indexes, c.paths)
+		}
+	}
+	p.sharedMu.Unlock()
+	synced = true
+	for _, x := range indexes {
+		path, found, listed := x.path(id)
+		if found {
+			return path, true, true
+		}
+		synced = synced && listed
+	}
+	return "", false, synced
+}
+
 // workspacePath reads the kcp.io/path annotation of the workspace's
 // LogicalCluster, bypassing the caches.
 func workspacePath(ctx context.Context, cl cluster.Cluster) (string, error) {
@@ -352,6 +396,9 @@ func (p *Provider) sharedCache(cfg *rest.Config) (*sharedCache, error) {
 			log.Error(err, "The shared cache of an endpoint stopped")
 		}
 	}()
+	if c.paths != nil {
+		go c.paths.run(ctx)
+	}
 	return c, nil
 }
 
@@ -570,6 +617,9 @@ type sharedCache struct {
 	cache.Cache
 	scheme *runtime.Scheme
 	mapper apimeta.RESTMapper
+	// paths are the workspace paths of the endpoint's logical clusters;
+	// nil in tests.
+	paths *pathIndex
 
 	indexMu sync.Mutex
 	indexed map[string]bool
@@ -599,7 +649,13 @@ func newSharedCache(cfg *rest.Config, opts cache.Options) (*sharedCache, error) 
 	if err != nil {
 		return nil, fmt.Errorf("building the cache: %w", err)
 	}
-	return newSharedCacheOf(c, opts.Scheme, mapper), nil
+	paths, err := newPathIndex(cfg, httpClient)
+	if err != nil {
+		return nil, err
+	}
+	shared := newSharedCacheOf(c, opts.Scheme, mapper)
+	shared.paths = paths
+	return shared, nil
 }
 
 // newSharedCacheOf returns the shared cache made of c.

@@ -109,6 +109,9 @@ func TestNaming(t *testing.T) {
 		path     string
 		failures int
 		slow     bool
+		// indexed is whether the path index has the LogicalCluster (then
+		// path is its path, and the space must be named without a read).
+		indexed bool
 		// want is the name the space must be engaged under.
 		want multicluster.ClusterName
 	}
@@ -116,6 +119,8 @@ func TestNaming(t *testing.T) {
 		name        string
 		engagements []engagement
 		engageErr   error
+		// unlisted is whether the path index never lists.
+		unlisted bool
 		// wantIDs is the name-to-ID map after the engagements.
 		wantIDs map[multicluster.ClusterName]multicluster.ClusterName
 	}{
@@ -144,6 +149,18 @@ func TestNaming(t *testing.T) {
 				{id: "old1", path: "root:wds1", want: "root:wds1"},
 				{id: "new2", path: "root:wds1", want: "new2"}},
 			wantIDs: map[multicluster.ClusterName]multicluster.ClusterName{"root:wds1": "old1", "new2": "new2"}},
+		{name: "the path from the index, without a read",
+			engagements: []engagement{
+				{id: "aaaa", path: "root:wds1", indexed: true, want: "root:wds1"},
+				{id: "bbbb", path: "root:wds2", want: "root:wds2"}},
+			wantIDs: map[multicluster.ClusterName]multicluster.ClusterName{"root:wds1": "aaaa", "root:wds2": "bbbb"}},
+		{name: "indexed without a path: the ID, without a read",
+			engagements: []engagement{{id: "aaaa", indexed: true, want: "aaaa"}},
+			wantIDs:     map[multicluster.ClusterName]multicluster.ClusterName{"aaaa": "aaaa"}},
+		{name: "an index that never lists: the path, read once it gives up waiting",
+			unlisted:    true,
+			engagements: []engagement{{id: "aaaa", path: "root:wds1", want: "root:wds1"}},
+			wantIDs:     map[multicluster.ClusterName]multicluster.ClusterName{"root:wds1": "aaaa"}},
 		{name: "a failed engagement is forgotten",
 			engagements: []engagement{{id: "aaaa", path: "root:wds1", want: "root:wds1"}},
 			engageErr:   errors.New("no"),
@@ -153,14 +170,25 @@ func TestNaming(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var mu sync.Mutex
 			byID := map[string]*engagement{}
+			reads := map[multicluster.ClusterName]int{}
 			p := &Provider{
-				log:         logr.Discard(),
-				ids:         map[multicluster.ClusterName]multicluster.ClusterName{},
-				pathTimeout: 2 * time.Second,
+				log:          logr.Discard(),
+				ids:          map[multicluster.ClusterName]multicluster.ClusterName{},
+				pathTimeout:  2 * time.Second,
+				indexTimeout: 500 * time.Millisecond,
+				indexedPath: func(id logicalcluster.Name) (string, bool, bool) {
+					mu.Lock()
+					defer mu.Unlock()
+					if e := byID[id.String()]; !tt.unlisted && e.indexed {
+						return e.path, true, true
+					}
+					return "", false, !tt.unlisted
+				},
 				pathOf: func(_ context.Context, cl cluster.Cluster) (string, error) {
 					mu.Lock()
 					defer mu.Unlock()
 					e := byID[cl.(fakeCluster).id]
+					reads[e.id]++
 					if e.failures > 0 {
 						e.failures--
 						if e.slow {
@@ -191,6 +219,11 @@ func TestNaming(t *testing.T) {
 				if got := aware.engaged()[i]; got != e.want {
 					t.Errorf("engagement %d of %s under %q, want %q", i, e.id, got, e.want)
 				}
+				mu.Lock()
+				if n := reads[e.id]; e.indexed && n > 0 || !e.indexed && n == 0 {
+					t.Errorf("engagement %d of %s read the path %d times (indexed %t)", i, e.id, n, e.indexed)
+				}
+				mu.Unlock()
 			}
 			waitFor(t, "the name-to-ID map", func() error {
 				p.mu.RLock()
@@ -500,7 +533,11 @@ func TestSpaceRequestsWaitForTheSpacesRateLimiter(t *testing.T) {
 	}
 	var served atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		served.Add(1)
+		// The endpoint's own requests (the path index's list of every
+		// logical cluster) are no space's.
+		if !strings.HasPrefix(r.URL.Path, "/clusters/*") {
+			served.Add(1)
+		}
 		http.Error(w, "unexpected", http.StatusInternalServerError)
 	}))
 	defer srv.Close()
