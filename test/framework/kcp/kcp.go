@@ -376,6 +376,9 @@ func (s *Server) Config(path string) *rest.Config {
 	return c
 }
 
+// Scheme is the scheme of the clients made by Client.
+func (s *Server) Scheme() *runtime.Scheme { return s.scheme }
+
 // Client returns a controller-runtime client with admin rights in the
 // workspace with the given path or logical cluster ID, using the scheme of
 // Options.Scheme.

@@ -48,6 +48,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	"github.com/kubestellar/workload-stager/test/framework/environment"
 	"github.com/kubestellar/workload-stager/test/framework/kcp"
@@ -460,14 +461,26 @@ func (s *Stack) Attach(ctx context.Context, w *Workspace) error {
 		return err
 	}
 	w.Client = c
+	// The simulator reads through informers, as KubeStellar's controllers
+	// do: its passes would otherwise list every kind of the workspace from
+	// kcp time and again, which kept kcp saturated at rest from 100
+	// workspaces on, and so slowed what the scale runs measure.
+	cached, err := cluster.New(s.KCP.Config(w.Path), func(o *cluster.Options) {
+		o.Scheme = s.KCP.Scheme()
+		o.Client.Cache = &client.CacheOptions{Unstructured: true}
+	})
+	if err != nil {
+		return fmt.Errorf("creating the simulator's cache of %s: %w", w.Path, err)
+	}
 	w.Availability = kubestellar.NewAvailability(Collector)
 	simOpts := []kubestellar.Option{kubestellar.WithReporter(w.Availability.Report)}
 	if s.opts.SimulatorInterval > 0 {
 		simOpts = append(simOpts, kubestellar.WithInterval(s.opts.SimulatorInterval))
 	}
-	w.Simulator = kubestellar.New(c, s.opts.Clusters, simOpts...)
+	w.Simulator = kubestellar.New(cached.GetClient(), s.opts.Clusters, simOpts...)
 	simCtx, cancel := context.WithCancel(ctx)
 	w.cancel = cancel
+	go func() { _ = cached.Start(simCtx) }()
 	go func() { _ = w.Simulator.Run(simCtx) }()
 	s.mu.Lock()
 	s.workspaces[w.Name] = w
