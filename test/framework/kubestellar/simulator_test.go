@@ -467,3 +467,93 @@ func TestSimulatorClusterScopedAndDefaultReport(t *testing.T) {
 		t.Errorf("CombinedStatus still there (err %v)", err)
 	}
 }
+
+// TestConvergedSimulatorWritesNothing runs passes over a BindingPolicy whose
+// Binding and CombinedStatus are written, with the Availability reporter
+// the scale runs use: no pass may write any of them again. A simulator
+// that rewrote a CombinedStatus at every pass would send every stager
+// watching it an event every pass, and make a rollout's cost grow with
+// its length.
+func TestConvergedSimulatorWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	c := space.Client
+	const ns, collector = "sim-converged", "converged-aggregator"
+	mustCreate(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	mustCreate(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web", Labels: map[string]string{"app": "converged"}}})
+	mustCreate(t, &ksv1alpha1.StatusCollector{
+		ObjectMeta: metav1.ObjectMeta{Name: collector},
+		Spec: ksv1alpha1.StatusCollectorSpec{
+			Select: []ksv1alpha1.NamedExpression{
+				{Name: "wec", Def: "inventory.name"},
+				{Name: "availableReplicas", Def: "returned.status != null && has(returned.status.availableReplicas) ? returned.status.availableReplicas : 0"},
+			},
+			Limit: 20,
+		},
+	})
+	availability := kubestellar.NewAvailability(collector)
+	sim := kubestellar.New(c, []kubestellar.Cluster{{Name: "a", Labels: map[string]string{"env": "dev"}}, {Name: "b", Labels: map[string]string{"env": "dev"}}},
+		kubestellar.WithReporter(availability.Report))
+	bp := &ksv1alpha1.BindingPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "bp-converged"},
+		Spec: ksv1alpha1.BindingPolicySpec{
+			ClusterSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"env": "dev"}}},
+			Downsync: []ksv1alpha1.DownsyncPolicyClause{{
+				DownsyncObjectTest: ksv1alpha1.DownsyncObjectTest{ObjectSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"app": "converged"}}}},
+				DownsyncModulation: ksv1alpha1.DownsyncModulation{StatusCollectors: []string{collector}},
+			}},
+		},
+	}
+	availability.SetAvailable(bp.Name, true)
+	mustCreate(t, bp)
+	versions := func() string {
+		var all []string
+		var css ksv1alpha1.CombinedStatusList
+		if err := c.List(ctx, &css, client.MatchingLabels{rollout.StatusLabelBindingPolicy: bp.Name}); err != nil {
+			t.Fatal(err)
+		}
+		for _, cs := range css.Items {
+			all = append(all, "CombinedStatus "+cs.Name+" "+cs.ResourceVersion)
+		}
+		binding := &ksv1alpha1.Binding{}
+		if err := c.Get(ctx, client.ObjectKey{Name: bp.Name}, binding); err != nil {
+			t.Fatal(err)
+		}
+		got := &ksv1alpha1.BindingPolicy{}
+		if err := c.Get(ctx, client.ObjectKey{Name: bp.Name}, got); err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(append(all, "Binding "+binding.ResourceVersion, "BindingPolicy "+got.ResourceVersion))
+	}
+	for range 2 {
+		if err := sim.SyncOnce(ctx); err != nil {
+			t.Fatalf("SyncOnce: %v", err)
+		}
+	}
+	// kcp labels every object of a resource an APIExport claims
+	// (claimed.internal.apis.kcp.io/<hash>) at every write: a label not
+	// the simulator's, which it must leave be.
+	var css ksv1alpha1.CombinedStatusList
+	if err := c.List(ctx, &css, client.MatchingLabels{rollout.StatusLabelBindingPolicy: bp.Name}); err != nil || len(css.Items) != 1 {
+		t.Fatalf("%d CombinedStatuses (%v), want 1", len(css.Items), err)
+	}
+	cs := &css.Items[0]
+	cs.Labels["claimed.internal.apis.kcp.io/test"] = "claimed"
+	if err := c.Update(ctx, cs); err != nil {
+		t.Fatal(err)
+	}
+	converged := versions()
+	for i := range 3 {
+		if err := sim.SyncOnce(ctx); err != nil {
+			t.Fatalf("SyncOnce: %v", err)
+		}
+		if now := versions(); now != converged {
+			t.Fatalf("pass %d after converging rewrote objects: %s, then %s", i+1, converged, now)
+		}
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(cs), cs); err != nil {
+		t.Fatal(err)
+	}
+	if cs.Labels["claimed.internal.apis.kcp.io/test"] != "claimed" {
+		t.Errorf("the CombinedStatus lost a label not the simulator's: %v", cs.Labels)
+	}
+}
