@@ -190,9 +190,34 @@ type Chromium struct {
 	cancel  func()
 }
 
+// launchAttempts is how many times Start launches Chromium that dies
+// before its DevTools endpoint answers: on a loaded CI machine it once died
+// at launch in every test of a package (crashpad: "no stack mapping") and
+// started at once the next time.
+const launchAttempts = 2
+
 // Start starts a headless Chromium found by Find, with a fresh profile in a
-// new temporary directory; Close stops it and removes the directory.
+// new temporary directory; Close stops it and removes the directory. A
+// Chromium that dies at launch is launched once more.
 func Start(options Options) (*Chromium, error) {
+	var err error
+	for attempt := 1; attempt <= launchAttempts; attempt++ {
+		var c *Chromium
+		if c, err = start(options); err == nil || !diedAtLaunch(err) {
+			return c, err
+		}
+	}
+	return nil, err
+}
+
+// diedAtLaunch reports whether Start failed because Chromium exited before
+// its DevTools endpoint answered (chromedp says so in words alone).
+func diedAtLaunch(err error) bool {
+	return strings.Contains(err.Error(), "chrome failed to start")
+}
+
+// start launches Chromium once.
+func start(options Options) (*Chromium, error) {
 	path, err := Find()
 	if err != nil {
 		return nil, err

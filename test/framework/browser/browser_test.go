@@ -17,6 +17,7 @@ package browser_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"image/png"
 	"net/http"
 	"net/http/httptest"
@@ -329,6 +330,51 @@ func TestNoChromiumSkipsOrFailsUnderCI(t *testing.T) {
 		}
 		if !tc.wantFail && !strings.Contains(string(out), "--- SKIP") {
 			t.Errorf("CI=%q shared=%s: the test did not skip:\n%s", tc.ci, tc.shared, out)
+		}
+	}
+}
+
+// TestChromiumDyingAtLaunchIsLaunchedAgain starts a Chromium behind a
+// wrapper that exits before Chromium's DevTools endpoint answers the first
+// times it is run: once is survived by a second launch; a Chromium that
+// dies at every launch fails Start after two.
+func TestChromiumDyingAtLaunchIsLaunchedAgain(t *testing.T) {
+	chromiumPath, err := browser.Find()
+	if err != nil {
+		browser.New(t) // fails, or skips, as every browser test does
+	}
+	for _, tc := range []struct {
+		deaths    int
+		wantStart bool
+	}{
+		{deaths: 1, wantStart: true},
+		{deaths: 3, wantStart: false},
+	} {
+		dir := t.TempDir()
+		launches := filepath.Join(dir, "launches")
+		wrapper := filepath.Join(dir, "chromium")
+		script := fmt.Sprintf(`#!/bin/sh
+echo launched >> %[1]q
+if [ "$(wc -l < %[1]q)" -le %[2]d ]; then echo "dying at launch" >&2; exit 1; fi
+exec %[3]q "$@"
+`, launches, tc.deaths, chromiumPath)
+		if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv(browser.EnvChromium, wrapper)
+		c, err := browser.Start(browser.Options{})
+		if c != nil {
+			c.Close()
+		}
+		if started := err == nil; started != tc.wantStart {
+			t.Errorf("dying %d times: started %t (%v), want %t", tc.deaths, started, err, tc.wantStart)
+		}
+		data, readErr := os.ReadFile(launches)
+		if readErr != nil {
+			t.Fatal(readErr)
+		}
+		if n := strings.Count(string(data), "launched"); n != 2 {
+			t.Errorf("dying %d times: launched %d times, want 2", tc.deaths, n)
 		}
 	}
 }
