@@ -159,7 +159,7 @@ bench: build ## Run the Go benchmarks (CEL engine), a stage advance on the real 
 generate: ## Generate deepcopy code, the Grafana dashboard (hack/dashboards) and the scale plot (hack/scaleplot)
 	"$$($(TOOL) controller-gen)" object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	go run ./hack/dashboards config/grafana/stage-progress.json
-	go run ./hack/scaleplot docs/figures/kcp-scale.tsv docs/figures/kcp-scale-2.tsv docs/figures/kcp-scale.svg
+	go run ./hack/scaleplot docs/figures/kcp-scale.tsv docs/figures/kcp-scale-2.tsv docs/figures/kcp-scale-3.tsv docs/figures/kcp-scale.svg
 
 # The Helm charts: the stager in its hosting cluster, and what every WDS needs.
 CHART = config/chart/workload-stager
