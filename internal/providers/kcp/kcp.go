@@ -205,8 +205,8 @@ func (p *Provider) IndexField(ctx context.Context, obj client.Object, field stri
 // workspace path, or its ID once kcp has refused the path (or answered
 // without one) for PathTimeout. The path comes from the endpoint's path
 // index, which a replica fills with one list and watch; only a logical
-// cluster the index lacks once it has listed (or that it has not listed
-// within pathAttemptTimeout) costs a read of its own. A binding may be
+// cluster the index lacks once it has listed (or that has not listed
+// within indexTimeout) costs a read of its own. A binding may be
 // ready a moment before its claims take effect, so refusals are retried; a
 // read that fails otherwise (a timeout, an overloaded kcp) is retried for
 // as long as ctx lasts, since a name taken from kcp's load would differ
@@ -334,7 +334,7 @@ func (p *Provider) pathFromIndexes(id logicalcluster.Name) (path string, found, 
 }
 
 // workspacePath reads the kcp.io/path annotation of the workspace's
-// LogicalCluster, bypassing the caches.
+// LogicalCluster from kcp: for a logical cluster the path indexes lack.
 func workspacePath(ctx context.Context, cl cluster.Cluster) (string, error) {
 	mc, err := metadata.NewForConfigAndClient(cl.GetConfig(), cl.GetHTTPClient())
 	if err != nil {

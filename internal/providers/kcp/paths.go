@@ -35,7 +35,10 @@ import (
 // pathIndex holds the workspace path of every logical cluster an endpoint
 // serves whose binding accepted the export's claim on LogicalClusters, from
 // one list and watch of them all: a replica learns its spaces' names from
-// it without a request a space (which kcp, loaded, refuses with 429s).
+// it without a request a space (which kcp, loaded, refuses with 429s). It
+// is an informer of its own rather than one of the shared cache's, whose
+// transforms (the stager's narrowing, the stubs of refused clusters) apply
+// to every object it holds, and a path must pass both.
 type pathIndex struct {
 	informer toolscache.SharedIndexInformer
 }
@@ -84,7 +87,7 @@ func (x *pathIndex) path(id logicalcluster.Name) (path string, found, synced boo
 }
 
 // keepPath keeps of a LogicalCluster what keys it in the index and its
-// path: the index of 10,000 workspaces then holds a few MiB.
+// path, and nothing else, for the index holds every workspace's.
 func keepPath(obj any) (any, error) {
 	m, ok := obj.(*metav1.PartialObjectMetadata)
 	if !ok {

@@ -191,9 +191,8 @@ type Chromium struct {
 }
 
 // launchAttempts is how many times Start launches Chromium that dies
-// before its DevTools endpoint answers: on a loaded CI machine it once died
-// at launch in every test of a package (crashpad: "no stack mapping") and
-// started at once the next time.
+// before its DevTools endpoint answers: on a loaded machine it can die at
+// launch and start at once the next time.
 const launchAttempts = 2
 
 // Start starts a headless Chromium found by Find, with a fresh profile in a

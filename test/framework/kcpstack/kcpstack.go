@@ -463,8 +463,7 @@ func (s *Stack) Attach(ctx context.Context, w *Workspace) error {
 	w.Client = c
 	// The simulator reads through informers, as KubeStellar's controllers
 	// do: its passes would otherwise list every kind of the workspace from
-	// kcp time and again, which kept kcp saturated at rest from 100
-	// workspaces on, and so slowed what the scale runs measure.
+	// kcp time and again, loading kcp under what the scale runs measure.
 	cached, err := cluster.New(s.KCP.Config(w.Path), func(o *cluster.Options) {
 		o.Scheme = s.KCP.Scheme()
 		o.Client.Cache = &client.CacheOptions{Unstructured: true}

@@ -63,6 +63,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -685,13 +686,11 @@ func normalizeResults(in []ksv1alpha1.NamedStatusCombination) []ksv1alpha1.Named
 // combinedStatusMatches reports whether an existing CombinedStatus already
 // has the desired labels, owner and results (compared as JSON values).
 // Labels not the simulator's are left be: kcp labels every object of a
-// resource an APIExport claims, at every write, and a simulator removing
-// that label rewrote each CombinedStatus at every pass.
+// resource an APIExport claims at every write, and removing that label would
+// rewrite each CombinedStatus at every pass.
 func combinedStatusMatches(existing, want *ksv1alpha1.CombinedStatus) bool {
-	for k, v := range want.Labels {
-		if got, ok := existing.Labels[k]; !ok || got != v {
-			return false
-		}
+	if !labels.SelectorFromSet(want.Labels).Matches(labels.Set(existing.Labels)) {
+		return false
 	}
 	if !reflect.DeepEqual(jsonValue(existing.OwnerReferences), jsonValue(want.OwnerReferences)) {
 		return false
